@@ -1,0 +1,378 @@
+//! The device's MCP server: one JSON-RPC message in, at most one reply out.
+//!
+//! Behaviour follows the stock xiaozhi firmware (`main/mcp_server.cc`) where backends depend on
+//! it, and is stricter or more standard where that is safe:
+//! - replies carry JSON-RPC error codes (the stock firmware sends none) and are escaped properly;
+//! - string ids are answered (the stock firmware drops them), `ping` is answered;
+//! - malformed input gets -32700 / -32600 instead of silence, and never a panic;
+//! - an argument of the wrong type is an error instead of a silent fall back to its default,
+//!   and a fractional number for an integer is an error instead of being truncated.
+
+use alloc::borrow::Cow;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use serde_json::{Map, Value};
+
+use crate::json::{push_str_literal, str_literal_len};
+use crate::outbox::Outbox;
+use crate::rpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, RpcError};
+use crate::schema::PropertyKind;
+use crate::tool::{ArgValue, Arguments, Call, Tool};
+
+/// The protocol version the device answers, whatever the client asks (as the stock firmware).
+pub const PROTOCOL_VERSION: &str = "2024-11-05";
+/// The stock firmware's `max_payload_size` for one `tools/list` result.
+pub const DEFAULT_PAGE_LIMIT: usize = 8000;
+
+/// Where the device uploads camera photos, as given in `initialize`'s `capabilities.vision`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Vision {
+    pub url: String,
+    pub token: String,
+}
+
+/// Why a tool could not be registered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RegistryError {
+    /// Names are 1 to 128 characters of `A-Z a-z 0-9 _ . -` (MCP's tool name rule).
+    BadName(String),
+    Duplicate(String),
+    BadProperty { tool: String, property: String, reason: &'static str },
+    /// The tool's JSON alone is larger than a `tools/list` page could carry.
+    TooLarge { tool: String, bytes: usize, limit: usize },
+}
+
+/// The MCP server of one device, owning the device state `S` its tools act on.
+pub struct McpServer<S> {
+    name: Cow<'static, str>,
+    version: Cow<'static, str>,
+    tools: Vec<Tool<S>>,
+    page_limit: usize,
+    vision: Option<Vision>,
+    outbox: Outbox,
+    state: S,
+}
+
+impl<S> McpServer<S> {
+    /// A server named `name`/`version` (its `serverInfo`) with no tools.
+    pub fn new(name: impl Into<Cow<'static, str>>, version: impl Into<Cow<'static, str>>, state: S) -> Self {
+        Self {
+            name: name.into(),
+            version: version.into(),
+            tools: Vec::new(),
+            page_limit: DEFAULT_PAGE_LIMIT,
+            vision: None,
+            outbox: Outbox::default(),
+            state,
+        }
+    }
+
+    /// Sets the largest `tools/list` result, in bytes of JSON text. Set it before adding tools.
+    pub fn with_page_limit(mut self, bytes: usize) -> Self {
+        self.page_limit = bytes;
+        self
+    }
+
+    /// Registers a tool. Names are unique; a tool too large for any page is refused here rather
+    /// than making every later tool unlistable (the stock firmware's failure).
+    pub fn add_tool(&mut self, tool: Tool<S>) -> Result<(), RegistryError> {
+        if !is_valid_tool_name(&tool.name) {
+            return Err(RegistryError::BadName(tool.name.into_owned()));
+        }
+        if self.tools.iter().any(|t| t.name == tool.name) {
+            return Err(RegistryError::Duplicate(tool.name.into_owned()));
+        }
+        for p in &tool.properties {
+            p.check().map_err(|reason| RegistryError::BadProperty {
+                tool: tool.name.clone().into_owned(),
+                property: p.name.clone().into_owned(),
+                reason,
+            })?;
+        }
+        let mut json = String::new();
+        tool.push_json(&mut json);
+        // Alone on a page, with room for a `nextCursor` naming the longest possible next tool.
+        let alone = PAGE_OPEN.len() + json.len() + PAGE_CLOSE.len() + NEXT_CURSOR_KEY.len() + MAX_NAME_LEN + 2;
+        if alone > self.page_limit {
+            return Err(RegistryError::TooLarge { tool: tool.name.into_owned(), bytes: alone, limit: self.page_limit });
+        }
+        self.tools.push(tool);
+        Ok(())
+    }
+
+    pub fn tools(&self) -> &[Tool<S>] {
+        &self.tools
+    }
+
+    pub fn vision(&self) -> Option<&Vision> {
+        self.vision.as_ref()
+    }
+
+    pub fn state(&self) -> &S {
+        &self.state
+    }
+
+    pub fn state_mut(&mut self) -> &mut S {
+        &mut self.state
+    }
+
+    /// Notifications the device wants to send (tools queue them; so can the board).
+    pub fn outbox(&mut self) -> &mut Outbox {
+        &mut self.outbox
+    }
+
+    /// Handles one JSON-RPC message; returns the reply text, or `None` when none is due
+    /// (notifications, responses).
+    pub fn handle(&mut self, message: &str) -> Option<String> {
+        let mut out = String::new();
+        self.handle_into(message, &mut out).then_some(out)
+    }
+
+    /// Like [`handle`](Self::handle), appending the reply to `out`; `true` if anything was written.
+    pub fn handle_into(&mut self, message: &str, out: &mut String) -> bool {
+        match serde_json::from_str::<Value>(message) {
+            Ok(v) => self.handle_value_into(&v, out),
+            Err(e) => {
+                let err = RpcError::new(PARSE_ERROR, format!("Parse error: {e}"));
+                rpc::push_error(out, &Value::Null, &err);
+                true
+            }
+        }
+    }
+
+    /// Handles an already parsed message (e.g. the `payload` of an envelope).
+    pub fn handle_value_into(&mut self, msg: &Value, out: &mut String) -> bool {
+        let Some(obj) = msg.as_object() else {
+            let what = if msg.is_array() { "Batches are not supported" } else { "Invalid Request: not an object" };
+            rpc::push_error(out, &Value::Null, &RpcError::new(INVALID_REQUEST, what));
+            return true;
+        };
+        let id = obj.get("id");
+        let method = obj.get("method");
+        // A response (result/error, no method) or a notification never gets a reply.
+        if method.is_none() && (obj.contains_key("result") || obj.contains_key("error")) {
+            return false;
+        }
+        let is_notification = id.is_none();
+        let reply_id = match id {
+            Some(v @ (Value::Number(_) | Value::String(_))) => v.clone(),
+            _ => Value::Null,
+        };
+        let invalid = |out: &mut String, msg: &str| {
+            rpc::push_error(out, &reply_id, &RpcError::new(INVALID_REQUEST, msg));
+            true
+        };
+        if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return if is_notification { false } else { invalid(out, "Invalid Request: jsonrpc must be \"2.0\"") };
+        }
+        let Some(method) = method.and_then(Value::as_str) else {
+            return if is_notification { false } else { invalid(out, "Invalid Request: method must be a string") };
+        };
+        if is_notification || method.starts_with("notifications/") {
+            return false;
+        }
+        if reply_id.is_null() {
+            return invalid(out, "Invalid Request: id must be a number or a string");
+        }
+        let empty = Map::new();
+        let params = match obj.get("params") {
+            None => &empty,
+            Some(Value::Object(p)) => p,
+            Some(_) => {
+                rpc::push_error(out, &reply_id, &RpcError::new(INVALID_PARAMS, "Invalid params: must be an object"));
+                return true;
+            }
+        };
+        let start = out.len();
+        rpc::push_reply_head(out, &reply_id);
+        let result = match method {
+            "initialize" => {
+                self.initialize(params, out);
+                Ok(())
+            }
+            "tools/list" => self.list_tools(params, out),
+            "tools/call" => self.call_tool(obj.get("params"), out),
+            "ping" => {
+                out.push_str("\"result\":{}}");
+                Ok(())
+            }
+            _ => Err(RpcError::new(METHOD_NOT_FOUND, format!("Method not implemented: {method}"))),
+        };
+        if let Err(e) = result {
+            out.truncate(start);
+            rpc::push_error(out, &reply_id, &e);
+        }
+        true
+    }
+
+    fn initialize(&mut self, params: &Map<String, Value>, out: &mut String) {
+        let vision = params.get("capabilities").and_then(|c| c.get("vision"));
+        if let Some(url) = vision.and_then(|v| v.get("url")).and_then(Value::as_str) {
+            let token = vision.and_then(|v| v.get("token")).and_then(Value::as_str).unwrap_or_default();
+            self.vision = Some(Vision { url: url.into(), token: token.into() });
+        }
+        out.push_str("\"result\":{\"protocolVersion\":\"");
+        out.push_str(PROTOCOL_VERSION);
+        out.push_str("\",\"capabilities\":{\"tools\":{}},\"serverInfo\":{\"name\":");
+        push_str_literal(out, &self.name);
+        out.push_str(",\"version\":");
+        push_str_literal(out, &self.version);
+        out.push_str("}}}");
+    }
+
+    /// One page of tools, starting at the tool named by `cursor` (inclusive).
+    ///
+    /// A page holds as many visible tools as fit in `page_limit` bytes of result text, including
+    /// the `nextCursor` it may need. `nextCursor` names the first tool of the next page and is left
+    /// out on the last page.
+    fn list_tools(&self, params: &Map<String, Value>, out: &mut String) -> Result<(), RpcError> {
+        let cursor = match params.get("cursor") {
+            None | Some(Value::Null) => "",
+            Some(Value::String(c)) => c.as_str(),
+            Some(_) => return Err(RpcError::new(INVALID_PARAMS, "Invalid cursor: must be a string")),
+        };
+        let with_user = ["withUserTools", "withSystemTools"]
+            .iter()
+            .find_map(|k| params.get(*k))
+            .map(|v| v.as_bool().ok_or_else(|| RpcError::new(INVALID_PARAMS, "withUserTools must be a boolean")))
+            .transpose()?
+            .unwrap_or(false);
+        let first = if cursor.is_empty() {
+            0
+        } else {
+            self.tools
+                .iter()
+                .position(|t| t.name == cursor)
+                .ok_or_else(|| RpcError::new(INVALID_PARAMS, format!("Invalid cursor: {cursor}")))?
+        };
+        let visible: Vec<&Tool<S>> = self.tools[first..].iter().filter(|t| with_user || !t.user_only).collect();
+
+        out.push_str("\"result\":");
+        let page_start = out.len();
+        out.reserve(self.page_limit.min(visible.len() * 512) + 16);
+        out.push_str(PAGE_OPEN);
+        let mut scratch = String::new();
+        let mut next = None;
+        for (i, tool) in visible.iter().enumerate() {
+            scratch.clear();
+            tool.push_json(&mut scratch);
+            let separator = usize::from(i > 0);
+            let cursor_room = visible.get(i + 1).map_or(0, |n| NEXT_CURSOR_KEY.len() + str_literal_len(&n.name));
+            let used = out.len() - page_start;
+            if used + separator + scratch.len() + PAGE_CLOSE.len() + cursor_room > self.page_limit {
+                if i == 0 {
+                    return Err(RpcError::new(
+                        INTERNAL_ERROR,
+                        format!("Failed to add tool {} because of payload size limit", tool.name),
+                    ));
+                }
+                next = Some(&tool.name);
+                break;
+            }
+            if separator == 1 {
+                out.push(',');
+            }
+            out.push_str(&scratch);
+        }
+        out.push(']');
+        if let Some(name) = next {
+            out.push_str(NEXT_CURSOR_KEY);
+            push_str_literal(out, name);
+        }
+        out.push_str("}}");
+        Ok(())
+    }
+
+    fn call_tool(&mut self, params: Option<&Value>, out: &mut String) -> Result<(), RpcError> {
+        let invalid = |m: String| RpcError::new(INVALID_PARAMS, m);
+        let Some(params) = params.and_then(Value::as_object) else {
+            return Err(invalid("Missing params".into()));
+        };
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return Err(invalid("Missing name".into()));
+        };
+        let given = match params.get("arguments") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(a)) => Some(a),
+            Some(_) => return Err(invalid("Invalid arguments".into())),
+        };
+        let Some(tool) = self.tools.iter().find(|t| t.name == name) else {
+            return Err(invalid(format!("Unknown tool: {name}")));
+        };
+        let args = validate(tool, given)?;
+        let handler = tool.handler;
+        let mut call = Call { name, args, outbox: &mut self.outbox };
+        match handler(&mut self.state, &mut call) {
+            Ok(output) => {
+                out.push_str("\"result\":");
+                output.push_json(out);
+                out.push('}');
+                Ok(())
+            }
+            Err(e) => Err(RpcError::new(INTERNAL_ERROR, e.0)),
+        }
+    }
+}
+
+const MAX_NAME_LEN: usize = 128;
+
+fn is_valid_tool_name(name: &str) -> bool {
+    (1..=MAX_NAME_LEN).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+const PAGE_OPEN: &str = "{\"tools\":[";
+const PAGE_CLOSE: &str = "]}";
+const NEXT_CURSOR_KEY: &str = ",\"nextCursor\":";
+
+/// Checks the given arguments against the tool's declared properties, in declaration order, and
+/// fills in defaults. Undeclared arguments are ignored, as in the stock firmware.
+fn validate<S>(tool: &Tool<S>, given: Option<&Map<String, Value>>) -> Result<Arguments, RpcError> {
+    let mut args = Arguments::default();
+    for p in &tool.properties {
+        let value = given.and_then(|g| g.get(p.name.as_ref())).filter(|v| !v.is_null());
+        let error = |message: String| {
+            RpcError::new(INVALID_PARAMS, message).with_data(serde_json::json!({ "argument": p.name.as_ref() }))
+        };
+        let Some(value) = value else {
+            match p.default_value() {
+                Some(d) => {
+                    args.push(&p.name, to_arg(&d));
+                    continue;
+                }
+                None => return Err(error(format!("Missing valid argument: {}", p.name))),
+            }
+        };
+        let wrong_type = || error(format!("Invalid type for argument: {} (expected {})", p.name, p.type_name()));
+        let arg = match (&p.kind, value) {
+            (PropertyKind::Boolean { .. }, Value::Bool(b)) => ArgValue::Bool(*b),
+            (PropertyKind::String { .. }, Value::String(s)) => ArgValue::Str(s.clone()),
+            (PropertyKind::Integer { minimum, maximum, .. }, Value::Number(n)) => {
+                let i = n
+                    .as_i64()
+                    .or_else(|| n.as_f64().filter(|f| f.abs() < 9.0e15 && (*f as i64) as f64 == *f).map(|f| f as i64))
+                    .ok_or_else(wrong_type)?;
+                if let Some(lo) = minimum.filter(|lo| i < *lo) {
+                    return Err(error(format!("Value is below minimum allowed: {lo}")));
+                }
+                if let Some(hi) = maximum.filter(|hi| i > *hi) {
+                    return Err(error(format!("Value exceeds maximum allowed: {hi}")));
+                }
+                ArgValue::Int(i)
+            }
+            _ => return Err(wrong_type()),
+        };
+        args.push(&p.name, arg);
+    }
+    Ok(args)
+}
+
+fn to_arg(v: &Value) -> ArgValue {
+    match v {
+        Value::Bool(b) => ArgValue::Bool(*b),
+        Value::Number(n) => ArgValue::Int(n.as_i64().unwrap_or_default()),
+        Value::String(s) => ArgValue::Str(s.clone()),
+        _ => ArgValue::Str(String::new()),
+    }
+}

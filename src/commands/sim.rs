@@ -1,0 +1,26 @@
+//! `mcpdev sim`: run virtual devices against a backend until Ctrl-C.
+
+use crate::cli::{GlobalArgs, SimArgs};
+use crate::sim::{SimConfig, run_device};
+use crate::wire::identity::{format_mac, parse_mac};
+
+pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
+    let first = parse_mac(&args.device_id).map_err(anyhow::Error::msg)?;
+    let base = u64::from_be_bytes([0, 0, first[0], first[1], first[2], first[3], first[4], first[5]]);
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..u64::from(args.count) {
+        let mac = (base + i).to_be_bytes();
+        let device_id = format_mac(&[mac[2], mac[3], mac[4], mac[5], mac[6], mac[7]]);
+        let mut cfg = SimConfig::new(&args.url, device_id);
+        cfg.token = args.token.clone();
+        cfg.extra_tools = args.extra_tools as usize;
+        cfg.protocol_version = args.protocol_version;
+        tasks.spawn(run_device(cfg));
+    }
+    if !global.quiet {
+        eprintln!("mcpdev sim: {} virtual device(s) from {} -> {} (Ctrl-C to stop)", args.count, args.device_id, args.url);
+    }
+    tokio::signal::ctrl_c().await?;
+    tasks.shutdown().await;
+    Ok(())
+}

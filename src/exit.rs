@@ -1,0 +1,72 @@
+//! The exit codes: small, stable, documented in `--help`, the man page and the README.
+//! A number is never reused for another meaning.
+
+use std::process::ExitCode;
+
+/// Why a command ended. Its number is the process exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Exit {
+    /// Success.
+    Ok = 0,
+    /// An unexpected internal error.
+    Internal = 1,
+    /// Bad command line or configuration (clap's usage errors are 2 as well).
+    Usage = 2,
+    /// Refused: a token or credentials were missing or wrong (HTTP 401/403).
+    Auth = 3,
+    /// The device is not connected, or the hub or server cannot be reached.
+    Unreachable = 4,
+    /// The tool ran and failed: a JSON-RPC error or `isError: true`.
+    ToolError = 5,
+    /// No answer within the timeout.
+    Timeout = 6,
+    /// Nothing was sent: unknown tool, or arguments that fail the tool's `inputSchema`.
+    InvalidCall = 7,
+    /// Interrupted (Ctrl-C).
+    Interrupted = 130,
+}
+
+impl Exit {
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> Self {
+        ExitCode::from(e.code())
+    }
+}
+
+/// The table shown in `--help` and the man page.
+pub const EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0    success
+  1    internal error
+  2    usage: bad command line or configuration
+  3    auth: token or credentials refused
+  4    unreachable: device not connected, hub or server not reachable
+  5    tool error: JSON-RPC error or isError:true from the tool
+  6    timeout: no answer within --timeout
+  7    invalid call: unknown tool or arguments that fail the inputSchema (nothing sent)
+  130  interrupted";
+
+/// An error that carries its exit code, for commands to return through `anyhow`.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct CodedError {
+    pub exit: Exit,
+    pub message: String,
+}
+
+impl CodedError {
+    pub fn new(exit: Exit, message: impl Into<String>) -> Self {
+        Self { exit, message: message.into() }
+    }
+}
+
+/// The exit code for an error: its own if it carries one, else `Internal`.
+pub fn exit_for(err: &anyhow::Error) -> Exit {
+    err.downcast_ref::<CodedError>().map_or(Exit::Internal, |c| c.exit)
+}

@@ -1,0 +1,15 @@
+//! mcpdev: develop, test and flash voice/IoT devices that speak MCP the way xiaozhi-esp32 devices do.
+//!
+//! Layers, from the wire up (each only calls the ones below it):
+//! 1. [`wire`]: the xiaozhi envelope, device identity and a tolerant JSON-RPC model. Pure, no I/O.
+//! 2. [`sim`]: virtual devices running the firmware's own MCP core (`mcp-device`) behind a real
+//!    WebSocket client.
+//! 3. [`commands`]: one module per subcommand; thin: parse, call the layers, render.
+//!
+//! [`cli`] holds the clap definitions the binary, the man pages and the shell completions share.
+
+pub mod cli;
+pub mod commands;
+pub mod exit;
+pub mod sim;
+pub mod wire;

@@ -1,0 +1,45 @@
+use std::process::ExitCode;
+
+use clap::Parser;
+use mcpdev::cli::Cli;
+use mcpdev::exit::{Exit, exit_for};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.global.verbose, cli.global.color);
+    let json = cli.global.json;
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return Exit::Internal.into();
+        }
+    };
+    match runtime.block_on(mcpdev::commands::run(cli)) {
+        Ok(()) => Exit::Ok.into(),
+        Err(err) => {
+            let exit = exit_for(&err);
+            if json {
+                let line = serde_json::json!({"error": {"code": exit.code(), "message": format!("{err:#}")}});
+                eprintln!("{line}");
+            } else {
+                eprintln!("error: {err:#}");
+            }
+            exit.into()
+        }
+    }
+}
+
+/// Logs go to stderr: `-v` info, `-vv` debug, `-vvv` trace; `RUST_LOG` overrides; warnings by default.
+fn init_tracing(verbose: u8, color: mcpdev::cli::ColorChoice) {
+    use tracing_subscriber::EnvFilter;
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+    let ansi = mcpdev::commands::output::use_color(color, std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
+}

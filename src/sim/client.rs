@@ -1,0 +1,133 @@
+//! One virtual device's connection loop: WebSocket with the xiaozhi headers, hello, MCP through
+//! `mcp-device`, reconnect with backoff.
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use mcp_device::{DeviceLink, Inbound, Transport};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::Message;
+use tracing::{debug, info, warn};
+
+use super::tools::{SimState, build_server};
+
+/// What one virtual device needs to connect.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    pub url: String,
+    pub device_id: String,
+    pub client_id: String,
+    /// Sent as `Authorization: Bearer <token>` when not empty (a token with a space verbatim).
+    pub token: Option<String>,
+    pub extra_tools: usize,
+    /// The binary protocol version announced in `Protocol-Version` and the hello.
+    pub protocol_version: u8,
+    /// First reconnect delay; doubles up to `max_backoff`.
+    pub min_backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl SimConfig {
+    pub fn new(url: impl Into<String>, device_id: impl Into<String>) -> Self {
+        let device_id = device_id.into();
+        Self {
+            url: url.into(),
+            client_id: client_id_for(&device_id),
+            device_id,
+            token: None,
+            extra_tools: 0,
+            protocol_version: 1,
+            min_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A stable Client-Id for a Device-Id (a UUID v5 of the MAC), so a reconnect looks like the same board.
+pub fn client_id_for(device_id: &str) -> String {
+    uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, device_id.as_bytes()).to_string()
+}
+
+/// Small buffers: a hub benchmark runs thousands of these in one process.
+pub(crate) fn ws_config() -> WebSocketConfig {
+    WebSocketConfig::default()
+        .read_buffer_size(4096)
+        .write_buffer_size(0)
+        .max_message_size(Some(1 << 20))
+        .max_frame_size(Some(1 << 20))
+}
+
+/// Runs one virtual device until the task is dropped: connect, serve, and on any disconnect
+/// reconnect after a backoff (reset once a server hello has been received).
+pub async fn run_device(cfg: SimConfig) {
+    let mut server = Some(build_server(&cfg.device_id, cfg.extra_tools));
+    let mut backoff = cfg.min_backoff;
+    loop {
+        let mut link = DeviceLink::new(server.take().expect("server is returned after each session"), Transport::WebSocket {
+            binary_version: cfg.protocol_version,
+        });
+        match session(&cfg, &mut link).await {
+            Ok(true) => backoff = cfg.min_backoff,
+            Ok(false) => {}
+            Err(e) => warn!(device = %cfg.device_id, "connection failed: {e:#}"),
+        }
+        server = Some(link.server);
+        let jitter = fastrand::f64() * 0.2 + 0.9;
+        let delay = backoff.mul_f64(jitter);
+        debug!(device = %cfg.device_id, ?delay, "reconnecting");
+        tokio::time::sleep(delay).await;
+        backoff = (backoff * 2).min(cfg.max_backoff);
+    }
+}
+
+/// One connection. `Ok(true)` if the server said hello (the backoff starts over).
+async fn session(cfg: &SimConfig, link: &mut DeviceLink<SimState>) -> anyhow::Result<bool> {
+    let mut request = cfg.url.as_str().into_client_request()?;
+    let headers = request.headers_mut();
+    if let Some(token) = cfg.token.as_deref().filter(|t| !t.is_empty()) {
+        let value = if token.contains(' ') { token.to_string() } else { format!("Bearer {token}") };
+        headers.insert("Authorization", HeaderValue::from_str(&value)?);
+    }
+    headers.insert("Protocol-Version", HeaderValue::from(u16::from(cfg.protocol_version)));
+    headers.insert("Device-Id", HeaderValue::from_str(&cfg.device_id)?);
+    headers.insert("Client-Id", HeaderValue::from_str(&cfg.client_id)?);
+    let (ws, _) = tokio_tungstenite::connect_async_with_config(request, Some(ws_config()), true).await?;
+    let (mut tx, mut rx) = ws.split();
+    tx.send(Message::text(link.hello())).await?;
+    let mut greeted = false;
+    let mut out = String::new();
+    while let Some(msg) = rx.next().await {
+        let text = match msg? {
+            Message::Text(t) => t,
+            Message::Close(_) => break,
+            _ => continue,
+        };
+        out.clear();
+        match link.on_text(&text, &mut out) {
+            Inbound::Hello { session_id } => {
+                greeted = true;
+                info!(device = %cfg.device_id, session_id, "connected");
+            }
+            Inbound::BadHello(why) => anyhow::bail!("{why}"),
+            Inbound::Mcp { replied: true } => tx.send(Message::text(out.clone())).await?,
+            Inbound::Ignored(why) => debug!(device = %cfg.device_id, why, "ignored a message"),
+            _ => {}
+        }
+        while {
+            out.clear();
+            link.next_notification(&mut out)
+        } {
+            tx.send(Message::text(out.clone())).await?;
+        }
+        if std::mem::take(&mut link.server.state_mut().reboot_requested) {
+            // The stock firmware reboots 1 s after answering `self.reboot`.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            info!(device = %cfg.device_id, "rebooting");
+            let _ = tx.close().await;
+            break;
+        }
+    }
+    Ok(greeted)
+}
