@@ -11,5 +11,6 @@
 pub mod cli;
 pub mod commands;
 pub mod exit;
+pub mod session;
 pub mod sim;
 pub mod wire;

@@ -1,0 +1,35 @@
+//! What watchers see of a device.
+
+use serde::Serialize;
+use serde_json::Value;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Device to hub.
+    In,
+    /// Hub to device.
+    Out,
+}
+
+/// One event of one device's session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    Hello { hello: Value },
+    /// Onboarding finished: initialized and every tool listed.
+    Ready { tools: usize },
+    /// The tool list was listed again (after `notifications/tools/list_changed`).
+    ToolsChanged { tools: usize },
+    /// A device-initiated notification.
+    Notification { method: String, params: Value },
+    /// A message of another type (`listen`, `abort`, `goodbye`, unknown ones).
+    Message { kind: String, message: Value },
+    /// An MCP frame in either direction, with the round trip for replies (only while traced).
+    Traffic { direction: Direction, payload: Value, #[serde(skip_serializing_if = "Option::is_none")] latency_ms: Option<f64> },
+    /// A frame that could not be read; the session goes on.
+    Malformed { reason: String, text: String },
+    /// A reply nobody waits for any more (after a timeout or cancel): dropped.
+    LateReply { id: Value },
+    Warning { message: String },
+}

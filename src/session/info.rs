@@ -1,0 +1,142 @@
+//! What the hub knows about a device: identity, hello, serverInfo, tools, counters.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::wire::identity::Identity;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    AwaitingHello,
+    Initializing,
+    Listing,
+    Ready,
+    Disconnected,
+}
+
+/// One tool, kept as the device sent it (compact raw JSON: thousands of devices fit in memory).
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolEntry {
+    #[serde(skip)]
+    pub name: String,
+    #[serde(skip)]
+    pub user_only: bool,
+    #[serde(flatten)]
+    pub json: Box<RawValue>,
+}
+
+impl ToolEntry {
+    /// A tool from its JSON; `None` without a string `name`.
+    pub fn from_value(v: &Value) -> Option<Self> {
+        let name = v.get("name")?.as_str()?.to_string();
+        let user_only = v
+            .pointer("/annotations/audience")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.len() == 1 && a[0] == "user");
+        let json = RawValue::from_string(v.to_string()).ok()?;
+        Some(Self { name, user_only, json })
+    }
+
+    pub fn value(&self) -> Value {
+        serde_json::from_str(self.json.get()).unwrap_or(Value::Null)
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Counters {
+    pub frames_in: u64,
+    pub frames_out: u64,
+    pub binary_frames: u64,
+    pub binary_bytes: u64,
+    pub malformed: u64,
+    pub late_replies: u64,
+    pub timeouts: u64,
+}
+
+/// A snapshot-able description of one connected device.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceInfo {
+    pub device_id: String,
+    pub client_id: Option<String>,
+    pub transport: String,
+    pub protocol_version: u8,
+    pub session_id: String,
+    pub phase: Phase,
+    pub hello: Option<Box<RawValue>>,
+    pub mcp_protocol_version: Option<String>,
+    pub server_info: Option<Box<RawValue>>,
+    pub capabilities: Option<Box<RawValue>>,
+    pub tools: Vec<ToolEntry>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub onboarding_error: Option<String>,
+    /// Unix time in milliseconds.
+    pub connected_at_ms: u64,
+    pub last_seen_ms: u64,
+    pub counters: Counters,
+    #[serde(skip)]
+    pub(super) phase_was_ready_once: bool,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+fn raw(v: &Value) -> Option<Box<RawValue>> {
+    RawValue::from_string(v.to_string()).ok()
+}
+
+impl DeviceInfo {
+    pub fn new(identity: Identity, transport: &str, session_id: &str) -> Self {
+        let now = now_ms();
+        Self {
+            device_id: identity.device_id,
+            client_id: identity.client_id,
+            transport: transport.to_string(),
+            protocol_version: identity.protocol_version,
+            session_id: session_id.to_string(),
+            phase: Phase::AwaitingHello,
+            hello: None,
+            mcp_protocol_version: None,
+            server_info: None,
+            capabilities: None,
+            tools: Vec::new(),
+            onboarding_error: None,
+            connected_at_ms: now,
+            last_seen_ms: now,
+            counters: Counters::default(),
+            phase_was_ready_once: false,
+        }
+    }
+
+    pub(super) fn touch(&mut self) {
+        self.last_seen_ms = now_ms();
+    }
+
+    pub(super) fn set_hello(&mut self, hello: &Value) {
+        self.hello = raw(hello);
+    }
+
+    pub(super) fn set_initialize(&mut self, result: &Value) {
+        self.mcp_protocol_version = result.get("protocolVersion").and_then(Value::as_str).map(str::to_string);
+        self.server_info = result.get("serverInfo").and_then(raw);
+        self.capabilities = result.get("capabilities").and_then(raw);
+    }
+
+    pub(super) fn set_tools(&mut self, tools: Vec<ToolEntry>) {
+        self.tools = tools;
+    }
+
+    pub fn tool(&self, name: &str) -> Option<&ToolEntry> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// The `serverInfo.name`, if the device gave one.
+    pub fn server_name(&self) -> Option<String> {
+        let v: Value = serde_json::from_str(self.server_info.as_ref()?.get()).ok()?;
+        v.get("name")?.as_str().map(str::to_string)
+    }
+}
