@@ -135,9 +135,10 @@ impl<S> DeviceLink<S> {
 fn check_udp_block(udp: Option<&Value>) -> Result<(), &'static str> {
     let udp = udp.ok_or("server hello has no udp block")?;
     udp.get("server").and_then(Value::as_str).ok_or("udp.server must be a string")?;
-    let port = udp.get("port").and_then(Value::as_u64).ok_or("udp.port must be a number")?;
-    if !(1..=65535).contains(&port) {
-        return Err("udp.port must be in 1..65535");
+    let port = udp.get("port").and_then(Value::as_number).ok_or("udp.port must be a number")?;
+    // Negative, fractional and huge numbers are numbers too, just not usable ports.
+    if !port.as_u64().is_some_and(|p| (1..=65535).contains(&p)) {
+        return Err("udp.port must be an integer in 1..65535");
     }
     for (key, why) in [("key", "udp.key must be 32 hex digits"), ("nonce", "udp.nonce must be 32 hex digits")] {
         let hex = udp.get(key).and_then(Value::as_str).ok_or(why)?;

@@ -33,20 +33,33 @@ impl Outbox {
         s.push_str(",\"params\":");
         push_value(&mut s, params);
         s.push('}');
+        self.push(s);
+    }
+
+    fn push(&mut self, notification: String) {
         if self.queue.len() == self.capacity {
             self.queue.pop_front();
             self.dropped = self.dropped.saturating_add(1);
         }
-        self.queue.push_back(s);
+        self.queue.push_back(notification);
     }
 
-    /// `notifications/state_changed` with `oldState`/`newState`, the shape the xiaozhi docs show.
+    /// `notifications/state_changed` with `newState`/`oldState` (the shape and order the xiaozhi
+    /// docs show) and `what`.
+    ///
+    /// The params are written as text, not through a `serde_json::Map`: the map's key order
+    /// depends on whether some other crate in the build enables serde_json's `preserve_order`,
+    /// and the text must not change with the build.
     pub fn state_changed(&mut self, what: &str, old: serde_json::Value, new: serde_json::Value) {
-        let mut params = serde_json::Map::new();
-        params.insert("what".into(), what.into());
-        params.insert("oldState".into(), old);
-        params.insert("newState".into(), new);
-        self.notify("notifications/state_changed", &serde_json::Value::Object(params));
+        let mut s = String::new();
+        s.push_str("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/state_changed\",\"params\":{\"newState\":");
+        push_value(&mut s, &new);
+        s.push_str(",\"oldState\":");
+        push_value(&mut s, &old);
+        s.push_str(",\"what\":");
+        push_str_literal(&mut s, what);
+        s.push_str("}}");
+        self.push(s);
     }
 
     pub fn pop(&mut self) -> Option<String> {

@@ -6,7 +6,9 @@
 //! - string ids are answered (the stock firmware drops them), `ping` is answered;
 //! - malformed input gets -32700 / -32600 instead of silence, and never a panic;
 //! - an argument of the wrong type is an error instead of a silent fall back to its default,
-//!   and a fractional number for an integer is an error instead of being truncated.
+//!   and a fractional number for an integer is an error instead of being truncated (a whole
+//!   number written as `50.0` is 50; one beyond the i64 range is a range error);
+//! - a tool with two properties of one name is refused at registration.
 
 use alloc::borrow::Cow;
 use alloc::format;
@@ -83,11 +85,16 @@ impl<S> McpServer<S> {
         if self.tools.iter().any(|t| t.name == tool.name) {
             return Err(RegistryError::Duplicate(tool.name.into_owned()));
         }
-        for p in &tool.properties {
-            p.check().map_err(|reason| RegistryError::BadProperty {
-                tool: tool.name.clone().into_owned(),
-                property: p.name.clone().into_owned(),
-                reason,
+        for (i, p) in tool.properties.iter().enumerate() {
+            // Two properties of one name would give `properties` a duplicate key (a client keeps
+            // only one of them) and list the name twice in `required`.
+            let duplicate = tool.properties[..i].iter().any(|q| q.name == p.name);
+            p.check().and(if duplicate { Err("duplicate property name") } else { Ok(()) }).map_err(|reason| {
+                RegistryError::BadProperty {
+                    tool: tool.name.clone().into_owned(),
+                    property: p.name.clone().into_owned(),
+                    reason,
+                }
             })?;
         }
         let mut json = String::new();
@@ -232,10 +239,11 @@ impl<S> McpServer<S> {
             Some(Value::String(c)) => c.as_str(),
             Some(_) => return Err(RpcError::new(INVALID_PARAMS, "Invalid cursor: must be a string")),
         };
+        // `withSystemTools` is the name before 2025-09-11; `withUserTools` wins when both are given.
         let with_user = ["withUserTools", "withSystemTools"]
             .iter()
-            .find_map(|k| params.get(*k))
-            .map(|v| v.as_bool().ok_or_else(|| RpcError::new(INVALID_PARAMS, "withUserTools must be a boolean")))
+            .find_map(|k| params.get(*k).map(|v| (k, v)))
+            .map(|(k, v)| v.as_bool().ok_or_else(|| RpcError::new(INVALID_PARAMS, format!("{k} must be a boolean"))))
             .transpose()?
             .unwrap_or(false);
         let first = if cursor.is_empty() {
@@ -349,15 +357,20 @@ fn validate<S>(tool: &Tool<S>, given: Option<&Map<String, Value>>) -> Result<Arg
             (PropertyKind::Boolean { .. }, Value::Bool(b)) => ArgValue::Bool(*b),
             (PropertyKind::String { .. }, Value::String(s)) => ArgValue::Str(s.clone()),
             (PropertyKind::Integer { minimum, maximum, .. }, Value::Number(n)) => {
-                let i = n
-                    .as_i64()
-                    .or_else(|| n.as_f64().filter(|f| f.abs() < 9.0e15 && (*f as i64) as f64 == *f).map(|f| f as i64))
-                    .ok_or_else(wrong_type)?;
+                let below = |lo: i64| error(format!("Value is below minimum allowed: {lo}"));
+                let above = |hi: i64| error(format!("Value exceeds maximum allowed: {hi}"));
+                let i = match integer_value(n) {
+                    Integer::Fits(i) => i,
+                    // A whole number beyond i64 is out of range, not of the wrong type.
+                    Integer::TooSmall => return Err(below(minimum.unwrap_or(i64::MIN))),
+                    Integer::TooLarge => return Err(above(maximum.unwrap_or(i64::MAX))),
+                    Integer::Fraction => return Err(wrong_type()),
+                };
                 if let Some(lo) = minimum.filter(|lo| i < *lo) {
-                    return Err(error(format!("Value is below minimum allowed: {lo}")));
+                    return Err(below(lo));
                 }
                 if let Some(hi) = maximum.filter(|hi| i > *hi) {
-                    return Err(error(format!("Value exceeds maximum allowed: {hi}")));
+                    return Err(above(hi));
                 }
                 ArgValue::Int(i)
             }
@@ -366,6 +379,36 @@ fn validate<S>(tool: &Tool<S>, given: Option<&Map<String, Value>>) -> Result<Arg
         args.push(&p.name, arg);
     }
     Ok(args)
+}
+
+enum Integer {
+    Fits(i64),
+    TooSmall,
+    TooLarge,
+    Fraction,
+}
+
+/// A JSON number as an integer argument: `50` and `50.0` are 50, `50.9` is not an integer.
+fn integer_value(n: &serde_json::Number) -> Integer {
+    if let Some(i) = n.as_i64() {
+        return Integer::Fits(i);
+    }
+    if n.as_u64().is_some() {
+        return Integer::TooLarge;
+    }
+    let f = n.as_f64().unwrap_or(f64::NAN);
+    // 2^63: floats this large are all whole, and every f64 in [-2^63, 2^63) that is whole
+    // converts to i64 exactly.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if f >= LIMIT {
+        Integer::TooLarge
+    } else if f < -LIMIT {
+        Integer::TooSmall
+    } else if (f as i64) as f64 == f {
+        Integer::Fits(f as i64)
+    } else {
+        Integer::Fraction
+    }
 }
 
 fn to_arg(v: &Value) -> ArgValue {
