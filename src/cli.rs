@@ -49,6 +49,21 @@ pub enum ColorChoice {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the hub: devices connect here; the CLI and MCP hosts reach them through it
+    Serve(ServeArgs),
+    /// Show a device's hello: identity, transport, features, audio parameters
+    Hello(HelloArgs),
+    /// Send MCP `initialize`; show protocol version, serverInfo and capabilities
+    Init(InitArgs),
+    /// List a device's tools
+    Tools {
+        #[command(subcommand)]
+        command: ToolsCommand,
+    },
+    /// Call a tool: arguments typed and validated by its inputSchema before anything is sent
+    Call(CallArgs),
+    /// Stream live events: connects, hellos, notifications, messages, and MCP traffic
+    Watch(WatchArgs),
     /// Run virtual devices (the firmware's own MCP core) against a backend
     Sim(SimArgs),
     /// Write the man pages and shell completions (for packagers; the repository has them checked in)
@@ -78,6 +93,151 @@ pub struct SimArgs {
     /// Binary protocol version announced in `Protocol-Version` and the hello
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=3))]
     pub protocol_version: u8,
+}
+
+/// How a command reaches a device: through a running hub, or by accepting it directly.
+#[derive(Debug, Args, Clone)]
+pub struct DeviceArgs {
+    /// The hub's host listener
+    #[arg(long, env = "MCPDEV_HUB", default_value = "http://127.0.0.1:8001")]
+    pub hub: String,
+    /// Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected
+    #[arg(short, long, env = "MCPDEV_DEVICE")]
+    pub device: Option<String>,
+    /// Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub wait: Option<std::time::Duration>,
+    /// How long to wait for each answer from the device
+    #[arg(long, env = "MCPDEV_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct HelloArgs {
+    #[command(flatten)]
+    pub target: DeviceArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    #[command(flatten)]
+    pub target: DeviceArgs,
+    /// Vision endpoint to give the device (`capabilities.vision.url`); sends a fresh initialize
+    #[arg(long)]
+    pub vision_url: Option<String>,
+    /// Token for the vision endpoint (prefer the environment variable)
+    #[arg(long, env = "MCPDEV_VISION_TOKEN", hide_env_values = true)]
+    pub vision_token: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// Every tool, all pages, as a table (full schemas with --json)
+    List(ToolsListArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ToolsListArgs {
+    #[command(flatten)]
+    pub target: DeviceArgs,
+    /// Also show user-only tools (annotated audience: ["user"])
+    #[arg(long)]
+    pub user_tools: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Arguments:\n  key=value     typed by the tool's inputSchema: zip=01234 stays a string, volume=50 is an integer\n  \
+a.b=value     nested object {\"a\":{\"b\":…}}\n  key:=JSON     raw JSON, no typing (opts:='{\"x\":[1,2]}')\n\n\
+Examples:\n  mcpdev call self.audio_speaker.set_volume volume=50\n  mcpdev call self.screen.set_theme theme=dark --device aa:bb\n  \
+mcpdev call self.get_device_status --json | jq .")]
+pub struct CallArgs {
+    /// The tool's name
+    pub tool: String,
+    /// Arguments as key=value, a.b=value or key:=JSON
+    #[arg(value_name = "ARG")]
+    pub args: Vec<String>,
+    /// Arguments as one JSON object (k=v words are merged on top)
+    #[arg(long, value_name = "JSON")]
+    pub args_json: Option<String>,
+    /// Save image and audio content to DIR instead of summarising it
+    #[arg(long, value_name = "DIR")]
+    pub save_images: Option<std::path::PathBuf>,
+    /// Send even if the arguments fail the inputSchema (the device decides)
+    #[arg(long)]
+    pub no_validate: bool,
+    #[command(flatten)]
+    pub target: DeviceArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Only this device (id, prefix or alias); all devices when left out
+    #[arg(short, long, env = "MCPDEV_DEVICE")]
+    pub device: Option<String>,
+    /// The hub's host listener
+    #[arg(long, env = "MCPDEV_HUB", default_value = "http://127.0.0.1:8001")]
+    pub hub: String,
+    /// Also show every MCP frame in both directions, with the round-trip latency of replies
+    #[arg(long)]
+    pub traffic: bool,
+    /// Stop after this many events
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  mcpdev serve --demo            # with 2 virtual devices, nothing else needed\n  \
+MCPDEV_DEVICE_TOKEN=secret mcpdev serve --device-addr 0.0.0.0:8000")]
+pub struct ServeArgs {
+    /// Where devices connect (WebSocket /xiaozhi/v1/)
+    #[arg(long, env = "MCPDEV_DEVICE_ADDR", default_value = "0.0.0.0:8000")]
+    pub device_addr: std::net::SocketAddr,
+    /// Where the CLI and MCP hosts connect; keep it on loopback unless you add --allowed-host
+    #[arg(long, env = "MCPDEV_HOST_ADDR", default_value = "127.0.0.1:8001")]
+    pub host_addr: std::net::SocketAddr,
+    /// Run N virtual devices in this process (2 when given without a number)
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "2")]
+    pub demo: Option<u32>,
+    /// Extra generated tools per demo device
+    #[arg(long, default_value_t = 0)]
+    pub demo_extra_tools: u32,
+    /// Accepted device tokens, comma-separated (devices must send Authorization: Bearer <token>)
+    #[arg(long = "device-token", env = "MCPDEV_DEVICE_TOKEN", hide_env_values = true, value_delimiter = ',')]
+    pub device_tokens: Vec<String>,
+    /// capabilities.vision.url for initialize (default: the hub's own vision endpoint)
+    #[arg(long)]
+    pub vision_url: Option<String>,
+    /// capabilities.vision.token (default: random, checked by the hub's own endpoint)
+    #[arg(long, env = "MCPDEV_VISION_TOKEN", hide_env_values = true)]
+    pub vision_token: Option<String>,
+    /// Where the hub's vision endpoint saves uploaded photos
+    #[arg(long, default_value = "mcpdev-vision")]
+    pub vision_dir: std::path::PathBuf,
+    /// Send an MCP ping to a device after this long without traffic (its limit is 120 s)
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub keepalive: std::time::Duration,
+    /// Timeout of each onboarding request (initialize, tools/list)
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub onboarding_timeout: std::time::Duration,
+    /// Also accept this Host name on the host listener (for LAN use); repeatable
+    #[arg(long, value_name = "HOST")]
+    pub allowed_host: Vec<String>,
+    /// Also accept requests with this Origin on the host listener; repeatable
+    #[arg(long, value_name = "ORIGIN")]
+    pub allowed_origin: Vec<String>,
+}
+
+/// A duration like `30s`, `500ms`, `2m`; a bare number is seconds.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    if let Ok(secs) = s.parse::<f64>() {
+        if secs.is_finite() && secs >= 0.0 {
+            return Ok(std::time::Duration::from_secs_f64(secs));
+        }
+    }
+    humantime::parse_duration(s).map_err(|e| format!("{s:?} is not a duration like 30s, 500ms or 2m ({e})"))
 }
 
 #[derive(Debug, Args)]

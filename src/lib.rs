@@ -8,9 +8,13 @@
 //!
 //! [`cli`] holds the clap definitions the binary, the man pages and the shell completions share.
 
+pub mod args;
 pub mod cli;
 pub mod commands;
+pub mod config;
 pub mod exit;
+pub mod hub;
+pub mod links;
 pub mod session;
 pub mod sim;
 pub mod wire;

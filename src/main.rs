@@ -1,11 +1,22 @@
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use mcpdev::cli::Cli;
 use mcpdev::exit::{Exit, exit_for};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let file = match mcpdev::config::load() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Exit::Usage.into();
+        }
+    };
+    let matches = mcpdev::config::apply(Cli::command(), &file).get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     init_tracing(cli.global.verbose, cli.global.color);
     let json = cli.global.json;
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

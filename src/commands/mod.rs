@@ -1,15 +1,29 @@
 //! One module per subcommand: parse, call the layers, render.
 
+pub mod call;
 pub mod generate;
+pub mod hello;
+pub mod init;
 pub mod output;
+pub mod serve;
 pub mod sim;
+pub mod target;
+pub mod tools;
+pub mod watch;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, ToolsCommand};
 
 /// Runs the parsed command line.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    let g = &cli.global;
     match cli.command {
-        Command::Sim(args) => sim::run(&cli.global, args).await,
+        Command::Serve(args) => serve::run(g, args).await,
+        Command::Hello(args) => hello::run(g, args).await,
+        Command::Init(args) => init::run(g, args).await,
+        Command::Tools { command: ToolsCommand::List(args) } => tools::list(g, args).await,
+        Command::Call(args) => call::run(g, args).await,
+        Command::Watch(args) => watch::run(g, args).await,
+        Command::Sim(args) => sim::run(g, args).await,
         Command::GenerateAssets(args) => generate::run(&args),
     }
 }

@@ -22,3 +22,48 @@ pub fn use_color(choice: ColorChoice, is_terminal: bool) -> bool {
         }
     }
 }
+
+use crate::cli::GlobalArgs;
+
+/// A spinner on stderr, only for a person at a terminal (not with --json or -q).
+pub fn spinner(global: &GlobalArgs, wanted: bool, message: &str) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    if !wanted || global.json || global.quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new_spinner().with_message(message.to_string());
+    bar.enable_steady_tick(std::time::Duration::from_millis(100));
+    Some(bar)
+}
+
+/// Prints one JSON document on stdout.
+pub fn print_json(v: &serde_json::Value) {
+    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+}
+
+/// A table for people: wraps to the terminal width; bold headers with colour.
+pub fn table(global: &GlobalArgs, headers: &[&str]) -> comfy_table::Table {
+    use comfy_table::{Cell, ContentArrangement, presets};
+    use std::io::IsTerminal;
+    let mut t = comfy_table::Table::new();
+    t.load_style(presets::UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+    if !std::io::stdout().is_terminal() {
+        t.set_width(120);
+    }
+    let color = use_color(global.color, std::io::stdout().is_terminal());
+    if color {
+        t.enforce_styling();
+    } else {
+        t.force_no_tty();
+    }
+    t.set_header(headers.iter().map(|h| {
+        let c = Cell::new(h);
+        if color { c.add_attribute(comfy_table::Attribute::Bold) } else { c }
+    }));
+    t
+}
+
+/// Unix milliseconds as local-ish wall time (UTC, RFC 3339) for people.
+pub fn local_time(ms: u64) -> String {
+    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms)).to_string()
+}

@@ -19,14 +19,18 @@ pub enum Phase {
 }
 
 /// One tool, kept as the device sent it (compact raw JSON: thousands of devices fit in memory).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct ToolEntry {
-    #[serde(skip)]
     pub name: String,
-    #[serde(skip)]
     pub user_only: bool,
-    #[serde(flatten)]
     pub json: Box<RawValue>,
+}
+
+/// A tool serializes as the device sent it.
+impl Serialize for ToolEntry {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.json.serialize(s)
+    }
 }
 
 impl ToolEntry {

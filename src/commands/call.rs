@@ -1,0 +1,98 @@
+//! `mcpdev call TOOL k=v …`: arguments typed and validated by the tool's inputSchema, then sent.
+
+use std::path::Path;
+
+use anyhow::Context;
+use base64::Engine;
+use serde_json::{Value, json};
+
+use super::output::print_json;
+use super::target::{Target, call_failure};
+use crate::cli::{CallArgs, GlobalArgs};
+use crate::exit::{CodedError, Exit};
+
+pub async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<()> {
+    let (target, info) = Target::open(&args.target, global, None).await?;
+    let tools = info["tools"].as_array().cloned().unwrap_or_default();
+    let Some(tool) = tools.iter().find(|t| t["name"] == args.tool.as_str()) else {
+        let names = tools.iter().filter_map(|t| t["name"].as_str());
+        let suggestions = crate::args::suggest(&args.tool, names);
+        let hint = match suggestions.as_slice() {
+            [] => "; `mcpdev tools list --user-tools` shows them all".to_string(),
+            s => format!("; did you mean {}?", s.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(" or ")),
+        };
+        return Err(CodedError::new(Exit::InvalidCall, format!("device {} has no tool '{}'{hint}", target.device_id(), args.tool)).into());
+    };
+    let schema = &tool["inputSchema"];
+    let arguments = crate::args::build_arguments(schema, &args.args, args.args_json.as_deref())
+        .map_err(|e| CodedError::new(Exit::InvalidCall, format!("{e}")))?;
+    if !args.no_validate {
+        if let Err(errors) = crate::args::validate(schema, &arguments) {
+            let lines: Vec<String> = errors.iter().map(|e| format!("  {e}")).collect();
+            let msg = format!(
+                "the arguments do not fit {}'s inputSchema; nothing was sent:\n{}\n(--no-validate sends them anyway)",
+                args.tool,
+                lines.join("\n")
+            );
+            return Err(CodedError::new(Exit::InvalidCall, msg).into());
+        }
+    }
+    let params = json!({"name": args.tool, "arguments": arguments});
+    let result = target.request("tools/call", Some(params), args.target.timeout).await.map_err(call_failure)?;
+    let is_error = result["isError"].as_bool().unwrap_or(false);
+    if global.json {
+        print_json(&result);
+    } else {
+        render(&result, &args.tool, args.save_images.as_deref())?;
+    }
+    if is_error {
+        return Err(CodedError::new(Exit::ToolError, format!("{} reported an error (isError: true)", args.tool)).into());
+    }
+    Ok(())
+}
+
+/// Prints a result for people: JSON text pretty-printed, media saved or summarised.
+fn render(result: &Value, tool: &str, save_dir: Option<&Path>) -> anyhow::Result<()> {
+    let content = result["content"].as_array().cloned().unwrap_or_default();
+    for (i, block) in content.iter().enumerate() {
+        let block = normalise_stock_image(block);
+        match block["type"].as_str() {
+            Some("text") => {
+                let text = block["text"].as_str().unwrap_or_default();
+                match serde_json::from_str::<Value>(text) {
+                    Ok(v @ (Value::Object(_) | Value::Array(_))) => println!("{}", serde_json::to_string_pretty(&v)?),
+                    _ => println!("{text}"),
+                }
+            }
+            Some(kind @ ("image" | "audio")) => {
+                let mime = block["mimeType"].as_str().unwrap_or("application/octet-stream");
+                let data = base64::engine::general_purpose::STANDARD
+                    .decode(block["data"].as_str().unwrap_or_default())
+                    .with_context(|| format!("{kind} content {i} is not valid base64"))?;
+                match save_dir {
+                    Some(dir) => {
+                        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+                        let ext = mime.rsplit('/').next().unwrap_or("bin").replace(['+', ';'], "_");
+                        let path = dir.join(format!("{tool}-{i}.{ext}"));
+                        std::fs::write(&path, &data).with_context(|| format!("writing {}", path.display()))?;
+                        println!("[{kind} {mime}, {} bytes, saved to {}]", data.len(), path.display());
+                    }
+                    None => println!("[{kind} {mime}, {} bytes; --save-images DIR saves it]", data.len()),
+                }
+            }
+            Some("resource") => println!("{}", serde_json::to_string_pretty(&block["resource"])?),
+            _ => println!("{}", serde_json::to_string_pretty(&block)?),
+        }
+    }
+    Ok(())
+}
+
+/// The stock firmware's `{"type":"image","image":"<JSON of {type,mimeType,data}>"}` as standard content.
+fn normalise_stock_image(block: &Value) -> Value {
+    if let (Some("image"), Some(inner)) = (block["type"].as_str(), block["image"].as_str()) {
+        if let Ok(v) = serde_json::from_str::<Value>(inner) {
+            return json!({"type": "image", "mimeType": v["mimeType"], "data": v["data"]});
+        }
+    }
+    block.clone()
+}

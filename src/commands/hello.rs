@@ -1,0 +1,40 @@
+//! `mcpdev hello`: who the device is and what it said in its hello.
+
+use serde_json::{Value, json};
+
+use super::output::{print_json, table};
+use super::target::Target;
+use crate::cli::{GlobalArgs, HelloArgs};
+
+pub async fn run(global: &GlobalArgs, args: HelloArgs) -> anyhow::Result<()> {
+    let (_target, info) = Target::open(&args.target, global, None).await?;
+    if global.json {
+        let keys = ["device_id", "client_id", "transport", "protocol_version", "session_id", "hello", "connected_at_ms", "last_seen_ms"];
+        let out: serde_json::Map<String, Value> = keys.iter().map(|k| (k.to_string(), info[*k].clone())).collect();
+        print_json(&Value::Object(out));
+        return Ok(());
+    }
+    let hello = &info["hello"];
+    let mut t = table(global, &["field", "value"]);
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    };
+    let rows = [
+        ("device id", info["device_id"].clone()),
+        ("client id", info["client_id"].clone()),
+        ("transport", info["transport"].clone()),
+        ("binary protocol", info["protocol_version"].clone()),
+        ("hello version", hello["version"].clone()),
+        ("features", hello["features"].clone()),
+        ("audio params", hello["audio_params"].clone()),
+        ("session id", info["session_id"].clone()),
+        ("connected since", json!(super::output::local_time(info["connected_at_ms"].as_u64().unwrap_or(0)))),
+    ];
+    for (k, v) in rows {
+        t.add_row(vec![k.to_string(), text(&v)]);
+    }
+    println!("{t}");
+    Ok(())
+}

@@ -1,0 +1,54 @@
+//! `mcpdev serve`: the hub, optionally with virtual devices attached (`--demo`).
+
+use crate::cli::{GlobalArgs, ServeArgs};
+use crate::hub::{self, HubConfig};
+use crate::sim::{SimConfig, run_device};
+
+pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
+    let config = HubConfig {
+        device_addr: args.device_addr,
+        host_addr: args.host_addr,
+        device_tokens: args.device_tokens.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect(),
+        vision_url: args.vision_url.clone(),
+        vision_token: args.vision_token.clone(),
+        vision_dir: args.vision_dir.clone(),
+        keepalive: args.keepalive,
+        onboarding_timeout: args.onboarding_timeout,
+        allowed_hosts: args.allowed_host.clone(),
+        allowed_origins: args.allowed_origin.clone(),
+        aliases: crate::config::aliases(),
+    };
+    let running = hub::start(config).await?;
+    let devices_url = format!("ws://{}/xiaozhi/v1/", running.device_addr);
+    let host_url = format!("http://{}", running.host_addr);
+    if let Some(n) = args.demo {
+        let local = format!("ws://127.0.0.1:{}/xiaozhi/v1/", running.device_addr.port());
+        for i in 0..n {
+            let mut cfg = SimConfig::new(&local, format!("02:00:00:00:00:{:02x}", i + 1));
+            cfg.token = running.hub.config.device_tokens.first().cloned();
+            cfg.extra_tools = args.demo_extra_tools as usize;
+            tokio::spawn(run_device(cfg));
+        }
+    }
+    if global.json {
+        println!("{}", serde_json::json!({"event": "listening", "devices": devices_url, "host": host_url, "demo_devices": args.demo.unwrap_or(0)}));
+    } else if !global.quiet {
+        eprintln!("mcpdev hub");
+        eprintln!("  devices connect to   {devices_url}");
+        eprintln!("  CLI and MCP hosts    {host_url}  (loopback; --allowed-host for LAN)");
+        if let Some(n) = args.demo {
+            eprintln!("  demo                 {n} virtual device(s): 02:00:00:00:00:01 …");
+        }
+        eprintln!();
+        eprintln!("Try, in another terminal:");
+        eprintln!("  mcpdev watch");
+        eprintln!("  mcpdev tools list --device 02:00:00:00:00:01 --wait 5s");
+        eprintln!("  mcpdev call self.audio_speaker.set_volume volume=50 --device 02:00:00:00:00:01");
+        eprintln!("Point a device at {devices_url} (Ctrl-C stops the hub).");
+    }
+    tokio::signal::ctrl_c().await?;
+    if !global.quiet && !global.json {
+        eprintln!("shutting down");
+    }
+    Ok(())
+}

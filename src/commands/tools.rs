@@ -1,0 +1,37 @@
+//! `mcpdev tools list`: every tool of a device, all pages.
+
+use serde_json::{Value, json};
+
+use super::output::{print_json, table};
+use super::target::Target;
+use crate::cli::{GlobalArgs, ToolsListArgs};
+
+pub fn is_user_only(tool: &Value) -> bool {
+    tool.pointer("/annotations/audience").and_then(Value::as_array).is_some_and(|a| a.len() == 1 && a[0] == "user")
+}
+
+pub async fn list(global: &GlobalArgs, args: ToolsListArgs) -> anyhow::Result<()> {
+    let (target, info) = Target::open(&args.target, global, None).await?;
+    let all: Vec<Value> = info["tools"].as_array().cloned().unwrap_or_default();
+    let hidden = all.iter().filter(|t| is_user_only(t)).count();
+    let tools: Vec<&Value> = all.iter().filter(|t| args.user_tools || !is_user_only(t)).collect();
+    if global.json {
+        print_json(&json!({"device_id": target.device_id(), "tools": tools}));
+        return Ok(());
+    }
+    let mut t = table(global, &["tool", "description", "parameters"]);
+    for tool in &tools {
+        let mut name = tool["name"].as_str().unwrap_or_default().to_string();
+        if is_user_only(tool) {
+            name.push_str(" (user)");
+        }
+        let description = tool["description"].as_str().unwrap_or_default();
+        t.add_row(vec![name, description.to_string(), crate::args::signature(&tool["inputSchema"])]);
+    }
+    println!("{t}");
+    if !global.quiet {
+        let note = if hidden > 0 && !args.user_tools { format!(" ({hidden} user-only hidden; --user-tools shows them)") } else { String::new() };
+        eprintln!("{} tool(s) on {}{note}", tools.len(), target.device_id());
+    }
+    Ok(())
+}

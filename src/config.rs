@@ -1,0 +1,105 @@
+//! `mcpdev.toml`: defaults for flags, below flags and `MCPDEV_*` environment variables.
+//!
+//! Looked up in the working directory, then in the user's config directory
+//! (`$XDG_CONFIG_HOME/mcpdev/mcpdev.toml`, else `~/.config/mcpdev/mcpdev.toml`). The first found
+//! is used. Keys (all optional; unknown keys are an error, so a typo does not go unnoticed):
+//!
+//! ```toml
+//! hub = "http://127.0.0.1:8001"   # --hub / MCPDEV_HUB
+//! device = "aa:bb"                # --device / MCPDEV_DEVICE
+//! timeout = "30s"                 # --timeout / MCPDEV_TIMEOUT
+//! device_addr = "0.0.0.0:8000"    # serve --device-addr / MCPDEV_DEVICE_ADDR
+//! host_addr = "127.0.0.1:8001"    # serve --host-addr / MCPDEV_HOST_ADDR
+//! sim_url = "ws://…/xiaozhi/v1/"  # sim --url / MCPDEV_SIM_URL
+//! [aliases]
+//! kitchen = "aa:bb:cc:dd:ee:ff"   # --device kitchen
+//! ```
+//! Secrets (tokens) are not read from this file: use the environment.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub hub: Option<String>,
+    pub device: Option<String>,
+    pub timeout: Option<String>,
+    pub device_addr: Option<String>,
+    pub host_addr: Option<String>,
+    pub sim_url: Option<String>,
+    #[serde(default)]
+    pub aliases: HashMap<String, String>,
+}
+
+impl FileConfig {
+    /// The environment variable each key stands in for.
+    fn defaults(&self) -> Vec<(&'static str, &str)> {
+        [
+            ("MCPDEV_HUB", &self.hub),
+            ("MCPDEV_DEVICE", &self.device),
+            ("MCPDEV_TIMEOUT", &self.timeout),
+            ("MCPDEV_DEVICE_ADDR", &self.device_addr),
+            ("MCPDEV_HOST_ADDR", &self.host_addr),
+            ("MCPDEV_SIM_URL", &self.sim_url),
+        ]
+        .into_iter()
+        .filter_map(|(env, v)| v.as_deref().map(|v| (env, v)))
+        .collect()
+    }
+}
+
+/// Where the config file is, if there is one.
+pub fn path() -> Option<PathBuf> {
+    let local = PathBuf::from("mcpdev.toml");
+    if local.is_file() {
+        return Some(local);
+    }
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".config")))?;
+    let global = base.join("mcpdev").join("mcpdev.toml");
+    global.is_file().then_some(global)
+}
+
+/// Reads the config file; a missing file is an empty config, a bad one an error that says where.
+pub fn load() -> Result<FileConfig, String> {
+    let Some(p) = path() else { return Ok(FileConfig::default()) };
+    let text = std::fs::read_to_string(&p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+    toml::from_str(&text).map_err(|e| format!("{} is not a valid mcpdev.toml: {e}", p.display()))
+}
+
+/// The aliases of the config file (empty when there is none or it is invalid).
+pub fn aliases() -> HashMap<String, String> {
+    load().map(|c| c.aliases).unwrap_or_default()
+}
+
+/// Gives every argument backed by one of the file's keys the file's value as its default, so
+/// that flags, then the environment, then the file decide.
+pub fn apply(cmd: clap::Command, cfg: &FileConfig) -> clap::Command {
+    let defaults = cfg.defaults();
+    if defaults.is_empty() {
+        return cmd;
+    }
+    apply_to(cmd, &defaults)
+}
+
+fn apply_to(mut cmd: clap::Command, defaults: &[(&'static str, &str)]) -> clap::Command {
+    let ids: Vec<(clap::Id, String)> = cmd
+        .get_arguments()
+        .filter_map(|a| {
+            let env = a.get_env()?.to_str()?;
+            defaults.iter().find(|(e, _)| *e == env).map(|(_, v)| (a.get_id().clone(), v.to_string()))
+        })
+        .collect();
+    for (id, value) in ids {
+        cmd = cmd.mut_arg(id, |a| a.default_value(value));
+    }
+    let subs: Vec<String> = cmd.get_subcommands().map(|s| s.get_name().to_string()).collect();
+    for name in subs {
+        cmd = cmd.mut_subcommand(name, |s| apply_to(s, defaults));
+    }
+    cmd
+}

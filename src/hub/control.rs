@@ -1,0 +1,166 @@
+//! The small control API the CLI uses, on the loopback host listener: one WebSocket at
+//! `/api/v1/link`, JSON requests tagged with an `id`, answered out of order.
+//!
+//! ```text
+//! {"id":1,"op":"devices"}                                      -> {"id":1,"ok":[DeviceInfo…]}
+//! {"id":2,"op":"device","device":"aa:bb","wait_ms":5000}        -> {"id":2,"ok":DeviceInfo}
+//! {"id":3,"op":"rpc","device":"aa:bb","method":"tools/call","params":{…},"timeout_ms":30000}
+//!                                                               -> {"id":3,"ok":result} | {"id":3,"error":{…}}
+//! {"id":4,"op":"watch","device":null,"traffic":true}           -> {"id":4,"event":{…}} …
+//! ```
+//! Errors: `{"kind": "no_devices|not_found|ambiguous|not_ready|timeout|device_error|disconnected|bad_request",
+//! "message": …, "rpc": {code,message,data}?}`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{Request, Response};
+use futures_util::{SinkExt, StreamExt};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::Message;
+
+use super::Hub;
+use super::registry::SelectError;
+use crate::links::upgrade;
+use crate::session::CallError;
+
+pub const LINK_PATH: &str = "/api/v1/link";
+
+#[derive(Debug, Deserialize)]
+struct ControlRequest {
+    id: u64,
+    #[serde(flatten)]
+    op: Op,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+enum Op {
+    Devices,
+    Device { device: Option<String>, #[serde(default)] wait_ms: u64 },
+    Rpc { device: Option<String>, method: String, params: Option<Value>, timeout_ms: u64 },
+    Watch { device: Option<String>, #[serde(default)] traffic: bool },
+}
+
+pub async fn link(State(hub): State<Arc<Hub>>, mut req: Request<Body>) -> Response<Body> {
+    let (response, socket) = match upgrade::accept(&mut req) {
+        Ok(pair) => pair,
+        Err(resp) => return resp,
+    };
+    tokio::spawn(async move {
+        if let Some(ws) = socket.await {
+            serve(hub, ws).await;
+        }
+    });
+    response
+}
+
+async fn serve(hub: Arc<Hub>, ws: upgrade::UpgradedSocket) {
+    let (mut sink, mut stream) = ws.split();
+    let (tx, mut rx) = mpsc::channel::<Value>(256);
+    let writer = tokio::spawn(async move {
+        while let Some(v) = rx.recv().await {
+            if sink.send(Message::text(v.to_string())).await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut tasks = tokio::task::JoinSet::new();
+    while let Some(Ok(msg)) = stream.next().await {
+        let Message::Text(text) = msg else { continue };
+        let req: ControlRequest = match serde_json::from_str(&text) {
+            Ok(r) => r,
+            Err(e) => {
+                let id = serde_json::from_str::<Value>(&text).ok().and_then(|v| v.get("id").cloned()).unwrap_or(Value::Null);
+                let _ = tx.send(json!({"id": id, "error": {"kind": "bad_request", "message": e.to_string()}})).await;
+                continue;
+            }
+        };
+        tasks.spawn(handle(hub.clone(), req, tx.clone()));
+    }
+    tasks.shutdown().await;
+    drop(tx);
+    let _ = writer.await;
+}
+
+async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<Value>) {
+    let id = req.id;
+    let reply = match req.op {
+        Op::Devices => Ok(json!(hub.registry.snapshots().await)),
+        Op::Device { device, wait_ms } => device_info(&hub, device.as_deref(), wait_ms).await,
+        Op::Rpc { device, method, params, timeout_ms } => rpc(&hub, device.as_deref(), &method, params, timeout_ms).await,
+        Op::Watch { device, traffic } => return watch(&hub, id, device, traffic, tx).await,
+    };
+    let msg = match reply {
+        Ok(v) => json!({"id": id, "ok": v}),
+        Err(e) => json!({"id": id, "error": e}),
+    };
+    let _ = tx.send(msg).await;
+}
+
+async fn device_info(hub: &Hub, device: Option<&str>, wait_ms: u64) -> Result<Value, Value> {
+    let (_, info) = hub.registry.wait_ready(device, Duration::from_millis(wait_ms)).await.map_err(select_error)?;
+    Ok(json!(info))
+}
+
+async fn rpc(hub: &Hub, device: Option<&str>, method: &str, params: Option<Value>, timeout_ms: u64) -> Result<Value, Value> {
+    let handle = hub.registry.select(device).map_err(select_error)?;
+    let timeout = Duration::from_millis(timeout_ms.clamp(1, 3_600_000));
+    handle.request(method, params, timeout).await.map_err(|e| call_error(&handle.device_id, e))
+}
+
+async fn watch(hub: &Hub, id: u64, device: Option<String>, traffic: bool, tx: mpsc::Sender<Value>) {
+    let mut events = hub.registry.events.subscribe();
+    let _trace = traffic.then(|| hub.registry.tracing.watch());
+    let wanted = match device.as_deref() {
+        None => None,
+        Some(sel) => match hub.registry.select(Some(sel)) {
+            Ok(h) => Some(h.device_id),
+            // A device that is not here yet: match on the id as given, so its connect is seen.
+            Err(_) => Some(sel.to_ascii_lowercase()),
+        },
+    };
+    let _ = tx.send(json!({"id": id, "ok": {"watching": wanted}})).await;
+    loop {
+        let ev = match events.recv().await {
+            Ok(ev) => ev,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                let _ = tx.send(json!({"id": id, "event": {"event": "lagged", "skipped": n}})).await;
+                continue;
+            }
+            Err(_) => return,
+        };
+        if wanted.as_ref().is_some_and(|w| !ev.device_id.starts_with(w.as_str())) {
+            continue;
+        }
+        let is_traffic = matches!(&ev.event, crate::links::handle::LinkEvent::Session(crate::session::Event::Traffic { .. }));
+        if is_traffic && !traffic {
+            continue;
+        }
+        if tx.send(json!({"id": id, "event": ev})).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn select_error(e: SelectError) -> Value {
+    let kind = match e {
+        SelectError::NoDevices => "no_devices",
+        SelectError::NotFound(_) => "not_found",
+        SelectError::NotReady(_) => "not_ready",
+        SelectError::Ambiguous { .. } | SelectError::AmbiguousPrefix { .. } => "ambiguous",
+    };
+    json!({"kind": kind, "message": e.to_string()})
+}
+
+fn call_error(device: &str, e: CallError) -> Value {
+    match e {
+        CallError::Device(rpc) => json!({"kind": "device_error", "message": rpc.message, "rpc": rpc.to_value()}),
+        CallError::Timeout(d) => json!({"kind": "timeout", "message": format!("device {device} did not answer within {d:?}")}),
+        CallError::Disconnected => json!({"kind": "disconnected", "message": format!("device {device} disconnected before answering")}),
+    }
+}

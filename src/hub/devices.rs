@@ -1,0 +1,91 @@
+//! The device-facing listener: WebSocket at `/xiaozhi/v1/`, and the vision endpoint that
+//! camera tools upload photos to.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{Request, Response, StatusCode, header};
+use axum::routing::{any, post};
+use tracing::{info, warn};
+
+use super::Hub;
+use crate::links::upgrade::{self, plain};
+use crate::links::websocket::{self, LinkSetup};
+use crate::session::SessionConfig;
+use crate::wire::identity::{self, Identity};
+
+pub const DEVICE_PATH: &str = "/xiaozhi/v1/";
+pub const VISION_PATH: &str = "/mcp/vision/explain";
+
+pub fn router(hub: Arc<Hub>) -> Router {
+    Router::new()
+        .route(DEVICE_PATH, any(accept_device))
+        .route("/xiaozhi/v1", any(accept_device))
+        .route(VISION_PATH, post(super::vision::explain))
+        .with_state(hub)
+}
+
+async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(remote): ConnectInfo<SocketAddr>, mut req: Request<Body>) -> Response<Body> {
+    let headers = req.headers().clone();
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let identity = match identity::identify(header, req.uri().query()) {
+        Ok(id) => id,
+        Err(e) => {
+            warn!(%remote, "device refused: {e}");
+            return plain(StatusCode::BAD_REQUEST, &format!("{e}"));
+        }
+    };
+    if let Err(why) = hub.check_device_token(&identity) {
+        warn!(%remote, device = %identity.device_id, "device refused: {why}");
+        return Response::builder()
+            .status(StatusCode::UNAUTHORIZED)
+            .header(header::WWW_AUTHENTICATE, "Bearer")
+            .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+            .body(Body::from(format!("{why}\n")))
+            .expect("static response");
+    }
+    let host = header("host").map(str::to_string);
+    let (response, socket) = match upgrade::accept(&mut req) {
+        Ok(pair) => pair,
+        Err(resp) => return resp,
+    };
+    tokio::spawn(async move {
+        if let Some(ws) = socket.await {
+            attach(hub, ws, identity, host.as_deref(), Some(remote.to_string()));
+        }
+    });
+    response
+}
+
+/// Runs a device's link and keeps it in the registry while it lives. A device that reconnects
+/// with the same Device-Id replaces its old session.
+pub fn attach(hub: Arc<Hub>, ws: upgrade::UpgradedSocket, identity: Identity, host: Option<&str>, remote: Option<String>) {
+    let session_id = uuid::Uuid::new_v4().to_string();
+    let mut cfg = SessionConfig::new(&session_id, websocket::server_hello(&session_id));
+    (cfg.vision_url, cfg.vision_token) = hub.vision_for(host);
+    cfg.keepalive = hub.config.keepalive;
+    cfg.onboarding_timeout = hub.config.onboarding_timeout;
+    let generation = hub.registry.next_generation();
+    let device_id = identity.device_id.clone();
+    let setup = LinkSetup {
+        identity,
+        session: cfg,
+        events: hub.registry.events.clone(),
+        tracing: hub.registry.tracing.clone(),
+        generation,
+        remote,
+    };
+    let (handle, done) = websocket::spawn(ws, setup);
+    info!(device = %device_id, "device connected");
+    if let Some(old) = hub.registry.insert(handle) {
+        info!(device = %device_id, "replacing the previous session of this device");
+        tokio::spawn(async move { old.close().await });
+    }
+    tokio::spawn(async move {
+        let _ = done.await;
+        hub.registry.remove(&device_id, generation);
+    });
+}

@@ -1,0 +1,210 @@
+//! The hub (`mcpdev serve`): devices connect to it, and the CLI (and MCP hosts) reach them
+//! through it.
+//!
+//! Two listeners:
+//! - the device listener (default `0.0.0.0:8000`): WebSocket `/xiaozhi/v1/`, the vision endpoint;
+//! - the host listener (default `127.0.0.1:8001`, loopback): the control API the CLI uses.
+//!   It checks `Host` and `Origin`, so a web page cannot reach the devices through a browser.
+
+pub mod control;
+pub mod devices;
+pub mod registry;
+pub mod vision;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::any;
+use tokio::net::TcpListener;
+
+use crate::links::upgrade::plain;
+use crate::wire::identity::Identity;
+pub use registry::Registry;
+
+/// How the hub runs.
+#[derive(Debug, Clone)]
+pub struct HubConfig {
+    pub device_addr: SocketAddr,
+    pub host_addr: SocketAddr,
+    /// Accepted device tokens; empty means devices are not asked for one.
+    pub device_tokens: Vec<String>,
+    /// `capabilities.vision` sent in `initialize`; by default the hub's own endpoint.
+    pub vision_url: Option<String>,
+    pub vision_token: Option<String>,
+    pub vision_dir: PathBuf,
+    pub keepalive: Duration,
+    pub onboarding_timeout: Duration,
+    /// Extra `Host` names (besides loopback ones) and `Origin`s the host listener accepts.
+    pub allowed_hosts: Vec<String>,
+    pub allowed_origins: Vec<String>,
+    pub aliases: HashMap<String, String>,
+}
+
+impl Default for HubConfig {
+    fn default() -> Self {
+        Self {
+            device_addr: "0.0.0.0:8000".parse().expect("static address"),
+            host_addr: "127.0.0.1:8001".parse().expect("static address"),
+            device_tokens: Vec::new(),
+            vision_url: None,
+            vision_token: None,
+            vision_dir: PathBuf::from("mcpdev-vision"),
+            keepalive: Duration::from_secs(60),
+            onboarding_timeout: Duration::from_secs(10),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            aliases: HashMap::new(),
+        }
+    }
+}
+
+pub struct Hub {
+    pub config: HubConfig,
+    pub registry: Registry,
+    /// The token the hub's own vision endpoint accepts (random unless configured).
+    pub vision_token: String,
+    /// The device listener's bound address (its port goes into the default vision URL).
+    device_port: u16,
+}
+
+/// A started hub with its bound addresses.
+pub struct RunningHub {
+    pub hub: Arc<Hub>,
+    pub device_addr: SocketAddr,
+    pub host_addr: SocketAddr,
+}
+
+impl Hub {
+    /// Checks a device's token against the configured ones.
+    pub fn check_device_token(&self, id: &Identity) -> Result<(), String> {
+        if self.config.device_tokens.is_empty() {
+            return Ok(());
+        }
+        match id.token.as_deref() {
+            None => Err("this hub requires a device token: send `Authorization: Bearer <token>`".into()),
+            Some(t) if self.config.device_tokens.iter().any(|ok| ok == t) => Ok(()),
+            Some(_) => Err("the device token was not accepted by this hub".into()),
+        }
+    }
+
+    /// The vision URL and token for a device that connected through `host` (its Host header).
+    pub fn vision_for(&self, host: Option<&str>) -> (String, String) {
+        if let Some(url) = &self.config.vision_url {
+            return (url.clone(), self.config.vision_token.clone().unwrap_or_default());
+        }
+        // esp-ml307 sends Host without a port: use the name the device used and our real port.
+        let name = host.map(|h| h.rsplit_once(':').filter(|(_, p)| p.chars().all(|c| c.is_ascii_digit())).map_or(h, |(n, _)| n));
+        let name = name.filter(|n| !n.is_empty()).unwrap_or("127.0.0.1");
+        (format!("http://{name}:{}{}", self.device_port, devices::VISION_PATH), self.vision_token.clone())
+    }
+}
+
+/// Binds both listeners and serves until the returned hub is dropped with its runtime.
+pub async fn start(config: HubConfig) -> anyhow::Result<RunningHub> {
+    let device_listener = TcpListener::bind(config.device_addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen for devices on {}: {e}", config.device_addr))?;
+    let host_listener = TcpListener::bind(config.host_addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen for the CLI and MCP hosts on {}: {e}", config.host_addr))?;
+    let device_addr = device_listener.local_addr()?;
+    let host_addr = host_listener.local_addr()?;
+    let vision_token = config.vision_token.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
+    let hub = Arc::new(Hub { registry: Registry::new(config.aliases.clone()), config, vision_token, device_port: device_addr.port() });
+
+    let device_app = devices::router(hub.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(device_listener, device_app).await {
+            tracing::error!("device listener stopped: {e}");
+        }
+    });
+    let host_app = Router::new()
+        .route(control::LINK_PATH, any(control::link))
+        .layer(middleware::from_fn_with_state(hub.clone(), guard_host_and_origin))
+        .with_state(hub.clone());
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(host_listener, host_app).await {
+            tracing::error!("host listener stopped: {e}");
+        }
+    });
+    Ok(RunningHub { hub, device_addr, host_addr })
+}
+
+/// DNS-rebinding and cross-site protection: the `Host` must be a loopback name (or allowed), and an
+/// `Origin`, when present, must be a loopback origin (or allowed). Otherwise 403.
+async fn guard_host_and_origin(State(hub): State<Arc<Hub>>, req: Request, next: Next) -> Response {
+    if let Some(refusal) = refuse(&hub.config, req.headers()) {
+        return refusal;
+    }
+    next.run(req).await
+}
+
+/// The 403 for a request whose `Host` or `Origin` is not allowed, if it is not.
+pub fn refuse(config: &HubConfig, headers: &axum::http::HeaderMap) -> Option<Response> {
+    let get = |name| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(host) = get(header::HOST) {
+        if !host_allowed(host, &config.allowed_hosts) {
+            let hint = format!("Host {host:?} is not allowed; start the hub with --allowed-host {}", host_name(host));
+            return Some(plain(StatusCode::FORBIDDEN, &hint));
+        }
+    }
+    if let Some(origin) = get(header::ORIGIN) {
+        if !origin_allowed(origin, &config.allowed_origins) {
+            let hint = format!("Origin {origin:?} is not allowed; start the hub with --allowed-origin {origin}");
+            return Some(plain(StatusCode::FORBIDDEN, &hint));
+        }
+    }
+    None
+}
+
+fn host_name(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    host.rsplit_once(':').map_or(host, |(n, _)| n)
+}
+
+fn is_loopback_name(name: &str) -> bool {
+    matches!(name, "localhost" | "::1") || name.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+pub fn host_allowed(host: &str, allowed: &[String]) -> bool {
+    let name = host_name(host);
+    is_loopback_name(name) || allowed.iter().any(|a| a == name || a == host || a == "*")
+}
+
+pub fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
+    if allowed.iter().any(|a| a == origin || a == "*") {
+        return true;
+    }
+    origin.split_once("://").is_some_and(|(scheme, rest)| matches!(scheme, "http" | "https") && is_loopback_name(host_name(rest)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_and_origin_rules() {
+        for ok in ["127.0.0.1:8001", "localhost:8001", "[::1]:8001", "localhost", "127.0.0.5"] {
+            assert!(host_allowed(ok, &[]), "{ok}");
+        }
+        for bad in ["evil.example:8001", "192.168.1.5:8001", "example.com"] {
+            assert!(!host_allowed(bad, &[]), "{bad}");
+        }
+        assert!(host_allowed("hub.lan:8001", &["hub.lan".into()]));
+        assert!(origin_allowed("http://localhost:6274", &[]));
+        assert!(origin_allowed("http://127.0.0.1", &[]));
+        assert!(!origin_allowed("https://evil.example", &[]));
+        assert!(!origin_allowed("null", &[]));
+        assert!(origin_allowed("https://app.example", &["https://app.example".into()]));
+    }
+}
