@@ -14,6 +14,7 @@ pub async fn run(global: &GlobalArgs, args: WatchArgs) -> anyhow::Result<()> {
     if !global.quiet && !global.json {
         eprintln!("watching {} (Ctrl-C to stop)", args.device.as_deref().unwrap_or("all devices"));
     }
+    use std::io::Write;
     let mut seen = 0u64;
     loop {
         let ev = tokio::select! {
@@ -23,12 +24,18 @@ pub async fn run(global: &GlobalArgs, args: WatchArgs) -> anyhow::Result<()> {
             },
             _ = tokio::signal::ctrl_c() => return Ok(()),
         };
+        let confirmation = ev["event"] == "watching";
         if global.json {
+            // The `watching` line tells a script the subscription is live.
             println!("{ev}");
-        } else {
+        } else if !confirmation {
             println!("{}", describe(&ev));
         }
+        if confirmation {
+            continue;
+        }
         seen += 1;
+        let _ = std::io::stdout().flush();
         if args.count.is_some_and(|n| seen >= n) {
             return Ok(());
         }

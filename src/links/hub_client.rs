@@ -70,8 +70,13 @@ impl HubClient {
                 let mut waiters = w.lock().expect("waiters lock");
                 match waiters.get(&id) {
                     Some(Waiter::Stream(tx)) => {
-                        let payload = v.get("event").or_else(|| v.get("ok")).cloned().unwrap_or(Value::Null);
-                        if v.get("event").is_some() && tx.try_send(payload).is_err() && tx.is_closed() {
+                        // The first message confirms the subscription (`ok`), then events follow.
+                        let payload = match (v.get("event"), v.get("ok")) {
+                            (Some(ev), _) => ev.clone(),
+                            (None, Some(ok)) => serde_json::json!({"event": "watching", "device": ok["watching"]}),
+                            (None, None) => Value::Null,
+                        };
+                        if tx.try_send(payload).is_err() && tx.is_closed() {
                             waiters.remove(&id);
                         }
                     }

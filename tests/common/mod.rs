@@ -20,3 +20,59 @@ pub fn spawn_mcpdev(args: &[&str], env: &[(&str, &str)]) -> Running {
     }
     Running { child: cmd.spawn().expect("spawn mcpdev") }
 }
+
+pub mod fake_device;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// A running `mcpdev serve` on ephemeral loopback ports.
+pub struct HubProcess {
+    pub running: Running,
+    /// `ws://127.0.0.1:PORT/xiaozhi/v1/`
+    pub device_url: String,
+    /// `http://127.0.0.1:PORT`
+    pub host_url: String,
+}
+
+impl HubProcess {
+    /// Starts `mcpdev serve --json` with extra arguments and waits for its `listening` line.
+    pub async fn start(extra: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut args = vec!["serve", "--json", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        let mut running = spawn_mcpdev(&args, env);
+        let stdout = running.child.stdout.take().expect("piped stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let line = tokio::time::timeout(ws::DEADLINE, lines.next_line()).await.expect("hub did not start in time").unwrap().expect("hub exited");
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["event"], "listening");
+        Self { running, device_url: v["devices"].as_str().unwrap().to_string(), host_url: v["host"].as_str().unwrap().to_string() }
+    }
+}
+
+/// What a finished command printed and how it ended.
+#[derive(Debug)]
+pub struct Outcome {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Outcome {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
+    }
+}
+
+/// Runs `mcpdev ARGS` to completion against a hub (the command is built before the future).
+pub fn mcpdev(hub: &HubProcess, args: &[&str]) -> impl std::future::Future<Output = Outcome> + 'static {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"));
+    cmd.args(args).env("MCPDEV_HUB", &hub.host_url).env("NO_COLOR", "1").stdin(Stdio::null()).kill_on_drop(true);
+    async move {
+        let out = tokio::time::timeout(std::time::Duration::from_secs(60), cmd.output()).await.expect("command hung").unwrap();
+        Outcome {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
