@@ -1,0 +1,275 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'mcpdev'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'mcpdev' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it')
+            [CompletionResult]::new('hello', 'hello', [CompletionResultType]::ParameterValue, 'Show a device''s hello: identity, transport, features, audio parameters')
+            [CompletionResult]::new('init', 'init', [CompletionResultType]::ParameterValue, 'Send MCP `initialize`; show protocol version, serverInfo and capabilities')
+            [CompletionResult]::new('tools', 'tools', [CompletionResultType]::ParameterValue, 'List a device''s tools')
+            [CompletionResult]::new('call', 'call', [CompletionResultType]::ParameterValue, 'Call a tool: arguments typed and validated by its inputSchema before anything is sent')
+            [CompletionResult]::new('watch', 'watch', [CompletionResultType]::ParameterValue, 'Stream live events: connects, hellos, notifications, messages, and MCP traffic')
+            [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'Run virtual devices (the firmware''s own MCP core) against a backend')
+            [CompletionResult]::new('generate-assets', 'generate-assets', [CompletionResultType]::ParameterValue, 'Write the man pages and shell completions (for packagers; the repository has them checked in)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'mcpdev;serve' {
+            [CompletionResult]::new('--device-addr', '--device-addr', [CompletionResultType]::ParameterName, 'Where devices connect (WebSocket /xiaozhi/v1/)')
+            [CompletionResult]::new('--host-addr', '--host-addr', [CompletionResultType]::ParameterName, 'Where the CLI and MCP hosts connect; keep it on loopback unless you add --allowed-host')
+            [CompletionResult]::new('--demo', '--demo', [CompletionResultType]::ParameterName, 'Run N virtual devices in this process (2 when given without a number)')
+            [CompletionResult]::new('--demo-extra-tools', '--demo-extra-tools', [CompletionResultType]::ParameterName, 'Extra generated tools per demo device')
+            [CompletionResult]::new('--device-token', '--device-token', [CompletionResultType]::ParameterName, 'Accepted device tokens, comma-separated (devices must send Authorization: Bearer <token>)')
+            [CompletionResult]::new('--vision-url', '--vision-url', [CompletionResultType]::ParameterName, 'capabilities.vision.url for initialize (default: the hub''s own vision endpoint)')
+            [CompletionResult]::new('--vision-token', '--vision-token', [CompletionResultType]::ParameterName, 'capabilities.vision.token (default: random, checked by the hub''s own endpoint)')
+            [CompletionResult]::new('--vision-dir', '--vision-dir', [CompletionResultType]::ParameterName, 'Where the hub''s vision endpoint saves uploaded photos')
+            [CompletionResult]::new('--keepalive', '--keepalive', [CompletionResultType]::ParameterName, 'Send an MCP ping to a device after this long without traffic (its limit is 120 s)')
+            [CompletionResult]::new('--onboarding-timeout', '--onboarding-timeout', [CompletionResultType]::ParameterName, 'Timeout of each onboarding request (initialize, tools/list)')
+            [CompletionResult]::new('--allowed-host', '--allowed-host', [CompletionResultType]::ParameterName, 'Also accept this Host name on the host listener (for LAN use); repeatable')
+            [CompletionResult]::new('--allowed-origin', '--allowed-origin', [CompletionResultType]::ParameterName, 'Also accept requests with this Origin on the host listener; repeatable')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;hello' {
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
+            [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected')
+            [CompletionResult]::new('--device', '--device', [CompletionResultType]::ParameterName, 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected')
+            [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the device')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;init' {
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
+            [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected')
+            [CompletionResult]::new('--device', '--device', [CompletionResultType]::ParameterName, 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected')
+            [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the device')
+            [CompletionResult]::new('--vision-url', '--vision-url', [CompletionResultType]::ParameterName, 'Vision endpoint to give the device (`capabilities.vision.url`); sends a fresh initialize')
+            [CompletionResult]::new('--vision-token', '--vision-token', [CompletionResultType]::ParameterName, 'Token for the vision endpoint (prefer the environment variable)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;tools' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every tool, all pages, as a table (full schemas with --json)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'mcpdev;tools;list' {
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
+            [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected')
+            [CompletionResult]::new('--device', '--device', [CompletionResultType]::ParameterName, 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected')
+            [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the device')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--user-tools', '--user-tools', [CompletionResultType]::ParameterName, 'Also show user-only tools (annotated audience: ["user"])')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;tools;help' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every tool, all pages, as a table (full schemas with --json)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'mcpdev;tools;help;list' {
+            break
+        }
+        'mcpdev;tools;help;help' {
+            break
+        }
+        'mcpdev;call' {
+            [CompletionResult]::new('--args-json', '--args-json', [CompletionResultType]::ParameterName, 'Arguments as one JSON object (k=v words are merged on top)')
+            [CompletionResult]::new('--save-images', '--save-images', [CompletionResultType]::ParameterName, 'Save image and audio content to DIR instead of summarising it')
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
+            [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected')
+            [CompletionResult]::new('--device', '--device', [CompletionResultType]::ParameterName, 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected')
+            [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the device')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--no-validate', '--no-validate', [CompletionResultType]::ParameterName, 'Send even if the arguments fail the inputSchema (the device decides)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;watch' {
+            [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Only this device (id, prefix or alias); all devices when left out')
+            [CompletionResult]::new('--device', '--device', [CompletionResultType]::ParameterName, 'Only this device (id, prefix or alias); all devices when left out')
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
+            [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'Stop after this many events')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--traffic', '--traffic', [CompletionResultType]::ParameterName, 'Also show every MCP frame in both directions, with the round-trip latency of replies')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;sim' {
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'The backend''s WebSocket URL')
+            [CompletionResult]::new('--device-id', '--device-id', [CompletionResultType]::ParameterName, 'Device-Id (MAC) of the first device; further devices count up from it')
+            [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'How many virtual devices to run in this process')
+            [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'Device token, sent as `Authorization: Bearer <token>` (prefer the environment variable)')
+            [CompletionResult]::new('--extra-tools', '--extra-tools', [CompletionResultType]::ParameterName, 'Extra generated tools per device, to exercise paging')
+            [CompletionResult]::new('--protocol-version', '--protocol-version', [CompletionResultType]::ParameterName, 'Binary protocol version announced in `Protocol-Version` and the hello')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;generate-assets' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;help' {
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it')
+            [CompletionResult]::new('hello', 'hello', [CompletionResultType]::ParameterValue, 'Show a device''s hello: identity, transport, features, audio parameters')
+            [CompletionResult]::new('init', 'init', [CompletionResultType]::ParameterValue, 'Send MCP `initialize`; show protocol version, serverInfo and capabilities')
+            [CompletionResult]::new('tools', 'tools', [CompletionResultType]::ParameterValue, 'List a device''s tools')
+            [CompletionResult]::new('call', 'call', [CompletionResultType]::ParameterValue, 'Call a tool: arguments typed and validated by its inputSchema before anything is sent')
+            [CompletionResult]::new('watch', 'watch', [CompletionResultType]::ParameterValue, 'Stream live events: connects, hellos, notifications, messages, and MCP traffic')
+            [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'Run virtual devices (the firmware''s own MCP core) against a backend')
+            [CompletionResult]::new('generate-assets', 'generate-assets', [CompletionResultType]::ParameterValue, 'Write the man pages and shell completions (for packagers; the repository has them checked in)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'mcpdev;help;serve' {
+            break
+        }
+        'mcpdev;help;hello' {
+            break
+        }
+        'mcpdev;help;init' {
+            break
+        }
+        'mcpdev;help;tools' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every tool, all pages, as a table (full schemas with --json)')
+            break
+        }
+        'mcpdev;help;tools;list' {
+            break
+        }
+        'mcpdev;help;call' {
+            break
+        }
+        'mcpdev;help;watch' {
+            break
+        }
+        'mcpdev;help;sim' {
+            break
+        }
+        'mcpdev;help;generate-assets' {
+            break
+        }
+        'mcpdev;help;help' {
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

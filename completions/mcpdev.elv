@@ -1,0 +1,246 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[mcpdev] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'mcpdev'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'mcpdev'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand serve 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it'
+            cand hello 'Show a device''s hello: identity, transport, features, audio parameters'
+            cand init 'Send MCP `initialize`; show protocol version, serverInfo and capabilities'
+            cand tools 'List a device''s tools'
+            cand call 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
+            cand watch 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
+            cand sim 'Run virtual devices (the firmware''s own MCP core) against a backend'
+            cand generate-assets 'Write the man pages and shell completions (for packagers; the repository has them checked in)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'mcpdev;serve'= {
+            cand --device-addr 'Where devices connect (WebSocket /xiaozhi/v1/)'
+            cand --host-addr 'Where the CLI and MCP hosts connect; keep it on loopback unless you add --allowed-host'
+            cand --demo 'Run N virtual devices in this process (2 when given without a number)'
+            cand --demo-extra-tools 'Extra generated tools per demo device'
+            cand --device-token 'Accepted device tokens, comma-separated (devices must send Authorization: Bearer <token>)'
+            cand --vision-url 'capabilities.vision.url for initialize (default: the hub''s own vision endpoint)'
+            cand --vision-token 'capabilities.vision.token (default: random, checked by the hub''s own endpoint)'
+            cand --vision-dir 'Where the hub''s vision endpoint saves uploaded photos'
+            cand --keepalive 'Send an MCP ping to a device after this long without traffic (its limit is 120 s)'
+            cand --onboarding-timeout 'Timeout of each onboarding request (initialize, tools/list)'
+            cand --allowed-host 'Also accept this Host name on the host listener (for LAN use); repeatable'
+            cand --allowed-origin 'Also accept requests with this Origin on the host listener; repeatable'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;hello'= {
+            cand --hub 'The hub''s host listener'
+            cand -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected'
+            cand --device 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected'
+            cand --listen 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit'
+            cand --wait 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)'
+            cand --timeout 'How long to wait for each answer from the device'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;init'= {
+            cand --hub 'The hub''s host listener'
+            cand -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected'
+            cand --device 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected'
+            cand --listen 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit'
+            cand --wait 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)'
+            cand --timeout 'How long to wait for each answer from the device'
+            cand --vision-url 'Vision endpoint to give the device (`capabilities.vision.url`); sends a fresh initialize'
+            cand --vision-token 'Token for the vision endpoint (prefer the environment variable)'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;tools'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand list 'Every tool, all pages, as a table (full schemas with --json)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'mcpdev;tools;list'= {
+            cand --hub 'The hub''s host listener'
+            cand -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected'
+            cand --device 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected'
+            cand --listen 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit'
+            cand --wait 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)'
+            cand --timeout 'How long to wait for each answer from the device'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --user-tools 'Also show user-only tools (annotated audience: ["user"])'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;tools;help'= {
+            cand list 'Every tool, all pages, as a table (full schemas with --json)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'mcpdev;tools;help;list'= {
+        }
+        &'mcpdev;tools;help;help'= {
+        }
+        &'mcpdev;call'= {
+            cand --args-json 'Arguments as one JSON object (k=v words are merged on top)'
+            cand --save-images 'Save image and audio content to DIR instead of summarising it'
+            cand --hub 'The hub''s host listener'
+            cand -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected'
+            cand --device 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected'
+            cand --listen 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit'
+            cand --wait 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)'
+            cand --timeout 'How long to wait for each answer from the device'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --no-validate 'Send even if the arguments fail the inputSchema (the device decides)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;watch'= {
+            cand -d 'Only this device (id, prefix or alias); all devices when left out'
+            cand --device 'Only this device (id, prefix or alias); all devices when left out'
+            cand --hub 'The hub''s host listener'
+            cand --count 'Stop after this many events'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --traffic 'Also show every MCP frame in both directions, with the round-trip latency of replies'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;sim'= {
+            cand --url 'The backend''s WebSocket URL'
+            cand --device-id 'Device-Id (MAC) of the first device; further devices count up from it'
+            cand --count 'How many virtual devices to run in this process'
+            cand --token 'Device token, sent as `Authorization: Bearer <token>` (prefer the environment variable)'
+            cand --extra-tools 'Extra generated tools per device, to exercise paging'
+            cand --protocol-version 'Binary protocol version announced in `Protocol-Version` and the hello'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;generate-assets'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;help'= {
+            cand serve 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it'
+            cand hello 'Show a device''s hello: identity, transport, features, audio parameters'
+            cand init 'Send MCP `initialize`; show protocol version, serverInfo and capabilities'
+            cand tools 'List a device''s tools'
+            cand call 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
+            cand watch 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
+            cand sim 'Run virtual devices (the firmware''s own MCP core) against a backend'
+            cand generate-assets 'Write the man pages and shell completions (for packagers; the repository has them checked in)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'mcpdev;help;serve'= {
+        }
+        &'mcpdev;help;hello'= {
+        }
+        &'mcpdev;help;init'= {
+        }
+        &'mcpdev;help;tools'= {
+            cand list 'Every tool, all pages, as a table (full schemas with --json)'
+        }
+        &'mcpdev;help;tools;list'= {
+        }
+        &'mcpdev;help;call'= {
+        }
+        &'mcpdev;help;watch'= {
+        }
+        &'mcpdev;help;sim'= {
+        }
+        &'mcpdev;help;generate-assets'= {
+        }
+        &'mcpdev;help;help'= {
+        }
+    ]
+    $completions[$command]
+}

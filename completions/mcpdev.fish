@@ -1,0 +1,177 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_mcpdev_global_optspecs
+    string join \n json q/quiet v/verbose color= h/help V/version
+end
+
+function __fish_mcpdev_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_mcpdev_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_mcpdev_using_subcommand
+    set -l cmd (__fish_mcpdev_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "serve" -d 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it'
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "hello" -d 'Show a device\'s hello: identity, transport, features, audio parameters'
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "init" -d 'Send MCP `initialize`; show protocol version, serverInfo and capabilities'
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "tools" -d 'List a device\'s tools'
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "call" -d 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "watch" -d 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "sim" -d 'Run virtual devices (the firmware\'s own MCP core) against a backend'
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "generate-assets" -d 'Write the man pages and shell completions (for packagers; the repository has them checked in)'
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l device-addr -d 'Where devices connect (WebSocket /xiaozhi/v1/)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l host-addr -d 'Where the CLI and MCP hosts connect; keep it on loopback unless you add --allowed-host' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo -d 'Run N virtual devices in this process (2 when given without a number)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo-extra-tools -d 'Extra generated tools per demo device' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l device-token -d 'Accepted device tokens, comma-separated (devices must send Authorization: Bearer <token>)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-url -d 'capabilities.vision.url for initialize (default: the hub\'s own vision endpoint)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-token -d 'capabilities.vision.token (default: random, checked by the hub\'s own endpoint)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-dir -d 'Where the hub\'s vision endpoint saves uploaded photos' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l keepalive -d 'Send an MCP ping to a device after this long without traffic (its limit is 120 s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l onboarding-timeout -d 'Timeout of each onboarding request (initialize, tools/list)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l allowed-host -d 'Also accept this Host name on the host listener (for LAN use); repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l allowed-origin -d 'Also accept requests with this Origin on the host listener; repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l hub -d 'The hub\'s host listener' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s d -l device -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l listen -d 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l timeout -d 'How long to wait for each answer from the device' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l hub -d 'The hub\'s host listener' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s d -l device -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l listen -d 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l timeout -d 'How long to wait for each answer from the device' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l vision-url -d 'Vision endpoint to give the device (`capabilities.vision.url`); sends a fresh initialize' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l vision-token -d 'Token for the vision endpoint (prefer the environment variable)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen_subcommand_from list help" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen_subcommand_from list help" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen_subcommand_from list help" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen_subcommand_from list help" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen_subcommand_from list help" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen_subcommand_from list help" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen_subcommand_from list help" -f -a "list" -d 'Every tool, all pages, as a table (full schemas with --json)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen_subcommand_from list help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l hub -d 'The hub\'s host listener' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s d -l device -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l listen -d 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l timeout -d 'How long to wait for each answer from the device' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l user-tools -d 'Also show user-only tools (annotated audience: ["user"])'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from help" -f -a "list" -d 'Every tool, all pages, as a table (full schemas with --json)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l args-json -d 'Arguments as one JSON object (k=v words are merged on top)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l save-images -d 'Save image and audio content to DIR instead of summarising it' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l hub -d 'The hub\'s host listener' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s d -l device -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l listen -d 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l timeout -d 'How long to wait for each answer from the device' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l no-validate -d 'Send even if the arguments fail the inputSchema (the device decides)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s d -l device -d 'Only this device (id, prefix or alias); all devices when left out' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l hub -d 'The hub\'s host listener' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l count -d 'Stop after this many events' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l traffic -d 'Also show every MCP frame in both directions, with the round-trip latency of replies'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l url -d 'The backend\'s WebSocket URL' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l device-id -d 'Device-Id (MAC) of the first device; further devices count up from it' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l count -d 'How many virtual devices to run in this process' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l token -d 'Device token, sent as `Authorization: Bearer <token>` (prefer the environment variable)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l extra-tools -d 'Extra generated tools per device, to exercise paging' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l protocol-version -d 'Binary protocol version announced in `Protocol-Version` and the hello' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand generate-assets" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand generate-assets" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand generate-assets" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand generate-assets" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand generate-assets" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand generate-assets" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim generate-assets help" -f -a "serve" -d 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim generate-assets help" -f -a "hello" -d 'Show a device\'s hello: identity, transport, features, audio parameters'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim generate-assets help" -f -a "init" -d 'Send MCP `initialize`; show protocol version, serverInfo and capabilities'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim generate-assets help" -f -a "tools" -d 'List a device\'s tools'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim generate-assets help" -f -a "call" -d 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim generate-assets help" -f -a "watch" -d 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim generate-assets help" -f -a "sim" -d 'Run virtual devices (the firmware\'s own MCP core) against a backend'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim generate-assets help" -f -a "generate-assets" -d 'Write the man pages and shell completions (for packagers; the repository has them checked in)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim generate-assets help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from tools" -f -a "list" -d 'Every tool, all pages, as a table (full schemas with --json)'
