@@ -169,14 +169,12 @@ fn insert_at(map: &mut Map<String, Value>, path: &[String], value: Value, key: &
     };
     let mut cur = map;
     for (i, seg) in parents.iter().enumerate() {
-        let entry = cur.entry(seg.clone()).or_insert_with(|| Value::Object(Map::new()));
-        let shown = show(entry);
-        cur = match entry {
+        cur = match cur.entry(seg.clone()).or_insert_with(|| Value::Object(Map::new())) {
             Value::Object(m) => m,
-            _ => {
+            other => {
                 return Err(ArgError::new(
                     path[..=i].join("."),
-                    format!("is {shown} in --args-json, not an object, so '{key}' can't be set"),
+                    format!("is {} in --args-json, not an object, so '{key}' can't be set", show(other)),
                 ));
             }
         };
@@ -342,7 +340,7 @@ impl<'a> Ctx<'a> {
         if let Some(options) = enum_options(node) {
             return coerce_enum(node, &options, raw);
         }
-        let Some(alts) = self.alternatives(node) else {
+        let Some(alts) = self.alternatives(node, depth) else {
             return Ok(untyped(raw));
         };
         let mut problems = Vec::new();
@@ -452,7 +450,10 @@ impl<'a> Ctx<'a> {
     }
 
     /// The ways `node` may be typed, in declared order; `None` when it says nothing.
-    fn alternatives(&self, node: &'a Value) -> Option<Vec<Alt<'a>>> {
+    fn alternatives(&self, node: &'a Value, depth: usize) -> Option<Vec<Alt<'a>>> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
         match node.get("type") {
             Some(Value::String(t)) => return Some(vec![Alt::Type(t, node)]),
             Some(Value::Array(ts)) => {
@@ -471,7 +472,7 @@ impl<'a> Ctx<'a> {
         if let Some(all) = node.get("allOf").and_then(Value::as_array) {
             for m in all {
                 let r = self.resolve(m);
-                if enum_options(r).is_some() || self.alternatives(r).is_some() {
+                if enum_options(r).is_some() || self.alternatives(r, depth + 1).is_some() {
                     return Some(vec![Alt::Member(m)]);
                 }
             }
@@ -494,7 +495,7 @@ impl<'a> Ctx<'a> {
         if let Some(options) = enum_options(node) {
             return options.iter().all(|o| !o.is_array() && !o.is_object());
         }
-        match self.alternatives(node) {
+        match self.alternatives(node, depth) {
             None => true,
             Some(alts) => alts.iter().all(|a| match a {
                 Alt::Type(t, _) => matches!(*t, "string" | "integer" | "number" | "boolean" | "null"),
@@ -518,7 +519,7 @@ impl<'a> Ctx<'a> {
         if let Some(options) = enum_options(node) {
             return list_values(&options, "|");
         }
-        let Some(alts) = self.alternatives(node) else {
+        let Some(alts) = self.alternatives(node, depth) else {
             return "any".into();
         };
         let parts: Vec<String> = alts
@@ -1573,6 +1574,12 @@ mod tests {
         // A self-referencing schema does not loop.
         let s = json!({"$defs":{"L":{"$ref":"#/$defs/L"}},"properties":{"x":{"$ref":"#/$defs/L"}}});
         assert_eq!(build_ok(&s, &["x=5"]), json!({"x":5}));
+        let s = json!({"$defs":{"A":{"allOf":[{"$ref":"#/$defs/A"}]}},"properties":{"x":{"$ref":"#/$defs/A"}}});
+        assert_eq!(build_ok(&s, &["x=5"]), json!({"x":5}));
+        assert_eq!(signature(&s), "[x: any]");
+        let s = json!({"$defs":{"A":{"anyOf":[{"$ref":"#/$defs/A"}]}},"properties":{"x":{"$ref":"#/$defs/A"}}});
+        assert_eq!(build_ok(&s, &["x=5"]), json!({"x":5}));
+        assert_eq!(signature(&s), "[x: …]");
     }
 
     #[test]
