@@ -76,6 +76,12 @@ pub fn aliases() -> HashMap<String, String> {
     load().map(|c| c.aliases).unwrap_or_default()
 }
 
+/// A `--device` selector with this machine's aliases applied (the hub applies its own too).
+pub fn resolve_alias(selector: Option<&str>) -> Option<String> {
+    let sel = selector?;
+    Some(aliases().get(sel).cloned().unwrap_or_else(|| sel.to_string()))
+}
+
 /// Gives every argument backed by one of the file's keys the file's value as its default, so
 /// that flags, then the environment, then the file decide.
 pub fn apply(cmd: clap::Command, cfg: &FileConfig) -> clap::Command {

@@ -90,7 +90,8 @@ async fn open_hub(args: &DeviceArgs, global: &GlobalArgs) -> anyhow::Result<(Tar
     })?;
     let wait = args.wait.unwrap_or(SETTLE);
     let spinner = super::output::spinner(global, args.wait.is_some(), "waiting for the device");
-    let reply = client.call(json!({"op": "device", "device": args.device, "wait_ms": wait.as_millis() as u64})).await;
+    let device = crate::config::resolve_alias(args.device.as_deref());
+    let reply = client.call(json!({"op": "device", "device": device, "wait_ms": wait.as_millis() as u64})).await;
     if let Some(s) = spinner {
         s.finish_and_clear();
     }

@@ -10,7 +10,8 @@ pub async fn run(global: &GlobalArgs, args: WatchArgs) -> anyhow::Result<()> {
     let client = HubClient::connect(&args.hub).await.map_err(|e| {
         CodedError::new(Exit::Unreachable, format!("cannot reach the hub at {}: {e}. Is `mcpdev serve` running?", args.hub))
     })?;
-    let mut events = client.watch(args.device.as_deref(), args.traffic).await.map_err(|e| CodedError::new(Exit::Unreachable, e.message))?;
+    let device = crate::config::resolve_alias(args.device.as_deref());
+    let mut events = client.watch(device.as_deref(), args.traffic).await.map_err(|e| CodedError::new(Exit::Unreachable, e.message))?;
     if !global.quiet && !global.json {
         eprintln!("watching {} (Ctrl-C to stop)", args.device.as_deref().unwrap_or("all devices"));
     }

@@ -1,0 +1,137 @@
+//! Hub features beyond the call path: the vision endpoint devices upload photos to, media
+//! results saved by `call --save-images`, and configuration precedence.
+
+mod common;
+
+use common::fake_device::{FakeDevice, tool};
+use common::{HubProcess, mcpdev};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// POSTs a multipart upload the way the stock firmware's `self.camera.take_photo` does; returns
+/// the status code and the body.
+async fn upload(url: &str, token: &str, question: &str, photo: &[u8]) -> (u16, Value) {
+    let rest = url.strip_prefix("http://").unwrap();
+    let (authority, path) = rest.split_once('/').unwrap();
+    let boundary = "----mcpdevtestboundary";
+    let mut body = Vec::new();
+    body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"question\"\r\n\r\n{question}\r\n").as_bytes());
+    body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"camera.jpg\"\r\nContent-Type: image/jpeg\r\n\r\n").as_bytes());
+    body.extend_from_slice(photo);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let head = format!(
+        "POST /{path} HTTP/1.1\r\nHost: {authority}\r\nDevice-Id: aa:00:00:00:00:0e\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let mut s = tokio::net::TcpStream::connect(authority).await.unwrap();
+    s.write_all(head.as_bytes()).await.unwrap();
+    s.write_all(&body).await.unwrap();
+    let mut response = String::new();
+    s.read_to_string(&mut response).await.unwrap();
+    let status: u16 = response.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let json_body = response.split("\r\n\r\n").nth(1).unwrap_or_default();
+    (status, serde_json::from_str(json_body).unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn the_vision_endpoint_saves_photos_for_devices_that_have_its_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = HubProcess::start(&["--vision-dir", dir.path().to_str().unwrap()], &[]).await;
+    // The device learns the endpoint and its token from initialize.
+    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(hub.device_url.as_str()).unwrap();
+    req.headers_mut().insert("Device-Id", "aa:00:00:00:00:0e".parse().unwrap());
+    let (ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+    let mut dev = FakeDevice { ws, session_id: String::new() };
+    dev.send(json!({"type":"hello","version":1,"features":{"mcp":true},"transport":"websocket"})).await;
+    assert_eq!(dev.recv().await["type"], "hello");
+    let init = dev.recv_request("initialize").await;
+    let vision = &init["params"]["capabilities"]["vision"];
+    let (url, token) = (vision["url"].as_str().unwrap(), vision["token"].as_str().unwrap());
+    let port = hub.device_url.rsplit(':').next().unwrap().split('/').next().unwrap();
+    assert_eq!(url, format!("http://127.0.0.1:{port}/mcp/vision/explain"));
+    assert!(token.len() >= 16, "a random token: {token}");
+
+    let jpeg = [0xff, 0xd8, 0xff, 0xe0, 1, 2, 3, 4];
+    let (status, body) = upload(url, token, "what is on the desk?", &jpeg).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["success"], true);
+    assert!(body["text"].as_str().unwrap().contains("JPEG"), "{body}");
+    let saved = std::path::PathBuf::from(body["saved_to"].as_str().unwrap());
+    assert_eq!(std::fs::read(&saved).unwrap(), jpeg);
+    assert!(saved.starts_with(dir.path()));
+
+    let (status, body) = upload(url, "wrong", "q", &jpeg).await;
+    assert_eq!((status, body["success"].clone()), (401, json!(false)));
+}
+
+#[tokio::test]
+async fn call_saves_images_and_summarises_them_otherwise() {
+    let hub = HubProcess::start(&[], &[]).await;
+    let id = "aa:00:00:00:00:0f";
+    let mut dev = FakeDevice::connect(&hub.device_url, id, vec![tool("cam.snap")]).await;
+    let png = [0x89u8, b'P', b'N', b'G', 13, 10, 26, 10];
+    let data = base64_encode(&png);
+    let dir = tempfile::tempdir().unwrap();
+    let dir_arg = dir.path().to_str().unwrap().to_string();
+    for save in [false, true] {
+        let mut args = vec!["call", "cam.snap", "n=1", "-d", id];
+        if save {
+            args.extend(["--save-images", &dir_arg]);
+        }
+        let answer = async {
+            let req = dev.recv_request("tools/call").await;
+            dev.reply(&req["id"], json!({"content":[{"type":"image","mimeType":"image/png","data":data}],"isError":false})).await;
+        };
+        let (out, ()) = tokio::join!(mcpdev(&hub, &args), answer);
+        assert_eq!(out.code, 0, "{out:?}");
+        if save {
+            let path = dir.path().join("cam.snap-0.png");
+            assert_eq!(std::fs::read(&path).unwrap(), png);
+            assert!(out.stdout.contains("saved to"), "{}", out.stdout);
+        } else {
+            assert!(out.stdout.contains("[image image/png, 8 bytes; --save-images DIR saves it]"), "{}", out.stdout);
+        }
+    }
+}
+
+fn base64_encode(b: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(b)
+}
+
+#[tokio::test]
+async fn flags_beat_environment_beats_mcpdev_toml() {
+    let hub = HubProcess::start(&["--demo", "2"], &[]).await;
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(
+        work.path().join("mcpdev.toml"),
+        format!("hub = \"{}\"\ndevice = \"desk\"\n[aliases]\ndesk = \"02:00:00:00:00:02\"\n", hub.host_url),
+    )
+    .unwrap();
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"));
+        cmd.current_dir(work.path()).args(args).env_remove("MCPDEV_HUB").env_remove("MCPDEV_DEVICE").env("NO_COLOR", "1");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        (out.status.code().unwrap(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let device_of = |out: &(i32, String, String)| -> String {
+        assert_eq!(out.0, 0, "{out:?}");
+        serde_json::from_str::<Value>(&out.1).unwrap()["device_id"].as_str().unwrap().to_string()
+    };
+    // The file gives the hub and the device (through an alias)…
+    assert_eq!(device_of(&run(&["hello", "--json", "--wait", "10s"], &[])), "02:00:00:00:00:02");
+    // …the environment beats the file…
+    assert_eq!(device_of(&run(&["hello", "--json", "--wait", "10s"], &[("MCPDEV_DEVICE", "02:00:00:00:00:01")])), "02:00:00:00:00:01");
+    // …and a flag beats both.
+    let flag = run(&["hello", "--json", "-d", "02:00:00:00:00:02", "--wait", "10s"], &[("MCPDEV_DEVICE", "02:00:00:00:00:01")]);
+    assert_eq!(device_of(&flag), "02:00:00:00:00:02");
+    // A typo in the file is an error that names the file.
+    std::fs::write(work.path().join("mcpdev.toml"), "hubb = \"x\"\n").unwrap();
+    let bad = run(&["hello"], &[]);
+    assert_eq!(bad.0, 2);
+    assert!(bad.2.contains("mcpdev.toml") && bad.2.contains("hubb"), "{}", bad.2);
+}
