@@ -1682,7 +1682,7 @@ mod tests {
         assert_eq!(build_err(&s, &["n.x=1"]), "argument 'n': is an integer, not an object, so 'n.x' can't be set");
         assert_eq!(
             build_err(&s, &["a.zipp=1"]),
-            "argument 'a.zipp': not declared in 'a' (it takes: b, deep, zip); did you mean 'zip'?"
+            "argument 'a.zipp': not declared in 'a' (it takes: b, zip, deep); did you mean 'zip'?"
         );
         // Undeclared nested keys below an open object are untyped.
         assert_eq!(build_ok(&s, &["a.other.k=5"]), json!({"a":{"other":{"k":5}}}));
@@ -2049,7 +2049,7 @@ mod tests {
     fn signature_of_stock_tools() {
         assert_eq!(signature(&volume_schema()), "volume: int 0..100");
         assert_eq!(signature(&theme_schema()), "theme: string");
-        assert_eq!(signature(&zip_schema()), "[name: string], zip: string");
+        assert_eq!(signature(&zip_schema()), "zip: string, [name: string]");
         // Map order: declaration order with serde_json's preserve_order, alphabetical without.
         let s = otto_schema();
         let want: Vec<&str> = s["properties"]

@@ -135,3 +135,26 @@ async fn flags_beat_environment_beats_mcpdev_toml() {
     assert_eq!(bad.0, 2);
     assert!(bad.2.contains("mcpdev.toml") && bad.2.contains("hubb"), "{}", bad.2);
 }
+
+#[tokio::test]
+async fn a_failed_onboarding_is_reported_not_hidden() {
+    let hub = HubProcess::start(&["--onboarding-timeout", "300ms"], &[]).await;
+    let id = "aa:00:00:00:00:10";
+    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(hub.device_url.as_str()).unwrap();
+    req.headers_mut().insert("Device-Id", id.parse().unwrap());
+    let (ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+    let mut dev = FakeDevice { ws, session_id: String::new() };
+    dev.send(json!({"type":"hello","version":1,"features":{"mcp":true},"transport":"websocket"})).await;
+    dev.recv().await;
+    let init = dev.recv_request("initialize").await;
+    dev.reply(&init["id"], json!({"protocolVersion":"2024-11-05","serverInfo":{"name":"mute","version":"1"}})).await;
+    // tools/list is never answered: onboarding ends after the timeout with what it has.
+    dev.recv_request("tools/list").await;
+    let list = mcpdev(&hub, &["tools", "list", "-d", id, "--wait", "10s", "--json"]).await;
+    assert_eq!(list.code, 0, "{list:?}");
+    assert!(list.json()["onboarding_error"].as_str().unwrap().contains("tools/list got no answer"), "{}", list.stdout);
+    assert!(list.stderr.contains("may be incomplete"), "{}", list.stderr);
+    let call = mcpdev(&hub, &["call", "self.audio_speaker.set_volume", "volume=1", "-d", id]).await;
+    assert_eq!(call.code, 7);
+    assert!(call.stderr.contains("onboarding failed"), "{}", call.stderr);
+}

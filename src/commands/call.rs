@@ -17,9 +17,10 @@ pub async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<()> {
     let Some(tool) = tools.iter().find(|t| t["name"] == args.tool.as_str()) else {
         let names = tools.iter().filter_map(|t| t["name"].as_str());
         let suggestions = crate::args::suggest(&args.tool, names);
-        let hint = match suggestions.as_slice() {
-            [] => "; `mcpdev tools list --user-tools` shows them all".to_string(),
-            s => format!("; did you mean {}?", s.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(" or ")),
+        let hint = match (suggestions.as_slice(), info["onboarding_error"].as_str()) {
+            (_, Some(err)) => format!("; its tool list is incomplete because onboarding failed ({err}); reconnect the device"),
+            ([], None) => "; `mcpdev tools list --user-tools` shows them all".to_string(),
+            (s, None) => format!("; did you mean {}?", s.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(" or ")),
         };
         return Err(CodedError::new(Exit::InvalidCall, format!("device {} has no tool '{}'{hint}", target.device_id(), args.tool)).into());
     };

@@ -15,8 +15,16 @@ pub async fn list(global: &GlobalArgs, args: ToolsListArgs) -> anyhow::Result<()
     let all: Vec<Value> = info["tools"].as_array().cloned().unwrap_or_default();
     let hidden = all.iter().filter(|t| is_user_only(t)).count();
     let tools: Vec<&Value> = all.iter().filter(|t| args.user_tools || !is_user_only(t)).collect();
+    let onboarding_error = info["onboarding_error"].as_str();
+    if let Some(err) = onboarding_error {
+        eprintln!("warning: the tool list may be incomplete: {err}");
+    }
     if global.json {
-        print_json(&json!({"device_id": target.device_id(), "tools": tools}));
+        let mut out = json!({"device_id": target.device_id(), "tools": tools});
+        if let Some(err) = onboarding_error {
+            out["onboarding_error"] = json!(err);
+        }
+        print_json(&out);
         return Ok(());
     }
     let mut t = table(global, &["tool", "description", "parameters"]);

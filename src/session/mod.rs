@@ -206,7 +206,10 @@ impl Session {
         let expired: Vec<i64> = self.pending.iter().filter(|(_, p)| p.deadline <= now).map(|(id, _)| *id).collect();
         for id in expired {
             let p = self.pending.remove(&id).expect("listed above");
-            self.info.counters.timeouts += 1;
+            // Devices that do not answer `ping` (xiaozhi-sdk) are not counted as timing out.
+            if p.origin != Origin::Keepalive {
+                self.info.counters.timeouts += 1;
+            }
             match p.origin {
                 Origin::Caller(ticket) => {
                     self.out.push(Output::Reply { ticket, outcome: Err(CallError::Timeout(p.timeout)) })

@@ -193,3 +193,16 @@ fn hostile_frames_are_counted_and_survived() {
     assert_eq!((s.info().counters.binary_frames, s.info().counters.binary_bytes), (1, 320));
     assert!(matches!(&s.on_text(r#"{"type":"listen","state":"start"}"#, now)[..], [Output::Event(Event::Message { kind, .. })] if kind == "listen"));
 }
+
+#[test]
+fn unanswered_keepalives_are_not_counted_as_timeouts() {
+    let now = Instant::now();
+    let mut s = onboard(now, &[vec!["a"]]);
+    let ping_at = now + Duration::from_secs(60);
+    assert_eq!(sent(&s.on_tick(ping_at))[0]["payload"]["method"], "ping");
+    assert!(s.on_tick(ping_at + Duration::from_secs(10)).is_empty());
+    assert_eq!(s.info().counters.timeouts, 0);
+    s.request(1, "tools/call", None, Duration::from_secs(1), ping_at);
+    s.on_tick(ping_at + Duration::from_secs(11));
+    assert_eq!(s.info().counters.timeouts, 1);
+}
