@@ -228,6 +228,21 @@ pub struct ServeArgs {
     /// Also accept requests with this Origin on the host listener; repeatable
     #[arg(long, value_name = "ORIGIN")]
     pub allowed_origin: Vec<String>,
+    /// A bearer token MCP clients must send to /mcp, /devices/*/mcp and /sse (prefer the environment variable)
+    #[arg(long, env = "MCPDEV_MCP_TOKEN", hide_env_values = true)]
+    pub mcp_token: Option<String>,
+    /// How long an MCP tools/call waits for the device
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub mcp_timeout: std::time::Duration,
+    /// Tool names on /mcp: prefixed by device (`<alias>.<tool>`, stable) or the devices' own
+    #[arg(long, value_enum, default_value_t = crate::bridge::Naming::Prefixed)]
+    pub mcp_names: crate::bridge::Naming,
+    /// Also offer tools the device marks user-only to MCP hosts
+    #[arg(long)]
+    pub mcp_user_tools: bool,
+    /// Tools per tools/list page on the MCP endpoints
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub mcp_page_size: u32,
 }
 
 /// A duration like `30s`, `500ms`, `2m`; a bare number is seconds.

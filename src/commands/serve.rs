@@ -17,6 +17,13 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         allowed_hosts: args.allowed_host.clone(),
         allowed_origins: args.allowed_origin.clone(),
         aliases: crate::config::aliases(),
+        bridge: crate::bridge::BridgeConfig {
+            call_timeout: args.mcp_timeout,
+            naming: args.mcp_names,
+            user_tools: args.mcp_user_tools,
+            page_size: args.mcp_page_size as usize,
+            token: args.mcp_token.clone().filter(|t| !t.is_empty()),
+        },
     };
     let running = hub::start(config).await?;
     let devices_url = format!("ws://{}/xiaozhi/v1/", running.device_addr);
@@ -31,11 +38,13 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         }
     }
     if global.json {
-        println!("{}", serde_json::json!({"event": "listening", "devices": devices_url, "host": host_url, "demo_devices": args.demo.unwrap_or(0)}));
+        let mcp = format!("{host_url}/mcp");
+        println!("{}", serde_json::json!({"event": "listening", "devices": devices_url, "host": host_url, "mcp": mcp, "demo_devices": args.demo.unwrap_or(0)}));
     } else if !global.quiet {
         eprintln!("mcpdev hub");
         eprintln!("  devices connect to   {devices_url}");
         eprintln!("  CLI and MCP hosts    {host_url}  (loopback; --allowed-host for LAN)");
+        eprintln!("  MCP endpoint         {host_url}/mcp  (legacy SSE: {host_url}/sse; one device: {host_url}/devices/<id>/mcp)");
         if let Some(n) = args.demo {
             eprintln!("  demo                 {n} virtual device(s): 02:00:00:00:00:01 …");
         }
