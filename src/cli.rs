@@ -93,6 +93,9 @@ pub struct SimArgs {
     /// Binary protocol version announced in `Protocol-Version` and the hello
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=3))]
     pub protocol_version: u8,
+    /// Which tools the virtual devices offer
+    #[arg(long, value_enum, default_value_t = crate::sim::Profile::Stock)]
+    pub profile: crate::sim::Profile,
 }
 
 /// How a command reaches a device: through a running hub, or by accepting it directly.
@@ -204,6 +207,9 @@ pub struct ServeArgs {
     /// Extra generated tools per demo device
     #[arg(long, default_value_t = 0)]
     pub demo_extra_tools: u32,
+    /// Which tools the demo devices offer
+    #[arg(long, value_enum, default_value_t = crate::sim::Profile::Stock)]
+    pub demo_profile: crate::sim::Profile,
     /// Accepted device tokens, comma-separated (devices must send Authorization: Bearer <token>)
     #[arg(long = "device-token", env = "MCPDEV_DEVICE_TOKEN", hide_env_values = true, value_delimiter = ',')]
     pub device_tokens: Vec<String>,

@@ -34,6 +34,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
             let mut cfg = SimConfig::new(&local, format!("02:00:00:00:00:{:02x}", i + 1));
             cfg.token = running.hub.config.device_tokens.first().cloned();
             cfg.extra_tools = args.demo_extra_tools as usize;
+            cfg.profile = args.demo_profile;
             tokio::spawn(run_device(cfg));
         }
     }
