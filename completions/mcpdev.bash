@@ -110,7 +110,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__call)
-            opts="-d -q -v -h -V --args-json --save-images --no-validate --hub --device --listen --wait --timeout --json --quiet --verbose --color --help --version"
+            opts="-d -H -q -v -h -V --args-json --save-images --no-validate --hub --device --listen --wait --timeout --url --header --transport --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -148,6 +148,22 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --header)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -H)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --transport)
+                    COMPREPLY=($(compgen -W "auto http sse" -- "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -178,7 +194,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__hello)
-            opts="-d -q -v -h -V --hub --device --listen --wait --timeout --json --quiet --verbose --color --help --version"
+            opts="-d -H -q -v -h -V --hub --device --listen --wait --timeout --url --header --transport --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -206,6 +222,22 @@ _mcpdev() {
                     ;;
                 --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --header)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -H)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --transport)
+                    COMPREPLY=($(compgen -W "auto http sse" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -374,7 +406,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__init)
-            opts="-d -q -v -h -V --hub --device --listen --wait --timeout --vision-url --vision-token --json --quiet --verbose --color --help --version"
+            opts="-d -H -q -v -h -V --hub --device --listen --wait --timeout --url --header --transport --vision-url --vision-token --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -402,6 +434,22 @@ _mcpdev() {
                     ;;
                 --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --header)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -H)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --transport)
+                    COMPREPLY=($(compgen -W "auto http sse" -- "${cur}"))
                     return 0
                     ;;
                 --vision-url)
@@ -616,7 +664,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__tools__subcmd__list)
-            opts="-d -q -v -h -V --hub --device --listen --wait --timeout --user-tools --json --quiet --verbose --color --help --version"
+            opts="-d -H -q -v -h -V --hub --device --listen --wait --timeout --url --header --transport --user-tools --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -644,6 +692,22 @@ _mcpdev() {
                     ;;
                 --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --header)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -H)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --transport)
+                    COMPREPLY=($(compgen -W "auto http sse" -- "${cur}"))
                     return 0
                     ;;
                 --color)

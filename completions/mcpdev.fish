@@ -74,19 +74,29 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s d -l device -d '
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l listen -d 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l timeout -d 'How long to wait for each answer from the device' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l url -d 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s H -l header -d 'With --url: an HTTP header `Name: value` for every request; repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
+http\t''
+sse\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s d -l device -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l listen -d 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l timeout -d 'How long to wait for each answer from the device' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l url -d 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s H -l header -d 'With --url: an HTTP header `Name: value` for every request; repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
+http\t''
+sse\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l vision-url -d 'Vision endpoint to give the device (`capabilities.vision.url`); sends a fresh initialize' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l vision-token -d 'Token for the vision endpoint (prefer the environment variable)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
@@ -95,7 +105,7 @@ never\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen_subcommand_from list help" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
@@ -112,6 +122,11 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_sub
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l listen -d 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l timeout -d 'How long to wait for each answer from the device' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l url -d 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s H -l header -d 'With --url: an HTTP header `Name: value` for every request; repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
+http\t''
+sse\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -119,7 +134,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_sub
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from help" -f -a "list" -d 'Every tool, all pages, as a table (full schemas with --json)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -130,6 +145,11 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s d -l device -d 'D
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l listen -d 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l timeout -d 'How long to wait for each answer from the device' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l url -d 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s H -l header -d 'With --url: an HTTP header `Name: value` for every request; repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
+http\t''
+sse\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -137,7 +157,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l no-validate -d 'S
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s d -l device -d 'Only this device (id, prefix or alias); all devices when left out' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l hub -d 'The hub\'s host listener' -r

@@ -116,6 +116,15 @@ pub struct DeviceArgs {
     /// How long to wait for each answer from the device
     #[arg(long, env = "MCPDEV_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub timeout: std::time::Duration,
+    /// Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// With --url: an HTTP header `Name: value` for every request; repeatable
+    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// With --url: the transport (auto picks SSE for URLs ending in /sse)
+    #[arg(long, value_enum, default_value_t = crate::links::mcp_client::McpTransport::Auto)]
+    pub transport: crate::links::mcp_client::McpTransport,
 }
 
 #[derive(Debug, Args)]

@@ -24,7 +24,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CacheScope, ContentBlock, Implementation, ListResourcesResult,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CacheScope, CompleteRequestMethod, CompleteRequestParams,
+    CompleteResult, ContentBlock, Implementation, ListPromptsRequestMethod, ListPromptsResult, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
     ResourceContents, ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool,
     UnsubscribeRequestParams,
@@ -241,6 +242,17 @@ impl ServerHandler for Bridge {
             // notifications/cancelled: stop waiting; the session drops the late reply.
             () = cx.ct.cancelled() => Err(McpError::internal_error("cancelled by the client", None)),
         }
+    }
+
+    // No prompts and no completions: answer "method not found", as the capabilities say, rather
+    // than rmcp's default empty results (2026-07-28: a server that answers prompts/list must
+    // declare prompts in server/discover).
+    async fn list_prompts(&self, _request: Option<PaginatedRequestParams>, _cx: RequestContext<RoleServer>) -> Result<ListPromptsResult, McpError> {
+        Err(McpError::method_not_found::<ListPromptsRequestMethod>())
+    }
+
+    async fn complete(&self, _request: CompleteRequestParams, _cx: RequestContext<RoleServer>) -> Result<CompleteResult, McpError> {
+        Err(McpError::method_not_found::<CompleteRequestMethod>())
     }
 
     async fn list_resources(&self, _request: Option<PaginatedRequestParams>, _cx: RequestContext<RoleServer>) -> Result<ListResourcesResult, McpError> {

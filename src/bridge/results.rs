@@ -1,6 +1,6 @@
 //! A device's `tools/call` outcome as a standard MCP result: device quirks normalised.
 
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{CallToolResult, ContentBlock, ResultType};
 use serde_json::{Value, json};
 
 use crate::session::CallError;
@@ -20,7 +20,12 @@ pub fn from_device(mut result: Value) -> CallToolResult {
         result["isError"] = json!(false);
     }
     match serde_json::from_value::<CallToolResult>(result.clone()) {
-        Ok(r) => r,
+        // Devices speak 2024-11-05, which has no `resultType`; 2026-07-28 requires it on every
+        // result (rmcp strips it again for peers on older versions).
+        Ok(mut r) => {
+            r.result_type = Some(ResultType::COMPLETE);
+            r
+        }
         // Not a result shape at all: pass it on as text rather than failing the call.
         Err(_) => CallToolResult::success(vec![ContentBlock::text(result.to_string())]),
     }
