@@ -88,19 +88,19 @@ fn device_status(s: &mut SimState, _: &mut Call<'_>) -> Result<ToolOutput, ToolE
 }
 
 fn set_volume(s: &mut SimState, call: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
-    let new = call.args.int("volume")?;
-    let old = std::mem::replace(&mut s.volume, new);
-    if old != new {
-        call.outbox.state_changed("audio_speaker.volume", old.into(), new.into());
-    }
-    Ok(true.into())
+    set_level(&mut s.volume, call, "volume", "audio_speaker.volume")
 }
 
 fn set_brightness(s: &mut SimState, call: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
-    let new = call.args.int("brightness")?;
-    let old = std::mem::replace(&mut s.brightness, new);
+    set_level(&mut s.brightness, call, "brightness", "screen.brightness")
+}
+
+/// Sets a 0..100 level from the argument `arg`; a change emits `notifications/state_changed`.
+fn set_level(slot: &mut i64, call: &mut Call<'_>, arg: &str, what: &str) -> Result<ToolOutput, ToolError> {
+    let new = call.args.int(arg)?;
+    let old = std::mem::replace(slot, new);
     if old != new {
-        call.outbox.state_changed("screen.brightness", old.into(), new.into());
+        call.outbox.state_changed(what, old.into(), new.into());
     }
     Ok(true.into())
 }
