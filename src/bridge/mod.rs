@@ -24,9 +24,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CacheScope, CompleteRequestMethod, CompleteRequestParams,
-    CompleteResult, ContentBlock, Implementation, ListPromptsRequestMethod, ListPromptsResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CacheScope, ContentBlock, Implementation, ListPromptsRequestMethod,
+    ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
     ResourceContents, ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool,
     UnsubscribeRequestParams,
 };
@@ -115,6 +114,24 @@ impl Bridge {
             }
         }
         out
+    }
+
+    /// The tool behind a name, looking only at the device its name points to (the device's own
+    /// name on a per-device endpoint, `<prefix>.<tool>` on `/mcp`), so a call costs the same with
+    /// one device or thousands. `None` leaves it to the full catalogue (plain names, `list_devices`).
+    async fn find_by_prefix(&self, name: &str) -> Option<(String, Option<DeviceHandle>, Value)> {
+        let aliases = &self.shared.hub.config.aliases;
+        let (handle, tool_name) = match &self.scope {
+            Scope::Device(_) => (self.devices().into_iter().next()?, name),
+            Scope::All => {
+                let (prefix, tool) = name.split_once('.')?;
+                let handle = self.devices().into_iter().find(|h| naming::prefix_for(&h.device_id, aliases) == prefix)?;
+                (handle, tool)
+            }
+        };
+        let info = handle.snapshot().await?;
+        let tool = info.tools.iter().find(|t| t.name == tool_name && (self.shared.config.user_tools || !t.user_only))?;
+        Some((name.to_string(), Some(handle), tool.value()))
     }
 
     async fn list_devices(&self) -> CallToolResult {
@@ -221,8 +238,11 @@ impl ServerHandler for Bridge {
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, cx: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
-        let catalogue = self.catalogue().await;
-        let Some((_, device, tool)) = catalogue.into_iter().find(|(n, _, _)| *n == request.name) else {
+        let found = match self.find_by_prefix(&request.name).await {
+            Some(hit) => Some(hit),
+            None => self.catalogue().await.into_iter().find(|(n, _, _)| *n == request.name),
+        };
+        let Some((_, device, tool)) = found else {
             return Err(McpError::invalid_params(format!("Unknown tool: {}", request.name), None));
         };
         let Some(device) = device else { return Ok(self.list_devices().await.into()) };
@@ -244,15 +264,11 @@ impl ServerHandler for Bridge {
         }
     }
 
-    // No prompts and no completions: answer "method not found", as the capabilities say, rather
-    // than rmcp's default empty results (2026-07-28: a server that answers prompts/list must
-    // declare prompts in server/discover).
+    // No prompts: answer "method not found", as the capabilities say, rather than rmcp's default
+    // empty list (2026-07-28: a server that answers prompts/list MUST declare prompts in
+    // server/discover).
     async fn list_prompts(&self, _request: Option<PaginatedRequestParams>, _cx: RequestContext<RoleServer>) -> Result<ListPromptsResult, McpError> {
         Err(McpError::method_not_found::<ListPromptsRequestMethod>())
-    }
-
-    async fn complete(&self, _request: CompleteRequestParams, _cx: RequestContext<RoleServer>) -> Result<CompleteResult, McpError> {
-        Err(McpError::method_not_found::<CompleteRequestMethod>())
     }
 
     async fn list_resources(&self, _request: Option<PaginatedRequestParams>, _cx: RequestContext<RoleServer>) -> Result<ListResourcesResult, McpError> {
@@ -286,7 +302,8 @@ impl ServerHandler for Bridge {
             let contents = ResourceContents::TextResourceContents { uri: uri.clone(), mime_type: Some("application/json".into()), text, meta: None };
             return Ok(ReadResourceResult::new(vec![contents]).into());
         }
-        Err(McpError::resource_not_found(format!("no connected device has the resource {uri}"), None))
+        // `data.uri` names the missing resource (SEP-2164, a SHOULD since 2026-07-28).
+        Err(McpError::resource_not_found(format!("no connected device has the resource {uri}"), Some(json!({"uri": uri}))))
     }
 
     #[allow(deprecated)]
