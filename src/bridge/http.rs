@@ -77,8 +77,19 @@ async fn require_token(State(e): State<Arc<Endpoints>>, req: Request, next: Next
 }
 
 async fn all_streamable(State(e): State<Arc<Endpoints>>, req: Request) -> Response<Body> {
-    let resp = e.all.clone().oneshot(req).await.unwrap_or_else(|never| match never {});
-    resp.map(Body::new)
+    streamable(e.all.clone(), req).await
+}
+
+/// Hands a request to an rmcp service. A session ended by `DELETE` is answered 204 (rmcp says
+/// 202, which the Python SDK 1.x reports as a failed termination).
+async fn streamable(svc: Service, req: Request) -> Response<Body> {
+    let delete = req.method() == axum::http::Method::DELETE;
+    let mut resp = svc.oneshot(req).await.unwrap_or_else(|never| match never {}).map(Body::new);
+    if delete && resp.status() == StatusCode::ACCEPTED {
+        *resp.status_mut() = StatusCode::NO_CONTENT;
+        *resp.body_mut() = Body::empty();
+    }
+    resp
 }
 
 /// A device by id, unique prefix or alias; a well-formed MAC that is not connected (yet) is
@@ -99,8 +110,7 @@ async fn device_streamable(State(e): State<Arc<Endpoints>>, Path(id): Path<Strin
         Err(resp) => return resp,
     };
     let svc = e.per_device.lock().expect("lock").entry(device_id.clone()).or_insert_with(|| service(&e.shared, Scope::Device(device_id))).clone();
-    let resp = svc.oneshot(req).await.unwrap_or_else(|never| match never {});
-    resp.map(Body::new)
+    streamable(svc, req).await
 }
 
 async fn all_sse(State(e): State<Arc<Endpoints>>) -> Response<Body> {
