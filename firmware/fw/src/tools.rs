@@ -1,13 +1,16 @@
 //! The device's MCP tools, acting on the real peripherals.
+//!
+//! Results are JSON text written straight into a `String` (as `mcp-device` writes its replies):
+//! building `serde_json::Value` trees with `json!` cost about 6 KB more flash for these two tools.
 
 use alloc::string::String;
+use core::fmt::Write;
 
 use embassy_time::Instant;
 use esp_hal::ledc::LowSpeed;
 use esp_hal::ledc::channel::{Channel, ChannelIFace};
 use esp_hal::tsens::TemperatureSensor;
-use mcp_device::{Call, McpServer, Property, Tool, ToolError, ToolOutput};
-use serde_json::json;
+use mcp_device::{Call, McpServer, Property, Tool, ToolError, ToolOutput, push_str_literal};
 
 use crate::{board, status};
 
@@ -42,11 +45,10 @@ pub struct Board {
 }
 
 impl Board {
-    /// The chip's temperature in °C, to 0.1 °C.
-    fn temperature(&self) -> Option<f64> {
+    /// The chip's temperature in tenths of a °C.
+    fn temperature_tenths(&self) -> Option<i32> {
         let t = self.tsens.as_ref()?.get_temperature().to_celsius();
-        let tenths = if t >= 0.0 { (t * 10.0 + 0.5) as i32 } else { (t * 10.0 - 0.5) as i32 };
-        Some(f64::from(tenths) / 10.0)
+        Some(if t >= 0.0 { (t * 10.0 + 0.5) as i32 } else { (t * 10.0 - 0.5) as i32 })
     }
 }
 
@@ -94,19 +96,36 @@ fn signal(rssi: Option<i32>) -> &'static str {
 
 fn device_status(b: &mut Board, _: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
     let rssi = status::rssi();
-    let mut v = json!({
-        "audio_speaker": {"volume": b.volume},
-        "led": {"brightness": b.brightness, "gpio": b.led.as_ref().map(|l| l.gpio)},
-        "network": {"type": "wifi", "ssid": b.ssid, "signal": signal(rssi), "rssi": rssi},
-        "system": {
-            "uptime_s": Instant::now().as_secs(),
-            "free_heap": esp_alloc::HEAP.free(),
-        },
-    });
-    if let Some(t) = b.temperature() {
-        v["chip"] = json!({"temperature": t});
+    let mut s = String::with_capacity(320);
+    let _ = write!(s, "{{\"audio_speaker\":{{\"volume\":{}}},\"led\":{{\"brightness\":{},\"gpio\":", b.volume, b.brightness);
+    push_opt(&mut s, b.led.as_ref().map(|l| l.gpio));
+    s.push_str("},\"network\":{\"type\":\"wifi\",\"ssid\":");
+    push_str_literal(&mut s, &b.ssid);
+    let _ = write!(s, ",\"signal\":\"{}\",\"rssi\":", signal(rssi));
+    push_opt(&mut s, rssi);
+    let _ = write!(s, "}},\"system\":{{\"uptime_s\":{},\"free_heap\":{}}}", Instant::now().as_secs(), esp_alloc::HEAP.free());
+    if let Some(tenths) = b.temperature_tenths() {
+        s.push_str(",\"chip\":{\"temperature\":");
+        push_tenths(&mut s, tenths);
+        s.push('}');
     }
-    Ok(ToolOutput::json(&v))
+    s.push('}');
+    Ok(ToolOutput::text(s))
+}
+
+/// A number or `null`.
+fn push_opt(s: &mut String, v: Option<impl core::fmt::Display>) {
+    let _ = match v {
+        Some(v) => write!(s, "{v}"),
+        None => write!(s, "null"),
+    };
+}
+
+/// Tenths as a decimal number (`-3` -> `-0.3`), without pulling in float formatting.
+fn push_tenths(s: &mut String, tenths: i32) {
+    let sign = if tenths < 0 { "-" } else { "" };
+    let a = tenths.unsigned_abs();
+    let _ = write!(s, "{sign}{}.{}", a / 10, a % 10);
 }
 
 fn set_volume(b: &mut Board, call: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
@@ -135,30 +154,47 @@ fn set_brightness(b: &mut Board, call: &mut Call<'_>) -> Result<ToolOutput, Tool
 fn system_info(b: &mut Board, _: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
     let heap = esp_alloc::HEAP.stats();
     let rev = esp_hal::efuse::chip_revision();
-    let rssi = status::rssi();
-    Ok(ToolOutput::json(&json!({
-        "version": 2,
-        "flash_size": b.flash_size,
-        // A string, as the stock firmware sends it.
-        "minimum_free_heap_size": alloc::format!("{}", heap.size.saturating_sub(heap.max_usage)),
-        "heap": {"size": heap.size, "free": heap.size.saturating_sub(heap.current_usage)},
-        "mac_address": b.device_id,
-        "uuid": b.client_id,
-        "chip_model_name": board::NAME,
-        "chip_info": {"model": board::MODEL, "cores": board::CORES, "revision": u32::from(rev.major) * 100 + u32::from(rev.minor)},
-        "application": {"name": "mcpdev-fw", "version": env!("CARGO_PKG_VERSION")},
-        "provisioning": {"offset": b.provisioning_offset},
-        "uptime_s": Instant::now().as_secs(),
-        "board": {
-            "type": "mcpdev-fw",
-            "name": board::NAME,
-            "ssid": b.ssid,
-            "rssi": rssi,
-            "channel": status::channel(),
-            "ip": status::ipv4().map(|ip| alloc::format!("{ip}")),
-            "mac": b.device_id,
-        },
-    })))
+    let mut s = String::with_capacity(640);
+    // The stock firmware's shape (reference §3.1); `minimum_free_heap_size` is a string there too.
+    let _ = write!(
+        s,
+        "{{\"version\":2,\"flash_size\":{},\"minimum_free_heap_size\":\"{}\",\"heap\":{{\"size\":{},\"free\":{}}},\"mac_address\":",
+        b.flash_size,
+        heap.size.saturating_sub(heap.max_usage),
+        heap.size,
+        heap.size.saturating_sub(heap.current_usage)
+    );
+    push_str_literal(&mut s, &b.device_id);
+    s.push_str(",\"uuid\":");
+    push_str_literal(&mut s, &b.client_id);
+    let _ = write!(
+        s,
+        ",\"chip_model_name\":\"{}\",\"chip_info\":{{\"model\":{},\"cores\":{},\"revision\":{}}},\
+         \"application\":{{\"name\":\"mcpdev-fw\",\"version\":\"{}\"}},\"provisioning\":{{\"offset\":{}}},\
+         \"uptime_s\":{},\"board\":{{\"type\":\"mcpdev-fw\",\"name\":\"{}\",\"ssid\":",
+        board::NAME,
+        board::MODEL,
+        board::CORES,
+        u32::from(rev.major) * 100 + u32::from(rev.minor),
+        env!("CARGO_PKG_VERSION"),
+        b.provisioning_offset,
+        Instant::now().as_secs(),
+        board::NAME,
+    );
+    push_str_literal(&mut s, &b.ssid);
+    s.push_str(",\"rssi\":");
+    push_opt(&mut s, status::rssi());
+    let _ = write!(s, ",\"channel\":{},\"ip\":", status::channel());
+    match status::ipv4() {
+        Some(ip) => {
+            let _ = write!(s, "\"{ip}\"");
+        }
+        None => s.push_str("null"),
+    }
+    s.push_str(",\"mac\":");
+    push_str_literal(&mut s, &b.device_id);
+    s.push_str("}}");
+    Ok(ToolOutput::text(s))
 }
 
 fn reboot(b: &mut Board, _: &mut Call<'_>) -> Result<ToolOutput, ToolError> {

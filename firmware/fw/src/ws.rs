@@ -210,6 +210,11 @@ async fn session(
     };
     let Some(ip) = addrs.first() else { return End::NoAddress };
     let addr = SocketAddr::new((*ip).into(), url.port);
+    // Logged as its IPv4 parts: formatting a `SocketAddr` links in IPv6 formatting (~1.7 KB).
+    let ip = match addr.ip() {
+        core::net::IpAddr::V4(v4) => v4,
+        core::net::IpAddr::V6(_) => return End::NoAddress,
+    };
 
     let rng = Rng::new();
     let mut nonce = [0u8; NONCE_LEN];
@@ -245,7 +250,7 @@ async fn session(
         Err(e) => return End::Http(e),
     }
     let (mut socket, _) = conn.release();
-    info!("hub: WebSocket open to {addr}");
+    info!("hub: WebSocket open to {ip}:{}", url.port);
 
     let mut out = String::new();
     if let Err(e) = send(&mut socket, FrameType::Text(false), link.hello().as_bytes()).await {

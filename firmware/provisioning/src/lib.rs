@@ -10,7 +10,9 @@
 //! One 4 KiB flash sector at **`0xE000`** ([`FLASH_OFFSET`]). [`PARTITIONS_CSV`] is the partition
 //! table that goes with it: espflash's default table with the `nvs` partition shortened by one
 //! sector (`0x9000..0xE000`, 5 pages, still above NVS's 3-page minimum) and that sector declared as
-//! `mcpdev` (type `data`, subtype `0x40`, the first subtype ESP-IDF leaves to applications).
+//! `mcpdev` (type `0x40`, the first partition type ESP-IDF leaves to applications, subtype `0x00`;
+//! espflash 4.7's partition-table parser panics on a `data` partition with an application
+//! subtype, so a custom type it is).
 //! `phy_init@0xF000` and `factory@0x10000` stay where espflash's default table puts them, so the app
 //! offset and size are unchanged and the record's address does not depend on the flash size.
 //! The firmware looks the `mcpdev` partition up in the partition table and falls back to
@@ -78,9 +80,9 @@ pub const MAGIC: [u8; 4] = *b"MCPP";
 pub const VERSION: u8 = 1;
 /// The partition label the firmware looks for.
 pub const PARTITION_LABEL: &str = "mcpdev";
-/// The partition's type (`data`) and subtype (`0x40`, the first one left to applications).
-pub const PARTITION_TYPE: u8 = 0x01;
-pub const PARTITION_SUBTYPE: u8 = 0x40;
+/// The partition's type (`0x40`, the first custom type ESP-IDF allows) and subtype.
+pub const PARTITION_TYPE: u8 = 0x40;
+pub const PARTITION_SUBTYPE: u8 = 0x00;
 
 /// The partition table that reserves the provisioning sector (ESP-IDF CSV format, as
 /// `espflash --partition-table` takes it). Also in `firmware/partitions.csv`.
@@ -88,7 +90,7 @@ pub const PARTITIONS_CSV: &str = "\
 # mcpdev partition table: espflash's default layout, with the provisioning sector carved out of nvs.
 # Name,   Type, SubType, Offset,  Size
 nvs,      data, nvs,     0x9000,  0x5000
-mcpdev,   data, 0x40,    0xE000,  0x1000
+mcpdev,   0x40, 0x00,    0xE000,  0x1000
 phy_init, data, phy,     0xF000,  0x1000
 factory,  app,  factory, 0x10000, 0x3F0000
 ";
