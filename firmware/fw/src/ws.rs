@@ -145,13 +145,14 @@ impl From<edge_ws::Error<TcpError>> for End {
 pub async fn run(stack: Stack<'static>, hub_url: String, id: Identity, mut link: DeviceLink<Board>) -> ! {
     let url = match HubUrl::parse(&hub_url) {
         Ok(u) if u.scheme == Scheme::Wss => crate::park(alloc::format!(
-            "hub: {hub_url}: wss:// needs TLS, which this firmware does not include; provision a ws:// URL \
-             (a TLS-terminating proxy can sit in front of the hub)"
+            "hub: {}: wss:// needs TLS, which this firmware does not include; provision a ws:// URL \
+             (a TLS-terminating proxy can sit in front of the hub)",
+            provisioning::loggable_url(&hub_url)
         ))
         .await,
         Ok(u) => u,
         // The provisioning decoder has checked the URL already.
-        Err(e) => crate::park(alloc::format!("hub: {hub_url}: {e}")).await,
+        Err(e) => crate::park(alloc::format!("hub: {}: {e}", provisioning::loggable_url(&hub_url))).await,
     };
     static TCP_BUFFERS: StaticCell<TcpBuffers<1, TCP_TX_LEN, TCP_RX_LEN>> = StaticCell::new();
     let tcp = Tcp::new(stack, TCP_BUFFERS.init(TcpBuffers::new()));
@@ -166,7 +167,7 @@ pub async fn run(stack: Stack<'static>, hub_url: String, id: Identity, mut link:
         let ip = stack.config_v4().map(|c| c.address.address());
         status::set_ipv4(ip);
         if let Some(ip) = ip {
-            info!("hub: own address {ip}, connecting to {hub_url}");
+            info!("hub: own address {ip}, connecting to {}", provisioning::loggable_url(&hub_url));
         }
         let mut greeted = false;
         let end = session(stack, &tcp, &url, &id, &mut link, &mut rx, &mut http_buf, &mut greeted).await;

@@ -66,6 +66,11 @@ mod url;
 pub use crc::crc32;
 pub use identity::{client_id_from_mac, format_mac, format_uuid};
 pub use record::{DecodeError, EncodeError, Field, LedConfig, Provisioning, decode};
+
+/// Shows a URL without its query (which may carry credentials), for logs.
+pub fn loggable_url(url: &str) -> impl core::fmt::Display + '_ {
+    record::UrlWithoutQuery(url)
+}
 pub use url::{HubUrl, Scheme, UrlError};
 
 /// Flash offset of the provisioning sector.

@@ -106,7 +106,7 @@ impl fmt::Debug for Provisioning {
         f.debug_struct("Provisioning")
             .field("wifi_ssid", &self.wifi_ssid)
             .field("wifi_password", &Redacted(self.wifi_password.len()))
-            .field("hub_url", &self.hub_url)
+            .field("hub_url", &UrlWithoutQuery(&self.hub_url))
             .field("token", &Redacted(self.token.len()))
             .field("client_id", &self.client_id.as_ref().map(crate::format_uuid))
             .field("led", &self.led)
@@ -115,6 +115,24 @@ impl fmt::Debug for Provisioning {
 }
 
 struct Redacted(usize);
+
+/// A URL's query may carry credentials (`?token=`): logs show only that there is one.
+pub(crate) struct UrlWithoutQuery<'a>(pub &'a str);
+
+impl fmt::Debug for UrlWithoutQuery<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for UrlWithoutQuery<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.split_once('?') {
+            Some((base, _)) => write!(f, "{base}?(query redacted)"),
+            None => f.write_str(self.0),
+        }
+    }
+}
 
 impl fmt::Debug for Redacted {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -225,6 +225,11 @@ fn debug_output_hides_the_secrets() {
     let text = format!("{:?}", full());
     assert!(!text.contains("correct horse") && !text.contains("s3cr3t"), "{text}");
     assert!(text.contains("home-net"));
+    let mut p = full();
+    p.hub_url = "ws://hub/x?token=abc".into();
+    let text = format!("{p:?}");
+    assert!(text.contains("ws://hub/x?(query redacted)") && !text.contains("abc"), "{text}");
+    assert_eq!(provisioning::loggable_url("ws://h/?k=v").to_string(), "ws://h/?(query redacted)");
 }
 
 #[test]
