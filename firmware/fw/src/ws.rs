@@ -22,7 +22,7 @@ use edge_http::Method;
 use edge_http::io::client::Connection;
 use edge_http::ws::{MAX_BASE64_KEY_LEN, MAX_BASE64_KEY_RESPONSE_LEN, NONCE_LEN, upgrade_request_headers};
 use edge_nal_embassy::{Tcp, TcpBuffers, TcpError};
-use edge_ws::{FrameHeader, FrameType};
+use edge_ws::FrameType;
 use embassy_futures::select::{Either3, select3};
 use embassy_net::Stack;
 use embassy_net::dns::DnsQueryType;
@@ -36,6 +36,7 @@ use mcp_device::{DeviceLink, Inbound};
 use provisioning::{HubUrl, Scheme};
 use serde_json::json;
 use static_cell::StaticCell;
+use ws_frames::{Frame, Frames};
 
 use crate::status;
 use crate::tools::Board;
@@ -319,7 +320,7 @@ async fn session(
                         Ok(Some(Frame::Skipped)) => frames.consume(rx),
                         Err(why) => {
                             let _ = send(&mut socket, FrameType::Close, &1009u16.to_be_bytes()).await;
-                            return End::Protocol(why);
+                            return End::Protocol(why.as_str());
                         }
                     }
                 }
@@ -373,123 +374,5 @@ async fn send<W: Write<Error = TcpError>>(socket: &mut W, kind: FrameType, paylo
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(End::Ws(e)),
         Err(_) => Err(End::Timeout("sending to the hub")),
-    }
-}
-
-/// One complete incoming frame, borrowing the receive buffer.
-enum Frame<'a> {
-    Text(&'a str),
-    Ping(&'a [u8]),
-    Close(Option<u16>),
-    /// Binary audio, Pongs, parts of an over-long binary message: nothing to do.
-    Skipped,
-}
-
-/// Cuts frames out of the bytes received so far; cancel-safe because it only looks at the buffer.
-#[derive(Default)]
-struct Frames {
-    /// Bytes of the receive buffer in use.
-    filled: usize,
-    /// Bytes at the start of the buffer that the last frame occupied, dropped by `consume`.
-    used: usize,
-    /// Bytes of an over-long binary frame still to be thrown away.
-    skip: u64,
-    /// A fragmented text message being reassembled; `None` outside one.
-    text: Option<Vec<u8>>,
-    /// Inside a fragmented binary message.
-    binary: bool,
-}
-
-impl Frames {
-    /// The next complete frame in `buf[..filled]`, if any. Call [`consume`](Self::consume) after
-    /// using it.
-    fn next<'a>(&mut self, buf: &'a mut [u8]) -> Result<Option<Frame<'a>>, &'static str> {
-        if self.skip > 0 {
-            let n = self.skip.min(self.filled as u64) as usize;
-            self.skip -= n as u64;
-            self.used = n;
-            return Ok(if n == 0 { None } else { Some(Frame::Skipped) });
-        }
-        let (header, header_len) = match FrameHeader::deserialize(&buf[..self.filled]) {
-            Ok(h) => h,
-            Err(edge_ws::Error::Incomplete(_)) => return Ok(None),
-            Err(_) => return Err("malformed frame header"),
-        };
-        let total = header_len as u64 + header.payload_len;
-        if total > buf.len() as u64 {
-            let binary = matches!(header.frame_type, FrameType::Binary(_))
-                || (matches!(header.frame_type, FrameType::Continue(_)) && self.binary);
-            if !binary {
-                return Err("message larger than the receive buffer");
-            }
-            self.binary = !header.frame_type.is_final();
-            let n = self.filled;
-            self.skip = total - n as u64;
-            self.used = n;
-            return Ok(Some(Frame::Skipped));
-        }
-        let total = total as usize;
-        if self.filled < total {
-            return Ok(None);
-        }
-        self.used = total;
-        header.mask(&mut buf[header_len..total], 0);
-        if let FrameType::Continue(last) = header.frame_type {
-            if !self.binary {
-                let Some(text) = self.text.as_mut() else { return Err("continuation frame outside a message") };
-                if text.len() + (total - header_len) > RX_BUF_LEN {
-                    return Err("fragmented message larger than the receive buffer");
-                }
-                text.extend_from_slice(&buf[header_len..total]);
-                if !last {
-                    return Ok(Some(Frame::Skipped));
-                }
-                let whole = self.text.take().unwrap_or_default();
-                return self.reassembled(buf, whole);
-            }
-        }
-        let payload: &'a [u8] = &buf[header_len..total];
-        Ok(Some(match header.frame_type {
-            FrameType::Text(false) => Frame::Text(core::str::from_utf8(payload).map_err(|_| "text frame is not UTF-8")?),
-            FrameType::Text(true) => {
-                self.text = Some(payload.to_vec());
-                Frame::Skipped
-            }
-            FrameType::Binary(fragmented) => {
-                self.binary = fragmented;
-                Frame::Skipped
-            }
-            FrameType::Continue(last) => {
-                self.binary = !last;
-                Frame::Skipped
-            }
-            FrameType::Ping => Frame::Ping(payload),
-            FrameType::Pong => Frame::Skipped,
-            FrameType::Close => {
-                Frame::Close((payload.len() >= 2).then(|| u16::from_be_bytes([payload[0], payload[1]])))
-            }
-        }))
-    }
-
-    /// Puts a reassembled text message at the start of the buffer, ahead of the bytes not yet
-    /// parsed, and returns it.
-    fn reassembled<'a>(&mut self, buf: &'a mut [u8], whole: Vec<u8>) -> Result<Option<Frame<'a>>, &'static str> {
-        let rest = self.filled - self.used;
-        if whole.len() + rest > buf.len() {
-            return Err("fragmented message larger than the receive buffer");
-        }
-        buf.copy_within(self.used..self.filled, whole.len());
-        buf[..whole.len()].copy_from_slice(&whole);
-        self.filled = whole.len() + rest;
-        self.used = whole.len();
-        let text = core::str::from_utf8(&buf[..whole.len()]).map_err(|_| "text message is not UTF-8")?;
-        Ok(Some(Frame::Text(text)))
-    }
-
-    /// Drops the frame `next` returned from the front of the buffer.
-    fn consume(&mut self, buf: &mut [u8]) {
-        buf.copy_within(self.used..self.filled, 0);
-        self.filled -= self.used;
-        self.used = 0;
     }
 }
