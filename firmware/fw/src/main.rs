@@ -78,7 +78,6 @@ async fn main(spawner: Spawner) -> ! {
             }
         }
     };
-    drop(flash);
     info!("provisioning: record at {offset:#x}: {prov:?}");
     let client_id = format_uuid(&prov.client_id.unwrap_or_else(|| client_id_from_mac(mac)));
     let source = if prov.client_id.is_some() { "from the provisioning record" } else { "derived from the MAC" };

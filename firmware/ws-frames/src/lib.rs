@@ -104,19 +104,19 @@ impl Frames {
         }
         self.used = total;
         header.mask(&mut buf[header_len..total], 0);
-        if let FrameType::Continue(last) = header.frame_type {
-            if !self.binary {
-                let Some(text) = self.text.as_mut() else { return Err(FrameError::StrayContinuation) };
-                if text.len() + (total - header_len) > buf.len() {
-                    return Err(FrameError::TooLarge);
-                }
-                text.extend_from_slice(&buf[header_len..total]);
-                if !last {
-                    return Ok(Some(Frame::Skipped));
-                }
-                let whole = self.text.take().unwrap_or_default();
-                return self.reassembled(buf, whole);
+        if let FrameType::Continue(last) = header.frame_type
+            && !self.binary
+        {
+            let Some(text) = self.text.as_mut() else { return Err(FrameError::StrayContinuation) };
+            if text.len() + (total - header_len) > buf.len() {
+                return Err(FrameError::TooLarge);
             }
+            text.extend_from_slice(&buf[header_len..total]);
+            if !last {
+                return Ok(Some(Frame::Skipped));
+            }
+            let whole = self.text.take().unwrap_or_default();
+            return self.reassembled(buf, whole);
         }
         let payload: &'a [u8] = &buf[header_len..total];
         Ok(Some(match header.frame_type {
