@@ -124,7 +124,7 @@ async fn main(spawner: Spawner) -> ! {
         reboot_requested: false,
     };
     let link = DeviceLink::new(tools::build_server(board), Transport::WebSocket { binary_version: 1 });
-    let identity = ws::Identity { device_id, client_id, authorization: ws::Identity::authorization_for(&prov.token) };
+    let identity = hub_link::Identity { device_id, client_id, authorization: hub_link::Identity::authorization_for(&prov.token) };
     ws::run(stack, prov.hub_url, identity, link).await
 }
 
