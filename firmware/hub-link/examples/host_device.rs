@@ -1,0 +1,134 @@
+//! The firmware's hub connection (this crate's `session` and `Backoff`) on the host, with a few
+//! firmware-like tools, against any hub: a way to try a hub with the firmware's exact session code
+//! when no board is at hand.
+//!
+//! ```sh
+//! cd firmware
+//! cargo run -p hub-link --example host_device -- ws://127.0.0.1:8000/xiaozhi/v1/ [TOKEN] [MAC]
+//! ```
+//! Press Enter to "press the BOOT button"; Ctrl-C to stop.
+
+use std::io::BufRead;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use embassy_sync::blocking_mutex::raw::CriticalSectionRawMutex;
+use embassy_sync::channel::Channel;
+use embassy_time::Timer;
+use hub_link::{Backoff, Board, End, Identity, Timing};
+use mcp_device::{Call, DeviceLink, McpServer, Property, Tool, ToolError, ToolOutput, Transport};
+use provisioning::{HubUrl, client_id_from_mac, format_mac, format_uuid};
+
+struct State {
+    volume: i64,
+    brightness: i64,
+    reboot: bool,
+}
+
+fn status(s: &mut State, _: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
+    Ok(ToolOutput::text(format!(
+        "{{\"audio_speaker\":{{\"volume\":{}}},\"led\":{{\"brightness\":{}}},\"network\":{{\"type\":\"host\"}}}}",
+        s.volume, s.brightness
+    )))
+}
+
+fn set_volume(s: &mut State, c: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
+    let new = c.args.int("volume")?;
+    let old = std::mem::replace(&mut s.volume, new);
+    if old != new {
+        c.outbox.state_changed("audio_speaker.volume", old.into(), new.into());
+    }
+    Ok(true.into())
+}
+
+fn set_brightness(s: &mut State, c: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
+    let new = c.args.int("brightness")?;
+    let old = std::mem::replace(&mut s.brightness, new);
+    if old != new {
+        c.outbox.state_changed("led.brightness", old.into(), new.into());
+    }
+    Ok(true.into())
+}
+
+fn reboot(s: &mut State, _: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
+    s.reboot = true;
+    Ok(true.into())
+}
+
+fn random() -> u32 {
+    static STATE: AtomicU32 = AtomicU32::new(0);
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().subsec_nanos();
+    let x = STATE.load(Ordering::Relaxed) ^ seed ^ 0x9E37_79B9;
+    let x = x ^ (x << 13);
+    let x = x ^ (x >> 17);
+    let x = x ^ (x << 5);
+    STATE.store(x, Ordering::Relaxed);
+    x
+}
+
+static PRESSES: Channel<CriticalSectionRawMutex, u32, 8> = Channel::new();
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let Some(url_text) = args.get(1).cloned() else {
+        eprintln!("usage: host_device ws://HOST:PORT/PATH [TOKEN] [aa:bb:cc:dd:ee:ff]");
+        std::process::exit(2);
+    };
+    let token = args.get(2).cloned().unwrap_or_default();
+    let mac: [u8; 6] = match args.get(3) {
+        Some(m) => {
+            let bytes: Vec<u8> = m.split(':').filter_map(|b| u8::from_str_radix(b, 16).ok()).collect();
+            bytes.try_into().expect("MAC as aa:bb:cc:dd:ee:ff")
+        }
+        None => [0x02, 0x00, 0x00, 0xfe, 0x00, 0x01],
+    };
+    std::thread::spawn(|| {
+        let mut n = 0;
+        for _ in std::io::stdin().lock().lines() {
+            n += 1;
+            let _ = PRESSES.try_send(n);
+        }
+    });
+    futures_lite::future::block_on(async move {
+        let url = HubUrl::parse(&url_text).expect("a ws:// URL");
+        let id = Identity {
+            device_id: format_mac(mac),
+            client_id: format_uuid(&client_id_from_mac(mac)),
+            authorization: Identity::authorization_for(&token),
+        };
+        println!("device {} (Client-Id {}) -> {}", id.device_id, id.client_id, provisioning::loggable_url(&url_text));
+        let mut server = McpServer::new("mcpdev-fw-host", env!("CARGO_PKG_VERSION"), State { volume: 70, brightness: 0, reboot: false });
+        let tools = [
+            Tool::new("self.get_device_status", "Volume, LED brightness, network.", status),
+            Tool::new("self.audio_speaker.set_volume", "Set the volume.", set_volume)
+                .property(Property::integer("volume").range(0, 100)),
+            Tool::new("self.led.set_brightness", "Set the LED brightness in percent.", set_brightness)
+                .property(Property::integer("brightness").range(0, 100)),
+            Tool::new("self.reboot", "Reboot the system.", reboot).user_only(),
+        ];
+        for t in tools {
+            server.add_tool(t).expect("valid tool");
+        }
+        let mut link = DeviceLink::new(server, Transport::WebSocket { binary_version: 1 });
+        let board = Board { random, reboot_requested: |s: &State| s.reboot, presses: &PRESSES };
+        let timing = Timing::default();
+        let stack = edge_nal_std::Stack::new();
+        let (mut rx, mut http) = (vec![0u8; 8192], vec![0u8; 2048]);
+        let mut backoff = Backoff::default();
+        loop {
+            let addr = match std::net::ToSocketAddrs::to_socket_addrs(&(url.host, url.port)).map(|mut a| a.next()) {
+                Ok(Some(a)) => a,
+                _ => panic!("cannot resolve {}", url.host),
+            };
+            let mut greeted = false;
+            let end = hub_link::session(&stack, addr, &url, &id, &mut link, &board, &timing, &mut rx, &mut http, &mut greeted).await;
+            println!("session ended: {end}");
+            if matches!(end, End::Reboot) {
+                println!("(a board would reset now; reconnecting instead)");
+                link.server.state_mut().reboot = false;
+            }
+            let delay = backoff.delay(greeted, random());
+            println!("reconnecting in {} ms", delay.as_millis());
+            Timer::after(delay).await;
+        }
+    });
+}
