@@ -51,7 +51,7 @@ impl HubClient {
         let base = base.strip_prefix("http://").map(|r| format!("ws://{r}")).unwrap_or_else(|| base.to_string());
         let base = if base.contains("://") { base } else { format!("ws://{base}") };
         let url = format!("{base}{}", crate::hub::control::LINK_PATH);
-        let (ws, _) = tokio_tungstenite::connect_async(&url).await?;
+        let (ws, _) = tokio_tungstenite::connect_async_with_config(&url, None, true).await?;
         let (mut sink, mut stream) = ws.split();
         let (outgoing, mut rx) = mpsc::channel::<String>(64);
         tokio::spawn(async move {
