@@ -93,6 +93,8 @@ pub struct SimArgs {
     /// Binary protocol version announced in `Protocol-Version` and the hello
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=3))]
     pub protocol_version: u8,
+    #[command(flatten)]
+    pub bootstrap: SimBootstrapArgs,
 }
 
 /// How a command reaches a device: through a running hub, or by accepting it directly.
@@ -107,6 +109,9 @@ pub struct DeviceArgs {
     /// Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
+    /// Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883
+    #[arg(long, value_name = "URL", conflicts_with = "listen")]
+    pub mqtt: Option<String>,
     /// Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub wait: Option<std::time::Duration>,
@@ -228,6 +233,57 @@ pub struct ServeArgs {
     /// Also accept requests with this Origin on the host listener; repeatable
     #[arg(long, value_name = "ORIGIN")]
     pub allowed_origin: Vec<String>,
+    #[command(flatten)]
+    pub mqtt: MqttServeArgs,
+}
+
+/// `serve`: MQTT devices and device bootstrap (OTA).
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "MQTT and OTA")]
+pub struct MqttServeArgs {
+    /// Serve MQTT devices: `embedded` runs a broker in this process; or a broker URL
+    /// (mqtt://[user@]host[:port], mqtts://…; a password in MCPDEV_MQTT_PASSWORD)
+    #[arg(long, env = "MCPDEV_MQTT", value_name = "embedded|URL")]
+    pub mqtt: Option<String>,
+    /// Where the embedded broker listens
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:1883")]
+    pub mqtt_listen: std::net::SocketAddr,
+    /// Shared-subscription group: hubs on one broker with the same group share the devices
+    #[arg(long, value_name = "NAME", default_value = "mcpdev")]
+    pub mqtt_group: String,
+    /// Largest MQTT message to or from a device, in bytes; larger ones are refused
+    #[arg(long, value_name = "BYTES", default_value_t = 8192, value_parser = clap::value_parser!(u64).range(512..=1_048_576))]
+    pub mqtt_max_payload: u64,
+    /// `mqtt.endpoint` handed to devices by OTA (default: the broker's address as devices reach it)
+    #[arg(long, value_name = "HOST:PORT")]
+    pub mqtt_device_endpoint: Option<String>,
+    /// The UDP socket MQTT devices send audio to (counted, then dropped)
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:0")]
+    pub udp_addr: std::net::SocketAddr,
+    /// The name devices reach this machine by (OTA URLs, udp.server); default: the Host they used
+    #[arg(long, value_name = "HOST")]
+    pub public_host: Option<String>,
+    /// Offer this firmware image in OTA answers (served by the hub; needs --firmware-version)
+    #[arg(long, value_name = "FILE", requires = "firmware_version")]
+    pub firmware: Option<std::path::PathBuf>,
+    /// The version of --firmware; a device upgrades when it is newer than its own
+    #[arg(long, value_name = "V", requires = "firmware")]
+    pub firmware_version: Option<String>,
+    /// `server_time.timezone_offset` in OTA answers, in minutes east of UTC
+    #[arg(long, value_name = "MINUTES", default_value_t = 0, allow_negative_numbers = true)]
+    pub timezone_offset: i32,
+}
+
+/// `sim`: how a virtual device finds its backend besides a WebSocket URL.
+#[derive(Debug, Args, Clone)]
+pub struct SimBootstrapArgs {
+    /// Connect over MQTT through this broker instead of WebSocket (mqtt://host:1883)
+    #[arg(long, value_name = "URL", conflicts_with = "ota")]
+    pub mqtt: Option<String>,
+    /// Bootstrap like a stock device: POST the system info to this OTA URL, then connect over
+    /// what the answer says (MQTT if it has an mqtt section, else WebSocket)
+    #[arg(long, value_name = "URL")]
+    pub ota: Option<String>,
 }
 
 /// A duration like `30s`, `500ms`, `2m`; a bare number is seconds.

@@ -68,6 +68,7 @@ impl Target {
                 CallError::Device(rpc) => CallFailure::Device { code: rpc.code, message: rpc.message.clone(), rpc: rpc.to_value() },
                 CallError::Timeout(d) => CallFailure::Timeout(format!("device {} did not answer within {d:?}", handle.device_id)),
                 CallError::Disconnected => CallFailure::Gone(format!("device {} disconnected before answering", handle.device_id)),
+                CallError::Link(why) => CallFailure::Gone(format!("device {}: {why}", handle.device_id)),
             }),
             Target::Hub { client, device_id } => {
                 let req = json!({"op": "rpc", "device": device_id, "method": method, "params": params, "timeout_ms": timeout.as_millis() as u64});

@@ -8,6 +8,7 @@
 
 pub mod control;
 pub mod devices;
+pub mod ota;
 pub mod registry;
 pub mod vision;
 
@@ -46,6 +47,10 @@ pub struct HubConfig {
     pub allowed_hosts: Vec<String>,
     pub allowed_origins: Vec<String>,
     pub aliases: HashMap<String, String>,
+    /// MQTT devices, through a broker (`serve --mqtt`); off when `None`.
+    pub mqtt: Option<crate::mqtt::hub::MqttSettings>,
+    /// How the OTA endpoint answers.
+    pub ota: ota::OtaSettings,
 }
 
 impl Default for HubConfig {
@@ -62,6 +67,8 @@ impl Default for HubConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             aliases: HashMap::new(),
+            mqtt: None,
+            ota: ota::OtaSettings::default(),
         }
     }
 }
@@ -73,6 +80,8 @@ pub struct Hub {
     pub vision_token: String,
     /// The device listener's bound address (its port goes into the default vision URL).
     device_port: u16,
+    /// The MQTT side, when the hub runs one (set once at start).
+    pub mqtt: std::sync::OnceLock<Arc<crate::mqtt::hub::MqttHub>>,
 }
 
 /// A started hub with its bound addresses.
@@ -118,7 +127,16 @@ pub async fn start(config: HubConfig) -> anyhow::Result<RunningHub> {
     let device_addr = device_listener.local_addr()?;
     let host_addr = host_listener.local_addr()?;
     let vision_token = config.vision_token.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
-    let hub = Arc::new(Hub { registry: Registry::new(config.aliases.clone()), config, vision_token, device_port: device_addr.port() });
+    let hub = Arc::new(Hub {
+        registry: Registry::new(config.aliases.clone()),
+        config,
+        vision_token,
+        device_port: device_addr.port(),
+        mqtt: std::sync::OnceLock::new(),
+    });
+    if let Some(settings) = hub.config.mqtt.clone() {
+        let _ = hub.mqtt.set(crate::mqtt::hub::start(hub.clone(), settings).await?);
+    }
 
     let device_app = devices::router(hub.clone()).into_make_service_with_connect_info::<SocketAddr>();
     tokio::spawn(async move {
