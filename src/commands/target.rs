@@ -1,5 +1,6 @@
-//! The device a command works on: through a running hub's relay, or accepted directly with
-//! `--listen`. Both run the same session code, so they behave the same.
+//! The device a command works on: through a running hub's relay, accepted directly with
+//! `--listen`, or reached through an MQTT broker with `--mqtt`. All run the same session code,
+//! so they behave the same.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,6 +49,10 @@ pub enum CallFailure {
 impl Target {
     /// Opens the device named by the arguments and returns it with its description (onboarded).
     pub async fn open(args: &DeviceArgs, global: &GlobalArgs, vision: Option<(String, String)>) -> anyhow::Result<(Target, Value)> {
+        if let Some(url) = &args.mqtt {
+            let (handle, info) = crate::mqtt::direct::open(url, args.device.as_deref(), args.timeout, args.wait, vision).await?;
+            return Ok((Target::Direct { handle }, info));
+        }
         match args.listen {
             Some(addr) => accept_direct(addr, args, global, vision).await,
             None => open_hub(args, global).await,
