@@ -28,6 +28,12 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
     let devices_url = format!("ws://{}/xiaozhi/v1/", running.device_addr);
     let host_url = format!("http://{}", running.host_addr);
     let mqtt = running.hub.mqtt.get().cloned();
+    if let Some(m) = &mqtt {
+        // Ready means devices' messages reach the hub; a broker that is down is retried forever.
+        if !m.wait_subscribed(std::time::Duration::from_secs(5)).await {
+            tracing::warn!(broker = %m.broker, "the MQTT broker is not reachable yet; retrying in the background");
+        }
+    }
     let ota_url = format!("http://{}{}", running.device_addr, hub::ota::OTA_PATH);
     if let Some(n) = args.demo {
         let local = format!("ws://127.0.0.1:{}/xiaozhi/v1/", running.device_addr.port());

@@ -103,6 +103,8 @@ pub enum ConnEvent {
     Up,
     /// The broker cannot be reached or the link broke; reconnecting.
     Down(String),
+    /// The broker acknowledged a subscription.
+    Subscribed,
     Message(Publish),
 }
 
@@ -136,6 +138,7 @@ pub fn connect(options: MqttOptions, will: Option<LastWill>) -> Connection {
                     ConnEvent::Up
                 }
                 Ok(Event::Incoming(Packet::Publish(p))) => ConnEvent::Message(p),
+                Ok(Event::Incoming(Packet::SubAck(_))) => ConnEvent::Subscribed,
                 Ok(_) => continue,
                 Err(e) => {
                     let was_up = up_tx.send_replace(false);

@@ -86,6 +86,8 @@ pub struct MqttHub {
     device_password: String,
     client: AsyncClient,
     up: watch::Receiver<bool>,
+    /// `true` once every subscription of the current connection is acknowledged.
+    subscribed: watch::Receiver<bool>,
     pub udp: Arc<udp::UdpSink>,
     /// Keys heard from (any uplink, any claim): the OTA probe stops once a device is heard.
     heard: Arc<Mutex<HashSet<String>>>,
@@ -152,6 +154,12 @@ impl MqttHub {
     pub fn is_up(&self) -> bool {
         *self.up.borrow()
     }
+
+    /// Waits up to `limit` until connected and subscribed (devices' messages reach the hub).
+    pub async fn wait_subscribed(&self, limit: Duration) -> bool {
+        let mut s = self.subscribed.clone();
+        tokio::time::timeout(limit, s.wait_for(|ok| *ok)).await.is_ok_and(|r| r.is_ok())
+    }
 }
 
 /// Starts the broker (if embedded), the connection and the dispatcher.
@@ -188,6 +196,7 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
     let options = url.options(&format!("mcpdev-hub-{hub_id}"), Duration::from_secs(30), max_packet);
     let connection = conn::connect(options, Some(will));
     let (control, control_rx) = mpsc::channel(1024);
+    let (subscribed_tx, subscribed) = watch::channel(false);
     let mqtt = Arc::new(MqttHub {
         hub_id: hub_id.clone(),
         broker: url.to_string(),
@@ -196,13 +205,23 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         device_password: device_password.unwrap_or_default(),
         client: connection.client.clone(),
         up: connection.up.clone(),
+        subscribed,
         udp,
         heard: Arc::default(),
         control: control.clone(),
         settings,
     });
     info!(broker = %mqtt.broker, hub = %hub_id, "MQTT: connecting");
-    let dispatcher = Dispatcher { hub, mqtt: mqtt.clone(), claims: Claims::new(hub_id), pending: HashMap::new(), links: HashMap::new(), control };
+    let dispatcher = Dispatcher {
+        hub,
+        mqtt: mqtt.clone(),
+        claims: Claims::new(hub_id),
+        pending: HashMap::new(),
+        links: HashMap::new(),
+        control,
+        subscribed: subscribed_tx,
+        acks_due: 0,
+    };
     tokio::spawn(dispatcher.run(connection.events, control_rx));
     Ok(mqtt)
 }
@@ -221,6 +240,9 @@ struct Dispatcher {
     pending: HashMap<String, Vec<String>>,
     links: HashMap<String, LinkEntry>,
     control: mpsc::Sender<Control>,
+    subscribed: watch::Sender<bool>,
+    /// Subscriptions of the current connection not yet acknowledged.
+    acks_due: usize,
 }
 
 impl Dispatcher {
@@ -229,7 +251,16 @@ impl Dispatcher {
             tokio::select! {
                 ev = events.recv() => match ev {
                     Some(ConnEvent::Up) => self.on_up(),
-                    Some(ConnEvent::Down(why)) => warn!(broker = %self.mqtt.broker, %why, "MQTT broker unreachable; reconnecting (devices are kept)"),
+                    Some(ConnEvent::Down(why)) => {
+                        self.subscribed.send_replace(false);
+                        warn!(broker = %self.mqtt.broker, %why, "MQTT broker unreachable; reconnecting (devices are kept)");
+                    }
+                    Some(ConnEvent::Subscribed) => {
+                        self.acks_due = self.acks_due.saturating_sub(1);
+                        if self.acks_due == 0 {
+                            self.subscribed.send_replace(true);
+                        }
+                    }
                     Some(ConnEvent::Message(p)) => self.on_message(&p.topic, p.payload.to_vec()),
                     None => return,
                 },
@@ -262,6 +293,7 @@ impl Dispatcher {
         info!(broker = %self.mqtt.broker, hub = %me, "MQTT broker connected");
         self.claims.forget_presence();
         let c = &self.mqtt.client;
+        self.acks_due = 4;
         // In this order: presence and claims arrive (retained) before any uplink.
         for (filter, qos) in [
             (format!("{}+", topics::HUBS), QoS::AtLeastOnce),

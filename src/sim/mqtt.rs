@@ -47,9 +47,11 @@ pub async fn run_device(cfg: SimConfig, t: MqttTarget) {
         let ev = tokio::select! {
             ev = c.events.recv() => ev,
             _ = sleep_until(hello_deadline) => {
-                // The stock firmware gives up on the voice session; the MQTT link (and MCP) stays.
-                warn!(device = %cfg.device_id, "no server hello within 10 s");
-                hello_deadline = None;
+                // The stock firmware gives up on the voice session; the simulator says hello again
+                // (its hello may have gone to a broker nobody was subscribed to yet).
+                warn!(device = %cfg.device_id, "no server hello within 10 s; saying hello again");
+                publish(link.hello());
+                hello_deadline = Some(Instant::now() + Duration::from_secs(10));
                 continue;
             }
         };
@@ -94,7 +96,7 @@ pub async fn run_device(cfg: SimConfig, t: MqttTarget) {
                     hello_deadline = Some(Instant::now() + Duration::from_secs(10));
                 }
             }
-            Some(ConnEvent::Message(_)) => {}
+            Some(ConnEvent::Message(_) | ConnEvent::Subscribed) => {}
         }
     }
 }
