@@ -28,8 +28,6 @@ pub enum Inbound {
     Audio(usize),
     /// Start onboarding without a hello (the device is reachable while idle).
     Begin,
-    /// Publish a server `goodbye` for the current session (the hub is stopping).
-    Goodbye,
 }
 
 /// Everything an MQTT link needs.
@@ -83,7 +81,6 @@ async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mu
         client_id: setup.identity.client_id.clone(),
         remote: setup.remote.clone(),
     }));
-    let session_id = setup.session.session_id.clone();
     let mut session = Session::new(setup.identity.clone(), "mqtt", setup.session.clone(), Instant::now());
     let mut waiting: Waiting = HashMap::new();
     let max = setup.max_payload;
@@ -96,10 +93,6 @@ async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mu
                 Some(Inbound::Text(text)) => session.on_text(&text, Instant::now()),
                 Some(Inbound::Audio(n)) => { session.on_binary(n); continue; }
                 Some(Inbound::Begin) => session.begin(Instant::now()),
-                Some(Inbound::Goodbye) => {
-                    let bye = serde_json::json!({"type": "goodbye", "session_id": session_id}).to_string();
-                    vec![Output::Send(bye)]
-                }
                 None => break "the hub stopped serving this device".to_string(),
             },
             cmd = commands.recv() => match cmd {

@@ -221,6 +221,7 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         control,
         subscribed: subscribed_tx,
         acks_due: 0,
+        stopped: None,
     };
     tokio::spawn(dispatcher.run(connection.events, control_rx));
     Ok(mqtt)
@@ -230,6 +231,8 @@ struct LinkEntry {
     inbound: mpsc::Sender<Inbound>,
     generation: u64,
     ssrc: u32,
+    /// The session id of our server hello: a server goodbye must carry it.
+    session_id: String,
 }
 
 struct Dispatcher {
@@ -243,6 +246,8 @@ struct Dispatcher {
     subscribed: watch::Sender<bool>,
     /// Subscriptions of the current connection not yet acknowledged.
     acks_due: usize,
+    /// Told once the connection has closed after a shutdown.
+    stopped: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl Dispatcher {
@@ -253,6 +258,10 @@ impl Dispatcher {
                     Some(ConnEvent::Up) => self.on_up(),
                     Some(ConnEvent::Down(why)) => {
                         self.subscribed.send_replace(false);
+                        if let Some(done) = self.stopped.take() {
+                            let _ = done.send(());
+                            return;
+                        }
                         warn!(broker = %self.mqtt.broker, %why, "MQTT broker unreachable; reconnecting (devices are kept)");
                     }
                     Some(ConnEvent::Subscribed) => {
@@ -274,13 +283,15 @@ impl Dispatcher {
                         }
                     }
                     Some(Control::Shutdown(done)) => {
-                        for l in self.links.values() {
-                            let _ = l.inbound.send(Inbound::Goodbye).await;
+                        // Queued before the disconnect, so they are sent before it.
+                        for (key, l) in &self.links {
+                            let bye = json!({"type": "goodbye", "session_id": l.session_id}).to_string();
+                            let _ = self.mqtt.client.publish(topics::downlink(key), QoS::AtMostOnce, false, bye).await;
                         }
                         let presence = format!("{}{}", topics::HUBS, self.claims.me());
                         let _ = self.mqtt.client.publish(presence, QoS::AtLeastOnce, true, Vec::<u8>::new()).await;
                         let _ = self.mqtt.client.disconnect().await;
-                        let _ = done.send(());
+                        self.stopped = Some(done);
                     }
                     None => return,
                 },
@@ -469,7 +480,7 @@ impl Dispatcher {
             registry_hub.registry.remove(&device_id, generation);
             let _ = control.send(Control::Ended { key: key_owned, generation }).await;
         });
-        self.links.insert(key.to_string(), LinkEntry { inbound: inbound_tx, generation, ssrc });
+        self.links.insert(key.to_string(), LinkEntry { inbound: inbound_tx, generation, ssrc, session_id });
         true
     }
 }

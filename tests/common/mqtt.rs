@@ -50,7 +50,7 @@ impl Mosquitto {
         std::fs::write(
             &conf,
             format!(
-                "listener {} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stdout\nlog_type error\nlog_type warning\nlog_type notice\n",
+                "listener {} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\n",
                 self.port
             ),
         )
@@ -58,12 +58,13 @@ impl Mosquitto {
         let mut child = tokio::process::Command::new(mosquitto_binary())
             .arg("-c")
             .arg(&conf)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            // Its log goes to stderr, which is not buffered (stdout is, when piped).
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .expect("start mosquitto");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let running = async {
             while let Some(line) = lines.next_line().await.unwrap() {
                 if line.contains("Error") {
@@ -109,6 +110,8 @@ pub struct MqttDevice {
     pub client: rumqttc::AsyncClient,
     pub rx: mpsc::Receiver<Value>,
     pub session_id: String,
+    /// What it received, counted from the start.
+    pub counts: Counts,
 }
 
 impl MqttDevice {
@@ -140,7 +143,7 @@ impl MqttDevice {
             }
         });
         tokio::time::timeout(DEADLINE, up_rx.recv()).await.expect("device did not reach the broker in time");
-        Self { key, client, rx, session_id: String::new() }
+        Self { key, client, rx, session_id: String::new(), counts: Counts::default() }
     }
 
     pub async fn send(&self, v: Value) {
@@ -167,6 +170,7 @@ impl MqttDevice {
         loop {
             let m = self.recv().await;
             if m["type"] == "hello" {
+                self.counts.add("server_hello");
                 self.session_id = m["session_id"].as_str().unwrap_or_default().to_string();
                 return m;
             }
@@ -188,7 +192,7 @@ impl MqttDevice {
     /// From now on answers every request by itself (`tools/call` with `"ok"`) and counts what
     /// it receives.
     pub fn respond_forever(mut self, tools: Vec<Value>) -> Counts {
-        let counts = Counts::default();
+        let counts = self.counts.clone();
         let c = counts.clone();
         tokio::spawn(async move {
             while let Some(m) = self.rx.recv().await {
