@@ -110,7 +110,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__call)
-            opts="-d -q -v -h -V --args-json --save-images --no-validate --hub --device --listen --wait --timeout --json --quiet --verbose --color --help --version"
+            opts="-d -q -v -h -V --args-json --save-images --no-validate --hub --device --listen --mqtt --wait --timeout --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -137,6 +137,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mqtt)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -178,7 +182,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__hello)
-            opts="-d -q -v -h -V --hub --device --listen --wait --timeout --json --quiet --verbose --color --help --version"
+            opts="-d -q -v -h -V --hub --device --listen --mqtt --wait --timeout --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -197,6 +201,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mqtt)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -374,7 +382,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__init)
-            opts="-d -q -v -h -V --hub --device --listen --wait --timeout --vision-url --vision-token --json --quiet --verbose --color --help --version"
+            opts="-d -q -v -h -V --hub --device --listen --mqtt --wait --timeout --vision-url --vision-token --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -393,6 +401,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mqtt)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -424,7 +436,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__serve)
-            opts="-q -v -h -V --device-addr --host-addr --demo --demo-extra-tools --device-token --vision-url --vision-token --vision-dir --keepalive --onboarding-timeout --allowed-host --allowed-origin --json --quiet --verbose --color --help --version"
+            opts="-q -v -h -V --device-addr --host-addr --demo --demo-extra-tools --device-token --vision-url --vision-token --vision-dir --keepalive --onboarding-timeout --allowed-host --allowed-origin --mqtt --mqtt-listen --mqtt-group --mqtt-max-payload --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -478,6 +490,46 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --mqtt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mqtt-listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mqtt-group)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mqtt-max-payload)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mqtt-device-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --udp-addr)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --public-host)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --firmware)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --firmware-version)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timezone-offset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -490,7 +542,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__sim)
-            opts="-q -v -h -V --url --device-id --count --token --extra-tools --protocol-version --json --quiet --verbose --color --help --version"
+            opts="-q -v -h -V --url --device-id --count --token --extra-tools --protocol-version --mqtt --ota --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -517,6 +569,14 @@ _mcpdev() {
                     return 0
                     ;;
                 --protocol-version)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mqtt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ota)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -592,7 +652,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__tools__subcmd__list)
-            opts="-d -q -v -h -V --hub --device --listen --wait --timeout --user-tools --json --quiet --verbose --color --help --version"
+            opts="-d -q -v -h -V --hub --device --listen --mqtt --wait --timeout --user-tools --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -611,6 +671,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mqtt)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

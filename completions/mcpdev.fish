@@ -53,6 +53,16 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l keepalive -d 'Se
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l onboarding-timeout -d 'Timeout of each onboarding request (initialize, tools/list)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l allowed-host -d 'Also accept this Host name on the host listener (for LAN use); repeatable' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l allowed-origin -d 'Also accept requests with this Origin on the host listener; repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt -d 'Serve MQTT devices: `embedded` runs a broker in this process; or a broker URL (mqtt://[user@]host[:port], mqtts://…; a password in MCPDEV_MQTT_PASSWORD)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-listen -d 'Where the embedded broker listens' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-group -d 'Shared-subscription group: hubs on one broker with the same group share the devices' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-max-payload -d 'Largest MQTT message to or from a device, in bytes; larger ones are refused' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-device-endpoint -d '`mqtt.endpoint` handed to devices by OTA (default: the broker\'s address as devices reach it)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l udp-addr -d 'The UDP socket MQTT devices send audio to (counted, then dropped)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l public-host -d 'The name devices reach this machine by (OTA URLs, udp.server); default: the Host they used' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l firmware -d 'Offer this firmware image in OTA answers (served by the hub; needs --firmware-version)' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l firmware-version -d 'The version of --firmware; a device upgrades when it is newer than its own' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l timezone-offset -d '`server_time.timezone_offset` in OTA answers, in minutes east of UTC' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -64,6 +74,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s V -l version -d 
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s d -l device -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l listen -d 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l mqtt -d 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l timeout -d 'How long to wait for each answer from the device' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
@@ -77,6 +88,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s V -l version -d 
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s d -l device -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l listen -d 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l mqtt -d 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l timeout -d 'How long to wait for each answer from the device' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l vision-url -d 'Vision endpoint to give the device (`capabilities.vision.url`); sends a fresh initialize' -r
@@ -102,6 +114,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s d -l device -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l listen -d 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l mqtt -d 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l timeout -d 'How long to wait for each answer from the device' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
@@ -120,6 +133,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l save-images -d 'S
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s d -l device -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l listen -d 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l mqtt -d 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l timeout -d 'How long to wait for each answer from the device' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
@@ -149,6 +163,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l count -d 'How many
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l token -d 'Device token, sent as `Authorization: Bearer <token>` (prefer the environment variable)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l extra-tools -d 'Extra generated tools per device, to exercise paging' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l protocol-version -d 'Binary protocol version announced in `Protocol-Version` and the hello' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l mqtt -d 'Connect over MQTT through this broker instead of WebSocket (mqtt://host:1883)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l ota -d 'Bootstrap like a stock device: POST the system info to this OTA URL, then connect over what the answer says (MQTT if it has an mqtt section, else WebSocket)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
