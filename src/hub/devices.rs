@@ -1,5 +1,5 @@
-//! The device-facing listener: WebSocket at `/xiaozhi/v1/`, and the vision endpoint that
-//! camera tools upload photos to.
+//! The device-facing listener: WebSocket at `/xiaozhi/v1/`, the OTA endpoint devices bootstrap
+//! from ([`super::ota`]), and the vision endpoint that camera tools upload photos to.
 
 use std::net::SocketAddr;
 use std::sync::Arc;

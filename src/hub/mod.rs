@@ -2,9 +2,12 @@
 //! through it.
 //!
 //! Two listeners:
-//! - the device listener (default `0.0.0.0:8000`): WebSocket `/xiaozhi/v1/`, the vision endpoint;
+//! - the device listener (default `0.0.0.0:8000`): WebSocket `/xiaozhi/v1/`, OTA `/xiaozhi/ota/`,
+//!   the vision endpoint;
 //! - the host listener (default `127.0.0.1:8001`, loopback): the control API the CLI uses.
 //!   It checks `Host` and `Origin`, so a web page cannot reach the devices through a browser.
+//!
+//! With `--mqtt`, devices also come through a broker ([`crate::mqtt::hub`]).
 
 pub mod control;
 pub mod devices;
