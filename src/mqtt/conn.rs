@@ -123,6 +123,10 @@ pub fn connect(options: MqttOptions, will: Option<LastWill>) -> Connection {
         options.set_last_will(w);
     }
     let (client, mut eventloop) = AsyncClient::new(options, 4096);
+    // Small request/answer messages: no Nagle delay.
+    let mut network = rumqttc::NetworkOptions::new();
+    network.set_tcp_nodelay(true);
+    eventloop.set_network_options(network);
     let (up_tx, up) = watch::channel(false);
     let (tx, events) = mpsc::channel(4096);
     tokio::spawn(async move {
