@@ -122,3 +122,25 @@ mod tests {
         assert_eq!(ssrc_of(&packet), None);
     }
 }
+
+#[cfg(test)]
+mod socket_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn audio_reaches_its_session_by_ssrc_and_the_rest_is_dropped() {
+        let sink = UdpSink::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let (tx, mut rx) = mpsc::channel(4);
+        let ssrc = sink.register(tx);
+        let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let mut packet = vec![0u8; 16 + 40];
+        packet[0] = 1;
+        packet[4..8].copy_from_slice(&ssrc.wrapping_add(1).to_be_bytes());
+        sock.send_to(&packet, sink.addr).await.unwrap();
+        packet[4..8].copy_from_slice(&ssrc.to_be_bytes());
+        sock.send_to(&packet, sink.addr).await.unwrap();
+        let got = tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv()).await.unwrap();
+        assert!(matches!(got, Some(crate::links::mqtt::Inbound::Audio(56))));
+        assert_eq!(sink.dropped_unknown.load(Ordering::Relaxed), 1, "the unknown SSRC was dropped first");
+    }
+}
