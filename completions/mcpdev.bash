@@ -110,7 +110,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__call)
-            opts="-d -q -v -h -V --args-json --save-images --no-validate --hub --device --listen --mqtt --wait --timeout --json --quiet --verbose --color --help --version"
+            opts="-d -H -q -v -h -V --args-json --save-images --no-validate --hub --device --listen --mqtt --wait --timeout --url --header --transport --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -152,6 +152,22 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --header)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -H)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --transport)
+                    COMPREPLY=($(compgen -W "auto http sse" -- "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -182,7 +198,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__hello)
-            opts="-d -q -v -h -V --hub --device --listen --mqtt --wait --timeout --json --quiet --verbose --color --help --version"
+            opts="-d -H -q -v -h -V --hub --device --listen --mqtt --wait --timeout --url --header --transport --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -214,6 +230,22 @@ _mcpdev() {
                     ;;
                 --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --header)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -H)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --transport)
+                    COMPREPLY=($(compgen -W "auto http sse" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -382,7 +414,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__init)
-            opts="-d -q -v -h -V --hub --device --listen --mqtt --wait --timeout --vision-url --vision-token --json --quiet --verbose --color --help --version"
+            opts="-d -H -q -v -h -V --hub --device --listen --mqtt --wait --timeout --url --header --transport --vision-url --vision-token --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -416,6 +448,22 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --header)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -H)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --transport)
+                    COMPREPLY=($(compgen -W "auto http sse" -- "${cur}"))
+                    return 0
+                    ;;
                 --vision-url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -436,7 +484,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__serve)
-            opts="-q -v -h -V --device-addr --host-addr --demo --demo-extra-tools --device-token --vision-url --vision-token --vision-dir --keepalive --onboarding-timeout --allowed-host --allowed-origin --mqtt --mqtt-listen --mqtt-group --mqtt-max-payload --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --json --quiet --verbose --color --help --version"
+            opts="-q -v -h -V --device-addr --host-addr --demo --demo-extra-tools --demo-profile --device-token --vision-url --vision-token --vision-dir --keepalive --onboarding-timeout --allowed-host --allowed-origin --mcp-token --mcp-timeout --mcp-names --mcp-user-tools --mcp-page-size --mqtt --mqtt-listen --mqtt-group --mqtt-max-payload --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -456,6 +504,10 @@ _mcpdev() {
                     ;;
                 --demo-extra-tools)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --demo-profile)
+                    COMPREPLY=($(compgen -W "stock conformance" -- "${cur}"))
                     return 0
                     ;;
                 --device-token)
@@ -487,6 +539,22 @@ _mcpdev() {
                     return 0
                     ;;
                 --allowed-origin)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mcp-token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mcp-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mcp-names)
+                    COMPREPLY=($(compgen -W "prefixed plain" -- "${cur}"))
+                    return 0
+                    ;;
+                --mcp-page-size)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -542,7 +610,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__sim)
-            opts="-q -v -h -V --url --device-id --count --token --extra-tools --protocol-version --mqtt --ota --json --quiet --verbose --color --help --version"
+            opts="-q -v -h -V --url --device-id --count --token --extra-tools --protocol-version --profile --mqtt --ota --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -570,6 +638,10 @@ _mcpdev() {
                     ;;
                 --protocol-version)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --profile)
+                    COMPREPLY=($(compgen -W "stock conformance" -- "${cur}"))
                     return 0
                     ;;
                 --mqtt)
@@ -652,7 +724,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__tools__subcmd__list)
-            opts="-d -q -v -h -V --hub --device --listen --mqtt --wait --timeout --user-tools --json --quiet --verbose --color --help --version"
+            opts="-d -H -q -v -h -V --hub --device --listen --mqtt --wait --timeout --url --header --transport --user-tools --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -684,6 +756,22 @@ _mcpdev() {
                     ;;
                 --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --header)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -H)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --transport)
+                    COMPREPLY=($(compgen -W "auto http sse" -- "${cur}"))
                     return 0
                     ;;
                 --color)

@@ -45,6 +45,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l device-addr -d '
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l host-addr -d 'Where the CLI and MCP hosts connect; keep it on loopback unless you add --allowed-host' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo -d 'Run N virtual devices in this process (2 when given without a number)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo-extra-tools -d 'Extra generated tools per demo device' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo-profile -d 'Which tools the demo devices offer' -r -f -a "stock\t'The stock xiaozhi common and user-only tools'
+conformance\t'The stock tools plus the MCP conformance suite\'s fixture tools'"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l device-token -d 'Accepted device tokens, comma-separated (devices must send Authorization: Bearer <token>)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-url -d 'capabilities.vision.url for initialize (default: the hub\'s own vision endpoint)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-token -d 'capabilities.vision.token (default: random, checked by the hub\'s own endpoint)' -r
@@ -53,6 +55,11 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l keepalive -d 'Se
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l onboarding-timeout -d 'Timeout of each onboarding request (initialize, tools/list)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l allowed-host -d 'Also accept this Host name on the host listener (for LAN use); repeatable' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l allowed-origin -d 'Also accept requests with this Origin on the host listener; repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-token -d 'A bearer token MCP clients must send to /mcp, /devices/*/mcp and /sse (prefer the environment variable)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-timeout -d 'How long an MCP tools/call waits for the device' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-names -d 'Tool names on /mcp: prefixed by device (`<alias>.<tool>`, stable) or the devices\' own' -r -f -a "prefixed\t'`<alias>.<tool>`: stable names, however many devices connect'
+plain\t'The device\'s own names; a name already taken by another device gets the prefix'"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-page-size -d 'Tools per tools/list page on the MCP endpoints' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt -d 'Serve MQTT devices: `embedded` runs a broker in this process; or a broker URL (mqtt://[user@]host[:port], mqtts://…; a password in MCPDEV_MQTT_PASSWORD)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-listen -d 'Where the embedded broker listens' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-group -d 'Shared-subscription group: hubs on one broker with the same group share the devices' -r
@@ -66,10 +73,11 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l timezone-offset 
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-user-tools -d 'Also offer tools the device marks user-only to MCP hosts'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s d -l device -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected' -r
@@ -77,13 +85,18 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l listen -d 'Inste
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l mqtt -d 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l timeout -d 'How long to wait for each answer from the device' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l url -d 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s H -l header -d 'With --url: an HTTP header `Name: value` for every request; repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
+http\t''
+sse\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s d -l device -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected' -r
@@ -91,6 +104,11 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l listen -d 'Instea
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l mqtt -d 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l timeout -d 'How long to wait for each answer from the device' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l url -d 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s H -l header -d 'With --url: an HTTP header `Name: value` for every request; repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
+http\t''
+sse\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l vision-url -d 'Vision endpoint to give the device (`capabilities.vision.url`); sends a fresh initialize' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l vision-token -d 'Token for the vision endpoint (prefer the environment variable)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
@@ -99,7 +117,7 @@ never\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen_subcommand_from list help" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
@@ -117,6 +135,11 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_sub
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l mqtt -d 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l timeout -d 'How long to wait for each answer from the device' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l url -d 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s H -l header -d 'With --url: an HTTP header `Name: value` for every request; repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
+http\t''
+sse\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -124,7 +147,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_sub
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from help" -f -a "list" -d 'Every tool, all pages, as a table (full schemas with --json)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -136,6 +159,11 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l listen -d 'Instea
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l mqtt -d 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l timeout -d 'How long to wait for each answer from the device' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l url -d 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s H -l header -d 'With --url: an HTTP header `Name: value` for every request; repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
+http\t''
+sse\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -143,7 +171,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l no-validate -d 'S
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s d -l device -d 'Only this device (id, prefix or alias); all devices when left out' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l hub -d 'The hub\'s host listener' -r
@@ -163,6 +191,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l count -d 'How many
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l token -d 'Device token, sent as `Authorization: Bearer <token>` (prefer the environment variable)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l extra-tools -d 'Extra generated tools per device, to exercise paging' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l protocol-version -d 'Binary protocol version announced in `Protocol-Version` and the hello' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l profile -d 'Which tools the virtual devices offer' -r -f -a "stock\t'The stock xiaozhi common and user-only tools'
+conformance\t'The stock tools plus the MCP conformance suite\'s fixture tools'"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l mqtt -d 'Connect over MQTT through this broker instead of WebSocket (mqtt://host:1883)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l ota -d 'Bootstrap like a stock device: POST the system info to this OTA URL, then connect over what the answer says (MQTT if it has an mqtt section, else WebSocket)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
@@ -171,7 +201,7 @@ never\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand generate-assets" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''

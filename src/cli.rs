@@ -93,6 +93,9 @@ pub struct SimArgs {
     /// Binary protocol version announced in `Protocol-Version` and the hello
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=3))]
     pub protocol_version: u8,
+    /// Which tools the virtual devices offer
+    #[arg(long, value_enum, default_value_t = crate::sim::Profile::Stock)]
+    pub profile: crate::sim::Profile,
     #[command(flatten)]
     pub bootstrap: SimBootstrapArgs,
 }
@@ -110,7 +113,7 @@ pub struct DeviceArgs {
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
     /// Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883
-    #[arg(long, value_name = "URL", conflicts_with = "listen")]
+    #[arg(long, value_name = "URL", conflicts_with_all = ["listen", "url"])]
     pub mqtt: Option<String>,
     /// Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
@@ -118,6 +121,15 @@ pub struct DeviceArgs {
     /// How long to wait for each answer from the device
     #[arg(long, env = "MCPDEV_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub timeout: std::time::Duration,
+    /// Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// With --url: an HTTP header `Name: value` for every request; repeatable
+    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// With --url: the transport (auto picks SSE for URLs ending in /sse)
+    #[arg(long, value_enum, default_value_t = crate::links::mcp_client::McpTransport::Auto)]
+    pub transport: crate::links::mcp_client::McpTransport,
 }
 
 #[derive(Debug, Args)]
@@ -209,6 +221,9 @@ pub struct ServeArgs {
     /// Extra generated tools per demo device
     #[arg(long, default_value_t = 0)]
     pub demo_extra_tools: u32,
+    /// Which tools the demo devices offer
+    #[arg(long, value_enum, default_value_t = crate::sim::Profile::Stock)]
+    pub demo_profile: crate::sim::Profile,
     /// Accepted device tokens, comma-separated (devices must send Authorization: Bearer <token>)
     #[arg(long = "device-token", env = "MCPDEV_DEVICE_TOKEN", hide_env_values = true, value_delimiter = ',')]
     pub device_tokens: Vec<String>,
@@ -233,6 +248,21 @@ pub struct ServeArgs {
     /// Also accept requests with this Origin on the host listener; repeatable
     #[arg(long, value_name = "ORIGIN")]
     pub allowed_origin: Vec<String>,
+    /// A bearer token MCP clients must send to /mcp, /devices/*/mcp and /sse (prefer the environment variable)
+    #[arg(long, env = "MCPDEV_MCP_TOKEN", hide_env_values = true)]
+    pub mcp_token: Option<String>,
+    /// How long an MCP tools/call waits for the device
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub mcp_timeout: std::time::Duration,
+    /// Tool names on /mcp: prefixed by device (`<alias>.<tool>`, stable) or the devices' own
+    #[arg(long, value_enum, default_value_t = crate::bridge::Naming::Prefixed)]
+    pub mcp_names: crate::bridge::Naming,
+    /// Also offer tools the device marks user-only to MCP hosts
+    #[arg(long)]
+    pub mcp_user_tools: bool,
+    /// Tools per tools/list page on the MCP endpoints
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub mcp_page_size: u32,
     #[command(flatten)]
     pub mqtt: MqttServeArgs,
 }

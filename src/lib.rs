@@ -13,6 +13,7 @@
 //! [`cli`] holds the clap definitions the binary, the man pages and the shell completions share.
 
 pub mod args;
+pub mod bridge;
 pub mod cli;
 pub mod commands;
 pub mod config;

@@ -44,9 +44,10 @@ fn main() -> ExitCode {
 /// Logs go to stderr: `-v` info, `-vv` debug, `-vvv` trace; `RUST_LOG` overrides; warnings by default.
 fn init_tracing(verbose: u8, color: mcpdev::cli::ColorChoice) {
     use tracing_subscriber::EnvFilter;
+    // rmcp logs transport failures that mcpdev reports itself; show them only with -vv.
     let level = match verbose {
-        0 => "warn",
-        1 => "info",
+        0 => "warn,rmcp=off",
+        1 => "info,rmcp=warn",
         2 => "debug",
         _ => "trace",
     };

@@ -19,10 +19,12 @@ pub async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<()> {
         let suggestions = crate::args::suggest(&args.tool, names);
         let hint = match (suggestions.as_slice(), info["onboarding_error"].as_str()) {
             (_, Some(err)) => format!("; its tool list is incomplete because onboarding failed ({err}); reconnect the device"),
+            ([], None) if matches!(target, Target::Mcp { .. }) => "; `mcpdev tools list --url …` shows them all".to_string(),
             ([], None) => "; `mcpdev tools list --user-tools` shows them all".to_string(),
             (s, None) => format!("; did you mean {}?", s.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(" or ")),
         };
-        return Err(CodedError::new(Exit::InvalidCall, format!("device {} has no tool '{}'{hint}", target.device_id(), args.tool)).into());
+        let owner = if matches!(target, Target::Mcp { .. }) { "the MCP server at" } else { "device" };
+        return Err(CodedError::new(Exit::InvalidCall, format!("{owner} {} has no tool '{}'{hint}", target.device_id(), args.tool)).into());
     };
     let schema = &tool["inputSchema"];
     let arguments = crate::args::build_arguments(schema, &args.args, args.args_json.as_deref())

@@ -7,6 +7,10 @@ use super::target::Target;
 use crate::cli::{GlobalArgs, HelloArgs};
 
 pub async fn run(global: &GlobalArgs, args: HelloArgs) -> anyhow::Result<()> {
+    if args.target.url.is_some() {
+        let msg = "MCP servers have no hello (that is the xiaozhi device handshake); use `mcpdev init --url …`";
+        return Err(crate::exit::CodedError::new(crate::exit::Exit::Usage, msg).into());
+    }
     let (_target, info) = Target::open(&args.target, global, None).await?;
     if global.json {
         let keys = ["device_id", "client_id", "transport", "protocol_version", "session_id", "hello", "connected_at_ms", "last_seen_ms"];

@@ -21,6 +21,13 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         allowed_hosts: args.allowed_host.clone(),
         allowed_origins: args.allowed_origin.clone(),
         aliases: crate::config::aliases(),
+        bridge: crate::bridge::BridgeConfig {
+            call_timeout: args.mcp_timeout,
+            naming: args.mcp_names,
+            user_tools: args.mcp_user_tools,
+            page_size: args.mcp_page_size as usize,
+            token: args.mcp_token.clone().filter(|t| !t.is_empty()),
+        },
         mqtt: mqtt_settings(&args.mqtt)?,
         ota: ota_settings(&args.mqtt),
     };
@@ -41,20 +48,23 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
             let mut cfg = SimConfig::new(&local, format!("02:00:00:00:00:{:02x}", i + 1));
             cfg.token = running.hub.config.device_tokens.first().cloned();
             cfg.extra_tools = args.demo_extra_tools as usize;
+            cfg.profile = args.demo_profile;
             tokio::spawn(run_device(cfg));
         }
     }
     if global.json {
+        let mcp = format!("{host_url}/mcp");
         let (broker, udp) = mqtt.as_ref().map(|m| (m.broker.clone(), m.udp.addr.port())).unzip();
         println!(
             "{}",
-            serde_json::json!({"event": "listening", "devices": devices_url, "host": host_url, "demo_devices": args.demo.unwrap_or(0),
+            serde_json::json!({"event": "listening", "devices": devices_url, "host": host_url, "mcp": mcp, "demo_devices": args.demo.unwrap_or(0),
                 "ota": ota_url, "mqtt": broker, "udp_port": udp})
         );
     } else if !global.quiet {
         eprintln!("mcpdev hub");
         eprintln!("  devices connect to   {devices_url}");
         eprintln!("  CLI and MCP hosts    {host_url}  (loopback; --allowed-host for LAN)");
+        eprintln!("  MCP endpoint         {host_url}/mcp  (legacy SSE: {host_url}/sse; one device: {host_url}/devices/<id>/mcp)");
         eprintln!("  OTA (device setup)   {ota_url}");
         if let Some(m) = &mqtt {
             eprintln!("  MQTT broker          {}  (audio UDP port {})", m.broker, m.udp.addr.port());

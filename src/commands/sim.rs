@@ -14,6 +14,7 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
         let mut cfg = SimConfig::new(&args.url, device_id);
         cfg.token = args.token.clone();
         cfg.extra_tools = args.extra_tools as usize;
+        cfg.profile = args.profile;
         cfg.protocol_version = args.protocol_version;
         cfg.ota = args.bootstrap.ota.clone();
         if let Some(url) = &args.bootstrap.mqtt {

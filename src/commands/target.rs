@@ -13,6 +13,7 @@ use crate::cli::{DeviceArgs, GlobalArgs};
 use crate::exit::{CodedError, Exit};
 use crate::links::handle::{LinkEvent, Tracing};
 use crate::links::hub_client::{ControlError, HubClient};
+use crate::links::mcp_client::{McpConnection, McpFailure, parse_headers};
 use crate::links::websocket::{self, LinkSetup};
 use crate::links::DeviceHandle;
 use crate::session::{CallError, Event, SessionConfig};
@@ -24,6 +25,8 @@ const SETTLE: Duration = Duration::from_secs(10);
 pub enum Target {
     Hub { client: HubClient, device_id: String },
     Direct { handle: DeviceHandle },
+    /// Any MCP server (`--url`).
+    Mcp { conn: McpConnection, url: String },
 }
 
 /// Why a request to the device did not give a result, with its exit code.
@@ -49,6 +52,9 @@ pub enum CallFailure {
 impl Target {
     /// Opens the device named by the arguments and returns it with its description (onboarded).
     pub async fn open(args: &DeviceArgs, global: &GlobalArgs, vision: Option<(String, String)>) -> anyhow::Result<(Target, Value)> {
+        if let Some(url) = &args.url {
+            return open_url(url, args).await;
+        }
         if let Some(url) = &args.mqtt {
             let (handle, info) = crate::mqtt::direct::open(url, args.device.as_deref(), args.timeout, args.wait, vision).await?;
             return Ok((Target::Direct { handle }, info));
@@ -63,6 +69,7 @@ impl Target {
         match self {
             Target::Hub { device_id, .. } => device_id,
             Target::Direct { handle } => &handle.device_id,
+            Target::Mcp { url, .. } => url,
         }
     }
 
@@ -75,6 +82,21 @@ impl Target {
                 CallError::Disconnected => CallFailure::Gone(format!("device {} disconnected before answering", handle.device_id)),
                 CallError::Link(why) => CallFailure::Gone(format!("device {}: {why}", handle.device_id)),
             }),
+            Target::Mcp { conn, .. } => match method {
+                "tools/call" => {
+                    let params = params.unwrap_or(Value::Null);
+                    let name = params["name"].as_str().unwrap_or_default();
+                    conn.call_tool(name, params["arguments"].clone(), timeout).await.map_err(|e| match e {
+                        McpFailure::Rpc { code, message, data } => {
+                            let rpc = json!({"code": code, "message": message, "data": data});
+                            CallFailure::Device { code: Some(code.into()), message, rpc }
+                        }
+                        McpFailure::Timeout(d) => CallFailure::Timeout(format!("the MCP server did not answer within {d:?}")),
+                        other => CallFailure::Gone(other.to_string()),
+                    })
+                }
+                _ => Ok(conn.server_info()),
+            },
             Target::Hub { client, device_id } => {
                 let req = json!({"op": "rpc", "device": device_id, "method": method, "params": params, "timeout_ms": timeout.as_millis() as u64});
                 client.call(req).await.map_err(|e| match e.kind.as_str() {
@@ -88,6 +110,32 @@ impl Target {
             }
         }
     }
+}
+
+/// Any MCP server: connect, list every tool, and describe it like a device.
+async fn open_url(url: &str, args: &DeviceArgs) -> anyhow::Result<(Target, Value)> {
+    let headers = parse_headers(&args.headers).map_err(|e| CodedError::new(Exit::Usage, e))?;
+    let mcp_error = |e: McpFailure| -> anyhow::Error {
+        let exit = match &e {
+            McpFailure::Auth(_) => Exit::Auth,
+            McpFailure::Timeout(_) => Exit::Timeout,
+            McpFailure::Rpc { .. } => Exit::ToolError,
+            McpFailure::Unreachable(_) => Exit::Unreachable,
+        };
+        CodedError::new(exit, e.to_string()).into()
+    };
+    let conn = McpConnection::connect(url, &headers, args.transport, args.timeout).await.map_err(mcp_error)?;
+    let tools = conn.list_all_tools(args.timeout).await.map_err(mcp_error)?;
+    let init = conn.server_info();
+    let info = json!({
+        "device_id": url,
+        "transport": "mcp",
+        "tools": tools,
+        "mcp_protocol_version": init["protocolVersion"],
+        "server_info": init["serverInfo"],
+        "capabilities": init["capabilities"],
+    });
+    Ok((Target::Mcp { conn, url: url.to_string() }, info))
 }
 
 async fn open_hub(args: &DeviceArgs, global: &GlobalArgs) -> anyhow::Result<(Target, Value)> {

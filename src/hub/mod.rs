@@ -4,7 +4,8 @@
 //! Two listeners:
 //! - the device listener (default `0.0.0.0:8000`): WebSocket `/xiaozhi/v1/`, OTA `/xiaozhi/ota/`,
 //!   the vision endpoint;
-//! - the host listener (default `127.0.0.1:8001`, loopback): the control API the CLI uses.
+//! - the host listener (default `127.0.0.1:8001`, loopback): the control API the CLI uses, and
+//!   the MCP endpoints for MCP hosts ([`crate::bridge`]).
 //!   It checks `Host` and `Origin`, so a web page cannot reach the devices through a browser.
 //!
 //! With `--mqtt`, devices also come through a broker ([`crate::mqtt::hub`]).
@@ -50,6 +51,8 @@ pub struct HubConfig {
     pub allowed_hosts: Vec<String>,
     pub allowed_origins: Vec<String>,
     pub aliases: HashMap<String, String>,
+    /// The MCP endpoints (`/mcp`, `/devices/<id>/mcp`, `/sse`).
+    pub bridge: crate::bridge::BridgeConfig,
     /// MQTT devices, through a broker (`serve --mqtt`); off when `None`.
     pub mqtt: Option<crate::mqtt::hub::MqttSettings>,
     /// How the OTA endpoint answers.
@@ -70,6 +73,7 @@ impl Default for HubConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             aliases: HashMap::new(),
+            bridge: crate::bridge::BridgeConfig::default(),
             mqtt: None,
             ota: ota::OtaSettings::default(),
         }
@@ -149,8 +153,9 @@ pub async fn start(config: HubConfig) -> anyhow::Result<RunningHub> {
     });
     let host_app = Router::new()
         .route(control::LINK_PATH, any(control::link))
-        .layer(middleware::from_fn_with_state(hub.clone(), guard_host_and_origin))
-        .with_state(hub.clone());
+        .with_state(hub.clone())
+        .merge(crate::bridge::http::router(hub.clone(), hub.config.bridge.clone()))
+        .layer(middleware::from_fn_with_state(hub.clone(), guard_host_and_origin));
     tokio::spawn(async move {
         if let Err(e) = axum::serve(host_listener, host_app).await {
             tracing::error!("host listener stopped: {e}");

@@ -7,6 +7,8 @@
 
 pub mod handle;
 pub mod hub_client;
+pub mod mcp_client;
+pub mod sse_client;
 pub mod mqtt;
 pub mod upgrade;
 pub mod websocket;

@@ -11,7 +11,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 use tracing::{debug, info, warn};
 
-use super::tools::{SimState, build_server};
+use super::tools::{SimState, build_server_with};
 
 /// What one virtual device needs to connect.
 #[derive(Debug, Clone)]
@@ -22,6 +22,7 @@ pub struct SimConfig {
     /// Sent as `Authorization: Bearer <token>` when not empty (a token with a space verbatim).
     pub token: Option<String>,
     pub extra_tools: usize,
+    pub profile: super::tools::Profile,
     /// The binary protocol version announced in `Protocol-Version` and the hello.
     pub protocol_version: u8,
     /// First reconnect delay; doubles up to `max_backoff`.
@@ -42,6 +43,7 @@ impl SimConfig {
             device_id,
             token: None,
             extra_tools: 0,
+            profile: super::tools::Profile::Stock,
             protocol_version: 1,
             min_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(30),
@@ -80,7 +82,7 @@ pub async fn run_device(mut cfg: SimConfig) {
 /// WebSocket: connect, serve, and on any disconnect reconnect after a backoff (reset once a
 /// server hello has been received).
 async fn run_websocket(cfg: SimConfig) {
-    let mut server = Some(build_server(&cfg.device_id, cfg.extra_tools));
+    let mut server = Some(build_server_with(cfg.profile, &cfg.device_id, cfg.extra_tools));
     let mut backoff = cfg.min_backoff;
     loop {
         let mut link = DeviceLink::new(server.take().expect("server is returned after each session"), Transport::WebSocket {

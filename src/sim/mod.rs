@@ -2,9 +2,10 @@
 //! client, optionally bootstrapped from an OTA endpoint like a stock device.
 
 pub mod client;
+pub mod conformance;
 pub mod mqtt;
 pub mod ota;
 pub mod tools;
 
 pub use client::{SimConfig, run_device};
-pub use tools::{SimState, build_server};
+pub use tools::{Profile, SimState, build_server, build_server_with};

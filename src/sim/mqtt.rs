@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use super::SimConfig;
-use super::tools::build_server;
+use super::tools::build_server_with;
 use crate::mqtt::conn::{self, BrokerUrl, ConnEvent};
 use crate::mqtt::topics;
 
@@ -36,7 +36,7 @@ impl MqttTarget {
 
 /// Serves until the task is dropped.
 pub async fn run_device(cfg: SimConfig, t: MqttTarget) {
-    let mut link = DeviceLink::new(build_server(&cfg.device_id, cfg.extra_tools), Transport::Mqtt);
+    let mut link = DeviceLink::new(build_server_with(cfg.profile, &cfg.device_id, cfg.extra_tools), Transport::Mqtt);
     let options = t.broker.options(&t.client_id, Duration::from_secs(u64::from(t.keepalive.max(5))), 1 << 20);
     let mut c = conn::connect(options, None);
     let client = c.client.clone();

@@ -24,8 +24,23 @@ impl SimState {
 const SET_VOLUME_DESCRIPTION: &str = "Set the volume of the audio speaker. If the current volume is unknown, you must call `self.get_device_status` tool first and then call this tool.";
 const STATUS_DESCRIPTION: &str = "Provides the real-time information of the device, including the current status of the audio speaker, screen, battery, network, etc.\nUse this tool for: \n1. Answering questions about current condition (e.g. what is the current volume of the audio speaker?)\n2. As the first step to control the device (e.g. turn up / down the volume of the audio speaker, etc.)";
 
+/// Which tools a virtual device offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Profile {
+    /// The stock xiaozhi common and user-only tools.
+    #[default]
+    Stock,
+    /// The stock tools plus the MCP conformance suite's fixture tools.
+    Conformance,
+}
+
 /// A virtual device's MCP server: the stock tools, then `extra_tools` generated ones.
 pub fn build_server(device_id: &str, extra_tools: usize) -> McpServer<SimState> {
+    build_server_with(Profile::Stock, device_id, extra_tools)
+}
+
+/// Like [`build_server`], with the tools of `profile`.
+pub fn build_server_with(profile: Profile, device_id: &str, extra_tools: usize) -> McpServer<SimState> {
     let mut server = McpServer::new("mcpdev-sim", env!("CARGO_PKG_VERSION"), SimState::new(device_id));
     let tools = [
         Tool::new("self.get_device_status", STATUS_DESCRIPTION, device_status),
@@ -43,7 +58,8 @@ pub fn build_server(device_id: &str, extra_tools: usize) -> McpServer<SimState> 
         .user_only(),
         Tool::new("self.reboot", "Reboot the system.", reboot).user_only(),
     ];
-    for tool in tools.into_iter().chain((1..=extra_tools).map(extra_tool)) {
+    let fixtures = if profile == Profile::Conformance { super::conformance::tools() } else { Vec::new() };
+    for tool in tools.into_iter().chain(fixtures).chain((1..=extra_tools).map(extra_tool)) {
         server.add_tool(tool).expect("the simulator's tools are valid");
     }
     server
@@ -72,19 +88,19 @@ fn device_status(s: &mut SimState, _: &mut Call<'_>) -> Result<ToolOutput, ToolE
 }
 
 fn set_volume(s: &mut SimState, call: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
-    let new = call.args.int("volume")?;
-    let old = std::mem::replace(&mut s.volume, new);
-    if old != new {
-        call.outbox.state_changed("audio_speaker.volume", old.into(), new.into());
-    }
-    Ok(true.into())
+    set_level(&mut s.volume, call, "volume", "audio_speaker.volume")
 }
 
 fn set_brightness(s: &mut SimState, call: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
-    let new = call.args.int("brightness")?;
-    let old = std::mem::replace(&mut s.brightness, new);
+    set_level(&mut s.brightness, call, "brightness", "screen.brightness")
+}
+
+/// Sets a 0..100 level from the argument `arg`; a change emits `notifications/state_changed`.
+fn set_level(slot: &mut i64, call: &mut Call<'_>, arg: &str, what: &str) -> Result<ToolOutput, ToolError> {
+    let new = call.args.int(arg)?;
+    let old = std::mem::replace(slot, new);
     if old != new {
-        call.outbox.state_changed("screen.brightness", old.into(), new.into());
+        call.outbox.state_changed(what, old.into(), new.into());
     }
     Ok(true.into())
 }

@@ -254,22 +254,24 @@ impl<S> McpServer<S> {
                 .position(|t| t.name == cursor)
                 .ok_or_else(|| RpcError::new(INVALID_PARAMS, format!("Invalid cursor: {cursor}")))?
         };
-        let visible: Vec<&Tool<S>> = self.tools[first..].iter().filter(|t| with_user || !t.user_only).collect();
+        // Walked lazily (not collected): the page's heap must not grow with the number of tools.
+        let mut visible = self.tools[first..].iter().filter(|t| with_user || !t.user_only).peekable();
 
         out.push_str("\"result\":");
         let page_start = out.len();
-        out.reserve(self.page_limit.min(visible.len() * 512) + 16);
+        out.reserve(self.page_limit.min((self.tools.len() - first) * 512) + 16);
         out.push_str(PAGE_OPEN);
         let mut scratch = String::new();
         let mut next = None;
-        for (i, tool) in visible.iter().enumerate() {
+        let mut first_on_page = true;
+        while let Some(tool) = visible.next() {
             scratch.clear();
             tool.push_json(&mut scratch);
-            let separator = usize::from(i > 0);
-            let cursor_room = visible.get(i + 1).map_or(0, |n| NEXT_CURSOR_KEY.len() + str_literal_len(&n.name));
+            let separator = usize::from(!first_on_page);
+            let cursor_room = visible.peek().map_or(0, |n| NEXT_CURSOR_KEY.len() + str_literal_len(&n.name));
             let used = out.len() - page_start;
             if used + separator + scratch.len() + PAGE_CLOSE.len() + cursor_room > self.page_limit {
-                if i == 0 {
+                if first_on_page {
                     return Err(RpcError::new(
                         INTERNAL_ERROR,
                         format!("Failed to add tool {} because of payload size limit", tool.name),
@@ -278,10 +280,11 @@ impl<S> McpServer<S> {
                 next = Some(&tool.name);
                 break;
             }
-            if separator == 1 {
+            if !first_on_page {
                 out.push(',');
             }
             out.push_str(&scratch);
+            first_on_page = false;
         }
         out.push(']');
         if let Some(name) = next {

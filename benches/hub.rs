@@ -1,0 +1,608 @@
+//! The hub under load, measured end to end on 127.0.0.1 with the release binary.
+//!
+//! Run: `cargo bench --bench hub` (every scenario, about a minute), or one of them with
+//! `cargo bench --bench hub -- onboard|call|relay`. Not a timed test: it prints a table with each
+//! figure, its target and whether it was met, and exits 0 either way (it exits 1 only if a
+//! scenario could not run at all). Figures and their discussion: `benches/README.md`.
+//!
+//! 1. `onboard`: `mcpdev serve` in one process, `mcpdev sim --count 2000` in another. The hub's
+//!    VmRSS before the devices start and once all are onboarded gives the memory per device; the
+//!    time from spawning the simulator until the hub has broadcast `ready` for every device
+//!    (watched on the control API) is the onboarding time.
+//! 2. `call`: wall time of `mcpdev call self.audio_speaker.set_volume volume=N -d DEVICE`, from
+//!    spawning the process until it has exited, against a hub with one virtual device.
+//! 3. `relay`: a `tools/call` round trip through the hub (`HubClient`, op `rpc`) against the same
+//!    call sent straight to a virtual device over its own WebSocket (no hub), in interleaved
+//!    blocks. For attribution it also times the hub's own link alone (`DeviceHandle::request`
+//!    on an in-process hub, no control API hop).
+//!
+//! Every wait has a deadline, and every child process is killed when its handle is dropped (and
+//! by the kernel if this process dies: `PR_SET_PDEATHSIG`).
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail, ensure};
+use futures_util::{SinkExt, StreamExt};
+use mcpdev::hub::{self, HubConfig};
+use mcpdev::links::hub_client::HubClient;
+use mcpdev::sim::{SimConfig, run_device};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::net::TcpListener;
+use tokio::process::{Child, ChildStdout, Command};
+use tokio::time::timeout;
+use tokio_tungstenite::tungstenite::Message;
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcpdev");
+
+/// Scenario 1: devices connected at once, and how long they may take to onboard.
+const DEVICES: usize = 2_000;
+const ONBOARD_DEADLINE: Duration = Duration::from_secs(60);
+/// First Device-Id of the simulated fleet (the others count up from it).
+const FLEET_FIRST_ID: &str = "02:00:00:01:00:00";
+/// Scenario 2: `mcpdev call` runs (after a few untimed ones).
+const CALL_WARMUP: usize = 5;
+const CALL_RUNS: usize = 50;
+/// Scenario 3: sequential round trips per path, after a warm-up, in interleaved blocks.
+const RTT_WARMUP: usize = 300;
+const RTT_SAMPLES: usize = 2_000;
+const RTT_BLOCK: usize = 100;
+
+/// The device the single-device scenarios talk to, and the one answering bare round trips.
+const DEVICE: &str = "02:00:00:00:00:01";
+const BARE_DEVICE: &str = "02:00:00:00:00:02";
+const LINK_DEVICE: &str = "02:00:00:00:00:03";
+/// Generous: a wait that reaches it is a failure, not a figure.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+// Targets.
+const KB_PER_DEVICE_TARGET: f64 = 25.0;
+const ONBOARD_TARGET: Duration = Duration::from_secs(3);
+const CALL_MEDIAN_TARGET: Duration = Duration::from_millis(15);
+const RELAY_RATIO_TARGET: f64 = 1.5;
+
+struct Row {
+    scenario: &'static str,
+    measure: String,
+    result: String,
+    target: &'static str,
+    /// `None`: informational.
+    met: Option<bool>,
+}
+
+impl Row {
+    fn new(scenario: &'static str, measure: impl Into<String>, result: impl Into<String>) -> Self {
+        Self { scenario, measure: measure.into(), result: result.into(), target: "", met: None }
+    }
+
+    fn target(mut self, target: &'static str, met: bool) -> Self {
+        self.target = target;
+        self.met = Some(met);
+        self
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    // `cargo bench` passes `--bench`; any other word selects scenarios by name.
+    let filters: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let want = |name: &str| filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str()));
+    let fds = raise_fd_limit();
+    let scratch = Scratch::new()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    println!("hub benchmark: {}", machine());
+    println!("binary: {BIN}; open-file limit {fds}\n");
+
+    let mut rows = Vec::new();
+    runtime.block_on(async {
+        if want("onboard") {
+            // HUB_BENCH_DEVICES=N tries another fleet size (the targets are for 2,000).
+            let n = std::env::var("HUB_BENCH_DEVICES").ok().and_then(|n| n.parse().ok()).unwrap_or(DEVICES);
+            rows.extend(onboard(&scratch, n).await.context("scenario 1 (2,000 devices)")?);
+        }
+        if want("call") || want("relay") {
+            let hub = HubProcess::start(&scratch).await?;
+            let _device = Task(tokio::spawn(run_device(SimConfig::new(&hub.device_url, DEVICE))));
+            let client = HubClient::connect(&hub.host_url).await?;
+            let wait = json!({"op": "device", "device": DEVICE, "wait_ms": DEADLINE.as_millis() as u64});
+            timeout(DEADLINE, client.call(wait)).await?.map_err(|e| anyhow::anyhow!("{e}")).context("the virtual device did not onboard")?;
+            if want("call") {
+                rows.extend(call_wall_time(&scratch, &hub).await.context("scenario 2 (mcpdev call)")?);
+            }
+            if want("relay") {
+                rows.extend(relay_vs_bare(&client).await.context("scenario 3 (relay vs bare)")?);
+            }
+        }
+        anyhow::Ok(())
+    })?;
+    drop(runtime);
+    print_table(&rows);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenario 1: 2,000 devices.
+
+async fn onboard(scratch: &Scratch, n: usize) -> anyhow::Result<Vec<Row>> {
+    let hub = HubProcess::start(scratch).await?;
+    let client = HubClient::connect(&hub.host_url).await?;
+    let mut events = watch(&hub.host_url).await?;
+    // Let the hub settle with its control connections open: they are not per-device memory.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let rss_before = proc_kb(hub.pid, "VmRSS")?;
+    let cpu_before = cpu_time(hub.pid)?;
+
+    let start = Instant::now();
+    let count = n.to_string();
+    let sim = scratch
+        .command(&["sim", "--quiet", "--url", &hub.device_url, "--count", &count, "--device-id", FLEET_FIRST_ID], true)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("starting mcpdev sim")?;
+    let sim_pid = sim.id().context("sim pid")?;
+    let _sim = sim;
+
+    let (mut connected, mut ready) = (HashSet::new(), HashSet::new());
+    let (mut first, mut half, mut all) = (None, None, None);
+    let mut lagged = false;
+    let deadline = tokio::time::Instant::from_std(start + ONBOARD_DEADLINE);
+    while all.is_none() {
+        let msg = match tokio::time::timeout_at(deadline, events.next()).await {
+            Err(_) => break,
+            Ok(Some(Ok(Message::Text(t)))) => t,
+            Ok(Some(Ok(_))) => continue,
+            Ok(None | Some(Err(_))) => bail!("the hub closed the watch connection"),
+        };
+        let v: Value = serde_json::from_str(&msg)?;
+        let ev = &v["event"];
+        let id = ev["device_id"].as_str().unwrap_or_default().to_string();
+        match ev["event"].as_str() {
+            Some("connected") => {
+                connected.insert(id);
+            }
+            Some("ready") => {
+                ready.insert(id);
+                let t = start.elapsed();
+                first.get_or_insert(t);
+                if ready.len() * 2 >= n {
+                    half.get_or_insert(t);
+                }
+                if ready.len() >= n {
+                    all = Some(t);
+                }
+            }
+            Some("lagged") => {
+                // The hub dropped events for this watcher: count from the device list instead.
+                lagged = true;
+                break;
+            }
+            _ => {}
+        }
+    }
+    if all.is_none() && lagged {
+        while all.is_none() && Instant::now() < start + ONBOARD_DEADLINE {
+            if ready_count(&client).await? >= n {
+                all = Some(start.elapsed());
+            } else {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    // RSS once the fleet is idle (every device onboarded, nothing in flight).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let rss_after = proc_kb(hub.pid, "VmRSS")?;
+    let hwm = proc_kb(hub.pid, "VmHWM")?;
+    let cpu = cpu_time(hub.pid)? - cpu_before;
+    let sim_rss = proc_kb(sim_pid, "VmRSS")?;
+    let sim_cpu = cpu_time(sim_pid)?;
+    let listed = ready_count(&client).await?;
+
+    let kb_per_device = (rss_after.saturating_sub(rss_before)) as f64 / n as f64;
+    let mut rows = vec![
+        Row::new("2,000 devices", "hub VmRSS before → after (peak)", format!("{} → {} ({}) MB", mb(rss_before), mb(rss_after), mb(hwm))),
+        Row::new("2,000 devices", "hub memory per device", format!("{kb_per_device:.1} KB"))
+            .target("≤ 25 KB", kb_per_device <= KB_PER_DEVICE_TARGET),
+    ];
+    let onboarded = match all {
+        Some(t) => Row::new("2,000 devices", "all onboarded (from spawning the simulator)", secs(t))
+            .target("≤ 3 s", t <= ONBOARD_TARGET && listed >= n),
+        None => Row::new(
+            "2,000 devices",
+            "all onboarded (from spawning the simulator)",
+            format!("only {} ready, {} connected after {}", ready.len(), connected.len(), secs(ONBOARD_DEADLINE)),
+        )
+        .target("≤ 3 s", false),
+    };
+    rows.push(onboarded);
+    rows.push(Row::new(
+        "2,000 devices",
+        "first / half ready",
+        format!("{} / {}", first.map_or("-".into(), ms), half.map_or("-".into(), ms)),
+    ));
+    rows.push(Row::new(
+        "2,000 devices",
+        "CPU while onboarding: hub / simulator",
+        format!("{} / {} ({:.0} / {:.0} µs per device)", secs(cpu), secs(sim_cpu), micros(cpu) / n as f64, micros(sim_cpu) / n as f64),
+    ));
+    rows.push(Row::new("2,000 devices", "simulator VmRSS per device", format!("{:.1} KB", sim_rss as f64 / n as f64)));
+    rows.push(Row::new("2,000 devices", "devices op: phase ready", format!("{listed} of {n}{}", if lagged { " (events lagged)" } else { "" })));
+    Ok(rows)
+}
+
+/// A raw control connection watching every device's events (no client-side buffer that could drop
+/// some, unlike `HubClient::watch`).
+async fn watch(host_url: &str) -> anyhow::Result<impl futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>>> {
+    let url = format!("{}/api/v1/link", host_url.replacen("http://", "ws://", 1));
+    let (mut ws, _) = timeout(DEADLINE, tokio_tungstenite::connect_async(&url)).await??;
+    ws.send(Message::text(json!({"id": 1, "op": "watch", "device": null, "traffic": false}).to_string())).await?;
+    let first = timeout(DEADLINE, ws.next()).await?.context("watch refused")??;
+    let v: Value = serde_json::from_str(first.to_text()?)?;
+    ensure!(v.get("ok").is_some(), "watch refused: {v}");
+    Ok(ws)
+}
+
+async fn ready_count(client: &HubClient) -> anyhow::Result<usize> {
+    let list = timeout(DEADLINE, client.call(json!({"op": "devices"}))).await?.map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(list.as_array().map_or(0, |a| a.iter().filter(|d| d["phase"] == "ready").count()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenario 2: `mcpdev call` wall time.
+
+async fn call_wall_time(scratch: &Scratch, hub: &HubProcess) -> anyhow::Result<Vec<Row>> {
+    let mut samples = Vec::with_capacity(CALL_RUNS);
+    for i in 0..CALL_WARMUP + CALL_RUNS {
+        let volume = format!("volume={}", i % 101);
+        let mut cmd = scratch.command(&["call", "self.audio_speaker.set_volume", &volume, "-d", DEVICE], false);
+        cmd.env("MCPDEV_HUB", &hub.host_url).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let start = Instant::now();
+        let out = timeout(DEADLINE, cmd.output()).await.context("mcpdev call hung")??;
+        let elapsed = start.elapsed();
+        ensure!(
+            out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "true",
+            "mcpdev call failed ({}): {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if i >= CALL_WARMUP {
+            samples.push(elapsed);
+        }
+    }
+    let s = Stats::of(samples);
+    Ok(vec![
+        Row::new("mcpdev call", format!("wall time, median ({CALL_RUNS} runs)"), ms(s.median))
+            .target("≤ 15 ms", s.median <= CALL_MEDIAN_TARGET),
+        Row::new("mcpdev call", "wall time, p90 / min / max", format!("{} / {} / {}", ms(s.p90), ms(s.min), ms(s.max))),
+    ])
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenario 3: relay vs bare round trip.
+
+fn set_volume_params() -> Value {
+    // The same volume every time: no `state_changed` notification follows the reply.
+    json!({"name": "self.audio_speaker.set_volume", "arguments": {"volume": 50}})
+}
+
+async fn relay_vs_bare(client: &HubClient) -> anyhow::Result<Vec<Row>> {
+    let mut bare = BareDevice::start(BARE_DEVICE).await?;
+    let relay_call = || async {
+        let req = json!({"op": "rpc", "device": DEVICE, "method": "tools/call", "params": set_volume_params(), "timeout_ms": 10_000});
+        let result = timeout(DEADLINE, client.call(req)).await.context("relay call hung")?.map_err(|e| anyhow::anyhow!("{e}"))?;
+        ensure!(result["isError"] == false, "relay call failed: {result}");
+        anyhow::Ok(())
+    };
+    // The hub's own link alone: an in-process hub, a device on it, `DeviceHandle::request`.
+    let local = hub::start(HubConfig {
+        device_addr: "127.0.0.1:0".parse()?,
+        host_addr: "127.0.0.1:0".parse()?,
+        ..HubConfig::default()
+    })
+    .await?;
+    let _link_device = Task(tokio::spawn(run_device(SimConfig::new(format!("ws://{}/xiaozhi/v1/", local.device_addr), LINK_DEVICE))));
+    let (handle, _) = local.hub.registry.wait_ready(Some(LINK_DEVICE), DEADLINE).await?;
+    let link_call = || async {
+        let result = handle.request("tools/call", Some(set_volume_params()), DEADLINE).await?;
+        ensure!(result["isError"] == false, "link call failed: {result}");
+        anyhow::Ok(())
+    };
+
+    for _ in 0..RTT_WARMUP {
+        bare.call().await?;
+        relay_call().await?;
+        link_call().await?;
+    }
+    let (mut b, mut r, mut l) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..RTT_SAMPLES / RTT_BLOCK {
+        for _ in 0..RTT_BLOCK {
+            let t = Instant::now();
+            bare.call().await?;
+            b.push(t.elapsed());
+        }
+        for _ in 0..RTT_BLOCK {
+            let t = Instant::now();
+            relay_call().await?;
+            r.push(t.elapsed());
+        }
+        for _ in 0..RTT_BLOCK {
+            let t = Instant::now();
+            link_call().await?;
+            l.push(t.elapsed());
+        }
+    }
+    let (b, r, l) = (Stats::of(b), Stats::of(r), Stats::of(l));
+    let ratio = r.median.as_secs_f64() / b.median.as_secs_f64();
+    let ratio99 = r.p99.as_secs_f64() / b.p99.as_secs_f64();
+    let n = RTT_SAMPLES;
+    Ok(vec![
+        Row::new("relay vs bare", format!("bare WebSocket, median / p99 ({n} calls)"), format!("{} / {}", us(b.median), us(b.p99))),
+        Row::new("relay vs bare", format!("through the hub (rpc), median / p99 ({n} calls)"), format!("{} / {}", us(r.median), us(r.p99))),
+        Row::new("relay vs bare", "relay / bare, median", format!("{ratio:.2}×")).target("≤ 1.5×", ratio <= RELAY_RATIO_TARGET),
+        Row::new("relay vs bare", "relay / bare, p99", format!("{ratio99:.2}×")),
+        Row::new("relay vs bare", format!("hub link alone (DeviceHandle::request), median / p99"), format!("{} / {}", us(l.median), us(l.p99))),
+    ])
+}
+
+/// A virtual device (`run_device`) accepted by a bare WebSocket server: hello answered, then
+/// `tools/call` envelopes sent straight to it.
+struct BareDevice {
+    ws: tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>,
+    next_id: u64,
+    _device: Task,
+}
+
+impl BareDevice {
+    const SESSION: &str = "bench-bare";
+
+    async fn start(device_id: &str) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("ws://{}/xiaozhi/v1/", listener.local_addr()?);
+        let device = Task(tokio::spawn(run_device(SimConfig::new(url, device_id))));
+        let (stream, _) = timeout(DEADLINE, listener.accept()).await??;
+        // The hub's own socket settings: same buffers, Nagle left as it is.
+        let ws = timeout(DEADLINE, tokio_tungstenite::accept_async_with_config(stream, Some(mcpdev::links::upgrade::ws_config()))).await??;
+        let mut bare = Self { ws, next_id: 1, _device: device };
+        let hello = bare.recv().await?;
+        ensure!(hello["type"] == "hello", "expected the device's hello, got {hello}");
+        bare.ws.send(Message::text(mcpdev::links::websocket::server_hello(Self::SESSION))).await?;
+        let init = json!({"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}});
+        bare.request("initialize", init).await?;
+        Ok(bare)
+    }
+
+    async fn recv(&mut self) -> anyhow::Result<Value> {
+        loop {
+            match timeout(DEADLINE, self.ws.next()).await?.context("device closed")?? {
+                Message::Text(t) => return Ok(serde_json::from_str(&t)?),
+                Message::Close(_) => bail!("device closed"),
+                _ => {}
+            }
+        }
+    }
+
+    /// One request; the reply's `result` (notifications in between are skipped).
+    async fn request(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let envelope = json!({"session_id": Self::SESSION, "type": "mcp", "payload": {"jsonrpc": "2.0", "id": id, "method": method, "params": params}});
+        self.ws.send(Message::text(envelope.to_string())).await?;
+        loop {
+            let mut v = self.recv().await?;
+            if v["type"] == "mcp" && v["payload"]["id"] == id {
+                return Ok(v["payload"]["result"].take());
+            }
+        }
+    }
+
+    async fn call(&mut self) -> anyhow::Result<()> {
+        let result = self.request("tools/call", set_volume_params()).await?;
+        ensure!(result["isError"] == false, "bare call failed: {result}");
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes, tasks, /proc.
+
+/// A spawned task, aborted when dropped (virtual devices reconnect forever otherwise).
+struct Task(tokio::task::JoinHandle<()>);
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A working directory and config home for the children, so no `mcpdev.toml` of the user's
+/// changes what is measured. Removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> anyhow::Result<Self> {
+        let dir = std::env::temp_dir().join(format!("mcpdev-hub-bench-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("config"))?;
+        Ok(Self(dir))
+    }
+
+    /// `mcpdev ARGS` with a clean environment, killed when its handle is dropped; `tied` also
+    /// has the kernel kill it if this process dies (for the long-running hub and simulator).
+    fn command(&self, args: &[&str], tied: bool) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
+            .current_dir(&self.0)
+            .env("XDG_CONFIG_HOME", self.0.join("config"))
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        for (key, _) in std::env::vars_os() {
+            if key.to_str().is_some_and(|k| k.starts_with("MCPDEV_") || k == "RUST_LOG") {
+                cmd.env_remove(key);
+            }
+        }
+        if tied {
+            // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+        }
+        cmd
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `mcpdev serve --json` on ephemeral loopback ports.
+struct HubProcess {
+    _child: Child,
+    _stdout: tokio::io::Lines<BufReader<ChildStdout>>,
+    pid: u32,
+    device_url: String,
+    host_url: String,
+}
+
+impl HubProcess {
+    async fn start(scratch: &Scratch) -> anyhow::Result<Self> {
+        let args = ["serve", "--json", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0"];
+        let mut child = scratch.command(&args, true).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().context("starting mcpdev serve")?;
+        let pid = child.id().context("hub pid")?;
+        let mut stdout = BufReader::new(child.stdout.take().context("hub stdout")?).lines();
+        let line = timeout(DEADLINE, stdout.next_line()).await.context("the hub did not start in time")??.context("the hub exited")?;
+        let v: Value = serde_json::from_str(&line).with_context(|| format!("hub said {line:?}"))?;
+        let url = |key: &str| v[key].as_str().map(str::to_string).with_context(|| format!("no {key} in {line}"));
+        Ok(Self { device_url: url("devices")?, host_url: url("host")?, _child: child, _stdout: stdout, pid })
+    }
+}
+
+/// A `/proc/PID/status` field in KB (`VmRSS`, `VmHWM`).
+fn proc_kb(pid: u32, field: &str) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status.lines().find(|l| l.starts_with(&format!("{field}:"))).with_context(|| format!("no {field} for {pid}"))?;
+    Ok(line.split_whitespace().nth(1).context("malformed status line")?.parse()?)
+}
+
+/// User + system CPU time of a process so far.
+fn cpu_time(pid: u32) -> anyhow::Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the command name (which may contain spaces): state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(')').context("malformed stat")?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Ok(Duration::from_secs_f64(ticks as f64 / hz as f64))
+}
+
+/// Raises the soft open-file limit to the hard one: 2,000 devices are 2,000 sockets on each side.
+/// Children inherit it. Returns the limit in force.
+fn raise_fd_limit() -> u64 {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: plain syscalls on a local struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return 0;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                lim = raised;
+            }
+        }
+    }
+    if lim.rlim_cur < (2 * DEVICES + 200) as u64 {
+        eprintln!("warning: only {} open files allowed; 2,000 devices need about 4,200 (raise the hard limit: ulimit -Hn)", lim.rlim_cur);
+    }
+    lim.rlim_cur
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| c.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, m)| m.trim().to_string()))
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mem_gb = proc_meminfo_kb("MemTotal").map_or(0.0, |kb| kb as f64 / 1024.0 / 1024.0);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!("{cores} × {cpu}, {mem_gb:.0} GB, Linux {}", kernel.trim())
+}
+
+fn proc_meminfo_kb(field: &str) -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    info.lines().find(|l| l.starts_with(field))?.split_whitespace().nth(1)?.parse().ok()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Figures.
+
+struct Stats {
+    min: Duration,
+    median: Duration,
+    p90: Duration,
+    p99: Duration,
+    max: Duration,
+}
+
+impl Stats {
+    fn of(mut samples: Vec<Duration>) -> Self {
+        samples.sort_unstable();
+        // Nearest rank.
+        let q = |p: f64| samples[((p * samples.len() as f64).ceil() as usize).clamp(1, samples.len()) - 1];
+        Self { min: samples[0], median: q(0.5), p90: q(0.9), p99: q(0.99), max: samples[samples.len() - 1] }
+    }
+}
+
+fn mb(kb: u64) -> String {
+    format!("{:.1}", kb as f64 / 1024.0)
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.2} s", d.as_secs_f64())
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.0} µs", micros(d))
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn print_table(rows: &[Row]) {
+    let header = ["scenario", "measure", "result", "target", ""];
+    let cells: Vec<[String; 5]> = rows
+        .iter()
+        .map(|r| {
+            let status = match r.met {
+                Some(true) => "met",
+                Some(false) => "MISSED",
+                None => "",
+            };
+            [r.scenario.to_string(), r.measure.clone(), r.result.clone(), r.target.to_string(), status.to_string()]
+        })
+        .collect();
+    let width = |i: usize| cells.iter().map(|c| c[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..5).map(width).collect();
+    let line = |c: &[&str]| {
+        let padded: Vec<String> = c.iter().zip(&widths).map(|(s, w)| format!("{s:<w$}")).collect();
+        println!("| {} |", padded.join(" | "));
+    };
+    line(&header);
+    println!("|{}|", widths.iter().map(|w| "-".repeat(w + 2)).collect::<Vec<_>>().join("|"));
+    for c in &cells {
+        line(&c.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+}

@@ -1,0 +1,92 @@
+//! The legacy HTTP+SSE transport (2024-11-05), which rmcp no longer provides: `GET …/sse` opens
+//! the stream and sends an `endpoint` event; the client POSTs each message to that URL with its
+//! session id; every reply and notification comes back on the stream. Each session runs the same
+//! rmcp handler as Streamable HTTP, over channels.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{Response, StatusCode, header};
+use futures_util::StreamExt;
+use rmcp::ServiceExt;
+use rmcp::model::ClientJsonRpcMessage;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_util::sync::PollSender;
+
+use super::Bridge;
+use crate::links::upgrade::plain;
+
+/// The open SSE sessions: session id -> where its POSTed messages go.
+#[derive(Default)]
+pub struct SseSessions {
+    inbound: Mutex<HashMap<String, mpsc::Sender<ClientJsonRpcMessage>>>,
+}
+
+/// Drops a session from the table when its stream ends.
+struct Unregister(Arc<SseSessions>, String);
+
+impl Drop for Unregister {
+    fn drop(&mut self) {
+        self.0.inbound.lock().expect("lock").remove(&self.1);
+    }
+}
+
+/// `GET …/sse`: starts a session; `messages_path` is where the client must POST.
+pub fn open(sessions: &Arc<SseSessions>, bridge: Bridge, messages_path: &str) -> Response<Body> {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let (in_tx, in_rx) = mpsc::channel::<ClientJsonRpcMessage>(64);
+    let (out_tx, out_rx) = mpsc::channel(64);
+    sessions.inbound.lock().expect("lock").insert(id.clone(), in_tx);
+    tokio::spawn(async move {
+        match bridge.serve((PollSender::new(out_tx), ReceiverStream::new(in_rx))).await {
+            Ok(running) => {
+                let _ = running.waiting().await;
+            }
+            Err(e) => tracing::debug!("SSE session ended before initialize: {e}"),
+        }
+    });
+    let endpoint = format!("event: endpoint\ndata: {messages_path}?sessionId={id}\n\n");
+    let guard = Unregister(sessions.clone(), id);
+    let messages = ReceiverStream::new(out_rx).map(|msg| {
+        let json = serde_json::to_string(&msg).unwrap_or_default();
+        Ok::<_, Infallible>(Bytes::from(format!("event: message\ndata: {json}\n\n")))
+    });
+    let keepalive = tokio_stream::StreamExt::map(
+        tokio_stream::wrappers::IntervalStream::new(tokio::time::interval(Duration::from_secs(15))),
+        |_| Ok::<_, Infallible>(Bytes::from_static(b": keepalive\n\n")),
+    )
+    .skip(1);
+    let body = futures_util::stream::iter([Ok::<_, Infallible>(Bytes::from(endpoint))])
+        .chain(futures_util::stream::select(messages, keepalive))
+        .map(move |chunk| {
+            let _ = &guard;
+            chunk
+        });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(body))
+        .expect("static response")
+}
+
+/// `POST …/messages?sessionId=…`: hands one message to its session; the answer goes on the stream.
+pub async fn post(sessions: &SseSessions, session_id: Option<&str>, body: &[u8]) -> Response<Body> {
+    let Some(id) = session_id else {
+        return plain(StatusCode::BAD_REQUEST, "missing sessionId: POST to the URL of the endpoint event");
+    };
+    let Some(tx) = sessions.inbound.lock().expect("lock").get(id).cloned() else {
+        return plain(StatusCode::NOT_FOUND, "no such SSE session (it ended); open a new one with GET …/sse");
+    };
+    let msg: ClientJsonRpcMessage = match serde_json::from_slice(body) {
+        Ok(m) => m,
+        Err(e) => return plain(StatusCode::BAD_REQUEST, &format!("not a JSON-RPC message: {e}")),
+    };
+    if tx.send(msg).await.is_err() {
+        return plain(StatusCode::NOT_FOUND, "the SSE session has ended");
+    }
+    Response::builder().status(StatusCode::ACCEPTED).body(Body::from("Accepted")).expect("static response")
+}

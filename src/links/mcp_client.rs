@@ -1,0 +1,129 @@
+//! The CLI as a client of any MCP server (`--url`): Streamable HTTP through rmcp, or the legacy
+//! HTTP+SSE transport (which rmcp no longer has) through [`sse_client`](super::sse_client).
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, PaginatedRequestParams};
+use rmcp::service::{RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::Value;
+
+/// Which transport to use for `--url`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum McpTransport {
+    /// SSE when the URL path ends in `/sse`, else Streamable HTTP.
+    Auto,
+    Http,
+    Sse,
+}
+
+/// Why talking to an MCP server failed, in the terms the exit codes use.
+#[derive(Debug, thiserror::Error)]
+pub enum McpFailure {
+    #[error("{0}")]
+    Auth(String),
+    #[error("{0}")]
+    Unreachable(String),
+    #[error("the server answered with an error ({code}): {message}")]
+    Rpc { code: i32, message: String, data: Option<Value> },
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+}
+
+pub struct McpConnection {
+    client: RunningService<RoleClient, ClientConfig>,
+}
+
+fn client_info() -> ClientConfig {
+    ClientConfig::new(ClientCapabilities::default(), Implementation::new("mcpdev", env!("CARGO_PKG_VERSION")))
+}
+
+/// `Name: value` pairs from `--header`.
+pub fn parse_headers(headers: &[String]) -> Result<HashMap<String, String>, String> {
+    headers
+        .iter()
+        .map(|h| {
+            h.split_once(':')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .filter(|(k, _)| !k.is_empty())
+                .ok_or_else(|| format!("--header {h:?} is not `Name: value`"))
+        })
+        .collect()
+}
+
+fn failure(url: &str, e: impl std::fmt::Display) -> McpFailure {
+    let text = e.to_string();
+    if text.contains("401") || text.contains("403") || text.to_ascii_lowercase().contains("unauthorized") || text.contains("Forbidden") {
+        McpFailure::Auth(format!("{url} refused the credentials: {text} (--header 'Authorization: Bearer …')"))
+    } else {
+        McpFailure::Unreachable(format!("cannot reach the MCP server at {url}: {text}"))
+    }
+}
+
+impl McpConnection {
+    pub async fn connect(url: &str, headers: &HashMap<String, String>, transport: McpTransport, timeout: Duration) -> Result<Self, McpFailure> {
+        let sse = match transport {
+            McpTransport::Sse => true,
+            McpTransport::Http => false,
+            McpTransport::Auto => url.split(['?', '#']).next().unwrap_or(url).trim_end_matches('/').ends_with("/sse"),
+        };
+        let connecting = async {
+            if sse {
+                let t = super::sse_client::connect(url, headers).await.map_err(|e| failure(url, e))?;
+                client_info().serve(t).await.map_err(|e| failure(url, e))
+            } else {
+                let mut custom = HashMap::new();
+                for (k, v) in headers {
+                    let name = reqwest::header::HeaderName::from_bytes(k.as_bytes()).map_err(|e| McpFailure::Unreachable(format!("header {k:?}: {e}")))?;
+                    let value = reqwest::header::HeaderValue::from_str(v).map_err(|e| McpFailure::Unreachable(format!("header {k:?}: {e}")))?;
+                    custom.insert(name, value);
+                }
+                let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
+                client_info().serve(StreamableHttpClientTransport::from_config(config)).await.map_err(|e| failure(url, e))
+            }
+        };
+        let client = tokio::time::timeout(timeout, connecting).await.map_err(|_| McpFailure::Timeout(timeout))??;
+        Ok(Self { client })
+    }
+
+    /// The server's initialize result (protocol version, capabilities, serverInfo).
+    pub fn server_info(&self) -> Value {
+        self.client.peer_info().map(|i| serde_json::to_value(&*i).unwrap_or(Value::Null)).unwrap_or(Value::Null)
+    }
+
+    /// Every tool, following `nextCursor`; a cursor seen before ends the loop.
+    pub async fn list_all_tools(&self, timeout: Duration) -> Result<Vec<Value>, McpFailure> {
+        let mut tools = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let params = cursor.clone().map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            let page = tokio::time::timeout(timeout, self.client.list_tools(params)).await.map_err(|_| McpFailure::Timeout(timeout))?.map_err(service_failure)?;
+            tools.extend(page.tools.iter().filter_map(|t| serde_json::to_value(t).ok()));
+            match page.next_cursor.filter(|c| !c.is_empty()) {
+                Some(next) if seen.insert(next.clone()) && seen.len() < 1000 => cursor = Some(next),
+                _ => return Ok(tools),
+            }
+        }
+    }
+
+    pub async fn call_tool(&self, name: &str, arguments: Value, timeout: Duration) -> Result<Value, McpFailure> {
+        let mut params = CallToolRequestParams::new(name.to_string());
+        if let Value::Object(map) = arguments {
+            params = params.with_arguments(map);
+        }
+        let result = tokio::time::timeout(timeout, self.client.call_tool(params)).await.map_err(|_| McpFailure::Timeout(timeout))?.map_err(service_failure)?;
+        Ok(serde_json::to_value(result).unwrap_or(Value::Null))
+    }
+}
+
+fn service_failure(e: ServiceError) -> McpFailure {
+    match e {
+        ServiceError::McpError(err) => McpFailure::Rpc { code: err.code.0, message: err.message.to_string(), data: err.data },
+        ServiceError::Timeout { timeout } => McpFailure::Timeout(timeout),
+        other => McpFailure::Unreachable(format!("the MCP connection failed: {other}")),
+    }
+}
