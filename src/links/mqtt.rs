@@ -15,6 +15,7 @@ use rumqttc::AsyncClient;
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, info, warn};
 
+use super::websocket::sleep_until;
 use super::handle::{Command, DeviceEvent, DeviceHandle, EventSender, Lifecycle, LinkEvent, Tracing};
 use crate::session::{CallError, Output, Session, SessionConfig};
 use crate::wire::identity::Identity;
@@ -166,12 +167,5 @@ fn carry_out(outputs: Vec<Output>, setup: &MqttLinkSetup, waiting: &mut Waiting,
                 emit(LinkEvent::Session(e));
             }
         }
-    }
-}
-
-async fn sleep_until(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
     }
 }

@@ -14,6 +14,7 @@ use tracing::{debug, info, warn};
 use super::SimConfig;
 use super::tools::build_server_with;
 use crate::mqtt::conn::{self, BrokerUrl, ConnEvent};
+use crate::links::websocket::sleep_until;
 use crate::mqtt::topics;
 
 /// Where an MQTT device connects and which topics it uses (the OTA answer's `mqtt` section).
@@ -98,12 +99,5 @@ pub async fn run_device(cfg: SimConfig, t: MqttTarget) {
             }
             Some(ConnEvent::Message(_) | ConnEvent::Subscribed) => {}
         }
-    }
-}
-
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
     }
 }
