@@ -110,7 +110,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__call)
-            opts="-d -H -q -v -h -V --args-json --save-images --no-validate --hub --device --listen --wait --timeout --url --header --transport --json --quiet --verbose --color --help --version"
+            opts="-d -H -q -v -h -V --args-json --save-images --no-validate --hub --device --listen --mqtt --wait --timeout --url --header --transport --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -137,6 +137,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mqtt)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -194,7 +198,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__hello)
-            opts="-d -H -q -v -h -V --hub --device --listen --wait --timeout --url --header --transport --json --quiet --verbose --color --help --version"
+            opts="-d -H -q -v -h -V --hub --device --listen --mqtt --wait --timeout --url --header --transport --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -213,6 +217,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mqtt)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -406,7 +414,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__init)
-            opts="-d -H -q -v -h -V --hub --device --listen --wait --timeout --url --header --transport --vision-url --vision-token --json --quiet --verbose --color --help --version"
+            opts="-d -H -q -v -h -V --hub --device --listen --mqtt --wait --timeout --url --header --transport --vision-url --vision-token --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -425,6 +433,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mqtt)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -472,7 +484,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__serve)
-            opts="-q -v -h -V --device-addr --host-addr --demo --demo-extra-tools --demo-profile --device-token --vision-url --vision-token --vision-dir --keepalive --onboarding-timeout --allowed-host --allowed-origin --mcp-token --mcp-timeout --mcp-names --mcp-user-tools --mcp-page-size --json --quiet --verbose --color --help --version"
+            opts="-q -v -h -V --device-addr --host-addr --demo --demo-extra-tools --demo-profile --device-token --vision-url --vision-token --vision-dir --keepalive --onboarding-timeout --allowed-host --allowed-origin --mcp-token --mcp-timeout --mcp-names --mcp-user-tools --mcp-page-size --mqtt --mqtt-listen --mqtt-group --mqtt-max-payload --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -546,6 +558,46 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --mqtt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mqtt-listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mqtt-group)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mqtt-max-payload)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mqtt-device-endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --udp-addr)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --public-host)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --firmware)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --firmware-version)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timezone-offset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -558,7 +610,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__sim)
-            opts="-q -v -h -V --url --device-id --count --token --extra-tools --protocol-version --profile --json --quiet --verbose --color --help --version"
+            opts="-q -v -h -V --url --device-id --count --token --extra-tools --protocol-version --profile --mqtt --ota --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -590,6 +642,14 @@ _mcpdev() {
                     ;;
                 --profile)
                     COMPREPLY=($(compgen -W "stock conformance" -- "${cur}"))
+                    return 0
+                    ;;
+                --mqtt)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ota)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -664,7 +724,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__tools__subcmd__list)
-            opts="-d -H -q -v -h -V --hub --device --listen --wait --timeout --url --header --transport --user-tools --json --quiet --verbose --color --help --version"
+            opts="-d -H -q -v -h -V --hub --device --listen --mqtt --wait --timeout --url --header --transport --user-tools --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -683,6 +743,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mqtt)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -60,6 +60,16 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-timeout -d '
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-names -d 'Tool names on /mcp: prefixed by device (`<alias>.<tool>`, stable) or the devices\' own' -r -f -a "prefixed\t'`<alias>.<tool>`: stable names, however many devices connect'
 plain\t'The device\'s own names; a name already taken by another device gets the prefix'"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-page-size -d 'Tools per tools/list page on the MCP endpoints' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt -d 'Serve MQTT devices: `embedded` runs a broker in this process; or a broker URL (mqtt://[user@]host[:port], mqtts://…; a password in MCPDEV_MQTT_PASSWORD)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-listen -d 'Where the embedded broker listens' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-group -d 'Shared-subscription group: hubs on one broker with the same group share the devices' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-max-payload -d 'Largest MQTT message to or from a device, in bytes; larger ones are refused' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-device-endpoint -d '`mqtt.endpoint` handed to devices by OTA (default: the broker\'s address as devices reach it)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l udp-addr -d 'The UDP socket MQTT devices send audio to (counted, then dropped)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l public-host -d 'The name devices reach this machine by (OTA URLs, udp.server); default: the Host they used' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l firmware -d 'Offer this firmware image in OTA answers (served by the hub; needs --firmware-version)' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l firmware-version -d 'The version of --firmware; a device upgrades when it is newer than its own' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l timezone-offset -d '`server_time.timezone_offset` in OTA answers, in minutes east of UTC' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -72,6 +82,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s V -l version -d 
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s d -l device -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l listen -d 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l mqtt -d 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l timeout -d 'How long to wait for each answer from the device' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l url -d 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)' -r
@@ -90,6 +101,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s V -l version -d 
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s d -l device -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l listen -d 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l mqtt -d 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l timeout -d 'How long to wait for each answer from the device' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l url -d 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)' -r
@@ -120,6 +132,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s d -l device -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l listen -d 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l mqtt -d 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l timeout -d 'How long to wait for each answer from the device' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l url -d 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)' -r
@@ -143,6 +156,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l save-images -d 'S
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s d -l device -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l listen -d 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l mqtt -d 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l timeout -d 'How long to wait for each answer from the device' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l url -d 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)' -r
@@ -179,6 +193,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l extra-tools -d 'Ex
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l protocol-version -d 'Binary protocol version announced in `Protocol-Version` and the hello' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l profile -d 'Which tools the virtual devices offer' -r -f -a "stock\t'The stock xiaozhi common and user-only tools'
 conformance\t'The stock tools plus the MCP conformance suite\'s fixture tools'"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l mqtt -d 'Connect over MQTT through this broker instead of WebSocket (mqtt://host:1883)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l ota -d 'Bootstrap like a stock device: POST the system info to this OTA URL, then connect over what the answer says (MQTT if it has an mqtt section, else WebSocket)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"

@@ -96,6 +96,8 @@ pub struct SimArgs {
     /// Which tools the virtual devices offer
     #[arg(long, value_enum, default_value_t = crate::sim::Profile::Stock)]
     pub profile: crate::sim::Profile,
+    #[command(flatten)]
+    pub bootstrap: SimBootstrapArgs,
 }
 
 /// How a command reaches a device: through a running hub, or by accepting it directly.
@@ -110,6 +112,9 @@ pub struct DeviceArgs {
     /// Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
+    /// Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883
+    #[arg(long, value_name = "URL", conflicts_with_all = ["listen", "url"])]
+    pub mqtt: Option<String>,
     /// Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub wait: Option<std::time::Duration>,
@@ -258,6 +263,57 @@ pub struct ServeArgs {
     /// Tools per tools/list page on the MCP endpoints
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub mcp_page_size: u32,
+    #[command(flatten)]
+    pub mqtt: MqttServeArgs,
+}
+
+/// `serve`: MQTT devices and device bootstrap (OTA).
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "MQTT and OTA")]
+pub struct MqttServeArgs {
+    /// Serve MQTT devices: `embedded` runs a broker in this process; or a broker URL
+    /// (mqtt://[user@]host[:port], mqtts://…; a password in MCPDEV_MQTT_PASSWORD)
+    #[arg(long, env = "MCPDEV_MQTT", value_name = "embedded|URL")]
+    pub mqtt: Option<String>,
+    /// Where the embedded broker listens
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:1883")]
+    pub mqtt_listen: std::net::SocketAddr,
+    /// Shared-subscription group: hubs on one broker with the same group share the devices
+    #[arg(long, value_name = "NAME", default_value = "mcpdev")]
+    pub mqtt_group: String,
+    /// Largest MQTT message to or from a device, in bytes; larger ones are refused
+    #[arg(long, value_name = "BYTES", default_value_t = 8192, value_parser = clap::value_parser!(u64).range(512..=1_048_576))]
+    pub mqtt_max_payload: u64,
+    /// `mqtt.endpoint` handed to devices by OTA (default: the broker's address as devices reach it)
+    #[arg(long, value_name = "HOST:PORT")]
+    pub mqtt_device_endpoint: Option<String>,
+    /// The UDP socket MQTT devices send audio to (counted, then dropped)
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:0")]
+    pub udp_addr: std::net::SocketAddr,
+    /// The name devices reach this machine by (OTA URLs, udp.server); default: the Host they used
+    #[arg(long, value_name = "HOST")]
+    pub public_host: Option<String>,
+    /// Offer this firmware image in OTA answers (served by the hub; needs --firmware-version)
+    #[arg(long, value_name = "FILE", requires = "firmware_version")]
+    pub firmware: Option<std::path::PathBuf>,
+    /// The version of --firmware; a device upgrades when it is newer than its own
+    #[arg(long, value_name = "V", requires = "firmware")]
+    pub firmware_version: Option<String>,
+    /// `server_time.timezone_offset` in OTA answers, in minutes east of UTC
+    #[arg(long, value_name = "MINUTES", default_value_t = 0, allow_negative_numbers = true)]
+    pub timezone_offset: i32,
+}
+
+/// `sim`: how a virtual device finds its backend besides a WebSocket URL.
+#[derive(Debug, Args, Clone)]
+pub struct SimBootstrapArgs {
+    /// Connect over MQTT through this broker instead of WebSocket (mqtt://host:1883)
+    #[arg(long, value_name = "URL", conflicts_with = "ota")]
+    pub mqtt: Option<String>,
+    /// Bootstrap like a stock device: POST the system info to this OTA URL, then connect over
+    /// what the answer says (MQTT if it has an mqtt section, else WebSocket)
+    #[arg(long, value_name = "URL")]
+    pub ota: Option<String>,
 }
 
 /// A duration like `30s`, `500ms`, `2m`; a bare number is seconds.

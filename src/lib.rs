@@ -6,6 +6,10 @@
 //!    WebSocket client.
 //! 3. [`commands`]: one module per subcommand; thin: parse, call the layers, render.
 //!
+//! [`session`] is the I/O-free state machine of one device; [`links`] drive sessions over
+//! WebSocket or MQTT; [`mqtt`] holds the broker side (topics, embedded broker, cluster claims);
+//! [`hub`] is `mcpdev serve` (device listener with OTA, registry, control API).
+//!
 //! [`cli`] holds the clap definitions the binary, the man pages and the shell completions share.
 
 pub mod args;
@@ -16,6 +20,7 @@ pub mod config;
 pub mod exit;
 pub mod hub;
 pub mod links;
+pub mod mqtt;
 pub mod session;
 pub mod sim;
 pub mod wire;

@@ -37,6 +37,7 @@ pub fn from_error(device_id: &str, e: &CallError) -> CallToolResult {
         CallError::Device(rpc) => format!("device {device_id} reported an error: {}", rpc.message),
         CallError::Timeout(d) => format!("device {device_id} did not answer within {d:?}"),
         CallError::Disconnected => format!("device {device_id} is not connected (it disconnected before answering)"),
+        CallError::Link(why) => format!("device {device_id} could not be reached: {why}"),
     };
     CallToolResult::error(vec![ContentBlock::text(text)])
 }

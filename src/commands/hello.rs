@@ -14,7 +14,10 @@ pub async fn run(global: &GlobalArgs, args: HelloArgs) -> anyhow::Result<()> {
     let (_target, info) = Target::open(&args.target, global, None).await?;
     if global.json {
         let keys = ["device_id", "client_id", "transport", "protocol_version", "session_id", "hello", "connected_at_ms", "last_seen_ms"];
-        let out: serde_json::Map<String, Value> = keys.iter().map(|k| (k.to_string(), info[*k].clone())).collect();
+        let mut out: serde_json::Map<String, Value> = keys.iter().map(|k| (k.to_string(), info[*k].clone())).collect();
+        if let Some(si) = info.get("system_info") {
+            out.insert("system_info".into(), si.clone());
+        }
         print_json(&Value::Object(out));
         return Ok(());
     }
@@ -38,6 +41,15 @@ pub async fn run(global: &GlobalArgs, args: HelloArgs) -> anyhow::Result<()> {
     ];
     for (k, v) in rows {
         t.add_row(vec![k.to_string(), text(&v)]);
+    }
+    // What the device posted to the OTA endpoint, when it did.
+    let si = &info["system_info"];
+    if !si.is_null() {
+        let board = [&si["board"]["name"], &si["board"]["type"]].into_iter().find_map(Value::as_str).unwrap_or("-");
+        let app = format!("{} {}", si["application"]["name"].as_str().unwrap_or("-"), si["application"]["version"].as_str().unwrap_or(""));
+        t.add_row(vec!["board (OTA)".to_string(), board.to_string()]);
+        t.add_row(vec!["chip (OTA)".to_string(), text(&si["chip_model_name"])]);
+        t.add_row(vec!["firmware (OTA)".to_string(), app.trim().to_string()]);
     }
     println!("{t}");
     Ok(())

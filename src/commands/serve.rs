@@ -1,7 +1,11 @@
 //! `mcpdev serve`: the hub, optionally with virtual devices attached (`--demo`).
 
-use crate::cli::{GlobalArgs, ServeArgs};
+use crate::cli::{GlobalArgs, MqttServeArgs, ServeArgs};
+use crate::exit::{CodedError, Exit};
+use crate::hub::ota::OtaSettings;
 use crate::hub::{self, HubConfig};
+use crate::mqtt::conn::BrokerUrl;
+use crate::mqtt::hub::{BrokerChoice, MqttSettings};
 use crate::sim::{SimConfig, run_device};
 
 pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
@@ -24,10 +28,20 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
             page_size: args.mcp_page_size as usize,
             token: args.mcp_token.clone().filter(|t| !t.is_empty()),
         },
+        mqtt: mqtt_settings(&args.mqtt)?,
+        ota: ota_settings(&args.mqtt),
     };
     let running = hub::start(config).await?;
     let devices_url = format!("ws://{}/xiaozhi/v1/", running.device_addr);
     let host_url = format!("http://{}", running.host_addr);
+    let mqtt = running.hub.mqtt.get().cloned();
+    if let Some(m) = &mqtt {
+        // Ready means devices' messages reach the hub; a broker that is down is retried forever.
+        if !m.wait_subscribed(std::time::Duration::from_secs(5)).await {
+            tracing::warn!(broker = %m.broker, "the MQTT broker is not reachable yet; retrying in the background");
+        }
+    }
+    let ota_url = format!("http://{}{}", running.device_addr, hub::ota::OTA_PATH);
     if let Some(n) = args.demo {
         let local = format!("ws://127.0.0.1:{}/xiaozhi/v1/", running.device_addr.port());
         for i in 0..n {
@@ -40,12 +54,21 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
     }
     if global.json {
         let mcp = format!("{host_url}/mcp");
-        println!("{}", serde_json::json!({"event": "listening", "devices": devices_url, "host": host_url, "mcp": mcp, "demo_devices": args.demo.unwrap_or(0)}));
+        let (broker, udp) = mqtt.as_ref().map(|m| (m.broker.clone(), m.udp.addr.port())).unzip();
+        println!(
+            "{}",
+            serde_json::json!({"event": "listening", "devices": devices_url, "host": host_url, "mcp": mcp, "demo_devices": args.demo.unwrap_or(0),
+                "ota": ota_url, "mqtt": broker, "udp_port": udp})
+        );
     } else if !global.quiet {
         eprintln!("mcpdev hub");
         eprintln!("  devices connect to   {devices_url}");
         eprintln!("  CLI and MCP hosts    {host_url}  (loopback; --allowed-host for LAN)");
         eprintln!("  MCP endpoint         {host_url}/mcp  (legacy SSE: {host_url}/sse; one device: {host_url}/devices/<id>/mcp)");
+        eprintln!("  OTA (device setup)   {ota_url}");
+        if let Some(m) = &mqtt {
+            eprintln!("  MQTT broker          {}  (audio UDP port {})", m.broker, m.udp.addr.port());
+        }
         if let Some(n) = args.demo {
             eprintln!("  demo                 {n} virtual device(s): 02:00:00:00:00:01 …");
         }
@@ -60,5 +83,31 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
     if !global.quiet && !global.json {
         eprintln!("shutting down");
     }
+    if let Some(m) = mqtt {
+        m.shutdown().await;
+    }
     Ok(())
+}
+
+/// `--mqtt embedded|URL` and its companions as hub settings (`None` without `--mqtt`).
+fn mqtt_settings(a: &MqttServeArgs) -> anyhow::Result<Option<MqttSettings>> {
+    let Some(choice) = a.mqtt.as_deref() else { return Ok(None) };
+    let broker = match choice {
+        "embedded" => BrokerChoice::Embedded { listen: a.mqtt_listen },
+        url => BrokerChoice::External(BrokerUrl::parse(url).map_err(|e| CodedError::new(Exit::Usage, e))?),
+    };
+    let mut s = MqttSettings::new(broker);
+    s.group = a.mqtt_group.clone();
+    s.max_payload = a.mqtt_max_payload as usize;
+    s.udp_addr = a.udp_addr;
+    s.device_endpoint = a.mqtt_device_endpoint.clone();
+    Ok(Some(s))
+}
+
+fn ota_settings(a: &MqttServeArgs) -> OtaSettings {
+    OtaSettings {
+        firmware: a.firmware.clone().zip(a.firmware_version.clone()),
+        timezone_offset: a.timezone_offset,
+        public_host: a.public_host.clone(),
+    }
 }

@@ -16,10 +16,16 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
         cfg.extra_tools = args.extra_tools as usize;
         cfg.profile = args.profile;
         cfg.protocol_version = args.protocol_version;
+        cfg.ota = args.bootstrap.ota.clone();
+        if let Some(url) = &args.bootstrap.mqtt {
+            let broker = crate::mqtt::conn::BrokerUrl::parse(url).map_err(anyhow::Error::msg)?;
+            cfg.mqtt = Some(crate::sim::mqtt::MqttTarget::direct(broker, &cfg.device_id).map_err(anyhow::Error::msg)?);
+        }
         tasks.spawn(run_device(cfg));
     }
     if !global.quiet {
-        eprintln!("mcpdev sim: {} virtual device(s) from {} -> {} (Ctrl-C to stop)", args.count, args.device_id, args.url);
+        let target = args.bootstrap.mqtt.as_deref().or(args.bootstrap.ota.as_deref()).unwrap_or(&args.url);
+        eprintln!("mcpdev sim: {} virtual device(s) from {} -> {target} (Ctrl-C to stop)", args.count, args.device_id);
     }
     tokio::signal::ctrl_c().await?;
     tasks.shutdown().await;

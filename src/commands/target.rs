@@ -1,5 +1,6 @@
-//! The device a command works on: through a running hub's relay, or accepted directly with
-//! `--listen`. Both run the same session code, so they behave the same.
+//! The device a command works on: through a running hub's relay, accepted directly with
+//! `--listen`, or reached through an MQTT broker with `--mqtt`. All run the same session code,
+//! so they behave the same.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,6 +55,10 @@ impl Target {
         if let Some(url) = &args.url {
             return open_url(url, args).await;
         }
+        if let Some(url) = &args.mqtt {
+            let (handle, info) = crate::mqtt::direct::open(url, args.device.as_deref(), args.timeout, args.wait, vision).await?;
+            return Ok((Target::Direct { handle }, info));
+        }
         match args.listen {
             Some(addr) => accept_direct(addr, args, global, vision).await,
             None => open_hub(args, global).await,
@@ -75,6 +80,7 @@ impl Target {
                 CallError::Device(rpc) => CallFailure::Device { code: rpc.code, message: rpc.message.clone(), rpc: rpc.to_value() },
                 CallError::Timeout(d) => CallFailure::Timeout(format!("device {} did not answer within {d:?}", handle.device_id)),
                 CallError::Disconnected => CallFailure::Gone(format!("device {} disconnected before answering", handle.device_id)),
+                CallError::Link(why) => CallFailure::Gone(format!("device {}: {why}", handle.device_id)),
             }),
             Target::Mcp { conn, .. } => match method {
                 "tools/call" => {

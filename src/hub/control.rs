@@ -8,7 +8,7 @@
 //!                                                               -> {"id":3,"ok":result} | {"id":3,"error":{…}}
 //! {"id":4,"op":"watch","device":null,"traffic":true}           -> {"id":4,"event":{…}} …
 //! ```
-//! Errors: `{"kind": "no_devices|not_found|ambiguous|not_ready|timeout|device_error|disconnected|bad_request",
+//! Errors: `{"kind": "no_devices|not_found|ambiguous|not_ready|timeout|device_error|disconnected|link_down|bad_request",
 //! "message": …, "rpc": {code,message,data}?}`.
 
 use std::sync::Arc;
@@ -162,5 +162,6 @@ fn call_error(device: &str, e: CallError) -> Value {
         CallError::Device(rpc) => json!({"kind": "device_error", "message": rpc.message, "rpc": rpc.to_value()}),
         CallError::Timeout(d) => json!({"kind": "timeout", "message": format!("device {device} did not answer within {d:?}")}),
         CallError::Disconnected => json!({"kind": "disconnected", "message": format!("device {device} disconnected before answering")}),
+        CallError::Link(why) => json!({"kind": "link_down", "message": format!("device {device}: {why}")}),
     }
 }

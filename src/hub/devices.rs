@@ -1,5 +1,5 @@
-//! The device-facing listener: WebSocket at `/xiaozhi/v1/`, and the vision endpoint that
-//! camera tools upload photos to.
+//! The device-facing listener: WebSocket at `/xiaozhi/v1/`, the OTA endpoint devices bootstrap
+//! from ([`super::ota`]), and the vision endpoint that camera tools upload photos to.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -25,6 +25,7 @@ pub fn router(hub: Arc<Hub>) -> Router {
         .route(DEVICE_PATH, any(accept_device))
         .route("/xiaozhi/v1", any(accept_device))
         .route(VISION_PATH, post(super::vision::explain))
+        .merge(super::ota::routes())
         .with_state(hub)
 }
 
@@ -68,6 +69,7 @@ pub fn attach(hub: Arc<Hub>, ws: upgrade::UpgradedSocket, identity: Identity, ho
     (cfg.vision_url, cfg.vision_token) = hub.vision_for(host);
     cfg.keepalive = hub.config.keepalive;
     cfg.onboarding_timeout = hub.config.onboarding_timeout;
+    cfg.system_info = hub.registry.ota.system_info(&identity.device_id);
     let generation = hub.registry.next_generation();
     let device_id = identity.device_id.clone();
     let setup = LinkSetup {

@@ -2,13 +2,17 @@
 //! through it.
 //!
 //! Two listeners:
-//! - the device listener (default `0.0.0.0:8000`): WebSocket `/xiaozhi/v1/`, the vision endpoint;
+//! - the device listener (default `0.0.0.0:8000`): WebSocket `/xiaozhi/v1/`, OTA `/xiaozhi/ota/`,
+//!   the vision endpoint;
 //! - the host listener (default `127.0.0.1:8001`, loopback): the control API the CLI uses, and
 //!   the MCP endpoints for MCP hosts ([`crate::bridge`]).
 //!   It checks `Host` and `Origin`, so a web page cannot reach the devices through a browser.
+//!
+//! With `--mqtt`, devices also come through a broker ([`crate::mqtt::hub`]).
 
 pub mod control;
 pub mod devices;
+pub mod ota;
 pub mod registry;
 pub mod vision;
 
@@ -50,6 +54,10 @@ pub struct HubConfig {
     pub aliases: HashMap<String, String>,
     /// The MCP endpoints (`/mcp`, `/devices/<id>/mcp`, `/sse`).
     pub bridge: crate::bridge::BridgeConfig,
+    /// MQTT devices, through a broker (`serve --mqtt`); off when `None`.
+    pub mqtt: Option<crate::mqtt::hub::MqttSettings>,
+    /// How the OTA endpoint answers.
+    pub ota: ota::OtaSettings,
 }
 
 impl Default for HubConfig {
@@ -67,6 +75,8 @@ impl Default for HubConfig {
             allowed_origins: Vec::new(),
             aliases: HashMap::new(),
             bridge: crate::bridge::BridgeConfig::default(),
+            mqtt: None,
+            ota: ota::OtaSettings::default(),
         }
     }
 }
@@ -78,6 +88,8 @@ pub struct Hub {
     pub vision_token: String,
     /// The device listener's bound address (its port goes into the default vision URL).
     device_port: u16,
+    /// The MQTT side, when the hub runs one (set once at start).
+    pub mqtt: std::sync::OnceLock<Arc<crate::mqtt::hub::MqttHub>>,
 }
 
 /// A started hub with its bound addresses.
@@ -123,7 +135,16 @@ pub async fn start(config: HubConfig) -> anyhow::Result<RunningHub> {
     let device_addr = device_listener.local_addr()?;
     let host_addr = host_listener.local_addr()?;
     let vision_token = config.vision_token.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
-    let hub = Arc::new(Hub { registry: Registry::new(config.aliases.clone()), config, vision_token, device_port: device_addr.port() });
+    let hub = Arc::new(Hub {
+        registry: Registry::new(config.aliases.clone()),
+        config,
+        vision_token,
+        device_port: device_addr.port(),
+        mqtt: std::sync::OnceLock::new(),
+    });
+    if let Some(settings) = hub.config.mqtt.clone() {
+        let _ = hub.mqtt.set(crate::mqtt::hub::start(hub.clone(), settings).await?);
+    }
 
     let device_app = devices::router(hub.clone()).into_make_service_with_connect_info::<SocketAddr>();
     tokio::spawn(async move {

@@ -32,12 +32,14 @@ pub struct Registry {
     pub events: EventSender,
     pub tracing: Arc<Tracing>,
     generation: AtomicU64,
+    /// What devices posted to the OTA endpoint, by Device-Id.
+    pub ota: super::ota::OtaBook,
 }
 
 impl Registry {
     pub fn new(aliases: HashMap<String, String>) -> Self {
         let (events, _) = broadcast::channel(4096);
-        Self { devices: RwLock::default(), aliases, events, tracing: Arc::default(), generation: AtomicU64::new(1) }
+        Self { devices: RwLock::default(), aliases, events, tracing: Arc::default(), generation: AtomicU64::new(1), ota: Default::default() }
     }
 
     pub fn next_generation(&self) -> u64 {

@@ -1,6 +1,7 @@
 //! Links: how frames reach a device. Each link drives one [`Session`](crate::session::Session)
 //! and exposes it as a [`DeviceHandle`].
 //! - [`websocket`]: a device's WebSocket, accepted by the hub or by a CLI command with `--listen`;
+//! - [`mqtt`]: a device reached through an MQTT broker, by the hub or by a CLI command with `--mqtt`;
 //! - [`upgrade`]: turning an HTTP request into a WebSocket on our own listeners;
 //! - [`hub_client`]: the CLI's link through a running hub, which behaves like a direct one.
 
@@ -8,6 +9,7 @@ pub mod handle;
 pub mod hub_client;
 pub mod mcp_client;
 pub mod sse_client;
+pub mod mqtt;
 pub mod upgrade;
 pub mod websocket;
 

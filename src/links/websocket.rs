@@ -134,7 +134,7 @@ where
     Ok(())
 }
 
-async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+pub(crate) async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,

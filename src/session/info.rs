@@ -77,6 +77,9 @@ pub struct DeviceInfo {
     pub tools: Vec<ToolEntry>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub onboarding_error: Option<String>,
+    /// What the device posted to the OTA endpoint (board, chip, firmware), if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_info: Option<Box<RawValue>>,
     /// Unix time in milliseconds.
     pub connected_at_ms: u64,
     pub last_seen_ms: u64,
@@ -109,6 +112,7 @@ impl DeviceInfo {
             capabilities: None,
             tools: Vec::new(),
             onboarding_error: None,
+            system_info: None,
             connected_at_ms: now,
             last_seen_ms: now,
             counters: Counters::default(),
@@ -118,6 +122,10 @@ impl DeviceInfo {
 
     pub(super) fn touch(&mut self) {
         self.last_seen_ms = now_ms();
+    }
+
+    pub(super) fn set_system_info(&mut self, info: Option<&Value>) {
+        self.system_info = info.and_then(raw);
     }
 
     pub(super) fn set_hello(&mut self, hello: &Value) {

@@ -44,6 +44,11 @@ pub struct SessionConfig {
     /// When the list comes back empty, list again after this delay, up to `empty_list_retries` times.
     pub empty_list_retry: Duration,
     pub empty_list_retries: u32,
+    /// Request ids start after this (a CLI that talks to a device some hub also serves picks a
+    /// random base, so the two never take each other's replies).
+    pub id_base: i64,
+    /// The system info the device posted to the OTA endpoint, if it did.
+    pub system_info: Option<Value>,
 }
 
 impl SessionConfig {
@@ -58,6 +63,8 @@ impl SessionConfig {
             max_pages: 100,
             empty_list_retry: Duration::from_secs(2),
             empty_list_retries: 3,
+            id_base: 0,
+            system_info: None,
         }
     }
 }
@@ -72,6 +79,10 @@ pub enum CallError {
     Timeout(Duration),
     #[error("the device disconnected before answering")]
     Disconnected,
+    /// The link could not carry the request or its answer (an MQTT broker that is down, a
+    /// message over the payload limit); the device itself may be fine.
+    #[error("{0}")]
+    Link(String),
 }
 
 /// What the link must do.
@@ -116,11 +127,12 @@ pub struct Session {
 
 impl Session {
     pub fn new(identity: Identity, transport: &str, cfg: SessionConfig, now: Instant) -> Self {
-        let info = DeviceInfo::new(identity, transport, &cfg.session_id);
+        let mut info = DeviceInfo::new(identity, transport, &cfg.session_id);
+        info.set_system_info(cfg.system_info.as_ref());
         Self {
+            next_id: cfg.id_base,
             cfg,
             info,
-            next_id: 0,
             pending: HashMap::new(),
             onboarding: onboarding::Listing::default(),
             last_sent: now,
@@ -179,6 +191,46 @@ impl Session {
             }
             Ok(DeviceMessage::Goodbye { .. }) => self.emit(Event::Message { kind: "goodbye".into(), message: json!({"type":"goodbye"}) }),
             Ok(DeviceMessage::Other { kind, raw }) => self.emit(Event::Message { kind, message: raw }),
+        }
+        std::mem::take(&mut self.out)
+    }
+
+    /// Starts onboarding without waiting for a hello: an MQTT device answers MCP while idle, and
+    /// stock firmware says hello only when a voice session opens.
+    pub fn begin(&mut self, now: Instant) -> Vec<Output> {
+        self.start_onboarding(now);
+        std::mem::take(&mut self.out)
+    }
+
+    /// Ends every waiting caller with `error` (the link is down for now); the session stays.
+    pub fn fail_callers(&mut self, error: CallError) -> Vec<Output> {
+        let callers: Vec<i64> = self.pending.iter().filter(|(_, p)| matches!(p.origin, Origin::Caller(_))).map(|(id, _)| *id).collect();
+        for id in callers {
+            if let Some(Pending { origin: Origin::Caller(ticket), .. }) = self.pending.remove(&id) {
+                self.out.push(Output::Reply { ticket, outcome: Err(error.clone()) });
+            }
+        }
+        std::mem::take(&mut self.out)
+    }
+
+    /// A device message over the link's size limit: dropped, counted as malformed, and if it is
+    /// the answer to a waiting request, that request ends with a [`CallError::Link`] that says why.
+    pub fn on_oversize(&mut self, text: &str, limit: usize) -> Vec<Output> {
+        self.info.touch();
+        self.info.counters.frames_in += 1;
+        self.info.counters.malformed += 1;
+        let reason = format!("a {}-byte message is over the {limit}-byte payload limit; dropped", text.len());
+        self.emit(Event::Malformed { reason: reason.clone(), text: truncate(text, 200) });
+        let id = serde_json::from_str::<Value>(text).ok().and_then(|v| v.pointer("/payload/id").and_then(Value::as_i64));
+        if let Some(p) = id.and_then(|id| self.pending.remove(&id)) {
+            match p.origin {
+                Origin::Caller(ticket) => self.out.push(Output::Reply {
+                    ticket,
+                    outcome: Err(CallError::Link(format!("the device's answer was dropped: {reason}"))),
+                }),
+                Origin::Initialize | Origin::ListPage => self.onboarding_failed(format!("onboarding answer dropped: {reason}")),
+                Origin::Keepalive => {}
+            }
         }
         std::mem::take(&mut self.out)
     }

@@ -206,3 +206,31 @@ fn unanswered_keepalives_are_not_counted_as_timeouts() {
     s.on_tick(ping_at + Duration::from_secs(11));
     assert_eq!(s.info().counters.timeouts, 1);
 }
+
+/// MQTT: onboarding without a hello, ids from a base, callers ended while the link is down, and
+/// an answer over the size limit ending its call with a reason.
+#[test]
+fn mqtt_begin_id_base_fail_callers_and_oversize() {
+    let now = Instant::now();
+    let mut cfg = SessionConfig::new("s1", "{}".into());
+    cfg.id_base = 1_000_000_000;
+    cfg.system_info = Some(json!({"board": {"name": "b"}}));
+    let mut s = Session::new(identity(), "mqtt", cfg, now);
+    assert_eq!(s.info().system_info.as_ref().map(|r| r.get().to_string()), Some(r#"{"board":{"name":"b"}}"#.to_string()));
+    let out = sent(&s.begin(now));
+    assert_eq!((out[0]["payload"]["method"].as_str(), out[0]["payload"]["id"].as_i64()), (Some("initialize"), Some(1_000_000_001)));
+    assert_eq!(s.info().phase, Phase::Initializing);
+
+    let out = s.request(7, "tools/call", Some(json!({"name": "t"})), Duration::from_secs(60), now);
+    let id = sent(&out)[0]["payload"]["id"].clone();
+    let failed = s.fail_callers(CallError::Link("broker gone".into()));
+    assert_eq!(failed, vec![Output::Reply { ticket: 7, outcome: Err(CallError::Link("broker gone".into())) }]);
+    assert!(s.on_text(&reply(&id, json!({})), now).iter().any(|o| matches!(o, Output::Event(Event::LateReply { .. }))));
+
+    let out = s.request(8, "tools/call", Some(json!({"name": "t"})), Duration::from_secs(60), now);
+    let id = sent(&out)[0]["payload"]["id"].clone();
+    let big = reply(&id, json!({"text": "x".repeat(500)}));
+    let out = s.on_oversize(&big, 100);
+    assert!(matches!(&out[..], [Output::Event(Event::Malformed { .. }), Output::Reply { ticket: 8, outcome: Err(CallError::Link(why)) }] if why.contains("over the 100-byte payload limit")));
+    assert_eq!(s.info().counters.malformed, 1);
+}

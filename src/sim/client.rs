@@ -28,6 +28,10 @@ pub struct SimConfig {
     /// First reconnect delay; doubles up to `max_backoff`.
     pub min_backoff: Duration,
     pub max_backoff: Duration,
+    /// Connect over MQTT instead of WebSocket.
+    pub mqtt: Option<super::mqtt::MqttTarget>,
+    /// Bootstrap from this OTA URL first (the answer decides WebSocket or MQTT).
+    pub ota: Option<String>,
 }
 
 impl SimConfig {
@@ -43,6 +47,8 @@ impl SimConfig {
             protocol_version: 1,
             min_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(30),
+            mqtt: None,
+            ota: None,
         }
     }
 }
@@ -61,9 +67,21 @@ pub(crate) fn ws_config() -> WebSocketConfig {
         .max_frame_size(Some(1 << 20))
 }
 
-/// Runs one virtual device until the task is dropped: connect, serve, and on any disconnect
-/// reconnect after a backoff (reset once a server hello has been received).
-pub async fn run_device(cfg: SimConfig) {
+/// Runs one virtual device until the task is dropped: bootstrap from the OTA URL if one is given,
+/// then serve over MQTT or WebSocket as configured (or as the OTA answer said).
+pub async fn run_device(mut cfg: SimConfig) {
+    if let Some(url) = cfg.ota.take() {
+        cfg = super::ota::bootstrap(cfg, &url).await;
+    }
+    match cfg.mqtt.clone() {
+        Some(target) => super::mqtt::run_device(cfg, target).await,
+        None => run_websocket(cfg).await,
+    }
+}
+
+/// WebSocket: connect, serve, and on any disconnect reconnect after a backoff (reset once a
+/// server hello has been received).
+async fn run_websocket(cfg: SimConfig) {
     let mut server = Some(build_server_with(cfg.profile, &cfg.device_id, cfg.extra_tools));
     let mut backoff = cfg.min_backoff;
     loop {

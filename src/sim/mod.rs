@@ -1,7 +1,10 @@
-//! Virtual devices: the firmware's own MCP core (`mcp-device`) behind a real WebSocket client.
+//! Virtual devices: the firmware's own MCP core (`mcp-device`) behind a real WebSocket or MQTT
+//! client, optionally bootstrapped from an OTA endpoint like a stock device.
 
 pub mod client;
 pub mod conformance;
+pub mod mqtt;
+pub mod ota;
 pub mod tools;
 
 pub use client::{SimConfig, run_device};

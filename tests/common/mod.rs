@@ -1,6 +1,7 @@
 //! Shared helpers for the end-to-end tests: run the built binary, and a WebSocket backend.
 #![allow(dead_code)]
 
+pub mod mqtt;
 pub mod ws;
 
 use std::process::Stdio;
@@ -32,6 +33,8 @@ pub struct HubProcess {
     pub device_url: String,
     /// `http://127.0.0.1:PORT`
     pub host_url: String,
+    /// The whole `listening` line (`ota`, and `mqtt`/`udp_port` when the hub runs MQTT).
+    pub info: serde_json::Value,
 }
 
 impl HubProcess {
@@ -45,7 +48,7 @@ impl HubProcess {
         let line = tokio::time::timeout(ws::DEADLINE, lines.next_line()).await.expect("hub did not start in time").unwrap().expect("hub exited");
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["event"], "listening");
-        Self { running, device_url: v["devices"].as_str().unwrap().to_string(), host_url: v["host"].as_str().unwrap().to_string() }
+        Self { running, device_url: v["devices"].as_str().unwrap().to_string(), host_url: v["host"].as_str().unwrap().to_string(), info: v }
     }
 }
 

@@ -1,0 +1,171 @@
+//! A device over MQTT: one task that owns the device's session, as [`super::websocket`] does for
+//! a socket. Device messages come in from whoever reads the broker (the hub's dispatcher, or the
+//! CLI with `--mqtt`); messages to the device are published to its downlink topic at QoS 0.
+//!
+//! The link has no socket of its own, so it does not end when the broker goes away: while the
+//! broker is unreachable, waiting callers end at once with [`CallError::Link`], new requests are
+//! refused the same way, and the device stays (it publishes again once the broker is back).
+//! Messages over the payload limit are refused in both directions without ending anything.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rumqttc::AsyncClient;
+use tokio::sync::{mpsc, oneshot, watch};
+use tracing::{debug, info, warn};
+
+use super::websocket::sleep_until;
+use super::handle::{Command, DeviceEvent, DeviceHandle, EventSender, Lifecycle, LinkEvent, Tracing};
+use crate::session::{CallError, Output, Session, SessionConfig};
+use crate::wire::identity::Identity;
+
+/// What reaches a device's link besides commands.
+#[derive(Debug)]
+pub enum Inbound {
+    /// A message the device published.
+    Text(String),
+    /// An audio datagram of this many bytes arrived on the UDP socket (counted, dropped).
+    Audio(usize),
+    /// Start onboarding without a hello (the device is reachable while idle).
+    Begin,
+}
+
+/// Everything an MQTT link needs.
+pub struct MqttLinkSetup {
+    pub identity: Identity,
+    pub session: SessionConfig,
+    pub events: EventSender,
+    pub tracing: Arc<Tracing>,
+    pub generation: u64,
+    /// Shown in `connected` events: the broker and the device's client id.
+    pub remote: Option<String>,
+    pub client: AsyncClient,
+    /// The device's downlink topic.
+    pub downlink: String,
+    /// `true` while the broker connection is up.
+    pub broker_up: watch::Receiver<bool>,
+    /// The broker, for error messages (never with a password).
+    pub broker: String,
+    /// Largest message carried in either direction.
+    pub max_payload: usize,
+}
+
+/// The channel that carries a device's messages to its link (made first: the UDP route of the
+/// server hello needs the sender before the link starts).
+pub fn inbound_channel() -> (mpsc::Sender<Inbound>, mpsc::Receiver<Inbound>) {
+    mpsc::channel(256)
+}
+
+/// Starts the link task. Returns the handle and a receiver that fires when the link has ended.
+pub fn spawn(setup: MqttLinkSetup, inbound: mpsc::Receiver<Inbound>) -> (DeviceHandle, oneshot::Receiver<()>) {
+    let (commands, rx) = mpsc::channel(64);
+    let (done_tx, done_rx) = oneshot::channel();
+    let handle = DeviceHandle { device_id: setup.identity.device_id.clone(), generation: setup.generation, commands };
+    tokio::spawn(async move {
+        run(setup, rx, inbound).await;
+        let _ = done_tx.send(());
+    });
+    (handle, done_rx)
+}
+
+type Waiting = HashMap<u64, oneshot::Sender<Result<serde_json::Value, CallError>>>;
+
+async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mut inbound: mpsc::Receiver<Inbound>) {
+    let device_id = setup.identity.device_id.clone();
+    let events = setup.events.clone();
+    let emit = move |event: LinkEvent| {
+        let _ = events.send(DeviceEvent { device_id: device_id.clone(), event });
+    };
+    emit(LinkEvent::Link(Lifecycle::Connected {
+        transport: "mqtt".into(),
+        client_id: setup.identity.client_id.clone(),
+        remote: setup.remote.clone(),
+    }));
+    let mut session = Session::new(setup.identity.clone(), "mqtt", setup.session.clone(), Instant::now());
+    let mut waiting: Waiting = HashMap::new();
+    let max = setup.max_payload;
+    let reason = loop {
+        session.trace = setup.tracing.enabled();
+        let deadline = session.next_deadline().map(tokio::time::Instant::from_std);
+        let outputs = tokio::select! {
+            msg = inbound.recv() => match msg {
+                Some(Inbound::Text(text)) if text.len() > max => session.on_oversize(&text, max),
+                Some(Inbound::Text(text)) => session.on_text(&text, Instant::now()),
+                Some(Inbound::Audio(n)) => { session.on_binary(n); continue; }
+                Some(Inbound::Begin) => session.begin(Instant::now()),
+                None => break "the hub stopped serving this device".to_string(),
+            },
+            cmd = commands.recv() => match cmd {
+                Some(Command::Request { ticket, method, params, timeout, reply }) => {
+                    if !*setup.broker_up.borrow() {
+                        let _ = reply.send(Err(CallError::Link(format!("the MQTT broker {} is unreachable (reconnecting)", setup.broker))));
+                        continue;
+                    }
+                    waiting.insert(ticket, reply);
+                    let mut out = session.request(ticket, &method, params, timeout, Instant::now());
+                    let oversize = out.iter().find_map(|o| match o {
+                        Output::Send(t) if t.len() > max => Some(t.len()),
+                        _ => None,
+                    });
+                    if let Some(len) = oversize {
+                        session.cancel(ticket);
+                        out.retain(|o| !matches!(o, Output::Send(_)));
+                        let why = format!("the request is {len} bytes, over the {max}-byte MQTT payload limit (--mqtt-max-payload); nothing was sent");
+                        out.push(Output::Reply { ticket, outcome: Err(CallError::Link(why)) });
+                    }
+                    out
+                }
+                Some(Command::Cancel(ticket)) => { waiting.remove(&ticket); session.cancel(ticket); continue; }
+                Some(Command::Snapshot(tx)) => { let _ = tx.send(session.info().clone()); continue; }
+                Some(Command::Close) | None => break "replaced or shut down by the hub".to_string(),
+            },
+            changed = setup.broker_up.changed() => {
+                if changed.is_err() {
+                    break "the broker connection was shut down".to_string();
+                }
+                if *setup.broker_up.borrow_and_update() {
+                    continue;
+                }
+                session.fail_callers(CallError::Link(format!("the connection to the MQTT broker {} was lost before the device answered", setup.broker)))
+            }
+            _ = sleep_until(deadline) => session.on_tick(Instant::now()),
+        };
+        carry_out(outputs, &setup, &mut waiting, &emit);
+    };
+    for o in session.on_disconnect() {
+        if let Output::Reply { ticket, outcome } = o {
+            if let Some(tx) = waiting.remove(&ticket) {
+                let _ = tx.send(outcome);
+            }
+        }
+    }
+    info!(device = %setup.identity.device_id, %reason, "MQTT device link ended");
+    emit(LinkEvent::Link(Lifecycle::Disconnected { reason }));
+}
+
+fn carry_out(outputs: Vec<Output>, setup: &MqttLinkSetup, waiting: &mut Waiting, emit: &impl Fn(LinkEvent)) {
+    for o in outputs {
+        match o {
+            Output::Send(text) => {
+                // While the broker is down there is nowhere to send; keepalives and onboarding
+                // requests then time out like unanswered ones.
+                if *setup.broker_up.borrow() {
+                    crate::mqtt::conn::send(&setup.client, setup.downlink.clone(), text);
+                }
+            }
+            Output::Reply { ticket, outcome } => {
+                if let Some(tx) = waiting.remove(&ticket) {
+                    let _ = tx.send(outcome);
+                }
+            }
+            Output::Event(e) => {
+                if let crate::session::Event::Malformed { reason, .. } = &e {
+                    warn!(%reason, "malformed message from an MQTT device");
+                }
+                debug!(?e, "device event");
+                emit(LinkEvent::Session(e));
+            }
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! Which hub serves which device when several hubs share one broker (I/O-free).
+//!
+//! Hubs read the uplinks through one shared subscription, so any hub may get any device message.
+//! A device is served by exactly one hub, its **owner**, decided on the broker itself:
+//! - each hub keeps a retained presence record `mcpdev/hubs/<hub>`, cleared by its last will;
+//! - a hub that gets a message from a device nobody (alive) owns publishes a retained claim
+//!   `mcpdev/claims/<key>` = its id, holds the device's messages, and acts only once its own
+//!   claim has come back from the broker and a short settle time has passed with no later claim;
+//! - every hub applies every claim in the order the broker delivers them, and the **last claim
+//!   wins**. All hubs see one order, so they agree; a hub that sees a later claim for a device it
+//!   serves drops its session (it is served elsewhere now);
+//! - a hub that gets a message of a device another live hub owns passes it on to that hub
+//!   (`mcpdev/fwd/<owner>/<key>`); only the owner publishes to the device.
+
+use std::collections::{HashMap, HashSet};
+
+/// What to do with a device message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    Mine,
+    Forward(String),
+    /// Nobody alive owns the device: claim it.
+    Claim,
+}
+
+#[derive(Debug)]
+pub struct Claims {
+    me: String,
+    owners: HashMap<String, String>,
+    alive: HashSet<String>,
+}
+
+impl Claims {
+    pub fn new(me: impl Into<String>) -> Self {
+        Self { me: me.into(), owners: HashMap::new(), alive: HashSet::new() }
+    }
+
+    pub fn me(&self) -> &str {
+        &self.me
+    }
+
+    pub fn owner(&self, key: &str) -> Option<&str> {
+        self.owners.get(key).map(String::as_str)
+    }
+
+    pub fn route(&self, key: &str) -> Route {
+        match self.owners.get(key) {
+            Some(h) if *h == self.me => Route::Mine,
+            Some(h) if self.alive.contains(h) => Route::Forward(h.clone()),
+            _ => Route::Claim,
+        }
+    }
+
+    /// A claim (`Some(hub)`) or its removal (`None`), in broker order. Returns `true` when this
+    /// hub owned the device and no longer does.
+    pub fn on_claim(&mut self, key: &str, hub: Option<&str>) -> bool {
+        let was_mine = self.owners.get(key).is_some_and(|h| *h == self.me);
+        match hub {
+            Some(h) => {
+                self.owners.insert(key.to_string(), h.to_string());
+            }
+            None => {
+                self.owners.remove(key);
+            }
+        }
+        was_mine && self.owner(key) != Some(self.me.as_str())
+    }
+
+    pub fn on_presence(&mut self, hub: &str, alive: bool) {
+        if alive {
+            self.alive.insert(hub.to_string());
+        } else {
+            self.alive.remove(hub);
+        }
+    }
+
+    /// After reconnecting: presence is learned again from the broker.
+    pub fn forget_presence(&mut self) {
+        self.alive.clear();
+    }
+
+    /// The devices this hub owns (their claims are published again after a reconnect, in case
+    /// the broker restarted without keeping retained messages).
+    pub fn mine(&self) -> Vec<String> {
+        self.owners.iter().filter(|(_, h)| **h == self.me).map(|(k, _)| k.clone()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two hubs that see the same claim stream agree on one owner, whatever the interleaving.
+    #[test]
+    fn last_claim_wins_and_both_hubs_agree() {
+        let (mut a, mut b) = (Claims::new("a"), Claims::new("b"));
+        for c in [&mut a, &mut b] {
+            c.on_presence("a", true);
+            c.on_presence("b", true);
+            assert_eq!(c.route("k"), Route::Claim);
+        }
+        // Both claimed at once; the broker ordered a's claim first.
+        for c in [&mut a, &mut b] {
+            c.on_claim("k", Some("a"));
+        }
+        assert_eq!((a.route("k"), b.route("k")), (Route::Mine, Route::Forward("a".into())));
+        assert!(a.on_claim("k", Some("b")), "a learns it lost the device");
+        assert!(!b.on_claim("k", Some("b")));
+        assert_eq!((a.route("k"), b.route("k")), (Route::Forward("b".into()), Route::Mine));
+        assert_eq!((a.mine(), b.mine()), (vec![], vec!["k".to_string()]));
+    }
+
+    #[test]
+    fn a_dead_owner_frees_its_devices() {
+        let mut a = Claims::new("a");
+        a.on_presence("b", true);
+        a.on_claim("k", Some("b"));
+        assert_eq!(a.route("k"), Route::Forward("b".into()));
+        a.on_presence("b", false);
+        assert_eq!(a.route("k"), Route::Claim);
+        a.on_claim("k", None);
+        assert_eq!(a.owner("k"), None);
+    }
+}

@@ -1,0 +1,208 @@
+//! One connection to a broker (rumqttc): the broker URL, the client options, and a task that
+//! polls the event loop, reconnects after errors (with a short backoff), and reports what
+//! happened as [`ConnEvent`]s. Whoever owns the connection subscribes again on every
+//! [`ConnEvent::Up`]: sessions are clean, so a broker restart forgets subscriptions.
+
+use std::time::Duration;
+
+use rumqttc::{AsyncClient, ConnectionError, Event, LastWill, MqttOptions, Packet, Publish, QoS, Transport};
+use tokio::sync::{mpsc, watch};
+use tracing::{debug, warn};
+
+/// `mqtt://[user[:password]@]host[:port]` (1883) or `mqtts://…` (8883, TLS with the system's roots).
+#[derive(Clone, PartialEq, Eq)]
+pub struct BrokerUrl {
+    pub host: String,
+    pub port: u16,
+    pub tls: bool,
+    pub username: Option<String>,
+    pub password: Option<String>,
+}
+
+/// Never shows the password.
+impl std::fmt::Debug for BrokerUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+impl std::fmt::Display for BrokerUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let scheme = if self.tls { "mqtts" } else { "mqtt" };
+        let user = self.username.as_deref().map(|u| format!("{u}@")).unwrap_or_default();
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        write!(f, "{scheme}://{user}{host}:{}", self.port)
+    }
+}
+
+/// Where a password may come from besides the URL (keeps it out of `ps` and shell history).
+pub const PASSWORD_ENV: &str = "MCPDEV_MQTT_PASSWORD";
+
+impl BrokerUrl {
+    pub fn parse(url: &str) -> Result<Self, String> {
+        let bad = |why: &str| format!("{url:?} is not a broker URL like mqtt://host:1883 or mqtts://user@host ({why})");
+        let (tls, rest) = match url.split_once("://") {
+            Some(("mqtt" | "tcp", rest)) => (false, rest),
+            Some(("mqtts" | "ssl" | "tls", rest)) => (true, rest),
+            Some((other, _)) => return Err(bad(&format!("unknown scheme {other:?}"))),
+            None => (false, url),
+        };
+        let rest = rest.trim_end_matches('/');
+        let (userinfo, hostport) = match rest.rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, rest),
+        };
+        let (username, password) = match userinfo {
+            Some(u) => match u.split_once(':') {
+                Some((user, pass)) => (Some(user.to_string()), Some(pass.to_string())),
+                None => (Some(u.to_string()), None),
+            },
+            None => (None, None),
+        };
+        let default_port = if tls { 8883 } else { 1883 };
+        let (host, port) = if let Some(v6) = hostport.strip_prefix('[') {
+            let (h, after) = v6.split_once(']').ok_or_else(|| bad("unclosed ["))?;
+            let port = match after.strip_prefix(':') {
+                Some(p) => p.parse().map_err(|_| bad("bad port"))?,
+                None => default_port,
+            };
+            (h.to_string(), port)
+        } else {
+            match hostport.rsplit_once(':') {
+                Some((h, p)) => (h.to_string(), p.parse().map_err(|_| bad("bad port"))?),
+                None => (hostport.to_string(), default_port),
+            }
+        };
+        if host.is_empty() || host.contains('/') {
+            return Err(bad("no host"));
+        }
+        let password = password.or_else(|| std::env::var(PASSWORD_ENV).ok().filter(|p| !p.is_empty()));
+        Ok(Self { host, port, tls, username, password })
+    }
+
+    /// Client options: clean session, the given keepalive, packets up to `max_packet` bytes.
+    pub fn options(&self, client_id: &str, keepalive: Duration, max_packet: usize) -> MqttOptions {
+        let mut o = MqttOptions::new(client_id, self.host.clone(), self.port);
+        o.set_keep_alive(keepalive.max(Duration::from_secs(1)));
+        o.set_clean_session(true);
+        o.set_max_packet_size(max_packet, max_packet);
+        if self.username.is_some() || self.password.is_some() {
+            o.set_credentials(self.username.clone().unwrap_or_default(), self.password.clone().unwrap_or_default());
+        }
+        if self.tls {
+            o.set_transport(Transport::tls_with_default_config());
+        }
+        o
+    }
+}
+
+/// What a connection reports.
+#[derive(Debug)]
+pub enum ConnEvent {
+    /// Connected (again): subscribe now.
+    Up,
+    /// The broker cannot be reached or the link broke; reconnecting.
+    Down(String),
+    /// The broker acknowledged a subscription.
+    Subscribed,
+    Message(Publish),
+}
+
+/// A connection and its reports. Dropping `events` stops it.
+pub struct Connection {
+    pub client: AsyncClient,
+    /// `true` while connected.
+    pub up: watch::Receiver<bool>,
+    pub events: mpsc::Receiver<ConnEvent>,
+}
+
+/// Starts connecting; the task reconnects until `events` is dropped.
+pub fn connect(options: MqttOptions, will: Option<LastWill>) -> Connection {
+    let mut options = options;
+    if let Some(w) = will {
+        options.set_last_will(w);
+    }
+    let (client, mut eventloop) = AsyncClient::new(options, 4096);
+    // Small request/answer messages: no Nagle delay.
+    let mut network = rumqttc::NetworkOptions::new();
+    network.set_tcp_nodelay(true);
+    eventloop.set_network_options(network);
+    let (up_tx, up) = watch::channel(false);
+    let (tx, events) = mpsc::channel(4096);
+    tokio::spawn(async move {
+        let mut backoff = Duration::from_millis(50);
+        let mut reported_down = false;
+        loop {
+            let outcome = eventloop.poll().await;
+            let event = match outcome {
+                Ok(Event::Incoming(Packet::ConnAck(_))) => {
+                    backoff = Duration::from_millis(50);
+                    reported_down = false;
+                    up_tx.send_replace(true);
+                    ConnEvent::Up
+                }
+                Ok(Event::Incoming(Packet::Publish(p))) => ConnEvent::Message(p),
+                Ok(Event::Incoming(Packet::SubAck(_))) => ConnEvent::Subscribed,
+                Ok(_) => continue,
+                Err(e) => {
+                    let was_up = up_tx.send_replace(false);
+                    let why = describe(&e);
+                    debug!(%why, "MQTT connection error");
+                    if was_up || !reported_down {
+                        reported_down = true;
+                        if tx.send(ConnEvent::Down(why)).await.is_err() {
+                            return;
+                        }
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    continue;
+                }
+            };
+            if tx.send(event).await.is_err() {
+                return;
+            }
+        }
+    });
+    Connection { client, up, events }
+}
+
+fn describe(e: &ConnectionError) -> String {
+    match e {
+        ConnectionError::ConnectionRefused(code) => format!("the broker refused the connection ({code:?})"),
+        ConnectionError::Io(io) => format!("{io}"),
+        other => other.to_string(),
+    }
+}
+
+/// Publishes at QoS 0 without waiting; `false` if the request queue is full or closed.
+pub fn send(client: &AsyncClient, topic: String, payload: impl Into<Vec<u8>>) -> bool {
+    match client.try_publish(topic, QoS::AtMostOnce, false, payload) {
+        Ok(()) => true,
+        Err(e) => {
+            warn!("cannot queue an MQTT publish: {e}");
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broker_urls() {
+        let u = BrokerUrl::parse("mqtt://alice:secret@broker.lan:1884").unwrap();
+        assert_eq!((u.host.as_str(), u.port, u.tls), ("broker.lan", 1884, false));
+        assert_eq!((u.username.as_deref(), u.password.as_deref()), (Some("alice"), Some("secret")));
+        assert_eq!(u.to_string(), "mqtt://alice@broker.lan:1884", "the password is never shown");
+        assert_eq!(format!("{u:?}"), "mqtt://alice@broker.lan:1884");
+        let t = BrokerUrl::parse("mqtts://broker.example").unwrap();
+        assert_eq!((t.port, t.tls), (8883, true));
+        assert_eq!(BrokerUrl::parse("127.0.0.1:1999").unwrap().port, 1999);
+        assert_eq!(BrokerUrl::parse("mqtt://[::1]:2000").unwrap().host, "::1");
+        assert!(BrokerUrl::parse("http://x").unwrap_err().contains("unknown scheme"));
+        assert!(BrokerUrl::parse("mqtt://h:notaport").is_err());
+        assert!(BrokerUrl::parse("mqtt://").is_err());
+    }
+}

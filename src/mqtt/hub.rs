@@ -1,0 +1,486 @@
+//! The hub's MQTT side: one broker connection, one dispatcher task, and one
+//! [`links::mqtt`](crate::links::mqtt) task per device, registered like WebSocket devices.
+//!
+//! The dispatcher reads every message for this hub: uplinks (through the cluster's shared
+//! subscription), messages other hubs pass on, claims and hub presence (see [`super::cluster`]).
+//! A device's first message creates its link; if that message is not a hello, onboarding starts
+//! at once (an MQTT device answers MCP while idle). After a device's OTA check-in the hub also
+//! sends it an `initialize` a few times until it hears from it, so an idle stock device that
+//! never says hello still shows up.
+//!
+//! On every (re)connect the hub subscribes again, republishes its presence and its claims; the
+//! registry is kept across broker outages.
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rumqttc::{AsyncClient, LastWill, QoS};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, watch};
+use tracing::{debug, info, warn};
+
+use super::cluster::{Claims, Route};
+use super::conn::{self, BrokerUrl, ConnEvent};
+use super::{broker, topics, udp};
+use crate::hub::Hub;
+use crate::links::mqtt::{self as link, Inbound, MqttLinkSetup};
+use crate::session::SessionConfig;
+use crate::wire::identity::Identity;
+
+/// Which broker the hub uses.
+#[derive(Debug, Clone)]
+pub enum BrokerChoice {
+    /// Run the embedded broker, listening here.
+    Embedded { listen: SocketAddr },
+    External(BrokerUrl),
+}
+
+/// `serve --mqtt …` and its companions.
+#[derive(Debug, Clone)]
+pub struct MqttSettings {
+    pub broker: BrokerChoice,
+    /// The shared-subscription group of the cluster's hubs.
+    pub group: String,
+    /// Largest message carried to or from a device.
+    pub max_payload: usize,
+    /// The UDP audio socket.
+    pub udp_addr: SocketAddr,
+    /// `mqtt.endpoint` given to devices in the OTA answer, when it is not the broker's own address.
+    pub device_endpoint: Option<String>,
+    /// `mqtt.keepalive` given to devices (seconds).
+    pub device_keepalive: u16,
+    /// How long a new claim must stand before the hub serves the device.
+    pub claim_settle: Duration,
+}
+
+impl MqttSettings {
+    pub fn new(broker: BrokerChoice) -> Self {
+        Self {
+            broker,
+            group: "mcpdev".into(),
+            max_payload: 8192,
+            udp_addr: "0.0.0.0:0".parse().expect("static address"),
+            device_endpoint: None,
+            device_keepalive: 240,
+            claim_settle: Duration::from_millis(300),
+        }
+    }
+}
+
+/// Device MQTT credentials handed out by OTA (environment only: they are secrets).
+pub const DEVICE_USERNAME_ENV: &str = "MCPDEV_MQTT_DEVICE_USERNAME";
+pub const DEVICE_PASSWORD_ENV: &str = "MCPDEV_MQTT_DEVICE_PASSWORD";
+
+/// The running MQTT side of a hub.
+pub struct MqttHub {
+    pub hub_id: String,
+    /// The broker as the hub reaches it (for people; no password).
+    pub broker: String,
+    /// The broker's host and port as devices should reach it, unless `device_endpoint` is set;
+    /// `None` for the host means "the name the device reached the hub by".
+    endpoint_host: Option<String>,
+    endpoint_port: u16,
+    settings: MqttSettings,
+    device_password: String,
+    client: AsyncClient,
+    up: watch::Receiver<bool>,
+    /// `true` once every subscription of the current connection is acknowledged.
+    subscribed: watch::Receiver<bool>,
+    pub udp: Arc<udp::UdpSink>,
+    /// Keys heard from (any uplink, any claim): the OTA probe stops once a device is heard.
+    heard: Arc<Mutex<HashSet<String>>>,
+    control: mpsc::Sender<Control>,
+}
+
+enum Control {
+    Settled(String),
+    Ended { key: String, generation: u64 },
+    Shutdown(tokio::sync::oneshot::Sender<()>),
+}
+
+impl MqttHub {
+    /// The OTA answer's `mqtt` section for a device that reached the hub by `host`.
+    pub fn ota_settings(&self, device_id: &str, host: &str) -> Value {
+        let key = topics::key_for(device_id).expect("device ids are MACs");
+        let endpoint = self.settings.device_endpoint.clone().unwrap_or_else(|| {
+            let h = self.endpoint_host.as_deref().unwrap_or(host);
+            format!("{h}:{}", self.endpoint_port)
+        });
+        json!({
+            "endpoint": endpoint,
+            "client_id": key,
+            "username": std::env::var(DEVICE_USERNAME_ENV).unwrap_or_default(),
+            "password": self.device_password,
+            "publish_topic": topics::uplink(&key),
+            "subscribe_topic": topics::downlink(&key),
+            "keepalive": self.settings.device_keepalive,
+        })
+    }
+
+    /// After an OTA check-in: send the device `initialize` until it is heard from (at 2, 5, 10
+    /// and 20 s), so that an idle device is onboarded without waiting for its hello.
+    pub fn probe(self: &Arc<Self>, device_id: &str) {
+        let Ok(key) = topics::key_for(device_id) else { return };
+        self.heard.lock().expect("heard").remove(&key);
+        let me = self.clone();
+        tokio::spawn(async move {
+            for (i, wait) in [2u64, 3, 5, 10].into_iter().enumerate() {
+                tokio::time::sleep(Duration::from_secs(wait)).await;
+                if me.heard.lock().expect("heard").contains(&key) {
+                    return;
+                }
+                if *me.up.borrow() {
+                    let probe = json!({"session_id": "", "type": "mcp", "payload": {
+                        "jsonrpc": "2.0", "id": 2_000_000_000 + i as i64, "method": "initialize",
+                        "params": {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "mcpdev", "version": env!("CARGO_PKG_VERSION")}},
+                    }});
+                    debug!(%key, "probing a device after its OTA check-in");
+                    conn::send(&me.client, topics::downlink(&key), probe.to_string());
+                }
+            }
+        });
+    }
+
+    /// Says goodbye to every device, clears this hub's presence and disconnects.
+    pub async fn shutdown(&self) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if self.control.send(Control::Shutdown(tx)).await.is_ok() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), rx).await;
+        }
+    }
+
+    pub fn is_up(&self) -> bool {
+        *self.up.borrow()
+    }
+
+    /// Waits up to `limit` until connected and subscribed (devices' messages reach the hub).
+    pub async fn wait_subscribed(&self, limit: Duration) -> bool {
+        let mut s = self.subscribed.clone();
+        tokio::time::timeout(limit, s.wait_for(|ok| *ok)).await.is_ok_and(|r| r.is_ok())
+    }
+}
+
+/// Starts the broker (if embedded), the connection and the dispatcher.
+pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<MqttHub>> {
+    let hub_id = uuid::Uuid::new_v4().simple().to_string()[..12].to_string();
+    let tokens = hub.config.device_tokens.clone();
+    let max_packet = (settings.max_payload * 4).max(1 << 20);
+    let (url, endpoint_host, endpoint_port) = match &settings.broker {
+        BrokerChoice::Embedded { listen } => {
+            let b = broker::start(broker::BrokerConfig { addr: *listen, passwords: tokens.clone(), max_packet })
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot start the embedded MQTT broker on {listen}: {e}"))?;
+            let url = BrokerUrl {
+                host: "127.0.0.1".into(),
+                port: b.addr.port(),
+                tls: false,
+                username: None,
+                password: tokens.first().cloned(),
+            };
+            (url, None, b.addr.port())
+        }
+        BrokerChoice::External(url) => {
+            let loopback = url.host == "localhost" || url.host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+            (url.clone(), (!loopback).then(|| url.host.clone()), url.port)
+        }
+    };
+    let device_password = std::env::var(DEVICE_PASSWORD_ENV).ok().or_else(|| match settings.broker {
+        BrokerChoice::Embedded { .. } => tokens.first().cloned(),
+        BrokerChoice::External(_) => None,
+    });
+    let udp = Arc::new(udp::UdpSink::bind(settings.udp_addr).await.map_err(|e| anyhow::anyhow!("cannot bind the UDP audio socket {}: {e}", settings.udp_addr))?);
+    let presence = format!("{}{hub_id}", topics::HUBS);
+    let will = LastWill::new(&presence, Vec::<u8>::new(), QoS::AtLeastOnce, true);
+    let options = url.options(&format!("mcpdev-hub-{hub_id}"), Duration::from_secs(30), max_packet);
+    let connection = conn::connect(options, Some(will));
+    let (control, control_rx) = mpsc::channel(1024);
+    let (subscribed_tx, subscribed) = watch::channel(false);
+    let mqtt = Arc::new(MqttHub {
+        hub_id: hub_id.clone(),
+        broker: url.to_string(),
+        endpoint_host,
+        endpoint_port,
+        device_password: device_password.unwrap_or_default(),
+        client: connection.client.clone(),
+        up: connection.up.clone(),
+        subscribed,
+        udp,
+        heard: Arc::default(),
+        control: control.clone(),
+        settings,
+    });
+    info!(broker = %mqtt.broker, hub = %hub_id, "MQTT: connecting");
+    let dispatcher = Dispatcher {
+        hub,
+        mqtt: mqtt.clone(),
+        claims: Claims::new(hub_id),
+        pending: HashMap::new(),
+        links: HashMap::new(),
+        control,
+        subscribed: subscribed_tx,
+        acks_due: 0,
+        stopped: None,
+    };
+    tokio::spawn(dispatcher.run(connection.events, control_rx));
+    Ok(mqtt)
+}
+
+struct LinkEntry {
+    inbound: mpsc::Sender<Inbound>,
+    generation: u64,
+    ssrc: u32,
+    /// The session id of our server hello: a server goodbye must carry it.
+    session_id: String,
+}
+
+struct Dispatcher {
+    hub: Arc<Hub>,
+    mqtt: Arc<MqttHub>,
+    claims: Claims,
+    /// Devices this hub has claimed and not yet settled, with their held messages.
+    pending: HashMap<String, Vec<String>>,
+    links: HashMap<String, LinkEntry>,
+    control: mpsc::Sender<Control>,
+    subscribed: watch::Sender<bool>,
+    /// Subscriptions of the current connection not yet acknowledged.
+    acks_due: usize,
+    /// Told once the connection has closed after a shutdown.
+    stopped: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Dispatcher {
+    async fn run(mut self, mut events: mpsc::Receiver<ConnEvent>, mut control: mpsc::Receiver<Control>) {
+        loop {
+            tokio::select! {
+                ev = events.recv() => match ev {
+                    Some(ConnEvent::Up) => self.on_up(),
+                    Some(ConnEvent::Down(why)) => {
+                        self.subscribed.send_replace(false);
+                        if let Some(done) = self.stopped.take() {
+                            let _ = done.send(());
+                            return;
+                        }
+                        warn!(broker = %self.mqtt.broker, %why, "MQTT broker unreachable; reconnecting (devices are kept)");
+                    }
+                    Some(ConnEvent::Subscribed) => {
+                        self.acks_due = self.acks_due.saturating_sub(1);
+                        if self.acks_due == 0 {
+                            self.subscribed.send_replace(true);
+                        }
+                    }
+                    Some(ConnEvent::Message(p)) => self.on_message(&p.topic, p.payload.to_vec()),
+                    None => return,
+                },
+                c = control.recv() => match c {
+                    Some(Control::Settled(key)) => self.settle(&key),
+                    Some(Control::Ended { key, generation }) => {
+                        if self.links.get(&key).is_some_and(|l| l.generation == generation) {
+                            if let Some(l) = self.links.remove(&key) {
+                                self.mqtt.udp.forget(l.ssrc);
+                            }
+                        }
+                    }
+                    Some(Control::Shutdown(done)) => {
+                        // Queued before the disconnect, so they are sent before it.
+                        for (key, l) in &self.links {
+                            let bye = json!({"type": "goodbye", "session_id": l.session_id}).to_string();
+                            let _ = self.mqtt.client.publish(topics::downlink(key), QoS::AtMostOnce, false, bye).await;
+                        }
+                        let presence = format!("{}{}", topics::HUBS, self.claims.me());
+                        let _ = self.mqtt.client.publish(presence, QoS::AtLeastOnce, true, Vec::<u8>::new()).await;
+                        let _ = self.mqtt.client.disconnect().await;
+                        self.stopped = Some(done);
+                    }
+                    None => return,
+                },
+            }
+        }
+    }
+
+    fn on_up(&mut self) {
+        let me = self.claims.me().to_string();
+        info!(broker = %self.mqtt.broker, hub = %me, "MQTT broker connected");
+        self.claims.forget_presence();
+        let c = &self.mqtt.client;
+        self.acks_due = 4;
+        // In this order: presence and claims arrive (retained) before any uplink.
+        for (filter, qos) in [
+            (format!("{}+", topics::HUBS), QoS::AtLeastOnce),
+            (format!("{}+", topics::CLAIMS), QoS::AtLeastOnce),
+            (format!("{}{me}/+", topics::FWD), QoS::AtMostOnce),
+            (topics::shared_uplinks(&self.mqtt.settings.group), QoS::AtMostOnce),
+        ] {
+            if let Err(e) = c.try_subscribe(filter, qos) {
+                warn!("cannot queue an MQTT subscription: {e}");
+            }
+        }
+        let presence = json!({"hub": me}).to_string();
+        let _ = c.try_publish(format!("{}{me}", topics::HUBS), QoS::AtLeastOnce, true, presence);
+        for key in self.claims.mine().into_iter().chain(self.pending.keys().cloned()) {
+            self.publish_claim(&key);
+        }
+    }
+
+    fn publish_claim(&self, key: &str) {
+        let topic = format!("{}{key}", topics::CLAIMS);
+        let _ = self.mqtt.client.try_publish(topic, QoS::AtLeastOnce, true, self.claims.me().as_bytes().to_vec());
+    }
+
+    fn on_message(&mut self, topic: &str, payload: Vec<u8>) {
+        if let Some(key) = topic.strip_prefix(topics::UP) {
+            if topics::valid_key(key) {
+                self.mqtt.heard.lock().expect("heard").insert(key.to_string());
+                self.on_uplink(key, payload);
+            }
+        } else if let Some(rest) = topic.strip_prefix(topics::FWD) {
+            // Passed on by another hub that believes this hub owns the device.
+            if let Some((_, key)) = rest.split_once('/') {
+                match self.claims.route(key) {
+                    Route::Mine => self.deliver(key, payload),
+                    _ if self.pending.contains_key(key) => self.hold(key, payload),
+                    other => debug!(key, ?other, "dropped a forwarded message for a device this hub does not serve"),
+                }
+            }
+        } else if let Some(key) = topic.strip_prefix(topics::CLAIMS) {
+            let hub = String::from_utf8_lossy(&payload).trim().to_string();
+            let hub = (!hub.is_empty()).then_some(hub);
+            self.mqtt.heard.lock().expect("heard").insert(key.to_string());
+            if self.claims.on_claim(key, hub.as_deref()) {
+                info!(key, owner = ?hub, "another hub serves this device now");
+                self.drop_link(key);
+            }
+            if hub.as_deref() == Some(self.claims.me()) && self.pending.contains_key(key) {
+                let (control, key, settle) = (self.control.clone(), key.to_string(), self.mqtt.settings.claim_settle);
+                tokio::spawn(async move {
+                    tokio::time::sleep(settle).await;
+                    let _ = control.send(Control::Settled(key)).await;
+                });
+            }
+        } else if let Some(hub) = topic.strip_prefix(topics::HUBS) {
+            self.claims.on_presence(hub, !payload.is_empty());
+        }
+    }
+
+    fn on_uplink(&mut self, key: &str, payload: Vec<u8>) {
+        if self.pending.contains_key(key) {
+            return self.hold(key, payload);
+        }
+        match self.claims.route(key) {
+            Route::Mine => self.deliver(key, payload),
+            Route::Forward(owner) => {
+                let _ = self.mqtt.client.try_publish(topics::forward(&owner, key), QoS::AtMostOnce, false, payload);
+            }
+            Route::Claim => {
+                self.hold(key, payload);
+                self.publish_claim(key);
+            }
+        }
+    }
+
+    fn hold(&mut self, key: &str, payload: Vec<u8>) {
+        let held = self.pending.entry(key.to_string()).or_default();
+        if held.len() < 64 {
+            held.push(String::from_utf8_lossy(&payload).into_owned());
+        }
+    }
+
+    /// This hub's claim has stood for the settle time: serve the device, or pass its held
+    /// messages to the hub whose later claim won.
+    fn settle(&mut self, key: &str) {
+        let Some(held) = self.pending.remove(key) else { return };
+        match self.claims.route(key) {
+            Route::Mine => {
+                for text in held {
+                    self.deliver(key, text.into_bytes());
+                }
+            }
+            Route::Forward(owner) => {
+                for text in held {
+                    let _ = self.mqtt.client.try_publish(topics::forward(&owner, key), QoS::AtMostOnce, false, text);
+                }
+            }
+            Route::Claim => {
+                self.pending.insert(key.to_string(), held);
+                self.publish_claim(key);
+            }
+        }
+    }
+
+    fn deliver(&mut self, key: &str, payload: Vec<u8>) {
+        let text = String::from_utf8_lossy(&payload).into_owned();
+        if !self.links.get(key).is_some_and(|l| !l.inbound.is_closed()) {
+            let is_hello = serde_json::from_str::<Value>(&text).ok().is_some_and(|v| v["type"] == "hello");
+            if !self.start_link(key, !is_hello) {
+                return;
+            }
+        }
+        let link = self.links.get(key).expect("started above");
+        if link.inbound.try_send(Inbound::Text(text)).is_err() {
+            warn!(key, "a device sends faster than its link can handle; dropped a message");
+        }
+    }
+
+    fn drop_link(&mut self, key: &str) {
+        if let Some(l) = self.links.remove(key) {
+            self.mqtt.udp.forget(l.ssrc);
+            // Dropping the sender ends the link task, which takes the device out of the registry.
+        }
+    }
+
+    /// Creates the device's link and registers it; `begin` starts onboarding without a hello.
+    fn start_link(&mut self, key: &str, begin: bool) -> bool {
+        let Some(device_id) = topics::device_id_of(key) else {
+            warn!(key, "an uplink topic that names no MAC; ignored");
+            return false;
+        };
+        let hub = &self.hub;
+        let ota = hub.registry.ota.get(&device_id);
+        let host = ota
+            .as_ref()
+            .map(|r| r.host.clone())
+            .or_else(|| hub.config.ota.public_host.clone())
+            .unwrap_or_else(|| "127.0.0.1".to_string());
+        let (inbound_tx, inbound_rx) = link::inbound_channel();
+        let ssrc = self.mqtt.udp.register(inbound_tx.clone());
+        let session_id = uuid::Uuid::new_v4().to_string();
+        let hello = udp::server_hello(&session_id, udp::udp_block(&host, self.mqtt.udp.addr.port(), ssrc));
+        let mut cfg = SessionConfig::new(&session_id, hello);
+        (cfg.vision_url, cfg.vision_token) = hub.vision_for(Some(&host));
+        cfg.keepalive = hub.config.keepalive;
+        cfg.onboarding_timeout = hub.config.onboarding_timeout;
+        cfg.system_info = ota.map(|r| r.system_info);
+        let generation = hub.registry.next_generation();
+        let setup = MqttLinkSetup {
+            identity: Identity { device_id: device_id.clone(), client_id: Some(key.to_string()), token: None, protocol_version: 3 },
+            session: cfg,
+            events: hub.registry.events.clone(),
+            tracing: hub.registry.tracing.clone(),
+            generation,
+            remote: Some(format!("{} as {key}", self.mqtt.broker)),
+            client: self.mqtt.client.clone(),
+            downlink: topics::downlink(key),
+            broker_up: self.mqtt.up.clone(),
+            broker: self.mqtt.broker.clone(),
+            max_payload: self.mqtt.settings.max_payload,
+        };
+        let (handle, done) = link::spawn(setup, inbound_rx);
+        if begin {
+            let _ = inbound_tx.try_send(Inbound::Begin);
+        }
+        info!(device = %device_id, key, "MQTT device attached");
+        if let Some(old) = hub.registry.insert(handle) {
+            info!(device = %device_id, "replacing the previous session of this device");
+            tokio::spawn(async move { old.close().await });
+        }
+        let (registry_hub, control, key_owned) = (hub.clone(), self.control.clone(), key.to_string());
+        tokio::spawn(async move {
+            let _ = done.await;
+            registry_hub.registry.remove(&device_id, generation);
+            let _ = control.send(Control::Ended { key: key_owned, generation }).await;
+        });
+        self.links.insert(key.to_string(), LinkEntry { inbound: inbound_tx, generation, ssrc, session_id });
+        true
+    }
+}

@@ -1,0 +1,103 @@
+//! A virtual device over MQTT, as stock firmware does it (reference §2): it publishes every
+//! message to its publish topic at QoS 0, says hello (`version` 3, `transport:"udp"`) and checks
+//! the server's `udp` block, answers MCP at any time (also before and after a voice session), and
+//! ends a session on the server's `goodbye`. Unlike stock firmware it subscribes to its downlink
+//! itself, so it works with any broker (Mosquitto has no auto-subscribe). It reconnects after
+//! broker outages and says hello again.
+
+use std::time::Duration;
+
+use mcp_device::{DeviceLink, Inbound, Transport};
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
+
+use super::SimConfig;
+use super::tools::build_server_with;
+use crate::mqtt::conn::{self, BrokerUrl, ConnEvent};
+use crate::links::websocket::sleep_until;
+use crate::mqtt::topics;
+
+/// Where an MQTT device connects and which topics it uses (the OTA answer's `mqtt` section).
+#[derive(Debug, Clone)]
+pub struct MqttTarget {
+    pub broker: BrokerUrl,
+    pub client_id: String,
+    pub publish_topic: String,
+    pub subscribe_topic: String,
+    pub keepalive: u16,
+}
+
+impl MqttTarget {
+    /// mcpdev's own scheme for a device (what the hub's OTA answer would say).
+    pub fn direct(broker: BrokerUrl, device_id: &str) -> Result<Self, String> {
+        let key = topics::key_for(device_id)?;
+        Ok(Self { broker, publish_topic: topics::uplink(&key), subscribe_topic: topics::downlink(&key), client_id: key, keepalive: 240 })
+    }
+}
+
+/// Serves until the task is dropped.
+pub async fn run_device(cfg: SimConfig, t: MqttTarget) {
+    let mut link = DeviceLink::new(build_server_with(cfg.profile, &cfg.device_id, cfg.extra_tools), Transport::Mqtt);
+    let options = t.broker.options(&t.client_id, Duration::from_secs(u64::from(t.keepalive.max(5))), 1 << 20);
+    let mut c = conn::connect(options, None);
+    let client = c.client.clone();
+    let publish = |text: String| conn::send(&client, t.publish_topic.clone(), text);
+    let mut hello_deadline: Option<Instant> = None;
+    let mut out = String::new();
+    loop {
+        let ev = tokio::select! {
+            ev = c.events.recv() => ev,
+            _ = sleep_until(hello_deadline) => {
+                // The stock firmware gives up on the voice session; the simulator says hello again
+                // (its hello may have gone to a broker nobody was subscribed to yet).
+                warn!(device = %cfg.device_id, "no server hello within 10 s; saying hello again");
+                publish(link.hello());
+                hello_deadline = Some(Instant::now() + Duration::from_secs(10));
+                continue;
+            }
+        };
+        match ev {
+            None => return,
+            Some(ConnEvent::Up) => {
+                if let Err(e) = c.client.try_subscribe(t.subscribe_topic.clone(), rumqttc::QoS::AtMostOnce) {
+                    warn!(device = %cfg.device_id, "cannot subscribe: {e}");
+                }
+                publish(link.hello());
+                hello_deadline = Some(Instant::now() + Duration::from_secs(10));
+                debug!(device = %cfg.device_id, broker = %t.broker, "connected over MQTT; hello sent");
+            }
+            Some(ConnEvent::Down(why)) => debug!(device = %cfg.device_id, %why, "broker unreachable; reconnecting"),
+            Some(ConnEvent::Message(p)) if p.topic == t.subscribe_topic => {
+                let text = String::from_utf8_lossy(&p.payload);
+                out.clear();
+                match link.on_text(&text, &mut out) {
+                    Inbound::Hello { session_id } => {
+                        hello_deadline = None;
+                        info!(device = %cfg.device_id, session_id, "connected");
+                    }
+                    Inbound::BadHello(why) => warn!(device = %cfg.device_id, "unusable server hello: {why}"),
+                    Inbound::Mcp { replied: true } => {
+                        publish(out.clone());
+                    }
+                    Inbound::Goodbye => info!(device = %cfg.device_id, "the server ended the session (goodbye)"),
+                    Inbound::Ignored(why) => debug!(device = %cfg.device_id, why, "ignored a message"),
+                    _ => {}
+                }
+                while {
+                    out.clear();
+                    link.next_notification(&mut out)
+                } {
+                    publish(out.clone());
+                }
+                if std::mem::take(&mut link.server.state_mut().reboot_requested) {
+                    // Back after a "reboot": a new session.
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    info!(device = %cfg.device_id, "rebooted");
+                    publish(link.hello());
+                    hello_deadline = Some(Instant::now() + Duration::from_secs(10));
+                }
+            }
+            Some(ConnEvent::Message(_) | ConnEvent::Subscribed) => {}
+        }
+    }
+}

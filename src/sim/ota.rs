@@ -1,0 +1,148 @@
+//! Bootstrapping like a stock device (reference §0, §3): POST the system info to the OTA URL,
+//! then connect over what the answer says — MQTT when it has an `mqtt` section, else the
+//! `websocket` URL and token. The answer's shape is checked as the firmware reads it.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tracing::{info, warn};
+
+use super::SimConfig;
+use super::mqtt::MqttTarget;
+use crate::mqtt::conn::BrokerUrl;
+
+/// The system info a device posts (the shape of `Board::GetSystemInfoJson`, §3.1).
+pub fn system_info(cfg: &SimConfig) -> Value {
+    json!({
+        "version": 2,
+        "language": "en-US",
+        "flash_size": 4_194_304,
+        "minimum_free_heap_size": "180000",
+        "mac_address": cfg.device_id,
+        "uuid": cfg.client_id,
+        "chip_model_name": "mcpdev-sim",
+        "chip_info": {"model": 0, "cores": 1, "revision": 0, "features": 0},
+        "application": {"name": "mcpdev-sim", "version": env!("CARGO_PKG_VERSION"), "compile_time": "", "idf_version": "", "elf_sha256": ""},
+        "partition_table": [],
+        "ota": {"label": "ota_0"},
+        "board": {"type": "mcpdev-sim", "name": "mcpdev-sim", "ssid": "mcpdev-sim", "rssi": -50, "channel": 1, "ip": "127.0.0.1", "mac": cfg.device_id},
+    })
+}
+
+/// Asks the OTA endpoint until it answers (backing off like the firmware's retries) and returns
+/// the configuration to connect with.
+pub async fn bootstrap(mut cfg: SimConfig, url: &str) -> SimConfig {
+    let mut wait = Duration::from_secs(1);
+    let answer = loop {
+        match check_version(&cfg, url).await {
+            Ok(v) => break v,
+            Err(e) => warn!(device = %cfg.device_id, "OTA check-in at {url} failed: {e:#}; retrying in {wait:?}"),
+        }
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(Duration::from_secs(30));
+    };
+    match apply(&mut cfg, &answer) {
+        Ok(how) => info!(device = %cfg.device_id, "OTA: connecting over {how}"),
+        Err(e) => warn!(device = %cfg.device_id, "OTA answer not usable ({e}); keeping {}", cfg.url),
+    }
+    cfg
+}
+
+/// Takes the answer's `mqtt` (preferred) or `websocket` section, as the firmware does.
+pub fn apply(cfg: &mut SimConfig, answer: &Value) -> Result<&'static str, String> {
+    if let Some(m) = answer.get("mqtt").filter(|m| m.is_object()) {
+        let s = |k: &str| m.get(k).and_then(Value::as_str).map(str::to_string).ok_or(format!("mqtt.{k} must be a string"));
+        let endpoint = s("endpoint")?;
+        // esp_mqtt uses TLS only on port 8883 (reference §2.1); the default port is 8883 too.
+        let (host, port) = match endpoint.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), p.parse::<u16>().map_err(|_| format!("mqtt.endpoint {endpoint:?} has a bad port"))?),
+            None => (endpoint.clone(), 8883),
+        };
+        let username = s("username").ok().filter(|u| !u.is_empty());
+        let password = s("password").ok().filter(|p| !p.is_empty());
+        let broker = BrokerUrl { host, port, tls: port == 8883, username, password };
+        let keepalive = m.get("keepalive").and_then(Value::as_u64).unwrap_or(240).min(u64::from(u16::MAX)) as u16;
+        cfg.mqtt = Some(MqttTarget {
+            broker,
+            client_id: s("client_id")?,
+            publish_topic: s("publish_topic")?,
+            // Stock firmware ignores it and relies on the broker; the simulator subscribes to it.
+            subscribe_topic: s("subscribe_topic")?,
+            keepalive,
+        });
+        return Ok("MQTT");
+    }
+    if let Some(w) = answer.get("websocket").filter(|w| w.is_object()) {
+        cfg.url = w.get("url").and_then(Value::as_str).ok_or("websocket.url must be a string")?.to_string();
+        if let Some(token) = w.get("token").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            cfg.token = Some(token.to_string());
+        }
+        return Ok("WebSocket");
+    }
+    Err("neither an mqtt nor a websocket section".into())
+}
+
+/// One `POST` with the stock headers over plain HTTP/1.1; the answer's JSON on status 200.
+async fn check_version(cfg: &SimConfig, url: &str) -> anyhow::Result<Value> {
+    let rest = url.strip_prefix("http://").ok_or_else(|| anyhow::anyhow!("only http:// OTA URLs are supported by the simulator"))?;
+    let (authority, path) = rest.split_once('/').map_or((rest, "/".to_string()), |(a, p)| (a, format!("/{p}")));
+    let addr = if authority.contains(':') { authority.to_string() } else { format!("{authority}:80") };
+    let body = system_info(cfg).to_string();
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {authority}\r\nActivation-Version: 1\r\nDevice-Id: {}\r\nClient-Id: {}\r\n\
+         User-Agent: mcpdev-sim/{}\r\nAccept-Language: en-US\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        cfg.device_id,
+        cfg.client_id,
+        env!("CARGO_PKG_VERSION"),
+        body.len()
+    );
+    let mut stream = tokio::time::timeout(Duration::from_secs(10), tokio::net::TcpStream::connect(&addr)).await??;
+    stream.write_all(request.as_bytes()).await?;
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut response)).await??;
+    let text = String::from_utf8_lossy(&response);
+    let (head, body) = text.split_once("\r\n\r\n").ok_or_else(|| anyhow::anyhow!("not an HTTP response"))?;
+    let status = head.split_whitespace().nth(1).unwrap_or_default();
+    anyhow::ensure!(status == "200", "status {status} (the firmware treats anything but 200 as an error)");
+    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.to_string() };
+    Ok(serde_json::from_str(&body)?)
+}
+
+fn dechunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else { break };
+        if n == 0 || after.len() < n {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = after[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mqtt_wins_over_websocket_and_tls_follows_port_8883() {
+        let mut cfg = SimConfig::new("ws://old/xiaozhi/v1/", "02:00:00:00:00:01");
+        let answer = json!({
+            "websocket": {"url": "ws://h:8000/xiaozhi/v1/", "token": "", "version": 1},
+            "mqtt": {"endpoint": "broker.lan:8883", "client_id": "c", "username": "", "password": "p",
+                     "publish_topic": "up", "subscribe_topic": "down", "keepalive": 240},
+        });
+        assert_eq!(apply(&mut cfg, &answer), Ok("MQTT"));
+        let m = cfg.mqtt.clone().unwrap();
+        assert_eq!((m.broker.tls, m.broker.username, m.broker.password.as_deref()), (true, None, Some("p")));
+        let mut ws = SimConfig::new("ws://old/xiaozhi/v1/", "02:00:00:00:00:01");
+        assert_eq!(apply(&mut ws, &json!({"websocket": {"url": "ws://h:1/xiaozhi/v1/", "token": "t"}})), Ok("WebSocket"));
+        assert_eq!((ws.url.as_str(), ws.token.as_deref()), ("ws://h:1/xiaozhi/v1/", Some("t")));
+        assert!(apply(&mut ws, &json!({"server_time": {}})).is_err());
+        assert_eq!(dechunk("5\r\nhello\r\n0\r\n\r\n"), "hello");
+    }
+}

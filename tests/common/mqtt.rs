@@ -1,0 +1,225 @@
+//! MQTT helpers: a Mosquitto broker per test (the Debian package, installed by `.ci/test`), and
+//! a scripted MQTT device speaking the stock firmware's MQTT protocol through rumqttc.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use mcpdev::mqtt::conn::{self, BrokerUrl, ConnEvent};
+use mcpdev::mqtt::topics;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::mpsc;
+
+use super::ws::DEADLINE;
+
+/// A Mosquitto broker on an ephemeral loopback port, killed when dropped.
+pub struct Mosquitto {
+    pub port: u16,
+    dir: tempfile::TempDir,
+    child: Option<tokio::process::Child>,
+}
+
+fn mosquitto_binary() -> String {
+    for p in ["/usr/sbin/mosquitto", "/usr/bin/mosquitto", "/usr/local/sbin/mosquitto"] {
+        if std::path::Path::new(p).exists() {
+            return p.to_string();
+        }
+    }
+    match std::process::Command::new("mosquitto").arg("-h").stdout(Stdio::null()).stderr(Stdio::null()).status() {
+        Ok(_) => "mosquitto".to_string(),
+        Err(_) => panic!("mosquitto is not installed: run .ci/test, which installs the Debian package `mosquitto`"),
+    }
+}
+
+impl Mosquitto {
+    pub async fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut m = Self { port, dir: tempfile::tempdir().unwrap(), child: None };
+        m.run().await;
+        m
+    }
+
+    pub fn url(&self) -> String {
+        format!("mqtt://127.0.0.1:{}", self.port)
+    }
+
+    /// Starts the broker (again, on the same port) and waits for its "running" log line.
+    pub async fn run(&mut self) {
+        let conf = self.dir.path().join("mosquitto.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "listener {} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\n",
+                self.port
+            ),
+        )
+        .unwrap();
+        let mut child = tokio::process::Command::new(mosquitto_binary())
+            .arg("-c")
+            .arg(&conf)
+            // Its log goes to stderr, which is not buffered (stdout is, when piped).
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start mosquitto");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let running = async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if line.contains("Error") {
+                    panic!("mosquitto: {line}");
+                }
+                if line.contains(" running") {
+                    return;
+                }
+            }
+            panic!("mosquitto exited before it was running");
+        };
+        tokio::time::timeout(DEADLINE, running).await.expect("mosquitto did not start in time");
+        // Keep reading its log so the pipe never fills.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        self.child = Some(child);
+    }
+
+    /// Kills the broker (as a crash would) and waits until it is gone.
+    pub async fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.kill().await.unwrap();
+        }
+    }
+}
+
+/// What a scripted device received, by kind (`server_hello`, `goodbye`, and each MCP method).
+#[derive(Debug, Default, Clone)]
+pub struct Counts(pub Arc<Mutex<HashMap<String, usize>>>);
+
+impl Counts {
+    pub fn get(&self, k: &str) -> usize {
+        self.0.lock().unwrap().get(k).copied().unwrap_or(0)
+    }
+
+    fn add(&self, k: &str) {
+        *self.0.lock().unwrap().entry(k.to_string()).or_default() += 1;
+    }
+}
+
+/// A device on the broker, as stock firmware speaks (plus its own SUBSCRIBE, which Mosquitto needs).
+pub struct MqttDevice {
+    pub key: String,
+    pub client: rumqttc::AsyncClient,
+    pub rx: mpsc::Receiver<Value>,
+    pub session_id: String,
+    /// What it received, counted from the start.
+    pub counts: Counts,
+}
+
+impl MqttDevice {
+    /// Connects (and reconnects after broker outages, subscribing again) as `device_id`.
+    pub async fn connect(broker: &str, device_id: &str) -> Self {
+        let key = topics::key_for(device_id).unwrap();
+        let url = BrokerUrl::parse(broker).unwrap();
+        let mut c = conn::connect(url.options(&key, std::time::Duration::from_secs(30), 1 << 20), None);
+        let client = c.client.clone();
+        let down = topics::downlink(&key);
+        let (tx, rx) = mpsc::channel(256);
+        let (up_tx, mut up_rx) = mpsc::channel(4);
+        let sub_client = client.clone();
+        tokio::spawn(async move {
+            while let Some(ev) = c.events.recv().await {
+                match ev {
+                    ConnEvent::Up => {
+                        sub_client.subscribe(down.clone(), rumqttc::QoS::AtMostOnce).await.unwrap();
+                        let _ = up_tx.try_send(());
+                    }
+                    ConnEvent::Message(p) if p.topic == down => {
+                        let v: Value = serde_json::from_slice(&p.payload).unwrap_or(Value::Null);
+                        if tx.send(v).await.is_err() {
+                            return;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        });
+        tokio::time::timeout(DEADLINE, up_rx.recv()).await.expect("device did not reach the broker in time");
+        Self { key, client, rx, session_id: String::new(), counts: Counts::default() }
+    }
+
+    pub async fn send(&self, v: Value) {
+        self.client.publish(topics::uplink(&self.key), rumqttc::QoS::AtMostOnce, false, v.to_string()).await.unwrap();
+    }
+
+    pub async fn recv(&mut self) -> Value {
+        tokio::time::timeout(DEADLINE, self.rx.recv()).await.expect("nothing from the hub in time").expect("device closed")
+    }
+
+    /// The next MCP request with this method (other messages skipped); its payload.
+    pub async fn recv_request(&mut self, method: &str) -> Value {
+        loop {
+            let m = self.recv().await;
+            if m["type"] == "mcp" && m["payload"]["method"] == method && m["payload"].get("id").is_some() {
+                return m["payload"].clone();
+            }
+        }
+    }
+
+    /// Says hello (MQTT form, version 3) and returns the server hello.
+    pub async fn hello(&mut self) -> Value {
+        self.send(json!({"type":"hello","version":3,"transport":"udp","features":{"mcp":true,"glyph_push":false},"audio_params":{"format":"opus","sample_rate":16000,"channels":1,"frame_duration":60}})).await;
+        loop {
+            let m = self.recv().await;
+            if m["type"] == "hello" {
+                self.counts.add("server_hello");
+                self.session_id = m["session_id"].as_str().unwrap_or_default().to_string();
+                return m;
+            }
+        }
+    }
+
+    pub async fn reply(&self, id: &Value, result: Value) {
+        self.send(json!({"session_id": self.session_id, "type":"mcp","payload":{"jsonrpc":"2.0","id":id,"result":result}})).await;
+    }
+
+    /// Answers initialize and tools/list with `tools`.
+    pub async fn onboard(&mut self, tools: Vec<Value>) {
+        let init = self.recv_request("initialize").await;
+        self.reply(&init["id"], json!({"protocolVersion":"2024-11-05","capabilities":{"tools":{}},"serverInfo":{"name":"fake-mqtt","version":"1"}})).await;
+        let list = self.recv_request("tools/list").await;
+        self.reply(&list["id"], json!({"tools": tools})).await;
+    }
+
+    /// From now on answers every request by itself (`tools/call` with `"ok"`) and counts what
+    /// it receives.
+    pub fn respond_forever(mut self, tools: Vec<Value>) -> Counts {
+        let counts = self.counts.clone();
+        let c = counts.clone();
+        tokio::spawn(async move {
+            while let Some(m) = self.rx.recv().await {
+                match m["type"].as_str() {
+                    Some("hello") => {
+                        c.add("server_hello");
+                        self.session_id = m["session_id"].as_str().unwrap_or_default().to_string();
+                    }
+                    Some("mcp") => {
+                        let p = &m["payload"];
+                        let Some(method) = p["method"].as_str() else { continue };
+                        c.add(method);
+                        let result = match method {
+                            "initialize" => json!({"protocolVersion":"2024-11-05","capabilities":{"tools":{}},"serverInfo":{"name":"fake-mqtt","version":"1"}}),
+                            "tools/list" => json!({"tools": tools}),
+                            "tools/call" => json!({"content":[{"type":"text","text":"ok"}],"isError":false}),
+                            _ => continue,
+                        };
+                        if p.get("id").is_some() {
+                            self.reply(&p["id"], result).await;
+                        }
+                    }
+                    Some(other) => c.add(other),
+                    None => {}
+                }
+            }
+        });
+        counts
+    }
+}
