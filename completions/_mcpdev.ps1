@@ -38,6 +38,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('call', 'call', [CompletionResultType]::ParameterValue, 'Call a tool: arguments typed and validated by its inputSchema before anything is sent')
             [CompletionResult]::new('watch', 'watch', [CompletionResultType]::ParameterValue, 'Stream live events: connects, hellos, notifications, messages, and MCP traffic')
             [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'Run virtual devices (the firmware''s own MCP core) against a backend')
+            [CompletionResult]::new('flash', 'flash', [CompletionResultType]::ParameterValue, 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)')
             [CompletionResult]::new('generate-assets', 'generate-assets', [CompletionResultType]::ParameterValue, 'Write the man pages and shell completions (for packagers; the repository has them checked in)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -251,6 +252,36 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'mcpdev;flash' {
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'The chip to build for (the connected chip is checked against it)')
+            [CompletionResult]::new('--chip', '--chip', [CompletionResultType]::ParameterName, 'The chip to build for (the connected chip is checked against it)')
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Serial port of the board (default: the one USB-serial port that looks like an ESP board)')
+            [CompletionResult]::new('--port', '--port', [CompletionResultType]::ParameterName, 'Serial port of the board (default: the one USB-serial port that looks like an ESP board)')
+            [CompletionResult]::new('-B', '-B ', [CompletionResultType]::ParameterName, 'Baud rate for flashing (connecting always starts at 115200)')
+            [CompletionResult]::new('--baud', '--baud', [CompletionResultType]::ParameterName, 'Baud rate for flashing (connecting always starts at 115200)')
+            [CompletionResult]::new('--save-image', '--save-image', [CompletionResultType]::ParameterName, 'Write the image to FILE instead of flashing (no hardware needed)')
+            [CompletionResult]::new('--image', '--image', [CompletionResultType]::ParameterName, 'Flash this prebuilt merged image at 0x0 instead of building (e.g. the stock xiaozhi firmware)')
+            [CompletionResult]::new('--flash-args', '--flash-args', [CompletionResultType]::ParameterName, 'Flash a prebuilt ESP-IDF build from its `build/flash_args` (offsets and files)')
+            [CompletionResult]::new('--wifi-ssid', '--wifi-ssid', [CompletionResultType]::ParameterName, 'Wi-Fi network the device joins')
+            [CompletionResult]::new('--hub-url', '--hub-url', [CompletionResultType]::ParameterName, 'Hub URL the device connects to (default: ws://<this machine''s LAN address>:8000/xiaozhi/v1/)')
+            [CompletionResult]::new('--wait-device', '--wait-device', [CompletionResultType]::ParameterName, 'After flashing, wait up to DURATION (60s without a value) for the device to connect to the hub and print its hello')
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener, for --wait-device')
+            [CompletionResult]::new('--firmware-dir', '--firmware-dir', [CompletionResultType]::ParameterName, 'The firmware workspace to build (default: the `firmware/` next to mcpdev''s sources)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--no-verify', '--no-verify', [CompletionResultType]::ParameterName, 'Do not read the flash back to verify what was written')
+            [CompletionResult]::new('--merge', '--merge', [CompletionResultType]::ParameterName, 'With --save-image: one file for offset 0 (bootloader, partition table, provisioning record, app) instead of the app alone')
+            [CompletionResult]::new('--no-provision', '--no-provision', [CompletionResultType]::ParameterName, 'Do not write the provisioning record (keep the one on the device; app-only images never have one)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'mcpdev;generate-assets' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
@@ -272,6 +303,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('call', 'call', [CompletionResultType]::ParameterValue, 'Call a tool: arguments typed and validated by its inputSchema before anything is sent')
             [CompletionResult]::new('watch', 'watch', [CompletionResultType]::ParameterValue, 'Stream live events: connects, hellos, notifications, messages, and MCP traffic')
             [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'Run virtual devices (the firmware''s own MCP core) against a backend')
+            [CompletionResult]::new('flash', 'flash', [CompletionResultType]::ParameterValue, 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)')
             [CompletionResult]::new('generate-assets', 'generate-assets', [CompletionResultType]::ParameterValue, 'Write the man pages and shell completions (for packagers; the repository has them checked in)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -299,6 +331,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;help;sim' {
+            break
+        }
+        'mcpdev;help;flash' {
             break
         }
         'mcpdev;help;generate-assets' {

@@ -35,6 +35,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand call 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
             cand watch 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
             cand sim 'Run virtual devices (the firmware''s own MCP core) against a backend'
+            cand flash 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
             cand generate-assets 'Write the man pages and shell completions (for packagers; the repository has them checked in)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -236,6 +237,35 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'mcpdev;flash'= {
+            cand -c 'The chip to build for (the connected chip is checked against it)'
+            cand --chip 'The chip to build for (the connected chip is checked against it)'
+            cand -p 'Serial port of the board (default: the one USB-serial port that looks like an ESP board)'
+            cand --port 'Serial port of the board (default: the one USB-serial port that looks like an ESP board)'
+            cand -B 'Baud rate for flashing (connecting always starts at 115200)'
+            cand --baud 'Baud rate for flashing (connecting always starts at 115200)'
+            cand --save-image 'Write the image to FILE instead of flashing (no hardware needed)'
+            cand --image 'Flash this prebuilt merged image at 0x0 instead of building (e.g. the stock xiaozhi firmware)'
+            cand --flash-args 'Flash a prebuilt ESP-IDF build from its `build/flash_args` (offsets and files)'
+            cand --wifi-ssid 'Wi-Fi network the device joins'
+            cand --hub-url 'Hub URL the device connects to (default: ws://<this machine''s LAN address>:8000/xiaozhi/v1/)'
+            cand --wait-device 'After flashing, wait up to DURATION (60s without a value) for the device to connect to the hub and print its hello'
+            cand --hub 'The hub''s host listener, for --wait-device'
+            cand --firmware-dir 'The firmware workspace to build (default: the `firmware/` next to mcpdev''s sources)'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --no-verify 'Do not read the flash back to verify what was written'
+            cand --merge 'With --save-image: one file for offset 0 (bootloader, partition table, provisioning record, app) instead of the app alone'
+            cand --no-provision 'Do not write the provisioning record (keep the one on the device; app-only images never have one)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'mcpdev;generate-assets'= {
             cand --color 'When to use colour (NO_COLOR is honoured under auto)'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
@@ -256,6 +286,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand call 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
             cand watch 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
             cand sim 'Run virtual devices (the firmware''s own MCP core) against a backend'
+            cand flash 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
             cand generate-assets 'Write the man pages and shell completions (for packagers; the repository has them checked in)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -275,6 +306,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         &'mcpdev;help;watch'= {
         }
         &'mcpdev;help;sim'= {
+        }
+        &'mcpdev;help;flash'= {
         }
         &'mcpdev;help;generate-assets'= {
         }

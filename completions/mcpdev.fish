@@ -39,6 +39,7 @@ complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "tools" -d 'List a dev
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "call" -d 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "watch" -d 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "sim" -d 'Run virtual devices (the firmware\'s own MCP core) against a backend'
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "flash" -d 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "generate-assets" -d 'Write the man pages and shell completions (for packagers; the repository has them checked in)'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l device-addr -d 'Where devices connect (WebSocket /xiaozhi/v1/)' -r
@@ -203,6 +204,29 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s q -l quiet -d 'Pri
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s c -l chip -d 'The chip to build for (the connected chip is checked against it)' -r -f -a "esp32c3\t''
+esp32c6\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s p -l port -d 'Serial port of the board (default: the one USB-serial port that looks like an ESP board)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s B -l baud -d 'Baud rate for flashing (connecting always starts at 115200)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l save-image -d 'Write the image to FILE instead of flashing (no hardware needed)' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l image -d 'Flash this prebuilt merged image at 0x0 instead of building (e.g. the stock xiaozhi firmware)' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l flash-args -d 'Flash a prebuilt ESP-IDF build from its `build/flash_args` (offsets and files)' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l wifi-ssid -d 'Wi-Fi network the device joins' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l hub-url -d 'Hub URL the device connects to (default: ws://<this machine\'s LAN address>:8000/xiaozhi/v1/)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l wait-device -d 'After flashing, wait up to DURATION (60s without a value) for the device to connect to the hub and print its hello' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l hub -d 'The hub\'s host listener, for --wait-device' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l firmware-dir -d 'The firmware workspace to build (default: the `firmware/` next to mcpdev\'s sources)' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l no-verify -d 'Do not read the flash back to verify what was written'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l merge -d 'With --save-image: one file for offset 0 (bootloader, partition table, provisioning record, app) instead of the app alone'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l no-provision -d 'Do not write the provisioning record (keep the one on the device; app-only images never have one)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand generate-assets" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -211,13 +235,14 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand generate-assets" -s q -l q
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand generate-assets" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand generate-assets" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand generate-assets" -s V -l version -d 'Print version'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim generate-assets help" -f -a "serve" -d 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim generate-assets help" -f -a "hello" -d 'Show a device\'s hello: identity, transport, features, audio parameters'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim generate-assets help" -f -a "init" -d 'Send MCP `initialize`; show protocol version, serverInfo and capabilities'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim generate-assets help" -f -a "tools" -d 'List a device\'s tools'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim generate-assets help" -f -a "call" -d 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim generate-assets help" -f -a "watch" -d 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim generate-assets help" -f -a "sim" -d 'Run virtual devices (the firmware\'s own MCP core) against a backend'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim generate-assets help" -f -a "generate-assets" -d 'Write the man pages and shell completions (for packagers; the repository has them checked in)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim generate-assets help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash generate-assets help" -f -a "serve" -d 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash generate-assets help" -f -a "hello" -d 'Show a device\'s hello: identity, transport, features, audio parameters'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash generate-assets help" -f -a "init" -d 'Send MCP `initialize`; show protocol version, serverInfo and capabilities'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash generate-assets help" -f -a "tools" -d 'List a device\'s tools'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash generate-assets help" -f -a "call" -d 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash generate-assets help" -f -a "watch" -d 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash generate-assets help" -f -a "sim" -d 'Run virtual devices (the firmware\'s own MCP core) against a backend'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash generate-assets help" -f -a "flash" -d 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash generate-assets help" -f -a "generate-assets" -d 'Write the man pages and shell completions (for packagers; the repository has them checked in)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash generate-assets help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from tools" -f -a "list" -d 'Every tool, all pages, as a table (full schemas with --json)'

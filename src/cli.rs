@@ -66,6 +66,8 @@ pub enum Command {
     Watch(WatchArgs),
     /// Run virtual devices (the firmware's own MCP core) against a backend
     Sim(SimArgs),
+    /// Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)
+    Flash(crate::flash::FlashArgs),
     /// Write the man pages and shell completions (for packagers; the repository has them checked in)
     #[command(hide = true)]
     GenerateAssets(GenerateArgs),

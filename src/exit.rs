@@ -23,6 +23,8 @@ pub enum Exit {
     Timeout = 6,
     /// Nothing was sent: unknown tool, or arguments that fail the tool's `inputSchema`.
     InvalidCall = 7,
+    /// Serial port: none found, the named one is missing, or it did not answer as an ESP chip.
+    Port = 8,
     /// Interrupted (Ctrl-C).
     Interrupted = 130,
 }
@@ -50,6 +52,7 @@ Exit codes:
   5    tool error: JSON-RPC error or isError:true from the tool
   6    timeout: no answer within --timeout
   7    invalid call: unknown tool or arguments that fail the inputSchema (nothing sent)
+  8    serial port: none found, missing, or not an ESP chip (flash)
   130  interrupted";
 
 /// An error that carries its exit code, for commands to return through `anyhow`.

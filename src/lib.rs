@@ -18,6 +18,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod exit;
+pub mod flash;
 pub mod hub;
 pub mod links;
 pub mod mqtt;

@@ -1,6 +1,7 @@
 //! One module per subcommand: parse, call the layers, render.
 
 pub mod call;
+pub mod flash;
 pub mod generate;
 pub mod hello;
 pub mod init;
@@ -24,6 +25,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Call(args) => call::run(g, args).await,
         Command::Watch(args) => watch::run(g, args).await,
         Command::Sim(args) => sim::run(g, args).await,
+        Command::Flash(args) => flash::run(g, args).await,
         Command::GenerateAssets(args) => generate::run(&args),
     }
 }

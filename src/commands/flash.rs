@@ -1,0 +1,161 @@
+//! `mcpdev flash`: build, make the image, flash and provision (or save the image). The work is in
+//! [`crate::flash`]; this module orders the steps and renders them.
+
+use anyhow::{Context, bail};
+use serde_json::json;
+
+use crate::cli::GlobalArgs;
+use crate::exit::{CodedError, Exit};
+use crate::flash::{Chip, FlashArgs, build, device, image, port, prebuilt, progress, record};
+
+pub async fn run(g: &GlobalArgs, args: FlashArgs) -> anyhow::Result<()> {
+    let (g2, hub, wait) = (g.clone(), args.hub.clone(), args.wait_device);
+    let device_id = tokio::task::spawn_blocking(move || run_blocking(&g2, &args)).await.context("the flash task panicked")??;
+    let Some(wait) = wait else { return Ok(()) };
+    let device_id = device_id.context("the chip did not tell its MAC, so there is no Device-Id to wait for")?;
+    let spinner = super::output::spinner(g, true, &format!("waiting for {device_id} at the hub {hub}"));
+    let info = crate::flash::wait::wait_for_device(&hub, &device_id, wait).await;
+    if let Some(s) = spinner {
+        s.finish_and_clear();
+    }
+    let info = info?;
+    if g.json {
+        event(g, json!({"event": "online", "device_id": device_id, "hello": info["hello"]}));
+    } else {
+        println!("{device_id} is online at the hub; its hello:\n{}", serde_json::to_string_pretty(&info["hello"]).unwrap_or_default());
+    }
+    Ok(())
+}
+
+/// Status for people on stderr (not with --json or -q).
+fn say(g: &GlobalArgs, msg: &str) {
+    if !g.json && !g.quiet {
+        eprintln!("{msg}");
+    }
+}
+
+/// One NDJSON event on stdout (only with --json).
+fn event(g: &GlobalArgs, v: serde_json::Value) {
+    if g.json {
+        println!("{v}");
+    }
+}
+
+fn usage(m: impl Into<String>) -> anyhow::Error {
+    CodedError::new(Exit::Usage, m).into()
+}
+
+/// Flashes (or saves the image); returns the Device-Id (MAC) of the chip flashed.
+fn run_blocking(g: &GlobalArgs, args: &FlashArgs) -> anyhow::Result<Option<String>> {
+    if let Some(out) = &args.save_image {
+        return save_image(g, args, out).map(|()| None);
+    }
+    let prebuilt = match (&args.image, &args.flash_args) {
+        (Some(path), _) => Some(prebuilt::merged_image(path)?),
+        (None, Some(path)) => Some(prebuilt::flash_args(path)?),
+        (None, None) => None,
+    };
+    if prebuilt.is_some() && (args.wifi_ssid.is_some() || args.hub_url.is_some()) {
+        bail!(usage("--wifi-ssid/--hub-url provision mcpdev's firmware; a prebuilt image (--image, --flash-args) provisions itself"));
+    }
+    // Port first, and the record's inputs (maybe a prompt), so mistakes show before a long build.
+    let seen = port::available();
+    let port = port::select(args.port.as_deref(), &seen)?;
+    let record = match (&prebuilt, args.no_provision) {
+        (None, false) => Some(record::gather(&record::Inputs { wifi_ssid: args.wifi_ssid.as_deref(), hub_url: args.hub_url.as_deref() }, &record::Process)?),
+        _ => None,
+    };
+    let fw_dir = if prebuilt.is_none() { Some(build::firmware_dir(args.firmware_dir.as_deref())?) } else { None };
+
+    say(g, &format!("connecting to {port} …"));
+    let mut dev = device::connect(&port, None, args.baud, !args.no_verify, &seen)?;
+    let detected = match dev.chip {
+        espflash::target::Chip::Esp32c3 => Some(Chip::Esp32c3),
+        espflash::target::Chip::Esp32c6 => Some(Chip::Esp32c6),
+        _ => None,
+    };
+    if let Some(wanted) = args.chip
+        && detected != Some(wanted)
+    {
+        bail!(usage(format!("the chip on {} is an {}, not the {} --chip names", port.name, dev.chip, wanted.name())));
+    }
+    let mac = dev.mac.clone();
+    say(g, &format!("found an {} (MAC {})", dev.chip, mac.as_deref().unwrap_or("unknown")));
+    event(g, json!({"event": "connected", "port": port.name, "chip": dev.chip.to_string(), "device_id": mac}));
+
+    let parts = match prebuilt {
+        Some(parts) => parts,
+        None => {
+            let chip = detected.with_context(|| format!("mcpdev's firmware runs on the ESP32-C3 and ESP32-C6, not the {}", dev.chip))?;
+            let fw_dir = fw_dir.expect("set when building");
+            let img = build_image(g, &fw_dir, chip)?;
+            let sector = record.as_ref().map(|r| r.encode_sector()).transpose().map_err(|e| usage(format!("cannot provision the device: {e}")))?;
+            image::with_record(img.parts, sector)
+        }
+    };
+
+    let mut bars = progress::Bars::default();
+    let mut nd = progress::Ndjson::default();
+    let mut silent = progress::Silent;
+    let cb: &mut dyn espflash::target::ProgressCallbacks = if g.json {
+        &mut nd
+    } else if g.quiet {
+        &mut silent
+    } else {
+        &mut bars
+    };
+    dev.write(&parts, cb)?;
+    dev.reset()?;
+
+    let hub = record.as_ref().map(|r| provisioning::loggable_url(&r.hub_url).to_string());
+    event(g, json!({"event": "flashed", "port": port.name, "device_id": mac, "verified": !args.no_verify, "provisioned": record.is_some(), "hub_url": hub}));
+    if !g.json {
+        let mut line = format!("flashed {} and reset it", port.name);
+        if let Some(m) = &mac {
+            line.push_str(&format!("; its Device-Id is {m}"));
+        }
+        println!("{line}");
+        if let Some(h) = hub {
+            say(g, &format!("it will join Wi-Fi {:?} and connect to {h}", record.as_ref().map_or("", |r| r.wifi_ssid.as_str())));
+        }
+    }
+    Ok(mac)
+}
+
+/// Builds the firmware for `chip` and makes its image.
+fn build_image(g: &GlobalArgs, fw_dir: &std::path::Path, chip: Chip) -> anyhow::Result<image::Image> {
+    say(g, &format!("building the firmware for {} in {} …", chip.name(), fw_dir.display()));
+    event(g, json!({"event": "build", "chip": chip.name(), "target": chip.target()}));
+    let elf_path = build::build(fw_dir, chip, g.quiet || g.json)?;
+    let elf = std::fs::read(&elf_path).with_context(|| format!("reading {}", elf_path.display()))?;
+    let img = image::from_elf(&elf, chip)?;
+    event(g, json!({"event": "built", "elf": elf_path, "app_size": img.app.len(), "partition_size": img.partition_size}));
+    Ok(img)
+}
+
+fn save_image(g: &GlobalArgs, args: &FlashArgs, out: &std::path::Path) -> anyhow::Result<()> {
+    let chip = args.chip.ok_or_else(|| usage("--save-image needs --chip (esp32c3 or esp32c6)"))?;
+    // Only a merged image carries the record; the app alone never holds secrets.
+    let record = if args.merge && !args.no_provision {
+        Some(record::gather(&record::Inputs { wifi_ssid: args.wifi_ssid.as_deref(), hub_url: args.hub_url.as_deref() }, &record::Process)?)
+    } else {
+        None
+    };
+    let fw_dir = build::firmware_dir(args.firmware_dir.as_deref())?;
+    let img = build_image(g, &fw_dir, chip)?;
+    let bytes = if args.merge {
+        let sector = record.as_ref().map(|r| r.encode_sector()).transpose().map_err(|e| usage(format!("cannot provision the device: {e}")))?;
+        image::merge(&image::with_record(img.parts, sector))?
+    } else {
+        img.app
+    };
+    std::fs::write(out, &bytes).with_context(|| format!("writing {}", out.display()))?;
+    let kind = if args.merge { "merged image (write at 0x0)" } else { "app image (factory partition, 0x10000)" };
+    if g.json {
+        println!("{}", json!({"event": "saved", "file": out, "chip": chip.name(), "bytes": bytes.len(), "merged": args.merge,
+            "provisioned": record.is_some(), "partition_size": img.partition_size}));
+    } else if !g.quiet {
+        println!("saved the {} {kind} to {}: {} bytes", chip.name(), out.display(), bytes.len());
+    }
+    Ok(())
+}

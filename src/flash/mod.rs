@@ -1,0 +1,120 @@
+//! `mcpdev flash`: the firmware in `firmware/` (or a prebuilt ESP-IDF build) onto an ESP32-C3/C6.
+//!
+//! One job per module:
+//! - [`build`]: cargo inside `firmware/` for one chip, the ELF from cargo's JSON messages;
+//! - [`image`]: the flashable image with the espflash library (bootloader, partition table, app),
+//!   saved app-only or merged;
+//! - [`prebuilt`]: `--image` (a merged bin at 0x0) and ESP-IDF `build/flash_args`;
+//! - [`record`]: the provisioning record (Wi-Fi, hub URL, token) from flags, environment, prompt;
+//! - [`port`]: serial port discovery and selection;
+//! - [`device`]: connecting to the chip's ROM loader, writing, verifying, resetting;
+//! - [`progress`]: espflash's `ProgressCallbacks` for people (indicatif) and for scripts (NDJSON);
+//! - [`wait`]: `--wait-device`, the flashed device coming online at the hub.
+
+pub mod build;
+pub mod device;
+pub mod image;
+pub mod port;
+pub mod prebuilt;
+pub mod progress;
+pub mod record;
+pub mod wait;
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+/// The chips the firmware in `firmware/` is built for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Chip {
+    Esp32c3,
+    Esp32c6,
+}
+
+impl Chip {
+    /// The Rust target the firmware is built for.
+    pub fn target(self) -> &'static str {
+        match self {
+            Chip::Esp32c3 => "riscv32imc-unknown-none-elf",
+            Chip::Esp32c6 => "riscv32imac-unknown-none-elf",
+        }
+    }
+
+    /// The cargo feature of `mcpdev-fw` that selects the chip.
+    pub fn feature(self) -> &'static str {
+        match self {
+            Chip::Esp32c3 => "esp32c3",
+            Chip::Esp32c6 => "esp32c6",
+        }
+    }
+
+    pub fn espflash(self) -> espflash::target::Chip {
+        match self {
+            Chip::Esp32c3 => espflash::target::Chip::Esp32c3,
+            Chip::Esp32c6 => espflash::target::Chip::Esp32c6,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        self.feature()
+    }
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Provisioning (written at flash time to its own sector at 0xE000, never into the image):\n  \
+--wifi-ssid, --hub-url         flags (or MCPDEV_WIFI_SSID, MCPDEV_HUB_URL)\n  \
+MCPDEV_WIFI_PASSWORD           the Wi-Fi password (empty for an open network); asked for, hidden, when unset at a terminal\n  \
+MCPDEV_DEVICE_TOKEN            the device token the hub expects (optional)\n\n\
+Examples:\n  \
+MCPDEV_WIFI_PASSWORD=… mcpdev flash --chip esp32c3 --wifi-ssid home --hub-url ws://192.168.1.10:8000/xiaozhi/v1/\n  \
+mcpdev flash --chip esp32c6 --save-image fw-c6.bin                 # app only, no hardware, no secrets\n  \
+mcpdev flash --chip esp32c3 --save-image full.bin --merge --wifi-ssid lab --hub-url ws://hub:8000/xiaozhi/v1/\n  \
+mcpdev flash --flash-args xiaozhi-esp32/build/flash_args           # a prebuilt ESP-IDF build (stock xiaozhi)\n  \
+mcpdev flash --image xiaozhi-merged.bin --port /dev/ttyACM0")]
+pub struct FlashArgs {
+    /// The chip to build for (the connected chip is checked against it)
+    #[arg(short, long, value_enum)]
+    pub chip: Option<Chip>,
+    /// Serial port of the board (default: the one USB-serial port that looks like an ESP board)
+    #[arg(short, long, env = "MCPDEV_PORT")]
+    pub port: Option<String>,
+    /// Baud rate for flashing (connecting always starts at 115200)
+    #[arg(short = 'B', long, env = "MCPDEV_BAUD", default_value_t = 921_600)]
+    pub baud: u32,
+    /// Do not read the flash back to verify what was written
+    #[arg(long)]
+    pub no_verify: bool,
+    /// Write the image to FILE instead of flashing (no hardware needed)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["image", "flash_args"])]
+    pub save_image: Option<PathBuf>,
+    /// With --save-image: one file for offset 0 (bootloader, partition table, provisioning record, app)
+    /// instead of the app alone
+    #[arg(long, requires = "save_image")]
+    pub merge: bool,
+    /// Flash this prebuilt merged image at 0x0 instead of building (e.g. the stock xiaozhi firmware)
+    #[arg(long, value_name = "FILE", conflicts_with = "flash_args")]
+    pub image: Option<PathBuf>,
+    /// Flash a prebuilt ESP-IDF build from its `build/flash_args` (offsets and files)
+    #[arg(long, value_name = "FILE")]
+    pub flash_args: Option<PathBuf>,
+    /// Wi-Fi network the device joins
+    #[arg(long, env = "MCPDEV_WIFI_SSID")]
+    pub wifi_ssid: Option<String>,
+    /// Hub URL the device connects to (default: ws://<this machine's LAN address>:8000/xiaozhi/v1/)
+    #[arg(long, env = "MCPDEV_HUB_URL")]
+    pub hub_url: Option<String>,
+    /// Do not write the provisioning record (keep the one on the device; app-only images never have one)
+    #[arg(long)]
+    pub no_provision: bool,
+    /// After flashing, wait up to DURATION (60s without a value) for the device to connect to the hub
+    /// and print its hello
+    #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "60s",
+        value_parser = crate::cli::parse_duration, conflicts_with = "save_image")]
+    pub wait_device: Option<std::time::Duration>,
+    /// The hub's host listener, for --wait-device
+    #[arg(long, env = "MCPDEV_HUB", default_value = "http://127.0.0.1:8001")]
+    pub hub: String,
+    /// The firmware workspace to build (default: the `firmware/` next to mcpdev's sources)
+    #[arg(long, env = "MCPDEV_FIRMWARE_DIR", value_name = "DIR")]
+    pub firmware_dir: Option<PathBuf>,
+}
