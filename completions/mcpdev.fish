@@ -214,6 +214,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l flash-args -d 'F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l wifi-ssid -d 'Wi-Fi network the device joins' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l hub-url -d 'Hub URL the device connects to (default: ws://<this machine\'s LAN address>:8000/xiaozhi/v1/)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l wait-device -d 'After flashing, wait up to DURATION (60s without a value) for the device to connect to the hub and print its hello' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l monitor-baud -d 'Baud rate of the serial log for --monitor' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l hub -d 'The hub\'s host listener, for --wait-device' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l firmware-dir -d 'The firmware workspace to build (default: the `firmware/` next to mcpdev\'s sources)' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
@@ -222,6 +223,7 @@ never\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l no-verify -d 'Do not read the flash back to verify what was written'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l merge -d 'With --save-image: one file for offset 0 (bootloader, partition table, provisioning record, app) instead of the app alone'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l no-provision -d 'Do not write the provisioning record (keep the one on the device; app-only images never have one)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s M -l monitor -d 'After flashing, show the device\'s serial log until Ctrl-C (reopening the port when a USB-Serial-JTAG board comes back after its reset); NDJSON lines with --json'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'

@@ -8,13 +8,46 @@ use crate::cli::GlobalArgs;
 use crate::exit::{CodedError, Exit};
 use crate::flash::{Chip, FlashArgs, build, device, image, port, prebuilt, progress, record};
 
+/// What was flashed: the chip's Device-Id (its MAC, if it told it) and the port.
+struct Flashed {
+    device_id: Option<String>,
+    port: String,
+}
+
 pub async fn run(g: &GlobalArgs, args: FlashArgs) -> anyhow::Result<()> {
     let (g2, hub, wait) = (g.clone(), args.hub.clone(), args.wait_device);
-    let device_id = tokio::task::spawn_blocking(move || run_blocking(&g2, &args)).await.context("the flash task panicked")??;
-    let Some(wait) = wait else { return Ok(()) };
+    let (monitor, monitor_baud) = (args.monitor, args.monitor_baud);
+    let flashed = tokio::task::spawn_blocking(move || run_blocking(&g2, &args)).await.context("the flash task panicked")??;
+    let Some(flashed) = flashed else { return Ok(()) };
+    let log = monitor.then(|| start_monitor(g, &flashed.port, monitor_baud));
+    if let Some(wait) = wait {
+        wait_device(g, &hub, flashed.device_id, wait).await?;
+    }
+    if let Some((stop, worker)) = log {
+        tokio::signal::ctrl_c().await?;
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        worker.await.context("the monitor panicked")?.context("reading the serial log")?;
+    }
+    Ok(())
+}
+
+/// Shows the serial log in a thread of its own until the returned flag is set.
+fn start_monitor(
+    g: &GlobalArgs,
+    port: &str,
+    baud: u32,
+) -> (std::sync::Arc<std::sync::atomic::AtomicBool>, tokio::task::JoinHandle<std::io::Result<()>>) {
+    say(g, &format!("serial log of {port} at {baud} baud (Ctrl-C to stop):"));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (flag, port, json) = (stop.clone(), port.to_string(), g.json);
+    let worker = tokio::task::spawn_blocking(move || crate::flash::monitor::monitor(&port, baud, json, &mut std::io::stdout(), &flag));
+    (stop, worker)
+}
+
+async fn wait_device(g: &GlobalArgs, hub: &str, device_id: Option<String>, wait: std::time::Duration) -> anyhow::Result<()> {
     let device_id = device_id.context("the chip did not tell its MAC, so there is no Device-Id to wait for")?;
     let spinner = super::output::spinner(g, true, &format!("waiting for {device_id} at the hub {hub}"));
-    let info = crate::flash::wait::wait_for_device(&hub, &device_id, wait).await;
+    let info = crate::flash::wait::wait_for_device(hub, &device_id, wait).await;
     if let Some(s) = spinner {
         s.finish_and_clear();
     }
@@ -46,7 +79,7 @@ fn usage(m: impl Into<String>) -> anyhow::Error {
 }
 
 /// Flashes (or saves the image); returns the Device-Id (MAC) of the chip flashed.
-fn run_blocking(g: &GlobalArgs, args: &FlashArgs) -> anyhow::Result<Option<String>> {
+fn run_blocking(g: &GlobalArgs, args: &FlashArgs) -> anyhow::Result<Option<Flashed>> {
     if let Some(out) = &args.save_image {
         return save_image(g, args, out).map(|()| None);
     }
@@ -119,7 +152,7 @@ fn run_blocking(g: &GlobalArgs, args: &FlashArgs) -> anyhow::Result<Option<Strin
             say(g, &format!("it will join Wi-Fi {:?} and connect to {h}", record.as_ref().map_or("", |r| r.wifi_ssid.as_str())));
         }
     }
-    Ok(mac)
+    Ok(Some(Flashed { device_id: mac, port: port.name.clone() }))
 }
 
 /// Builds the firmware for `chip` and makes its image.

@@ -14,6 +14,7 @@
 pub mod build;
 pub mod device;
 pub mod image;
+pub mod monitor;
 pub mod port;
 pub mod prebuilt;
 pub mod progress;
@@ -111,6 +112,13 @@ pub struct FlashArgs {
     #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "60s",
         value_parser = crate::cli::parse_duration, conflicts_with = "save_image")]
     pub wait_device: Option<std::time::Duration>,
+    /// After flashing, show the device's serial log until Ctrl-C (reopening the port when a
+    /// USB-Serial-JTAG board comes back after its reset); NDJSON lines with --json
+    #[arg(short = 'M', long, conflicts_with = "save_image")]
+    pub monitor: bool,
+    /// Baud rate of the serial log for --monitor
+    #[arg(long, default_value_t = 115_200)]
+    pub monitor_baud: u32,
     /// The hub's host listener, for --wait-device
     #[arg(long, env = "MCPDEV_HUB", default_value = "http://127.0.0.1:8001")]
     pub hub: String,
