@@ -2,15 +2,19 @@
 //!
 //! Layers, from the wire up (each only calls the ones below it):
 //! 1. [`wire`]: the xiaozhi envelope, device identity and a tolerant JSON-RPC model. Pure, no I/O.
-//! 2. [`sim`]: virtual devices running the firmware's own MCP core (`mcp-device`) behind a real
-//!    WebSocket client.
-//! 3. [`commands`]: one module per subcommand; thin: parse, call the layers, render.
+//! 2. [`session`]: one connected device as an I/O-free state machine (onboarding, request
+//!    correlation for every consumer, timeouts, late replies, keepalive, events).
+//! 3. [`links`]: how frames reach a device (a WebSocket or MQTT task per device driving its
+//!    session; the CLI's relay through a hub; the CLI as a client of any MCP server);
+//!    [`mqtt`] is the broker side (topics, connections, embedded broker, cluster claims).
+//! 4. [`hub`]: `mcpdev serve` (device listener with OTA and vision, registry, control API);
+//!    [`bridge`]: the hub's MCP endpoints for MCP hosts (rmcp, plus legacy SSE).
+//! 5. [`commands`]: one module per subcommand; thin: parse, call the layers, render.
 //!
-//! [`session`] is the I/O-free state machine of one device; [`links`] drive sessions over
-//! WebSocket or MQTT; [`mqtt`] holds the broker side (topics, embedded broker, cluster claims);
-//! [`hub`] is `mcpdev serve` (device listener with OTA, registry, control API).
-//!
-//! [`cli`] holds the clap definitions the binary, the man pages and the shell completions share.
+//! Beside them: [`sim`] (virtual devices running the firmware's own MCP core, `mcp-device`),
+//! [`flash`] (building, imaging, provisioning and flashing `firmware/`), [`args`] (`k=v` typed by
+//! a tool's inputSchema), [`config`] (`mcpdev.toml`), [`exit`] (the exit codes), and [`cli`] (the
+//! clap definitions the binary, the man pages and the shell completions share).
 
 pub mod args;
 pub mod bridge;
