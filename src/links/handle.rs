@@ -128,3 +128,28 @@ impl Drop for CancelOnDrop<'_> {
 }
 
 pub type EventSender = broadcast::Sender<DeviceEvent>;
+
+/// Callers waiting for a reply, by ticket.
+pub(crate) type Waiting = std::collections::HashMap<u64, oneshot::Sender<Result<Value, CallError>>>;
+
+/// Carries out the session outputs every link handles the same way — a caller's reply, an
+/// event — and returns the text of an `Output::Send` for the link to put on its wire.
+pub(crate) fn deliver(output: crate::session::Output, waiting: &mut Waiting, emit: &impl Fn(LinkEvent)) -> Option<String> {
+    match output {
+        crate::session::Output::Send(text) => Some(text),
+        crate::session::Output::Reply { ticket, outcome } => {
+            if let Some(tx) = waiting.remove(&ticket) {
+                let _ = tx.send(outcome);
+            }
+            None
+        }
+        crate::session::Output::Event(e) => {
+            if let Event::Malformed { reason, .. } = &e {
+                tracing::warn!(%reason, "malformed message from a device");
+            }
+            tracing::debug!(?e, "device event");
+            emit(LinkEvent::Session(e));
+            None
+        }
+    }
+}

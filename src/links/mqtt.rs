@@ -13,10 +13,10 @@ use std::time::Instant;
 
 use rumqttc::AsyncClient;
 use tokio::sync::{mpsc, oneshot, watch};
-use tracing::{debug, info, warn};
+use tracing::info;
 
 use super::websocket::sleep_until;
-use super::handle::{Command, DeviceEvent, DeviceHandle, EventSender, Lifecycle, LinkEvent, Tracing};
+use super::handle::{Command, DeviceEvent, DeviceHandle, EventSender, Lifecycle, LinkEvent, Tracing, Waiting, deliver};
 use crate::session::{CallError, Output, Session, SessionConfig};
 use crate::wire::identity::Identity;
 
@@ -69,7 +69,6 @@ pub fn spawn(setup: MqttLinkSetup, inbound: mpsc::Receiver<Inbound>) -> (DeviceH
     (handle, done_rx)
 }
 
-type Waiting = HashMap<u64, oneshot::Sender<Result<serde_json::Value, CallError>>>;
 
 async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mut inbound: mpsc::Receiver<Inbound>) {
     let device_id = setup.identity.device_id.clone();
@@ -146,25 +145,11 @@ async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mu
 
 fn carry_out(outputs: Vec<Output>, setup: &MqttLinkSetup, waiting: &mut Waiting, emit: &impl Fn(LinkEvent)) {
     for o in outputs {
-        match o {
-            Output::Send(text) => {
-                // While the broker is down there is nowhere to send; keepalives and onboarding
-                // requests then time out like unanswered ones.
-                if *setup.broker_up.borrow() {
-                    crate::mqtt::conn::send(&setup.client, setup.downlink.clone(), text);
-                }
-            }
-            Output::Reply { ticket, outcome } => {
-                if let Some(tx) = waiting.remove(&ticket) {
-                    let _ = tx.send(outcome);
-                }
-            }
-            Output::Event(e) => {
-                if let crate::session::Event::Malformed { reason, .. } = &e {
-                    warn!(%reason, "malformed message from an MQTT device");
-                }
-                debug!(?e, "device event");
-                emit(LinkEvent::Session(e));
+        // While the broker is down there is nowhere to send; keepalives and onboarding requests
+        // then time out like unanswered ones.
+        if let Some(text) = deliver(o, waiting, emit) {
+            if *setup.broker_up.borrow() {
+                crate::mqtt::conn::send(&setup.client, setup.downlink.clone(), text);
             }
         }
     }

@@ -7,9 +7,9 @@ use std::time::Instant;
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::{self, Message};
-use tracing::{debug, info, warn};
+use tracing::info;
 
-use super::handle::{Command, DeviceEvent, DeviceHandle, EventSender, Lifecycle, LinkEvent, Tracing};
+use super::handle::{Command, DeviceEvent, DeviceHandle, EventSender, Lifecycle, LinkEvent, Tracing, Waiting, deliver};
 use crate::session::{CallError, Output, Session, SessionConfig};
 use crate::wire::identity::Identity;
 
@@ -105,30 +105,13 @@ where
     emit(LinkEvent::Link(Lifecycle::Disconnected { reason }));
 }
 
-async fn carry_out<S>(
-    outputs: Vec<Output>,
-    ws: &mut S,
-    waiting: &mut HashMap<u64, oneshot::Sender<Result<serde_json::Value, CallError>>>,
-    emit: &impl Fn(LinkEvent),
-) -> Result<(), tungstenite::Error>
+async fn carry_out<S>(outputs: Vec<Output>, ws: &mut S, waiting: &mut Waiting, emit: &impl Fn(LinkEvent)) -> Result<(), tungstenite::Error>
 where
     S: Sink<Message, Error = tungstenite::Error> + Unpin,
 {
     for o in outputs {
-        match o {
-            Output::Send(text) => ws.send(Message::text(text)).await?,
-            Output::Reply { ticket, outcome } => {
-                if let Some(tx) = waiting.remove(&ticket) {
-                    let _ = tx.send(outcome);
-                }
-            }
-            Output::Event(e) => {
-                if let crate::session::Event::Malformed { reason, .. } = &e {
-                    warn!(%reason, "malformed frame from a device");
-                }
-                debug!(?e, "device event");
-                emit(LinkEvent::Session(e));
-            }
+        if let Some(text) = deliver(o, waiting, emit) {
+            ws.send(Message::text(text)).await?;
         }
     }
     Ok(())
