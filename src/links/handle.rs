@@ -129,6 +129,23 @@ impl Drop for CancelOnDrop<'_> {
 
 pub type EventSender = broadcast::Sender<DeviceEvent>;
 
+/// Starts a link task: `body` serves the device, reading the handle's commands. Returns the
+/// handle and a receiver that fires when the task has ended.
+pub(crate) fn spawn_link<F, Fut>(device_id: String, generation: u64, body: F) -> (DeviceHandle, oneshot::Receiver<()>)
+where
+    F: FnOnce(mpsc::Receiver<Command>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (commands, rx) = mpsc::channel(64);
+    let (done_tx, done_rx) = oneshot::channel();
+    let task = body(rx);
+    tokio::spawn(async move {
+        task.await;
+        let _ = done_tx.send(());
+    });
+    (DeviceHandle { device_id, generation, commands }, done_rx)
+}
+
 /// Callers waiting for a reply, by ticket.
 pub(crate) type Waiting = std::collections::HashMap<u64, oneshot::Sender<Result<Value, CallError>>>;
 

@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tracing::info;
 
 use super::websocket::sleep_until;
-use super::handle::{Command, DeviceEvent, DeviceHandle, EventSender, Lifecycle, LinkEvent, Tracing, Waiting, deliver};
+use super::handle::{Command, DeviceEvent, DeviceHandle, EventSender, Lifecycle, LinkEvent, Tracing, Waiting, deliver, spawn_link};
 use crate::session::{CallError, Output, Session, SessionConfig};
 use crate::wire::identity::Identity;
 
@@ -59,14 +59,8 @@ pub fn inbound_channel() -> (mpsc::Sender<Inbound>, mpsc::Receiver<Inbound>) {
 
 /// Starts the link task. Returns the handle and a receiver that fires when the link has ended.
 pub fn spawn(setup: MqttLinkSetup, inbound: mpsc::Receiver<Inbound>) -> (DeviceHandle, oneshot::Receiver<()>) {
-    let (commands, rx) = mpsc::channel(64);
-    let (done_tx, done_rx) = oneshot::channel();
-    let handle = DeviceHandle { device_id: setup.identity.device_id.clone(), generation: setup.generation, commands };
-    tokio::spawn(async move {
-        run(setup, rx, inbound).await;
-        let _ = done_tx.send(());
-    });
-    (handle, done_rx)
+    let (device_id, generation) = (setup.identity.device_id.clone(), setup.generation);
+    spawn_link(device_id, generation, move |commands| run(setup, commands, inbound))
 }
 
 

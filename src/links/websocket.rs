@@ -9,7 +9,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::{self, Message};
 use tracing::info;
 
-use super::handle::{Command, DeviceEvent, DeviceHandle, EventSender, Lifecycle, LinkEvent, Tracing, Waiting, deliver};
+use super::handle::{Command, DeviceEvent, DeviceHandle, EventSender, Lifecycle, LinkEvent, Tracing, Waiting, deliver, spawn_link};
 use crate::session::{CallError, Output, Session, SessionConfig};
 use crate::wire::identity::Identity;
 
@@ -42,14 +42,8 @@ pub fn spawn<S>(ws: S, setup: LinkSetup) -> (DeviceHandle, oneshot::Receiver<()>
 where
     S: Stream<Item = Result<Message, tungstenite::Error>> + Sink<Message, Error = tungstenite::Error> + Unpin + Send + 'static,
 {
-    let (commands, rx) = mpsc::channel(64);
-    let (done_tx, done_rx) = oneshot::channel();
-    let handle = DeviceHandle { device_id: setup.identity.device_id.clone(), generation: setup.generation, commands };
-    tokio::spawn(async move {
-        run(ws, rx, setup).await;
-        let _ = done_tx.send(());
-    });
-    (handle, done_rx)
+    let (device_id, generation) = (setup.identity.device_id.clone(), setup.generation);
+    spawn_link(device_id, generation, move |commands| run(ws, commands, setup))
 }
 
 async fn run<S>(mut ws: S, mut commands: mpsc::Receiver<Command>, setup: LinkSetup)
