@@ -36,12 +36,21 @@ pub fn firmware_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
 
 /// The `cargo build` command for one chip, environment cleaned.
 pub fn command(dir: &Path, chip: Chip, quiet: bool) -> Command {
-    let mut cmd = Command::new("cargo");
-    cmd.current_dir(dir).args(["build", "--release", "-p", FW_PACKAGE, "--target", chip.target(), "--features", chip.feature()]);
+    let mut cmd = cargo_in(dir);
+    cmd.args(["build", "--release", "-p", FW_PACKAGE, "--target", chip.target(), "--features", chip.feature()]);
     cmd.arg("--message-format=json-render-diagnostics");
     if quiet {
         cmd.arg("--quiet");
     }
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    cmd
+}
+
+/// `cargo` in the firmware workspace `dir`, without the toolchain and build settings of a cargo
+/// that may be running us (the workspace has its own toolchain file and profiles).
+pub fn cargo_in(dir: &Path) -> Command {
+    let mut cmd = Command::new("cargo");
+    cmd.current_dir(dir);
     for (key, _) in std::env::vars_os() {
         let Some(k) = key.to_str() else { continue };
         // CARGO_HOME stays: it is where the registry cache and the cargo proxies live.
@@ -50,7 +59,6 @@ pub fn command(dir: &Path, chip: Chip, quiet: bool) -> Command {
             cmd.env_remove(&key);
         }
     }
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
     cmd
 }
 

@@ -101,7 +101,7 @@ pub struct FlashArgs {
     /// Wi-Fi network the device joins
     #[arg(long, env = "MCPDEV_WIFI_SSID")]
     pub wifi_ssid: Option<String>,
-    /// Hub URL the device connects to (default: ws://<this machine's LAN address>:8000/xiaozhi/v1/)
+    /// Hub URL: ws://HOST:PORT/xiaozhi/v1/, mqtt://BROKER[:PORT] or http://HOST:PORT/xiaozhi/ota/ (default: ws://<LAN address>:8000/xiaozhi/v1/)
     #[arg(long, env = "MCPDEV_HUB_URL")]
     pub hub_url: Option<String>,
     /// Do not write the provisioning record (keep the one on the device; app-only images never have one)

@@ -123,7 +123,7 @@ mod tests {
         let short = Fake(HashMap::from([(PASSWORD_ENV, "short")]), None);
         let err = gather(&Inputs { wifi_ssid: Some("lab"), hub_url: URL }, &short).unwrap_err();
         assert!(err.to_string().contains("password"), "{err}");
-        let bad_url = gather(&Inputs { wifi_ssid: Some("lab"), hub_url: Some("http://x/") }, &env).unwrap_err();
+        let bad_url = gather(&Inputs { wifi_ssid: Some("lab"), hub_url: Some("ftp://x/") }, &env).unwrap_err();
         assert_eq!(crate::exit::exit_for(&bad_url), Exit::Usage, "{bad_url}");
     }
 }

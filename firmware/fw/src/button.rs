@@ -5,7 +5,7 @@ use embassy_time::{Duration, Timer};
 use esp_hal::gpio::Input;
 use log::warn;
 
-use crate::ws::BUTTON_PRESSES;
+use crate::hub::BUTTON_PRESSES;
 
 const DEBOUNCE: Duration = Duration::from_millis(20);
 

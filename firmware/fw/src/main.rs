@@ -1,8 +1,9 @@
 //! mcpdev firmware for the ESP32-C3 and ESP32-C6.
 //!
 //! Boot: read the provisioning record from its flash sector (waiting, with a clear log, while there
-//! is none), bring up Wi-Fi and DHCP, then keep a WebSocket to the hub open with the xiaozhi
-//! headers and hello, answering MCP through `mcp-device` with tools on the board's peripherals.
+//! is none), bring up Wi-Fi and DHCP, then keep a connection to the hub open (a WebSocket with the
+//! xiaozhi headers, or MQTT through a broker, or whichever an OTA endpoint names), answering MCP
+//! through `mcp-device` with tools on the board's peripherals.
 #![no_std]
 #![no_main]
 #![deny(clippy::mem_forget, reason = "mem::forget is unsound with esp-hal types that own DMA buffers")]
@@ -11,11 +12,11 @@ extern crate alloc;
 
 mod board;
 mod button;
+mod hub;
 mod net;
 mod provision;
 mod status;
 mod tools;
-mod ws;
 
 use alloc::string::String;
 
@@ -124,8 +125,8 @@ async fn main(spawner: Spawner) -> ! {
         reboot_requested: false,
     };
     let link = DeviceLink::new(tools::build_server(board), Transport::WebSocket { binary_version: 1 });
-    let identity = hub_link::Identity { device_id, client_id, authorization: hub_link::Identity::authorization_for(&prov.token) };
-    ws::run(stack, prov.hub_url, identity, link).await
+    let identity = hub_link::Identity { device_id, client_id, token: prov.token.clone() };
+    hub::run(stack, prov.hub_url, identity, link).await
 }
 
 /// The LED on LEDC low-speed timer 0 / channel 0: 5 kHz, 10-bit duty, starting dark.

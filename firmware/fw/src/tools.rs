@@ -152,6 +152,12 @@ fn set_brightness(b: &mut Board, call: &mut Call<'_>) -> Result<ToolOutput, Tool
 }
 
 fn system_info(b: &mut Board, _: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
+    Ok(ToolOutput::text(system_info_json(b)))
+}
+
+/// The stock firmware's system info (reference §3.1): the `get_system_info` tool's answer and the
+/// body of an OTA check-in.
+pub fn system_info_json(b: &Board) -> String {
     let heap = esp_alloc::HEAP.stats();
     let rev = esp_hal::efuse::chip_revision();
     let mut s = String::with_capacity(640);
@@ -194,7 +200,7 @@ fn system_info(b: &mut Board, _: &mut Call<'_>) -> Result<ToolOutput, ToolError>
     s.push_str(",\"mac\":");
     push_str_literal(&mut s, &b.device_id);
     s.push_str("}}");
-    Ok(ToolOutput::text(s))
+    s
 }
 
 fn reboot(b: &mut Board, _: &mut Call<'_>) -> Result<ToolOutput, ToolError> {

@@ -1,12 +1,15 @@
-//! The firmware's hub connection (this crate's `session` and `Backoff`) on the host, with a few
-//! firmware-like tools, against any hub: a way to try a hub with the firmware's exact session code
-//! when no board is at hand.
+//! The firmware's hub connection (this crate's `connect::attempt` and `Backoff`, so WebSocket,
+//! MQTT and the OTA check-in) on the host, with a few firmware-like tools, against any hub: a way
+//! to try a hub with the firmware's exact connection code when no board is at hand.
 //!
 //! ```sh
 //! cd firmware
 //! cargo run -p hub-link --example host_device -- ws://127.0.0.1:8000/xiaozhi/v1/ [TOKEN] [MAC]
+//! cargo run -p hub-link --example host_device -- mqtt://127.0.0.1:1883 [TOKEN] [MAC]
+//! cargo run -p hub-link --example host_device -- http://127.0.0.1:8000/xiaozhi/ota/ [TOKEN] [MAC]
 //! ```
-//! Press Enter to "press the BOOT button"; Ctrl-C to stop.
+//! Press Enter to "press the BOOT button"; Ctrl-C to stop. Each session's end is printed as a
+//! line `session ended: …`.
 
 use std::io::BufRead;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -14,6 +17,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use embassy_sync::blocking_mutex::raw::CriticalSectionRawMutex;
 use embassy_sync::channel::Channel;
 use embassy_time::Timer;
+use hub_link::connect::{Buffers, attempt};
 use hub_link::{Backoff, Board, End, Identity, Timing};
 use mcp_device::{Call, DeviceLink, McpServer, Property, Tool, ToolError, ToolOutput, Transport};
 use provisioning::{HubUrl, client_id_from_mac, format_mac, format_uuid};
@@ -49,6 +53,16 @@ fn set_brightness(s: &mut State, c: &mut Call<'_>) -> Result<ToolOutput, ToolErr
     Ok(true.into())
 }
 
+/// The OTA check-in body: the stock shape (reference §3.1) with what a host can tell.
+fn system_info(s: &State) -> String {
+    serde_json::json!({
+        "version": 2, "flash_size": 0, "minimum_free_heap_size": "0", "chip_model_name": "host",
+        "application": {"name": "mcpdev-fw", "version": env!("CARGO_PKG_VERSION")},
+        "board": {"type": "mcpdev-fw-host", "name": "host", "volume": s.volume},
+    })
+    .to_string()
+}
+
 fn reboot(s: &mut State, _: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
     s.reboot = true;
     Ok(true.into())
@@ -70,7 +84,7 @@ static PRESSES: Channel<CriticalSectionRawMutex, u32, 8> = Channel::new();
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let Some(url_text) = args.get(1).cloned() else {
-        eprintln!("usage: host_device ws://HOST:PORT/PATH [TOKEN] [aa:bb:cc:dd:ee:ff]");
+        eprintln!("usage: host_device ws://HOST:PORT/PATH|mqtt://HOST[:PORT]|http://HOST:PORT/xiaozhi/ota/ [TOKEN] [aa:bb:cc:dd:ee:ff]");
         std::process::exit(2);
     };
     let token = args.get(2).cloned().unwrap_or_default();
@@ -89,11 +103,14 @@ fn main() {
         }
     });
     futures_lite::future::block_on(async move {
-        let url = HubUrl::parse(&url_text).expect("a ws:// URL");
+        if let Err(e) = HubUrl::parse(&url_text) {
+            eprintln!("{url_text}: {e}");
+            std::process::exit(2);
+        }
         let id = Identity {
             device_id: format_mac(mac),
             client_id: format_uuid(&client_id_from_mac(mac)),
-            authorization: Identity::authorization_for(&token),
+            token: token.clone(),
         };
         println!("device {} (Client-Id {}) -> {}", id.device_id, id.client_id, provisioning::loggable_url(&url_text));
         let mut server = McpServer::new("mcpdev-fw-host", env!("CARGO_PKG_VERSION"), State { volume: 70, brightness: 0, reboot: false });
@@ -109,18 +126,21 @@ fn main() {
             server.add_tool(t).expect("valid tool");
         }
         let mut link = DeviceLink::new(server, Transport::WebSocket { binary_version: 1 });
-        let board = Board { random, reboot_requested: |s: &State| s.reboot, presses: &PRESSES };
+        let board = Board {
+            random,
+            reboot_requested: |s: &State| s.reboot,
+            system_info,
+            user_agent: concat!("mcpdev-fw-host/", env!("CARGO_PKG_VERSION")),
+            presses: &PRESSES,
+        };
         let timing = Timing::default();
         let stack = edge_nal_std::Stack::new();
         let (mut rx, mut http) = (vec![0u8; 8192], vec![0u8; 2048]);
         let mut backoff = Backoff::default();
         loop {
-            let addr = match std::net::ToSocketAddrs::to_socket_addrs(&(url.host, url.port)).map(|mut a| a.next()) {
-                Ok(Some(a)) => a,
-                _ => panic!("cannot resolve {}", url.host),
-            };
             let mut greeted = false;
-            let end = hub_link::session(&stack, addr, &url, &id, &mut link, &board, &timing, &mut rx, &mut http, &mut greeted).await;
+            let mut bufs = Buffers { rx: &mut rx, http: &mut http };
+            let end = attempt(&stack, &stack, &url_text, &id, &mut link, &board, &timing, &mut bufs, &mut greeted).await;
             println!("session ended: {end}");
             if matches!(end, End::Reboot) {
                 println!("(a board would reset now; reconnecting instead)");

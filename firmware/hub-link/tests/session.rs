@@ -1,4 +1,4 @@
-//! The firmware's session code (`hub_link::session`), run on the host over std sockets against a
+//! The firmware's WebSocket session code (`hub_link::ws::session`), run on the host over std sockets against a
 //! real WebSocket server (tokio-tungstenite, as in the mcpdev hub): headers, hello, MCP, button
 //! notifications, both kinds of Ping, Close, a refused upgrade, a missing server hello, a dead
 //! link, and the reboot tool.
@@ -85,17 +85,23 @@ fn device(port: u16, token: &str, timing: Timing, presses: u32, press_after: Std
             let id = Identity {
                 device_id: "aa:bb:cc:dd:ee:01".into(),
                 client_id: "3f1c0a52-0f5e-5d4e-9b3a-000000000001".into(),
-                authorization: Identity::authorization_for(&token),
+                token: token.clone(),
             };
             let channel: Channel<NoopRawMutex, u32, 8> = Channel::new();
-            let board = Board { random, reboot_requested: |s: &TestState| s.reboot, presses: &channel };
+            let board = Board {
+                random,
+                reboot_requested: |s: &TestState| s.reboot,
+                system_info: |_| String::new(),
+                user_agent: "test/0",
+                presses: &channel,
+            };
             let mut link = link();
             let (mut rx, mut http) = (vec![0u8; 8192], vec![0u8; 2048]);
             let mut greeted = false;
             let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
             let stack = edge_nal_std::Stack::new();
             let session =
-                hub_link::session(&stack, addr, &url, &id, &mut link, &board, &timing, &mut rx, &mut http, &mut greeted);
+                hub_link::ws::session(&stack, addr, &url, &id, &mut link, &board, &timing, &mut rx, &mut http, &mut greeted);
             let press = async {
                 Timer::after(Duration::from_millis(press_after.as_millis() as u64)).await;
                 for n in 1..=presses {

@@ -40,6 +40,11 @@ impl<S> DeviceLink<S> {
         Self { server, transport, audio: AudioParams::default(), session_id: None }
     }
 
+    /// Switches the transport (the firmware learns it from an OTA check-in), for the next hello.
+    pub fn set_transport(&mut self, transport: Transport) {
+        self.transport = transport;
+    }
+
     /// The hello to send right after connecting. Clears the session id, as the stock firmware does.
     pub fn hello(&mut self) -> String {
         self.session_id = None;
@@ -120,10 +125,10 @@ impl<S> DeviceLink<S> {
         if transport != Some(expected) {
             return Inbound::BadHello(alloc::format!("server hello transport must be \"{expected}\""));
         }
-        if matches!(self.transport, Transport::Mqtt) {
-            if let Err(why) = check_udp_block(msg.get("udp")) {
-                return Inbound::BadHello(why.to_string());
-            }
+        if matches!(self.transport, Transport::Mqtt)
+            && let Err(why) = check_udp_block(msg.get("udp"))
+        {
+            return Inbound::BadHello(why.to_string());
         }
         let session_id = msg.get("session_id").and_then(Value::as_str).unwrap_or_default();
         self.session_id = Some(session_id.to_string());

@@ -87,15 +87,15 @@ impl Property {
     /// `Err(reason)` when the declaration contradicts itself (an out-of-range default, min > max).
     pub fn check(&self) -> Result<(), &'static str> {
         if let PropertyKind::Integer { default, minimum, maximum } = &self.kind {
-            if let (Some(lo), Some(hi)) = (minimum, maximum) {
-                if lo > hi {
-                    return Err("minimum is greater than maximum");
-                }
+            if let (Some(lo), Some(hi)) = (minimum, maximum)
+                && lo > hi
+            {
+                return Err("minimum is greater than maximum");
             }
-            if let Some(d) = default {
-                if minimum.is_some_and(|lo| *d < lo) || maximum.is_some_and(|hi| *d > hi) {
-                    return Err("default is outside the range");
-                }
+            if let Some(d) = default
+                && (minimum.is_some_and(|lo| *d < lo) || maximum.is_some_and(|hi| *d > hi))
+            {
+                return Err("default is outside the range");
             }
         }
         if self.name.is_empty() {

@@ -37,7 +37,7 @@
 //! |---|---|---|
 //! | `01` | Wi-Fi SSID | UTF-8, 1..=32 bytes, **required** |
 //! | `02` | Wi-Fi password | UTF-8, empty (open network) or 8..=64 bytes |
-//! | `03` | hub URL | `ws://host[:port][/path]` (or `wss://`), at most 256 bytes, **required** |
+//! | `03` | hub URL | `ws://host[:port][/path]`, `mqtt://host[:port]` or `http://host[:port]/path` (OTA), at most 256 bytes, **required** |
 //! | `04` | device token | at most 1024 bytes of visible ASCII and spaces, sent as `Authorization` |
 //! | `05` | Client-Id | 16 bytes, a binary UUID; if absent the firmware derives one from the MAC |
 //! | `06` | status LED | 2 bytes: GPIO number, flags (bit 0: active low) |

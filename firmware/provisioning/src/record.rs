@@ -90,7 +90,7 @@ pub struct Provisioning {
     pub wifi_ssid: String,
     /// Empty for an open network.
     pub wifi_password: String,
-    /// `ws://host[:port]/path`.
+    /// `ws://host[:port]/path` (the hub), `mqtt://host[:port]` (a broker) or `http://host[:port]/path` (an OTA endpoint).
     pub hub_url: String,
     /// Empty when the hub needs none (then no `Authorization` header is sent).
     pub token: String,

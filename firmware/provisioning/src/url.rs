@@ -1,14 +1,42 @@
-//! The hub URL: `ws://host[:port][/path][?query]` or `wss://…`.
+//! The hub URL, one of:
+//! - `ws://host[:port][/path][?query]` (or `wss://`): the hub's WebSocket device endpoint;
+//! - `mqtt://host[:port]` (or `mqtts://`): a broker, reached with mcpdev's topic scheme;
+//! - `http://host[:port]/path` (or `https://`): an OTA endpoint, asked where to connect the way
+//!   stock xiaozhi devices do (`/xiaozhi/ota/`).
 //!
-//! Just enough of URL syntax for a WebSocket client on a microcontroller: no user info, no
-//! fragments, IPv6 literals in brackets. Both the decoder (to refuse a record the firmware could
-//! not use) and the firmware (to connect) parse with this.
+//! Just enough of URL syntax for a client on a microcontroller: no user info, no fragments, IPv6
+//! literals in brackets. Both the decoder (to refuse a record the firmware could not use) and the
+//! firmware (to connect) parse with this.
 
-/// `ws` or `wss`.
+/// The URL's scheme; the `…s` ones name TLS, which the firmware refuses with a clear log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheme {
     Ws,
     Wss,
+    Mqtt,
+    Mqtts,
+    Http,
+    Https,
+}
+
+impl Scheme {
+    const ALL: [(Scheme, &'static str, u16); 6] = [
+        (Scheme::Ws, "ws://", 80),
+        (Scheme::Wss, "wss://", 443),
+        (Scheme::Mqtt, "mqtt://", 1883),
+        (Scheme::Mqtts, "mqtts://", 8883),
+        (Scheme::Http, "http://", 80),
+        (Scheme::Https, "https://", 443),
+    ];
+
+    /// Whether the scheme asks for TLS.
+    pub fn is_tls(self) -> bool {
+        matches!(self, Scheme::Wss | Scheme::Mqtts | Scheme::Https)
+    }
+
+    fn default_port(self) -> u16 {
+        Self::ALL.iter().find(|(s, _, _)| *s == self).map_or(80, |(_, _, port)| *port)
+    }
 }
 
 /// A parsed hub URL, borrowing the text it came from.
@@ -28,7 +56,7 @@ pub struct HubUrl<'a> {
 /// Why a URL was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UrlError {
-    /// Not `ws://` or `wss://`.
+    /// Not one of the schemes above.
     Scheme,
     /// Empty host, user info, or characters that do not belong in a host.
     Host,
@@ -41,7 +69,7 @@ pub enum UrlError {
 impl UrlError {
     pub fn as_str(self) -> &'static str {
         match self {
-            UrlError::Scheme => "the URL must start with ws:// or wss://",
+            UrlError::Scheme => "the URL must start with ws:// (the hub), mqtt:// (a broker) or http:// (an OTA endpoint)",
             UrlError::Host => "the URL has no valid host",
             UrlError::Port => "the URL's port must be a number from 1 to 65535",
             UrlError::Path => "the URL's path has spaces, control characters or a fragment",
@@ -57,13 +85,10 @@ impl core::fmt::Display for UrlError {
 
 impl<'a> HubUrl<'a> {
     pub fn parse(url: &'a str) -> Result<Self, UrlError> {
-        let (scheme, rest) = if let Some(r) = strip_prefix_ignore_case(url, "ws://") {
-            (Scheme::Ws, r)
-        } else if let Some(r) = strip_prefix_ignore_case(url, "wss://") {
-            (Scheme::Wss, r)
-        } else {
-            return Err(UrlError::Scheme);
-        };
+        let (scheme, rest) = Scheme::ALL
+            .iter()
+            .find_map(|(scheme, prefix, _)| strip_prefix_ignore_case(url, prefix).map(|rest| (*scheme, rest)))
+            .ok_or(UrlError::Scheme)?;
         let split = rest.find(['/', '?']).unwrap_or(rest.len());
         let (authority, path) = rest.split_at(split);
         if path.bytes().any(|b| b <= b' ' || b == 0x7f || b == b'#') {
@@ -98,12 +123,8 @@ impl<'a> HubUrl<'a> {
         if !host_ok {
             return Err(UrlError::Host);
         }
-        let default_port = match scheme {
-            Scheme::Ws => 80,
-            Scheme::Wss => 443,
-        };
         let (port, explicit_port) = match port {
-            None => (default_port, false),
+            None => (scheme.default_port(), false),
             Some(p) => (parse_port(p).ok_or(UrlError::Port)?, true),
         };
         Ok(HubUrl { scheme, host, port, explicit_port, path })
@@ -142,8 +163,20 @@ mod tests {
     }
 
     #[test]
+    fn parses_broker_and_ota_urls() {
+        let u = HubUrl::parse("mqtt://192.168.1.20").unwrap();
+        assert_eq!((u.scheme, u.host, u.port, u.explicit_port, u.path), (Scheme::Mqtt, "192.168.1.20", 1883, false, "/"));
+        let u = HubUrl::parse("MQTTS://broker.example:8884").unwrap();
+        assert_eq!((u.scheme, u.port, u.scheme.is_tls()), (Scheme::Mqtts, 8884, true));
+        let u = HubUrl::parse("http://hub.local:8000/xiaozhi/ota/").unwrap();
+        assert_eq!((u.scheme, u.port, u.path, u.scheme.is_tls()), (Scheme::Http, 8000, "/xiaozhi/ota/", false));
+        assert_eq!(HubUrl::parse("https://hub/ota/").unwrap().port, 443);
+    }
+
+    #[test]
     fn refuses_what_the_firmware_could_not_use() {
-        assert_eq!(HubUrl::parse("http://hub/"), Err(UrlError::Scheme));
+        assert_eq!(HubUrl::parse("ftp://hub/"), Err(UrlError::Scheme));
+        assert_eq!(HubUrl::parse("mqtt://user@hub/"), Err(UrlError::Host));
         assert_eq!(HubUrl::parse("ws:///x"), Err(UrlError::Host));
         assert_eq!(HubUrl::parse("ws://user@hub/"), Err(UrlError::Host));
         assert_eq!(HubUrl::parse("ws://hub:0/"), Err(UrlError::Port));

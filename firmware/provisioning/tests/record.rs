@@ -188,7 +188,7 @@ fn invalid_values() {
         (1, b"\xff\xfe", Field::WifiSsid),
         (2, b"short", Field::WifiPassword),
         (2, &[b'z'; 64], Field::WifiPassword),
-        (3, b"http://hub/", Field::HubUrl),
+        (3, b"ftp://hub/", Field::HubUrl),
         (3, b"ws://hub:99999/", Field::HubUrl),
         (4, b"line\r\nX-Injected: 1", Field::Token),
         (5, &[0; 15], Field::ClientId),
@@ -204,7 +204,7 @@ fn invalid_values() {
         }
     }
     let mut p = minimal();
-    p.hub_url = "https://hub/".into();
+    p.hub_url = "gopher://hub/".into();
     assert!(matches!(p.encode(), Err(EncodeError::InvalidValue { field: Field::HubUrl, .. })));
     // A 64-digit hex PSK and a token with a space are fine.
     let mut p = minimal();

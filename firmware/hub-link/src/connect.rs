@@ -1,0 +1,154 @@
+//! One connection attempt, chosen by the provisioned hub URL's scheme:
+//! - `ws://` — a WebSocket session with the hub;
+//! - `mqtt://` — an MQTT session through that broker, with mcpdev's topic scheme;
+//! - `http://` — an OTA check-in first, then whichever of the two the answer names (and with its
+//!   settings), as stock xiaozhi devices bootstrap.
+//!
+//! The firmware and the host example both loop over this with [`crate::Backoff`].
+
+use alloc::string::String;
+use core::net::{IpAddr, SocketAddr};
+
+use edge_nal::{AddrType, Dns, TcpConnect};
+use embassy_sync::blocking_mutex::raw::RawMutex;
+use embassy_time::with_timeout;
+use log::info;
+use mcp_device::{DeviceLink, Transport};
+use provisioning::{HubUrl, Scheme};
+
+use crate::mqtt::{self, MqttSettings};
+use crate::ota::{self, Directions};
+use crate::{Board, End, Identity, Timing, ws};
+
+/// The buffers of a connection: `rx` holds the largest incoming message, `http` the headers of an
+/// HTTP response (WebSocket upgrade, OTA answer).
+pub struct Buffers<'b> {
+    pub rx: &'b mut [u8],
+    pub http: &'b mut [u8],
+}
+
+/// Resolves, checks in at the OTA endpoint if the URL names one, connects, and runs the session
+/// until it ends. `greeted` is set once the session got as far as the hub (see each transport).
+#[allow(clippy::too_many_arguments)]
+pub async fn attempt<T, D, S, M, const N: usize>(
+    tcp: &T,
+    dns: &D,
+    hub_url: &str,
+    id: &Identity,
+    link: &mut DeviceLink<S>,
+    board: &Board<'_, S, M, N>,
+    timing: &Timing,
+    bufs: &mut Buffers<'_>,
+    greeted: &mut bool,
+) -> End<T::Error>
+where
+    T: TcpConnect,
+    D: Dns,
+    M: RawMutex,
+{
+    let url = match HubUrl::parse(hub_url) {
+        Ok(u) => u,
+        Err(e) => return End::Unusable(alloc::format!("{hub_url}: {e}")),
+    };
+    if url.scheme.is_tls() {
+        return End::Unusable(alloc::format!(
+            "{}: TLS is not in this firmware; use ws://, mqtt:// or http:// (a TLS-terminating proxy can sit in front)",
+            provisioning::loggable_url(hub_url)
+        ));
+    }
+    match url.scheme {
+        Scheme::Http => {
+            let addr = match resolve(dns, url.host, url.port, timing).await {
+                Ok(a) => a,
+                Err(e) => return e,
+            };
+            let system_info = (board.system_info)(link.server.state());
+            match ota::check_in(tcp, addr, &url, id, &system_info, board.user_agent, timing, bufs.http).await {
+                Ok(Directions::WebSocket { url, token }) => {
+                    info!("ota: connect over WebSocket to {}", provisioning::loggable_url(&url));
+                    let id = if token.is_empty() { id.clone() } else { Identity { token, ..id.clone() } };
+                    websocket(tcp, dns, &url, &id, link, board, timing, bufs, greeted).await
+                }
+                Ok(Directions::Mqtt(settings)) => {
+                    info!("ota: connect over MQTT to {}:{} as '{}'", settings.host, settings.port, settings.client_id);
+                    broker(tcp, dns, &settings, link, board, timing, bufs, greeted).await
+                }
+                Err(e) => e,
+            }
+        }
+        Scheme::Mqtt => {
+            let settings = MqttSettings::for_broker(&url, &id.device_id, &id.token);
+            broker(tcp, dns, &settings, link, board, timing, bufs, greeted).await
+        }
+        _ => websocket(tcp, dns, hub_url, id, link, board, timing, bufs, greeted).await,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn websocket<T, D, S, M, const N: usize>(
+    tcp: &T,
+    dns: &D,
+    hub_url: &str,
+    id: &Identity,
+    link: &mut DeviceLink<S>,
+    board: &Board<'_, S, M, N>,
+    timing: &Timing,
+    bufs: &mut Buffers<'_>,
+    greeted: &mut bool,
+) -> End<T::Error>
+where
+    T: TcpConnect,
+    D: Dns,
+    M: RawMutex,
+{
+    let url = match HubUrl::parse(hub_url) {
+        Ok(u) if !u.scheme.is_tls() => u,
+        _ => return End::Unusable(alloc::format!("{}: not a ws:// URL", provisioning::loggable_url(hub_url))),
+    };
+    let addr = match resolve(dns, url.host, url.port, timing).await {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    link.set_transport(Transport::WebSocket { binary_version: 1 });
+    ws::session(tcp, addr, &url, id, link, board, timing, bufs.rx, bufs.http, greeted).await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn broker<T, D, S, M, const N: usize>(
+    tcp: &T,
+    dns: &D,
+    settings: &MqttSettings,
+    link: &mut DeviceLink<S>,
+    board: &Board<'_, S, M, N>,
+    timing: &Timing,
+    bufs: &mut Buffers<'_>,
+    greeted: &mut bool,
+) -> End<T::Error>
+where
+    T: TcpConnect,
+    D: Dns,
+    M: RawMutex,
+{
+    if settings.tls {
+        return End::Unusable(alloc::format!(
+            "the broker {}:{} wants TLS, which is not in this firmware; use a plain-TCP port",
+            settings.host, settings.port
+        ));
+    }
+    let addr = match resolve(dns, &settings.host, settings.port, timing).await {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    link.set_transport(Transport::Mqtt);
+    mqtt::session(tcp, addr, settings, link, board, timing, bufs.rx, greeted).await
+}
+
+/// The host's IPv4 address (an IP literal as is), within the connect time limit.
+async fn resolve<D: Dns, E>(dns: &D, host: &str, port: u16, timing: &Timing) -> Result<SocketAddr, End<E>> {
+    match with_timeout(timing.connect, dns.get_host_by_name(host, AddrType::IPv4)).await {
+        Ok(Ok(ip @ IpAddr::V4(_))) => Ok(SocketAddr::new(ip, port)),
+        Ok(Ok(_)) => Err(End::Resolve(String::from(host), "no IPv4 address")),
+        Ok(Err(_)) => Err(End::Resolve(String::from(host), "the lookup failed")),
+        Err(_) => Err(End::Resolve(String::from(host), "the lookup timed out")),
+    }
+}
