@@ -263,7 +263,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--image', '--image', [CompletionResultType]::ParameterName, 'Flash this prebuilt merged image at 0x0 instead of building (e.g. the stock xiaozhi firmware)')
             [CompletionResult]::new('--flash-args', '--flash-args', [CompletionResultType]::ParameterName, 'Flash a prebuilt ESP-IDF build from its `build/flash_args` (offsets and files)')
             [CompletionResult]::new('--wifi-ssid', '--wifi-ssid', [CompletionResultType]::ParameterName, 'Wi-Fi network the device joins')
-            [CompletionResult]::new('--hub-url', '--hub-url', [CompletionResultType]::ParameterName, 'Hub URL the device connects to (default: ws://<this machine''s LAN address>:8000/xiaozhi/v1/)')
+            [CompletionResult]::new('--hub-url', '--hub-url', [CompletionResultType]::ParameterName, 'Hub URL: ws://HOST:PORT/xiaozhi/v1/, mqtt://BROKER[:PORT] or http://HOST:PORT/xiaozhi/ota/ (default: ws://<LAN address>:8000/xiaozhi/v1/)')
             [CompletionResult]::new('--wait-device', '--wait-device', [CompletionResultType]::ParameterName, 'After flashing, wait up to DURATION (60s without a value) for the device to connect to the hub and print its hello')
             [CompletionResult]::new('--monitor-baud', '--monitor-baud', [CompletionResultType]::ParameterName, 'Baud rate of the serial log for --monitor')
             [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener, for --wait-device')

@@ -248,7 +248,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --image 'Flash this prebuilt merged image at 0x0 instead of building (e.g. the stock xiaozhi firmware)'
             cand --flash-args 'Flash a prebuilt ESP-IDF build from its `build/flash_args` (offsets and files)'
             cand --wifi-ssid 'Wi-Fi network the device joins'
-            cand --hub-url 'Hub URL the device connects to (default: ws://<this machine''s LAN address>:8000/xiaozhi/v1/)'
+            cand --hub-url 'Hub URL: ws://HOST:PORT/xiaozhi/v1/, mqtt://BROKER[:PORT] or http://HOST:PORT/xiaozhi/ota/ (default: ws://<LAN address>:8000/xiaozhi/v1/)'
             cand --wait-device 'After flashing, wait up to DURATION (60s without a value) for the device to connect to the hub and print its hello'
             cand --monitor-baud 'Baud rate of the serial log for --monitor'
             cand --hub 'The hub''s host listener, for --wait-device'

@@ -212,7 +212,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l save-image -d 'W
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l image -d 'Flash this prebuilt merged image at 0x0 instead of building (e.g. the stock xiaozhi firmware)' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l flash-args -d 'Flash a prebuilt ESP-IDF build from its `build/flash_args` (offsets and files)' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l wifi-ssid -d 'Wi-Fi network the device joins' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l hub-url -d 'Hub URL the device connects to (default: ws://<this machine\'s LAN address>:8000/xiaozhi/v1/)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l hub-url -d 'Hub URL: ws://HOST:PORT/xiaozhi/v1/, mqtt://BROKER[:PORT] or http://HOST:PORT/xiaozhi/ota/ (default: ws://<LAN address>:8000/xiaozhi/v1/)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l wait-device -d 'After flashing, wait up to DURATION (60s without a value) for the device to connect to the hub and print its hello' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l monitor-baud -d 'Baud rate of the serial log for --monitor' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l hub -d 'The hub\'s host listener, for --wait-device' -r

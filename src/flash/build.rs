@@ -70,7 +70,7 @@ pub fn build(dir: &Path, chip: Chip, quiet: bool) -> anyhow::Result<PathBuf> {
     let mut elf = None;
     for line in std::io::BufReader::new(stdout).lines() {
         let line = line.context("reading cargo's output")?;
-        if let Some(path) = executable_from_message(&line) {
+        if let Some(path) = executable_from_message(&line, FW_PACKAGE) {
             elf = Some(path);
         }
     }
@@ -82,10 +82,11 @@ pub fn build(dir: &Path, chip: Chip, quiet: bool) -> anyhow::Result<PathBuf> {
     elf.with_context(|| format!("cargo built {FW_PACKAGE} but reported no executable"))
 }
 
-/// The executable of a `compiler-artifact` message for the firmware package, if this line is one.
-pub fn executable_from_message(line: &str) -> Option<PathBuf> {
+/// The executable of a `compiler-artifact` message for the cargo target `name` (the firmware's
+/// is [`FW_PACKAGE`]), if this line is one.
+pub fn executable_from_message(line: &str, name: &str) -> Option<PathBuf> {
     let v: serde_json::Value = serde_json::from_str(line).ok()?;
-    if v["reason"] != "compiler-artifact" || v["target"]["name"] != FW_PACKAGE {
+    if v["reason"] != "compiler-artifact" || v["target"]["name"] != name {
         return None;
     }
     v["executable"].as_str().map(PathBuf::from)
@@ -98,11 +99,11 @@ mod tests {
     #[test]
     fn finds_the_executable_in_cargo_messages() {
         let line = r#"{"reason":"compiler-artifact","package_id":"x","target":{"name":"mcpdev-fw","kind":["bin"]},"executable":"/f/target/riscv32imc-unknown-none-elf/release/mcpdev-fw","fresh":true}"#;
-        assert_eq!(executable_from_message(line), Some(PathBuf::from("/f/target/riscv32imc-unknown-none-elf/release/mcpdev-fw")));
+        assert_eq!(executable_from_message(line, FW_PACKAGE), Some(PathBuf::from("/f/target/riscv32imc-unknown-none-elf/release/mcpdev-fw")));
         let lib = r#"{"reason":"compiler-artifact","target":{"name":"mcp_device","kind":["lib"]},"executable":null}"#;
-        assert_eq!(executable_from_message(lib), None);
-        assert_eq!(executable_from_message(r#"{"reason":"build-finished","success":true}"#), None);
-        assert_eq!(executable_from_message("not json"), None);
+        assert_eq!(executable_from_message(lib, FW_PACKAGE), None);
+        assert_eq!(executable_from_message(r#"{"reason":"build-finished","success":true}"#, FW_PACKAGE), None);
+        assert_eq!(executable_from_message("not json", FW_PACKAGE), None);
     }
 
     #[test]

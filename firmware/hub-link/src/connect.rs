@@ -47,16 +47,11 @@ where
     M: RawMutex,
 {
     let url = match HubUrl::parse(hub_url) {
-        Ok(u) => u,
+        Ok(u) if !u.scheme.is_tls() => u,
+        Ok(_) => return End::Unusable(alloc::format!("{}: {NO_TLS}", provisioning::loggable_url(hub_url))),
         Err(e) => return End::Unusable(alloc::format!("{hub_url}: {e}")),
     };
-    if url.scheme.is_tls() {
-        return End::Unusable(alloc::format!(
-            "{}: TLS is not in this firmware; use ws://, mqtt:// or http:// (a TLS-terminating proxy can sit in front)",
-            provisioning::loggable_url(hub_url)
-        ));
-    }
-    match url.scheme {
+    let directions = match url.scheme {
         Scheme::Http => {
             let addr = match resolve(dns, url.host, url.port, timing).await {
                 Ok(a) => a,
@@ -64,84 +59,45 @@ where
             };
             let system_info = (board.system_info)(link.server.state());
             match ota::check_in(tcp, addr, &url, id, &system_info, board.user_agent, timing, bufs.http).await {
-                Ok(Directions::WebSocket { url, token }) => {
-                    info!("ota: connect over WebSocket to {}", provisioning::loggable_url(&url));
-                    let id = if token.is_empty() { id.clone() } else { Identity { token, ..id.clone() } };
-                    websocket(tcp, dns, &url, &id, link, board, timing, bufs, greeted).await
-                }
-                Ok(Directions::Mqtt(settings)) => {
-                    info!("ota: connect over MQTT to {}:{} as '{}'", settings.host, settings.port, settings.client_id);
-                    broker(tcp, dns, &settings, link, board, timing, bufs, greeted).await
-                }
-                Err(e) => e,
+                Ok(d) => d,
+                Err(e) => return e,
             }
         }
-        Scheme::Mqtt => {
-            let settings = MqttSettings::for_broker(&url, &id.device_id, &id.token);
-            broker(tcp, dns, &settings, link, board, timing, bufs, greeted).await
+        Scheme::Mqtt => Directions::Mqtt(MqttSettings::for_broker(&url, &id.device_id, &id.token)),
+        _ => Directions::WebSocket { url: String::from(hub_url), token: id.token.clone() },
+    };
+    match directions {
+        Directions::WebSocket { url: ws_url, token } => {
+            let url = match HubUrl::parse(&ws_url) {
+                Ok(u) if !u.scheme.is_tls() => u,
+                _ => return End::Unusable(alloc::format!("{}: {NO_TLS}", provisioning::loggable_url(&ws_url))),
+            };
+            info!("hub: WebSocket to {}", provisioning::loggable_url(&ws_url));
+            let addr = match resolve(dns, url.host, url.port, timing).await {
+                Ok(a) => a,
+                Err(e) => return e,
+            };
+            // The OTA answer's token, if it carries one, else the provisioned one.
+            let id = if token.is_empty() { id.clone() } else { Identity { token, ..id.clone() } };
+            link.set_transport(Transport::WebSocket { binary_version: 1 });
+            ws::session(tcp, addr, &url, &id, link, board, timing, bufs.rx, bufs.http, greeted).await
         }
-        _ => websocket(tcp, dns, hub_url, id, link, board, timing, bufs, greeted).await,
+        Directions::Mqtt(settings) => {
+            if settings.tls {
+                return End::Unusable(alloc::format!("the broker {}:{}: {NO_TLS}", settings.host, settings.port));
+            }
+            info!("hub: MQTT to {}:{} as '{}'", settings.host, settings.port, settings.client_id);
+            let addr = match resolve(dns, &settings.host, settings.port, timing).await {
+                Ok(a) => a,
+                Err(e) => return e,
+            };
+            link.set_transport(Transport::Mqtt);
+            mqtt::session(tcp, addr, &settings, link, board, timing, bufs.rx, greeted).await
+        }
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn websocket<T, D, S, M, const N: usize>(
-    tcp: &T,
-    dns: &D,
-    hub_url: &str,
-    id: &Identity,
-    link: &mut DeviceLink<S>,
-    board: &Board<'_, S, M, N>,
-    timing: &Timing,
-    bufs: &mut Buffers<'_>,
-    greeted: &mut bool,
-) -> End<T::Error>
-where
-    T: TcpConnect,
-    D: Dns,
-    M: RawMutex,
-{
-    let url = match HubUrl::parse(hub_url) {
-        Ok(u) if !u.scheme.is_tls() => u,
-        _ => return End::Unusable(alloc::format!("{}: not a ws:// URL", provisioning::loggable_url(hub_url))),
-    };
-    let addr = match resolve(dns, url.host, url.port, timing).await {
-        Ok(a) => a,
-        Err(e) => return e,
-    };
-    link.set_transport(Transport::WebSocket { binary_version: 1 });
-    ws::session(tcp, addr, &url, id, link, board, timing, bufs.rx, bufs.http, greeted).await
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn broker<T, D, S, M, const N: usize>(
-    tcp: &T,
-    dns: &D,
-    settings: &MqttSettings,
-    link: &mut DeviceLink<S>,
-    board: &Board<'_, S, M, N>,
-    timing: &Timing,
-    bufs: &mut Buffers<'_>,
-    greeted: &mut bool,
-) -> End<T::Error>
-where
-    T: TcpConnect,
-    D: Dns,
-    M: RawMutex,
-{
-    if settings.tls {
-        return End::Unusable(alloc::format!(
-            "the broker {}:{} wants TLS, which is not in this firmware; use a plain-TCP port",
-            settings.host, settings.port
-        ));
-    }
-    let addr = match resolve(dns, &settings.host, settings.port, timing).await {
-        Ok(a) => a,
-        Err(e) => return e,
-    };
-    link.set_transport(Transport::Mqtt);
-    mqtt::session(tcp, addr, settings, link, board, timing, bufs.rx, greeted).await
-}
+const NO_TLS: &str = "TLS is not in this firmware; use ws://, mqtt:// or http:// (a plain-TCP port; a TLS-terminating proxy can sit in front)";
 
 /// The host's IPv4 address (an IP literal as is), within the connect time limit.
 async fn resolve<D: Dns, E>(dns: &D, host: &str, port: u16, timing: &Timing) -> Result<SocketAddr, End<E>> {

@@ -1,0 +1,175 @@
+//! The firmware's own connection code against the real hub. `firmware/hub-link` is what runs on
+//! the chip; its `host_device` example runs that very code (`connect::attempt`) on the host over
+//! std sockets, with firmware-like tools and the BOOT button on stdin. Here it:
+//! - bootstraps from the hub's OTA endpoint onto MQTT through the embedded broker (as stock devices
+//!   do), answers calls and sends a button notification;
+//! - goes straight to Mosquitto with an `mqtt://` URL (Mosquitto does not subscribe clients the way
+//!   EMQX's auto-subscribe does: the firmware's own SUBSCRIBE is what delivers its downlink), and
+//!   comes back after a broker restart;
+//! - bootstraps onto WebSocket when the hub runs no MQTT, with the token the OTA answer hands out.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use common::mqtt::Mosquitto;
+use common::{HubProcess, mcpdev, spawn_mcpdev};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// Builds `host_device` once (in the firmware workspace, with its own toolchain file) and returns
+/// the executable.
+fn host_device_binary() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("firmware");
+        let out = mcpdev::flash::build::cargo_in(&dir)
+            .args(["build", "-p", "hub-link", "--example", "host_device", "--message-format=json-render-diagnostics"])
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("cargo runs");
+        assert!(out.status.success(), "building the host_device example failed");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|line| mcpdev::flash::build::executable_from_message(line, "host_device"))
+            .last()
+            .expect("cargo names the example's executable")
+    })
+}
+
+/// The firmware's connection code on the host: press the button with [`HostDevice::press`]; its
+/// stdout says how each session ended.
+struct HostDevice {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Lines<BufReader<ChildStdout>>,
+}
+
+impl HostDevice {
+    fn start(url: &str, token: &str, mac: &str) -> Self {
+        let mut child = tokio::process::Command::new(host_device_binary())
+            .args([url, token, mac])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("host_device starts");
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        Self { child, stdin, lines }
+    }
+
+    async fn press(&mut self) {
+        self.stdin.write_all(b"\n").await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    /// The next stdout line that contains `text`.
+    async fn line_with(&mut self, text: &str) -> String {
+        let found = async {
+            while let Some(line) = self.lines.next_line().await.unwrap() {
+                if line.contains(text) {
+                    return line;
+                }
+            }
+            panic!("host_device exited before printing '{text}': {:?}", self.child.try_wait());
+        };
+        tokio::time::timeout(DEADLINE, found).await.unwrap_or_else(|_| panic!("host_device never printed '{text}'"))
+    }
+}
+
+async fn hello(hub: &HubProcess, device: &str) -> Value {
+    let out = mcpdev(hub, &["hello", "-d", device, "--wait", "20s", "--json"]).await;
+    assert_eq!(out.code, 0, "{out:?}");
+    out.json()
+}
+
+async fn set_volume_and_read_it_back(hub: &HubProcess, device: &str, volume: u8) {
+    let call = mcpdev(hub, &["call", "self.audio_speaker.set_volume", &format!("volume={volume}"), "-d", device, "--json"]).await;
+    assert_eq!(call.code, 0, "{call:?}");
+    assert_eq!(call.json(), json!({"content":[{"type":"text","text":"true"}],"isError":false}));
+    let status = mcpdev(hub, &["call", "self.get_device_status", "-d", device, "--json"]).await;
+    assert_eq!(status.code, 0, "{status:?}");
+    let text = status.json()["content"][0]["text"].as_str().unwrap().to_string();
+    let status: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(status["audio_speaker"]["volume"], volume, "{text}");
+}
+
+/// Follows `watch --json` for one device until an event satisfies `wanted`.
+async fn watch_until(hub: &HubProcess, device: &str, wanted: impl Fn(&Value) -> bool, meanwhile: impl std::future::Future<Output = ()>) -> Value {
+    let mut watch = spawn_mcpdev(&["watch", "--json", "-d", device], &[("MCPDEV_HUB", hub.host_url.as_str())]);
+    let mut events = BufReader::new(watch.child.stdout.take().unwrap()).lines();
+    let first: Value = serde_json::from_str(&events.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(first["event"], "watching", "the subscription is live once its first line is out");
+    meanwhile.await;
+    let found = async {
+        while let Some(line) = events.next_line().await.unwrap() {
+            let ev: Value = serde_json::from_str(&line).unwrap();
+            if wanted(&ev) {
+                return ev;
+            }
+        }
+        panic!("watch ended");
+    };
+    tokio::time::timeout(DEADLINE, found).await.expect("the awaited event never came")
+}
+
+#[tokio::test]
+async fn the_firmware_bootstraps_from_ota_onto_mqtt_through_the_embedded_broker() {
+    const DEV: &str = "02:00:00:fe:10:01";
+    let hub = HubProcess::start(&["--mqtt", "embedded", "--mqtt-listen", "127.0.0.1:0"], &[]).await;
+    let ota = hub.info["ota"].as_str().unwrap().to_string();
+    let mut device = HostDevice::start(&ota, "", DEV);
+
+    let h = hello(&hub, DEV).await;
+    assert_eq!((h["transport"].as_str(), h["client_id"].as_str()), (Some("mqtt"), Some("GID_mcpdev@@@02_00_00_fe_10_01")));
+    assert_eq!((h["hello"]["transport"].as_str(), h["hello"]["version"].as_u64()), (Some("udp"), Some(3)));
+    assert_eq!(h["system_info"]["application"]["name"], "mcpdev-fw", "the OTA check-in's body is kept: {h}");
+    assert_eq!(h["system_info"]["chip_model_name"], "host");
+
+    set_volume_and_read_it_back(&hub, DEV, 33).await;
+
+    // The BOOT button: a state_changed notification reaches the hub over MQTT.
+    let pressed = watch_until(&hub, DEV, |ev| ev["event"] == "notification", device.press()).await;
+    assert_eq!(pressed["method"], "notifications/state_changed", "{pressed}");
+    assert_eq!(pressed["params"]["what"], "button.boot", "{pressed}");
+    assert_eq!(pressed["params"]["presses"], 1, "{pressed}");
+}
+
+#[tokio::test]
+async fn the_firmware_goes_straight_to_mosquitto_and_comes_back_after_a_broker_restart() {
+    const DEV: &str = "02:00:00:fe:10:02";
+    let mut broker = Mosquitto::start().await;
+    let hub = HubProcess::start(&["--mqtt", &broker.url()], &[]).await;
+    let mut device = HostDevice::start(&broker.url(), "", DEV);
+
+    let h = hello(&hub, DEV).await;
+    assert_eq!(h["transport"], "mqtt", "{h}");
+    set_volume_and_read_it_back(&hub, DEV, 12).await;
+
+    broker.kill().await;
+    let ended = device.line_with("session ended").await;
+    assert!(ended.contains("closed the TCP connection") || ended.contains("TCP"), "{ended}");
+    let back = watch_until(&hub, DEV, |ev| ev["event"] == "ready" || ev["event"] == "tools_changed", broker.run()).await;
+    assert_eq!(back["device_id"], DEV, "{back}");
+    set_volume_and_read_it_back(&hub, DEV, 64).await;
+}
+
+#[tokio::test]
+async fn the_firmware_bootstraps_from_ota_onto_websocket_with_the_token_it_hands_out() {
+    const DEV: &str = "02:00:00:fe:10:03";
+    let hub = HubProcess::start(&[], &[("MCPDEV_DEVICE_TOKEN", "fw-secret")]).await;
+    let ota = hub.info["ota"].as_str().unwrap().to_string();
+    let _device = HostDevice::start(&ota, "", DEV);
+
+    let h = hello(&hub, DEV).await;
+    assert_eq!((h["transport"].as_str(), h["hello"]["transport"].as_str()), (Some("websocket"), Some("websocket")), "{h}");
+    set_volume_and_read_it_back(&hub, DEV, 5).await;
+}
