@@ -277,3 +277,52 @@ async fn the_hub_says_goodbye_with_the_session_id_when_it_stops() {
     }
     assert_eq!(hub.running.child.wait().await.unwrap().code(), Some(0));
 }
+
+/// MQTT says nothing when a device is switched off: a device that answers the keepalive pings
+/// stays, one that falls silent leaves the registry after three keepalive periods, and comes back
+/// with its next message.
+#[tokio::test]
+async fn a_silent_mqtt_device_leaves_the_registry_and_comes_back() {
+    let hub = HubProcess::start(&["--mqtt", "embedded", "--mqtt-listen", "127.0.0.1:0", "--keepalive", "1s"], &[]).await;
+    let broker = broker_of(&hub);
+    let sim = spawn_mcpdev(&["sim", "--mqtt", &broker], &[]);
+    assert_eq!(mcpdev(&hub, &["hello", "-d", D1, "--wait", "10s"]).await.code, 0);
+
+    let mut watch = spawn_mcpdev(&["watch", "--json", "--traffic", "-d", D1], &[("MCPDEV_HUB", hub.host_url.as_str())]);
+    let mut events = BufReader::new(watch.child.stdout.take().unwrap()).lines();
+    let mut next = async || -> Value {
+        let line = tokio::time::timeout(std::time::Duration::from_secs(30), events.next_line()).await.expect("an event in time");
+        serde_json::from_str(&line.unwrap().expect("watch runs")).unwrap()
+    };
+    assert_eq!(next().await["event"], "watching");
+    // Alive: four keepalive pings answered (more than three periods), and no disconnect.
+    let (mut pings, mut answered) = (Vec::new(), 0);
+    while answered < 4 {
+        let ev = next().await;
+        assert_ne!(ev["event"], "disconnected", "a device that answers pings must stay: {ev}");
+        if ev["event"] != "traffic" {
+            continue;
+        }
+        if ev["direction"] == "out" && ev["payload"]["method"] == "ping" {
+            pings.push(ev["payload"]["id"].clone());
+        } else if ev["direction"] == "in" && pings.contains(&ev["payload"]["id"]) {
+            answered += 1;
+        }
+        assert!(pings.len() <= 8, "pings go unanswered");
+    }
+    // Switched off (killed: no goodbye, and its broker connection just drops).
+    drop(sim);
+    let gone = loop {
+        let ev = next().await;
+        if ev["event"] == "disconnected" {
+            break ev;
+        }
+    };
+    assert!(gone["reason"].as_str().unwrap().contains("nothing heard from the device for 3 s"), "{gone}");
+    let absent = mcpdev(&hub, &["hello", "-d", D1]).await;
+    assert_eq!(absent.code, 4, "{absent:?}");
+
+    let _sim = spawn_mcpdev(&["sim", "--mqtt", &broker], &[]);
+    let back = mcpdev(&hub, &["hello", "-d", D1, "--wait", "10s", "--json"]).await;
+    assert_eq!((back.code, back.json()["transport"].as_str()), (0, Some("mqtt")), "{back:?}");
+}

@@ -6,6 +6,12 @@
 //! broker is unreachable, waiting callers end at once with [`CallError::Link`], new requests are
 //! refused the same way, and the device stays (it publishes again once the broker is back).
 //! Messages over the payload limit are refused in both directions without ending anything.
+//!
+//! MQTT says nothing when a device is switched off, so silence ends the link instead: the session
+//! sends an MCP `ping` after each keepalive period without traffic, which every live device
+//! answers (the stock firmware with an error, which counts), so nothing heard for
+//! [`SILENT_PERIODS`] keepalive periods while the broker was up means the device is gone. It comes
+//! back with its next message.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,6 +25,10 @@ use super::websocket::sleep_until;
 use super::handle::{Command, DeviceEvent, DeviceHandle, EventSender, Lifecycle, LinkEvent, Tracing, Waiting, deliver, spawn_link};
 use crate::session::{CallError, Output, Session, SessionConfig};
 use crate::wire::identity::Identity;
+
+/// Keepalive periods without a word from the device (the broker being up) after which it is
+/// taken for gone.
+pub const SILENT_PERIODS: u32 = 3;
 
 /// What reaches a device's link besides commands.
 #[derive(Debug)]
@@ -78,14 +88,18 @@ async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mu
     let mut session = Session::new(setup.identity.clone(), "mqtt", setup.session.clone(), Instant::now());
     let mut waiting: Waiting = HashMap::new();
     let max = setup.max_payload;
+    let silence_limit = setup.session.keepalive * SILENT_PERIODS;
+    // The last word from the device, or the broker coming back (nothing can be heard before).
+    let mut heard = Instant::now();
     let reason = loop {
         session.trace = setup.tracing.enabled();
         let deadline = session.next_deadline().map(tokio::time::Instant::from_std);
+        let gone_at = tokio::time::Instant::from_std(heard + silence_limit);
         let outputs = tokio::select! {
             msg = inbound.recv() => match msg {
-                Some(Inbound::Text(text)) if text.len() > max => session.on_oversize(&text, max),
-                Some(Inbound::Text(text)) => session.on_text(&text, Instant::now()),
-                Some(Inbound::Audio(n)) => { session.on_binary(n); continue; }
+                Some(Inbound::Text(text)) if text.len() > max => { heard = Instant::now(); session.on_oversize(&text, max) }
+                Some(Inbound::Text(text)) => { heard = Instant::now(); session.on_text(&text, heard) }
+                Some(Inbound::Audio(n)) => { heard = Instant::now(); session.on_binary(n); continue; }
                 Some(Inbound::Begin) => session.begin(Instant::now()),
                 None => break "the hub stopped serving this device".to_string(),
             },
@@ -118,11 +132,19 @@ async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mu
                     break "the broker connection was shut down".to_string();
                 }
                 if *setup.broker_up.borrow_and_update() {
+                    heard = Instant::now();
                     continue;
                 }
                 session.fail_callers(CallError::Link(format!("the connection to the MQTT broker {} was lost before the device answered", setup.broker)))
             }
             _ = sleep_until(deadline) => session.on_tick(Instant::now()),
+            _ = tokio::time::sleep_until(gone_at) => {
+                if !*setup.broker_up.borrow() {
+                    heard = Instant::now();
+                    continue;
+                }
+                break format!("nothing heard from the device for {} s (switched off or out of reach)", silence_limit.as_secs());
+            }
         };
         carry_out(outputs, &setup, &mut waiting, &emit);
     };
