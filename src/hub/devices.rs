@@ -13,7 +13,8 @@ use tracing::{info, warn};
 
 use super::Hub;
 use crate::links::upgrade::{self, plain};
-use crate::links::websocket::{self, LinkSetup};
+use crate::links::handle::LinkSetup;
+use crate::links::websocket;
 use crate::session::SessionConfig;
 use crate::wire::identity::{self, Identity};
 

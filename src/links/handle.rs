@@ -7,7 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use crate::session::{CallError, DeviceInfo, Event};
+use crate::session::{CallError, DeviceInfo, Event, SessionConfig};
+use crate::wire::identity::Identity;
 
 /// An event of one device, as the hub broadcasts it.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -169,4 +170,14 @@ pub(crate) fn deliver(output: crate::session::Output, waiting: &mut Waiting, emi
             None
         }
     }
+}
+
+/// What every link task needs, whatever carries the device (a socket, a broker).
+pub struct LinkSetup {
+    pub identity: Identity,
+    pub session: SessionConfig,
+    pub events: EventSender,
+    pub tracing: Arc<Tracing>,
+    pub generation: u64,
+    pub remote: Option<String>,
 }

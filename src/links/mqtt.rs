@@ -14,7 +14,6 @@
 //! back with its next message.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Instant;
 
 use rumqttc::AsyncClient;
@@ -22,9 +21,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tracing::info;
 
 use super::websocket::sleep_until;
-use super::handle::{Command, DeviceEvent, DeviceHandle, EventSender, Lifecycle, LinkEvent, Tracing, Waiting, deliver, spawn_link};
-use crate::session::{CallError, Output, Session, SessionConfig};
-use crate::wire::identity::Identity;
+use super::handle::{Command, DeviceEvent, DeviceHandle, Lifecycle, LinkEvent, LinkSetup, Waiting, deliver, spawn_link};
+use crate::session::{CallError, Output, Session};
 
 /// Keepalive periods without a word from the device (the broker being up) after which it is
 /// taken for gone.
@@ -41,15 +39,10 @@ pub enum Inbound {
     Begin,
 }
 
-/// Everything an MQTT link needs.
+/// Everything an MQTT link needs: what every link does (its `remote` shows the broker and the
+/// device's client id), and the broker side.
 pub struct MqttLinkSetup {
-    pub identity: Identity,
-    pub session: SessionConfig,
-    pub events: EventSender,
-    pub tracing: Arc<Tracing>,
-    pub generation: u64,
-    /// Shown in `connected` events: the broker and the device's client id.
-    pub remote: Option<String>,
+    pub link: LinkSetup,
     pub client: AsyncClient,
     /// The device's downlink topic.
     pub downlink: String,
@@ -69,30 +62,30 @@ pub fn inbound_channel() -> (mpsc::Sender<Inbound>, mpsc::Receiver<Inbound>) {
 
 /// Starts the link task. Returns the handle and a receiver that fires when the link has ended.
 pub fn spawn(setup: MqttLinkSetup, inbound: mpsc::Receiver<Inbound>) -> (DeviceHandle, oneshot::Receiver<()>) {
-    let (device_id, generation) = (setup.identity.device_id.clone(), setup.generation);
+    let (device_id, generation) = (setup.link.identity.device_id.clone(), setup.link.generation);
     spawn_link(device_id, generation, move |commands| run(setup, commands, inbound))
 }
 
 
 async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mut inbound: mpsc::Receiver<Inbound>) {
-    let device_id = setup.identity.device_id.clone();
-    let events = setup.events.clone();
+    let device_id = setup.link.identity.device_id.clone();
+    let events = setup.link.events.clone();
     let emit = move |event: LinkEvent| {
         let _ = events.send(DeviceEvent { device_id: device_id.clone(), event });
     };
     emit(LinkEvent::Link(Lifecycle::Connected {
         transport: "mqtt".into(),
-        client_id: setup.identity.client_id.clone(),
-        remote: setup.remote.clone(),
+        client_id: setup.link.identity.client_id.clone(),
+        remote: setup.link.remote.clone(),
     }));
-    let mut session = Session::new(setup.identity.clone(), "mqtt", setup.session.clone(), Instant::now());
+    let mut session = Session::new(setup.link.identity.clone(), "mqtt", setup.link.session.clone(), Instant::now());
     let mut waiting: Waiting = HashMap::new();
     let max = setup.max_payload;
-    let silence_limit = setup.session.keepalive * SILENT_PERIODS;
+    let silence_limit = setup.link.session.keepalive * SILENT_PERIODS;
     // The last word from the device, or the broker coming back (nothing can be heard before).
     let mut heard = Instant::now();
     let reason = loop {
-        session.trace = setup.tracing.enabled();
+        session.trace = setup.link.tracing.enabled();
         let deadline = session.next_deadline().map(tokio::time::Instant::from_std);
         let gone_at = tokio::time::Instant::from_std(heard + silence_limit);
         let outputs = tokio::select! {
@@ -155,7 +148,7 @@ async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mu
             }
         }
     }
-    info!(device = %setup.identity.device_id, %reason, "MQTT device link ended");
+    info!(device = %setup.link.identity.device_id, %reason, "MQTT device link ended");
     emit(LinkEvent::Link(Lifecycle::Disconnected { reason }));
 }
 

@@ -1,7 +1,6 @@
 //! A device's WebSocket: one task that owns the socket and the device's session.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Instant;
 
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
@@ -9,9 +8,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::{self, Message};
 use tracing::info;
 
-use super::handle::{Command, DeviceEvent, DeviceHandle, EventSender, Lifecycle, LinkEvent, Tracing, Waiting, deliver, spawn_link};
-use crate::session::{CallError, Output, Session, SessionConfig};
-use crate::wire::identity::Identity;
+use super::handle::{Command, DeviceEvent, DeviceHandle, Lifecycle, LinkEvent, LinkSetup, Waiting, deliver, spawn_link};
+use crate::session::{CallError, Output, Session};
 
 /// The server hello a WebSocket device expects (reference §1.3): `transport` must be the string
 /// "websocket" (the stock firmware crashes otherwise), and xiaozhi-sdk needs `session_id` and
@@ -24,16 +22,6 @@ pub fn server_hello(session_id: &str) -> String {
         "audio_params": {"format": "opus", "sample_rate": 24000, "channels": 1, "frame_duration": 60},
     })
     .to_string()
-}
-
-/// Everything a link task needs besides the socket.
-pub struct LinkSetup {
-    pub identity: Identity,
-    pub session: SessionConfig,
-    pub events: EventSender,
-    pub tracing: Arc<Tracing>,
-    pub generation: u64,
-    pub remote: Option<String>,
 }
 
 /// Starts the task serving one device socket; returns its handle and a receiver that fires when

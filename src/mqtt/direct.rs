@@ -15,7 +15,7 @@ use super::conn::{self, BrokerUrl, ConnEvent};
 use super::{topics, udp};
 use crate::exit::{CodedError, Exit};
 use crate::links::DeviceHandle;
-use crate::links::handle::{Lifecycle, LinkEvent, Tracing};
+use crate::links::handle::{Lifecycle, LinkEvent, LinkSetup, Tracing};
 use crate::links::mqtt::{self as link, Inbound, MqttLinkSetup};
 use crate::session::{Event, SessionConfig};
 use crate::wire::identity::Identity;
@@ -49,12 +49,14 @@ pub async fn open(url: &str, device: Option<&str>, timeout: Duration, wait: Opti
     cfg.id_base = fastrand::i64(1_000_000_000..1_900_000_000);
     let (events, mut rx) = tokio::sync::broadcast::channel(256);
     let setup = MqttLinkSetup {
-        identity: Identity { device_id: device_id.clone(), client_id: Some(key.clone()), token: None, protocol_version: 3 },
-        session: cfg,
-        events,
-        tracing: Arc::new(Tracing::default()),
-        generation: 1,
-        remote: Some(format!("{broker} as {key}")),
+        link: LinkSetup {
+            identity: Identity { device_id: device_id.clone(), client_id: Some(key.clone()), token: None, protocol_version: 3 },
+            session: cfg,
+            events,
+            tracing: Arc::new(Tracing::default()),
+            generation: 1,
+            remote: Some(format!("{broker} as {key}")),
+        },
         client: c.client.clone(),
         downlink: topics::downlink(&key),
         broker_up: c.up.clone(),

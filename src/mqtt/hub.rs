@@ -25,6 +25,7 @@ use super::cluster::{Claims, Route};
 use super::conn::{self, BrokerUrl, ConnEvent};
 use super::{broker, topics, udp};
 use crate::hub::Hub;
+use crate::links::handle::LinkSetup;
 use crate::links::mqtt::{self as link, Inbound, MqttLinkSetup};
 use crate::session::SessionConfig;
 use crate::wire::identity::Identity;
@@ -453,12 +454,14 @@ impl Dispatcher {
         cfg.system_info = ota.map(|r| r.system_info);
         let generation = hub.registry.next_generation();
         let setup = MqttLinkSetup {
-            identity: Identity { device_id: device_id.clone(), client_id: Some(key.to_string()), token: None, protocol_version: 3 },
-            session: cfg,
-            events: hub.registry.events.clone(),
-            tracing: hub.registry.tracing.clone(),
-            generation,
-            remote: Some(format!("{} as {key}", self.mqtt.broker)),
+            link: LinkSetup {
+                identity: Identity { device_id: device_id.clone(), client_id: Some(key.to_string()), token: None, protocol_version: 3 },
+                session: cfg,
+                events: hub.registry.events.clone(),
+                tracing: hub.registry.tracing.clone(),
+                generation,
+                remote: Some(format!("{} as {key}", self.mqtt.broker)),
+            },
             client: self.mqtt.client.clone(),
             downlink: topics::downlink(key),
             broker_up: self.mqtt.up.clone(),
