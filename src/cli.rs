@@ -48,6 +48,7 @@ pub enum ColorChoice {
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant, reason = "parsed once per process")]
 pub enum Command {
     /// Run the hub: devices connect here; the CLI and MCP hosts reach them through it
     Serve(ServeArgs),
@@ -320,11 +321,10 @@ pub struct SimBootstrapArgs {
 
 /// A duration like `30s`, `500ms`, `2m`; a bare number is seconds.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    if let Ok(secs) = s.parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 {
+    if let Ok(secs) = s.parse::<f64>()
+        && secs.is_finite() && secs >= 0.0 {
             return Ok(std::time::Duration::from_secs_f64(secs));
         }
-    }
     humantime::parse_duration(s).map_err(|e| format!("{s:?} is not a duration like 30s, 500ms or 2m ({e})"))
 }
 

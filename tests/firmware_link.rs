@@ -38,7 +38,7 @@ fn host_device_binary() -> &'static Path {
         String::from_utf8_lossy(&out.stdout)
             .lines()
             .filter_map(|line| mcpdev::flash::build::executable_from_message(line, "host_device"))
-            .last()
+            .next_back()
             .expect("cargo names the example's executable")
     })
 }

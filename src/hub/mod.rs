@@ -185,18 +185,16 @@ async fn guard_host_and_origin(State(hub): State<Arc<Hub>>, req: Request, next: 
 /// The 403 for a request whose `Host` or `Origin` is not allowed, if it is not.
 pub fn refuse(config: &HubConfig, headers: &axum::http::HeaderMap) -> Option<Response> {
     let get = |name| headers.get(name).and_then(|v| v.to_str().ok());
-    if let Some(host) = get(header::HOST) {
-        if !host_allowed(host, &config.allowed_hosts) {
+    if let Some(host) = get(header::HOST)
+        && !host_allowed(host, &config.allowed_hosts) {
             let hint = format!("Host {host:?} is not allowed; start the hub with --allowed-host {}", host_name(host));
             return Some(plain(StatusCode::FORBIDDEN, &hint));
         }
-    }
-    if let Some(origin) = get(header::ORIGIN) {
-        if !origin_allowed(origin, &config.allowed_origins) {
+    if let Some(origin) = get(header::ORIGIN)
+        && !origin_allowed(origin, &config.allowed_origins) {
             let hint = format!("Origin {origin:?} is not allowed; start the hub with --allowed-origin {origin}");
             return Some(plain(StatusCode::FORBIDDEN, &hint));
         }
-    }
     None
 }
 

@@ -142,11 +142,10 @@ async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mu
         carry_out(outputs, &setup, &mut waiting, &emit);
     };
     for o in session.on_disconnect() {
-        if let Output::Reply { ticket, outcome } = o {
-            if let Some(tx) = waiting.remove(&ticket) {
+        if let Output::Reply { ticket, outcome } = o
+            && let Some(tx) = waiting.remove(&ticket) {
                 let _ = tx.send(outcome);
             }
-        }
     }
     info!(device = %setup.link.identity.device_id, %reason, "MQTT device link ended");
     emit(LinkEvent::Link(Lifecycle::Disconnected { reason }));
@@ -156,10 +155,9 @@ fn carry_out(outputs: Vec<Output>, setup: &MqttLinkSetup, waiting: &mut Waiting,
     for o in outputs {
         // While the broker is down there is nowhere to send; keepalives and onboarding requests
         // then time out like unanswered ones.
-        if let Some(text) = deliver(o, waiting, emit) {
-            if *setup.broker_up.borrow() {
+        if let Some(text) = deliver(o, waiting, emit)
+            && *setup.broker_up.borrow() {
                 crate::mqtt::conn::send(&setup.client, setup.downlink.clone(), text);
             }
-        }
     }
 }

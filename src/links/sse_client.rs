@@ -38,13 +38,11 @@ pub async fn connect(url: &str, headers: &HashMap<String, String>) -> anyhow::Re
     let (in_tx, in_rx) = mpsc::channel::<ServerJsonRpcMessage>(64);
     tokio::spawn(async move {
         while let Some(Ok(ev)) = events.next().await {
-            if ev.event.as_deref().is_none_or(|e| e == "message") {
-                if let Some(msg) = ev.data.and_then(|d| serde_json::from_str(&d).ok()) {
-                    if in_tx.send(msg).await.is_err() {
+            if ev.event.as_deref().is_none_or(|e| e == "message")
+                && let Some(msg) = ev.data.and_then(|d| serde_json::from_str(&d).ok())
+                    && in_tx.send(msg).await.is_err() {
                         return;
                     }
-                }
-            }
         }
     });
     let (out_tx, mut out_rx) = mpsc::channel::<ClientJsonRpcMessage>(64);

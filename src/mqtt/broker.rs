@@ -124,7 +124,7 @@ async fn serve(state: Shared, cfg: Arc<BrokerConfig>, stream: TcpStream, remote:
     if connect.protocol != mqttbytes::Protocol::V4 {
         return refuse(&mut wr, ConnectReturnCode::RefusedProtocolVersion).await;
     }
-    if !cfg.passwords.is_empty() && !connect.login.as_ref().is_some_and(|l| cfg.passwords.iter().any(|p| *p == l.password)) {
+    if !cfg.passwords.is_empty() && !connect.login.as_ref().is_some_and(|l| cfg.passwords.contains(&l.password)) {
         warn!(%remote, client = %connect.client_id, "embedded broker: refused a client without an accepted password");
         return refuse(&mut wr, ConnectReturnCode::BadUserNamePassword).await;
     }
@@ -272,11 +272,10 @@ async fn serve(state: Shared, cfg: Arc<BrokerConfig>, stream: TcpStream, remote:
     }
     drop(tx);
     let _ = writer.await;
-    if !graceful {
-        if let Some(LastWill { topic, message, retain, .. }) = connect.last_will {
+    if !graceful
+        && let Some(LastWill { topic, message, retain, .. }) = connect.last_will {
             route(&state, &topic, message, retain);
         }
-    }
     debug!(client = %client_id, "embedded broker: client gone");
 }
 

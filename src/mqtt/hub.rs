@@ -277,11 +277,10 @@ impl Dispatcher {
                 c = control.recv() => match c {
                     Some(Control::Settled(key)) => self.settle(&key),
                     Some(Control::Ended { key, generation }) => {
-                        if self.links.get(&key).is_some_and(|l| l.generation == generation) {
-                            if let Some(l) = self.links.remove(&key) {
+                        if self.links.get(&key).is_some_and(|l| l.generation == generation)
+                            && let Some(l) = self.links.remove(&key) {
                                 self.mqtt.udp.forget(l.ssrc);
                             }
-                        }
                     }
                     Some(Control::Shutdown(done)) => {
                         // Queued before the disconnect, so they are sent before it.
@@ -411,7 +410,7 @@ impl Dispatcher {
 
     fn deliver(&mut self, key: &str, payload: Vec<u8>) {
         let text = String::from_utf8_lossy(&payload).into_owned();
-        if !self.links.get(key).is_some_and(|l| !l.inbound.is_closed()) {
+        if self.links.get(key).is_none_or(|l| l.inbound.is_closed()) {
             let is_hello = serde_json::from_str::<Value>(&text).ok().is_some_and(|v| v["type"] == "hello");
             if !self.start_link(key, !is_hello) {
                 return;

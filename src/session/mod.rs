@@ -311,11 +311,10 @@ impl Session {
             return;
         };
         let latency = now.duration_since(p.sent_at);
-        if self.trace {
-            if let Some(Output::Event(Event::Traffic { latency_ms, .. })) = self.out.last_mut() {
+        if self.trace
+            && let Some(Output::Event(Event::Traffic { latency_ms, .. })) = self.out.last_mut() {
                 *latency_ms = Some(latency.as_secs_f64() * 1000.0);
             }
-        }
         match p.origin {
             Origin::Caller(ticket) => {
                 self.out.push(Output::Reply { ticket, outcome: outcome.map_err(CallError::Device) });

@@ -45,11 +45,10 @@ pub fn parse(text: &str) -> Result<DeviceMessage, EnvelopeError> {
     let v: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {
-            if text.contains("\"mcp\"") {
-                if let Some((id, error)) = salvage_error(text) {
+            if text.contains("\"mcp\"")
+                && let Some((id, error)) = salvage_error(text) {
                     return Ok(DeviceMessage::SalvagedMcpError { id, error });
                 }
-            }
             return Err(EnvelopeError::NotJson(e.to_string()));
         }
     };

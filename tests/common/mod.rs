@@ -1,5 +1,6 @@
 //! Shared helpers for the end-to-end tests: run the built binary, and a WebSocket backend.
 #![allow(dead_code)]
+#![allow(clippy::result_large_err, reason = "tungstenite handshake callbacks return an HTTP response as their error")]
 
 pub mod mqtt;
 pub mod ws;

@@ -3,6 +3,8 @@
 //! notifications, both kinds of Ping, Close, a refused upgrade, a missing server hello, a dead
 //! link, and the reboot tool.
 
+#![allow(clippy::result_large_err, reason = "tungstenite handshake callbacks return an HTTP response as their error")]
+
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration as StdDuration;
 
