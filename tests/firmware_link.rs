@@ -141,6 +141,17 @@ async fn the_firmware_bootstraps_from_ota_onto_mqtt_through_the_embedded_broker(
     assert_eq!(pressed["method"], "notifications/state_changed", "{pressed}");
     assert_eq!(pressed["params"]["what"], "button.boot", "{pressed}");
     assert_eq!(pressed["params"]["presses"], 1, "{pressed}");
+
+    // self.reboot: answered, then a goodbye and an MQTT DISCONNECT; the device checks in and
+    // comes back (a board would reset; the host example reconnects).
+    let back = watch_until(&hub, DEV, |ev| ev["event"] == "ready" || ev["event"] == "tools_changed", async {
+        let reboot = mcpdev(&hub, &["call", "self.reboot", "-d", DEV, "--json"]).await;
+        assert_eq!(reboot.code, 0, "{reboot:?}");
+        assert!(device.line_with("session ended").await.contains("rebooting as asked"));
+    })
+    .await;
+    assert_eq!(back["device_id"], DEV, "{back}");
+    set_volume_and_read_it_back(&hub, DEV, 34).await;
 }
 
 #[tokio::test]
