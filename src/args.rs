@@ -23,7 +23,9 @@
 //! order only when serde_json's `preserve_order` feature is on, alphabetical otherwise.
 
 use serde_json::{Map, Number, Value};
+use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::sync::{Arc, LazyLock, Mutex};
 
 /// One problem with one argument.
 ///
@@ -1103,7 +1105,7 @@ fn percent_decode(s: &str) -> String {
 pub fn validate(schema: &Value, args: &Value) -> Result<(), Vec<ArgError>> {
     let empty = Value::Object(Map::new());
     let root = if schema.is_object() { schema } else { &empty };
-    let validator = jsonschema::validator_for(root).map_err(|e| {
+    let validator = compiled(root).map_err(|e| {
         vec![ArgError::new(
             "",
             format!("the tool's inputSchema is not a usable JSON Schema, so the arguments can't be checked: {e}"),
@@ -1125,6 +1127,26 @@ pub fn validate(schema: &Value, args: &Value) -> Result<(), Vec<ArgError>> {
         }
     }
     Err(out)
+}
+
+/// The compiled validator of a schema, from a process-wide cache keyed by the schema's text: the
+/// hub validates every call made through its MCP endpoint, and compiling a schema (with its
+/// meta-schema check) costs far more than validating against it. Bounded: cleared past 1,024
+/// distinct schemas.
+fn compiled(root: &Value) -> Result<Arc<jsonschema::Validator>, String> {
+    static CACHE: LazyLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> = LazyLock::new(Default::default);
+    const LIMIT: usize = 1024;
+    let key = root.to_string();
+    if let Some(v) = CACHE.lock().expect("validator cache").get(&key) {
+        return Ok(v.clone());
+    }
+    let validator = Arc::new(jsonschema::validator_for(root).map_err(|e| e.to_string())?);
+    let mut cache = CACHE.lock().expect("validator cache");
+    if cache.len() >= LIMIT {
+        cache.clear();
+    }
+    cache.insert(key, validator.clone());
+    Ok(validator)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1784,6 +1806,19 @@ mod tests {
     }
 
     // --- validate -----------------------------------------------------------------------------
+
+    #[test]
+    fn a_schema_is_compiled_once() {
+        let schema = json!({"type": "object", "properties": {"cached_volume": {"type": "integer", "maximum": 100}}});
+        let first = compiled(&schema).unwrap();
+        assert!(Arc::ptr_eq(&first, &compiled(&schema.clone()).unwrap()), "the same schema text reuses the validator");
+        let other = json!({"type": "object", "properties": {"cached_volume": {"type": "integer", "maximum": 99}}});
+        assert!(!Arc::ptr_eq(&first, &compiled(&other).unwrap()));
+        // Cached or not, the answers are the same.
+        assert!(validate(&schema, &json!({"cached_volume": 101})).is_err());
+        assert!(validate(&schema, &json!({"cached_volume": 100})).is_ok());
+        assert!(compiled(&json!({"type": 12})).is_err(), "an unusable schema is an error, not cached as valid");
+    }
 
     #[test]
     fn validate_passes_good_arguments() {
