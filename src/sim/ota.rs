@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::{info, warn};
 
 use super::SimConfig;
@@ -83,45 +82,23 @@ pub fn apply(cfg: &mut SimConfig, answer: &Value) -> Result<&'static str, String
     Err("neither an mqtt nor a websocket section".into())
 }
 
-/// One `POST` with the stock headers over plain HTTP/1.1; the answer's JSON on status 200.
+/// One `POST` with the stock headers (http:// or https://); the answer's JSON on status 200.
 async fn check_version(cfg: &SimConfig, url: &str) -> anyhow::Result<Value> {
-    let rest = url.strip_prefix("http://").ok_or_else(|| anyhow::anyhow!("only http:// OTA URLs are supported by the simulator"))?;
-    let (authority, path) = rest.split_once('/').map_or((rest, "/".to_string()), |(a, p)| (a, format!("/{p}")));
-    let addr = if authority.contains(':') { authority.to_string() } else { format!("{authority}:80") };
-    let body = system_info(cfg).to_string();
-    let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: {authority}\r\nActivation-Version: 1\r\nDevice-Id: {}\r\nClient-Id: {}\r\n\
-         User-Agent: mcpdev-sim/{}\r\nAccept-Language: en-US\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        cfg.device_id,
-        cfg.client_id,
-        env!("CARGO_PKG_VERSION"),
-        body.len()
-    );
-    let mut stream = tokio::time::timeout(Duration::from_secs(10), tokio::net::TcpStream::connect(&addr)).await??;
-    stream.write_all(request.as_bytes()).await?;
-    let mut response = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut response)).await??;
-    let text = String::from_utf8_lossy(&response);
-    let (head, body) = text.split_once("\r\n\r\n").ok_or_else(|| anyhow::anyhow!("not an HTTP response"))?;
-    let status = head.split_whitespace().nth(1).unwrap_or_default();
-    anyhow::ensure!(status == "200", "status {status} (the firmware treats anything but 200 as an error)");
-    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.to_string() };
-    Ok(serde_json::from_str(&body)?)
-}
-
-fn dechunk(body: &str) -> String {
-    let mut out = String::new();
-    let mut rest = body;
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.trim(), 16) else { break };
-        if n == 0 || after.len() < n {
-            break;
-        }
-        out.push_str(&after[..n]);
-        rest = after[n..].trim_start_matches("\r\n");
-    }
-    out
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build()?;
+    let response = client
+        .post(url)
+        .header("Activation-Version", "1")
+        .header("Device-Id", &cfg.device_id)
+        .header("Client-Id", &cfg.client_id)
+        .header("User-Agent", concat!("mcpdev-sim/", env!("CARGO_PKG_VERSION")))
+        .header("Accept-Language", "en-US")
+        .header("Content-Type", "application/json")
+        .body(system_info(cfg).to_string())
+        .send()
+        .await?;
+    let status = response.status();
+    anyhow::ensure!(status == reqwest::StatusCode::OK, "status {status} (the firmware treats anything but 200 as an error)");
+    Ok(serde_json::from_slice(&response.bytes().await?)?)
 }
 
 #[cfg(test)]
@@ -143,6 +120,5 @@ mod tests {
         assert_eq!(apply(&mut ws, &json!({"websocket": {"url": "ws://h:1/xiaozhi/v1/", "token": "t"}})), Ok("WebSocket"));
         assert_eq!((ws.url.as_str(), ws.token.as_deref()), ("ws://h:1/xiaozhi/v1/", Some("t")));
         assert!(apply(&mut ws, &json!({"server_time": {}})).is_err());
-        assert_eq!(dechunk("5\r\nhello\r\n0\r\n\r\n"), "hello");
     }
 }
