@@ -6,7 +6,9 @@
 //! - goes straight to Mosquitto with an `mqtt://` URL (Mosquitto does not subscribe clients the way
 //!   EMQX's auto-subscribe does: the firmware's own SUBSCRIBE is what delivers its downlink), and
 //!   comes back after a broker restart;
-//! - bootstraps onto WebSocket when the hub runs no MQTT, with the token the OTA answer hands out.
+//! - bootstraps onto WebSocket when the hub runs no MQTT, with the token the OTA answer hands out;
+//! - is refused by the embedded broker with a wrong token (and says to check it), and let in with
+//!   the right one.
 
 mod common;
 
@@ -183,4 +185,20 @@ async fn the_firmware_bootstraps_from_ota_onto_websocket_with_the_token_it_hands
     let h = hello(&hub, DEV).await;
     assert_eq!((h["transport"].as_str(), h["hello"]["transport"].as_str()), (Some("websocket"), Some("websocket")), "{h}");
     set_volume_and_read_it_back(&hub, DEV, 5).await;
+}
+
+#[tokio::test]
+async fn the_broker_checks_the_firmware_token_and_the_firmware_says_what_to_fix() {
+    const DEV: &str = "02:00:00:fe:10:04";
+    let hub = HubProcess::start(&["--mqtt", "embedded", "--mqtt-listen", "127.0.0.1:0"], &[("MCPDEV_DEVICE_TOKEN", "fw-secret")]).await;
+    let broker = hub.info["mqtt"].as_str().unwrap().to_string();
+
+    let mut wrong = HostDevice::start(&broker, "not-the-token", DEV);
+    let refused = wrong.line_with("session ended").await;
+    assert!(refused.contains("refused the user name or password (4): check the device token"), "{refused}");
+    drop(wrong);
+
+    let _right = HostDevice::start(&broker, "fw-secret", DEV);
+    assert_eq!(hello(&hub, DEV).await["transport"], "mqtt");
+    set_volume_and_read_it_back(&hub, DEV, 21).await;
 }
