@@ -322,9 +322,10 @@ pub struct SimBootstrapArgs {
 /// A duration like `30s`, `500ms`, `2m`; a bare number is seconds.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     if let Ok(secs) = s.parse::<f64>()
-        && secs.is_finite() && secs >= 0.0 {
-            return Ok(std::time::Duration::from_secs_f64(secs));
-        }
+        && secs.is_finite() && secs >= 0.0
+    {
+        return Ok(std::time::Duration::from_secs_f64(secs));
+    }
     humantime::parse_duration(s).map_err(|e| format!("{s:?} is not a duration like 30s, 500ms or 2m ({e})"))
 }
 

@@ -178,9 +178,10 @@ fn to_tool(name: &str, device_tool: &Value) -> Option<Tool> {
     v["name"] = json!(name);
     // xiaozhi's user-only marker is not a standard tool annotation: keep it out of `annotations`.
     if v.pointer("/annotations/audience").is_some()
-        && let Some(a) = v.get_mut("annotations").and_then(Value::as_object_mut) {
-            a.remove("audience");
-        }
+        && let Some(a) = v.get_mut("annotations").and_then(Value::as_object_mut)
+    {
+        a.remove("audience");
+    }
     if v.get("inputSchema").is_none_or(|s| !s.is_object()) {
         v["inputSchema"] = json!({"type": "object", "properties": {}});
     }

@@ -10,9 +10,10 @@ pub fn from_device(mut result: Value) -> CallToolResult {
     if let Some(content) = result.get_mut("content").and_then(Value::as_array_mut) {
         for block in content.iter_mut() {
             if let (Some("image"), Some(inner)) = (block["type"].as_str(), block["image"].as_str())
-                && let Ok(v) = serde_json::from_str::<Value>(inner) {
-                    *block = json!({"type": "image", "mimeType": v["mimeType"], "data": v["data"]});
-                }
+                && let Ok(v) = serde_json::from_str::<Value>(inner)
+            {
+                *block = json!({"type": "image", "mimeType": v["mimeType"], "data": v["data"]});
+            }
         }
     }
     if result.get("isError").is_none_or(Value::is_null) {

@@ -30,15 +30,16 @@ pub async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<()> {
     let arguments = crate::args::build_arguments(schema, &args.args, args.args_json.as_deref())
         .map_err(|e| CodedError::new(Exit::InvalidCall, format!("{e}")))?;
     if !args.no_validate
-        && let Err(errors) = crate::args::validate(schema, &arguments) {
-            let lines: Vec<String> = errors.iter().map(|e| format!("  {e}")).collect();
-            let msg = format!(
-                "the arguments do not fit {}'s inputSchema; nothing was sent:\n{}\n(--no-validate sends them anyway)",
-                args.tool,
-                lines.join("\n")
-            );
-            return Err(CodedError::new(Exit::InvalidCall, msg).into());
-        }
+        && let Err(errors) = crate::args::validate(schema, &arguments)
+    {
+        let lines: Vec<String> = errors.iter().map(|e| format!("  {e}")).collect();
+        let msg = format!(
+            "the arguments do not fit {}'s inputSchema; nothing was sent:\n{}\n(--no-validate sends them anyway)",
+            args.tool,
+            lines.join("\n")
+        );
+        return Err(CodedError::new(Exit::InvalidCall, msg).into());
+    }
     let params = json!({"name": args.tool, "arguments": arguments});
     let result = target.request("tools/call", Some(params), args.target.timeout).await.map_err(call_failure)?;
     let is_error = result["isError"].as_bool().unwrap_or(false);
@@ -92,8 +93,9 @@ fn render(result: &Value, tool: &str, save_dir: Option<&Path>) -> anyhow::Result
 /// The stock firmware's `{"type":"image","image":"<JSON of {type,mimeType,data}>"}` as standard content.
 fn normalise_stock_image(block: &Value) -> Value {
     if let (Some("image"), Some(inner)) = (block["type"].as_str(), block["image"].as_str())
-        && let Ok(v) = serde_json::from_str::<Value>(inner) {
-            return json!({"type": "image", "mimeType": v["mimeType"], "data": v["data"]});
-        }
+        && let Ok(v) = serde_json::from_str::<Value>(inner)
+    {
+        return json!({"type": "image", "mimeType": v["mimeType"], "data": v["data"]});
+    }
     block.clone()
 }

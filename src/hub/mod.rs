@@ -186,15 +186,17 @@ async fn guard_host_and_origin(State(hub): State<Arc<Hub>>, req: Request, next: 
 pub fn refuse(config: &HubConfig, headers: &axum::http::HeaderMap) -> Option<Response> {
     let get = |name| headers.get(name).and_then(|v| v.to_str().ok());
     if let Some(host) = get(header::HOST)
-        && !host_allowed(host, &config.allowed_hosts) {
-            let hint = format!("Host {host:?} is not allowed; start the hub with --allowed-host {}", host_name(host));
-            return Some(plain(StatusCode::FORBIDDEN, &hint));
-        }
+        && !host_allowed(host, &config.allowed_hosts)
+    {
+        let hint = format!("Host {host:?} is not allowed; start the hub with --allowed-host {}", host_name(host));
+        return Some(plain(StatusCode::FORBIDDEN, &hint));
+    }
     if let Some(origin) = get(header::ORIGIN)
-        && !origin_allowed(origin, &config.allowed_origins) {
-            let hint = format!("Origin {origin:?} is not allowed; start the hub with --allowed-origin {origin}");
-            return Some(plain(StatusCode::FORBIDDEN, &hint));
-        }
+        && !origin_allowed(origin, &config.allowed_origins)
+    {
+        let hint = format!("Origin {origin:?} is not allowed; start the hub with --allowed-origin {origin}");
+        return Some(plain(StatusCode::FORBIDDEN, &hint));
+    }
     None
 }
 

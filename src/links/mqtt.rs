@@ -89,13 +89,18 @@ async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mu
         let deadline = session.next_deadline().map(tokio::time::Instant::from_std);
         let gone_at = tokio::time::Instant::from_std(heard + silence_limit);
         let outputs = tokio::select! {
-            msg = inbound.recv() => match msg {
-                Some(Inbound::Text(text)) if text.len() > max => { heard = Instant::now(); session.on_oversize(&text, max) }
-                Some(Inbound::Text(text)) => { heard = Instant::now(); session.on_text(&text, heard) }
-                Some(Inbound::Audio(n)) => { heard = Instant::now(); session.on_binary(n); continue; }
-                Some(Inbound::Begin) => session.begin(Instant::now()),
-                None => break "the hub stopped serving this device".to_string(),
-            },
+            msg = inbound.recv() => {
+                if let Some(Inbound::Text(_) | Inbound::Audio(_)) = msg {
+                    heard = Instant::now();
+                }
+                match msg {
+                    Some(Inbound::Text(text)) if text.len() > max => session.on_oversize(&text, max),
+                    Some(Inbound::Text(text)) => session.on_text(&text, Instant::now()),
+                    Some(Inbound::Audio(n)) => { session.on_binary(n); continue; }
+                    Some(Inbound::Begin) => session.begin(Instant::now()),
+                    None => break "the hub stopped serving this device".to_string(),
+                }
+            }
             cmd = commands.recv() => match cmd {
                 Some(Command::Request { ticket, method, params, timeout, reply }) => {
                     if !*setup.broker_up.borrow() {
@@ -143,9 +148,10 @@ async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mu
     };
     for o in session.on_disconnect() {
         if let Output::Reply { ticket, outcome } = o
-            && let Some(tx) = waiting.remove(&ticket) {
-                let _ = tx.send(outcome);
-            }
+            && let Some(tx) = waiting.remove(&ticket)
+        {
+            let _ = tx.send(outcome);
+        }
     }
     info!(device = %setup.link.identity.device_id, %reason, "MQTT device link ended");
     emit(LinkEvent::Link(Lifecycle::Disconnected { reason }));
@@ -156,8 +162,9 @@ fn carry_out(outputs: Vec<Output>, setup: &MqttLinkSetup, waiting: &mut Waiting,
         // While the broker is down there is nowhere to send; keepalives and onboarding requests
         // then time out like unanswered ones.
         if let Some(text) = deliver(o, waiting, emit)
-            && *setup.broker_up.borrow() {
-                crate::mqtt::conn::send(&setup.client, setup.downlink.clone(), text);
-            }
+            && *setup.broker_up.borrow()
+        {
+            crate::mqtt::conn::send(&setup.client, setup.downlink.clone(), text);
+        }
     }
 }

@@ -40,9 +40,10 @@ pub async fn connect(url: &str, headers: &HashMap<String, String>) -> anyhow::Re
         while let Some(Ok(ev)) = events.next().await {
             if ev.event.as_deref().is_none_or(|e| e == "message")
                 && let Some(msg) = ev.data.and_then(|d| serde_json::from_str(&d).ok())
-                    && in_tx.send(msg).await.is_err() {
-                        return;
-                    }
+                && in_tx.send(msg).await.is_err()
+            {
+                return;
+            }
         }
     });
     let (out_tx, mut out_rx) = mpsc::channel::<ClientJsonRpcMessage>(64);

@@ -77,9 +77,10 @@ where
     };
     for o in session.on_disconnect() {
         if let Output::Reply { ticket, outcome } = o
-            && let Some(tx) = waiting.remove(&ticket) {
-                let _ = tx.send(outcome);
-            }
+            && let Some(tx) = waiting.remove(&ticket)
+        {
+            let _ = tx.send(outcome);
+        }
     }
     let _ = ws.close().await;
     info!(device = %device_id, %reason, "device disconnected");

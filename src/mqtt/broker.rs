@@ -273,9 +273,10 @@ async fn serve(state: Shared, cfg: Arc<BrokerConfig>, stream: TcpStream, remote:
     drop(tx);
     let _ = writer.await;
     if !graceful
-        && let Some(LastWill { topic, message, retain, .. }) = connect.last_will {
-            route(&state, &topic, message, retain);
-        }
+        && let Some(LastWill { topic, message, retain, .. }) = connect.last_will
+    {
+        route(&state, &topic, message, retain);
+    }
     debug!(client = %client_id, "embedded broker: client gone");
 }
 

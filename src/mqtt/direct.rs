@@ -70,10 +70,12 @@ pub async fn open(url: &str, device: Option<&str>, timeout: Duration, wait: Opti
         let _udp = udp;
         while let Some(ev) = c.events.recv().await {
             match ev {
-                ConnEvent::Message(p) if p.topic == uplink
-                    && inbound_tx.send(Inbound::Text(String::from_utf8_lossy(&p.payload).into_owned())).await.is_err() => {
+                ConnEvent::Message(p) if p.topic == uplink => {
+                    let text = String::from_utf8_lossy(&p.payload).into_owned();
+                    if inbound_tx.send(Inbound::Text(text)).await.is_err() {
                         return;
                     }
+                }
                 ConnEvent::Up => {
                     let _ = c.client.try_subscribe(uplink.clone(), rumqttc::QoS::AtMostOnce);
                 }

@@ -278,9 +278,10 @@ impl Dispatcher {
                     Some(Control::Settled(key)) => self.settle(&key),
                     Some(Control::Ended { key, generation }) => {
                         if self.links.get(&key).is_some_and(|l| l.generation == generation)
-                            && let Some(l) = self.links.remove(&key) {
-                                self.mqtt.udp.forget(l.ssrc);
-                            }
+                            && let Some(l) = self.links.remove(&key)
+                        {
+                            self.mqtt.udp.forget(l.ssrc);
+                        }
                     }
                     Some(Control::Shutdown(done)) => {
                         // Queued before the disconnect, so they are sent before it.

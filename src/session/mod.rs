@@ -312,9 +312,10 @@ impl Session {
         };
         let latency = now.duration_since(p.sent_at);
         if self.trace
-            && let Some(Output::Event(Event::Traffic { latency_ms, .. })) = self.out.last_mut() {
-                *latency_ms = Some(latency.as_secs_f64() * 1000.0);
-            }
+            && let Some(Output::Event(Event::Traffic { latency_ms, .. })) = self.out.last_mut()
+        {
+            *latency_ms = Some(latency.as_secs_f64() * 1000.0);
+        }
         match p.origin {
             Origin::Caller(ticket) => {
                 self.out.push(Output::Reply { ticket, outcome: outcome.map_err(CallError::Device) });

@@ -46,9 +46,10 @@ pub fn parse(text: &str) -> Result<DeviceMessage, EnvelopeError> {
         Ok(v) => v,
         Err(e) => {
             if text.contains("\"mcp\"")
-                && let Some((id, error)) = salvage_error(text) {
-                    return Ok(DeviceMessage::SalvagedMcpError { id, error });
-                }
+                && let Some((id, error)) = salvage_error(text)
+            {
+                return Ok(DeviceMessage::SalvagedMcpError { id, error });
+            }
             return Err(EnvelopeError::NotJson(e.to_string()));
         }
     };
