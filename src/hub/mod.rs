@@ -14,6 +14,7 @@ pub mod control;
 pub mod devices;
 pub mod ota;
 pub mod registry;
+pub mod secret;
 pub mod vision;
 
 use std::collections::HashMap;

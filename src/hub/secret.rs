@@ -1,0 +1,160 @@
+//! The hub secret: 32 random bytes kept in the private state directory (`hub-secret`, 0600).
+//! Every per-device credential is derived from it and the Device-Id, so the hub stores no token,
+//! one device's token opens nothing else, and tokens survive a restart of the hub.
+//!
+//! `token = hex(HMAC-SHA256(secret, purpose ":" device_id))[..32]`, with `purpose` one of
+//! [`Purpose`]. Rotating the secret (deleting the file) revokes every device at once.
+
+use std::path::{Path, PathBuf};
+
+use ring::hmac;
+
+/// What a derived token is for; tokens for one purpose are useless for another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// The device's own token: WebSocket `Authorization: Bearer`, the MQTT password.
+    Device,
+    /// The token a device's camera tool sends to the hub's vision endpoint.
+    Vision,
+}
+
+impl Purpose {
+    fn label(self) -> &'static str {
+        match self {
+            Purpose::Device => "device",
+            Purpose::Vision => "vision",
+        }
+    }
+}
+
+pub struct HubSecret {
+    key: hmac::Key,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for HubSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubSecret").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl HubSecret {
+    /// The default place: `hub-secret` in [`crate::paths::state_dir`].
+    pub fn default_path() -> PathBuf {
+        crate::paths::state_dir().join("hub-secret")
+    }
+
+    /// Reads the secret at `path`, or creates it (random, 0600) when there is none. Refuses a file
+    /// other users can read, or one that is not 64 hex digits.
+    pub fn load_or_create(path: &Path) -> anyhow::Result<Self> {
+        match crate::paths::read_private(path) {
+            Ok(bytes) => Self::from_file_bytes(path, &bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let mut raw = [0u8; 32];
+                fill_random(&mut raw)?;
+                let text = hex(&raw);
+                // Two hubs starting at once: the second one's rename wins, and both then read it.
+                crate::paths::write_private(path, text.as_bytes())
+                    .map_err(|e| anyhow::anyhow!("cannot write the hub secret {}: {e}", path.display()))?;
+                let bytes = crate::paths::read_private(path).map_err(|e| anyhow::anyhow!("cannot read the hub secret {}: {e}", path.display()))?;
+                Self::from_file_bytes(path, &bytes)
+            }
+            Err(e) => Err(anyhow::anyhow!("cannot read the hub secret {}: {e}", path.display())),
+        }
+    }
+
+    /// A secret from known bytes (tests, and in-process hubs that keep nothing on disk).
+    pub fn from_bytes(raw: &[u8]) -> Self {
+        Self { key: hmac::Key::new(hmac::HMAC_SHA256, raw), path: PathBuf::new() }
+    }
+
+    /// A random secret that lives only in this process.
+    pub fn ephemeral() -> Self {
+        let mut raw = [0u8; 32];
+        fill_random(&mut raw).expect("the system random source works");
+        Self::from_bytes(&raw)
+    }
+
+    fn from_file_bytes(path: &Path, bytes: &[u8]) -> anyhow::Result<Self> {
+        let text = std::str::from_utf8(bytes).unwrap_or("").trim();
+        let raw = unhex(text).filter(|r| r.len() == 32).ok_or_else(|| {
+            anyhow::anyhow!("the hub secret {} is not 64 hex digits; remove it and a new one is made (every device must then be approved again)", path.display())
+        })?;
+        Ok(Self { key: hmac::Key::new(hmac::HMAC_SHA256, &raw), path: path.to_path_buf() })
+    }
+
+    /// Where the secret is kept (empty for an in-memory one).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The token for `device_id` (a lower-case MAC) and `purpose`: 32 hex digits.
+    pub fn token(&self, purpose: Purpose, device_id: &str) -> String {
+        let message = format!("{}:{}", purpose.label(), device_id.to_ascii_lowercase());
+        let tag = hmac::sign(&self.key, message.as_bytes());
+        hex(&tag.as_ref()[..16])
+    }
+
+    /// Whether `token` is `device_id`'s token for `purpose` (compared in constant time).
+    pub fn verify(&self, purpose: Purpose, device_id: &str, token: &str) -> bool {
+        let expected = self.token(purpose, device_id);
+        constant_time_eq(expected.as_bytes(), token.trim().as_bytes())
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn fill_random(buf: &mut [u8]) -> anyhow::Result<()> {
+    use ring::rand::SecureRandom;
+    ring::rand::SystemRandom::new().fill(buf).map_err(|_| anyhow::anyhow!("the system random source failed"))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len()).step_by(2).map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_per_device_and_per_purpose() {
+        let s = HubSecret::from_bytes(b"0123456789abcdef0123456789abcdef");
+        let a = s.token(Purpose::Device, "aa:bb:cc:dd:ee:01");
+        assert_eq!(a.len(), 32);
+        assert_eq!(a, s.token(Purpose::Device, "AA:BB:CC:DD:EE:01"), "the id is case-insensitive");
+        assert_ne!(a, s.token(Purpose::Device, "aa:bb:cc:dd:ee:02"));
+        assert_ne!(a, s.token(Purpose::Vision, "aa:bb:cc:dd:ee:01"));
+        assert!(s.verify(Purpose::Device, "aa:bb:cc:dd:ee:01", &a));
+        assert!(!s.verify(Purpose::Device, "aa:bb:cc:dd:ee:02", &a));
+        assert!(!s.verify(Purpose::Device, "aa:bb:cc:dd:ee:01", &a[..31]));
+        let other = HubSecret::from_bytes(b"another secret, another hub.....");
+        assert!(!other.verify(Purpose::Device, "aa:bb:cc:dd:ee:01", &a));
+    }
+
+    #[test]
+    fn the_secret_is_created_once_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state/hub-secret");
+        let first = HubSecret::load_or_create(&path).unwrap().token(Purpose::Device, "aa:bb:cc:dd:ee:01");
+        let again = HubSecret::load_or_create(&path).unwrap().token(Purpose::Device, "aa:bb:cc:dd:ee:01");
+        assert_eq!(first, again);
+        std::fs::write(&path, "not hex").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        let err = HubSecret::load_or_create(&path).unwrap_err().to_string();
+        assert!(err.contains("not 64 hex digits"), "{err}");
+    }
+}
