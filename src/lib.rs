@@ -13,7 +13,7 @@
 //!
 //! Beside them: [`sim`] (virtual devices running the firmware's own MCP core, `mcp-device`),
 //! [`flash`] (building, imaging, provisioning and flashing `firmware/`), [`args`] (`k=v` typed by
-//! a tool's inputSchema), [`config`] (`mcpdev.toml`), [`paths`] (the private state and runtime directories), [`exit`] (the exit codes), and [`cli`] (the
+//! a tool's inputSchema), [`config`] (`mcpdev.toml`), [`paths`] (the private state and runtime directories), [`tls`] (the rustls provider of the HTTP clients), [`exit`] (the exit codes), and [`cli`] (the
 //! clap definitions the binary, the man pages and the shell completions share).
 #![allow(clippy::result_large_err, reason = "an HTTP response is the error type of axum handlers and tungstenite handshake callbacks")]
 
@@ -30,4 +30,5 @@ pub mod mqtt;
 pub mod paths;
 pub mod session;
 pub mod sim;
+pub mod tls;
 pub mod wire;

@@ -18,6 +18,7 @@ fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     init_tracing(cli.global.verbose, cli.global.color);
+    mcpdev::tls::install_crypto_provider();
     let json = cli.global.json;
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,

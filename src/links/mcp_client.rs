@@ -70,6 +70,7 @@ impl McpConnection {
             McpTransport::Http => false,
             McpTransport::Auto => url.split(['?', '#']).next().unwrap_or(url).trim_end_matches('/').ends_with("/sse"),
         };
+        crate::tls::install_crypto_provider();
         let connecting = async {
             if sse {
                 let t = super::sse_client::connect(url, headers).await.map_err(|e| failure(url, e))?;

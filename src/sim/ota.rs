@@ -84,6 +84,7 @@ pub fn apply(cfg: &mut SimConfig, answer: &Value) -> Result<&'static str, String
 
 /// One `POST` with the stock headers (http:// or https://); the answer's JSON on status 200.
 async fn check_version(cfg: &SimConfig, url: &str) -> anyhow::Result<Value> {
+    crate::tls::install_crypto_provider();
     let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build()?;
     let response = client
         .post(url)
