@@ -39,7 +39,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('watch', 'watch', [CompletionResultType]::ParameterValue, 'Stream live events: connects, hellos, notifications, messages, and MCP traffic')
             [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'Run virtual devices (the firmware''s own MCP core) against a backend')
             [CompletionResult]::new('flash', 'flash', [CompletionResultType]::ParameterValue, 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)')
-            [CompletionResult]::new('generate-assets', 'generate-assets', [CompletionResultType]::ParameterValue, 'Write the man pages and shell completions (for packagers; the repository has them checked in)')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -285,7 +286,20 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
-        'mcpdev;generate-assets' {
+        'mcpdev;man' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;completions' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
@@ -307,7 +321,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('watch', 'watch', [CompletionResultType]::ParameterValue, 'Stream live events: connects, hellos, notifications, messages, and MCP traffic')
             [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'Run virtual devices (the firmware''s own MCP core) against a backend')
             [CompletionResult]::new('flash', 'flash', [CompletionResultType]::ParameterValue, 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)')
-            [CompletionResult]::new('generate-assets', 'generate-assets', [CompletionResultType]::ParameterValue, 'Write the man pages and shell completions (for packagers; the repository has them checked in)')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -339,7 +354,10 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
         'mcpdev;help;flash' {
             break
         }
-        'mcpdev;help;generate-assets' {
+        'mcpdev;help;man' {
+            break
+        }
+        'mcpdev;help;completions' {
             break
         }
         'mcpdev;help;help' {

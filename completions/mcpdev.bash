@@ -19,11 +19,11 @@ _mcpdev() {
             mcpdev,call)
                 cmd="mcpdev__subcmd__call"
                 ;;
+            mcpdev,completions)
+                cmd="mcpdev__subcmd__completions"
+                ;;
             mcpdev,flash)
                 cmd="mcpdev__subcmd__flash"
-                ;;
-            mcpdev,generate-assets)
-                cmd="mcpdev__subcmd__generate__subcmd__assets"
                 ;;
             mcpdev,hello)
                 cmd="mcpdev__subcmd__hello"
@@ -33,6 +33,9 @@ _mcpdev() {
                 ;;
             mcpdev,init)
                 cmd="mcpdev__subcmd__init"
+                ;;
+            mcpdev,man)
+                cmd="mcpdev__subcmd__man"
                 ;;
             mcpdev,serve)
                 cmd="mcpdev__subcmd__serve"
@@ -49,11 +52,11 @@ _mcpdev() {
             mcpdev__subcmd__help,call)
                 cmd="mcpdev__subcmd__help__subcmd__call"
                 ;;
+            mcpdev__subcmd__help,completions)
+                cmd="mcpdev__subcmd__help__subcmd__completions"
+                ;;
             mcpdev__subcmd__help,flash)
                 cmd="mcpdev__subcmd__help__subcmd__flash"
-                ;;
-            mcpdev__subcmd__help,generate-assets)
-                cmd="mcpdev__subcmd__help__subcmd__generate__subcmd__assets"
                 ;;
             mcpdev__subcmd__help,hello)
                 cmd="mcpdev__subcmd__help__subcmd__hello"
@@ -63,6 +66,9 @@ _mcpdev() {
                 ;;
             mcpdev__subcmd__help,init)
                 cmd="mcpdev__subcmd__help__subcmd__init"
+                ;;
+            mcpdev__subcmd__help,man)
+                cmd="mcpdev__subcmd__help__subcmd__man"
                 ;;
             mcpdev__subcmd__help,serve)
                 cmd="mcpdev__subcmd__help__subcmd__serve"
@@ -98,7 +104,7 @@ _mcpdev() {
 
     case "${cmd}" in
         mcpdev)
-            opts="-q -v -h -V --json --quiet --verbose --color --help --version serve hello init tools call watch sim flash generate-assets help"
+            opts="-q -v -h -V --json --quiet --verbose --color --help --version serve hello init tools call watch sim flash man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -174,6 +180,24 @@ _mcpdev() {
                     COMPREPLY=($(compgen -W "auto http sse" -- "${cur}"))
                     return 0
                     ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__completions)
+            opts="-q -v -h -V --json --quiet --verbose --color --help --version bash elvish fish powershell zsh"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -263,24 +287,6 @@ _mcpdev() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcpdev__subcmd__generate__subcmd__assets)
-            opts="-q -v -h -V --json --quiet --verbose --color --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         mcpdev__subcmd__hello)
             opts="-d -H -q -v -h -V --hub --device --listen --mqtt --wait --timeout --url --header --transport --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -344,7 +350,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__help)
-            opts="serve hello init tools call watch sim flash generate-assets help"
+            opts="serve hello init tools call watch sim flash man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -371,7 +377,7 @@ _mcpdev() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcpdev__subcmd__help__subcmd__flash)
+        mcpdev__subcmd__help__subcmd__completions)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -385,7 +391,7 @@ _mcpdev() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcpdev__subcmd__help__subcmd__generate__subcmd__assets)
+        mcpdev__subcmd__help__subcmd__flash)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -428,6 +434,20 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__help__subcmd__init)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__help__subcmd__man)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -570,6 +590,24 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__man)
+            opts="-q -v -h -V --json --quiet --verbose --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0

@@ -36,7 +36,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand watch 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
             cand sim 'Run virtual devices (the firmware''s own MCP core) against a backend'
             cand flash 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
-            cand generate-assets 'Write the man pages and shell completions (for packagers; the repository has them checked in)'
+            cand man 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
+            cand completions 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpdev;serve'= {
@@ -269,7 +270,19 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
-        &'mcpdev;generate-assets'= {
+        &'mcpdev;man'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;completions'= {
             cand --color 'When to use colour (NO_COLOR is honoured under auto)'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
@@ -290,7 +303,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand watch 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
             cand sim 'Run virtual devices (the firmware''s own MCP core) against a backend'
             cand flash 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
-            cand generate-assets 'Write the man pages and shell completions (for packagers; the repository has them checked in)'
+            cand man 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
+            cand completions 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpdev;help;serve'= {
@@ -312,7 +326,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         }
         &'mcpdev;help;flash'= {
         }
-        &'mcpdev;help;generate-assets'= {
+        &'mcpdev;help;man'= {
+        }
+        &'mcpdev;help;completions'= {
         }
         &'mcpdev;help;help'= {
         }

@@ -69,9 +69,10 @@ pub enum Command {
     Sim(SimArgs),
     /// Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)
     Flash(crate::flash::FlashArgs),
-    /// Write the man pages and shell completions (for packagers; the repository has them checked in)
-    #[command(hide = true)]
-    GenerateAssets(GenerateArgs),
+    /// Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)
+    Man(ManArgs),
+    /// Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)
+    Completions(CompletionsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -330,9 +331,16 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 }
 
 #[derive(Debug, Args)]
-pub struct GenerateArgs {
-    /// Folder that receives man/ and completions/
-    pub out_dir: std::path::PathBuf,
+pub struct ManArgs {
+    /// The command whose page to print (e.g. `tools list`); none for mcpdev's own page
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// A MAC address `aa:bb:cc:dd:ee:ff`, normalised to lower case.

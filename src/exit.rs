@@ -55,18 +55,37 @@ Exit codes:
   8    serial port: none found, missing, or not an ESP chip (flash)
   130  interrupted";
 
-/// An error that carries its exit code, for commands to return through `anyhow`.
+/// An error that carries its exit code, for commands to return through `anyhow`: what went
+/// wrong (`message`) and, where there is advice, what to do about it (`help`, shown on a line of
+/// its own as `help: …`).
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct CodedError {
     pub exit: Exit,
     pub message: String,
+    pub help: Option<String>,
 }
 
 impl CodedError {
     pub fn new(exit: Exit, message: impl Into<String>) -> Self {
-        Self { exit, message: message.into() }
+        Self { exit, message: message.into(), help: None }
     }
+
+    /// Adds the advice shown after the error.
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// Ctrl-C: exit code 130, and nothing more to say.
+    pub fn interrupted() -> Self {
+        Self::new(Exit::Interrupted, "interrupted")
+    }
+}
+
+/// The advice an error carries, if it is a [`CodedError`] with some.
+pub fn help_for(err: &anyhow::Error) -> Option<&str> {
+    err.downcast_ref::<CodedError>().and_then(|c| c.help.as_deref())
 }
 
 /// The exit code for an error: its own if it carries one, else `Internal`.

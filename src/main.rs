@@ -5,6 +5,22 @@ use mcpdev::cli::Cli;
 use mcpdev::exit::{Exit, exit_for};
 
 fn main() -> ExitCode {
+    // `mcpdev generate-assets DIR`: for maintainers and packagers (it writes man/ and
+    // completions/), so it is not part of the command line people see and complete.
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.get(1).is_some_and(|a| a == "generate-assets") {
+        let Some(dir) = argv.get(2).filter(|_| argv.len() == 3) else {
+            eprintln!("usage: mcpdev generate-assets DIR   (writes DIR/man/ and DIR/completions/)");
+            return Exit::Usage.into();
+        };
+        return match mcpdev::commands::generate::write_assets(std::path::Path::new(dir)) {
+            Ok(()) => Exit::Ok.into(),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                Exit::Internal.into()
+            }
+        };
+    }
     let file = match mcpdev::config::load() {
         Ok(c) => c,
         Err(e) => {
@@ -20,6 +36,7 @@ fn main() -> ExitCode {
     init_tracing(cli.global.verbose, cli.global.color);
     mcpdev::tls::install_crypto_provider();
     let json = cli.global.json;
+    let color = cli.global.color;
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -31,11 +48,16 @@ fn main() -> ExitCode {
         Ok(()) => Exit::Ok.into(),
         Err(err) => {
             let exit = exit_for(&err);
+            let help = mcpdev::exit::help_for(&err);
             if json {
-                let line = serde_json::json!({"error": {"code": exit.code(), "message": format!("{err:#}")}});
-                eprintln!("{line}");
-            } else {
-                eprintln!("error: {err:#}");
+                let mut error = serde_json::json!({"code": exit.code(), "message": format!("{err:#}")});
+                if let Some(h) = help {
+                    error["help"] = serde_json::json!(h);
+                }
+                eprintln!("{}", serde_json::json!({"error": error}));
+            } else if exit != Exit::Interrupted {
+                let color = mcpdev::commands::output::use_color(color, std::io::IsTerminal::is_terminal(&std::io::stderr()));
+                eprintln!("{}", mcpdev::commands::output::error_lines(&format!("{err:#}"), help, color));
             }
             exit.into()
         }

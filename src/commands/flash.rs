@@ -27,6 +27,7 @@ pub async fn run(g: &GlobalArgs, args: FlashArgs) -> anyhow::Result<()> {
         tokio::signal::ctrl_c().await?;
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         worker.await.context("the monitor panicked")?.context("reading the serial log")?;
+        return Err(crate::exit::CodedError::interrupted().into());
     }
     Ok(())
 }

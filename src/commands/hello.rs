@@ -51,6 +51,6 @@ pub async fn run(global: &GlobalArgs, args: HelloArgs) -> anyhow::Result<()> {
         t.add_row(vec!["chip (OTA)".to_string(), text(&si["chip_model_name"])]);
         t.add_row(vec!["firmware (OTA)".to_string(), app.trim().to_string()]);
     }
-    println!("{t}");
+    println!("{}", super::output::render(&t));
     Ok(())
 }

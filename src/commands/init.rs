@@ -44,6 +44,6 @@ pub async fn run(global: &GlobalArgs, args: InitArgs) -> anyhow::Result<()> {
     t.add_row(vec!["server name".to_string(), show(&result["serverInfo"]["name"])]);
     t.add_row(vec!["server version".to_string(), show(&result["serverInfo"]["version"])]);
     t.add_row(vec!["capabilities".to_string(), show(&result["capabilities"])]);
-    println!("{t}");
+    println!("{}", super::output::render(&t));
     Ok(())
 }

@@ -26,6 +26,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Watch(args) => watch::run(g, args).await,
         Command::Sim(args) => sim::run(g, args).await,
         Command::Flash(args) => flash::run(g, args).await,
-        Command::GenerateAssets(args) => generate::run(&args),
+        Command::Man(args) => generate::man(&args),
+        Command::Completions(args) => generate::completions(&args),
     }
 }

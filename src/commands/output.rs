@@ -25,6 +25,18 @@ pub fn use_color(choice: ColorChoice, is_terminal: bool) -> bool {
 
 use crate::cli::GlobalArgs;
 
+/// mcpdev's own error, as people see it on stderr: `error: …` and, where there is advice,
+/// `help: …` on the next line (red and cyan, bold, when colour is on).
+pub fn error_lines(message: &str, help: Option<&str>, color: bool) -> String {
+    use console::Style;
+    let label = |style: Style, text: &str| style.bold().force_styling(color).apply_to(text).to_string();
+    let mut out = format!("{} {message}", label(Style::new().red(), "error:"));
+    if let Some(h) = help {
+        out.push_str(&format!("\n{} {h}", label(Style::new().cyan(), "help:")));
+    }
+    out
+}
+
 /// A spinner on stderr, only for a person at a terminal (not with --json or -q).
 pub fn spinner(global: &GlobalArgs, wanted: bool, message: &str) -> Option<indicatif::ProgressBar> {
     use std::io::IsTerminal;
@@ -41,16 +53,41 @@ pub fn print_json(v: &serde_json::Value) {
     println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
 
-/// A table for people: wraps to the terminal width; bold headers with colour.
+/// A table for people. At a terminal: box drawing, wrapped to the terminal's width (`COLUMNS`
+/// when set), with the first column (names) never broken: the other columns wrap instead. Piped:
+/// plain text in aligned columns, never wrapped, like ripgrep and cargo print (`--json` stays
+/// the format for programs).
 pub fn table(global: &GlobalArgs, headers: &[&str]) -> comfy_table::Table {
-    use comfy_table::{Cell, ContentArrangement, presets};
     use std::io::IsTerminal;
+    let terminal = std::io::stdout().is_terminal();
+    let layout = if terminal { Layout::Terminal { width: columns() } } else { Layout::Plain };
+    table_with(layout, use_color(global.color, terminal), headers)
+}
+
+/// How a table is laid out: see [`table`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Box drawing, wrapped to `width` columns (or the terminal's own width).
+    Terminal { width: Option<u16> },
+    /// Aligned plain text, no wrapping.
+    Plain,
+}
+
+/// [`table`] with the layout and colour decided by the caller.
+pub fn table_with(layout: Layout, color: bool, headers: &[&str]) -> comfy_table::Table {
+    use comfy_table::{Cell, ColumnConstraint, ContentArrangement, presets};
     let mut t = comfy_table::Table::new();
-    t.load_style(presets::UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
-    if !std::io::stdout().is_terminal() {
-        t.set_width(120);
+    match layout {
+        Layout::Terminal { width } => {
+            t.load_style(presets::UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+            if let Some(w) = width {
+                t.set_width(w);
+            }
+        }
+        Layout::Plain => {
+            t.load_style(presets::NOTHING).set_content_arrangement(ContentArrangement::Disabled);
+        }
     }
-    let color = use_color(global.color, std::io::stdout().is_terminal());
     if color {
         t.enforce_styling();
     } else {
@@ -60,10 +97,80 @@ pub fn table(global: &GlobalArgs, headers: &[&str]) -> comfy_table::Table {
         let c = Cell::new(h);
         if color { c.add_attribute(comfy_table::Attribute::Bold) } else { c }
     }));
+    if let Some(first) = t.column_mut(0) {
+        first.set_constraint(ColumnConstraint::ContentWidth);
+    }
+    if layout == Layout::Plain {
+        // No border on the left, and two spaces between columns.
+        for c in t.column_iter_mut() {
+            c.set_padding((0, 2));
+        }
+    }
     t
+}
+
+/// Renders a table as the lines it prints: in plain layout without the trailing spaces of the
+/// last column.
+pub fn render(t: &comfy_table::Table) -> String {
+    t.lines().map(|l| l.trim_end().to_string()).collect::<Vec<_>>().join("\n")
+}
+
+/// The terminal width from `COLUMNS`, when a shell exported it (comfy-table asks the terminal
+/// otherwise).
+fn columns() -> Option<u16> {
+    std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse().ok()).filter(|&w| w >= 20)
 }
 
 /// Unix milliseconds as local-ish wall time (UTC, RFC 3339) for people.
 pub fn local_time(ms: u64) -> String {
     humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms)).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tools_table(layout: Layout) -> String {
+        let mut t = table_with(layout, false, &["tool", "description", "parameters"]);
+        t.add_row(vec![
+            "self.audio_speaker.set_volume",
+            "Set the volume of the audio speaker. If the current volume is unknown, you must call `self.get_device_status` tool first and then call this tool.",
+            "volume: integer 0..100",
+        ]);
+        t.add_row(vec!["self.get_device_status", "Provides the real-time information of the device.", "-"]);
+        render(&t)
+    }
+
+    #[test]
+    fn errors_say_error_and_help_in_colour_only_when_asked() {
+        let plain = error_lines("cannot reach the hub at http://127.0.0.1:8001", Some("start one with `mcpdev serve`"), false);
+        assert_eq!(plain, "error: cannot reach the hub at http://127.0.0.1:8001\nhelp: start one with `mcpdev serve`");
+        let coloured = error_lines("boom", None, true);
+        assert!(coloured.starts_with("\u{1b}["), "{coloured:?}");
+        assert_eq!(console::strip_ansi_codes(&coloured), "error: boom");
+    }
+
+    #[test]
+    fn an_80_column_table_never_breaks_a_tool_name() {
+        let out = tools_table(Layout::Terminal { width: Some(80) });
+        assert!(out.lines().all(|l| l.chars().count() <= 80), "wider than 80 columns:\n{out}");
+        assert!(out.contains("self.audio_speaker.set_volume"), "the name was broken:\n{out}");
+        assert!(out.contains("self.get_device_status "), "{out}");
+        insta::assert_snapshot!("tools_table_80_columns", out);
+    }
+
+    #[test]
+    fn a_piped_table_is_aligned_plain_text() {
+        let out = tools_table(Layout::Plain);
+        for ch in ['│', '─', '┌', '╭', '|', '+'] {
+            assert!(!out.contains(ch), "box drawing {ch:?} in piped output:\n{out}");
+        }
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 3, "a header and one line per row, never wrapped:\n{out}");
+        let col = |l: &str, word: &str| l.find(word).unwrap_or_else(|| panic!("{word:?} not in {l:?}"));
+        assert_eq!(col(lines[0], "description"), col(lines[1], "Set the volume"), "columns are aligned:\n{out}");
+        assert_eq!(col(lines[0], "description"), col(lines[2], "Provides"), "columns are aligned:\n{out}");
+        assert!(lines[0].starts_with("tool"), "no left border:\n{out}");
+        insta::assert_snapshot!("tools_table_piped", out);
+    }
 }

@@ -86,7 +86,8 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
     if let Some(m) = mqtt {
         m.shutdown().await;
     }
-    Ok(())
+    // Stopped by Ctrl-C, as every long-running command is: 130, like a shell reports SIGINT.
+    Err(CodedError::interrupted().into())
 }
 
 /// `--mqtt embedded|URL` and its companions as hub settings (`None` without `--mqtt`).

@@ -29,5 +29,5 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
     }
     tokio::signal::ctrl_c().await?;
     tasks.shutdown().await;
-    Ok(())
+    Err(crate::exit::CodedError::interrupted().into())
 }

@@ -1,4 +1,8 @@
-//! `mcpdev watch`: live events from the hub, one line each (NDJSON with --json).
+//! `mcpdev watch`: live events from the hub, one line each (NDJSON with --json), each stamped
+//! with the time it reached the watcher (`ts`, RFC 3339 UTC with milliseconds).
+//!
+//! A device notification is shown once, as its `notification` event: with `--traffic` its raw
+//! frame is not shown a second time. Ctrl-C ends the watch with exit code 130.
 
 use serde_json::Value;
 
@@ -8,29 +12,34 @@ use crate::links::hub_client::HubClient;
 
 pub async fn run(global: &GlobalArgs, args: WatchArgs) -> anyhow::Result<()> {
     let client = HubClient::connect(&args.hub).await.map_err(|e| {
-        CodedError::new(Exit::Unreachable, format!("cannot reach the hub at {}: {e}. Is `mcpdev serve` running?", args.hub))
+        CodedError::new(Exit::Unreachable, format!("cannot reach the hub at {}: {e}", args.hub)).with_help("is `mcpdev serve` running? (--hub or MCPDEV_HUB names another hub)")
     })?;
     let device = crate::config::resolve_alias(args.device.as_deref());
     let mut events = client.watch(device.as_deref(), args.traffic).await.map_err(|e| CodedError::new(Exit::Unreachable, e.message))?;
     if !global.quiet && !global.json {
         eprintln!("watching {} (Ctrl-C to stop)", args.device.as_deref().unwrap_or("all devices"));
     }
-    use std::io::Write;
+    use std::io::{IsTerminal, Write};
+    let color = crate::commands::output::use_color(global.color, std::io::stdout().is_terminal());
     let mut seen = 0u64;
     loop {
-        let ev = tokio::select! {
+        let mut ev = tokio::select! {
             ev = events.recv() => match ev {
                 Some(ev) => ev,
                 None => return Err(CodedError::new(Exit::Unreachable, "the hub closed the connection").into()),
             },
-            _ = tokio::signal::ctrl_c() => return Ok(()),
+            _ = tokio::signal::ctrl_c() => return Err(CodedError::interrupted().into()),
         };
+        if is_notification_frame(&ev) {
+            continue;
+        }
+        stamp(&mut ev, std::time::SystemTime::now());
         let confirmation = ev["event"] == "watching";
         if global.json {
             // The `watching` line tells a script the subscription is live.
             println!("{ev}");
         } else if !confirmation {
-            println!("{}", describe(&ev));
+            println!("{}", describe(&ev, color));
         }
         if confirmation {
             continue;
@@ -43,11 +52,29 @@ pub async fn run(global: &GlobalArgs, args: WatchArgs) -> anyhow::Result<()> {
     }
 }
 
-/// One line for people.
-fn describe(ev: &Value) -> String {
+/// The raw frame of a device notification (`--traffic`): its `notification` event shows it.
+fn is_notification_frame(ev: &Value) -> bool {
+    ev["event"] == "traffic" && ev["direction"] == "in" && ev["payload"].get("method").is_some() && ev["payload"].get("id").is_none()
+}
+
+/// Adds `ts` (RFC 3339, UTC, milliseconds) unless the event has one.
+fn stamp(ev: &mut Value, now: std::time::SystemTime) {
+    if let Some(obj) = ev.as_object_mut()
+        && !obj.contains_key("ts")
+    {
+        obj.insert("ts".into(), Value::String(humantime::format_rfc3339_millis(now).to_string()));
+    }
+}
+
+/// One line for people: time, device, what happened; with colour, the device stands out,
+/// frames are coloured by direction, and trouble is red or yellow.
+fn describe(ev: &Value, color: bool) -> String {
+    use console::Style;
+    let paint = |style: Style, text: String| style.force_styling(color).apply_to(text).to_string();
     let id = ev["device_id"].as_str().unwrap_or("-");
     let s = |k: &str| ev[k].as_str().unwrap_or_default().to_string();
-    let what = match ev["event"].as_str().unwrap_or_default() {
+    let event = ev["event"].as_str().unwrap_or_default();
+    let what = match event {
         "connected" => format!("connected over {} from {}", s("transport"), s("remote")),
         "disconnected" => format!("disconnected: {}", s("reason")),
         "hello" => format!("hello {}", ev["hello"]),
@@ -66,6 +93,51 @@ fn describe(ev: &Value) -> String {
         "lagged" => format!("(skipped {} events: the watcher fell behind)", ev["skipped"]),
         other => format!("{other} {ev}"),
     };
-    let time = humantime::format_rfc3339_millis(std::time::SystemTime::now());
-    format!("{time} {id} {what}")
+    let style = match event {
+        "traffic" if ev["payload"].get("error").is_some() => Style::new().red(),
+        "traffic" if ev["direction"] == "in" => Style::new().green(),
+        "traffic" => Style::new().blue(),
+        "disconnected" | "malformed" => Style::new().red(),
+        "warning" | "late_reply" | "lagged" => Style::new().yellow(),
+        "connected" | "ready" => Style::new().bold(),
+        _ => Style::new(),
+    };
+    let time = ev["ts"].as_str().map_or_else(|| humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(), str::to_string);
+    format!("{} {} {}", paint(Style::new().dim(), time), paint(Style::new().cyan(), id.to_string()), paint(style, what))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn at(ms: u64) -> std::time::SystemTime {
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms)
+    }
+
+    #[test]
+    fn a_notification_is_shown_once_even_with_traffic() {
+        let params = json!({"newState": 33, "oldState": 70, "what": "audio_speaker.volume"});
+        let frame = json!({"device_id": "02:00:00:00:00:01", "event": "traffic", "direction": "in",
+            "payload": {"jsonrpc": "2.0", "method": "notifications/state_changed", "params": params}});
+        let reply = json!({"device_id": "02:00:00:00:00:01", "event": "traffic", "direction": "in",
+            "payload": {"jsonrpc": "2.0", "id": 3, "result": {}}});
+        let sent = json!({"device_id": "02:00:00:00:00:01", "event": "traffic", "direction": "out",
+            "payload": {"jsonrpc": "2.0", "method": "notifications/initialized"}});
+        assert!(is_notification_frame(&frame));
+        assert!(!is_notification_frame(&reply), "a reply is traffic of its own");
+        assert!(!is_notification_frame(&sent), "what the hub sends is shown");
+    }
+
+    #[test]
+    fn lines_for_people_are_stamped_and_coloured_only_when_asked() {
+        let mut ev = json!({"device_id": "02:00:00:00:00:01", "event": "disconnected", "reason": "closed by the device"});
+        stamp(&mut ev, at(1_795_000_000_123));
+        assert_eq!(ev["ts"], "2026-11-18T11:06:40.123Z");
+        let plain = describe(&ev, false);
+        insta::assert_snapshot!("watch_line_plain", plain);
+        let coloured = describe(&ev, true);
+        assert!(coloured.contains("\u{1b}[31m"), "a disconnect is red: {coloured:?}");
+        assert_eq!(console::strip_ansi_codes(&coloured), plain);
+    }
 }

@@ -1,0 +1,112 @@
+//! What people and scripts see from the real binary: `watch` shows each event once and stamps
+//! its JSON, Ctrl-C ends every long-running command with 130, piped tables are plain text, and
+//! man pages and completions come from the binary itself.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{HubProcess, mcpdev, spawn_mcpdev};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+const DEV: &str = "02:00:00:00:00:01";
+
+/// Reads NDJSON lines until `until` holds for one, with a deadline; returns every line read.
+async fn read_until(lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>, until: impl Fn(&Value) -> bool) -> Vec<Value> {
+    let mut seen = Vec::new();
+    loop {
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await.expect("an event in time").unwrap().expect("watch is running");
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        let done = until(&v);
+        seen.push(v);
+        if done {
+            return seen;
+        }
+    }
+}
+
+fn interrupt(child: &tokio::process::Child) {
+    let pid = child.id().expect("running").to_string();
+    assert!(std::process::Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+}
+
+#[tokio::test]
+async fn watch_shows_a_notification_once_with_timestamps_and_ctrl_c_exits_130() {
+    let hub = HubProcess::start(&["--demo", "1"], &[]).await;
+    assert_eq!(mcpdev(&hub, &["hello", "-d", DEV, "--wait", "10s"]).await.code, 0);
+    let mut watch = spawn_mcpdev(&["watch", "--json", "--traffic", "-d", DEV], &[("MCPDEV_HUB", hub.host_url.as_str())]);
+    let mut lines = BufReader::new(watch.child.stdout.take().unwrap()).lines();
+    read_until(&mut lines, |v| v["event"] == "watching").await;
+
+    // Two calls: each changes the volume, and the device notifies the change.
+    for volume in ["21", "22"] {
+        let out = mcpdev(&hub, &["call", "self.audio_speaker.set_volume", &format!("volume={volume}"), "-d", DEV]).await;
+        assert_eq!(out.code, 0, "{out:?}");
+    }
+    let events = read_until(&mut lines, |v| v["event"] == "notification" && v["params"]["newState"] == 22).await;
+    let about = |state: i64| {
+        events.iter().filter(|v| v.to_string().contains("notifications/state_changed") && (v["params"]["newState"] == state || v["payload"]["params"]["newState"] == state)).count()
+    };
+    assert_eq!(about(21), 1, "the first notification once: {events:#?}");
+    assert_eq!(about(22), 1, "the second notification once: {events:#?}");
+    assert!(events.iter().any(|v| v["event"] == "traffic" && v["direction"] == "out"), "--traffic still shows the calls: {events:#?}");
+    for v in &events {
+        let ts = v["ts"].as_str().unwrap_or_else(|| panic!("no ts: {v}"));
+        humantime::parse_rfc3339(ts).unwrap_or_else(|e| panic!("ts {ts:?} is not RFC 3339: {e}"));
+    }
+
+    interrupt(&watch.child);
+    let status = tokio::time::timeout(Duration::from_secs(10), watch.child.wait()).await.expect("watch stops").unwrap();
+    assert_eq!(status.code(), Some(130));
+}
+
+#[tokio::test]
+async fn ctrl_c_ends_sim_and_serve_with_130() {
+    let hub = HubProcess::start(&[], &[]).await;
+    let mut sim = spawn_mcpdev(&["sim", "--url", &hub.device_url, "--device-id", "02:00:00:00:00:31"], &[]);
+    assert_eq!(mcpdev(&hub, &["hello", "-d", "02:00:00:00:00:31", "--wait", "10s"]).await.code, 0);
+    interrupt(&sim.child);
+    let status = tokio::time::timeout(Duration::from_secs(10), sim.child.wait()).await.expect("sim stops").unwrap();
+    assert_eq!(status.code(), Some(130), "sim");
+
+    let mut hub = hub;
+    interrupt(&hub.running.child);
+    let status = tokio::time::timeout(Duration::from_secs(10), hub.running.child.wait()).await.expect("serve stops").unwrap();
+    assert_eq!(status.code(), Some(130), "serve");
+}
+
+#[tokio::test]
+async fn a_piped_tool_table_is_plain_aligned_text() {
+    let hub = HubProcess::start(&["--demo", "1"], &[]).await;
+    let out = mcpdev(&hub, &["tools", "list", "-d", DEV, "--wait", "10s"]).await;
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!out.stdout.contains(['│', '─', '┆', '╞']), "box drawing in piped output:\n{}", out.stdout);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(lines[0].starts_with("tool") && lines[0].contains("description"), "{}", out.stdout);
+    let column = lines[0].find("description").unwrap();
+    let row = lines.iter().find(|l| l.starts_with("self.audio_speaker.set_volume")).expect("the volume tool on a line of its own");
+    assert_eq!(row.char_indices().nth(column).map(|(_, c)| c), Some('S'), "its description starts under the header:\n{}", out.stdout);
+    assert!(lines.iter().all(|l| l.trim_end() == *l), "no trailing spaces");
+}
+
+#[tokio::test]
+async fn man_pages_and_completions_come_from_the_binary() {
+    let run = |args: &[&str]| std::process::Command::new(env!("CARGO_BIN_EXE_mcpdev")).args(args).output().unwrap();
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let man = run(&["man"]);
+    assert!(man.status.success());
+    assert_eq!(String::from_utf8(man.stdout).unwrap(), std::fs::read_to_string(repo.join("man/mcpdev.1")).unwrap(), "`mcpdev man` prints man/mcpdev.1");
+    let man_call = run(&["man", "call"]);
+    assert!(man_call.status.success());
+    assert_eq!(String::from_utf8(man_call.stdout).unwrap(), std::fs::read_to_string(repo.join("man/mcpdev-call.1")).unwrap());
+    let unknown = run(&["man", "no-such-command"]);
+    assert_eq!(unknown.status.code(), Some(2), "an unknown page is a usage error");
+    for (shell, file) in [("bash", "mcpdev.bash"), ("zsh", "_mcpdev"), ("fish", "mcpdev.fish"), ("powershell", "_mcpdev.ps1"), ("elvish", "mcpdev.elv")] {
+        let out = run(&["completions", shell]);
+        assert!(out.status.success(), "{shell}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(text, std::fs::read_to_string(repo.join("completions").join(file)).unwrap(), "`mcpdev completions {shell}` prints completions/{file}");
+        assert!(!text.contains("generate-assets"), "{shell} completions offer the maintainers' command");
+    }
+}
