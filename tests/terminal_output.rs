@@ -110,3 +110,53 @@ async fn man_pages_and_completions_come_from_the_binary() {
         assert!(!text.contains("generate-assets"), "{shell} completions offer the maintainers' command");
     }
 }
+
+/// Refused credentials exit 3 (the README's table) and say what happened in words: no Rust type
+/// names, whichever way the refusal comes (401 without a token, 401 with a wrong one, 403 for an
+/// Origin the hub does not allow, a refused SSE stream).
+#[tokio::test]
+async fn refused_credentials_exit_3_in_plain_words() {
+    let hub = HubProcess::start(&["--demo", "1"], &[("MCPDEV_MCP_TOKEN", "right-token")]).await;
+    let mcp = format!("{}/mcp", hub.host_url);
+    let sse = format!("{}/sse", hub.host_url);
+    let cases: [(&str, Vec<&str>, &str); 4] = [
+        ("no token", vec!["tools", "list", "--url", &mcp], "asks for credentials (HTTP 401)"),
+        ("wrong token", vec!["call", "list_devices", "--url", &mcp, "-H", "Authorization: Bearer wrong"], "HTTP 401"),
+        ("foreign origin", vec!["init", "--url", &mcp, "-H", "Authorization: Bearer right-token", "-H", "Origin: http://evil.example"], "is not allowed"),
+        ("legacy SSE", vec!["tools", "list", "--url", &sse], "401"),
+    ];
+    for (what, args, says) in cases {
+        let out = mcpdev(&hub, &args).await;
+        assert_eq!(out.code, 3, "{what}: {out:?}");
+        assert!(out.stderr.contains(says), "{what}: {}", out.stderr);
+        for noise in ["rmcp::", "reqwest::", "WorkerTransport", "Transport ["] {
+            assert!(!out.stderr.contains(noise), "{what}: a Rust type name in {:?}", out.stderr);
+        }
+    }
+    let ok = mcpdev(&hub, &["tools", "list", "--url", &mcp, "-H", "Authorization: Bearer right-token"]).await;
+    assert_eq!(ok.code, 0, "{ok:?}");
+}
+
+/// `sim` stops at once on an answer that retrying cannot change, says the backend's reason, and
+/// exits with the code for it; it does not retry forever.
+#[tokio::test]
+async fn sim_stops_on_permanent_errors_with_the_reason() {
+    let hub = HubProcess::start(&["--mqtt", "embedded", "--mqtt-listen", "127.0.0.1:0"], &[("MCPDEV_DEVICE_TOKEN", "the-token")]).await;
+    let broker = hub.info["mqtt"].as_str().expect("the listening line names the broker").to_string();
+    let http_url = hub.device_url.replace("ws://", "http://");
+    let cases: [(&str, Vec<&str>, i32, &str); 4] = [
+        ("no token over WebSocket", vec!["sim", "--url", &hub.device_url], 3, "device token"),
+        ("wrong token over WebSocket", vec!["sim", "--url", &hub.device_url], 3, "not accepted"),
+        ("an http:// URL", vec!["sim", "--url", &http_url], 2, "cannot be used"),
+        ("wrong MQTT password", vec!["sim", "--mqtt", &broker], 3, "refused this device's credentials"),
+    ];
+    for (what, args, code, says) in cases {
+        let env: Vec<(&str, &str)> = if what.starts_with("wrong") { vec![("MCPDEV_DEVICE_TOKEN", "not-the-token")] } else { vec![] };
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"));
+        cmd.args(&args).env_remove("MCPDEV_DEVICE_TOKEN").envs(env).stdin(std::process::Stdio::null()).kill_on_drop(true);
+        let out = tokio::time::timeout(Duration::from_secs(20), cmd.output()).await.unwrap_or_else(|_| panic!("{what}: sim kept retrying")).unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{what}: {stderr}");
+        assert!(stderr.contains(says), "{what}: {stderr}");
+    }
+}

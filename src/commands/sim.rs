@@ -1,6 +1,7 @@
 //! `mcpdev sim`: run virtual devices against a backend until Ctrl-C.
 
 use crate::cli::{GlobalArgs, SimArgs};
+use crate::exit::{CodedError, Exit};
 use crate::sim::{SimConfig, run_device};
 use crate::wire::identity::{format_mac, parse_mac};
 
@@ -27,7 +28,24 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
         let target = args.bootstrap.mqtt.as_deref().or(args.bootstrap.ota.as_deref()).unwrap_or(&args.url);
         eprintln!("mcpdev sim: {} virtual device(s) from {} -> {target} (Ctrl-C to stop)", args.count, args.device_id);
     }
-    tokio::signal::ctrl_c().await?;
-    tasks.shutdown().await;
-    Err(crate::exit::CodedError::interrupted().into())
+    // Runs until Ctrl-C, or until the backend refuses a device for good (every device would be).
+    loop {
+        tokio::select! {
+            done = tasks.join_next() => match done {
+                Some(Ok(Err(stop))) => {
+                    tasks.shutdown().await;
+                    let exit = if stop.auth { Exit::Auth } else if stop.usage { Exit::Usage } else { Exit::Unreachable };
+                    return Err(CodedError::new(exit, stop.message).into());
+                }
+                Some(Ok(Ok(()))) => {}
+                Some(Err(e)) => return Err(anyhow::anyhow!("a virtual device task failed: {e}")),
+                None => return Ok(()),
+            },
+            signal = tokio::signal::ctrl_c() => {
+                signal?;
+                tasks.shutdown().await;
+                return Err(CodedError::interrupted().into());
+            }
+        }
+    }
 }

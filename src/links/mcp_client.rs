@@ -63,6 +63,61 @@ fn failure(url: &str, e: impl std::fmt::Display) -> McpFailure {
     }
 }
 
+/// Why the MCP handshake failed, in words: rmcp's own message names Rust types
+/// (`Transport [rmcp::transport::worker::WorkerTransport<…>]`), so the cause is read from the
+/// error inside it.
+fn init_failure(url: &str, e: &rmcp::service::ClientInitializeError) -> McpFailure {
+    use rmcp::service::ClientInitializeError as E;
+    match e {
+        E::TransportError { error, .. } => transport_failure(url, &*error.error),
+        E::JsonRpcError(err) => McpFailure::Rpc { code: err.code.0, message: err.message.to_string(), data: err.data.clone() },
+        E::ConnectionClosed(_) => McpFailure::Unreachable(format!("{url} closed the connection during the MCP handshake")),
+        other => McpFailure::Unreachable(format!("{url} did not complete the MCP handshake: {}", plain_words(&other.to_string()))),
+    }
+}
+
+fn transport_failure(url: &str, e: &(dyn std::error::Error + Send + Sync + 'static)) -> McpFailure {
+    use rmcp::transport::streamable_http_client::StreamableHttpError as H;
+    let auth = |what: &str| McpFailure::Auth(format!("{url} {what}: send a token with --header 'Authorization: Bearer …'"));
+    match e.downcast_ref::<H<reqwest::Error>>() {
+        Some(H::AuthRequired(_)) => auth("asks for credentials (HTTP 401)"),
+        Some(H::InsufficientScope(_)) => auth("refused the credentials (HTTP 403, insufficient scope)"),
+        Some(H::HttpStatus(s)) if matches!(s.status, 401 | 403) => auth(&format!("refused the request (HTTP {})", s.status)),
+        Some(H::HttpStatus(s)) => McpFailure::Unreachable(format!("{url} answered HTTP {}", s.status)),
+        Some(H::Client(r)) => McpFailure::Unreachable(format!("cannot reach the MCP server at {url}: {}", reqwest_cause(r))),
+        Some(H::UnexpectedServerResponse(text)) if text.contains("403") => McpFailure::Auth(format!("{url} refused the request: {}", plain_words(text))),
+        Some(H::UnexpectedServerResponse(text)) if text.contains("401") => auth(&format!("refused the request ({})", plain_words(text))),
+        Some(other) => McpFailure::Unreachable(format!("the MCP server at {url} failed: {}", plain_words(&other.to_string()))),
+        None => failure(url, plain_words(&e.to_string())),
+    }
+}
+
+/// The innermost cause of a reqwest error ("Connection refused (os error 111)", a DNS failure),
+/// without reqwest's own wrapping.
+fn reqwest_cause(e: &reqwest::Error) -> String {
+    let mut cause: &dyn std::error::Error = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    let inner = cause.to_string();
+    if e.is_connect() { format!("cannot connect ({inner})") } else if e.is_timeout() { "timed out".to_string() } else { inner }
+}
+
+/// A message with any `Name [rust::type::Path<…>]` or `<…>` generic noise taken out.
+fn plain_words(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut depth = 0usize;
+    for c in text.chars() {
+        match c {
+            '[' | '<' => depth += 1,
+            ']' | '>' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 impl McpConnection {
     pub async fn connect(url: &str, headers: &HashMap<String, String>, transport: McpTransport, timeout: Duration) -> Result<Self, McpFailure> {
         let sse = match transport {
@@ -74,7 +129,7 @@ impl McpConnection {
         let connecting = async {
             if sse {
                 let t = super::sse_client::connect(url, headers).await.map_err(|e| failure(url, e))?;
-                client_info().serve(t).await.map_err(|e| failure(url, e))
+                client_info().serve(t).await.map_err(|e| init_failure(url, &e))
             } else {
                 let mut custom = HashMap::new();
                 for (k, v) in headers {
@@ -83,7 +138,7 @@ impl McpConnection {
                     custom.insert(name, value);
                 }
                 let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
-                client_info().serve(StreamableHttpClientTransport::from_config(config)).await.map_err(|e| failure(url, e))
+                client_info().serve(StreamableHttpClientTransport::from_config(config)).await.map_err(|e| init_failure(url, &e))
             }
         };
         let client = tokio::time::timeout(timeout, connecting).await.map_err(|_| McpFailure::Timeout(timeout))??;
@@ -125,6 +180,7 @@ fn service_failure(e: ServiceError) -> McpFailure {
     match e {
         ServiceError::McpError(err) => McpFailure::Rpc { code: err.code.0, message: err.message.to_string(), data: err.data },
         ServiceError::Timeout { timeout } => McpFailure::Timeout(timeout),
-        other => McpFailure::Unreachable(format!("the MCP connection failed: {other}")),
+        ServiceError::TransportSend(e) => transport_failure("the MCP server", &*e.error),
+        other => McpFailure::Unreachable(format!("the MCP connection failed: {}", plain_words(&other.to_string()))),
     }
 }

@@ -67,11 +67,34 @@ pub(crate) fn ws_config() -> WebSocketConfig {
         .max_frame_size(Some(1 << 20))
 }
 
+/// Why a virtual device gave up: an answer that trying again cannot change (credentials refused,
+/// a URL no server can take). Everything else is retried with a backoff, as a device would.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Stopped {
+    /// The credentials were refused (HTTP 401/403, MQTT return code 4 or 5).
+    pub auth: bool,
+    /// The URL or settings cannot work (a scheme that is not ws/wss, HTTP 404).
+    pub usage: bool,
+    pub message: String,
+}
+
+impl Stopped {
+    fn auth(message: String) -> Self {
+        Self { auth: true, usage: false, message }
+    }
+
+    fn usage(message: String) -> Self {
+        Self { auth: false, usage: true, message }
+    }
+}
+
 /// Runs one virtual device until the task is dropped: bootstrap from the OTA URL if one is given,
-/// then serve over MQTT or WebSocket as configured (or as the OTA answer said).
-pub async fn run_device(mut cfg: SimConfig) {
+/// then serve over MQTT or WebSocket as configured (or as the OTA answer said). Returns only when
+/// the backend's answer is final ([`Stopped`]).
+pub async fn run_device(mut cfg: SimConfig) -> Result<(), Stopped> {
     if let Some(url) = cfg.ota.take() {
-        cfg = super::ota::bootstrap(cfg, &url).await;
+        cfg = super::ota::bootstrap(cfg, &url).await?;
     }
     match cfg.mqtt.clone() {
         Some(target) => super::mqtt::run_device(cfg, target).await,
@@ -79,9 +102,29 @@ pub async fn run_device(mut cfg: SimConfig) {
     }
 }
 
+/// Whether a failed WebSocket connection is final: the server refused the handshake with a 4xx
+/// (its body says why), or the URL cannot be used at all.
+fn permanent(url: &str, e: &anyhow::Error) -> Option<Stopped> {
+    use tokio_tungstenite::tungstenite::Error as WsError;
+    match e.downcast_ref::<WsError>()? {
+        WsError::Http(response) => {
+            let status = response.status();
+            let body = response.body().as_deref().map(String::from_utf8_lossy).map(|b| b.trim().to_string()).filter(|b| !b.is_empty());
+            let reason = body.map_or_else(|| status.to_string(), |b| format!("{status}: {b}"));
+            match status.as_u16() {
+                401 | 403 => Some(Stopped::auth(format!("{url} refused this device ({reason})"))),
+                400 | 404 | 405 | 410 => Some(Stopped::usage(format!("{url} refused the connection ({reason})"))),
+                _ => None,
+            }
+        }
+        WsError::Url(why) => Some(Stopped::usage(format!("{url} cannot be used: {why} (a device URL looks like ws://HOST:8000/xiaozhi/v1/)"))),
+        _ => None,
+    }
+}
+
 /// WebSocket: connect, serve, and on any disconnect reconnect after a backoff (reset once a
-/// server hello has been received).
-async fn run_websocket(cfg: SimConfig) {
+/// server hello has been received); a final refusal ends it.
+async fn run_websocket(cfg: SimConfig) -> Result<(), Stopped> {
     let mut server = Some(build_server_with(cfg.profile, &cfg.device_id, cfg.extra_tools));
     let mut backoff = cfg.min_backoff;
     loop {
@@ -91,7 +134,10 @@ async fn run_websocket(cfg: SimConfig) {
         match session(&cfg, &mut link).await {
             Ok(true) => backoff = cfg.min_backoff,
             Ok(false) => {}
-            Err(e) => warn!(device = %cfg.device_id, "connection failed: {e:#}"),
+            Err(e) => match permanent(&cfg.url, &e) {
+                Some(stop) => return Err(stop),
+                None => warn!(device = %cfg.device_id, "connection failed: {e:#}"),
+            },
         }
         server = Some(link.server);
         let jitter = fastrand::f64() * 0.2 + 0.9;
@@ -104,7 +150,7 @@ async fn run_websocket(cfg: SimConfig) {
 
 /// One connection. `Ok(true)` if the server said hello (the backoff starts over).
 async fn session(cfg: &SimConfig, link: &mut DeviceLink<SimState>) -> anyhow::Result<bool> {
-    let mut request = cfg.url.as_str().into_client_request()?;
+    let mut request = cfg.url.as_str().into_client_request().map_err(anyhow::Error::new)?;
     let headers = request.headers_mut();
     if let Some(token) = cfg.token.as_deref().filter(|t| !t.is_empty()) {
         let value = if token.contains(' ') { token.to_string() } else { format!("Bearer {token}") };
@@ -113,7 +159,7 @@ async fn session(cfg: &SimConfig, link: &mut DeviceLink<SimState>) -> anyhow::Re
     headers.insert("Protocol-Version", HeaderValue::from(u16::from(cfg.protocol_version)));
     headers.insert("Device-Id", HeaderValue::from_str(&cfg.device_id)?);
     headers.insert("Client-Id", HeaderValue::from_str(&cfg.client_id)?);
-    let (ws, _) = tokio_tungstenite::connect_async_with_config(request, Some(ws_config()), true).await?;
+    let (ws, _) = tokio_tungstenite::connect_async_with_config(request, Some(ws_config()), true).await.map_err(anyhow::Error::new)?;
     let (mut tx, mut rx) = ws.split();
     tx.send(Message::text(link.hello())).await?;
     let mut greeted = false;

@@ -35,8 +35,8 @@ impl MqttTarget {
     }
 }
 
-/// Serves until the task is dropped.
-pub async fn run_device(cfg: SimConfig, t: MqttTarget) {
+/// Serves until the task is dropped, or the broker refuses the credentials for good.
+pub async fn run_device(cfg: SimConfig, t: MqttTarget) -> Result<(), super::client::Stopped> {
     let mut link = DeviceLink::new(build_server_with(cfg.profile, &cfg.device_id, cfg.extra_tools), Transport::Mqtt);
     let options = t.broker.options(&t.client_id, Duration::from_secs(u64::from(t.keepalive.max(5))), 1 << 20);
     let mut c = conn::connect(options, None);
@@ -57,7 +57,7 @@ pub async fn run_device(cfg: SimConfig, t: MqttTarget) {
             }
         };
         match ev {
-            None => return,
+            None => return Ok(()),
             Some(ConnEvent::Up) => {
                 if let Err(e) = c.client.try_subscribe(t.subscribe_topic.clone(), rumqttc::QoS::AtMostOnce) {
                     warn!(device = %cfg.device_id, "cannot subscribe: {e}");
@@ -65,6 +65,13 @@ pub async fn run_device(cfg: SimConfig, t: MqttTarget) {
                 publish(link.hello());
                 hello_deadline = Some(Instant::now() + Duration::from_secs(10));
                 debug!(device = %cfg.device_id, broker = %t.broker, "connected over MQTT; hello sent");
+            }
+            Some(ConnEvent::Down(why)) if refused_credentials(&why) => {
+                return Err(super::client::Stopped {
+                    auth: true,
+                    usage: false,
+                    message: format!("the MQTT broker {} refused this device's credentials ({why})", t.broker),
+                });
             }
             Some(ConnEvent::Down(why)) => debug!(device = %cfg.device_id, %why, "broker unreachable; reconnecting"),
             Some(ConnEvent::Message(p)) if p.topic == t.subscribe_topic => {
@@ -100,4 +107,10 @@ pub async fn run_device(cfg: SimConfig, t: MqttTarget) {
             Some(ConnEvent::Message(_) | ConnEvent::Subscribed) => {}
         }
     }
+}
+
+/// A CONNACK that says the user name, password or client is not allowed (return codes 4 and 5):
+/// trying again with the same settings cannot help.
+fn refused_credentials(why: &str) -> bool {
+    why.contains("BadUserNamePassword") || why.contains("NotAuthorized")
 }

@@ -31,12 +31,17 @@ pub fn system_info(cfg: &SimConfig) -> Value {
 
 /// Asks the OTA endpoint until it answers (backing off like the firmware's retries) and returns
 /// the configuration to connect with.
-pub async fn bootstrap(mut cfg: SimConfig, url: &str) -> SimConfig {
+pub async fn bootstrap(mut cfg: SimConfig, url: &str) -> Result<SimConfig, super::client::Stopped> {
     let mut wait = Duration::from_secs(1);
     let answer = loop {
         match check_version(&cfg, url).await {
             Ok(v) => break v,
-            Err(e) => warn!(device = %cfg.device_id, "OTA check-in at {url} failed: {e:#}; retrying in {wait:?}"),
+            Err(e) => {
+                if let Some(stop) = final_refusal(url, &e) {
+                    return Err(stop);
+                }
+                warn!(device = %cfg.device_id, "OTA check-in at {url} failed: {e:#}; retrying in {wait:?}");
+            }
         }
         tokio::time::sleep(wait).await;
         wait = (wait * 2).min(Duration::from_secs(30));
@@ -45,8 +50,31 @@ pub async fn bootstrap(mut cfg: SimConfig, url: &str) -> SimConfig {
         Ok(how) => info!(device = %cfg.device_id, "OTA: connecting over {how}"),
         Err(e) => warn!(device = %cfg.device_id, "OTA answer not usable ({e}); keeping {}", cfg.url),
     }
-    cfg
+    Ok(cfg)
 }
+
+/// An OTA check-in that cannot succeed by trying again: a URL reqwest cannot use, or a 4xx
+/// other than 408/429 (the stock firmware retries ten times; a simulator says why at once).
+fn final_refusal(url: &str, e: &anyhow::Error) -> Option<super::client::Stopped> {
+    if let Some(r) = e.downcast_ref::<reqwest::Error>()
+        && r.is_builder()
+    {
+        return Some(super::client::Stopped { auth: false, usage: true, message: format!("the OTA URL {url} cannot be used: {r}") });
+    }
+    let status = e.downcast_ref::<OtaStatus>()?;
+    match status.0 {
+        401 | 403 => Some(super::client::Stopped { auth: true, usage: false, message: format!("the OTA endpoint {url} refused this device: {}", status.1) }),
+        400..=499 if !matches!(status.0, 408 | 429) => {
+            Some(super::client::Stopped { auth: false, usage: true, message: format!("the OTA endpoint {url} refused the check-in: {}", status.1) })
+        }
+        _ => None,
+    }
+}
+
+/// A non-200 answer to the check-in: status and what the server said.
+#[derive(Debug, thiserror::Error)]
+#[error("status {0}: {1} (the firmware treats anything but 200 as an error)")]
+struct OtaStatus(u16, String);
 
 /// Takes the answer's `mqtt` (preferred) or `websocket` section, as the firmware does.
 pub fn apply(cfg: &mut SimConfig, answer: &Value) -> Result<&'static str, String> {
@@ -98,7 +126,11 @@ async fn check_version(cfg: &SimConfig, url: &str) -> anyhow::Result<Value> {
         .send()
         .await?;
     let status = response.status();
-    anyhow::ensure!(status == reqwest::StatusCode::OK, "status {status} (the firmware treats anything but 200 as an error)");
+    if status != reqwest::StatusCode::OK {
+        let body = response.text().await.unwrap_or_default();
+        let reason = body.trim().chars().take(300).collect::<String>();
+        return Err(OtaStatus(status.as_u16(), if reason.is_empty() { status.to_string() } else { reason }).into());
+    }
     Ok(serde_json::from_slice(&response.bytes().await?)?)
 }
 
