@@ -47,6 +47,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
         'mcpdev;serve' {
             [CompletionResult]::new('--device-addr', '--device-addr', [CompletionResultType]::ParameterName, 'Where devices connect (WebSocket /xiaozhi/v1/)')
             [CompletionResult]::new('--host-addr', '--host-addr', [CompletionResultType]::ParameterName, 'Where the CLI and MCP hosts connect; keep it on loopback unless you add --allowed-host')
+            [CompletionResult]::new('--ready-file', '--ready-file', [CompletionResultType]::ParameterName, 'Once every listener is up, write the `listening` event (JSON: the real addresses) to FILE, so a script can wait for it; removed when the hub stops')
             [CompletionResult]::new('--demo', '--demo', [CompletionResultType]::ParameterName, 'Run N virtual devices in this process (2 when given without a number)')
             [CompletionResult]::new('--demo-extra-tools', '--demo-extra-tools', [CompletionResultType]::ParameterName, 'Extra generated tools per demo device')
             [CompletionResult]::new('--demo-profile', '--demo-profile', [CompletionResultType]::ParameterName, 'Which tools the demo devices offer')

@@ -43,6 +43,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         &'mcpdev;serve'= {
             cand --device-addr 'Where devices connect (WebSocket /xiaozhi/v1/)'
             cand --host-addr 'Where the CLI and MCP hosts connect; keep it on loopback unless you add --allowed-host'
+            cand --ready-file 'Once every listener is up, write the `listening` event (JSON: the real addresses) to FILE, so a script can wait for it; removed when the hub stops'
             cand --demo 'Run N virtual devices in this process (2 when given without a number)'
             cand --demo-extra-tools 'Extra generated tools per demo device'
             cand --demo-profile 'Which tools the demo devices offer'

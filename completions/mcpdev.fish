@@ -45,6 +45,7 @@ complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "completions" -d 'Prin
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l device-addr -d 'Where devices connect (WebSocket /xiaozhi/v1/)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l host-addr -d 'Where the CLI and MCP hosts connect; keep it on loopback unless you add --allowed-host' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l ready-file -d 'Once every listener is up, write the `listening` event (JSON: the real addresses) to FILE, so a script can wait for it; removed when the hub stops' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo -d 'Run N virtual devices in this process (2 when given without a number)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo-extra-tools -d 'Extra generated tools per demo device' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo-profile -d 'Which tools the demo devices offer' -r -f -a "stock\t'The stock xiaozhi common and user-only tools'

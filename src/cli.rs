@@ -219,6 +219,10 @@ pub struct ServeArgs {
     /// Where the CLI and MCP hosts connect; keep it on loopback unless you add --allowed-host
     #[arg(long, env = "MCPDEV_HOST_ADDR", default_value = "127.0.0.1:8001")]
     pub host_addr: std::net::SocketAddr,
+    /// Once every listener is up, write the `listening` event (JSON: the real addresses) to FILE,
+    /// so a script can wait for it; removed when the hub stops
+    #[arg(long, value_name = "FILE")]
+    pub ready_file: Option<std::path::PathBuf>,
     /// Run N virtual devices in this process (2 when given without a number)
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "2")]
     pub demo: Option<u32>,

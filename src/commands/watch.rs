@@ -58,7 +58,7 @@ fn is_notification_frame(ev: &Value) -> bool {
 }
 
 /// Adds `ts` (RFC 3339, UTC, milliseconds) unless the event has one.
-fn stamp(ev: &mut Value, now: std::time::SystemTime) {
+pub(crate) fn stamp(ev: &mut Value, now: std::time::SystemTime) {
     if let Some(obj) = ev.as_object_mut()
         && !obj.contains_key("ts")
     {
@@ -68,7 +68,7 @@ fn stamp(ev: &mut Value, now: std::time::SystemTime) {
 
 /// One line for people: time, device, what happened; with colour, the device stands out,
 /// frames are coloured by direction, and trouble is red or yellow.
-fn describe(ev: &Value, color: bool) -> String {
+pub(crate) fn describe(ev: &Value, color: bool) -> String {
     use console::Style;
     let paint = |style: Style, text: String| style.force_styling(color).apply_to(text).to_string();
     let id = ev["device_id"].as_str().unwrap_or("-");

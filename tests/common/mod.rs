@@ -36,6 +36,8 @@ pub struct HubProcess {
     pub host_url: String,
     /// The whole `listening` line (`ota`, and `mqtt`/`udp_port` when the hub runs MQTT).
     pub info: serde_json::Value,
+    /// The rest of the hub's stdout: its NDJSON event log (kept open, so the hub can write it).
+    pub log: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
 }
 
 impl HubProcess {
@@ -49,7 +51,7 @@ impl HubProcess {
         let line = tokio::time::timeout(ws::DEADLINE, lines.next_line()).await.expect("hub did not start in time").unwrap().expect("hub exited");
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["event"], "listening");
-        Self { running, device_url: v["devices"].as_str().unwrap().to_string(), host_url: v["host"].as_str().unwrap().to_string(), info: v }
+        Self { running, device_url: v["devices"].as_str().unwrap().to_string(), host_url: v["host"].as_str().unwrap().to_string(), info: v, log: lines }
     }
 }
 
