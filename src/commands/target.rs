@@ -191,7 +191,8 @@ async fn accept_direct(
             match rx.recv().await {
                 Ok(ev) => match ev.event {
                     LinkEvent::Session(Event::Ready { .. } | Event::ToolsChanged { .. }) => return Ok(()),
-                    LinkEvent::Session(Event::Warning { message }) if message.contains("initialize") => return Ok(()),
+                    // A failed onboarding is reported by the command, which names the step.
+                    LinkEvent::Session(Event::OnboardingFailed { .. }) => return Ok(()),
                     LinkEvent::Link(crate::links::handle::Lifecycle::Disconnected { reason }) => return Err(reason),
                     _ => {}
                 },

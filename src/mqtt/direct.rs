@@ -88,7 +88,7 @@ pub async fn open(url: &str, device: Option<&str>, timeout: Duration, wait: Opti
             match rx.recv().await {
                 Ok(ev) => match ev.event {
                     LinkEvent::Session(Event::Ready { .. } | Event::ToolsChanged { .. }) => return Ok(()),
-                    LinkEvent::Session(Event::Warning { message }) if message.contains("initialize") => return Err(message),
+                    LinkEvent::Session(Event::OnboardingFailed { error, .. }) => return Err(error),
                     LinkEvent::Link(Lifecycle::Disconnected { reason }) => return Err(reason),
                     _ => {}
                 },
