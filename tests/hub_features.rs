@@ -171,12 +171,12 @@ async fn a_failed_onboarding_is_reported_not_hidden() {
     assert_eq!((onboarding["attempt"].as_u64(), onboarding["max_attempts"].as_u64(), onboarding["failed"].as_bool()), (Some(5), Some(5), Some(true)), "{}", hello.stdout);
     assert_eq!(onboarding["last_error"], "tools/list page 1: no answer within 300ms");
     // --refresh starts onboarding over; this time the device answers.
-    let refreshed = mcpdev(&hub, &["tools", "list", "-d", id, "--refresh", "--json"]);
+    let refreshed = tokio::spawn(mcpdev(&hub, &["tools", "list", "-d", id, "--refresh", "--json"]));
     let init = dev.recv_request("initialize").await;
     dev.reply(&init["id"], json!({"protocolVersion":"2024-11-05","serverInfo":{"name":"mute","version":"1"}})).await;
     let list_req = dev.recv_request("tools/list").await;
     dev.reply(&list_req["id"], json!({"tools": [tool("self.back")]})).await;
-    let refreshed = refreshed.await;
+    let refreshed = refreshed.await.unwrap();
     assert_eq!(refreshed.code, 0, "{refreshed:?}");
     assert_eq!(refreshed.json()["tools"][0]["name"], "self.back");
 }

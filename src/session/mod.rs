@@ -47,8 +47,10 @@
 //!   1 MiB) and pages (`max_pages`, 100): beyond a cap the listing stops, what fits is kept,
 //!   `tools_warning` says so and it is logged once.
 //! - A hello on a session that is onboarding or onboarded gets the server hello again (stock
-//!   devices say hello again when a voice session reopens) but no new `initialize`; after a
-//!   failed onboarding a hello starts it over, at most once per `restart_on_hello_after` (30 s).
+//!   devices say hello again when a voice session reopens) but no new `initialize`. A hello starts
+//!   onboarding over only after the link was down meanwhile (an MQTT broker outage: the device
+//!   may have restarted), or after a failed onboarding, at most once per `restart_on_hello_after`
+//!   (30 s).
 //! - Device requests get a -32601 error that never echoes more than 64 characters of the method.
 //!   Hellos and requests together are answered at most `max_answers_per_sec` (20) times a
 //!   second; the rest are counted (`counters.unanswered`) and logged once a second.
@@ -226,6 +228,8 @@ pub struct Session {
     /// A failed onboarding step to send again, and when.
     retry_step: Option<(Instant, Planned)>,
     last_onboarding_start: Option<Instant>,
+    /// The link was down since onboarding (an MQTT broker outage): a hello onboards again.
+    link_interrupted: bool,
     waiters: Vec<Waiter>,
     answers: limits::RateLimit,
     cap_logged: bool,
@@ -257,6 +261,7 @@ impl Session {
             truncation_relists: 0,
             retry_step: None,
             last_onboarding_start: None,
+            link_interrupted: false,
             waiters: Vec::new(),
             answers: limits::RateLimit::new(now),
             cap_logged: false,
@@ -331,8 +336,10 @@ impl Session {
         std::mem::take(&mut self.out)
     }
 
-    /// Ends every waiting caller with `error` (the link is down for now); the session stays.
+    /// Ends every waiting caller with `error` (the link is down for now); the session stays, and
+    /// the next hello onboards the device again (it may have restarted meanwhile).
     pub fn fail_callers(&mut self, error: CallError) -> Vec<Output> {
+        self.link_interrupted = true;
         let callers: Vec<i64> = self.pending.iter().filter(|(_, p)| matches!(p.origin, Origin::Caller(_))).map(|(id, _)| *id).collect();
         for id in callers {
             if let Some(Pending { origin: Origin::Caller(ticket), .. }) = self.pending.remove(&id) {
@@ -516,7 +523,8 @@ impl Session {
     }
 
     /// A hello: answered with the server hello (rate-limited); onboarding starts on the first one
-    /// only, or over again after a failed onboarding (at most once per `restart_on_hello_after`).
+    /// only, or over again after the link was down (the device may have restarted) or after a
+    /// failed onboarding (at most once per `restart_on_hello_after`).
     fn on_hello(&mut self, hello: &Value, now: Instant) {
         if !self.may_answer("hellos", now) {
             return;
@@ -525,7 +533,8 @@ impl Session {
         self.emit(Event::Hello { hello: hello.clone() });
         self.send_text(self.cfg.server_hello.clone(), now);
         let restart_allowed = self.last_onboarding_start.is_none_or(|t| now.duration_since(t) >= self.cfg.restart_on_hello_after);
-        if self.info.phase == Phase::AwaitingHello || (self.info.onboarding.failed && restart_allowed) {
+        let interrupted = std::mem::take(&mut self.link_interrupted);
+        if self.info.phase == Phase::AwaitingHello || interrupted || (self.info.onboarding.failed && restart_allowed) {
             self.start_onboarding(now);
         }
     }

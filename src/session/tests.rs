@@ -234,6 +234,10 @@ fn mqtt_begin_id_base_fail_callers_and_oversize() {
     assert_eq!(failed, vec![Output::Reply { ticket: 7, outcome: Err(CallError::Link("broker gone".into())) }]);
     assert!(s.on_text(&reply(&id, json!({})), now).iter().any(|o| matches!(o, Output::Event(Event::LateReply { .. }))));
 
+    // After the link was down, the device's next hello onboards it again (it may have restarted).
+    let out = sent(&s.on_text(HELLO, now));
+    assert_eq!(out[1]["payload"]["method"], "initialize");
+
     let out = s.request(8, "tools/call", Some(json!({"name": "t"})), Duration::from_secs(60), now);
     let id = sent(&out)[0]["payload"]["id"].clone();
     let big = reply(&id, json!({"text": "x".repeat(500)}));
