@@ -224,7 +224,8 @@ async fn accept_direct(
             }
         }
     };
-    match tokio::time::timeout(args.timeout * 4, ready).await {
+    // Every onboarding step may be retried (5 attempts, backoffs adding up to about 4 s).
+    match tokio::time::timeout(args.timeout * 6 + Duration::from_secs(5), ready).await {
         Ok(Ok(())) => {}
         Ok(Err(reason)) => return Err(CodedError::new(Exit::Unreachable, format!("the device went away during onboarding: {reason}")).into()),
         Err(_) => return Err(CodedError::new(Exit::Timeout, "the device did not finish onboarding (hello, initialize, tools/list) in time").into()),
