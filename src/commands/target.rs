@@ -30,6 +30,30 @@ pub enum Target {
     Mcp { conn: McpConnection, url: String },
 }
 
+/// A device whose onboarding failed (after every retry): exit 9, with the failed step named.
+/// `None` when onboarding did not fail.
+pub fn onboarding_failure(device_id: &str, info: &Value) -> Option<anyhow::Error> {
+    let error = info["onboarding_error"].as_str()?;
+    let help = "`mcpdev tools list --refresh` starts onboarding over; `mcpdev watch` shows each attempt";
+    Some(CodedError::new(Exit::Onboarding, format!("device {device_id}: {error}")).with_help(help).into())
+}
+
+/// Lists the device's tools again (after a failed onboarding: onboards it again) and returns its
+/// description with the new list; an MCP server (`--url`) was listed just now, so it is as is.
+pub async fn refresh(target: &Target, mut info: Value, timeout: Duration) -> anyhow::Result<Value> {
+    if matches!(target, Target::Mcp { .. }) {
+        return Ok(info);
+    }
+    let fresh = target.request(crate::session::REFRESH_METHOD, None, timeout).await.map_err(call_failure)?;
+    if let Some(e) = fresh["refresh_error"].as_str() {
+        return Err(CodedError::new(Exit::Onboarding, format!("device {}: {e}", target.device_id())).into());
+    }
+    for key in ["tools", "onboarding_error", "tools_warning"] {
+        info[key] = fresh.get(key).cloned().unwrap_or(Value::Null);
+    }
+    Ok(info)
+}
+
 /// Why a request to the device did not give a result, with its exit code.
 pub fn call_failure(e: CallFailure) -> anyhow::Error {
     let exit = match &e {
@@ -272,7 +296,8 @@ async fn accept_direct(
             match rx.recv().await {
                 Ok(ev) => match ev.event {
                     LinkEvent::Session(Event::Ready { .. } | Event::ToolsChanged { .. }) => return Ok(()),
-                    LinkEvent::Session(Event::Warning { message }) if message.contains("initialize") => return Ok(()),
+                    // A failed onboarding is reported by the command, which names the step.
+                    LinkEvent::Session(Event::OnboardingFailed { .. }) => return Ok(()),
                     LinkEvent::Link(crate::links::handle::Lifecycle::Disconnected { reason }) => return Err(reason),
                     _ => {}
                 },
@@ -280,7 +305,8 @@ async fn accept_direct(
             }
         }
     };
-    match tokio::time::timeout(args.timeout * 4, ready).await {
+    // Every onboarding step may be retried (5 attempts, backoffs adding up to about 4 s).
+    match tokio::time::timeout(args.timeout * 6 + Duration::from_secs(5), ready).await {
         Ok(Ok(())) => {}
         Ok(Err(reason)) => return Err(CodedError::new(Exit::Unreachable, format!("the device went away during onboarding: {reason}")).into()),
         Err(_) => return Err(CodedError::new(Exit::Timeout, "the device did not finish onboarding (hello, initialize, tools/list) in time").into()),

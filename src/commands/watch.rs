@@ -90,6 +90,8 @@ pub(crate) fn describe(ev: &Value, color: bool) -> String {
         "malformed" => format!("malformed frame: {} {:?}", s("reason"), s("text")),
         "late_reply" => format!("late reply to id {} dropped", ev["id"]),
         "warning" => format!("warning: {}", s("message")),
+        "onboarding_retry" => format!("onboarding step failed ({}); attempt {} of {} in {} ms", s("error"), ev["attempt"], ev["of"], ev["retry_in_ms"]),
+        "onboarding_failed" => s("error"),
         "lagged" => format!("(skipped {} events: the watcher fell behind)", ev["skipped"]),
         other => format!("{other} {ev}"),
     };
@@ -97,8 +99,8 @@ pub(crate) fn describe(ev: &Value, color: bool) -> String {
         "traffic" if ev["payload"].get("error").is_some() => Style::new().red(),
         "traffic" if ev["direction"] == "in" => Style::new().green(),
         "traffic" => Style::new().blue(),
-        "disconnected" | "malformed" => Style::new().red(),
-        "warning" | "late_reply" | "lagged" => Style::new().yellow(),
+        "disconnected" | "malformed" | "onboarding_failed" => Style::new().red(),
+        "warning" | "late_reply" | "lagged" | "onboarding_retry" => Style::new().yellow(),
         "connected" | "ready" => Style::new().bold(),
         _ => Style::new(),
     };
