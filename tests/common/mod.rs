@@ -82,3 +82,11 @@ pub fn mcpdev(hub: &HubProcess, args: &[&str]) -> impl std::future::Future<Outpu
         }
     }
 }
+
+/// A `watch --json` event without its `ts` stamp (checked to be RFC 3339 first), for comparing
+/// the rest of it exactly.
+pub fn unstamped(mut v: serde_json::Value) -> serde_json::Value {
+    let ts = v.as_object_mut().and_then(|o| o.remove("ts")).unwrap_or_else(|| panic!("no ts in {v}"));
+    humantime::parse_rfc3339(ts.as_str().unwrap_or_default()).unwrap_or_else(|e| panic!("ts {ts} is not RFC 3339: {e}"));
+    v
+}
