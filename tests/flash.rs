@@ -188,3 +188,18 @@ async fn wait_device_returns_the_hello_once_the_device_is_online() {
     assert_eq!(info["device_id"], mac);
     assert_eq!(info["hello"]["type"], "hello");
 }
+
+/// `--board-info`, `--erase` and `--monitor-only` find their port as flashing does: a missing
+/// port is exit 8 with the ports seen, and none of them builds or asks for Wi-Fi first.
+#[test]
+fn board_info_erase_and_monitor_only_need_a_port_like_flashing() {
+    for extra in [&["--board-info"][..], &["--erase", "--no-provision", "--chip", "esp32c3"], &["--monitor-only"]] {
+        let mut args = vec!["flash", "--port", "/dev/mcpdev-missing"];
+        args.extend_from_slice(extra);
+        let out = mcpdev(&args, &[]);
+        assert_port_error(&out, "serial port /dev/mcpdev-missing does not exist");
+        assert!(!text(&out.stderr).contains("building"), "{extra:?} built the firmware: {}", text(&out.stderr));
+    }
+    let out = mcpdev(&["flash", "--monitor-only", "--save-image", "x.bin"], &[]);
+    assert_eq!(out.status.code(), Some(2), "--monitor-only only monitors: {}", text(&out.stderr));
+}

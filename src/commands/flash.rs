@@ -15,6 +15,22 @@ struct Flashed {
 }
 
 pub async fn run(g: &GlobalArgs, args: FlashArgs) -> anyhow::Result<()> {
+    if args.monitor_only {
+        // The port is chosen as for flashing (exit 8 when there is none or it is gone).
+        let port = port::select(args.port.as_deref(), &port::available())?;
+        let (stop, mut worker) = start_monitor(g, &port.name, args.monitor_baud);
+        tokio::select! {
+            signal = tokio::signal::ctrl_c() => signal?,
+            // The monitor ends by itself only on an error reading the port.
+            ended = &mut worker => {
+                ended.context("the monitor panicked")?.context("reading the serial log")?;
+                return Ok(());
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        worker.await.context("the monitor panicked")?.context("reading the serial log")?;
+        return Err(crate::exit::CodedError::interrupted().into());
+    }
     let (g2, hub, wait) = (g.clone(), args.hub.clone(), args.wait_device);
     let (monitor, monitor_baud) = (args.monitor, args.monitor_baud);
     let flashed = tokio::task::spawn_blocking(move || run_blocking(&g2, &args)).await.context("the flash task panicked")??;
@@ -95,11 +111,11 @@ fn run_blocking(g: &GlobalArgs, args: &FlashArgs) -> anyhow::Result<Option<Flash
     // Port first, and the record's inputs (maybe a prompt), so mistakes show before a long build.
     let seen = port::available();
     let port = port::select(args.port.as_deref(), &seen)?;
-    let record = match (&prebuilt, args.no_provision) {
+    let record = match (&prebuilt, args.no_provision || args.board_info) {
         (None, false) => Some(record::gather(&record::Inputs { wifi_ssid: args.wifi_ssid.as_deref(), hub_url: args.hub_url.as_deref() }, &record::Process)?),
         _ => None,
     };
-    let fw_dir = if prebuilt.is_none() { Some(build::firmware_dir(args.firmware_dir.as_deref())?) } else { None };
+    let fw_dir = if prebuilt.is_none() && !args.board_info { Some(build::firmware_dir(args.firmware_dir.as_deref())?) } else { None };
 
     say(g, &format!("connecting to {port} …"));
     let mut dev = device::connect(&port, None, args.baud, !args.no_verify, &seen)?;
@@ -116,6 +132,24 @@ fn run_blocking(g: &GlobalArgs, args: &FlashArgs) -> anyhow::Result<Option<Flash
     let mac = dev.mac.clone();
     say(g, &format!("found an {} (MAC {})", dev.chip, mac.as_deref().unwrap_or("unknown")));
     event(g, json!({"event": "connected", "port": port.name, "chip": dev.chip.to_string(), "device_id": mac}));
+    if args.board_info {
+        let info = dev.board_info()?;
+        if g.json {
+            event(g, json!({"event": "board_info", "port": port.name, "board": info}));
+        } else {
+            let text = |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+            for key in ["chip", "revision", "crystal", "flash_size", "features", "mac"] {
+                println!("{key:<11} {}", text(&info[key]));
+            }
+        }
+        dev.reset()?;
+        return Ok(None);
+    }
+    if args.erase {
+        say(g, "erasing the whole flash …");
+        dev.erase_all()?;
+        event(g, json!({"event": "erased", "port": port.name}));
+    }
 
     let parts = match prebuilt {
         Some(parts) => parts,

@@ -42,6 +42,24 @@ pub fn connect(port: &SeenPort, expected: Option<espflash::target::Chip>, baud: 
 }
 
 impl Device {
+    /// What the chip says about itself, for `flash --board-info`.
+    pub fn board_info(&mut self) -> anyhow::Result<serde_json::Value> {
+        let info = self.flasher.device_info().map_err(|e| anyhow::anyhow!("reading the board's information failed: {e}"))?;
+        Ok(serde_json::json!({
+            "chip": info.chip.to_string(),
+            "revision": info.revision.map(|(major, minor)| format!("v{major}.{minor}")),
+            "crystal": info.crystal_frequency.to_string(),
+            "flash_size": info.flash_size.to_string(),
+            "features": info.features,
+            "mac": info.mac_address.map(|m| m.to_lowercase()),
+        }))
+    }
+
+    /// Erases the whole flash (`flash --erase`).
+    pub fn erase_all(&mut self) -> anyhow::Result<()> {
+        self.flasher.erase_flash().map_err(|e| anyhow::anyhow!("erasing the flash failed: {e}"))
+    }
+
     /// Writes every part in one pass (erase, write, verify by MD5 unless disabled).
     pub fn write(&mut self, parts: &[Part], progress: &mut dyn ProgressCallbacks) -> anyhow::Result<()> {
         // The loader writes whole words: pad with FF (erased flash) like espflash's write-bin.

@@ -119,6 +119,15 @@ pub struct FlashArgs {
     /// Baud rate of the serial log for --monitor
     #[arg(long, default_value_t = 115_200)]
     pub monitor_baud: u32,
+    /// Only show the serial log of the board (no build, no flashing) until Ctrl-C
+    #[arg(long, conflicts_with_all = ["save_image", "image", "flash_args", "board_info", "erase", "wait_device"])]
+    pub monitor_only: bool,
+    /// Only tell what board is on the port (chip, revision, crystal, flash size, features, MAC)
+    #[arg(long, conflicts_with_all = ["save_image", "image", "flash_args", "erase", "wait_device", "monitor"])]
+    pub board_info: bool,
+    /// Erase the whole flash before writing (the provisioning record and any old data go too)
+    #[arg(long, conflicts_with = "save_image")]
+    pub erase: bool,
     /// The hub's host listener, for --wait-device
     #[arg(long, env = "MCPDEV_HUB", default_value = "http://127.0.0.1:8001")]
     pub hub: String,
