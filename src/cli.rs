@@ -268,6 +268,32 @@ pub struct ServeArgs {
     pub mcp_page_size: u32,
     #[command(flatten)]
     pub mqtt: MqttServeArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// `serve`: deadlines and caps that keep slow or hostile connections from starving the hub.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Limits")]
+pub struct LimitArgs {
+    /// A request's headers must arrive within this (both listeners)
+    #[arg(long, env = "MCPDEV_HEADER_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub header_timeout: std::time::Duration,
+    /// A request's body must arrive within this (both listeners)
+    #[arg(long, env = "MCPDEV_BODY_TIMEOUT", value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub body_timeout: std::time::Duration,
+    /// A WebSocket device that has not said hello this long after connecting is closed
+    #[arg(long, env = "MCPDEV_HELLO_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub hello_timeout: std::time::Duration,
+    /// Connections from one address that have not said hello yet; more are closed at once
+    #[arg(long, env = "MCPDEV_MAX_PRE_HELLO_PER_PEER", value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_pre_hello_per_peer: u32,
+    /// Device-side connections that have not said hello yet, in total; more are closed at once
+    #[arg(long, env = "MCPDEV_MAX_PRE_HELLO", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_pre_hello: u32,
+    /// Device-side connections in total (also kept 256 below the open-file limit, for the host listener)
+    #[arg(long, env = "MCPDEV_MAX_DEVICE_CONNECTIONS", value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_device_connections: u32,
 }
 
 /// `serve`: MQTT devices and device bootstrap (OTA).

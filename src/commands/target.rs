@@ -140,9 +140,7 @@ async fn open_url(url: &str, args: &DeviceArgs) -> anyhow::Result<(Target, Value
 }
 
 async fn open_hub(args: &DeviceArgs, global: &GlobalArgs) -> anyhow::Result<(Target, Value)> {
-    let client = HubClient::connect(&args.hub).await.map_err(|e| {
-        CodedError::new(Exit::Unreachable, format!("cannot reach the hub at {}: {e}. Is `mcpdev serve` running? (--hub, MCPDEV_HUB)", args.hub))
-    })?;
+    let client = HubClient::open(&args.hub).await?;
     let wait = args.wait.unwrap_or(SETTLE);
     let spinner = super::output::spinner(global, args.wait.is_some(), "waiting for the device");
     let device = crate::config::resolve_alias(args.device.as_deref());
@@ -184,7 +182,7 @@ async fn accept_direct(
     (cfg.vision_url, cfg.vision_token) = vision.unwrap_or_else(|| ("http://127.0.0.1/mcpdev-no-vision".into(), "none".into()));
     cfg.onboarding_timeout = args.timeout;
     let (events, mut rx) = tokio::sync::broadcast::channel(256);
-    let setup = LinkSetup { identity, session: cfg, events, tracing: Arc::new(Tracing::default()), generation: 1, remote: Some(remote) };
+    let setup = LinkSetup { identity, session: cfg, events, tracing: Arc::new(Tracing::default()), generation: 1, remote: Some(remote), until_hello: None, hello_timeout: None };
     let (handle, _done) = websocket::spawn(ws, setup);
     let ready = async {
         loop {
