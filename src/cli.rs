@@ -345,6 +345,38 @@ pub struct SimBootstrapArgs {
     pub ota: Option<String>,
 }
 
+/// Flags that carry a secret, with the environment variable to use instead: on the command line,
+/// `ps` shows them to every user of the machine.
+const SECRET_FLAGS: &[(&str, &str, &str)] = &[
+    ("device_tokens", "--device-token", "MCPDEV_DEVICE_TOKEN"),
+    ("token", "--token", "MCPDEV_DEVICE_TOKEN"),
+    ("vision_token", "--vision-token", "MCPDEV_VISION_TOKEN"),
+    ("mcp_token", "--mcp-token", "MCPDEV_MCP_TOKEN"),
+];
+
+/// A warning for each secret given on the command line (not through its environment variable),
+/// including `--header 'Authorization: …'`.
+pub fn secrets_on_command_line(matches: &clap::ArgMatches) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let mut m = Some(matches);
+    while let Some(here) = m {
+        let on_line = |id: &str| here.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+        for id in here.ids() {
+            if let Some((_, flag, env)) = SECRET_FLAGS.iter().find(|(name, ..)| *name == id.as_str())
+                && on_line(id.as_str())
+            {
+                warnings.push(format!("{flag} on the command line is visible to other users of this machine (ps); set {env} instead"));
+            }
+        }
+        let headers = here.ids().any(|id| id.as_str() == "headers") && on_line("headers");
+        if headers && here.get_many::<String>("headers").into_iter().flatten().any(|h| h.trim_start().to_ascii_lowercase().starts_with("authorization")) {
+            warnings.push("an Authorization header on the command line is visible to other users of this machine (ps)".into());
+        }
+        m = here.subcommand().map(|(_, sub)| sub);
+    }
+    warnings
+}
+
 /// A duration like `30s`, `500ms`, `2m`; a bare number is seconds.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     if let Ok(secs) = s.parse::<f64>()

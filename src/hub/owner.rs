@@ -18,13 +18,7 @@ use axum::response::Response;
 
 use crate::links::upgrade::plain;
 
-/// The environment variable that gives the CLI the control token (it overrides the file).
-pub const HUB_TOKEN_ENV: &str = "MCPDEV_HUB_TOKEN";
-
-/// Where a hub whose host listener is on `port` keeps its control token.
-pub fn token_path(port: u16) -> PathBuf {
-    crate::paths::runtime_dir().join(format!("control-{port}.token"))
-}
+use crate::links::control_token::{HUB_TOKEN_ENV, token_path};
 
 /// The control token a hub checks, and the file it is in (removed when this is dropped).
 #[derive(Debug)]

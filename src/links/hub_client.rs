@@ -36,19 +36,6 @@ impl ControlError {
     }
 }
 
-/// The control token to send: `MCPDEV_HUB_TOKEN`, else the hub's file for `port`; and, when
-/// neither gave one, why (for the message if the hub refuses).
-fn control_token(port: u16) -> (Option<String>, Option<String>) {
-    if let Some(t) = std::env::var(crate::hub::owner::HUB_TOKEN_ENV).ok().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()) {
-        return (Some(t), None);
-    }
-    let path = crate::hub::owner::token_path(port);
-    match crate::paths::read_private(&path) {
-        Ok(bytes) => (Some(String::from_utf8_lossy(&bytes).trim().to_string()), None),
-        Err(e) => (None, Some(format!("cannot read the control token {}: {e}; a hub run by another user needs MCPDEV_HUB_TOKEN", path.display()))),
-    }
-}
-
 enum Waiter {
     Once(oneshot::Sender<Result<Value, ControlError>>),
     Stream(mpsc::Sender<Value>),
@@ -64,7 +51,7 @@ pub struct HubClient {
 impl HubClient {
     /// Connects to the hub's host listener, e.g. `http://127.0.0.1:8001` or `ws://…`, with the
     /// hub's control token: `MCPDEV_HUB_TOKEN`, else the file the hub wrote for that port
-    /// ([`crate::hub::owner::token_path`]). A refusal (401/403) is a [`CodedError`] with [`Exit::Auth`].
+    /// ([`super::control_token`]). A refusal (401/403) is a [`CodedError`] with [`Exit::Auth`].
     pub async fn connect(hub: &str) -> anyhow::Result<Self> {
         let base = hub.trim_end_matches('/');
         let base = base.strip_prefix("http://").map(|r| format!("ws://{r}")).unwrap_or_else(|| base.to_string());
@@ -72,8 +59,8 @@ impl HubClient {
         let base = if base.contains("://") { base } else { format!("ws://{base}") };
         let url = format!("{base}{}", crate::hub::control::LINK_PATH);
         let mut request = url.as_str().into_client_request()?;
-        let (token, token_problem) = control_token(request.uri().port_u16().unwrap_or(if base.starts_with("wss:") { 443 } else { 80 }));
-        if let Some(token) = token {
+        let token = super::control_token::for_client(request.uri().port_u16().unwrap_or(if base.starts_with("wss:") { 443 } else { 80 }));
+        if let Ok(token) = &token {
             let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| anyhow::anyhow!("the hub token contains characters a header cannot carry"))?;
             request.headers_mut().insert(header::AUTHORIZATION, value);
         }
@@ -82,7 +69,7 @@ impl HubClient {
             Err(tungstenite::Error::Http(resp)) if matches!(resp.status().as_u16(), 401 | 403) => {
                 let said = resp.body().as_deref().map(String::from_utf8_lossy).map(|b| b.trim().to_string()).unwrap_or_default();
                 let mut message = format!("the hub at {hub} refused this client ({}): {said}", resp.status());
-                if let Some(problem) = token_problem {
+                if let Err(problem) = token {
                     message.push_str(&format!(" ({problem})"));
                 }
                 return Err(CodedError::new(Exit::Auth, message).into());
