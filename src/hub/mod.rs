@@ -152,7 +152,7 @@ pub async fn start(config: HubConfig) -> anyhow::Result<RunningHub> {
     let fd_limit = budget::raise_fd_limit();
     let caps = config.caps.within_fd_limit(fd_limit);
     tracing::info!(
-        fd_limit = fd_limit.map_or_else(|| "unknown".to_string(), |l| l.to_string()),
+        fd_limit = %fd_limit.map_or_else(|| "unknown".to_string(), |l| l.to_string()),
         device_connections = caps.max_connections,
         pre_hello_per_peer = caps.pre_hello_per_peer,
         pre_hello_total = caps.pre_hello_total,
