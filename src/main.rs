@@ -89,7 +89,7 @@ mod tests {
         let trace = log_filter(3, None);
         assert!(trace.starts_with("trace,") && trace.contains(",tungstenite=info") && trace.contains(",tokio_tungstenite=info") && trace.contains(",rumqttc=info"), "{trace}");
         let named = log_filter(0, Some("debug,tungstenite=trace"));
-        assert!(named.contains("tungstenite=trace") && !named.contains("tungstenite=info") && named.contains("tokio_tungstenite=info"), "{named}");
+        assert!(named.contains("tungstenite=trace") && !named.contains(",tungstenite=info") && named.contains("tokio_tungstenite=info"), "{named}");
         assert!(log_filter(0, Some("tokio_tungstenite::protocol=trace")).contains(",tungstenite=info"));
         assert!(!log_filter(0, Some("tokio_tungstenite::protocol=trace")).contains("tokio_tungstenite=info"));
         for d in log_filter(3, Some("mcpdev=debug")).split(',') {

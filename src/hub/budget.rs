@@ -167,7 +167,9 @@ pub fn raise_fd_limit() -> Option<u64> {
                 tracing::warn!(soft = lim.rlim_cur, hard = lim.rlim_max, "cannot raise the open-file limit: {}", std::io::Error::last_os_error());
             }
         }
-        (lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur as u64).or(Some(u64::MAX))
+        #[allow(clippy::unnecessary_cast, reason = "rlim_t is not u64 on every unix")]
+        let soft = lim.rlim_cur as u64;
+        Some(if lim.rlim_cur == libc::RLIM_INFINITY { u64::MAX } else { soft })
     }
     #[cfg(not(unix))]
     None

@@ -110,7 +110,7 @@ async fn serve_one(
             req.extensions_mut().insert(slot.clone());
         }
         if let Some(user) = &user {
-            req.extensions_mut().insert(user.clone());
+            req.extensions_mut().insert(*user);
         }
         app.clone().oneshot(req)
     });
