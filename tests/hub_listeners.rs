@@ -77,6 +77,24 @@ async fn post_mcp_initialize(host_url: &str) -> u16 {
     String::from_utf8_lossy(&head[9..12]).parse().unwrap()
 }
 
+/// A hub started by `cmd` (whose stdout and stderr this takes): the child, its `listening` line,
+/// and its whole log (stderr, read as it comes so a full pipe never stalls the hub) once it ends.
+async fn start_logged(mut cmd: tokio::process::Command) -> (tokio::process::Child, serde_json::Value, tokio::task::JoinHandle<String>) {
+    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true).spawn().unwrap();
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    tokio::time::timeout(DEADLINE, tokio::io::AsyncBufReadExt::read_line(&mut stdout, &mut line)).await.expect("hub started").unwrap();
+    let info: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("no listening line ({e}): {line:?}"));
+    let mut stderr = child.stderr.take().unwrap();
+    let log = tokio::spawn(async move {
+        let _keep_stdout_open = stdout;
+        let mut all = Vec::new();
+        let _ = stderr.read_to_end(&mut all).await;
+        String::from_utf8_lossy(&all).into_owned()
+    });
+    (child, info, log)
+}
+
 #[tokio::test]
 async fn slow_headers_are_closed_after_the_header_timeout_on_both_listeners() {
     let hub = HubProcess::start(&[], &[("MCPDEV_HEADER_TIMEOUT", "1s")]).await;
@@ -154,22 +172,13 @@ async fn a_flood_of_pre_hello_connections_from_one_peer_locks_out_nobody_else() 
 async fn the_host_listener_keeps_a_descriptor_reserve_under_a_device_flood() {
     // The hub runs with 300 descriptors (soft = hard, so it cannot raise them): devices get 44.
     let dir = tempfile::tempdir().unwrap();
-    let mut child = tokio::process::Command::new("sh")
-        .args(["-c", "ulimit -n 300 && exec \"$0\" \"$@\"", env!("CARGO_BIN_EXE_mcpdev")])
+    let mut cmd = tokio::process::Command::new("sh");
+    cmd.args(["-c", "ulimit -n 300 && exec \"$0\" \"$@\"", env!("CARGO_BIN_EXE_mcpdev")])
         .args(["serve", "--json", "-v", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0"])
         .env("MCPDEV_MAX_PRE_HELLO_PER_PEER", "1000")
         .env("MCPDEV_MAX_PRE_HELLO", "1000")
-        .env("MCPDEV_RUNTIME_DIR", dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    tokio::time::timeout(DEADLINE, tokio::io::AsyncBufReadExt::read_line(&mut stdout, &mut line)).await.expect("hub started").unwrap();
-    let info: serde_json::Value = serde_json::from_str(&line).unwrap();
+        .env("MCPDEV_RUNTIME_DIR", dir.path());
+    let (mut child, info, log) = start_logged(cmd).await;
     let devices = addr_of(info["devices"].as_str().unwrap());
     let host_url = info["host"].as_str().unwrap().to_string();
     // 400 connections (more than the hub's descriptors) from several loopback peers, all silent.
@@ -190,8 +199,7 @@ async fn the_host_listener_keeps_a_descriptor_reserve_under_a_device_flood() {
     assert!(open >= 30, "only {open} connections admitted: the cap is lower than expected");
     assert_eq!(post_mcp_initialize(&host_url).await, 200, "/mcp must still answer");
     let _ = child.start_kill();
-    let mut stderr = String::new();
-    let _ = tokio::time::timeout(DEADLINE, child.stderr.take().unwrap().read_to_string(&mut stderr)).await;
+    let stderr = tokio::time::timeout(DEADLINE, log).await.expect("log ends with the hub").unwrap();
     assert!(stderr.contains("fd_limit=300") && stderr.contains("device_connections=44"), "{stderr}");
 }
 
@@ -374,29 +382,13 @@ async fn a_hub_reachable_from_other_machines_needs_an_mcp_token() {
 async fn the_vision_token_stays_out_of_trace_logs() {
     const TOKEN: &str = "vision-secret-6b1f0c2e9d";
     let dir = tempfile::tempdir().unwrap();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"))
-        .args(["serve", "--json", "-vvv", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0"])
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"));
+    cmd.args(["serve", "--json", "-vvv", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0"])
         .env("MCPDEV_VISION_TOKEN", TOKEN)
         .env("MCPDEV_RUNTIME_DIR", dir.path())
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    tokio::time::timeout(DEADLINE, tokio::io::AsyncBufReadExt::read_line(&mut stdout, &mut line)).await.expect("hub started").unwrap();
-    let info: serde_json::Value = serde_json::from_str(&line).unwrap();
+        .env_remove("RUST_LOG");
+    let (mut child, info, log) = start_logged(cmd).await;
     let (devices, host) = (info["devices"].as_str().unwrap().to_string(), info["host"].as_str().unwrap().to_string());
-    // Collect stderr as it comes (a full pipe would stall the hub).
-    let mut stderr = child.stderr.take().unwrap();
-    let log = tokio::spawn(async move {
-        let mut all = Vec::new();
-        let _ = stderr.read_to_end(&mut all).await;
-        String::from_utf8_lossy(&all).into_owned()
-    });
     // A device onboards: initialize (with the vision token) went out over the WebSocket.
     let _sim = common::spawn_mcpdev(&["sim", "--url", &devices, "--device-id", "02:00:00:00:00:55"], &[]);
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"))
@@ -410,7 +402,6 @@ async fn the_vision_token_stays_out_of_trace_logs() {
     assert!(log.contains("DEBUG"), "the hub logs verbosely at -vvv: {log}");
     let leaks: Vec<&str> = log.lines().filter(|l| l.contains(TOKEN)).collect();
     assert!(leaks.is_empty(), "the vision token is in the -vvv log: {leaks:#?}");
-    drop(stdout);
 }
 
 #[tokio::test]
