@@ -249,11 +249,20 @@ async fn onboard(scratch: &Scratch, n: usize) -> anyhow::Result<Vec<Row>> {
     Ok(rows)
 }
 
+/// The control API's handshake with the hub's control token (the file it wrote for its port).
+fn control_request(host_url: &str) -> anyhow::Result<tokio_tungstenite::tungstenite::handshake::client::Request> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let url = format!("{}/api/v1/link", host_url.replacen("http://", "ws://", 1));
+    let mut req = url.into_client_request()?;
+    let token = mcpdev::links::control_token::for_client(req.uri().port_u16().unwrap_or(80)).map_err(anyhow::Error::msg)?;
+    req.headers_mut().insert("Authorization", format!("Bearer {token}").parse()?);
+    Ok(req)
+}
+
 /// A raw control connection watching every device's events (no client-side buffer that could drop
 /// some, unlike `HubClient::watch`).
 async fn watch(host_url: &str) -> anyhow::Result<impl futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>>> {
-    let url = format!("{}/api/v1/link", host_url.replacen("http://", "ws://", 1));
-    let (mut ws, _) = timeout(DEADLINE, tokio_tungstenite::connect_async(&url)).await??;
+    let (mut ws, _) = timeout(DEADLINE, tokio_tungstenite::connect_async(control_request(host_url)?)).await??;
     ws.send(Message::text(json!({"id": 1, "op": "watch", "device": null, "traffic": false}).to_string())).await?;
     let first = timeout(DEADLINE, ws.next()).await?.context("watch refused")??;
     let v: Value = serde_json::from_str(first.to_text()?)?;
@@ -428,8 +437,7 @@ struct RawControl {
 
 impl RawControl {
     async fn connect(host_url: &str) -> anyhow::Result<Self> {
-        let url = format!("{}/api/v1/link", host_url.replacen("http://", "ws://", 1));
-        let (ws, _) = timeout(DEADLINE, tokio_tungstenite::connect_async(&url)).await??;
+        let (ws, _) = timeout(DEADLINE, tokio_tungstenite::connect_async(control_request(host_url)?)).await??;
         Ok(Self { ws, next_id: 1 })
     }
 

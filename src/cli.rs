@@ -282,6 +282,32 @@ pub struct ServeArgs {
     pub mcp_page_size: u32,
     #[command(flatten)]
     pub mqtt: MqttServeArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// `serve`: deadlines and caps that keep slow or hostile connections from starving the hub.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Limits")]
+pub struct LimitArgs {
+    /// A request's headers must arrive within this (both listeners)
+    #[arg(long, env = "MCPDEV_HEADER_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub header_timeout: std::time::Duration,
+    /// A request's body must arrive within this (both listeners)
+    #[arg(long, env = "MCPDEV_BODY_TIMEOUT", value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub body_timeout: std::time::Duration,
+    /// A WebSocket device that has not said hello this long after connecting is closed
+    #[arg(long, env = "MCPDEV_HELLO_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub hello_timeout: std::time::Duration,
+    /// Connections from one address that have not said hello yet; more are closed at once
+    #[arg(long, env = "MCPDEV_MAX_PRE_HELLO_PER_PEER", value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_pre_hello_per_peer: u32,
+    /// Device-side connections that have not said hello yet, in total; more are closed at once
+    #[arg(long, env = "MCPDEV_MAX_PRE_HELLO", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_pre_hello: u32,
+    /// Device-side connections in total (also kept 256 below the open-file limit, for the host listener)
+    #[arg(long, env = "MCPDEV_MAX_DEVICE_CONNECTIONS", value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_device_connections: u32,
 }
 
 /// `serve`: MQTT devices and device bootstrap (OTA).
@@ -331,6 +357,38 @@ pub struct SimBootstrapArgs {
     /// what the answer says (MQTT if it has an mqtt section, else WebSocket)
     #[arg(long, value_name = "URL")]
     pub ota: Option<String>,
+}
+
+/// Flags that carry a secret, with the environment variable to use instead: on the command line,
+/// `ps` shows them to every user of the machine.
+const SECRET_FLAGS: &[(&str, &str, &str)] = &[
+    ("device_tokens", "--device-token", "MCPDEV_DEVICE_TOKEN"),
+    ("token", "--token", "MCPDEV_DEVICE_TOKEN"),
+    ("vision_token", "--vision-token", "MCPDEV_VISION_TOKEN"),
+    ("mcp_token", "--mcp-token", "MCPDEV_MCP_TOKEN"),
+];
+
+/// A warning for each secret given on the command line (not through its environment variable),
+/// including `--header 'Authorization: …'`.
+pub fn secrets_on_command_line(matches: &clap::ArgMatches) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let mut m = Some(matches);
+    while let Some(here) = m {
+        let on_line = |id: &str| here.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+        for id in here.ids() {
+            if let Some((_, flag, env)) = SECRET_FLAGS.iter().find(|(name, ..)| *name == id.as_str())
+                && on_line(id.as_str())
+            {
+                warnings.push(format!("{flag} on the command line is visible to other users of this machine (ps); set {env} instead"));
+            }
+        }
+        let headers = here.ids().any(|id| id.as_str() == "headers") && on_line("headers");
+        if headers && here.get_many::<String>("headers").into_iter().flatten().any(|h| h.trim_start().to_ascii_lowercase().starts_with("authorization")) {
+            warnings.push("an Authorization header on the command line is visible to other users of this machine (ps)".into());
+        }
+        m = here.subcommand().map(|(_, sub)| sub);
+    }
+    warnings
 }
 
 /// A duration like `30s`, `500ms`, `2m`; a bare number is seconds.

@@ -34,6 +34,9 @@ fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     init_tracing(cli.global.verbose, cli.global.color);
+    for warning in mcpdev::cli::secrets_on_command_line(&matches) {
+        tracing::warn!("{warning}");
+    }
     mcpdev::tls::install_crypto_provider();
     let json = cli.global.json;
     let color = cli.global.color;
@@ -67,14 +70,52 @@ fn main() -> ExitCode {
 /// Logs go to stderr: `-v` info, `-vv` debug, `-vvv` trace; `RUST_LOG` overrides; warnings by default.
 fn init_tracing(verbose: u8, color: mcpdev::cli::ColorChoice) {
     use tracing_subscriber::EnvFilter;
-    // rmcp logs transport failures that mcpdev reports itself; show them only with -vv.
-    let level = match verbose {
-        0 => "warn,rmcp=off",
-        1 => "info,rmcp=warn",
-        2 => "debug",
-        _ => "trace",
-    };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+    let filter = EnvFilter::new(log_filter(verbose, std::env::var("RUST_LOG").ok().as_deref()));
     let ansi = mcpdev::commands::output::use_color(color, std::io::IsTerminal::is_terminal(&std::io::stderr()));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
+}
+
+/// Crates whose debug and trace output dumps whole frames (tokens in `initialize`, passwords in
+/// CONNECT): kept at info even at -vvv, unless RUST_LOG names them.
+const FRAME_DUMPERS: &[&str] = &["tungstenite", "tokio_tungstenite", "hyper", "hyper_util", "h2", "rustls", "rumqttc"];
+
+/// The filter directives for `-v` count and `RUST_LOG`.
+fn log_filter(verbose: u8, rust_log: Option<&str>) -> String {
+    // rmcp logs transport failures that mcpdev reports itself; show them only with -vv.
+    let base = match rust_log.map(str::trim).filter(|r| !r.is_empty()) {
+        Some(r) => r.to_string(),
+        None => match verbose {
+            0 => return "warn,rmcp=off".into(),
+            1 => return "info,rmcp=warn".into(),
+            2 => "debug".into(),
+            _ => "trace".into(),
+        },
+    };
+    let named = |krate: &str| {
+        base.split(',').map(|d| d.split('=').next().unwrap_or("").trim()).any(|target| target == krate || target.starts_with(&format!("{krate}::")))
+    };
+    let mut directives = base.clone();
+    for krate in FRAME_DUMPERS.iter().filter(|k| !named(k)) {
+        directives.push_str(&format!(",{krate}=info"));
+    }
+    directives
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_filter;
+
+    #[test]
+    fn frame_dumps_stay_out_unless_named() {
+        assert_eq!(log_filter(0, None), "warn,rmcp=off");
+        let trace = log_filter(3, None);
+        assert!(trace.starts_with("trace,") && trace.contains(",tungstenite=info") && trace.contains(",tokio_tungstenite=info") && trace.contains(",rumqttc=info"), "{trace}");
+        let named = log_filter(0, Some("debug,tungstenite=trace"));
+        assert!(named.contains("tungstenite=trace") && !named.contains(",tungstenite=info") && named.contains("tokio_tungstenite=info"), "{named}");
+        assert!(log_filter(0, Some("tokio_tungstenite::protocol=trace")).contains(",tungstenite=info"));
+        assert!(!log_filter(0, Some("tokio_tungstenite::protocol=trace")).contains("tokio_tungstenite=info"));
+        for d in log_filter(3, Some("mcpdev=debug")).split(',') {
+            tracing_subscriber::EnvFilter::builder().parse(d).unwrap();
+        }
+    }
 }

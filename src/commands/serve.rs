@@ -2,6 +2,8 @@
 
 use crate::cli::{GlobalArgs, MqttServeArgs, ServeArgs};
 use crate::exit::{CodedError, Exit};
+use crate::hub::budget::Caps;
+use crate::hub::listener::Limits;
 use crate::hub::ota::OtaSettings;
 use crate::hub::{self, HubConfig};
 use crate::mqtt::conn::BrokerUrl;
@@ -30,6 +32,13 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         },
         mqtt: mqtt_settings(&args.mqtt)?,
         ota: ota_settings(&args.mqtt),
+        limits: Limits { header_read_timeout: args.limits.header_timeout, body_timeout: args.limits.body_timeout },
+        caps: Caps {
+            max_connections: args.limits.max_device_connections as usize,
+            pre_hello_per_peer: args.limits.max_pre_hello_per_peer as usize,
+            pre_hello_total: args.limits.max_pre_hello as usize,
+        },
+        hello_timeout: args.limits.hello_timeout,
     };
     let running = hub::start(config).await?;
     let devices_url = format!("ws://{}/xiaozhi/v1/", running.device_addr);
@@ -98,6 +107,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
     if let Some(m) = mqtt {
         m.shutdown().await;
     }
+    running.hub.control.remove();
     if let Some(path) = &args.ready_file {
         let _ = std::fs::remove_file(path);
     }

@@ -195,27 +195,28 @@ async fn open_hub(args: &DeviceArgs, global: &GlobalArgs) -> anyhow::Result<(Tar
 /// Connects to the hub. With `--wait`, a hub that is still starting (connection refused) is
 /// retried until the wait is over, so `mcpdev serve & mcpdev … --wait 60s` works in a script.
 async fn connect_hub(args: &DeviceArgs, global: &GlobalArgs) -> anyhow::Result<HubClient> {
-    let unreachable = |e: &dyn std::fmt::Display| {
-        CodedError::new(Exit::Unreachable, format!("cannot reach the hub at {}: {e}", args.hub))
-            .with_help("is `mcpdev serve` running there? (--hub or MCPDEV_HUB names another hub; --wait waits for one that is starting)")
-    };
     let Some(wait) = args.wait else {
-        return HubClient::connect(&args.hub).await.map_err(|e| unreachable(&e).into());
+        return Ok(HubClient::open(&args.hub).await?);
     };
     let deadline = tokio::time::Instant::now() + wait;
     let mut spinner = None;
     let mut pause = Duration::from_millis(20);
     loop {
-        match HubClient::connect(&args.hub).await {
+        match HubClient::open(&args.hub).await {
             Ok(client) => {
                 if let Some(s) = spinner {
                     indicatif::ProgressBar::finish_and_clear(&s);
                 }
                 return Ok(client);
             }
-            Err(e) if tokio::time::Instant::now() + pause >= deadline => return Err(unreachable(&format!("{e} (waited {wait:?})")).into()),
+            // A refusal (a token that is not accepted) does not change by waiting.
+            Err(e) if e.exit != Exit::Unreachable => return Err(e.into()),
+            Err(mut e) if tokio::time::Instant::now() + pause >= deadline => {
+                e.message.push_str(&format!(" (waited {wait:?})"));
+                return Err(e.into());
+            }
             Err(e) => {
-                tracing::info!("the hub at {} is not reachable yet ({e}); retrying until {wait:?} have passed", args.hub);
+                tracing::info!("the hub at {} is not reachable yet ({}); retrying until {wait:?} have passed", args.hub, e.message);
                 spinner = spinner.or_else(|| super::output::spinner(global, true, &format!("waiting for the hub at {}", args.hub)));
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(Duration::from_millis(500));
@@ -289,7 +290,7 @@ async fn accept_direct(
     (cfg.vision_url, cfg.vision_token) = vision.unwrap_or_else(|| ("http://127.0.0.1/mcpdev-no-vision".into(), "none".into()));
     cfg.onboarding_timeout = args.timeout;
     let (events, mut rx) = tokio::sync::broadcast::channel(256);
-    let setup = LinkSetup { identity, session: cfg, events, tracing: Arc::new(Tracing::default()), generation: 1, remote: Some(remote) };
+    let setup = LinkSetup { identity, session: cfg, events, tracing: Arc::new(Tracing::default()), generation: 1, remote: Some(remote), until_hello: None, hello_timeout: None };
     let (handle, _done) = websocket::spawn(ws, setup);
     let ready = async {
         loop {

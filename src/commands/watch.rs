@@ -11,9 +11,7 @@ use crate::exit::{CodedError, Exit};
 use crate::links::hub_client::HubClient;
 
 pub async fn run(global: &GlobalArgs, args: WatchArgs) -> anyhow::Result<()> {
-    let client = HubClient::connect(&args.hub).await.map_err(|e| {
-        CodedError::new(Exit::Unreachable, format!("cannot reach the hub at {}: {e}", args.hub)).with_help("is `mcpdev serve` running? (--hub or MCPDEV_HUB names another hub)")
-    })?;
+    let client = HubClient::open(&args.hub).await?;
     let device = crate::config::resolve_alias(args.device.as_deref());
     let mut events = client.watch(device.as_deref(), args.traffic).await.map_err(|e| CodedError::new(Exit::Unreachable, e.message))?;
     if !global.quiet && !global.json {

@@ -11,9 +11,7 @@ use crate::links::hub_client::HubClient;
 
 /// The hub's description of the device once it is onboarded (`device_id`, `hello`, …).
 pub async fn wait_for_device(hub: &str, device_id: &str, wait: Duration) -> Result<Value, CodedError> {
-    let client = HubClient::connect(hub).await.map_err(|e| {
-        CodedError::new(Exit::Unreachable, format!("cannot reach the hub at {hub}: {e}. Is `mcpdev serve` running? (--hub, MCPDEV_HUB)"))
-    })?;
+    let client = HubClient::open(hub).await?;
     let request = json!({"op": "device", "device": device_id, "wait_ms": wait.as_millis() as u64});
     client.call(request).await.map_err(|e| {
         let exit = if e.kind == "timeout" || e.kind == "not_found" || e.kind == "no_devices" { Exit::Timeout } else { Exit::Unreachable };

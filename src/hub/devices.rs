@@ -50,21 +50,23 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(remote): Connect
             .expect("static response");
     }
     let host = header("host").map(str::to_string);
+    let until_hello = req.extensions().get::<super::budget::HelloSlot>().and_then(super::budget::HelloSlot::take);
     let (response, socket) = match upgrade::accept(&mut req) {
         Ok(pair) => pair,
         Err(resp) => return resp,
     };
     tokio::spawn(async move {
         if let Some(ws) = socket.await {
-            attach(hub, ws, identity, host.as_deref(), Some(remote.to_string()));
+            attach(hub, ws, identity, host.as_deref(), Some(remote.to_string()), until_hello);
         }
     });
     response
 }
 
 /// Runs a device's link and keeps it in the registry while it lives. A device that reconnects
-/// with the same Device-Id replaces its old session.
-pub fn attach(hub: Arc<Hub>, ws: upgrade::UpgradedSocket, identity: Identity, host: Option<&str>, remote: Option<String>) {
+/// with the same Device-Id replaces its old session. `until_hello` is the connection's pre-hello
+/// permit ([`super::budget`]): the link drops it at the device's hello.
+pub fn attach(hub: Arc<Hub>, ws: upgrade::UpgradedSocket, identity: Identity, host: Option<&str>, remote: Option<String>, until_hello: Option<Box<dyn std::any::Any + Send + Sync>>) {
     let session_id = uuid::Uuid::new_v4().to_string();
     let mut cfg = SessionConfig::new(&session_id, websocket::server_hello(&session_id));
     (cfg.vision_url, cfg.vision_token) = hub.vision_for(host);
@@ -80,6 +82,8 @@ pub fn attach(hub: Arc<Hub>, ws: upgrade::UpgradedSocket, identity: Identity, ho
         tracing: hub.registry.tracing.clone(),
         generation,
         remote,
+        until_hello,
+        hello_timeout: Some(hub.config.hello_timeout),
     };
     let (handle, done) = websocket::spawn(ws, setup);
     info!(device = %device_id, "device connected");

@@ -6,13 +6,22 @@
 //!   the vision endpoint;
 //! - the host listener (default `127.0.0.1:8001`, loopback): the control API the CLI uses, and
 //!   the MCP endpoints for MCP hosts ([`crate::bridge`]).
-//!   It checks `Host` and `Origin`, so a web page cannot reach the devices through a browser.
+//!   It checks `Host` and `Origin`, so a web page cannot reach the devices through a browser, and
+//!   serves only the hub's user ([`owner`]): the control API needs the control token, and on
+//!   Linux another local user's loopback connections are refused on every route.
+//!
+//! Both are served by [`listener`]: header and body deadlines, and on the device side a
+//! connection [`budget`] (a cap below the descriptor limit, and caps on connections that have not
+//! said hello, per peer and in total), so slow or silent peers cannot starve the hub.
 //!
 //! With `--mqtt`, devices also come through a broker ([`crate::mqtt::hub`]).
 
+pub mod budget;
 pub mod control;
 pub mod devices;
+pub mod listener;
 pub mod ota;
+pub mod owner;
 pub mod registry;
 pub mod secret;
 pub mod vision;
@@ -29,7 +38,6 @@ use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::any;
-use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 
 use crate::links::upgrade::plain;
@@ -59,6 +67,12 @@ pub struct HubConfig {
     pub mqtt: Option<crate::mqtt::hub::MqttSettings>,
     /// How the OTA endpoint answers.
     pub ota: ota::OtaSettings,
+    /// Header and body deadlines on both listeners.
+    pub limits: listener::Limits,
+    /// The device listener's connection caps (its total is further kept below the fd limit).
+    pub caps: budget::Caps,
+    /// How long a WebSocket device may take to say hello before it is closed.
+    pub hello_timeout: Duration,
 }
 
 impl Default for HubConfig {
@@ -78,6 +92,9 @@ impl Default for HubConfig {
             bridge: crate::bridge::BridgeConfig::default(),
             mqtt: None,
             ota: ota::OtaSettings::default(),
+            limits: listener::Limits::default(),
+            caps: budget::Caps::default(),
+            hello_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -91,6 +108,10 @@ pub struct Hub {
     device_port: u16,
     /// The MQTT side, when the hub runs one (set once at start).
     pub mqtt: std::sync::OnceLock<Arc<crate::mqtt::hub::MqttHub>>,
+    /// The control API's token and its file.
+    pub control: Arc<owner::ControlToken>,
+    /// The device listener's connections.
+    pub budget: Arc<budget::Budget>,
 }
 
 /// A started hub with its bound addresses.
@@ -127,6 +148,16 @@ impl Hub {
 
 /// Binds both listeners and serves until the returned hub is dropped with its runtime.
 pub async fn start(config: HubConfig) -> anyhow::Result<RunningHub> {
+    check_remote_use(&config)?;
+    let fd_limit = budget::raise_fd_limit();
+    let caps = config.caps.within_fd_limit(fd_limit);
+    tracing::info!(
+        fd_limit = %fd_limit.map_or_else(|| "unknown".to_string(), |l| l.to_string()),
+        device_connections = caps.max_connections,
+        pre_hello_per_peer = caps.pre_hello_per_peer,
+        pre_hello_total = caps.pre_hello_total,
+        "open-file limit raised to the hard limit; device-side connections capped below it"
+    );
     let device_listener = TcpListener::bind(config.device_addr)
         .await
         .map_err(|e| bind_error("for devices", config.device_addr, "--device-addr", &e))?;
@@ -135,6 +166,7 @@ pub async fn start(config: HubConfig) -> anyhow::Result<RunningHub> {
         .map_err(|e| bind_error("for the CLI and MCP hosts", config.host_addr, "--host-addr", &e))?;
     let device_addr = device_listener.local_addr()?;
     let host_addr = host_listener.local_addr()?;
+    let control = Arc::new(owner::ControlToken::create(host_addr.port())?);
     let vision_token = config.vision_token.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
     let hub = Arc::new(Hub {
         registry: Registry::new(config.aliases.clone()),
@@ -142,27 +174,25 @@ pub async fn start(config: HubConfig) -> anyhow::Result<RunningHub> {
         vision_token,
         device_port: device_addr.port(),
         mqtt: std::sync::OnceLock::new(),
+        control: control.clone(),
+        budget: budget::Budget::new(caps),
     });
     if let Some(settings) = hub.config.mqtt.clone() {
         let _ = hub.mqtt.set(crate::mqtt::hub::start(hub.clone(), settings).await?);
     }
 
-    let device_app = devices::router(hub.clone()).into_make_service_with_connect_info::<SocketAddr>();
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(device_listener.tap_io(no_delay), device_app).await {
-            tracing::error!("device listener stopped: {e}");
-        }
-    });
-    let host_app = Router::new()
+    let limits = hub.config.limits;
+    let devices = listener::Side::Devices(hub.budget.clone());
+    supervise("device listener", listener::serve(device_listener, devices::router(hub.clone()), devices, limits, "devices"));
+    let control_route = Router::new()
         .route(control::LINK_PATH, any(control::link))
         .with_state(hub.clone())
+        .route_layer(middleware::from_fn_with_state(control, owner::require_token));
+    let host_app = control_route
         .merge(crate::bridge::http::router(hub.clone(), hub.config.bridge.clone()))
-        .layer(middleware::from_fn_with_state(hub.clone(), guard_host_and_origin));
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(host_listener.tap_io(no_delay), host_app).await {
-            tracing::error!("host listener stopped: {e}");
-        }
-    });
+        .layer(middleware::from_fn_with_state(hub.clone(), guard_host_and_origin))
+        .layer(middleware::from_fn(owner::only_owner));
+    supervise("host listener", listener::serve(host_listener, host_app, listener::Side::Host, limits, "host"));
     Ok(RunningHub { hub, device_addr, host_addr })
 }
 
@@ -176,12 +206,36 @@ pub fn bind_error(what: &str, addr: SocketAddr, flag: &str, e: &std::io::Error) 
     crate::exit::CodedError::new(crate::exit::Exit::Usage, format!("cannot listen {what} on {addr} ({flag}): {e}")).with_help(hint).into()
 }
 
-/// Small request/response messages go out at once: with Nagle's algorithm, a second message sent
-/// right after a first waits for the peer's delayed ACK (40 ms per onboarding step, measured).
-fn no_delay(tcp: &mut tokio::net::TcpStream) {
-    if let Err(e) = tcp.set_nodelay(true) {
-        tracing::debug!("cannot set TCP_NODELAY: {e}");
+/// Runs an accept loop; its end (it only ends by panicking) is logged, not silent.
+fn supervise(name: &'static str, accept_loop: impl Future<Output = ()> + Send + 'static) {
+    let task = tokio::spawn(accept_loop);
+    tokio::spawn(async move {
+        if let Err(e) = task.await
+            && !e.is_cancelled()
+        {
+            tracing::error!("the {name} stopped: {e}");
+        }
+    });
+}
+
+/// A host listener reachable from other machines needs a token on every route: the control API
+/// has one always; `/mcp` must have `MCPDEV_MCP_TOKEN`. A `Host` header is no proof of where a
+/// client is, so a non-loopback bind address counts as remote use too.
+fn check_remote_use(config: &HubConfig) -> anyhow::Result<()> {
+    let remote_names: Vec<&str> = config.allowed_hosts.iter().map(String::as_str).filter(|h| !is_loopback_name(host_name(h))).collect();
+    let remote_bind = !config.host_addr.ip().is_loopback();
+    if (remote_names.is_empty() && !remote_bind) || config.bridge.token.is_some() {
+        return Ok(());
     }
+    let why = if remote_bind { format!("the host listener is bound to {}", config.host_addr) } else { format!("--allowed-host {}", remote_names.join(", ")) };
+    Err(crate::exit::CodedError::new(
+        crate::exit::Exit::Usage,
+        format!(
+            "{why} makes the MCP endpoints reachable from other machines: set MCPDEV_MCP_TOKEN so they need a token; \
+             the CLI then reaches the control API with MCPDEV_HUB_TOKEN"
+        ),
+    )
+    .into())
 }
 
 /// DNS-rebinding and cross-site protection: the `Host` must be a loopback name (or allowed), and an

@@ -102,16 +102,16 @@ impl HubSecret {
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn fill_random(buf: &mut [u8]) -> anyhow::Result<()> {
+pub(crate) fn fill_random(buf: &mut [u8]) -> anyhow::Result<()> {
     use ring::rand::SecureRandom;
     ring::rand::SystemRandom::new().fill(buf).map_err(|_| anyhow::anyhow!("the system random source failed"))
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -180,4 +180,9 @@ pub struct LinkSetup {
     pub tracing: Arc<Tracing>,
     pub generation: u64,
     pub remote: Option<String>,
+    /// Held until the device's first hello (or its disconnect), then dropped: the hub's
+    /// pre-hello connection permit.
+    pub until_hello: Option<Box<dyn std::any::Any + Send + Sync>>,
+    /// A device that has not said hello this long after connecting is disconnected.
+    pub hello_timeout: Option<std::time::Duration>,
 }

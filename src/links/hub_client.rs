@@ -6,7 +6,11 @@ use std::sync::{Arc, Mutex};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
-use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::{HeaderValue, header};
+use tokio_tungstenite::tungstenite::{self, Message};
+
+use crate::exit::{CodedError, Exit};
 
 /// An error the hub answered with: `kind` is stable (`not_found`, `timeout`, `device_error`, …).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -45,13 +49,33 @@ pub struct HubClient {
 }
 
 impl HubClient {
-    /// Connects to the hub's host listener, e.g. `http://127.0.0.1:8001` or `ws://…`.
+    /// Connects to the hub's host listener, e.g. `http://127.0.0.1:8001` or `ws://…`, with the
+    /// hub's control token: `MCPDEV_HUB_TOKEN`, else the file the hub wrote for that port
+    /// ([`super::control_token`]). A refusal (401/403) is a [`CodedError`] with [`Exit::Auth`].
     pub async fn connect(hub: &str) -> anyhow::Result<Self> {
         let base = hub.trim_end_matches('/');
         let base = base.strip_prefix("http://").map(|r| format!("ws://{r}")).unwrap_or_else(|| base.to_string());
+        let base = base.strip_prefix("https://").map(|r| format!("wss://{r}")).unwrap_or(base);
         let base = if base.contains("://") { base } else { format!("ws://{base}") };
         let url = format!("{base}{}", crate::hub::control::LINK_PATH);
-        let (ws, _) = tokio_tungstenite::connect_async_with_config(&url, None, true).await?;
+        let mut request = url.as_str().into_client_request()?;
+        let token = super::control_token::for_client(request.uri().port_u16().unwrap_or(if base.starts_with("wss:") { 443 } else { 80 }));
+        if let Ok(token) = &token {
+            let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| anyhow::anyhow!("the hub token contains characters a header cannot carry"))?;
+            request.headers_mut().insert(header::AUTHORIZATION, value);
+        }
+        let ws = match tokio_tungstenite::connect_async_with_config(request, None, true).await {
+            Ok((ws, _)) => ws,
+            Err(tungstenite::Error::Http(resp)) if matches!(resp.status().as_u16(), 401 | 403) => {
+                let said = resp.body().as_deref().map(String::from_utf8_lossy).map(|b| b.trim().to_string()).unwrap_or_default();
+                let mut message = format!("the hub at {hub} refused this client ({}): {said}", resp.status());
+                if let Err(problem) = token {
+                    message.push_str(&format!(" ({problem})"));
+                }
+                return Err(CodedError::new(Exit::Auth, message).into());
+            }
+            Err(e) => return Err(e.into()),
+        };
         let (mut sink, mut stream) = ws.split();
         let (outgoing, mut rx) = mpsc::channel::<String>(64);
         tokio::spawn(async move {
@@ -95,6 +119,15 @@ impl HubClient {
             w.lock().expect("waiters lock").clear();
         });
         Ok(Self { outgoing, waiters, next_id: 1.into() })
+    }
+
+    /// [`Self::connect`], with the error as the CLI reports it: refused (exit 3), or unreachable (4).
+    pub async fn open(hub: &str) -> Result<Self, CodedError> {
+        Self::connect(hub).await.map_err(|e| match e.downcast::<CodedError>() {
+            Ok(coded) => coded,
+            Err(e) => CodedError::new(Exit::Unreachable, format!("cannot reach the hub at {hub}: {e}"))
+                .with_help("is `mcpdev serve` running there? (--hub or MCPDEV_HUB names another hub; --wait waits for one that is starting)"),
+        })
     }
 
     fn register(&self, waiter: Waiter) -> u64 {

@@ -3,8 +3,10 @@
 //! - [`websocket`]: a device's WebSocket, accepted by the hub or by a CLI command with `--listen`;
 //! - [`mqtt`]: a device reached through an MQTT broker, by the hub or by a CLI command with `--mqtt`;
 //! - [`upgrade`]: turning an HTTP request into a WebSocket on our own listeners;
-//! - [`hub_client`]: the CLI's link through a running hub, which behaves like a direct one.
+//! - [`hub_client`]: the CLI's link through a running hub, which behaves like a direct one;
+//!   [`control_token`]: where it finds the hub's control token.
 
+pub mod control_token;
 pub mod handle;
 pub mod hub_client;
 pub mod mcp_client;

@@ -48,6 +48,10 @@ where
         remote: setup.remote.clone(),
     }));
     let mut session = Session::new(setup.identity.clone(), "websocket", setup.session, Instant::now());
+    // Until the first hello: a deadline, and the hub's pre-hello permit, dropped at the hello.
+    let mut until_hello = setup.until_hello;
+    let hello_timeout = setup.hello_timeout;
+    let hello_deadline = hello_timeout.map(|d| tokio::time::Instant::now() + d);
     let mut waiting: HashMap<u64, oneshot::Sender<Result<serde_json::Value, CallError>>> = HashMap::new();
     let reason = loop {
         session.trace = setup.tracing.enabled();
@@ -70,7 +74,13 @@ where
                 Some(Command::Close) | None => break "replaced or shut down by the hub".to_string(),
             },
             _ = sleep_until(deadline) => session.on_tick(Instant::now()),
+            _ = sleep_until(hello_deadline.filter(|_| session.info().hello.is_none())) => {
+                break format!("no hello within {:?}", hello_timeout.unwrap_or_default());
+            }
         };
+        if until_hello.is_some() && session.info().hello.is_some() {
+            until_hello = None;
+        }
         if let Err(e) = carry_out(outputs, &mut ws, &mut waiting, &emit).await {
             break format!("websocket error: {e}");
         }
@@ -82,6 +92,7 @@ where
             let _ = tx.send(outcome);
         }
     }
+    drop(until_hello);
     let _ = ws.close().await;
     info!(device = %device_id, %reason, "device disconnected");
     emit(LinkEvent::Link(Lifecycle::Disconnected { reason }));

@@ -56,6 +56,8 @@ pub async fn open(url: &str, device: Option<&str>, timeout: Duration, wait: Opti
             tracing: Arc::new(Tracing::default()),
             generation: 1,
             remote: Some(format!("{broker} as {key}")),
+            until_hello: None,
+            hello_timeout: None,
         },
         client: c.client.clone(),
         downlink: topics::downlink(&key),

@@ -1,0 +1,208 @@
+//! The hub's accept loops: each connection is served by hyper directly (axum::serve has no
+//! header-read timeout), under a budget that a flood of slow or silent peers cannot exceed.
+//!
+//! - Headers must arrive within [`Limits::header_read_timeout`] (hyper closes the connection
+//!   otherwise), and a request body within [`Limits::body_timeout`].
+//! - The device listener admits a connection only within its [`Budget`](super::budget::Budget):
+//!   a total below the descriptor limit (the host listener keeps a reserve), and a cap on
+//!   connections that have not said hello, per peer address and in total. Refusals close the
+//!   socket at once and are logged (rate-limited).
+//! - The host listener notes the local user behind each loopback connection
+//!   ([`super::owner::PeerUser`]), so that its routes can serve only the hub's user.
+
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::Request;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tower::ServiceExt as _;
+
+use super::budget::{Budget, ConnPermit, HelloSlot};
+use super::owner::PeerUser;
+
+/// Deadlines every connection on both listeners lives by.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// A request's headers must be complete this long after the connection is ready to read one.
+    pub header_read_timeout: Duration,
+    /// A request's body must be complete this long after its headers.
+    pub body_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { header_read_timeout: Duration::from_secs(10), body_timeout: Duration::from_secs(60) }
+    }
+}
+
+/// Which listener a loop serves: what it checks at accept time.
+#[derive(Clone)]
+pub enum Side {
+    /// Devices: admitted within a budget; each connection carries a [`HelloSlot`].
+    Devices(Arc<Budget>),
+    /// The CLI and MCP hosts: each connection carries the [`PeerUser`] behind it.
+    Host,
+}
+
+/// Accepts connections until the listener fails for good; serves each on its own task.
+pub async fn serve(listener: TcpListener, app: Router, side: Side, limits: Limits, name: &'static str) {
+    let local = listener.local_addr().ok();
+    let refusals = super::budget::RateLimited::new(Duration::from_secs(5));
+    let accept_errors = super::budget::RateLimited::new(Duration::from_secs(5));
+    loop {
+        let (tcp, remote) = match listener.accept().await {
+            Ok(pair) => pair,
+            Err(e) => {
+                // EMFILE/ENFILE: back off a little so the loop does not spin while descriptors are out.
+                if let Some(skipped) = accept_errors.allow() {
+                    tracing::warn!(listener = name, skipped, "cannot accept a connection: {e}");
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let admitted = match &side {
+            Side::Devices(budget) => match budget.admit(remote.ip()) {
+                Ok(pair) => Some(pair),
+                Err(why) => {
+                    if let Some(skipped) = refusals.allow() {
+                        tracing::warn!(listener = name, %remote, skipped, "connection refused: {why}");
+                    }
+                    drop(tcp);
+                    continue;
+                }
+            },
+            Side::Host => None,
+        };
+        let app = app.clone();
+        let host_side = matches!(side, Side::Host);
+        tokio::spawn(async move {
+            let (permit, slot) = admitted.unzip();
+            let user = local.filter(|_| host_side).map(|local| PeerUser::of(local, remote));
+            serve_one(tcp, remote, app, limits, permit, slot, user).await;
+        });
+    }
+}
+
+async fn serve_one(
+    tcp: TcpStream,
+    remote: SocketAddr,
+    app: Router,
+    limits: Limits,
+    permit: Option<ConnPermit>,
+    slot: Option<HelloSlot>,
+    user: Option<PeerUser>,
+) {
+    no_delay(&tcp);
+    let service = tower::service_fn(move |req: Request<hyper::body::Incoming>| {
+        let mut req = req.map(|body| Body::new(Deadline::new(body, limits.body_timeout)));
+        req.extensions_mut().insert(ConnectInfo(remote));
+        if let Some(slot) = &slot {
+            req.extensions_mut().insert(slot.clone());
+        }
+        if let Some(user) = &user {
+            req.extensions_mut().insert(*user);
+        }
+        app.clone().oneshot(req)
+    });
+    // The permit travels with the socket, also into an upgraded WebSocket, and ends with it.
+    let io = TokioIo::new(Held { io: tcp, _permit: permit });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .keep_alive(true)
+        .serve_connection(io, TowerToHyperService::new(service))
+        .with_upgrades();
+    if let Err(e) = conn.await {
+        tracing::debug!(%remote, "connection ended: {e}");
+    }
+}
+
+/// Small request/response messages go out at once: with Nagle's algorithm, a second message sent
+/// right after a first waits for the peer's delayed ACK (40 ms per onboarding step, measured).
+fn no_delay(tcp: &TcpStream) {
+    if let Err(e) = tcp.set_nodelay(true) {
+        tracing::debug!("cannot set TCP_NODELAY: {e}");
+    }
+}
+
+/// A socket that holds its connection permit for as long as it lives.
+struct Held {
+    io: TcpStream,
+    _permit: Option<ConnPermit>,
+}
+
+impl AsyncRead for Held {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Held {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+    fn poll_write_vectored(mut self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[std::io::IoSlice<'_>]) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+}
+
+/// A request body that must be complete by a deadline; after it, reading fails (and the handler
+/// answers with an error), so a peer that sends a byte a minute holds nothing for long.
+struct Deadline {
+    body: hyper::body::Incoming,
+    sleep: Pin<Box<tokio::time::Sleep>>,
+    limit: Duration,
+}
+
+impl Deadline {
+    fn new(body: hyper::body::Incoming, limit: Duration) -> Self {
+        Self { body, sleep: Box::pin(tokio::time::sleep(limit)), limit }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive within {0:?}")]
+struct BodyTimeout(Duration);
+
+impl http_body::Body for Deadline {
+    type Data = bytes::Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        if let Poll::Ready(frame) = Pin::new(&mut self.body).poll_frame(cx) {
+            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+        }
+        if self.sleep.as_mut().poll(cx).is_ready() {
+            tracing::info!("request body refused: it did not arrive within {:?}", self.limit);
+            return Poll::Ready(Some(Err(BodyTimeout(self.limit).into())));
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
