@@ -58,23 +58,33 @@ impl HubClient {
         let base = base.strip_prefix("https://").map(|r| format!("wss://{r}")).unwrap_or(base);
         let base = if base.contains("://") { base } else { format!("ws://{base}") };
         let url = format!("{base}{}", crate::hub::control::LINK_PATH);
-        let mut request = url.as_str().into_client_request()?;
-        let token = super::control_token::for_client(request.uri().port_u16().unwrap_or(if base.starts_with("wss:") { 443 } else { 80 }));
-        if let Ok(token) = &token {
-            let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| anyhow::anyhow!("the hub token contains characters a header cannot carry"))?;
-            request.headers_mut().insert(header::AUTHORIZATION, value);
-        }
-        let ws = match tokio_tungstenite::connect_async_with_config(request, None, true).await {
-            Ok((ws, _)) => ws,
-            Err(tungstenite::Error::Http(resp)) if matches!(resp.status().as_u16(), 401 | 403) => {
-                let said = resp.body().as_deref().map(String::from_utf8_lossy).map(|b| b.trim().to_string()).unwrap_or_default();
-                let mut message = format!("the hub at {hub} refused this client ({}): {said}", resp.status());
-                if let Err(problem) = token {
-                    message.push_str(&format!(" ({problem})"));
-                }
-                return Err(CodedError::new(Exit::Auth, message).into());
+        let port = url.as_str().into_client_request()?.uri().port_u16().unwrap_or(if base.starts_with("wss:") { 443 } else { 80 });
+        // A hub that has just bound its port writes its token a moment later: when there was no
+        // token to send and the hub refuses, read it once more and try again.
+        let mut attempts = 0;
+        let ws = loop {
+            attempts += 1;
+            let mut request = url.as_str().into_client_request()?;
+            let token = super::control_token::for_client(port);
+            if let Ok(token) = &token {
+                let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| anyhow::anyhow!("the hub token contains characters a header cannot carry"))?;
+                request.headers_mut().insert(header::AUTHORIZATION, value);
             }
-            Err(e) => return Err(e.into()),
+            match tokio_tungstenite::connect_async_with_config(request, None, true).await {
+                Ok((ws, _)) => break ws,
+                Err(tungstenite::Error::Http(resp)) if matches!(resp.status().as_u16(), 401 | 403) => {
+                    if token.is_err() && attempts == 1 && super::control_token::for_client(port).is_ok() {
+                        continue;
+                    }
+                    let said = resp.body().as_deref().map(String::from_utf8_lossy).map(|b| b.trim().to_string()).unwrap_or_default();
+                    let mut message = format!("the hub at {hub} refused this client ({}): {said}", resp.status());
+                    if let Err(problem) = token {
+                        message.push_str(&format!(" ({problem})"));
+                    }
+                    return Err(CodedError::new(Exit::Auth, message).into());
+                }
+                Err(e) => return Err(e.into()),
+            }
         };
         let (mut sink, mut stream) = ws.split();
         let (outgoing, mut rx) = mpsc::channel::<String>(64);
