@@ -7,7 +7,8 @@
 //! 3. [`links`]: how frames reach a device (a WebSocket or MQTT task per device driving its
 //!    session; the CLI's relay through a hub; the CLI as a client of any MCP server);
 //!    [`mqtt`] is the broker side (topics, connections, embedded broker, cluster claims).
-//! 4. [`hub`]: `mcpdev serve` (device listener with OTA and vision, registry, control API);
+//! 4. [`hub`]: `mcpdev serve` (device listener with OTA and vision, device admission, registry,
+//!    control API);
 //!    [`bridge`]: the hub's MCP endpoints for MCP hosts (rmcp, plus legacy SSE).
 //! 5. [`commands`]: one module per subcommand; thin: parse, call the layers, render.
 //!
