@@ -38,6 +38,7 @@ complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "init" -d 'Send MCP `i
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "tools" -d 'List a device\'s tools'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "call" -d 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "watch" -d 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "devices" -d 'List connected devices; approve, revoke and list devices waiting to be admitted'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "sim" -d 'Run virtual devices (the firmware\'s own MCP core) against a backend'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "flash" -d 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "man" -d 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
@@ -49,7 +50,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo -d 'Run N v
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo-extra-tools -d 'Extra generated tools per demo device' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo-profile -d 'Which tools the demo devices offer' -r -f -a "stock\t'The stock xiaozhi common and user-only tools'
 conformance\t'The stock tools plus the MCP conformance suite\'s fixture tools'"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l device-token -d 'Accepted device tokens, comma-separated (devices must send Authorization: Bearer <token>)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l device-token -d 'Shared device tokens, comma-separated, accepted for any Device-Id (not bound to a device; prefer per-device admission)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-url -d 'capabilities.vision.url for initialize (default: the hub\'s own vision endpoint)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-token -d 'capabilities.vision.token (default: random, checked by the hub\'s own endpoint)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-dir -d 'Where the hub\'s vision endpoint saves uploaded photos' -r -F
@@ -75,6 +76,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l timezone-offset 
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l approve-all -d 'Admit every device (a lab bench). By default a device is admitted once approved with `mcpdev devices approve`, and must present its own token'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-user-tools -d 'Also offer tools the device marks user-only to MCP hosts'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s q -l quiet -d 'Print only results (no progress or hints)'
@@ -187,6 +189,61 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s q -l quiet -d 'P
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -l hub -d 'The hub\'s host listener' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -f -a "approve" -d 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -f -a "revoke" -d 'Withdraw a device\'s admission and disconnect it'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -f -a "pending" -d 'Devices waiting to be admitted, with their codes'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -f -a "admitted" -d 'Devices that are admitted'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l hub -d 'The hub\'s host listener' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -l hub -d 'The hub\'s host listener' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -l hub -d 'The hub\'s host listener' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -l hub -d 'The hub\'s host listener' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "approve" -d 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "revoke" -d 'Withdraw a device\'s admission and disconnect it'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "pending" -d 'Devices waiting to be admitted, with their codes'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "admitted" -d 'Devices that are admitted'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l url -d 'The backend\'s WebSocket URL' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l device-id -d 'Device-Id (MAC) of the first device; further devices count up from it' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l count -d 'How many virtual devices to run in this process' -r
@@ -246,15 +303,20 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -s q -l quiet
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "serve" -d 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "hello" -d 'Show a device\'s hello: identity, transport, features, audio parameters'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "init" -d 'Send MCP `initialize`; show protocol version, serverInfo and capabilities'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "tools" -d 'List a device\'s tools'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "call" -d 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "watch" -d 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "sim" -d 'Run virtual devices (the firmware\'s own MCP core) against a backend'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "flash" -d 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "man" -d 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "completions" -d 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim flash man completions help" -f -a "serve" -d 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim flash man completions help" -f -a "hello" -d 'Show a device\'s hello: identity, transport, features, audio parameters'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim flash man completions help" -f -a "init" -d 'Send MCP `initialize`; show protocol version, serverInfo and capabilities'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim flash man completions help" -f -a "tools" -d 'List a device\'s tools'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim flash man completions help" -f -a "call" -d 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim flash man completions help" -f -a "watch" -d 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim flash man completions help" -f -a "devices" -d 'List connected devices; approve, revoke and list devices waiting to be admitted'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim flash man completions help" -f -a "sim" -d 'Run virtual devices (the firmware\'s own MCP core) against a backend'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim flash man completions help" -f -a "flash" -d 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim flash man completions help" -f -a "man" -d 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim flash man completions help" -f -a "completions" -d 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim flash man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from tools" -f -a "list" -d 'Every tool, all pages, as a table (full schemas with --json)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "approve" -d 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "revoke" -d 'Withdraw a device\'s admission and disconnect it'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "pending" -d 'Devices waiting to be admitted, with their codes'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "admitted" -d 'Devices that are admitted'
