@@ -330,6 +330,7 @@ async fn relay_vs_bare(scratch: &Scratch, hub: &HubProcess, client: &HubClient) 
     let local = hub::start(HubConfig {
         device_addr: "127.0.0.1:0".parse()?,
         host_addr: "127.0.0.1:0".parse()?,
+        admission: mcpdev::hub::admission::AdmissionConfig { approve_all: true, state_dir: None },
         ..HubConfig::default()
     })
     .await?;
@@ -611,7 +612,7 @@ struct HubProcess {
 
 impl HubProcess {
     async fn start(scratch: &Scratch) -> anyhow::Result<Self> {
-        let args = ["serve", "--json", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0"];
+        let args = ["serve", "--json", "--approve-all", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0"];
         let mut child = scratch.command(&args, true).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().context("starting mcpdev serve")?;
         let pid = child.id().context("hub pid")?;
         let mut stdout = BufReader::new(child.stdout.take().context("hub stdout")?).lines();

@@ -43,7 +43,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 async fn main() -> anyhow::Result<()> {
     mcpdev::tls::install_crypto_provider();
     let mut hub = tokio::process::Command::new(BIN)
-        .args(["serve", "--json", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0", "--demo", &DEVICES.to_string()])
+        .args(["serve", "--json", "--approve-all", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0", "--demo", &DEVICES.to_string()])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop(true)

@@ -40,6 +40,7 @@ async fn run(name: &str, broker: Option<BrokerChoice>) {
     let mut config = HubConfig {
         device_addr: "127.0.0.1:0".parse().expect("address"),
         host_addr: "127.0.0.1:0".parse().expect("address"),
+        admission: mcpdev::hub::admission::AdmissionConfig { approve_all: true, state_dir: None },
         ..HubConfig::default()
     };
     config.mqtt = broker.map(MqttSettings::new);

@@ -37,6 +37,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('tools', 'tools', [CompletionResultType]::ParameterValue, 'List a device''s tools')
             [CompletionResult]::new('call', 'call', [CompletionResultType]::ParameterValue, 'Call a tool: arguments typed and validated by its inputSchema before anything is sent')
             [CompletionResult]::new('watch', 'watch', [CompletionResultType]::ParameterValue, 'Stream live events: connects, hellos, notifications, messages, and MCP traffic')
+            [CompletionResult]::new('devices', 'devices', [CompletionResultType]::ParameterValue, 'List connected devices; approve, revoke and list devices waiting to be admitted')
             [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'Run virtual devices (the firmware''s own MCP core) against a backend')
             [CompletionResult]::new('flash', 'flash', [CompletionResultType]::ParameterValue, 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)')
@@ -51,7 +52,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--demo', '--demo', [CompletionResultType]::ParameterName, 'Run N virtual devices in this process (2 when given without a number)')
             [CompletionResult]::new('--demo-extra-tools', '--demo-extra-tools', [CompletionResultType]::ParameterName, 'Extra generated tools per demo device')
             [CompletionResult]::new('--demo-profile', '--demo-profile', [CompletionResultType]::ParameterName, 'Which tools the demo devices offer')
-            [CompletionResult]::new('--device-token', '--device-token', [CompletionResultType]::ParameterName, 'Accepted device tokens, comma-separated (devices must send Authorization: Bearer <token>)')
+            [CompletionResult]::new('--device-token', '--device-token', [CompletionResultType]::ParameterName, 'Shared device tokens, comma-separated, accepted for any Device-Id (not bound to a device; prefer per-device admission)')
             [CompletionResult]::new('--vision-url', '--vision-url', [CompletionResultType]::ParameterName, 'capabilities.vision.url for initialize (default: the hub''s own vision endpoint)')
             [CompletionResult]::new('--vision-token', '--vision-token', [CompletionResultType]::ParameterName, 'capabilities.vision.token (default: random, checked by the hub''s own endpoint)')
             [CompletionResult]::new('--vision-dir', '--vision-dir', [CompletionResultType]::ParameterName, 'Where the hub''s vision endpoint saves uploaded photos')
@@ -80,6 +81,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--max-pre-hello', '--max-pre-hello', [CompletionResultType]::ParameterName, 'Device-side connections that have not said hello yet, in total; more are closed at once')
             [CompletionResult]::new('--max-device-connections', '--max-device-connections', [CompletionResultType]::ParameterName, 'Device-side connections in total (also kept 256 below the open-file limit, for the host listener)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--approve-all', '--approve-all', [CompletionResultType]::ParameterName, 'Admit every device (a lab bench). By default a device is admitted once approved with `mcpdev devices approve`, and must present its own token')
             [CompletionResult]::new('--mcp-user-tools', '--mcp-user-tools', [CompletionResultType]::ParameterName, 'Also offer tools the device marks user-only to MCP hosts')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
@@ -240,6 +242,104 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'mcpdev;devices' {
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id')
+            [CompletionResult]::new('revoke', 'revoke', [CompletionResultType]::ParameterValue, 'Withdraw a device''s admission and disconnect it')
+            [CompletionResult]::new('pending', 'pending', [CompletionResultType]::ParameterValue, 'Devices waiting to be admitted, with their codes')
+            [CompletionResult]::new('admitted', 'admitted', [CompletionResultType]::ParameterValue, 'Devices that are admitted')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'mcpdev;devices;approve' {
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;devices;revoke' {
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;devices;pending' {
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;devices;admitted' {
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;devices;help' {
+            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id')
+            [CompletionResult]::new('revoke', 'revoke', [CompletionResultType]::ParameterValue, 'Withdraw a device''s admission and disconnect it')
+            [CompletionResult]::new('pending', 'pending', [CompletionResultType]::ParameterValue, 'Devices waiting to be admitted, with their codes')
+            [CompletionResult]::new('admitted', 'admitted', [CompletionResultType]::ParameterValue, 'Devices that are admitted')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'mcpdev;devices;help;approve' {
+            break
+        }
+        'mcpdev;devices;help;revoke' {
+            break
+        }
+        'mcpdev;devices;help;pending' {
+            break
+        }
+        'mcpdev;devices;help;admitted' {
+            break
+        }
+        'mcpdev;devices;help;help' {
+            break
+        }
         'mcpdev;sim' {
             [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'The backend''s WebSocket URL')
             [CompletionResult]::new('--device-id', '--device-id', [CompletionResultType]::ParameterName, 'Device-Id (MAC) of the first device; further devices count up from it')
@@ -331,6 +431,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('tools', 'tools', [CompletionResultType]::ParameterValue, 'List a device''s tools')
             [CompletionResult]::new('call', 'call', [CompletionResultType]::ParameterValue, 'Call a tool: arguments typed and validated by its inputSchema before anything is sent')
             [CompletionResult]::new('watch', 'watch', [CompletionResultType]::ParameterValue, 'Stream live events: connects, hellos, notifications, messages, and MCP traffic')
+            [CompletionResult]::new('devices', 'devices', [CompletionResultType]::ParameterValue, 'List connected devices; approve, revoke and list devices waiting to be admitted')
             [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'Run virtual devices (the firmware''s own MCP core) against a backend')
             [CompletionResult]::new('flash', 'flash', [CompletionResultType]::ParameterValue, 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)')
@@ -358,6 +459,25 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;help;watch' {
+            break
+        }
+        'mcpdev;help;devices' {
+            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id')
+            [CompletionResult]::new('revoke', 'revoke', [CompletionResultType]::ParameterValue, 'Withdraw a device''s admission and disconnect it')
+            [CompletionResult]::new('pending', 'pending', [CompletionResultType]::ParameterValue, 'Devices waiting to be admitted, with their codes')
+            [CompletionResult]::new('admitted', 'admitted', [CompletionResultType]::ParameterValue, 'Devices that are admitted')
+            break
+        }
+        'mcpdev;help;devices;approve' {
+            break
+        }
+        'mcpdev;help;devices;revoke' {
+            break
+        }
+        'mcpdev;help;devices;pending' {
+            break
+        }
+        'mcpdev;help;devices;admitted' {
             break
         }
         'mcpdev;help;sim' {

@@ -34,6 +34,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand tools 'List a device''s tools'
             cand call 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
             cand watch 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
+            cand devices 'List connected devices; approve, revoke and list devices waiting to be admitted'
             cand sim 'Run virtual devices (the firmware''s own MCP core) against a backend'
             cand flash 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
             cand man 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
@@ -47,7 +48,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --demo 'Run N virtual devices in this process (2 when given without a number)'
             cand --demo-extra-tools 'Extra generated tools per demo device'
             cand --demo-profile 'Which tools the demo devices offer'
-            cand --device-token 'Accepted device tokens, comma-separated (devices must send Authorization: Bearer <token>)'
+            cand --device-token 'Shared device tokens, comma-separated, accepted for any Device-Id (not bound to a device; prefer per-device admission)'
             cand --vision-url 'capabilities.vision.url for initialize (default: the hub''s own vision endpoint)'
             cand --vision-token 'capabilities.vision.token (default: random, checked by the hub''s own endpoint)'
             cand --vision-dir 'Where the hub''s vision endpoint saves uploaded photos'
@@ -76,6 +77,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --max-pre-hello 'Device-side connections that have not said hello yet, in total; more are closed at once'
             cand --max-device-connections 'Device-side connections in total (also kept 256 below the open-file limit, for the host listener)'
             cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --approve-all 'Admit every device (a lab bench). By default a device is admitted once approved with `mcpdev devices approve`, and must present its own token'
             cand --mcp-user-tools 'Also offer tools the device marks user-only to MCP hosts'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
@@ -226,6 +228,93 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'mcpdev;devices'= {
+            cand --hub 'The hub''s host listener'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand approve 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id'
+            cand revoke 'Withdraw a device''s admission and disconnect it'
+            cand pending 'Devices waiting to be admitted, with their codes'
+            cand admitted 'Devices that are admitted'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'mcpdev;devices;approve'= {
+            cand --hub 'The hub''s host listener'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;devices;revoke'= {
+            cand --hub 'The hub''s host listener'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;devices;pending'= {
+            cand --hub 'The hub''s host listener'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;devices;admitted'= {
+            cand --hub 'The hub''s host listener'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;devices;help'= {
+            cand approve 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id'
+            cand revoke 'Withdraw a device''s admission and disconnect it'
+            cand pending 'Devices waiting to be admitted, with their codes'
+            cand admitted 'Devices that are admitted'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'mcpdev;devices;help;approve'= {
+        }
+        &'mcpdev;devices;help;revoke'= {
+        }
+        &'mcpdev;devices;help;pending'= {
+        }
+        &'mcpdev;devices;help;admitted'= {
+        }
+        &'mcpdev;devices;help;help'= {
+        }
         &'mcpdev;sim'= {
             cand --url 'The backend''s WebSocket URL'
             cand --device-id 'Device-Id (MAC) of the first device; further devices count up from it'
@@ -313,6 +402,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand tools 'List a device''s tools'
             cand call 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
             cand watch 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
+            cand devices 'List connected devices; approve, revoke and list devices waiting to be admitted'
             cand sim 'Run virtual devices (the firmware''s own MCP core) against a backend'
             cand flash 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
             cand man 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
@@ -333,6 +423,20 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         &'mcpdev;help;call'= {
         }
         &'mcpdev;help;watch'= {
+        }
+        &'mcpdev;help;devices'= {
+            cand approve 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id'
+            cand revoke 'Withdraw a device''s admission and disconnect it'
+            cand pending 'Devices waiting to be admitted, with their codes'
+            cand admitted 'Devices that are admitted'
+        }
+        &'mcpdev;help;devices;approve'= {
+        }
+        &'mcpdev;help;devices;revoke'= {
+        }
+        &'mcpdev;help;devices;pending'= {
+        }
+        &'mcpdev;help;devices;admitted'= {
         }
         &'mcpdev;help;sim'= {
         }

@@ -66,6 +66,8 @@ pub enum Command {
     Call(CallArgs),
     /// Stream live events: connects, hellos, notifications, messages, and MCP traffic
     Watch(WatchArgs),
+    /// List connected devices; approve, revoke and list devices waiting to be admitted
+    Devices(DevicesArgs),
     /// Run virtual devices (the firmware's own MCP core) against a backend
     Sim(SimArgs),
     /// Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)
@@ -219,8 +221,43 @@ pub struct WatchArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  mcpdev devices                  # connected devices\n  \
+mcpdev devices pending          # devices waiting to be admitted, with their codes\n  \
+mcpdev devices approve 123456   # the code the device shows (or its Device-Id)\n  \
+mcpdev devices revoke aa:bb:cc:dd:ee:ff")]
+pub struct DevicesArgs {
+    /// The hub's host listener
+    #[arg(long, env = "MCPDEV_HUB", default_value = "http://127.0.0.1:8001", global = true)]
+    pub hub: String,
+    #[command(subcommand)]
+    pub command: Option<DevicesCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DevicesCommand {
+    /// Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id
+    Approve {
+        #[arg(value_name = "CODE|DEVICE-ID")]
+        target: String,
+    },
+    /// Withdraw a device's admission and disconnect it
+    Revoke {
+        #[arg(value_name = "DEVICE-ID")]
+        device: String,
+    },
+    /// Devices waiting to be admitted, with their codes
+    Pending,
+    /// Devices that are admitted
+    Admitted,
+}
+
+#[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  mcpdev serve --demo            # with 2 virtual devices, nothing else needed\n  \
-MCPDEV_DEVICE_TOKEN=secret mcpdev serve --device-addr 0.0.0.0:8000")]
+mcpdev serve --approve-all     # a lab bench: every device is admitted\n\n\
+Devices are admitted, not merely connected: a new device gets a 6-digit code (its OTA check-in \
+shows it; a refused WebSocket names it) and is let in once you run `mcpdev devices approve CODE`; \
+it then connects with its own token. Approvals are kept in the state directory \
+($MCPDEV_STATE_DIR, else $XDG_STATE_HOME/mcpdev or ~/.local/state/mcpdev).")]
 pub struct ServeArgs {
     /// Where devices connect (WebSocket /xiaozhi/v1/)
     #[arg(long, env = "MCPDEV_DEVICE_ADDR", default_value = "0.0.0.0:8000")]
@@ -241,9 +278,14 @@ pub struct ServeArgs {
     /// Which tools the demo devices offer
     #[arg(long, value_enum, default_value_t = crate::sim::Profile::Stock)]
     pub demo_profile: crate::sim::Profile,
-    /// Accepted device tokens, comma-separated (devices must send Authorization: Bearer <token>)
+    /// Shared device tokens, comma-separated, accepted for any Device-Id (not bound to a device;
+    /// prefer per-device admission)
     #[arg(long = "device-token", env = "MCPDEV_DEVICE_TOKEN", hide_env_values = true, value_delimiter = ',')]
     pub device_tokens: Vec<String>,
+    /// Admit every device (a lab bench). By default a device is admitted once approved with
+    /// `mcpdev devices approve`, and must present its own token
+    #[arg(long)]
+    pub approve_all: bool,
     /// capabilities.vision.url for initialize (default: the hub's own vision endpoint)
     #[arg(long)]
     pub vision_url: Option<String>,

@@ -9,8 +9,9 @@
 //! 3. [`links`]: how frames reach a device (a WebSocket or MQTT task per device driving its
 //!    session; the CLI's relay through a hub; the CLI as a client of any MCP server);
 //!    [`mqtt`] is the broker side (topics, connections, embedded broker, cluster claims).
-//! 4. [`hub`]: `mcpdev serve` (device listener with OTA and vision, registry, control API; accept
-//!    loops with deadlines and a connection budget; an owner-only host listener);
+//! 4. [`hub`]: `mcpdev serve` (device listener with OTA and vision, device admission, registry,
+//!    control API; accept loops with deadlines and a connection budget; an owner-only host
+//!    listener);
 //!    [`bridge`]: the hub's MCP endpoints for MCP hosts (rmcp, plus legacy SSE).
 //! 5. [`commands`]: one module per subcommand; thin: parse, call the layers, render.
 //!

@@ -8,7 +8,9 @@
 //!   comes back after a broker restart;
 //! - bootstraps onto WebSocket when the hub runs no MQTT, with the token the OTA answer hands out;
 //! - is refused by the embedded broker with a wrong token (and says to check it), and let in with
-//!   the right one.
+//!   the right one;
+//! - on a hub in admission mode, does the activation dance: prints the code the OTA answer names,
+//!   polls until `mcpdev devices approve CODE`, then connects with its own token.
 
 mod common;
 
@@ -201,4 +203,23 @@ async fn the_broker_checks_the_firmware_token_and_the_firmware_says_what_to_fix(
     let _right = HostDevice::start(&broker, "fw-secret", DEV);
     assert_eq!(hello(&hub, DEV).await["transport"], "mqtt");
     set_volume_and_read_it_back(&hub, DEV, 21).await;
+}
+
+#[tokio::test]
+async fn the_firmware_activates_with_its_code_and_comes_up_once_approved() {
+    const DEV: &str = "02:00:00:fe:10:05";
+    let hub = HubProcess::start_admitting(&[], &[]).await;
+    let ota = hub.info["ota"].as_str().unwrap().to_string();
+    let mut device = HostDevice::start(&ota, "", DEV);
+
+    let line = device.line_with("activation code").await;
+    let code: String = line.split("activation code ").nth(1).unwrap_or_default().chars().take_while(char::is_ascii_digit).collect();
+    assert_eq!(code.len(), 6, "{line}");
+    let approved = mcpdev(&hub, &["devices", "approve", &code]).await;
+    assert_eq!(approved.code, 0, "{approved:?}");
+    assert!(device.line_with("activated").await.contains("checking in again"));
+
+    let h = hello(&hub, DEV).await;
+    assert_eq!(h["transport"], "websocket", "{h}");
+    set_volume_and_read_it_back(&hub, DEV, 9).await;
 }

@@ -220,7 +220,7 @@ async fn hostile_frames_are_survived_and_other_devices_are_unaffected() {
 
 #[tokio::test]
 async fn device_tokens_are_checked_with_a_clear_reason() {
-    let hub = HubProcess::start(&[], &[("MCPDEV_DEVICE_TOKEN", "s3cret,other")]).await;
+    let hub = HubProcess::start_admitting(&[], &[("MCPDEV_DEVICE_TOKEN", "s3cret,other")]).await;
     let connect = |token: Option<&str>| {
         let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(hub.device_url.as_str()).unwrap();
         req.headers_mut().insert("Device-Id", "aa:00:00:00:00:0d".parse().unwrap());
@@ -229,7 +229,8 @@ async fn device_tokens_are_checked_with_a_clear_reason() {
         }
         tokio_tungstenite::connect_async(req)
     };
-    for (token, reason) in [(None, "requires a device token"), (Some("wrong"), "not accepted")] {
+    // Admission is on: a device that is neither approved nor holding a shared token gets a code.
+    for (token, reason) in [(None, "is not admitted"), (Some("wrong"), "mcpdev devices approve")] {
         match connect(token).await {
             Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => {
                 assert_eq!(resp.status(), 401);

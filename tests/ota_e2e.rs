@@ -4,52 +4,9 @@
 
 mod common;
 
+use common::ota::{check_in, http};
 use common::{HubProcess, mcpdev, spawn_mcpdev};
-use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// One HTTP/1.1 request to the hub's device listener; the status and body.
-async fn http(hub: &HubProcess, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, Vec<u8>) {
-    let addr = hub.device_url.trim_start_matches("ws://").split('/').next().unwrap().to_string();
-    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-        req.push_str(&format!("Host: {addr}\r\n"));
-    }
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut out = Vec::new();
-    tokio::time::timeout(common::ws::DEADLINE, s.read_to_end(&mut out)).await.expect("no answer in time").unwrap();
-    let split = out.windows(4).position(|w| w == b"\r\n\r\n").expect("an HTTP response");
-    let head = String::from_utf8_lossy(&out[..split]).to_string();
-    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    (status, out[split + 4..].to_vec())
-}
-
-/// The stock check-in (§3.1): its headers and a system-info body.
-async fn check_in(hub: &HubProcess, host: &str, device: &str) -> Value {
-    let body = json!({"version":2,"language":"zh-CN","flash_size":16777216,"minimum_free_heap_size":"123456","mac_address":device,
-        "uuid":"5f0c2a8e-1111-4222-8333-944455556666","chip_model_name":"esp32s3","chip_info":{"model":9,"cores":2,"revision":2,"features":18},
-        "application":{"name":"xiaozhi","version":"2.4.2","compile_time":"","idf_version":"v5.4","elf_sha256":""},
-        "partition_table":[],"ota":{"label":"ota_0"},"display":{"monochrome":false,"width":240,"height":240},
-        "board":{"type":"bread-compact-wifi","name":"bread-compact-wifi","ssid":"lab","rssi":-50,"channel":1,"ip":"10.0.0.9","mac":device}});
-    let headers = [
-        ("Host", host),
-        ("Activation-Version", "1"),
-        ("Device-Id", device),
-        ("Client-Id", "5f0c2a8e-1111-4222-8333-944455556666"),
-        ("User-Agent", "bread-compact-wifi/2.4.2"),
-        ("Accept-Language", "zh-CN"),
-        ("Content-Type", "application/json"),
-    ];
-    let (status, body) = http(hub, "POST", "/xiaozhi/ota/", &headers, &body.to_string()).await;
-    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
-    serde_json::from_slice(&body).unwrap()
-}
+use serde_json::json;
 
 fn port_of(url: &str) -> u16 {
     url.rsplit(':').next().unwrap().split('/').next().unwrap().parse().unwrap()
@@ -75,8 +32,12 @@ async fn ota_answers_have_the_shapes_stock_firmware_reads() {
     let ts = r["server_time"]["timestamp"].as_u64().unwrap();
     assert!(ts >= before && ts < before + 60_000, "timestamp {ts} is in ms");
     assert_eq!(r["server_time"]["timezone_offset"], 480);
-    // websocket: the name the device used, the device listener's real port, the configured token.
-    assert_eq!(r["websocket"], json!({"url": format!("ws://hub.example:{device_port}/xiaozhi/v1/"), "token": "tok-1", "version": 1}));
+    // websocket: the name the device used, the device listener's real port, the device's own token
+    // (this hub admits every device: --approve-all), never the shared one.
+    assert_eq!(r["websocket"]["url"], format!("ws://hub.example:{device_port}/xiaozhi/v1/"));
+    assert_eq!(r["websocket"]["version"], 1);
+    let own = r["websocket"]["token"].as_str().unwrap();
+    assert!(own.len() == 32 && own != "tok-1", "{own}");
     // mqtt (the device prefers it when present): every key the firmware copies into NVS.
     let m = &r["mqtt"];
     let key = "GID_mcpdev@@@aa_bb_cc_dd_ee_01";
@@ -100,12 +61,12 @@ async fn ota_answers_have_the_shapes_stock_firmware_reads() {
     assert_eq!(status, 400);
     assert!(String::from_utf8_lossy(&why).contains("Device-Id"));
 
-    // A hub without MQTT, without token or firmware: websocket only, an empty token.
+    // A hub without MQTT, without token or firmware: websocket only, with the device's own token.
     let plain = HubProcess::start(&[], &[]).await;
     let r = check_in(&plain, "10.1.2.3", "aa:bb:cc:dd:ee:02").await;
     assert!(r.get("mqtt").is_none() && r.get("firmware").is_none());
     assert_eq!(r["websocket"]["url"], format!("ws://10.1.2.3:{}/xiaozhi/v1/", port_of(&plain.device_url)));
-    assert_eq!(r["websocket"]["token"], "");
+    assert_eq!(r["websocket"]["token"].as_str().map(str::len), Some(32));
     assert_eq!(r["server_time"]["timezone_offset"], 0);
 }
 

@@ -141,12 +141,12 @@ async fn refused_credentials_exit_3_in_plain_words() {
 /// exits with the code for it; it does not retry forever.
 #[tokio::test]
 async fn sim_stops_on_permanent_errors_with_the_reason() {
-    let hub = HubProcess::start(&["--mqtt", "embedded", "--mqtt-listen", "127.0.0.1:0"], &[("MCPDEV_DEVICE_TOKEN", "the-token")]).await;
+    let hub = HubProcess::start_admitting(&["--mqtt", "embedded", "--mqtt-listen", "127.0.0.1:0"], &[("MCPDEV_DEVICE_TOKEN", "the-token")]).await;
     let broker = hub.info["mqtt"].as_str().expect("the listening line names the broker").to_string();
     let http_url = hub.device_url.replace("ws://", "http://");
     let cases: [(&str, Vec<&str>, i32, &str); 4] = [
         ("no token over WebSocket", vec!["sim", "--url", &hub.device_url], 3, "device token"),
-        ("wrong token over WebSocket", vec!["sim", "--url", &hub.device_url], 3, "not accepted"),
+        ("wrong token over WebSocket", vec!["sim", "--url", &hub.device_url], 3, "not admitted"),
         ("an http:// URL", vec!["sim", "--url", &http_url], 2, "cannot be used"),
         ("wrong MQTT password", vec!["sim", "--mqtt", &broker], 3, "refused this device's credentials"),
     ];

@@ -1,6 +1,7 @@
 //! One module per subcommand: parse, call the layers, render.
 
 pub mod call;
+pub mod devices;
 pub mod flash;
 pub mod generate;
 pub mod hello;
@@ -25,6 +26,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Tools { command: ToolsCommand::List(args) } => tools::list(g, args).await,
         Command::Call(args) => call::run(g, args).await,
         Command::Watch(args) => watch::run(g, args).await,
+        Command::Devices(args) => devices::run(g, args).await,
         Command::Sim(args) => sim::run(g, args).await,
         Command::Flash(args) => flash::run(g, args).await,
         Command::Man(args) => generate::man(&args),

@@ -4,6 +4,7 @@ use crate::cli::{GlobalArgs, MqttServeArgs, ServeArgs};
 use crate::exit::{CodedError, Exit};
 use crate::hub::budget::Caps;
 use crate::hub::listener::Limits;
+use crate::hub::admission::AdmissionConfig;
 use crate::hub::ota::OtaSettings;
 use crate::hub::{self, HubConfig};
 use crate::mqtt::conn::BrokerUrl;
@@ -15,6 +16,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         device_addr: args.device_addr,
         host_addr: args.host_addr,
         device_tokens: args.device_tokens.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect(),
+        admission: AdmissionConfig { approve_all: args.approve_all, state_dir: Some(crate::paths::state_dir()) },
         vision_url: args.vision_url.clone(),
         vision_token: args.vision_token.clone(),
         vision_dir: args.vision_dir.clone(),
@@ -41,6 +43,12 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         hello_timeout: args.limits.hello_timeout,
     };
     let running = hub::start(config).await?;
+    let admission = &running.hub.admission;
+    if admission.approve_all() {
+        tracing::warn!("--approve-all: every device is admitted, whatever it is; use this on a lab bench only");
+    } else if admission.has_shared_tokens() {
+        tracing::warn!("shared device tokens (MCPDEV_DEVICE_TOKEN) are accepted for any Device-Id: they are not bound to a device");
+    }
     let devices_url = format!("ws://{}/xiaozhi/v1/", running.device_addr);
     let host_url = format!("http://{}", running.host_addr);
     let mqtt = running.hub.mqtt.get().cloned();
@@ -55,7 +63,8 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         let local = format!("ws://127.0.0.1:{}/xiaozhi/v1/", running.device_addr.port());
         for i in 0..n {
             let mut cfg = SimConfig::new(&local, format!("02:00:00:00:00:{:02x}", i + 1));
-            cfg.token = running.hub.config.device_tokens.first().cloned();
+            // In-process devices are admitted whatever the mode: they get their own tokens.
+            cfg.token = Some(admission.admit_resident(&cfg.device_id));
             cfg.extra_tools = args.demo_extra_tools as usize;
             cfg.profile = args.demo_profile;
             tokio::spawn(run_device(cfg));
@@ -67,7 +76,8 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         let mcp = format!("{host_url}/mcp");
         let (broker, udp) = mqtt.as_ref().map(|m| (m.broker.clone(), m.udp.addr.port())).unzip();
         serde_json::json!({"event": "listening", "devices": devices_url, "device_urls": reach, "host": host_url, "mcp": mcp,
-            "demo_devices": args.demo.unwrap_or(0), "ota": ota_url, "mqtt": broker, "udp_port": udp})
+            "demo_devices": args.demo.unwrap_or(0), "ota": ota_url, "mqtt": broker, "udp_port": udp,
+            "approve_all": admission.approve_all(), "admitted_file": admission.file()})
     };
     if let Some(path) = &args.ready_file {
         // Written whole (a reader never sees half of it), after every listener is up.
@@ -82,6 +92,11 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         eprintln!("  CLI and MCP hosts    {host_url}  (loopback; --allowed-host for LAN)");
         eprintln!("  MCP endpoint         {host_url}/mcp  (legacy SSE: {host_url}/sse; one device: {host_url}/devices/<id>/mcp)");
         eprintln!("  OTA (device setup)   {ota_url}");
+        if admission.approve_all() {
+            eprintln!("  admission            OFF (--approve-all): every device is admitted");
+        } else {
+            eprintln!("  admission            on: new devices wait for `mcpdev devices approve CODE` (`mcpdev devices pending` lists them)");
+        }
         if let Some(m) = &mqtt {
             eprintln!("  MQTT broker          {}  (audio UDP port {})", m.broker, m.udp.addr.port());
         }

@@ -7,6 +7,10 @@
 //! {"id":3,"op":"rpc","device":"aa:bb","method":"tools/call","params":{…},"timeout_ms":30000}
 //!                                                               -> {"id":3,"ok":result} | {"id":3,"error":{…}}
 //! {"id":4,"op":"watch","device":null,"traffic":true}           -> {"id":4,"event":{…}} …
+//! {"id":5,"op":"approve","target":"123456"|"aa:bb:…"}          -> {"id":5,"ok":{device_id,via,token?}}
+//! {"id":6,"op":"revoke","device":"aa:bb:…"}                    -> {"id":6,"ok":{device_id,revoked,disconnected}}
+//! {"id":7,"op":"pending"}                                      -> {"id":7,"ok":[Pending…]}
+//! {"id":8,"op":"admitted"}                                     -> {"id":8,"ok":{"approve_all":bool,"devices":[Admitted…]}}
 //! ```
 //! Errors: `{"kind": "no_devices|not_found|ambiguous|not_ready|timeout|device_error|disconnected|link_down|bad_request",
 //! "message": …, "rpc": {code,message,data}?}`.
@@ -44,6 +48,10 @@ enum Op {
     Device { device: Option<String>, #[serde(default)] wait_ms: u64 },
     Rpc { device: Option<String>, method: String, params: Option<Value>, timeout_ms: u64 },
     Watch { device: Option<String>, #[serde(default)] traffic: bool },
+    Approve { target: String },
+    Revoke { device: String },
+    Pending,
+    Admitted,
 }
 
 pub async fn link(State(hub): State<Arc<Hub>>, mut req: Request<Body>) -> Response<Body> {
@@ -94,6 +102,10 @@ async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<Value>) {
         Op::Device { device, wait_ms } => device_info(&hub, device.as_deref(), wait_ms).await,
         Op::Rpc { device, method, params, timeout_ms } => rpc(&hub, device.as_deref(), &method, params, timeout_ms).await,
         Op::Watch { device, traffic } => return watch(&hub, id, device, traffic, tx).await,
+        Op::Approve { target } => hub.admission.approve(&target).map(|a| json!(a)).map_err(bad_request),
+        Op::Revoke { device } => super::admission::revoke_and_disconnect(&hub, &device).await.map_err(bad_request),
+        Op::Pending => Ok(json!(hub.admission.pending())),
+        Op::Admitted => Ok(json!({"approve_all": hub.admission.approve_all(), "devices": hub.admission.admitted()})),
     };
     let msg = match reply {
         Ok(v) => json!({"id": id, "ok": v}),
@@ -145,6 +157,10 @@ async fn watch(hub: &Hub, id: u64, device: Option<String>, traffic: bool, tx: mp
             return;
         }
     }
+}
+
+fn bad_request(message: String) -> Value {
+    json!({"kind": "bad_request", "message": message})
 }
 
 fn select_error(e: SelectError) -> Value {

@@ -40,8 +40,10 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(remote): Connect
             return plain(StatusCode::BAD_REQUEST, &format!("{e}"));
         }
     };
-    if let Err(why) = hub.check_device_token(&identity) {
-        warn!(%remote, device = %identity.device_id, "device refused: {why}");
+    // Admission comes before the upgrade: a device that is not admitted never gets a session, so
+    // it cannot take over the session of a connected device with the same Device-Id either.
+    if let Err(why) = hub.check_device_token(&identity, Some(&remote.to_string())) {
+        hub.admission.log_refusal(Some(remote.ip()), &format!("device {}", identity.device_id), &why);
         return Response::builder()
             .status(StatusCode::UNAUTHORIZED)
             .header(header::WWW_AUTHENTICATE, "Bearer")
@@ -64,7 +66,8 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(remote): Connect
 }
 
 /// Runs a device's link and keeps it in the registry while it lives. A device that reconnects
-/// with the same Device-Id replaces its old session. `until_hello` is the connection's pre-hello
+/// with the same Device-Id replaces its old session (it was admitted: with admission on, only a
+/// client holding that device's token gets here). `until_hello` is the connection's pre-hello
 /// permit ([`super::budget`]): the link drops it at the device's hello.
 pub fn attach(hub: Arc<Hub>, ws: upgrade::UpgradedSocket, identity: Identity, host: Option<&str>, remote: Option<String>, until_hello: Option<Box<dyn std::any::Any + Send + Sync>>) {
     let session_id = uuid::Uuid::new_v4().to_string();

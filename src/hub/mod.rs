@@ -15,7 +15,11 @@
 //! said hello, per peer and in total), so slow or silent peers cannot starve the hub.
 //!
 //! With `--mqtt`, devices also come through a broker ([`crate::mqtt::hub`]).
+//!
+//! Devices are admitted, not merely connected ([`admission`]): by default only a device a person
+//! approved, presenting its own token, gets in.
 
+pub mod admission;
 pub mod budget;
 pub mod control;
 pub mod devices;
@@ -49,8 +53,10 @@ pub use registry::Registry;
 pub struct HubConfig {
     pub device_addr: SocketAddr,
     pub host_addr: SocketAddr,
-    /// Accepted device tokens; empty means devices are not asked for one.
+    /// Shared device tokens accepted for any Device-Id (`MCPDEV_DEVICE_TOKEN`; not bound to a device).
     pub device_tokens: Vec<String>,
+    /// Who gets in: approved devices with their own token (default), or everyone (`--approve-all`).
+    pub admission: admission::AdmissionConfig,
     /// `capabilities.vision` sent in `initialize`; by default the hub's own endpoint.
     pub vision_url: Option<String>,
     pub vision_token: Option<String>,
@@ -81,6 +87,7 @@ impl Default for HubConfig {
             device_addr: "0.0.0.0:8000".parse().expect("static address"),
             host_addr: "127.0.0.1:8001".parse().expect("static address"),
             device_tokens: Vec::new(),
+            admission: admission::AdmissionConfig::default(),
             vision_url: None,
             vision_token: None,
             vision_dir: PathBuf::from("mcpdev-vision"),
@@ -102,6 +109,8 @@ impl Default for HubConfig {
 pub struct Hub {
     pub config: HubConfig,
     pub registry: Registry,
+    /// Which devices are let in, pending codes, per-device tokens.
+    pub admission: admission::Admission,
     /// The token the hub's own vision endpoint accepts (random unless configured).
     pub vision_token: String,
     /// The device listener's bound address (its port goes into the default vision URL).
@@ -122,15 +131,15 @@ pub struct RunningHub {
 }
 
 impl Hub {
-    /// Checks a device's token against the configured ones.
-    pub fn check_device_token(&self, id: &Identity) -> Result<(), String> {
-        if self.config.device_tokens.is_empty() {
-            return Ok(());
-        }
-        match id.token.as_deref() {
-            None => Err("this hub requires a device token: send `Authorization: Bearer <token>`".into()),
-            Some(t) if self.config.device_tokens.iter().any(|ok| ok == t) => Ok(()),
-            Some(_) => Err("the device token was not accepted by this hub".into()),
+    /// Whether a connecting device is admitted: approved, with its own token (or a shared one;
+    /// or `--approve-all`). A device that is not approved gets a pending request and its code.
+    pub fn check_device_token(&self, id: &Identity, remote: Option<&str>) -> Result<(), admission::Refusal> {
+        match self.admission.admits(&id.device_id, id.token.as_deref()) {
+            Err(admission::Refusal::NotAdmitted { device_id, .. }) => {
+                let p = self.admission.request(&device_id, admission::Via::Websocket, id.client_id.as_deref(), remote);
+                Err(admission::Refusal::NotAdmitted { device_id, code: Some(p.code) })
+            }
+            other => other,
         }
     }
 
@@ -168,8 +177,10 @@ pub async fn start(config: HubConfig) -> anyhow::Result<RunningHub> {
     let host_addr = host_listener.local_addr()?;
     let control = Arc::new(owner::ControlToken::create(host_addr.port())?);
     let vision_token = config.vision_token.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
+    let admission = admission::Admission::load(&config.admission, &config.device_tokens)?;
     let hub = Arc::new(Hub {
         registry: Registry::new(config.aliases.clone()),
+        admission,
         config,
         vision_token,
         device_port: device_addr.port(),

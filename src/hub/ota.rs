@@ -4,8 +4,13 @@
 //! from the name the device used to reach us and the device listener's port), `mqtt{…}` when the
 //! hub runs MQTT (the device then prefers it), and `firmware{version,url,force}` when
 //! `serve --firmware` offers one (the binary is served here too). The system info in the body
-//! is kept by Device-Id and shown by `mcpdev hello`. `POST /xiaozhi/ota/activate` answers 200:
-//! this hub asks for no activation.
+//! is kept by Device-Id and shown by `mcpdev hello`.
+//!
+//! Activation ([`super::admission`]): a device that is not admitted gets an `activation` block
+//! (`message`, a 6-digit `code`, `challenge`, `timeout_ms`) instead of any credentials; the stock
+//! firmware shows and speaks the code and polls `POST /xiaozhi/ota/activate`, which answers 202
+//! while the request is pending and 200 once a person ran `mcpdev devices approve CODE`. The next
+//! check-in then carries `websocket.token` (and the MQTT password): the device's own token.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -21,6 +26,7 @@ use serde_json::{Value, json};
 use tracing::{info, warn};
 
 use super::Hub;
+use super::admission::{Pending, Via};
 use crate::links::upgrade::plain;
 use crate::wire::identity::{format_mac, parse_mac};
 
@@ -111,21 +117,30 @@ async fn check_version(State(hub): State<Arc<Hub>>, ConnectInfo(remote): Connect
     let ota = &hub.config.ota;
     let name = ota.public_host.clone().unwrap_or_else(|| host_name(h("host").unwrap_or("127.0.0.1")).to_string());
     let base = format!("{name}:{}", hub.device_port);
-    let websocket = json!({
-        "url": format!("ws://{base}{}", super::devices::DEVICE_PATH),
-        // Only a configured token is handed out; an empty one clears a stale token on the device.
-        "token": hub.config.device_tokens.first().cloned().unwrap_or_default(),
-        "version": 1,
-    });
-    let mqtt = hub.mqtt.get().map(|m| m.ota_settings(&device_id, &name));
+    let (websocket, mqtt, activation) = match hub.admission.token_for_check_in(&device_id, client_id.as_deref()) {
+        Some(token) => {
+            let websocket = json!({"url": format!("ws://{base}{}", super::devices::DEVICE_PATH), "token": token, "version": 1});
+            (Some(websocket), hub.mqtt.get().map(|m| m.ota_settings(&device_id, &name)), None)
+        }
+        // Not admitted: a code to approve, and nothing to connect with.
+        None => {
+            let p = hub.admission.request(&device_id, Via::Ota, client_id.as_deref(), Some(&remote.to_string()));
+            (None, None, Some(activation_block(&p)))
+        }
+    };
     let firmware = ota.firmware.as_ref().map(|(_, version)| json!({"version": version, "url": format!("http://{base}{FIRMWARE_PATH}"), "force": 0}));
     hub.registry.ota.record(&device_id, OtaRecord { system_info, host: name, client_id });
-    if let Some(m) = hub.mqtt.get() {
+    if let Some(m) = hub.mqtt.get()
+        && activation.is_none()
+    {
         m.probe(&device_id);
     }
     let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-    info!(device = %device_id, %remote, user_agent = h("user-agent").unwrap_or("-"), mqtt = mqtt.is_some(), "OTA check-in");
-    let body = response(now_ms, ota.timezone_offset, Some(websocket), mqtt, firmware);
+    info!(device = %device_id, %remote, user_agent = h("user-agent").unwrap_or("-"), mqtt = mqtt.is_some(), activation = activation.is_some(), "OTA check-in");
+    let mut body = response(now_ms, ota.timezone_offset, websocket, mqtt, firmware);
+    if let Some(a) = activation {
+        body["activation"] = a;
+    }
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "application/json")
@@ -133,9 +148,39 @@ async fn check_version(State(hub): State<Arc<Hub>>, ConnectInfo(remote): Connect
         .expect("static response")
 }
 
-async fn activate() -> Response<Body> {
-    // No activation code is ever sent, so a device that asks anyway is simply done.
-    plain(StatusCode::OK, "success")
+/// The `activation` block for a pending device (reference §3.2; both `code` and `challenge`, or
+/// the stock firmware gives up at once).
+pub fn activation_block(p: &Pending) -> Value {
+    json!({
+        "message": format!("mcpdev: approve this device with `mcpdev devices approve {}`", p.code),
+        "code": p.code,
+        "challenge": p.challenge,
+        "timeout_ms": p.expires_in_ms,
+    })
+}
+
+/// `POST /xiaozhi/ota/activate`: 200 once the device is approved, 202 while its request is
+/// pending (the stock firmware asks again after 3 s), 404 when it has none (it checks in again).
+async fn activate(State(hub): State<Arc<Hub>>, ConnectInfo(remote): ConnectInfo<SocketAddr>, headers: HeaderMap, body: Bytes) -> Response<Body> {
+    let h = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let Some(device_id) = h("device-id").and_then(|id| parse_mac(id).ok()).map(|m| format_mac(&m)) else {
+        warn!(%remote, "activation request without a usable Device-Id");
+        return plain(StatusCode::BAD_REQUEST, "send the Device-Id header (the MAC, aa:bb:cc:dd:ee:ff)");
+    };
+    if hub.admission.token_for_check_in(&device_id, h("client-id")).is_some() {
+        info!(device = %device_id, %remote, "activation: approved");
+        return plain(StatusCode::OK, "success");
+    }
+    let Some(p) = hub.admission.pending_of(&device_id) else {
+        return plain(StatusCode::NOT_FOUND, &format!("no activation is pending for device {device_id}: check in at {OTA_PATH} for a code"));
+    };
+    // The stock body is `{}`, or carries the challenge it was given: it must be this request's.
+    let sent = serde_json::from_slice::<Value>(&body).ok().and_then(|v| v.get("challenge").and_then(Value::as_str).map(str::to_string));
+    if sent.is_some_and(|c| c != p.challenge) {
+        warn!(device = %device_id, %remote, "activation request with another request's challenge");
+        return plain(StatusCode::FORBIDDEN, "this challenge is not the one this device was given: check in again for a new code");
+    }
+    plain(StatusCode::ACCEPTED, &format!("pending: approve this device with `mcpdev devices approve {}`", p.code))
 }
 
 async fn about() -> Response<Body> {

@@ -3,6 +3,7 @@
 #![allow(clippy::result_large_err, reason = "tungstenite handshake callbacks return an HTTP response as their error")]
 
 pub mod mqtt;
+pub mod ota;
 pub mod ws;
 
 use std::process::Stdio;
@@ -38,20 +39,43 @@ pub struct HubProcess {
     pub info: serde_json::Value,
     /// The rest of the hub's stdout: its NDJSON event log (kept open, so the hub can write it).
     pub log: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    /// The hub's private state directory when the test did not name one (removed on drop).
+    _state: tempfile::TempDir,
 }
 
 impl HubProcess {
-    /// Starts `mcpdev serve --json` with extra arguments and waits for its `listening` line.
+    /// Starts `mcpdev serve --json --approve-all` (tests not about admission admit every device)
+    /// with extra arguments and waits for its `listening` line.
     pub async fn start(extra: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut args = vec!["--approve-all"];
+        args.extend_from_slice(extra);
+        Self::start_admitting(&args, env).await
+    }
+
+    /// Starts `mcpdev serve --json` in its default admission mode (plus `extra`). Its state (hub
+    /// secret, approvals) goes to `MCPDEV_STATE_DIR` when `env` names one, else to a fresh
+    /// temporary directory, never to the user's own.
+    pub async fn start_admitting(extra: &[&str], env: &[(&str, &str)]) -> Self {
         let mut args = vec!["serve", "--json", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0"];
         args.extend_from_slice(extra);
-        let mut running = spawn_mcpdev(&args, env);
+        let state = tempfile::tempdir().expect("temporary state directory");
+        let mut env = env.to_vec();
+        let state_path = state.path().to_string_lossy().into_owned();
+        if !env.iter().any(|(k, _)| *k == "MCPDEV_STATE_DIR") {
+            env.push(("MCPDEV_STATE_DIR", &state_path));
+        }
+        // The control token stays where the CLI commands of the test look for it.
+        let runtime = mcpdev::paths::runtime_dir().to_string_lossy().into_owned();
+        if !env.iter().any(|(k, _)| *k == "MCPDEV_RUNTIME_DIR") {
+            env.push(("MCPDEV_RUNTIME_DIR", &runtime));
+        }
+        let mut running = spawn_mcpdev(&args, &env);
         let stdout = running.child.stdout.take().expect("piped stdout");
         let mut lines = BufReader::new(stdout).lines();
         let line = tokio::time::timeout(ws::DEADLINE, lines.next_line()).await.expect("hub did not start in time").unwrap().expect("hub exited");
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["event"], "listening");
-        Self { running, device_url: v["devices"].as_str().unwrap().to_string(), host_url: v["host"].as_str().unwrap().to_string(), info: v, log: lines }
+        Self { running, device_url: v["devices"].as_str().unwrap().to_string(), host_url: v["host"].as_str().unwrap().to_string(), info: v, log: lines, _state: state }
     }
 }
 

@@ -9,7 +9,8 @@
 //! cargo run -p hub-link --example host_device -- http://127.0.0.1:8000/xiaozhi/ota/ [TOKEN] [MAC]
 //! ```
 //! Press Enter to "press the BOOT button"; Ctrl-C to stop. Each session's end is printed as a
-//! line `session ended: …`.
+//! line `session ended: …`, and the firmware's log (info and up, e.g. the activation code a hub
+//! that has not admitted the device hands out) goes to stdout too.
 
 use std::io::BufRead;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -81,7 +82,29 @@ fn random() -> u32 {
 
 static PRESSES: Channel<CriticalSectionRawMutex, u32, 8> = Channel::new();
 
+/// The firmware's `log` lines on stdout, as its serial console would show them.
+struct StdoutLog;
+
+impl log::Log for StdoutLog {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.level() <= log::Level::Info
+    }
+
+    fn log(&self, r: &log::Record<'_>) {
+        if self.enabled(r.metadata()) {
+            println!("{} {}", r.level(), r.args());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+static LOG: StdoutLog = StdoutLog;
+
 fn main() {
+    if log::set_logger(&LOG).is_ok() {
+        log::set_max_level(log::LevelFilter::Info);
+    }
     let args: Vec<String> = std::env::args().collect();
     let Some(url_text) = args.get(1).cloned() else {
         eprintln!("usage: host_device ws://HOST:PORT/PATH|mqtt://HOST[:PORT]|http://HOST:PORT/xiaozhi/ota/ [TOKEN] [aa:bb:cc:dd:ee:ff]");

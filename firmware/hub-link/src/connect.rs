@@ -2,7 +2,9 @@
 //! - `ws://` — a WebSocket session with the hub;
 //! - `mqtt://` — an MQTT session through that broker, with mcpdev's topic scheme;
 //! - `http://` — an OTA check-in first, then whichever of the two the answer names (and with its
-//!   settings), as stock xiaozhi devices bootstrap.
+//!   settings), as stock xiaozhi devices bootstrap. A hub that has not admitted the device answers
+//!   with an activation code instead: the device logs it, polls the activation endpoint until a
+//!   person approves it (`mcpdev devices approve CODE`), and checks in again.
 //!
 //! The firmware and the host example both loop over this with [`crate::Backoff`].
 
@@ -11,8 +13,8 @@ use core::net::{IpAddr, SocketAddr};
 
 use edge_nal::{AddrType, Dns, TcpConnect};
 use embassy_sync::blocking_mutex::raw::RawMutex;
-use embassy_time::with_timeout;
-use log::info;
+use embassy_time::{Timer, with_timeout};
+use log::{info, warn};
 use mcp_device::{DeviceLink, Transport};
 use provisioning::{HubUrl, Scheme};
 
@@ -57,10 +59,17 @@ where
                 Ok(a) => a,
                 Err(e) => return e,
             };
-            let system_info = (board.system_info)(link.server.state());
-            match ota::check_in(tcp, addr, &url, id, &system_info, board.user_agent, timing, bufs.http).await {
-                Ok(d) => d,
-                Err(e) => return e,
+            loop {
+                let system_info = (board.system_info)(link.server.state());
+                match ota::check_in(tcp, addr, &url, id, &system_info, board.user_agent, timing, bufs.http).await {
+                    Ok(Directions::Activate(a)) => {
+                        if let Err(e) = activate(tcp, addr, &url, id, &a, board.user_agent, timing, bufs.http).await {
+                            return e;
+                        }
+                    }
+                    Ok(d) => break d,
+                    Err(e) => return e,
+                }
             }
         }
         Scheme::Mqtt => Directions::Mqtt(MqttSettings::for_broker(&url, &id.device_id, &id.token)),
@@ -82,6 +91,8 @@ where
             link.set_transport(Transport::WebSocket { binary_version: 1 });
             ws::session(tcp, addr, &url, &id, link, board, timing, bufs.rx, bufs.http, greeted).await
         }
+        // Handled by the check-in loop above.
+        Directions::Activate(_) => End::Protocol("activation outside an OTA check-in"),
         Directions::Mqtt(settings) => {
             if settings.tls {
                 return End::Unusable(alloc::format!("the broker {}:{}: {NO_TLS}", settings.host, settings.port));
@@ -95,6 +106,34 @@ where
             mqtt::session(tcp, addr, &settings, link, board, timing, bufs.rx, greeted).await
         }
     }
+}
+
+/// The activation dance (reference §3.3): shows the code (in the log: no screen here), then asks
+/// the activation endpoint until it says 200 or [`ota::ACTIVATION_TRIES`] polls went by; the
+/// caller checks in again either way.
+#[allow(clippy::too_many_arguments)]
+async fn activate<T: TcpConnect>(
+    tcp: &T,
+    addr: SocketAddr,
+    url: &HubUrl<'_>,
+    id: &Identity,
+    a: &ota::Activation,
+    user_agent: &str,
+    timing: &Timing,
+    http_buf: &mut [u8],
+) -> Result<(), End<T::Error>> {
+    warn!("ota: activation code {} for {}: approve this device on the hub (`mcpdev devices approve {}`); {}", a.code, id.device_id, a.code, a.message);
+    for _ in 0..ota::ACTIVATION_TRIES {
+        let status = ota::activate(tcp, addr, url, id, user_agent, timing, http_buf).await?;
+        match ota::activation_retry(status) {
+            None => {
+                info!("ota: activated; checking in again");
+                return Ok(());
+            }
+            Some(wait) => Timer::after(wait).await,
+        }
+    }
+    Ok(())
 }
 
 const NO_TLS: &str = "TLS is not in this firmware; use ws://, mqtt:// or http:// (a plain-TCP port; a TLS-terminating proxy can sit in front)";

@@ -2,8 +2,11 @@
 //! mcpdev hub's `/xiaozhi/ota/`, or any xiaozhi server's) and learns from the answer where to
 //! connect: `mqtt{…}` when present (the stock firmware prefers it), else `websocket{url,token}`.
 //!
-//! This firmware does not flash what a `firmware` offer names (flash it with `mcpdev flash`), nor
-//! show an `activation` code; both are logged.
+//! An answer with an `activation` block (a hub that has not admitted this device yet) names a
+//! code: the device logs it (it has no screen to show it on) and POSTs `<ota_url>activate`
+//! every 3 s while the server answers 202 (10 s after any other status), as the stock firmware
+//! does; once it answers 200, the device checks in again and gets its own token. This firmware
+//! does not flash what a `firmware` offer names (flash it with `mcpdev flash`); that is logged.
 
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -12,9 +15,9 @@ use core::net::SocketAddr;
 use edge_http::Method;
 use edge_http::io::client::Connection;
 use edge_nal::TcpConnect;
-use embassy_time::with_timeout;
+use embassy_time::{Duration, with_timeout};
 use embedded_io_async::{Read, Write};
-use log::{info, warn};
+use log::info;
 use provisioning::HubUrl;
 use serde_json::Value;
 
@@ -33,6 +36,35 @@ pub enum Directions {
         token: String,
     },
     Mqtt(MqttSettings),
+    /// The server has not admitted this device: activate with this code first.
+    Activate(Activation),
+}
+
+/// An OTA answer's `activation` block (reference §3.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Activation {
+    /// The code a person approves the device with (shown and spoken by stock devices).
+    pub code: String,
+    pub challenge: String,
+    pub message: String,
+}
+
+/// How many activation polls before checking in again (the stock firmware's 10).
+pub const ACTIVATION_TRIES: u32 = 10;
+
+/// After an activation POST answered `status`: `None` when the device is activated, else how long
+/// to wait before asking again (3 s while pending (202), 10 s after anything else).
+pub fn activation_retry(status: u16) -> Option<Duration> {
+    match status {
+        200 => None,
+        202 => Some(Duration::from_secs(3)),
+        _ => Some(Duration::from_secs(10)),
+    }
+}
+
+/// The activation path beside the OTA path: `/xiaozhi/ota/` -> `/xiaozhi/ota/activate`.
+pub fn activate_path(ota_path: &str) -> String {
+    if ota_path.ends_with('/') { alloc::format!("{ota_path}activate") } else { alloc::format!("{ota_path}/activate") }
 }
 
 /// Reads an OTA answer. `mqtt` wins over `websocket`, as in the stock firmware; an answer with
@@ -45,8 +77,10 @@ pub fn directions(answer: &[u8]) -> Result<Directions, String> {
     if let Some(firmware) = answer.get("firmware").and_then(|f| f.get("version")).and_then(Value::as_str) {
         info!("ota: the server offers firmware {firmware}; flash it with `mcpdev flash` (this firmware does not update itself)");
     }
-    if let Some(code) = answer.get("activation").and_then(|a| a.get("code")).and_then(Value::as_str) {
-        warn!("ota: the server asks for activation with code {code}; this firmware has no screen to show it");
+    // As the stock firmware: activation first, while the answer names a code or a challenge.
+    if let Some(a) = answer.get("activation").filter(|a| a.get("code").is_some() || a.get("challenge").is_some()) {
+        let text = |k: &str| a.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        return Ok(Directions::Activate(Activation { code: text("code"), challenge: text("challenge"), message: text("message") }));
     }
     if let Some(mqtt) = answer.get("mqtt").filter(|m| m.is_object()) {
         return MqttSettings::from_ota(mqtt).map(Directions::Mqtt);
@@ -77,8 +111,44 @@ pub async fn check_in<T: TcpConnect>(
     timing: &Timing,
     http_buf: &mut [u8],
 ) -> Result<Directions, End<T::Error>> {
+    match post(tcp, addr, url, url.path, id, system_info, user_agent, timing, http_buf).await? {
+        (200, answer) => directions(&answer).map_err(End::Ota),
+        (code, _) => Err(End::Rejected(code)),
+    }
+}
+
+/// POSTs to `<ota_url>activate` (body `{}`: this device has no eFuse serial to sign the challenge
+/// with) and returns the status: 200 activated, 202 pending.
+#[allow(clippy::too_many_arguments)]
+pub async fn activate<T: TcpConnect>(
+    tcp: &T,
+    addr: SocketAddr,
+    url: &HubUrl<'_>,
+    id: &Identity,
+    user_agent: &str,
+    timing: &Timing,
+    http_buf: &mut [u8],
+) -> Result<u16, End<T::Error>> {
+    let path = activate_path(url.path);
+    post(tcp, addr, url, &path, id, "{}", user_agent, timing, http_buf).await.map(|(code, _)| code)
+}
+
+/// One POST with the stock headers to `path` on the OTA server; the status and (up to
+/// [`MAX_ANSWER`] bytes of) the body.
+#[allow(clippy::too_many_arguments)]
+async fn post<T: TcpConnect>(
+    tcp: &T,
+    addr: SocketAddr,
+    url: &HubUrl<'_>,
+    path: &str,
+    id: &Identity,
+    body: &str,
+    user_agent: &str,
+    timing: &Timing,
+    http_buf: &mut [u8],
+) -> Result<(u16, Vec<u8>), End<T::Error>> {
     let host = if url.explicit_port { alloc::format!("{}:{}", url.host, url.port) } else { String::from(url.host) };
-    let length = system_info.len().to_string();
+    let length = body.len().to_string();
     let headers = [
         ("Host", host.as_str()),
         ("Activation-Version", "1"),
@@ -91,8 +161,8 @@ pub async fn check_in<T: TcpConnect>(
     ];
     let mut conn: Connection<'_, T, 16> = Connection::new(http_buf, tcp, addr);
     let answer = with_timeout(timing.connect, async {
-        conn.initiate_request(true, Method::Post, url.path, &headers).await?;
-        conn.write_all(system_info.as_bytes()).await?;
+        conn.initiate_request(true, Method::Post, path, &headers).await?;
+        conn.write_all(body.as_bytes()).await?;
         conn.initiate_response().await?;
         let code = conn.headers()?.code;
         let mut answer = Vec::new();
@@ -109,10 +179,9 @@ pub async fn check_in<T: TcpConnect>(
     .await;
     let _ = conn.close().await;
     match answer {
-        Ok(Ok((200, answer))) => directions(&answer).map_err(End::Ota),
-        Ok(Ok((code, _))) => Err(End::Rejected(code)),
+        Ok(Ok(pair)) => Ok(pair),
         Ok(Err(e)) => Err(End::Http(e)),
-        Err(_) => Err(End::Timeout("checking in at the OTA endpoint")),
+        Err(_) => Err(End::Timeout("talking to the OTA endpoint")),
     }
 }
 
@@ -138,6 +207,22 @@ mod tests {
         );
         let answer = br#"{"websocket":{"url":"ws://hub/","token":""}}"#;
         assert_eq!(directions(answer).unwrap(), Directions::WebSocket { url: "ws://hub/".into(), token: String::new() });
+    }
+
+    #[test]
+    fn activation_comes_first_and_polls_like_the_stock_firmware() {
+        let answer = br#"{"activation":{"message":"approve","code":"123456","challenge":"c1","timeout_ms":600000},
+            "websocket":{"url":"ws://hub:8000/xiaozhi/v1/","token":"t"}}"#;
+        let Directions::Activate(a) = directions(answer).unwrap() else { panic!("activation expected") };
+        assert_eq!((a.code.as_str(), a.challenge.as_str(), a.message.as_str()), ("123456", "c1", "approve"));
+        // A challenge alone asks for activation too; an empty block does not.
+        assert!(matches!(directions(br#"{"activation":{"challenge":"c"}}"#).unwrap(), Directions::Activate(_)));
+        assert!(matches!(directions(br#"{"activation":{},"websocket":{"url":"ws://h/"}}"#).unwrap(), Directions::WebSocket { .. }));
+        assert_eq!(activation_retry(200), None);
+        assert_eq!(activation_retry(202), Some(Duration::from_secs(3)));
+        assert_eq!(activation_retry(404), Some(Duration::from_secs(10)));
+        assert_eq!(activate_path("/xiaozhi/ota/"), "/xiaozhi/ota/activate");
+        assert_eq!(activate_path("/ota"), "/ota/activate");
     }
 
     #[test]
