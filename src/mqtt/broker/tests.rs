@@ -185,3 +185,88 @@ fn the_fuzz_entry_point_takes_any_bytes() {
         fuzz_packets(&data);
     }
 }
+
+/// Writes the seed corpus of the fuzz target (`cargo test --lib write_broker_fuzz_seeds -- --ignored`):
+/// real CONNECT/SUBSCRIBE/PUBLISH/UNSUBSCRIBE/DISCONNECT bytes in the framing of
+/// [`fuzz_packets`], with the `é/x` case among them.
+#[test]
+#[ignore]
+fn write_broker_fuzz_seeds() {
+    use rumqttc::mqttbytes::v4::Login;
+    fn frame(out: &mut Vec<u8>, op: u8, packets: &[Packet]) {
+        let mut b = bytes::BytesMut::new();
+        for p in packets {
+            p.write(&mut b, 4096).unwrap();
+        }
+        assert!(b.len() <= 255);
+        out.extend([op, b.len() as u8]);
+        out.extend_from_slice(&b);
+    }
+    let connect = |id: &str, user: &str, pass: Option<&str>, will: Option<LastWill>| {
+        let mut c = Connect::new(id);
+        c.login = pass.map(|p| Login::new(user, p));
+        c.last_will = will;
+        Packet::Connect(c)
+    };
+    let sub = |fs: &[&str]| Packet::Subscribe(Subscribe::new_many(fs.iter().map(|f| SubscribeFilter::new(f.to_string(), QoS::AtMostOnce))));
+    let publ = |t: &str, retain: bool, qos: QoS| {
+        let mut p = Publish::new(t, qos, "{\"type\":\"hello\"}");
+        p.retain = retain;
+        p.pkid = if qos == QoS::AtMostOnce { 0 } else { 7 };
+        Packet::Publish(p)
+    };
+    let hub = connect("mcpdev-hub-1", "mcpdev-hub", Some("hubpw"), None);
+    let up = format!("mcpdev/up/{DEV}");
+    let dev = connect(DEV, "", Some("tok"), Some(LastWill::new(&up, "gone", QoS::AtMostOnce, false)));
+    let other = connect(OTHER, "", Some("tok"), None);
+    let mut seeds: Vec<Vec<u8>> = Vec::new();
+    // The case: a hub-role subscriber, then PUBLISH to é/x.
+    let mut s = Vec::new();
+    frame(&mut s, 0, &[hub.clone(), sub(&["mcpdev/hubs/+", "#", "+/x"])]);
+    frame(&mut s, 0, &[publ("é/x", false, QoS::AtMostOnce), publ("é/x", true, QoS::AtLeastOnce)]);
+    seeds.push(s);
+    // Devices: own topics, other topics, wills, takeover, unsubscribe, goodbye.
+    let mut s = Vec::new();
+    frame(&mut s, 0, &[hub.clone(), sub(&["$share/mcpdev/mcpdev/up/+", "mcpdev/claims/+"])]);
+    frame(&mut s, 1, &[dev.clone(), publ(&up, false, QoS::AtMostOnce), sub(&["#", &format!("mcpdev/down/{DEV}")])]);
+    frame(&mut s, 2, &[other.clone(), publ(&format!("mcpdev/down/{DEV}"), false, QoS::AtMostOnce)]);
+    frame(&mut s, 0, &[publ(&format!("mcpdev/down/{DEV}"), false, QoS::ExactlyOnce), Packet::PubRel(rumqttc::mqttbytes::v4::PubRel::new(7))]);
+    frame(&mut s, 1 | 4, &[]);
+    frame(&mut s, 3, &[dev.clone()]);
+    frame(&mut s, 0, &[Packet::Unsubscribe(Unsubscribe::new("$share/mcpdev/mcpdev/up/+")), Packet::PingReq, Packet::Disconnect]);
+    seeds.push(s);
+    // Invalid topics, filters and wills.
+    let mut s = Vec::new();
+    frame(&mut s, 0, &[hub.clone(), sub(&["a/#/b", "a+", "\0", "$share/g+/x", "$share//x", "é/#"])]);
+    frame(&mut s, 1, &[connect("GID_x@@@aa_bb_cc_dd_ee_03", "", Some("tok"), Some(LastWill::new("a/\0", "x", QoS::AtMostOnce, true)))]);
+    frame(&mut s, 2, &[connect("sniffer", "", Some("tok"), None)]);
+    frame(&mut s, 3, &[connect("x", "mcpdev-hub", Some("nope"), None)]);
+    frame(&mut s, 0, &[publ("+/x", false, QoS::AtMostOnce)]);
+    seeds.push(s);
+    // Retained messages and a subscriber that stops reading.
+    let mut s = Vec::new();
+    frame(&mut s, 0, &[hub.clone(), publ("r/1", true, QoS::AtMostOnce), publ("r/2", true, QoS::AtMostOnce), publ("r/é", true, QoS::AtMostOnce)]);
+    frame(&mut s, 1, &[connect("mcpdev-hub-2", "mcpdev-hub", Some("hubpw"), None), sub(&["r/#"])]);
+    for _ in 0..6 {
+        frame(&mut s, 0, &[publ("r/3", false, QoS::AtMostOnce), publ("r/1", true, QoS::AtMostOnce)]);
+    }
+    frame(&mut s, 1 | 8, &[]);
+    seeds.push(s);
+    // Each packet alone for client 0 after a hub login.
+    for p in [sub(&["+"]), publ("$SYS/x", false, QoS::AtMostOnce), Packet::PingReq, Packet::Disconnect, publ("a", true, QoS::AtLeastOnce)] {
+        let mut s = Vec::new();
+        frame(&mut s, 0, &[hub.clone(), p]);
+        seeds.push(s);
+    }
+    for p in [dev, other, hub] {
+        let mut s = Vec::new();
+        frame(&mut s, 0, &[p]);
+        seeds.push(s);
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/broker_packets");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, s) in seeds.iter().enumerate() {
+        fuzz_packets(s);
+        std::fs::write(dir.join(format!("seed-{i:02}")), s).unwrap();
+    }
+}
