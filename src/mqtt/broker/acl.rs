@@ -31,6 +31,15 @@ impl std::fmt::Debug for Login {
 }
 
 impl Login {
+    /// What a CONNECT carries (an empty username counts as none).
+    pub fn of(connect: &rumqttc::mqttbytes::v4::Connect) -> Self {
+        Self {
+            client_id: connect.client_id.clone(),
+            username: connect.login.as_ref().map(|l| l.username.clone()).filter(|u| !u.is_empty()),
+            password: connect.login.as_ref().map(|l| l.password.clone()),
+        }
+    }
+
     /// The Device-Id (`aa:bb:cc:dd:ee:ff`) of a client id of mcpdev's scheme
     /// (`GID_mcpdev@@@aa_bb_cc_dd_ee_ff`, see [`topics`]): `None` for any other client id.
     pub fn device_id(&self) -> Option<String> {

@@ -57,11 +57,7 @@ pub fn fuzz_packets(data: &[u8]) {
                     let current = conns[who].as_ref().map(|c| (c.client_id.clone(), c.conn));
                     match (current, packet) {
                         (None, Packet::Connect(connect)) => {
-                            let login = Login {
-                                client_id: connect.client_id.clone(),
-                                username: connect.login.as_ref().map(|l| l.username.clone()).filter(|u| !u.is_empty()),
-                                password: connect.login.as_ref().map(|l| l.password.clone()),
-                            };
+                            let login = Login::of(&connect);
                             let Ok(role) = auth(&login) else { break };
                             let client_id = if connect.client_id.is_empty() { format!("anon-{who}") } else { connect.client_id.clone() };
                             let (tx, rx) = mpsc::channel(limits.queue_for(&role));

@@ -183,11 +183,7 @@ async fn serve(state: Shared, cfg: Arc<BrokerConfig>, stream: TcpStream, remote:
     if connect.protocol != mqttbytes::Protocol::V4 {
         return refuse(&mut wr, ConnectReturnCode::RefusedProtocolVersion).await;
     }
-    let login = Login {
-        client_id: connect.client_id.clone(),
-        username: connect.login.as_ref().map(|l| l.username.clone()).filter(|u| !u.is_empty()),
-        password: connect.login.as_ref().map(|l| l.password.clone()),
-    };
+    let login = Login::of(&connect);
     let role = match (cfg.authenticate)(&login) {
         Ok(role) => role,
         Err(refusal) => {

@@ -166,7 +166,7 @@ impl State {
     /// The connection `conn` of `client_id` ended; unless it said goodbye (or was taken over or
     /// kicked, which removed it already), its will is published.
     pub fn end(&mut self, client_id: &str, conn: u64, goodbye: bool) {
-        if !self.clients.get(client_id).is_some_and(|c| c.conn == conn) {
+        if self.clients.get(client_id).is_none_or(|c| c.conn != conn) {
             return;
         }
         let Some(c) = self.clients.remove(client_id) else { return };

@@ -232,7 +232,7 @@ fn write_broker_fuzz_seeds() {
     frame(&mut s, 2, &[other.clone(), publ(&format!("mcpdev/down/{DEV}"), false, QoS::AtMostOnce)]);
     frame(&mut s, 0, &[publ(&format!("mcpdev/down/{DEV}"), false, QoS::ExactlyOnce), Packet::PubRel(rumqttc::mqttbytes::v4::PubRel::new(7))]);
     frame(&mut s, 1 | 4, &[]);
-    frame(&mut s, 3, &[dev.clone()]);
+    frame(&mut s, 3, std::slice::from_ref(&dev));
     frame(&mut s, 0, &[Packet::Unsubscribe(Unsubscribe::new("$share/mcpdev/mcpdev/up/+")), Packet::PingReq, Packet::Disconnect]);
     seeds.push(s);
     // Invalid topics, filters and wills.
