@@ -26,7 +26,16 @@ pub async fn open(url: &str, device: Option<&str>, timeout: Duration, wait: Opti
     let device = crate::config::resolve_alias(device).ok_or_else(|| usage("--mqtt needs --device: the device's MAC (its Device-Id)".into()))?;
     let key = topics::key_for(&device).map_err(usage)?;
     let device_id = topics::device_id_of(&key).expect("a key made from a MAC");
-    let broker = BrokerUrl::parse(url).map_err(usage)?;
+    let mut broker = BrokerUrl::parse(url).map_err(usage)?;
+    // A loopback embedded broker of this user's hub: reach it with the hub's credential.
+    let loopback = broker.host == "localhost" || broker.host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    if loopback
+        && broker.username.is_none()
+        && broker.password.is_none()
+        && let Some(password) = super::broker::acl::read_hub_credential(broker.port)
+    {
+        (broker.username, broker.password) = (Some(super::broker::acl::HUB_USERNAME.into()), Some(password));
+    }
     let options = broker.options(&format!("mcpdev-cli-{}", uuid::Uuid::new_v4().simple()), Duration::from_secs(30), 1 << 20);
     let mut c = conn::connect(options, None);
     let uplink = topics::uplink(&key);

@@ -79,6 +79,8 @@ pub struct MqttHub {
     pub hub_id: String,
     /// The broker as the hub reaches it (for people; no password).
     pub broker: String,
+    /// The embedded broker's hub credential for the CLI, removed at shutdown.
+    credential_file: Option<std::path::PathBuf>,
     /// The broker's host and port as devices should reach it, unless `device_endpoint` is set;
     /// `None` for the host means "the name the device reached the hub by".
     endpoint_host: Option<String>,
@@ -150,6 +152,9 @@ impl MqttHub {
         if self.control.send(Control::Shutdown(tx)).await.is_ok() {
             let _ = tokio::time::timeout(Duration::from_secs(2), rx).await;
         }
+        if let Some(f) = &self.credential_file {
+            let _ = std::fs::remove_file(f);
+        }
     }
 
     pub fn is_up(&self) -> bool {
@@ -170,17 +175,28 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
     let max_packet = (settings.max_payload * 4).max(1 << 20);
     let (url, endpoint_host, endpoint_port) = match &settings.broker {
         BrokerChoice::Embedded { listen } => {
-            let b = broker::start(broker::BrokerConfig { addr: *listen, passwords: tokens.clone(), max_packet })
+            // The hub's own connections log in with a password only this run knows.
+            let hub_password = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
+            if tokens.is_empty() {
+                warn!("the embedded MQTT broker is open: any client may connect, and clients that are not devices get full rights (give --device-token to close it)");
+            }
+            let authenticate = broker::acl::token_auth(tokens.clone(), hub_password.clone());
+            let b = broker::start(broker::BrokerConfig { addr: *listen, authenticate, max_packet, limits: broker::Limits::default() })
                 .await
                 .map_err(|e| anyhow::anyhow!("cannot start the embedded MQTT broker on {listen}: {e}"))?;
+            watch_broker(b.stopped.clone());
+            let port = b.addr.port();
+            if let Err(e) = broker::acl::write_hub_credential(port, &hub_password) {
+                warn!("cannot write the embedded broker's credential for the CLI ({}): {e}; `mcpdev … --mqtt` through it needs MCPDEV_MQTT_PASSWORD", broker::acl::hub_credential_path(port).display());
+            }
             let url = BrokerUrl {
                 host: "127.0.0.1".into(),
-                port: b.addr.port(),
+                port,
                 tls: false,
-                username: None,
-                password: tokens.first().cloned(),
+                username: Some(broker::acl::HUB_USERNAME.into()),
+                password: Some(hub_password),
             };
-            (url, None, b.addr.port())
+            (url, None, port)
         }
         BrokerChoice::External(url) => {
             let loopback = url.host == "localhost" || url.host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
@@ -191,6 +207,11 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         BrokerChoice::Embedded { .. } => tokens.first().cloned(),
         BrokerChoice::External(_) => None,
     });
+    // The embedded broker as devices and people reach it: without the hub's credential.
+    let (shown, credential_file) = match settings.broker {
+        BrokerChoice::Embedded { .. } => (BrokerUrl { username: None, password: None, ..url.clone() }.to_string(), Some(broker::acl::hub_credential_path(url.port))),
+        BrokerChoice::External(_) => (url.to_string(), None),
+    };
     let udp = Arc::new(udp::UdpSink::bind(settings.udp_addr).await.map_err(|e| anyhow::anyhow!("cannot bind the UDP audio socket {}: {e}", settings.udp_addr))?);
     let presence = format!("{}{hub_id}", topics::HUBS);
     let will = LastWill::new(&presence, Vec::<u8>::new(), QoS::AtLeastOnce, true);
@@ -200,7 +221,8 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
     let (subscribed_tx, subscribed) = watch::channel(false);
     let mqtt = Arc::new(MqttHub {
         hub_id: hub_id.clone(),
-        broker: url.to_string(),
+        broker: shown,
+        credential_file,
         endpoint_host,
         endpoint_port,
         device_password: device_password.unwrap_or_default(),
@@ -226,6 +248,16 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
     };
     tokio::spawn(dispatcher.run(connection.events, control_rx));
     Ok(mqtt)
+}
+
+/// Makes the embedded broker's end visible: the broker logs it, and so does the hub's MQTT side
+/// with what it means for devices.
+fn watch_broker(mut stopped: watch::Receiver<Option<String>>) {
+    tokio::spawn(async move {
+        if let Ok(why) = stopped.wait_for(Option::is_some).await {
+            tracing::error!(why = why.as_deref().unwrap_or_default(), "the hub's embedded MQTT broker is down: MQTT devices are unreachable; restart `mcpdev serve`");
+        }
+    });
 }
 
 struct LinkEntry {

@@ -1,0 +1,275 @@
+//! The embedded broker (`serve --mqtt embedded`): a small MQTT 3.1.1 broker in the hub's process,
+//! so MQTT devices work with nothing else installed.
+//!
+//! It does what mcpdev's topic scheme needs and no more: QoS 0 delivery (QoS 1 and 2 publishes
+//! are acknowledged, then delivered at QoS 0), `+`/`#` filters, retained messages, last wills,
+//! shared subscriptions (`$share/<group>/<filter>`, round robin), client-id takeover, keepalive —
+//! and the one thing general brokers need configuring for stock xiaozhi firmware, which never
+//! sends SUBSCRIBE: every client is subscribed to `mcpdev/down/<its client id>` on connect (what
+//! EMQX's `auto_subscribe` does with `mcpdev/down/${clientid}`).
+//!
+//! Hostile clients: topic names and filters are checked by MQTT 3.1.1 §4.7 ([`topic`]); a
+//! PUBLISH to an invalid topic closes the connection, an invalid filter gets SUBACK failure
+//! (0x80). Each client has a [`Role`] from the authentication hook ([`acl`]): a device may only
+//! publish to its uplink and subscribe to its downlink. What a client can make the broker hold
+//! is bounded ([`Limits`]); a client that does not read is disconnected, never waited for.
+//! The routing [`state`] is I/O-free and cannot panic, so its lock is never poisoned; each
+//! connection task catches its own failure, and the accept loop is supervised
+//! ([`RunningBroker::stopped`]).
+//!
+//! Packets are read and written with rumqttc's codec.
+
+pub mod acl;
+mod fuzz;
+pub(crate) mod gate;
+pub mod state;
+pub mod topic;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::BytesMut;
+use futures_util::FutureExt;
+use rumqttc::mqttbytes::v4::{ConnAck, ConnectReturnCode, Packet};
+use rumqttc::mqttbytes::{self};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot, watch};
+use tracing::{debug, error, info};
+
+pub use acl::{Authenticate, Login, Refusal, Role};
+#[doc(hidden)]
+pub use fuzz::fuzz_packets;
+use gate::warn_limited;
+pub use state::Limits;
+use state::{Next, State};
+
+/// How the embedded broker runs.
+#[derive(Clone)]
+pub struct BrokerConfig {
+    pub addr: SocketAddr,
+    /// Decides at CONNECT who a client is (see [`acl::token_auth`] for the hub's default).
+    pub authenticate: Authenticate,
+    /// The largest packet accepted or sent.
+    pub max_packet: usize,
+    pub limits: Limits,
+}
+
+impl std::fmt::Debug for BrokerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrokerConfig").field("addr", &self.addr).field("max_packet", &self.max_packet).field("limits", &self.limits).finish_non_exhaustive()
+    }
+}
+
+/// A started broker; it serves until the process ends.
+pub struct RunningBroker {
+    pub addr: SocketAddr,
+    /// `None` while the accept loop serves; `Some(why)` once it ended (already logged as an error).
+    pub stopped: watch::Receiver<Option<String>>,
+}
+
+type Shared = Arc<Mutex<State>>;
+
+/// The state, even after a panic elsewhere poisoned the mutex: nothing in [`State`] panics, and
+/// a half-done update is better than a broker that refuses everyone for good.
+fn lock(state: &Shared) -> MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Binds the listener and serves in the background.
+pub async fn start(cfg: BrokerConfig) -> std::io::Result<RunningBroker> {
+    let listener = TcpListener::bind(cfg.addr).await?;
+    let addr = listener.local_addr()?;
+    let state: Shared = Arc::new(Mutex::new(State::new(cfg.limits.clone())));
+    let cfg = Arc::new(cfg);
+    let accept = tokio::spawn(async move {
+        loop {
+            match listener.accept().await {
+                Ok((stream, remote)) => {
+                    let _ = stream.set_nodelay(true);
+                    let serving = std::panic::AssertUnwindSafe(serve(state.clone(), cfg.clone(), stream, remote)).catch_unwind();
+                    tokio::spawn(async move {
+                        if let Err(panic) = serving.await {
+                            error!(%remote, panic = %panic_text(&panic), "embedded broker: a connection task failed; that client is disconnected");
+                        }
+                    });
+                }
+                Err(e) => {
+                    warn_limited!("embedded broker: accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    });
+    let (stopped_tx, stopped) = watch::channel(None);
+    tokio::spawn(async move {
+        let why = match accept.await {
+            Ok(()) => "its accept loop ended".to_string(),
+            Err(e) if e.is_panic() => format!("its accept loop panicked: {}", panic_text(&e.into_panic())),
+            Err(e) => format!("its accept loop was cancelled: {e}"),
+        };
+        error!(%addr, "embedded MQTT broker stopped: {why}; MQTT devices cannot connect until the hub restarts");
+        stopped_tx.send_replace(Some(why));
+    });
+    info!(%addr, "embedded MQTT broker listening");
+    Ok(RunningBroker { addr, stopped })
+}
+
+fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_else(|| "(no message)".into())
+}
+
+/// Reads one packet, reading more bytes as needed.
+async fn read_packet(rd: &mut (impl AsyncReadExt + Unpin), buf: &mut BytesMut, max: usize) -> Result<Packet, String> {
+    loop {
+        match Packet::read(buf, max) {
+            Ok(p) => return Ok(p),
+            Err(mqttbytes::Error::InsufficientBytes(n)) => {
+                buf.reserve(n.clamp(1, max.saturating_add(8)).max(1024));
+                match rd.read_buf(buf).await {
+                    Ok(0) => return Err("connection closed".into()),
+                    Ok(_) => {}
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+            Err(e) => return Err(format!("malformed packet: {e:?}")),
+        }
+    }
+}
+
+async fn refuse(wr: &mut tokio::net::tcp::OwnedWriteHalf, code: ConnectReturnCode) {
+    let mut out = BytesMut::new();
+    if ConnAck::new(code, false).write(&mut out).is_ok() {
+        let _ = tokio::time::timeout(Duration::from_secs(5), wr.write_all(&out)).await;
+    }
+}
+
+/// Removes the client from the state if its task ends without [`Registered::end`] (a panic).
+struct Registered {
+    state: Shared,
+    client_id: String,
+    conn: u64,
+    ended: bool,
+}
+
+impl Registered {
+    fn end(mut self, goodbye: bool) {
+        self.ended = true;
+        lock(&self.state).end(&self.client_id, self.conn, goodbye);
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        if !self.ended {
+            lock(&self.state).end(&self.client_id, self.conn, true);
+        }
+    }
+}
+
+/// How long one write to a client may take before it counts as not reading.
+const WRITE_DEADLINE: Duration = Duration::from_secs(30);
+
+async fn serve(state: Shared, cfg: Arc<BrokerConfig>, stream: TcpStream, remote: SocketAddr) {
+    let (mut rd, mut wr) = stream.into_split();
+    let mut buf = BytesMut::with_capacity(4096);
+    let connect = match tokio::time::timeout(Duration::from_secs(10), read_packet(&mut rd, &mut buf, cfg.max_packet)).await {
+        Ok(Ok(Packet::Connect(c))) => c,
+        Ok(Ok(_)) => return warn_limited!(%remote, "embedded broker: the first packet was not CONNECT; closing"),
+        Ok(Err(why)) => return debug!(%remote, %why, "embedded broker: no CONNECT"),
+        Err(_) => return debug!(%remote, "embedded broker: no CONNECT within 10 s"),
+    };
+    if connect.protocol != mqttbytes::Protocol::V4 {
+        return refuse(&mut wr, ConnectReturnCode::RefusedProtocolVersion).await;
+    }
+    let login = Login::of(&connect);
+    let role = match (cfg.authenticate)(&login) {
+        Ok(role) => role,
+        Err(refusal) => {
+            warn_limited!(%remote, client = %state::short(&login.client_id), why = %refusal, "embedded broker: refused a client");
+            return refuse(&mut wr, refusal.code()).await;
+        }
+    };
+    if let Role::Device { client_id } = &role
+        && *client_id != connect.client_id
+    {
+        warn_limited!(%remote, client = %state::short(&login.client_id), "embedded broker: refused a device whose client id is not the one it was admitted as");
+        return refuse(&mut wr, ConnectReturnCode::BadClientId).await;
+    }
+    let client_id = if connect.client_id.is_empty() { format!("anon-{}", uuid::Uuid::new_v4().simple()) } else { connect.client_id.clone() };
+    let (tx, mut rx) = mpsc::channel::<Packet>(cfg.limits.queue_for(&role));
+    let (kick_tx, mut kick_rx) = oneshot::channel();
+    let connected = lock(&state).connect(&client_id, &connect, role, tx, kick_tx);
+    let conn = match connected {
+        Ok(conn) => conn,
+        Err((code, why)) => {
+            warn_limited!(%remote, client = %state::short(&client_id), %why, "embedded broker: refused a client");
+            return refuse(&mut wr, code).await;
+        }
+    };
+    let registered = Registered { state: state.clone(), client_id: client_id.clone(), conn, ended: false };
+    debug!(%remote, client = %client_id, "embedded broker: client connected");
+    let max = cfg.max_packet;
+    let mut writer = tokio::spawn(async move {
+        let mut out = BytesMut::with_capacity(4096);
+        while let Some(p) = rx.recv().await {
+            out.clear();
+            if p.write(&mut out, max).is_err() {
+                continue;
+            }
+            match tokio::time::timeout(WRITE_DEADLINE, wr.write_all(&out)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => break,
+                Err(_) => return Err("a write took longer than 30 s (it does not read)"),
+            }
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(1), wr.shutdown()).await;
+        Ok(())
+    });
+    // A client silent for 1.5 keepalives is gone (MQTT 3.1.1 §3.1.2.10).
+    let idle = match connect.keep_alive {
+        0 => Duration::from_secs(24 * 3600),
+        k => Duration::from_millis(u64::from(k) * 1500),
+    };
+    let mut goodbye = false;
+    let mut writer_done = false;
+    loop {
+        let packet = tokio::select! {
+            r = tokio::time::timeout(idle, read_packet(&mut rd, &mut buf, cfg.max_packet)) => match r {
+                Ok(Ok(p)) => p,
+                Ok(Err(why)) => { debug!(client = %client_id, %why, "embedded broker: connection ends"); break; }
+                Err(_) => { debug!(client = %client_id, "embedded broker: keepalive expired"); break; }
+            },
+            _ = &mut kick_rx => { goodbye = true; break; }
+            w = &mut writer => {
+                writer_done = true;
+                if let Ok(Err(why)) = w {
+                    warn_limited!(client = %client_id, why, "embedded broker: disconnecting a client");
+                }
+                break;
+            }
+        };
+        let next = lock(&state).handle(&client_id, conn, packet);
+        match next {
+            Next::Continue => {}
+            Next::Goodbye => {
+                goodbye = true;
+                break;
+            }
+            Next::Close(why) => {
+                warn_limited!(%remote, client = %client_id, why, "embedded broker: closing a client's connection");
+                break;
+            }
+        }
+    }
+    registered.end(goodbye);
+    // The state held the last sender: the writer drains what is queued, within its deadline.
+    if !writer_done && tokio::time::timeout(WRITE_DEADLINE, &mut writer).await.is_err() {
+        writer.abort();
+    }
+    debug!(client = %client_id, "embedded broker: client gone");
+}
+
+#[cfg(test)]
+mod tests;
