@@ -252,15 +252,22 @@ impl Admission {
     }
 
     /// Whether a device presenting `token` as `device_id` is let in (WebSocket, MQTT).
+    /// With `--approve-all`, every device is let in, or with shared tokens configured too, every
+    /// device that presents one of them (or its own token).
     pub fn admits(&self, device_id: &str, token: Option<&str>) -> Result<(), Refusal> {
-        if self.approve_all {
-            return Ok(());
-        }
         let token = token.map(str::trim).filter(|t| !t.is_empty());
         if let Some(t) = token
             && self.shared_tokens.iter().any(|s| constant_time_eq(s.as_bytes(), t.as_bytes()))
         {
             return Ok(());
+        }
+        if self.approve_all {
+            let own = token.is_some_and(|t| self.secret.verify(Purpose::Device, &device_id.to_ascii_lowercase(), t));
+            return match (self.shared_tokens.is_empty(), own, token) {
+                (true, _, _) | (false, true, _) => Ok(()),
+                (false, false, None) => Err(Refusal::NoToken { device_id: device_id.to_ascii_lowercase() }),
+                (false, false, Some(_)) => Err(Refusal::WrongToken { device_id: device_id.to_ascii_lowercase() }),
+            };
         }
         let device_id = device_id.to_ascii_lowercase();
         let known = {

@@ -168,6 +168,28 @@ impl MqttHub {
     }
 }
 
+/// The embedded broker's logins with admission on: the hub's own connections by their run's
+/// password; every other client is a device, with its scheme's client id
+/// (`GID_mcpdev@@@aa_bb_…`) and its own token (or a shared `MCPDEV_DEVICE_TOKEN`) as the password,
+/// and may then use only its own topics.
+fn device_auth(hub: Arc<Hub>, hub_password: String) -> broker::Authenticate {
+    use broker::acl::{HUB_USERNAME, Refusal, is_device_key, same_secret};
+    Arc::new(move |login: &broker::Login| {
+        if login.username.as_deref() == Some(HUB_USERNAME) {
+            return match &login.password {
+                Some(p) if same_secret(p, &hub_password) => Ok(broker::Role::Hub),
+                _ => Err(Refusal::Credentials(format!("wrong password for the reserved username {HUB_USERNAME}"))),
+            };
+        }
+        if !is_device_key(&login.client_id) {
+            return Err(Refusal::ClientId(format!("a device's client id must be GID_mcpdev@@@<mac with _>, not {:?}", login.client_id)));
+        }
+        let password = login.password.as_deref().unwrap_or_default();
+        hub.admission.mqtt_login(&login.client_id, password).map_err(Refusal::Credentials)?;
+        Ok(broker::Role::Device { client_id: login.client_id.clone() })
+    })
+}
+
 /// Starts the broker (if embedded), the connection and the dispatcher.
 pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<MqttHub>> {
     let hub_id = uuid::Uuid::new_v4().simple().to_string()[..12].to_string();
@@ -177,10 +199,14 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         BrokerChoice::Embedded { listen } => {
             // The hub's own connections log in with a password only this run knows.
             let hub_password = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
-            if tokens.is_empty() {
-                warn!("the embedded MQTT broker is open: any client may connect, and clients that are not devices get full rights (give --device-token to close it)");
-            }
-            let authenticate = broker::acl::token_auth(tokens.clone(), hub_password.clone());
+            let authenticate = if hub.admission.approve_all() {
+                if tokens.is_empty() {
+                    warn!("the embedded MQTT broker is open (--approve-all): any client may connect, and clients that are not devices get full rights");
+                }
+                broker::acl::token_auth(tokens.clone(), hub_password.clone())
+            } else {
+                device_auth(hub.clone(), hub_password.clone())
+            };
             let b = broker::start(broker::BrokerConfig { addr: *listen, authenticate, max_packet, limits: broker::Limits::default() })
                 .await
                 .map_err(|e| anyhow::anyhow!("cannot start the embedded MQTT broker on {listen}: {e}"))?;
