@@ -24,6 +24,9 @@ use super::Hub;
 use crate::links::upgrade::plain;
 use crate::wire::identity::{format_mac, parse_mac};
 
+/// The device WebSocket path (served by `devices`); here because the OTA answer points to it and
+/// `devices` mounts these routes, so the dependency runs one way: devices -> ota.
+pub const DEVICE_PATH: &str = "/xiaozhi/v1/";
 pub const OTA_PATH: &str = "/xiaozhi/ota/";
 pub const ACTIVATE_PATH: &str = "/xiaozhi/ota/activate";
 pub const FIRMWARE_PATH: &str = "/xiaozhi/ota/firmware.bin";
@@ -112,7 +115,7 @@ async fn check_version(State(hub): State<Arc<Hub>>, ConnectInfo(remote): Connect
     let name = ota.public_host.clone().unwrap_or_else(|| host_name(h("host").unwrap_or("127.0.0.1")).to_string());
     let base = format!("{name}:{}", hub.device_port);
     let websocket = json!({
-        "url": format!("ws://{base}{}", super::devices::DEVICE_PATH),
+        "url": format!("ws://{base}{DEVICE_PATH}"),
         // Only a configured token is handed out; an empty one clears a stale token on the device.
         "token": hub.config.device_tokens.first().cloned().unwrap_or_default(),
         "version": 1,
