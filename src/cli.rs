@@ -4,6 +4,8 @@
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
 use crate::exit::EXIT_CODES_HELP;
+// Lives in `flash` (which this module mounts), so the dependency runs one way: cli -> flash.
+pub use crate::flash::parse_duration;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -431,16 +433,6 @@ pub fn secrets_on_command_line(matches: &clap::ArgMatches) -> Vec<String> {
         m = here.subcommand().map(|(_, sub)| sub);
     }
     warnings
-}
-
-/// A duration like `30s`, `500ms`, `2m`; a bare number is seconds.
-pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    if let Ok(secs) = s.parse::<f64>()
-        && secs.is_finite() && secs >= 0.0
-    {
-        return Ok(std::time::Duration::from_secs_f64(secs));
-    }
-    humantime::parse_duration(s).map_err(|e| format!("{s:?} is not a duration like 30s, 500ms or 2m ({e})"))
 }
 
 #[derive(Debug, Args)]

@@ -28,6 +28,9 @@ pub mod commands;
 pub mod config;
 pub mod exit;
 pub mod flash;
+/// The cargo-fuzz entry points (`fuzz/`), replayed by `tests/fuzz_corpora.rs`; not an API.
+#[doc(hidden)]
+pub mod fuzz;
 pub mod hub;
 pub mod links;
 pub mod mqtt;

@@ -70,7 +70,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
             tokio::spawn(run_device(cfg));
         }
     }
-    let reach = super::serve_report::device_urls(running.device_addr, hub::devices::DEVICE_PATH);
+    let reach = super::serve_report::device_urls(running.device_addr, hub::ota::DEVICE_PATH);
     let hub_flag = super::serve_report::hub_flag(running.host_addr);
     let listening = {
         let mcp = format!("{host_url}/mcp");

@@ -25,6 +25,17 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+/// A duration like `30s`, `500ms`, `2m`; a bare number is seconds. Here rather than in `cli`
+/// (which re-exports it) because `cli` mounts [`FlashArgs`]: the dependency runs one way.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    if let Ok(secs) = s.parse::<f64>()
+        && secs.is_finite() && secs >= 0.0
+    {
+        return Ok(std::time::Duration::from_secs_f64(secs));
+    }
+    humantime::parse_duration(s).map_err(|e| format!("{s:?} is not a duration like 30s, 500ms or 2m ({e})"))
+}
+
 /// The chips the firmware in `firmware/` is built for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Chip {
@@ -110,7 +121,7 @@ pub struct FlashArgs {
     /// After flashing, wait up to DURATION (60s without a value) for the device to connect to the hub
     /// and print its hello
     #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "60s",
-        value_parser = crate::cli::parse_duration, conflicts_with = "save_image")]
+        value_parser = parse_duration, conflicts_with = "save_image")]
     pub wait_device: Option<std::time::Duration>,
     /// After flashing, show the device's serial log until Ctrl-C (reopening the port when a
     /// USB-Serial-JTAG board comes back after its reset); NDJSON lines with --json

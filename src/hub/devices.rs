@@ -12,13 +12,13 @@ use axum::routing::{any, post};
 use tracing::{info, warn};
 
 use super::Hub;
+use super::ota::DEVICE_PATH;
 use crate::links::upgrade::{self, plain};
 use crate::links::handle::LinkSetup;
 use crate::links::websocket;
 use crate::session::SessionConfig;
 use crate::wire::identity::{self, Identity};
 
-pub const DEVICE_PATH: &str = "/xiaozhi/v1/";
 pub const VISION_PATH: &str = "/mcp/vision/explain";
 
 pub fn router(hub: Arc<Hub>) -> Router {

@@ -30,6 +30,9 @@ use super::admission::{Pending, Via};
 use crate::links::upgrade::plain;
 use crate::wire::identity::{format_mac, parse_mac};
 
+/// The device WebSocket path (served by `devices`); here because the OTA answer points to it and
+/// `devices` mounts these routes, so the dependency runs one way: devices -> ota.
+pub const DEVICE_PATH: &str = "/xiaozhi/v1/";
 pub const OTA_PATH: &str = "/xiaozhi/ota/";
 pub const ACTIVATE_PATH: &str = "/xiaozhi/ota/activate";
 pub const FIRMWARE_PATH: &str = "/xiaozhi/ota/firmware.bin";
@@ -119,7 +122,7 @@ async fn check_version(State(hub): State<Arc<Hub>>, ConnectInfo(remote): Connect
     let base = format!("{name}:{}", hub.device_port);
     let (websocket, mqtt, activation) = match hub.admission.token_for_check_in(&device_id, client_id.as_deref()) {
         Some(token) => {
-            let websocket = json!({"url": format!("ws://{base}{}", super::devices::DEVICE_PATH), "token": token, "version": 1});
+            let websocket = json!({"url": format!("ws://{base}{}", DEVICE_PATH), "token": token, "version": 1});
             (Some(websocket), hub.mqtt.get().map(|m| m.ota_settings(&device_id, &name)), None)
         }
         // Not admitted: a code to approve, and nothing to connect with.

@@ -4,36 +4,36 @@
 
 use mcp_device::{Call, Content, Tool, ToolError, ToolOutput};
 
-use super::tools::SimState;
-
 const PNG_1X1: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg==";
 const WAV_EMPTY: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEARKwAAIhYAQACABAAZGF0YQAAAAA=";
 
-pub fn tools() -> Vec<Tool<SimState>> {
+/// The fixture tools; they never touch the device state, so they fit any server's state type
+/// (and this module needs nothing from `tools`, which offers them: the dependency runs one way).
+pub fn tools<S>() -> Vec<Tool<S>> {
     vec![
-        Tool::new("test_simple_text", "Returns simple text content", simple_text),
-        Tool::new("test_image_content", "Returns image content", image),
-        Tool::new("test_audio_content", "Returns audio content", audio),
-        Tool::new("test_embedded_resource", "Returns an embedded resource", embedded_resource),
-        Tool::new("test_multiple_content_types", "Returns text, image and resource content", multiple),
-        Tool::new("test_error_handling", "Always returns an error result", error),
+        Tool::new("test_simple_text", "Returns simple text content", simple_text::<S>),
+        Tool::new("test_image_content", "Returns image content", image::<S>),
+        Tool::new("test_audio_content", "Returns audio content", audio::<S>),
+        Tool::new("test_embedded_resource", "Returns an embedded resource", embedded_resource::<S>),
+        Tool::new("test_multiple_content_types", "Returns text, image and resource content", multiple::<S>),
+        Tool::new("test_error_handling", "Always returns an error result", error::<S>),
     ]
 }
 
-fn simple_text(_: &mut SimState, _: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
+fn simple_text<S>(_: &mut S, _: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
     Ok(ToolOutput::text("This is a simple text response for testing."))
 }
 
-fn image(_: &mut SimState, _: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
+fn image<S>(_: &mut S, _: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
     Ok(ToolOutput { content: vec![png()], is_error: false })
 }
 
-fn audio(_: &mut SimState, _: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
+fn audio<S>(_: &mut S, _: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
     let wav = Content::Audio { data: WAV_EMPTY.into(), mime_type: "audio/wav".into() };
     Ok(ToolOutput { content: vec![wav], is_error: false })
 }
 
-fn embedded_resource(_: &mut SimState, _: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
+fn embedded_resource<S>(_: &mut S, _: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
     let r = Content::Resource {
         uri: "test://embedded-resource".into(),
         mime_type: "text/plain".into(),
@@ -42,7 +42,7 @@ fn embedded_resource(_: &mut SimState, _: &mut Call<'_>) -> Result<ToolOutput, T
     Ok(ToolOutput { content: vec![r], is_error: false })
 }
 
-fn multiple(_: &mut SimState, _: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
+fn multiple<S>(_: &mut S, _: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
     let r = Content::Resource {
         uri: "test://mixed-content-resource".into(),
         mime_type: "application/json".into(),
@@ -51,7 +51,7 @@ fn multiple(_: &mut SimState, _: &mut Call<'_>) -> Result<ToolOutput, ToolError>
     Ok(ToolOutput::text("Multiple content types test:").with(png()).with(r))
 }
 
-fn error(_: &mut SimState, _: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
+fn error<S>(_: &mut S, _: &mut Call<'_>) -> Result<ToolOutput, ToolError> {
     Ok(ToolOutput::error("This tool intentionally returns an error for testing"))
 }
 

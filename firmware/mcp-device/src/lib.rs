@@ -21,6 +21,9 @@
 
 extern crate alloc;
 
+/// The cargo-fuzz entry point (`firmware/fuzz/`); not an API.
+#[doc(hidden)]
+pub mod fuzz;
 mod hello;
 mod json;
 mod link;

@@ -59,6 +59,9 @@
 extern crate alloc;
 
 mod crc;
+/// The cargo-fuzz entry point (`firmware/fuzz/`); not an API.
+#[doc(hidden)]
+pub mod fuzz;
 mod identity;
 mod record;
 mod url;

@@ -1,0 +1,928 @@
+//! The `args` module's unit tests (stock xiaozhi schemas, coercion, validation messages, suggestions).
+
+use super::*;
+use super::build::*;
+use super::render::*;
+use super::validate::*;
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+// --- stock xiaozhi schemas, byte for byte as the devices send them -----------------------
+
+fn volume_schema() -> Value {
+    json!({"type":"object","properties":{"volume":{"type":"integer","minimum":0,"maximum":100}},"required":["volume"]})
+}
+
+fn theme_schema() -> Value {
+    json!({"type":"object","properties":{"theme":{"type":"string"}},"required":["theme"]})
+}
+
+fn otto_schema() -> Value {
+    serde_json::from_str(r#"{"type":"object","properties":{"action":{"type":"string","default":"sit"},"steps":{"type":"integer","default":3,"minimum":1,"maximum":100},"speed":{"type":"integer","default":700,"minimum":100,"maximum":3000},"direction":{"type":"integer","default":1,"minimum":-1,"maximum":1},"amount":{"type":"integer","default":0,"minimum":0,"maximum":170},"arm_swing":{"type":"integer","default":50,"minimum":0,"maximum":170}}}"#).unwrap()
+}
+
+fn zip_schema() -> Value {
+    json!({"type":"object","properties":{"zip":{"type":"string"},"name":{"type":"string"}},"required":["zip"]})
+}
+
+fn words(ws: &[&str]) -> Vec<String> {
+    ws.iter().map(|w| w.to_string()).collect()
+}
+
+fn build(schema: &Value, ws: &[&str]) -> Result<Value, ArgError> {
+    build_arguments(schema, &words(ws), None)
+}
+
+fn build_ok(schema: &Value, ws: &[&str]) -> Value {
+    build(schema, ws).unwrap_or_else(|e| panic!("{ws:?}: {e}"))
+}
+
+/// The error as displayed.
+fn build_err(schema: &Value, ws: &[&str]) -> String {
+    match build(schema, ws) {
+        Ok(v) => panic!("{ws:?} built {v}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// The errors as displayed.
+fn invalid(schema: &Value, args: Value) -> Vec<String> {
+    match validate(schema, &args) {
+        Ok(()) => panic!("{args} passed"),
+        Err(es) => es.iter().map(ToString::to_string).collect(),
+    }
+}
+
+fn one_prop(prop: Value) -> Value {
+    json!({"type":"object","properties":{"x": prop}})
+}
+
+// --- ArgError display ---------------------------------------------------------------------
+
+#[test]
+fn display_names_the_argument_and_suggestions() {
+    let e = ArgError::new("volume", "must be at most 100 (allowed 0..100), got 101");
+    assert_eq!(e.to_string(), "argument 'volume': must be at most 100 (allowed 0..100), got 101");
+    let e = ArgError::new("volme", "not declared by this tool (it takes: volume)").with_suggestions(["volume"]);
+    assert_eq!(
+        e.to_string(),
+        "argument 'volme': not declared by this tool (it takes: volume); did you mean 'volume'?"
+    );
+    let e = ArgError::new("x", "m").with_suggestions(["a", "b"]);
+    assert_eq!(e.to_string(), "argument 'x': m; did you mean 'a' or 'b'?");
+    let e = ArgError::new("x", "m").with_suggestions(["a", "b", "c"]);
+    assert_eq!(e.to_string(), "argument 'x': m; did you mean 'a', 'b' or 'c'?");
+    assert_eq!(ArgError::new("", "must be an object").to_string(), "arguments: must be an object");
+}
+
+// --- strings stay strings -----------------------------------------------------------------
+
+#[test]
+fn string_properties_keep_the_raw_text() {
+    let s = zip_schema();
+    assert_eq!(build_ok(&s, &["zip=01234"]), json!({"zip":"01234"}));
+    assert_eq!(build_ok(&s, &["zip=01234", "name=true"]), json!({"zip":"01234","name":"true"}));
+    assert_eq!(build_ok(&s, &["name=null"]), json!({"name":"null"}));
+    assert_eq!(build_ok(&s, &["name=[1,2]"]), json!({"name":"[1,2]"}));
+    assert_eq!(build_ok(&s, &["name= padded "]), json!({"name":" padded "}));
+    assert_eq!(build_ok(&s, &["name=a=b"]), json!({"name":"a=b"}));
+    assert_eq!(build_ok(&theme_schema(), &["theme=dark"]), json!({"theme":"dark"}));
+}
+
+#[test]
+fn empty_value_is_the_empty_string_for_strings_only() {
+    assert_eq!(build_ok(&zip_schema(), &["zip="]), json!({"zip":""}));
+    assert_eq!(
+        build_err(&volume_schema(), &["volume="]),
+        "argument 'volume': no value given (expected an integer)"
+    );
+    assert_eq!(
+        build_err(&one_prop(json!({"type":"array","items":{"type":"string"}})), &["x="]),
+        "argument 'x': no value given (expected an array) (write x:=[] for an empty list)"
+    );
+    assert_eq!(
+        build_err(&one_prop(json!({"type":"object"})), &["x="]),
+        "argument 'x': no value given (expected an object) (write x:={} for an empty object)"
+    );
+    assert_eq!(
+        build_err(&one_prop(json!({"type":"boolean"})), &["x="]),
+        "argument 'x': no value given (expected a boolean)"
+    );
+    assert_eq!(
+        build_err(&one_prop(json!({"type":["integer","null"]})), &["x="]),
+        "argument 'x': no value given (expected an integer or null)"
+    );
+}
+
+// --- numbers ------------------------------------------------------------------------------
+
+#[test]
+fn integers_parse_as_integers() {
+    let s = volume_schema();
+    assert_eq!(build_ok(&s, &["volume=50"]), json!({"volume":50}));
+    assert_eq!(build_ok(&s, &["volume=-3"]), json!({"volume":-3}));
+    assert_eq!(build_ok(&s, &["volume=007"]), json!({"volume":7}));
+    assert_eq!(build_ok(&s, &["volume=1e2"]), json!({"volume":100}));
+    assert_eq!(build_ok(&s, &["volume=50.0"]), json!({"volume":50}));
+    assert_eq!(build_ok(&s, &["volume= 42 "]), json!({"volume":42}));
+    assert_eq!(build_ok(&s, &["volume=18446744073709551615"]), json!({"volume":18446744073709551615u64}));
+    // Out of range is validate's business, not build's.
+    assert_eq!(build_ok(&s, &["volume=101"]), json!({"volume":101}));
+    assert_eq!(build_err(&s, &["volume=50.5"]), "argument 'volume': must be an integer, got 50.5");
+    assert_eq!(build_err(&s, &["volume=abc"]), r#"argument 'volume': must be an integer, got "abc""#);
+    assert_eq!(build_err(&s, &["volume=true"]), "argument 'volume': must be an integer, got true");
+    assert_eq!(build_err(&s, &["volume=inf"]), r#"argument 'volume': must be an integer, got "inf""#);
+    assert_eq!(build_err(&s, &["volume=1e30"]), "argument 'volume': is too large for a 64-bit integer, got 1e30");
+}
+
+#[test]
+fn numbers_are_integers_when_integral() {
+    let s = one_prop(json!({"type":"number"}));
+    assert_eq!(build_ok(&s, &["x=1.5"]), json!({"x":1.5}));
+    assert_eq!(build_ok(&s, &["x=2"]), json!({"x":2}));
+    assert_eq!(build_ok(&s, &["x=2.0"]), json!({"x":2}));
+    assert!(build_ok(&s, &["x=2.0"])["x"].is_i64());
+    assert_eq!(build_ok(&s, &["x=-0.25"]), json!({"x":-0.25}));
+    assert_eq!(build_ok(&s, &["x=1e-3"]), json!({"x":0.001}));
+    assert_eq!(build_err(&s, &["x=abc"]), r#"argument 'x': must be a number, got "abc""#);
+    assert_eq!(build_err(&s, &["x=NaN"]), r#"argument 'x': must be a number, got "NaN""#);
+}
+
+// --- booleans and null --------------------------------------------------------------------
+
+#[test]
+fn booleans_accept_the_usual_spellings() {
+    let s = one_prop(json!({"type":"boolean"}));
+    for (text, want) in [
+        ("true", true),
+        ("false", false),
+        ("1", true),
+        ("0", false),
+        ("yes", true),
+        ("no", false),
+        ("on", true),
+        ("off", false),
+        ("TRUE", true),
+        ("Yes", true),
+        ("OFF", false),
+    ] {
+        assert_eq!(build_ok(&s, &[&format!("x={text}")]), json!({"x": want}), "{text}");
+    }
+    assert_eq!(
+        build_err(&s, &["x=maybe"]),
+        r#"argument 'x': must be a boolean (true/false, yes/no, on/off, 1/0), got "maybe""#
+    );
+    assert_eq!(build_err(&s, &["x=2"]), "argument 'x': must be a boolean (true/false, yes/no, on/off, 1/0), got 2");
+}
+
+#[test]
+fn null_type_takes_null() {
+    let s = one_prop(json!({"type":"null"}));
+    assert_eq!(build_ok(&s, &["x=null"]), json!({"x":null}));
+    assert_eq!(build_err(&s, &["x=nil"]), r#"argument 'x': must be null, got "nil""#);
+    assert_eq!(build_err(&s, &["x="]), "argument 'x': no value given (expected null) (write x:=null)");
+}
+
+// --- arrays and objects -------------------------------------------------------------------
+
+#[test]
+fn arrays_from_comma_lists_or_json() {
+    let tags = one_prop(json!({"type":"array","items":{"type":"string"}}));
+    assert_eq!(build_ok(&tags, &["x=a,b"]), json!({"x":["a","b"]}));
+    assert_eq!(build_ok(&tags, &["x=a, b ,c"]), json!({"x":["a","b","c"]}));
+    assert_eq!(build_ok(&tags, &["x=01,true"]), json!({"x":["01","true"]}));
+    assert_eq!(build_ok(&tags, &["x=solo"]), json!({"x":["solo"]}));
+    assert_eq!(build_ok(&tags, &[r#"x=["a,b","c"]"#]), json!({"x":["a,b","c"]}));
+    assert_eq!(build_ok(&tags, &["x=[a,b]"]), json!({"x":["a","b"]}));
+    assert_eq!(build_ok(&tags, &["x=[]"]), json!({"x":[]}));
+
+    let ids = one_prop(json!({"type":"array","items":{"type":"integer"}}));
+    assert_eq!(build_ok(&ids, &["x=1,2,3"]), json!({"x":[1,2,3]}));
+    assert_eq!(build_ok(&ids, &["x=[1, 2]"]), json!({"x":[1,2]}));
+    assert_eq!(build_err(&ids, &["x=1,two"]), r#"argument 'x[1]': must be an integer, got "two""#);
+    assert_eq!(build_err(&ids, &["x=1,,3"]), "argument 'x[1]': no value given (expected an integer)");
+
+    let flags = one_prop(json!({"type":"array","items":{"type":"boolean"}}));
+    assert_eq!(build_ok(&flags, &["x=on,off"]), json!({"x":[true,false]}));
+
+    let modes = one_prop(json!({"type":"array","items":{"enum":["a","b"]}}));
+    assert_eq!(build_ok(&modes, &["x=a,b,a"]), json!({"x":["a","b","a"]}));
+    assert_eq!(build_err(&modes, &["x=a,c"]), r#"argument 'x[1]': must be one of "a", "b", got "c""#);
+
+    let untyped_items = one_prop(json!({"type":"array"}));
+    assert_eq!(build_ok(&untyped_items, &["x=1,a,true"]), json!({"x":[1,"a",true]}));
+    assert_eq!(build_ok(&untyped_items, &[r#"x=[{"k":1}]"#]), json!({"x":[{"k":1}]}));
+
+    let points = one_prop(json!({"type":"array","items":{"type":"object"}}));
+    assert_eq!(build_ok(&points, &[r#"x=[{"a":1}]"#]), json!({"x":[{"a":1}]}));
+    assert_eq!(
+        build_err(&points, &["x=a"]),
+        r#"argument 'x': must be a JSON array (its items are object), got "a""#
+    );
+    assert_eq!(
+        build_err(&points, &["x=[{]"]),
+        "argument 'x': is not valid JSON: key must be a string at line 1 column 3"
+    );
+}
+
+#[test]
+fn objects_from_json() {
+    let s = one_prop(json!({"type":"object"}));
+    assert_eq!(build_ok(&s, &[r#"x={"a":[1,2]}"#]), json!({"x":{"a":[1,2]}}));
+    assert_eq!(
+        build_err(&s, &["x=abc"]),
+        r#"argument 'x': must be a JSON object (or set one field with x.field=value), got "abc""#
+    );
+    assert_eq!(
+        build_err(&s, &["x=[1]"]),
+        "argument 'x': must be a JSON object (or set one field with x.field=value), got [1]"
+    );
+    assert_eq!(
+        build_err(&s, &["x={a}"]),
+        "argument 'x': is not valid JSON: key must be a string at line 1 column 2"
+    );
+}
+
+// --- unions, enums, const, $ref -----------------------------------------------------------
+
+#[test]
+fn union_types_are_tried_in_order() {
+    let s = one_prop(json!({"type":["string","null"]}));
+    assert_eq!(build_ok(&s, &["x=null"]), json!({"x":"null"}));
+    assert_eq!(build_ok(&s, &["x=5"]), json!({"x":"5"}));
+
+    let s = one_prop(json!({"type":["integer","null"]}));
+    assert_eq!(build_ok(&s, &["x=null"]), json!({"x":null}));
+    assert_eq!(build_ok(&s, &["x=5"]), json!({"x":5}));
+    assert_eq!(build_err(&s, &["x=five"]), r#"argument 'x': must be an integer or null, got "five""#);
+
+    let s = one_prop(json!({"type":["integer","string"]}));
+    assert_eq!(build_ok(&s, &["x=5"]), json!({"x":5}));
+    assert_eq!(build_ok(&s, &["x=05a"]), json!({"x":"05a"}));
+}
+
+#[test]
+fn any_of_and_one_of_members_are_tried_in_order() {
+    // What pydantic emits for Optional[int] and Union[int, str].
+    let s = one_prop(json!({"anyOf":[{"type":"integer"},{"type":"null"}],"default":null}));
+    assert_eq!(build_ok(&s, &["x=7"]), json!({"x":7}));
+    assert_eq!(build_ok(&s, &["x=null"]), json!({"x":null}));
+    assert_eq!(build_err(&s, &["x=seven"]), r#"argument 'x': must be an integer or null, got "seven""#);
+
+    let s = one_prop(json!({"oneOf":[{"type":"integer","minimum":0},{"type":"string"}]}));
+    assert_eq!(build_ok(&s, &["x=5"]), json!({"x":5}));
+    assert_eq!(build_ok(&s, &["x=five"]), json!({"x":"five"}));
+
+    let s = one_prop(json!({"anyOf":[{"type":"boolean"},{"enum":["auto"]}]}));
+    assert_eq!(build_ok(&s, &["x=auto"]), json!({"x":"auto"}));
+    assert_eq!(build_ok(&s, &["x=yes"]), json!({"x":true}));
+    assert_eq!(build_err(&s, &["x=sometimes"]), r#"argument 'x': must be a boolean or "auto", got "sometimes""#);
+}
+
+#[test]
+fn enums_and_consts() {
+    let s = one_prop(json!({"type":"string","enum":["light","dark"]}));
+    assert_eq!(build_ok(&s, &["x=dark"]), json!({"x":"dark"}));
+    let e = build(&s, &["x=ligth"]).unwrap_err();
+    assert_eq!(
+        e,
+        ArgError {
+            argument: "x".into(),
+            message: r#"must be one of "light", "dark", got "ligth""#.into(),
+            suggestions: vec!["light".into()],
+        }
+    );
+    assert_eq!(
+        build_err(&s, &["x=Dark"]),
+        r#"argument 'x': must be one of "light", "dark", got "Dark"; did you mean 'dark'?"#
+    );
+    assert_eq!(build_err(&s, &["x="]), r#"argument 'x': no value given (expected one of "light", "dark")"#);
+
+    // An all-string enum keeps strings even when they look like numbers.
+    let s = one_prop(json!({"enum":["1","2"]}));
+    assert_eq!(build_ok(&s, &["x=1"]), json!({"x":"1"}));
+
+    let s = one_prop(json!({"enum":[1,2,3]}));
+    assert_eq!(build_ok(&s, &["x=2"]), json!({"x":2}));
+    assert_eq!(build_ok(&s, &["x=2.0"]), json!({"x":2}));
+    assert_eq!(build_err(&s, &["x=4"]), "argument 'x': must be one of 1, 2, 3, got 4");
+
+    let s = one_prop(json!({"enum":["auto", 0, 1.5, true, null]}));
+    assert_eq!(build_ok(&s, &["x=auto"]), json!({"x":"auto"}));
+    assert_eq!(build_ok(&s, &["x=0"]), json!({"x":0}));
+    assert_eq!(build_ok(&s, &["x=1.5"]), json!({"x":1.5}));
+    assert_eq!(build_ok(&s, &["x=on"]), json!({"x":true}));
+    assert_eq!(build_ok(&s, &["x=null"]), json!({"x":null}));
+
+    let s = one_prop(json!({"const":"fixed"}));
+    assert_eq!(build_ok(&s, &["x=fixed"]), json!({"x":"fixed"}));
+    assert_eq!(build_err(&s, &["x=other"]), r#"argument 'x': must be "fixed", got "other""#);
+    let s = one_prop(json!({"const":{"a":1}}));
+    assert_eq!(build_ok(&s, &[r#"x={"a":1}"#]), json!({"x":{"a":1}}));
+}
+
+#[test]
+fn refs_to_defs_and_definitions_are_followed() {
+    let s = json!({
+        "type":"object",
+        "properties":{"level":{"$ref":"#/$defs/Level"},"mode":{"$ref":"#/definitions/Mode"},"cfg":{"$ref":"#/$defs/Cfg"}},
+        "$defs":{"Level":{"type":"integer","minimum":0,"maximum":10},"Cfg":{"type":"object","properties":{"zip":{"type":"string"}}}},
+        "definitions":{"Mode":{"enum":["a","b"]}}
+    });
+    assert_eq!(
+        build_ok(&s, &["level=3", "mode=b", "cfg.zip=007"]),
+        json!({"level":3,"mode":"b","cfg":{"zip":"007"}})
+    );
+    assert_eq!(build_err(&s, &["level=x"]), r#"argument 'level': must be an integer, got "x""#);
+    // A dangling or external $ref: untyped.
+    let s = one_prop(json!({"$ref":"#/$defs/Missing"}));
+    assert_eq!(build_ok(&s, &["x=5", "y=a"]), json!({"x":5,"y":"a"}));
+    let s = one_prop(json!({"$ref":"https://example.com/s.json"}));
+    assert_eq!(build_ok(&s, &["x=5"]), json!({"x":5}));
+    // A self-referencing schema does not loop.
+    let s = json!({"$defs":{"L":{"$ref":"#/$defs/L"}},"properties":{"x":{"$ref":"#/$defs/L"}}});
+    assert_eq!(build_ok(&s, &["x=5"]), json!({"x":5}));
+    let s = json!({"$defs":{"A":{"allOf":[{"$ref":"#/$defs/A"}]}},"properties":{"x":{"$ref":"#/$defs/A"}}});
+    assert_eq!(build_ok(&s, &["x=5"]), json!({"x":5}));
+    assert_eq!(signature(&s), "[x: any]");
+    let s = json!({"$defs":{"A":{"anyOf":[{"$ref":"#/$defs/A"}]}},"properties":{"x":{"$ref":"#/$defs/A"}}});
+    assert_eq!(build_ok(&s, &["x=5"]), json!({"x":5}));
+    assert_eq!(signature(&s), "[x: …]");
+}
+
+#[test]
+fn all_of_and_implied_types() {
+    let s = one_prop(json!({"allOf":[{"description":"d"},{"type":"string"}]}));
+    assert_eq!(build_ok(&s, &["x=01"]), json!({"x":"01"}));
+    let s = json!({"properties":{"cfg":{"properties":{"n":{"type":"string"}}}}});
+    assert_eq!(build_ok(&s, &["cfg.n=1"]), json!({"cfg":{"n":"1"}}));
+    assert_eq!(build_ok(&s, &[r#"cfg={"n":1}"#]), json!({"cfg":{"n":1}}));
+}
+
+// --- unknown arguments --------------------------------------------------------------------
+
+#[test]
+fn undeclared_arguments_are_an_error_when_forbidden() {
+    let mut s = volume_schema();
+    s["additionalProperties"] = json!(false);
+    let e = build(&s, &["volme=50"]).unwrap_err();
+    assert_eq!(
+        e,
+        ArgError {
+            argument: "volme".into(),
+            message: "not declared by this tool (it takes: volume)".into(),
+            suggestions: vec!["volume".into()],
+        }
+    );
+    assert_eq!(build_err(&s, &["loudness=5"]), "argument 'loudness': not declared by this tool (it takes: volume)");
+    let none = json!({"type":"object","properties":{},"additionalProperties":false});
+    assert_eq!(build_err(&none, &["a=1"]), "argument 'a': not declared: this tool takes no arguments");
+    let unevaluated = json!({"properties":{"a":{"type":"string"}},"unevaluatedProperties":false});
+    assert_eq!(build_err(&unevaluated, &["b=1"]), "argument 'b': not declared by this tool (it takes: a)");
+}
+
+#[test]
+fn likely_typos_are_an_error_even_when_allowed() {
+    let s = volume_schema();
+    assert_eq!(
+        build_err(&s, &["volme=50"]),
+        "argument 'volme': not declared by this tool (it takes: volume); did you mean 'volume'?"
+    );
+    assert_eq!(
+        build_err(&s, &["Volume=50"]),
+        "argument 'Volume': not declared by this tool (it takes: volume); did you mean 'volume'?"
+    );
+    assert_eq!(build_err(&otto_schema(), &["step=2"]).split("; ").last().unwrap(), "did you mean 'steps'?");
+    // Not a typo: passes through, JSON-parsed with a string fallback.
+    assert_eq!(
+        build_ok(&s, &["volume=5", "extra=01234", "n=5", "flag=true", "o={\"a\":1}"]),
+        json!({"volume":5,"extra":"01234","n":5,"flag":true,"o":{"a":1}})
+    );
+    // Short names are not typos of each other.
+    let s = one_prop(json!({"type":"integer"}));
+    assert_eq!(build_ok(&s, &["y=1"]), json!({"y":1}));
+    let s = json!({"properties":{"id":{"type":"string"}}});
+    assert_eq!(build_ok(&s, &["ip=1"]), json!({"ip":1}));
+}
+
+#[test]
+fn additional_properties_schema_types_undeclared_keys() {
+    let s = json!({"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"string"}});
+    assert_eq!(build_ok(&s, &["a=1", "label=5"]), json!({"a":1,"label":"5"}));
+    // patternProperties: we can't match the pattern here, so it's untyped and allowed.
+    let s = json!({"properties":{"a":{"type":"integer"}},"patternProperties":{"^x_":{"type":"string"}},"additionalProperties":false});
+    assert_eq!(build_ok(&s, &["x_1=5"]), json!({"x_1":5}));
+}
+
+// --- schema-less tools --------------------------------------------------------------------
+
+#[test]
+fn without_properties_values_are_json_or_text() {
+    for s in [json!({}), json!({"type":"object"}), Value::Null, json!("nonsense"), json!(true)] {
+        assert_eq!(
+            build_ok(&s, &["zip=01234", "n=5", "f=1.5", "b=true", "s=hello", "e=", "l=[1]", "z=null"]),
+            json!({"zip":"01234","n":5,"f":1.5,"b":true,"s":"hello","e":"","l":[1],"z":null}),
+            "{s}"
+        );
+        assert_eq!(build_ok(&s, &["a.b=1"]), json!({"a":{"b":1}}), "{s}");
+    }
+    assert_eq!(build_ok(&json!({}), &[]), json!({}));
+    // A property declared as {} or true is untyped too.
+    let s = json!({"properties":{"a":{},"b":true}});
+    assert_eq!(build_ok(&s, &["a=5", "b=x"]), json!({"a":5,"b":"x"}));
+    let s = json!({"properties":{"a":false}});
+    assert_eq!(build_err(&s, &["a=5"]), "argument 'a': is not allowed by the schema");
+}
+
+// --- nested keys --------------------------------------------------------------------------
+
+#[test]
+fn dotted_keys_build_nested_objects() {
+    let s = json!({"type":"object","properties":{
+        "a":{"type":"object","properties":{"b":{"type":"integer"},"zip":{"type":"string"},"deep":{"type":"object","properties":{"on":{"type":"boolean"}}}}},
+        "n":{"type":"integer"}
+    }});
+    assert_eq!(
+        build_ok(&s, &["a.b=1", "a.zip=01", "a.deep.on=yes", "n=2"]),
+        json!({"a":{"b":1,"zip":"01","deep":{"on":true}},"n":2})
+    );
+    assert_eq!(build_err(&s, &["a.b=x"]), r#"argument 'a.b': must be an integer, got "x""#);
+    assert_eq!(build_err(&s, &["n.x=1"]), "argument 'n': is an integer, not an object, so 'n.x' can't be set");
+    assert_eq!(
+        build_err(&s, &["a.zipp=1"]),
+        "argument 'a.zipp': not declared in 'a' (it takes: b, zip, deep); did you mean 'zip'?"
+    );
+    // Undeclared nested keys below an open object are untyped.
+    assert_eq!(build_ok(&s, &["a.other.k=5"]), json!({"a":{"other":{"k":5}}}));
+    assert_eq!(
+        build_err(&s, &["a..b=1"]),
+        "argument 'a..b': has an empty part; write nested keys as a.b=value (or quote the whole object with key:=json)"
+    );
+    assert_eq!(
+        build_err(&s, &[".a=1"]),
+        "argument '.a': has an empty part; write nested keys as a.b=value (or quote the whole object with key:=json)"
+    );
+}
+
+#[test]
+fn property_names_with_dots_match_literally_first() {
+    let s = json!({"properties":{"self.x":{"type":"string"},"self":{"type":"object","properties":{"y":{"type":"integer"}}}}});
+    assert_eq!(build_ok(&s, &["self.x=01", "self.y=2"]), json!({"self.x":"01","self":{"y":2}}));
+}
+
+// --- raw JSON -----------------------------------------------------------------------------
+
+#[test]
+fn colon_equals_is_raw_json() {
+    let s = volume_schema();
+    assert_eq!(build_ok(&s, &[r#"opts:={"x":[1,2]}"#]), json!({"opts":{"x":[1,2]}}));
+    // No coercion: validate reports the type.
+    assert_eq!(build_ok(&s, &[r#"volume:="50""#]), json!({"volume":"50"}));
+    assert_eq!(build_ok(&zip_schema(), &["zip:=1234"]), json!({"zip":1234}));
+    assert_eq!(build_ok(&s, &["a.b:=[true]"]), json!({"a":{"b":[true]}}));
+    assert_eq!(build_ok(&s, &["n:=null"]), json!({"n":null}));
+    assert_eq!(
+        build_err(&s, &["name:=hello"]),
+        "argument 'name': is not valid JSON after ':=' (expected value at line 1 column 1); to pass text write name=hello"
+    );
+    assert_eq!(
+        build_err(&s, &["volme:=5"]),
+        "argument 'volme': not declared by this tool (it takes: volume); did you mean 'volume'?"
+    );
+}
+
+// --- word syntax --------------------------------------------------------------------------
+
+#[test]
+fn words_without_equals_explain_the_syntax() {
+    let s = volume_schema();
+    let e = build(&s, &["hello"]).unwrap_err();
+    assert_eq!(e.argument, "");
+    assert_eq!(e.to_string(), "arguments: expected key=value, key:=json or a.b=value, got 'hello'");
+    assert_eq!(
+        build_err(&s, &["volume"]),
+        "argument 'volume': has no value: expected key=value, key:=json or a.b=value (e.g. volume=VALUE)"
+    );
+    assert_eq!(
+        build_err(&s, &["=5"]),
+        "arguments: expected key=value, key:=json or a.b=value, got '=5' (the key is empty)"
+    );
+    assert_eq!(
+        build_err(&s, &[":=5"]),
+        "arguments: expected key=value, key:=json or a.b=value, got ':=5' (the key is empty)"
+    );
+}
+
+#[test]
+fn a_key_given_twice_is_an_error() {
+    let s = volume_schema();
+    assert_eq!(build_err(&s, &["volume=1", "volume=2"]), "argument 'volume': given more than once");
+    assert_eq!(build_err(&s, &["volume=1", "volume:=2"]), "argument 'volume': given more than once");
+    assert_eq!(build_err(&s, &["a.b=1", "a:={}"]), "argument 'a': overlaps with 'a.b' given before");
+    assert_eq!(build_err(&s, &["a=1", "a.b=1"]), "argument 'a.b': overlaps with 'a' given before");
+    assert_eq!(build_ok(&s, &["a.b=1", "a.c=2"]), json!({"a":{"b":1,"c":2}}));
+}
+
+// --- --args-json --------------------------------------------------------------------------
+
+#[test]
+fn args_json_is_the_base_and_words_merge_on_top() {
+    let s = json!({"type":"object","properties":{"volume":{"type":"integer"},"a":{"type":"object","properties":{"b":{"type":"integer"}}}}});
+    let got =
+        build_arguments(&s, &words(&["volume=5", "a.b=2"]), Some(r#"{"volume":1,"a":{"x":1,"b":0},"keep":"me"}"#))
+            .unwrap();
+    assert_eq!(got, json!({"volume":5,"a":{"x":1,"b":2},"keep":"me"}));
+    // A plain key replaces the whole value.
+    let got = build_arguments(&s, &words(&[r#"a:={"b":3}"#]), Some(r#"{"a":{"x":1}}"#)).unwrap();
+    assert_eq!(got, json!({"a":{"b":3}}));
+    // The base is taken as is: no coercion, no checks (validate does those).
+    let got = build_arguments(&s, &[], Some(r#"{"volume":"01"}"#)).unwrap();
+    assert_eq!(got, json!({"volume":"01"}));
+
+    let err = |j: &str, ws: &[&str]| build_arguments(&s, &words(ws), Some(j)).unwrap_err().to_string();
+    assert_eq!(err("[1,2]", &[]), "arguments: --args-json must be a JSON object, got [1,2]");
+    assert_eq!(
+        err("{", &[]),
+        "arguments: --args-json is not valid JSON: EOF while parsing an object at line 1 column 1"
+    );
+    assert_eq!(
+        err(r#"{"a":5}"#, &["a.b=1"]),
+        "argument 'a': is 5 in --args-json, not an object, so 'a.b' can't be set"
+    );
+}
+
+// --- validate -----------------------------------------------------------------------------
+
+#[test]
+fn a_schema_is_compiled_once() {
+    let schema = json!({"type": "object", "properties": {"cached_volume": {"type": "integer", "maximum": 100}}});
+    let first = compiled(&schema).unwrap();
+    assert!(Arc::ptr_eq(&first, &compiled(&schema.clone()).unwrap()), "the same schema text reuses the validator");
+    let other = json!({"type": "object", "properties": {"cached_volume": {"type": "integer", "maximum": 99}}});
+    assert!(!Arc::ptr_eq(&first, &compiled(&other).unwrap()));
+    // Cached or not, the answers are the same.
+    assert!(validate(&schema, &json!({"cached_volume": 101})).is_err());
+    assert!(validate(&schema, &json!({"cached_volume": 100})).is_ok());
+    assert!(compiled(&json!({"type": 12})).is_err(), "an unusable schema is an error, not cached as valid");
+}
+
+#[test]
+fn validate_passes_good_arguments() {
+    assert_eq!(validate(&volume_schema(), &json!({"volume":50})), Ok(()));
+    assert_eq!(validate(&otto_schema(), &json!({})), Ok(()));
+    assert_eq!(validate(&otto_schema(), &json!({"action":"walk","steps":2,"direction":-1})), Ok(()));
+    assert_eq!(validate(&zip_schema(), &json!({"zip":"01234"})), Ok(()));
+    assert_eq!(validate(&Value::Null, &json!({"anything":[1]})), Ok(()));
+    assert_eq!(validate(&json!("nonsense"), &json!({})), Ok(()));
+    assert_eq!(validate(&json!({}), &json!({"a":1})), Ok(()));
+}
+
+#[test]
+fn validate_required_names_the_type() {
+    assert_eq!(invalid(&volume_schema(), json!({})), ["argument 'volume': is required (integer 0..100)"]);
+    assert_eq!(invalid(&theme_schema(), json!({})), ["argument 'theme': is required (string)"]);
+    let s = json!({"properties":{"m":{"enum":["a","b"]}},"required":["m","n"]});
+    assert_eq!(invalid(&s, json!({})), [r#"argument 'm': is required ("a"|"b")"#, "argument 'n': is required"]);
+}
+
+#[test]
+fn validate_ranges_quote_the_allowed_range() {
+    let s = volume_schema();
+    assert_eq!(
+        invalid(&s, json!({"volume":101})),
+        ["argument 'volume': must be at most 100 (allowed 0..100), got 101"]
+    );
+    assert_eq!(
+        invalid(&s, json!({"volume":-1})),
+        ["argument 'volume': must be at least 0 (allowed 0..100), got -1"]
+    );
+    assert_eq!(
+        invalid(&otto_schema(), json!({"steps":0})),
+        ["argument 'steps': must be at least 1 (allowed 1..100), got 0"]
+    );
+    let s = one_prop(json!({"type":"number","minimum":0}));
+    assert_eq!(invalid(&s, json!({"x":-0.5})), ["argument 'x': must be at least 0, got -0.5"]);
+    let s = one_prop(json!({"type":"number","exclusiveMinimum":0,"maximum":1}));
+    assert_eq!(invalid(&s, json!({"x":0})), ["argument 'x': must be greater than 0 (allowed >0 <=1), got 0"]);
+    let s = one_prop(json!({"type":"number","exclusiveMaximum":10}));
+    assert_eq!(invalid(&s, json!({"x":10})), ["argument 'x': must be less than 10, got 10"]);
+    // Draft 4's boolean exclusiveMaximum.
+    let s = json!({"$schema":"http://json-schema.org/draft-04/schema#","properties":{"x":{"type":"integer","minimum":0,"maximum":10,"exclusiveMaximum":true}}});
+    assert_eq!(invalid(&s, json!({"x":10})), ["argument 'x': must be less than 10 (allowed >=0 <10), got 10"]);
+}
+
+#[test]
+fn validate_types_enums_and_consts() {
+    assert_eq!(
+        invalid(&volume_schema(), json!({"volume":"abc"})),
+        [r#"argument 'volume': must be an integer, got "abc""#]
+    );
+    assert_eq!(
+        invalid(&volume_schema(), json!({"volume":50.5})),
+        ["argument 'volume': must be an integer, got 50.5"]
+    );
+    assert_eq!(invalid(&zip_schema(), json!({"zip":1234})), ["argument 'zip': must be a string, got 1234"]);
+    let s = one_prop(json!({"type":["string","null"]}));
+    assert_eq!(invalid(&s, json!({"x":5})), ["argument 'x': must be a string or null, got 5"]);
+    let s = one_prop(json!({"type":"boolean"}));
+    assert_eq!(invalid(&s, json!({"x":"yes"})), [r#"argument 'x': must be a boolean, got "yes""#]);
+
+    let s = json!({"type":"object","properties":{"theme":{"type":"string","enum":["light","dark"]}}});
+    let errs = validate(&s, &json!({"theme":"ligth"})).unwrap_err();
+    assert_eq!(
+        errs,
+        [ArgError {
+            argument: "theme".into(),
+            message: r#"must be one of "light", "dark", got "ligth""#.into(),
+            suggestions: vec!["light".into()],
+        }]
+    );
+    let s = one_prop(json!({"const":"on"}));
+    assert_eq!(invalid(&s, json!({"x":"off"})), [r#"argument 'x': must be "on", got "off""#]);
+}
+
+#[test]
+fn validate_unknown_arguments_suggest_names() {
+    let mut s = volume_schema();
+    s["additionalProperties"] = json!(false);
+    let errs = validate(&s, &json!({"volme":5})).unwrap_err();
+    assert_eq!(
+        errs,
+        [
+            ArgError::new("volume", "is required (integer 0..100)"),
+            ArgError::new("volme", "not declared by this tool (it takes: volume)").with_suggestions(["volume"]),
+        ]
+    );
+    let s = json!({"properties":{"cfg":{"type":"object","properties":{"color":{"type":"string"}},"additionalProperties":false}}});
+    assert_eq!(
+        invalid(&s, json!({"cfg":{"colr":"red"}})),
+        ["argument 'cfg.colr': not declared in 'cfg' (it takes: color); did you mean 'color'?"]
+    );
+}
+
+#[test]
+fn validate_strings_and_arrays_say_the_rule_and_limit() {
+    let s = one_prop(json!({"type":"string","minLength":3,"maxLength":5,"pattern":"^[0-9]+$"}));
+    assert_eq!(
+        invalid(&s, json!({"x":"ab"})),
+        [
+            r#"argument 'x': must be at least 3 characters long, got "ab" (2 characters)"#,
+            r#"argument 'x': must match the pattern ^[0-9]+$, got "ab""#,
+        ]
+    );
+    assert_eq!(
+        invalid(&s, json!({"x":"123456"})),
+        [r#"argument 'x': must be at most 5 characters long, got "123456" (6 characters)"#]
+    );
+    let s = one_prop(json!({"type":"string","minLength":1}));
+    assert_eq!(
+        invalid(&s, json!({"x":""})),
+        [r#"argument 'x': must be at least 1 character long, got "" (0 characters)"#]
+    );
+    let s =
+        one_prop(json!({"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":2,"uniqueItems":true}));
+    assert_eq!(invalid(&s, json!({"x":[]})), ["argument 'x': must have at least 1 item, got 0"]);
+    assert_eq!(invalid(&s, json!({"x":[1,2,3]})), ["argument 'x': must have at most 2 items, got 3"]);
+    assert_eq!(invalid(&s, json!({"x":[1,1]})), ["argument 'x': must not contain duplicate items, got [1,1]"]);
+    assert_eq!(invalid(&s, json!({"x":[1,"b"]})), [r#"argument 'x[1]': must be an integer, got "b""#]);
+    let s = one_prop(json!({"type":"integer","multipleOf":5}));
+    assert_eq!(invalid(&s, json!({"x":7})), ["argument 'x': must be a multiple of 5, got 7"]);
+    let s = one_prop(json!({"type":"object","minProperties":1}));
+    assert_eq!(invalid(&s, json!({"x":{}})), ["argument 'x': must have at least 1 field, got 0"]);
+}
+
+#[test]
+fn validate_nested_and_ref_paths() {
+    let s = json!({
+        "properties":{"cfg":{"type":"object","properties":{"level":{"$ref":"#/$defs/Level"}},"required":["name"]}},
+        "$defs":{"Level":{"type":"integer","minimum":0,"maximum":10}}
+    });
+    assert_eq!(
+        invalid(&s, json!({"cfg":{"level":11}})),
+        ["argument 'cfg.level': must be at most 10 (allowed 0..10), got 11", "argument 'cfg.name': is required",]
+    );
+    let s = json!({"properties":{"lvl":{"$ref":"#/$defs/Level"}},"required":["lvl"],"$defs":{"Level":{"type":"integer","minimum":0,"maximum":10}}});
+    assert_eq!(invalid(&s, json!({})), ["argument 'lvl': is required (integer 0..10)"]);
+}
+
+#[test]
+fn validate_any_of_picks_the_branch_that_fits() {
+    let s = one_prop(json!({"anyOf":[{"type":"integer","minimum":0},{"type":"null"}]}));
+    assert_eq!(invalid(&s, json!({"x":-1})), ["argument 'x': must be at least 0, got -1"]);
+    assert_eq!(invalid(&s, json!({"x":"a"})), [r#"argument 'x': must be an integer >=0 or null, got "a""#]);
+    let s = one_prop(json!({"oneOf":[{"enum":["auto"]},{"type":"integer","minimum":1,"maximum":9}]}));
+    assert_eq!(
+        invalid(&s, json!({"x":"manual"})),
+        [r#"argument 'x': must be "auto" or an integer 1..9, got "manual""#]
+    );
+    assert_eq!(invalid(&s, json!({"x":10})), ["argument 'x': must be at most 9 (allowed 1..9), got 10"]);
+    let s = one_prop(json!({"oneOf":[{"type":"integer"},{"type":"number"}]}));
+    assert_eq!(
+        invalid(&s, json!({"x":1})),
+        ["argument 'x': matches more than one of the allowed forms (an integer; a number), got 1"]
+    );
+}
+
+#[test]
+fn validate_orders_errors_by_the_schema_and_reports_all() {
+    // Names in the same order alphabetically and as declared, so the test holds with or
+    // without serde_json's preserve_order.
+    let s = json!({"type":"object","properties":{
+        "a_volume":{"type":"integer","minimum":0,"maximum":100},
+        "b_theme":{"type":"string","enum":["light","dark"]},
+        "c_count":{"type":"integer"}
+    },"required":["c_count","a_volume"],"additionalProperties":false});
+    assert_eq!(
+        invalid(&s, json!({"zzz":1,"b_theme":"x","a_volume":101})),
+        [
+            "argument 'a_volume': must be at most 100 (allowed 0..100), got 101",
+            r#"argument 'b_theme': must be one of "light", "dark", got "x""#,
+            "argument 'c_count': is required (integer)",
+            "argument 'zzz': not declared by this tool (it takes: a_volume, b_theme, c_count)",
+        ]
+    );
+    // The whole object first.
+    assert_eq!(invalid(&s, json!([1])), ["arguments: must be an object, got [1]"]);
+}
+
+#[test]
+fn validate_reports_an_unusable_schema() {
+    let errs = validate(&json!({"type":5}), &json!({})).unwrap_err();
+    assert_eq!(errs.len(), 1);
+    assert_eq!(errs[0].argument, "");
+    assert!(
+        errs[0]
+            .message
+            .starts_with("the tool's inputSchema is not a usable JSON Schema, so the arguments can't be checked: "),
+        "{}",
+        errs[0].message
+    );
+    let errs =
+        validate(&json!({"properties":{"a":{"$ref":"https://example.com/x.json"}}}), &json!({"a":1})).unwrap_err();
+    assert!(
+        errs[0].message.starts_with("the tool's inputSchema is not a usable JSON Schema"),
+        "{}",
+        errs[0].message
+    );
+}
+
+#[test]
+fn build_then_validate_round_trip() {
+    let s = otto_schema();
+    let args = build_ok(&s, &["action=walk", "steps=2", "speed=1000", "direction=-1"]);
+    assert_eq!(args, json!({"action":"walk","steps":2,"speed":1000,"direction":-1}));
+    assert_eq!(validate(&s, &args), Ok(()));
+    let args = build_ok(&s, &["speed=5000"]);
+    assert_eq!(invalid(&s, args), ["argument 'speed': must be at most 3000 (allowed 100..3000), got 5000"]);
+}
+
+// --- suggest ------------------------------------------------------------------------------
+
+const TOOLS: [&str; 7] = [
+    "self.get_device_status",
+    "self.audio_speaker.set_volume",
+    "self.screen.set_brightness",
+    "self.screen.set_theme",
+    "self.otto.action",
+    "self.get_system_info",
+    "self.reboot",
+];
+
+#[test]
+fn suggest_finds_close_names() {
+    assert_eq!(suggest("volme", ["volume", "voice", "mode"]), ["volume"]);
+    assert_eq!(suggest("VOLUME", ["volume"]), ["volume"]);
+    assert_eq!(suggest("ligth", ["light", "dark"]), ["light"]);
+    assert_eq!(suggest("lite", ["light", "dark"]), Vec::<&str>::new());
+    assert_eq!(suggest("brigthness", ["brightness", "contrast"]), ["brightness"]);
+    // Equal edits: Jaro-Winkler (shared prefix) decides.
+    assert_eq!(suggest("teh", ["the", "tea"]), ["tea", "the"]);
+    assert_eq!(suggest("x", ["y", "z"]), Vec::<&str>::new());
+    assert_eq!(suggest("id", ["ip", "url"]), ["ip"]);
+    assert_eq!(suggest("", ["a"]), Vec::<&str>::new());
+    assert_eq!(suggest("anything", []), Vec::<&str>::new());
+    assert_eq!(suggest("completely_different", ["volume"]), Vec::<&str>::new());
+}
+
+#[test]
+fn suggest_ranks_best_first_and_keeps_three() {
+    assert_eq!(suggest("steps", ["stops", "steps", "step", "stepz", "sleeps"]), ["steps", "step", "stepz"]);
+    assert_eq!(suggest("stpe", ["steps", "step", "stop", "stem"]), ["step", "steps", "stem"]);
+    assert_eq!(suggest("step", ["sleep", "steps"]), ["steps"]);
+    assert_eq!(suggest("a", ["a", "a"]), ["a"]);
+}
+
+#[test]
+fn suggest_understands_dotted_tool_names() {
+    assert_eq!(suggest("set_volume", TOOLS), ["self.audio_speaker.set_volume"]);
+    assert_eq!(suggest("self.audio_speaker.set_volme", TOOLS), ["self.audio_speaker.set_volume"]);
+    assert_eq!(suggest("volume", TOOLS), ["self.audio_speaker.set_volume"]);
+    assert_eq!(suggest("self.volume", TOOLS), ["self.audio_speaker.set_volume"]);
+    assert_eq!(suggest("reboot", TOOLS), ["self.reboot"]);
+    assert_eq!(suggest("set_them", TOOLS), ["self.screen.set_theme"]);
+    assert_eq!(suggest("self.otto.actoin", TOOLS), ["self.otto.action"]);
+    assert_eq!(suggest("self.foo", TOOLS), Vec::<&str>::new());
+}
+
+// --- signature ----------------------------------------------------------------------------
+
+#[test]
+fn signature_of_stock_tools() {
+    assert_eq!(signature(&volume_schema()), "volume: int 0..100");
+    assert_eq!(signature(&theme_schema()), "theme: string");
+    assert_eq!(signature(&zip_schema()), "zip: string, [name: string]");
+    // Map order: declaration order with serde_json's preserve_order, alphabetical without.
+    let s = otto_schema();
+    let want: Vec<&str> = s["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| match k.as_str() {
+            "action" => r#"[action: string = "sit"]"#,
+            "steps" => "[steps: int 1..100 = 3]",
+            "speed" => "[speed: int 100..3000 = 700]",
+            "direction" => "[direction: int -1..1 = 1]",
+            "amount" => "[amount: int 0..170 = 0]",
+            "arm_swing" => "[arm_swing: int 0..170 = 50]",
+            other => panic!("{other}"),
+        })
+        .collect();
+    assert_eq!(signature(&s), want.join(", "));
+}
+
+#[test]
+fn signature_shapes() {
+    let one = |name: &str, prop: Value, required: bool| {
+        let s = json!({"type":"object","properties":{name: prop},"required": if required { vec![name] } else { vec![] }});
+        signature(&s)
+    };
+    assert_eq!(
+        one("quality", json!({"type":"integer","minimum":1,"maximum":100,"default":80}), false),
+        "[quality: int 1..100 = 80]"
+    );
+    assert_eq!(one("enabled", json!({"type":"boolean"}), true), "enabled: bool");
+    assert_eq!(one("mode", json!({"type":"string","enum":["a","b"]}), true), r#"mode: "a"|"b""#);
+    assert_eq!(one("tags", json!({"type":"array","items":{"type":"string"}}), true), "tags: string[]");
+    assert_eq!(
+        one("ids", json!({"type":"array","items":{"type":"integer","minimum":0}}), true),
+        "ids: (int >=0)[]"
+    );
+    assert_eq!(one("modes", json!({"type":"array","items":{"enum":["a","b"]}}), true), r#"modes: ("a"|"b")[]"#);
+    assert_eq!(
+        one("grid", json!({"type":"array","items":{"type":"array","items":{"type":"number"}}}), true),
+        "grid: number[][]"
+    );
+    assert_eq!(one("list", json!({"type":"array"}), true), "list: array");
+    assert_eq!(one("cfg", json!({"type":"object","properties":{"a":{"type":"string"}}}), true), "cfg: object");
+    assert_eq!(one("note", json!({"type":["string","null"]}), false), "[note: string|null]");
+    assert_eq!(
+        one("n", json!({"anyOf":[{"type":"integer"},{"type":"null"}],"default":null}), false),
+        "[n: int|null = null]"
+    );
+    assert_eq!(
+        one("ratio", json!({"type":"number","exclusiveMinimum":0,"maximum":1}), true),
+        "ratio: number >0 <=1"
+    );
+    assert_eq!(one("big", json!({"type":"integer","minimum":10}), true), "big: int >=10");
+    assert_eq!(one("fixed", json!({"const":"v1"}), true), r#"fixed: "v1""#);
+    assert_eq!(one("any", json!({}), true), "any: any");
+    assert_eq!(
+        one("tags", json!({"type":"array","items":{"type":"string"},"default":["a"]}), false),
+        r#"[tags: string[] = ["a"]]"#
+    );
+    let s = json!({"properties":{"lvl":{"$ref":"#/$defs/L"}},"$defs":{"L":{"type":"integer","minimum":0,"maximum":9,"default":5}}});
+    assert_eq!(signature(&s), "[lvl: int 0..9 = 5]");
+}
+
+#[test]
+fn signature_of_nothing_is_empty() {
+    assert_eq!(signature(&json!({})), "");
+    assert_eq!(signature(&json!({"type":"object","properties":{}})), "");
+    assert_eq!(signature(&Value::Null), "");
+    assert_eq!(signature(&json!([1])), "");
+}
+
+// --- properties ---------------------------------------------------------------------------
+
+proptest! {
+    #[test]
+    fn string_values_round_trip_unchanged(text in any::<String>()) {
+        prop_assert_eq!(build_arguments(&zip_schema(), &[format!("zip={text}")], None).unwrap(), json!({"zip": text.clone()}));
+        let nullable = one_prop(json!({"type":["string","null"]}));
+        prop_assert_eq!(build_arguments(&nullable, &[format!("x={text}")], None).unwrap(), json!({"x": text.clone()}));
+        let nested = json!({"properties":{"a":{"type":"object","properties":{"s":{"type":"string"}}}}});
+        prop_assert_eq!(build_arguments(&nested, &[format!("a.s={text}")], None).unwrap(), json!({"a":{"s": text}}));
+    }
+
+    #[test]
+    fn integers_round_trip(n in any::<i64>()) {
+        prop_assert_eq!(build_arguments(&volume_schema(), &[format!("volume={n}")], None).unwrap(), json!({"volume": n}));
+    }
+
+    #[test]
+    fn building_never_panics(ws in proptest::collection::vec("[a-z.:=\\[\\],{}\"0-9 ]{0,12}", 0..4)) {
+        let _ = build_arguments(&otto_schema(), &ws, None);
+        let _ = build_arguments(&json!({}), &ws, None);
+    }
+}

@@ -1,0 +1,219 @@
+//! Fuzz entry points: one fn per cargo-fuzz target in `fuzz/fuzz_targets/`, each taking the raw
+//! input bytes, so libFuzzer (nightly, `cargo fuzz run NAME`) and the stable corpus replay
+//! (`tests/fuzz_corpora.rs`) drive exactly the same code. Each fn panics only when an invariant
+//! breaks: that panic is the finding. Not an API; hidden from the docs.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::session::{CallError, Output, Session, SessionConfig};
+use crate::wire::identity::Identity;
+
+/// Every target [`run`] knows, by the name of its `fuzz/fuzz_targets/<name>.rs` and
+/// `fuzz/corpus/<name>/`.
+pub const TARGETS: &[&str] = &["envelope_session", "args", "broker_packets"];
+
+/// Runs `data` through the target named `target`; `false` when no target has that name.
+pub fn run(target: &str, data: &[u8]) -> bool {
+    match target {
+        "envelope_session" => envelope_session(data),
+        "args" => args(data),
+        "broker_packets" => crate::mqtt::broker::fuzz_packets(data),
+        _ => return false,
+    }
+    true
+}
+
+/// The xiaozhi envelope and tolerant JSON-RPC parsing driven through the [`Session`] state
+/// machine. The input is lines (split on `\n`); a line's first byte says what happens:
+///
+/// - `>` + text: the rest is a text frame from the device;
+/// - `+` + digits: time passes (that many tens of milliseconds, at most 655 s), then a tick;
+/// - `r` + one byte + text: a result reply to one of the last requests the session sent (the
+///   byte picks which), the text spliced in raw as the `result` (it may be invalid JSON);
+/// - `e` + one byte + text: an error reply the stock way, its message spliced in unescaped;
+/// - `c` + one byte + text: a caller's request (method = text, timeout from the byte);
+/// - `x` + one byte: a caller cancels; `f`: the link fails every caller; `d`: the link drops;
+/// - `b`: onboarding starts without a hello; `o` + text: an oversize frame; `t`: tracing toggles;
+/// - anything else: the whole line is a text frame (so raw frames are valid corpus lines).
+///
+/// Invariants: no panic; every caller's request ends exactly once (a reply, a timeout, a link
+/// failure or a cancel), and never after it ended; every frame sent is JSON; nothing is overdue
+/// after a tick; the pending-request map holds at most the open callers' requests plus one
+/// onboarding request and one keepalive.
+pub fn envelope_session(data: &[u8]) {
+    let mut d = SessionDriver::new();
+    for line in data.split(|b| *b == b'\n') {
+        d.step(line);
+    }
+    let out = d.session.on_disconnect();
+    d.check(out);
+    let open: Vec<u64> = d.tickets.iter().filter(|(_, s)| **s == Ticket::Open).map(|(t, _)| *t).collect();
+    assert!(open.is_empty(), "callers {open:?} never got an answer though the link dropped");
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ticket {
+    Open,
+    Ended,
+    Cancelled,
+}
+
+struct SessionDriver {
+    session: Session,
+    now: Instant,
+    tickets: BTreeMap<u64, Ticket>,
+    /// The ids of the last requests the session sent (newest last).
+    sent_ids: Vec<Value>,
+}
+
+impl SessionDriver {
+    fn new() -> Self {
+        let now = Instant::now();
+        let mut cfg = SessionConfig::new("fz", r#"{"type":"hello","transport":"websocket","session_id":"fz"}"#.into());
+        cfg.onboarding_timeout = Duration::from_secs(2);
+        cfg.keepalive = Duration::from_secs(30);
+        cfg.empty_list_retry = Duration::from_secs(1);
+        cfg.empty_list_retries = 2;
+        cfg.max_pages = 8;
+        let identity = Identity { device_id: "aa:bb:cc:dd:ee:ff".into(), client_id: None, token: None, protocol_version: 1 };
+        Self { session: Session::new(identity, "websocket", cfg, now), now, tickets: BTreeMap::new(), sent_ids: Vec::new() }
+    }
+
+    fn step(&mut self, line: &[u8]) {
+        let (op, rest) = line.split_first().map_or((0, line), |(op, rest)| (*op, rest));
+        let (pick, tail) = rest.split_first().map_or((0, rest), |(b, t)| (*b, t));
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let out = match op {
+            b'>' => self.session.on_text(&text(rest), self.now),
+            b'+' => {
+                let n: u64 = text(rest).trim().parse::<u16>().map_or(1, u64::from);
+                self.now += Duration::from_millis(n * 10);
+                let out = self.session.on_tick(self.now);
+                if let Some(next) = self.session.next_deadline() {
+                    assert!(next > self.now, "a deadline is overdue right after a tick: the link would spin");
+                }
+                out
+            }
+            b'r' | b'e' => {
+                let Some(id) = self.pick_sent(pick) else { return };
+                let body = text(tail);
+                let payload = if op == b'r' {
+                    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{body}}}"#)
+                } else {
+                    format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32602,"message":"{body}"}}}}"#)
+                };
+                self.session.on_text(&format!(r#"{{"session_id":"fz","type":"mcp","payload":{payload}}}"#), self.now)
+            }
+            b'c' => {
+                let ticket = self.tickets.len() as u64 + 1;
+                self.tickets.insert(ticket, Ticket::Open);
+                let timeout = Duration::from_millis(100 * (u64::from(pick % 50) + 1));
+                let method = text(tail);
+                self.session.request(ticket, &method, None, timeout, self.now)
+            }
+            b'x' => {
+                if let Some((&ticket, state)) = self.tickets.iter_mut().nth(usize::from(pick)) {
+                    if *state == Ticket::Open {
+                        *state = Ticket::Cancelled;
+                    }
+                    self.session.cancel(ticket);
+                }
+                Vec::new()
+            }
+            b'f' => self.session.fail_callers(CallError::Link("fuzz: link failed".into())),
+            b'd' => {
+                let out = self.session.on_disconnect();
+                self.check(out);
+                let open = self.tickets.values().filter(|s| **s == Ticket::Open).count();
+                assert_eq!(open, 0, "a caller was left waiting after the link dropped");
+                return;
+            }
+            b'b' => self.session.begin(self.now),
+            b'o' => self.session.on_oversize(&text(rest), 16),
+            b't' => {
+                self.session.trace = !self.session.trace;
+                Vec::new()
+            }
+            _ => self.session.on_text(&text(line), self.now),
+        };
+        self.check(out);
+    }
+
+    fn pick_sent(&self, pick: u8) -> Option<Value> {
+        let n = self.sent_ids.len();
+        (n > 0).then(|| self.sent_ids[n - 1 - usize::from(pick) % n].clone())
+    }
+
+    fn check(&mut self, out: Vec<Output>) {
+        for o in out {
+            match o {
+                Output::Send(text) => {
+                    let frame: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("the session sent a frame that is not JSON ({e}): {text}"));
+                    let payload = &frame["payload"];
+                    if payload.get("method").is_some()
+                        && let Some(id) = payload.get("id")
+                    {
+                        self.sent_ids.push(id.clone());
+                        if self.sent_ids.len() > 32 {
+                            self.sent_ids.remove(0);
+                        }
+                    }
+                }
+                Output::Reply { ticket, .. } => {
+                    let state = self.tickets.get_mut(&ticket).unwrap_or_else(|| panic!("a reply for ticket {ticket}, which no caller used"));
+                    assert_eq!(*state, Ticket::Open, "ticket {ticket} got a reply after it ended ({state:?})");
+                    *state = Ticket::Ended;
+                }
+                Output::Event(_) => {}
+            }
+        }
+        let open = self.tickets.values().filter(|s| **s == Ticket::Open).count();
+        let pending = self.session.pending_requests();
+        assert!(pending <= open + 2, "{pending} requests pending with only {open} callers waiting: the map grows without bound");
+    }
+}
+
+/// `k=v` argument building and validation against a schema ([`crate::args`]). The input's first
+/// line is the schema (any JSON; text that is not JSON stands for no schema), a following line
+/// starting with `--args-json ` gives that option's text, the other lines are the words.
+///
+/// Invariants: no panic; every error names what is wrong (a non-empty message); a built value is
+/// a JSON object; validation and the signature never fail on what building produced.
+pub fn args(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let mut lines = text.split('\n');
+    let schema: Value = serde_json::from_str(lines.next().unwrap_or_default()).unwrap_or(Value::Null);
+    let mut args_json = None;
+    let mut words = Vec::new();
+    for line in lines {
+        match line.strip_prefix("--args-json ") {
+            Some(j) => args_json = Some(j),
+            None => words.push(line.to_string()),
+        }
+    }
+    let _ = crate::args::signature(&schema);
+    match crate::args::build_arguments(&schema, &words, args_json) {
+        Ok(value) => {
+            assert!(value.is_object(), "build_arguments returned a non-object: {value}");
+            if let Err(errors) = crate::args::validate(&schema, &value) {
+                assert!(!errors.is_empty(), "validate failed without saying why");
+                for e in errors {
+                    assert!(!e.message.is_empty() || !e.suggestions.is_empty(), "a validation error with no message: {e:?}");
+                    let _ = e.to_string();
+                }
+            }
+        }
+        Err(e) => {
+            assert!(!e.message.is_empty(), "a build error with no message: {e:?}");
+            let _ = e.to_string();
+        }
+    }
+    if let Some(word) = words.first() {
+        let names: Vec<&str> = schema.get("properties").and_then(Value::as_object).map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
+        let found = crate::args::suggest(word, names.iter().copied());
+        assert!(found.len() <= 3, "suggest returned {} names (at most 3)", found.len());
+    }
+}
