@@ -184,7 +184,7 @@ async fn accept_direct(
     (cfg.vision_url, cfg.vision_token) = vision.unwrap_or_else(|| ("http://127.0.0.1/mcpdev-no-vision".into(), "none".into()));
     cfg.onboarding_timeout = args.timeout;
     let (events, mut rx) = tokio::sync::broadcast::channel(256);
-    let setup = LinkSetup { identity, session: cfg, events, tracing: Arc::new(Tracing::default()), generation: 1, remote: Some(remote) };
+    let setup = LinkSetup { identity, session: cfg, events, tracing: Arc::new(Tracing::default()), generation: 1, remote: Some(remote), until_hello: None, hello_timeout: None };
     let (handle, _done) = websocket::spawn(ws, setup);
     let ready = async {
         loop {
@@ -204,8 +204,8 @@ async fn accept_direct(
         Ok(Err(reason)) => return Err(CodedError::new(Exit::Unreachable, format!("the device went away during onboarding: {reason}")).into()),
         Err(_) => return Err(CodedError::new(Exit::Timeout, "the device did not finish onboarding (hello, initialize, tools/list) in time").into()),
     }
-    let info = handle.snapshot().await.ok_or_else(|| CodedError::new(Exit::Unreachable, "the device disconnected"))?;
-    Ok((Target::Direct { handle }, serde_json::to_value(info)?))
+    let info = handle.snapshot().ok_or_else(|| CodedError::new(Exit::Unreachable, "the device disconnected"))?;
+    Ok((Target::Direct { handle }, serde_json::to_value(&*info)?))
 }
 
 async fn accept_one(

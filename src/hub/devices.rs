@@ -80,6 +80,8 @@ pub fn attach(hub: Arc<Hub>, ws: upgrade::UpgradedSocket, identity: Identity, ho
         tracing: hub.registry.tracing.clone(),
         generation,
         remote,
+        until_hello: None,
+        hello_timeout: None,
     };
     let (handle, done) = websocket::spawn(ws, setup);
     info!(device = %device_id, "device connected");

@@ -461,6 +461,8 @@ impl Dispatcher {
                 tracing: hub.registry.tracing.clone(),
                 generation,
                 remote: Some(format!("{} as {key}", self.mqtt.broker)),
+                until_hello: None,
+                hello_timeout: None,
             },
             client: self.mqtt.client.clone(),
             downlink: topics::downlink(key),
