@@ -187,3 +187,36 @@ async fn all_messages(State(e): State<Arc<Endpoints>>, Query(q): Query<SessionQu
 async fn device_messages(State(e): State<Arc<Endpoints>>, Query(q): Query<SessionQuery>, body: axum::body::Bytes) -> Response<Body> {
     sse::post(&e.sse, q.session_id.as_deref(), &body).await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hub::{HubConfig, start};
+
+    async fn ask(router: &Router, path: &str) -> StatusCode {
+        let req = Request::builder().method("POST").uri(path).header(header::CONTENT_TYPE, "application/json").body(Body::from("{}")).unwrap();
+        router.clone().oneshot(req).await.unwrap().status()
+    }
+
+    #[tokio::test]
+    async fn unknown_devices_make_no_service_and_known_ones_one_each() {
+        let mut aliases = HashMap::new();
+        aliases.insert("lamp".to_string(), "02:00:00:00:00:aa".to_string());
+        let config = HubConfig { device_addr: "127.0.0.1:0".parse().unwrap(), host_addr: "127.0.0.1:0".parse().unwrap(), aliases, ..Default::default() };
+        let running = start(config).await.unwrap();
+        let endpoints = endpoints(running.hub.clone(), BridgeConfig::default());
+        let router = routes(endpoints.clone());
+        for i in 0..200u32 {
+            let mac = format!("12:34:56:78:{:02x}:{:02x}", i / 256, i % 256);
+            assert_eq!(ask(&router, &format!("/devices/{mac}/mcp")).await, StatusCode::NOT_FOUND);
+        }
+        assert_eq!(ask(&router, "/devices/not-a-device/mcp").await, StatusCode::NOT_FOUND);
+        assert_eq!(endpoints.per_device.lock().unwrap().len(), 0);
+        // A device configured with an alias has its endpoint before it connects, once.
+        for _ in 0..3 {
+            assert_ne!(ask(&router, "/devices/lamp/mcp").await, StatusCode::NOT_FOUND);
+            assert_ne!(ask(&router, "/devices/02:00:00:00:00:aa/mcp").await, StatusCode::NOT_FOUND);
+        }
+        assert_eq!(endpoints.per_device.lock().unwrap().len(), 1);
+    }
+}

@@ -269,6 +269,13 @@ impl InfoPublisher {
         true
     }
 
+    /// The device is gone: snapshots say `None` from now on. Call before announcing the
+    /// disconnect, so whoever hears it no longer sees the device.
+    pub(crate) fn gone(&mut self) {
+        self.tx.send_replace(None);
+        bump_tools_epoch();
+    }
+
     /// When stale counters are due to be published (a link calls [`Self::update`] then).
     pub(crate) fn refresh_at(&self) -> Option<tokio::time::Instant> {
         self.stale.then(|| tokio::time::Instant::from_std(self.published_at + COUNTERS_REFRESH))

@@ -161,6 +161,7 @@ async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mu
     }
     malformed.summarise();
     info!(device = %setup.link.identity.device_id, %reason, "MQTT device link ended");
+    publisher.gone();
     emit(LinkEvent::Link(Lifecycle::Disconnected { reason }));
 }
 

@@ -186,6 +186,7 @@ where
             break why;
         }
     };
+    publisher.gone();
     drop(until_hello);
     for o in session.on_disconnect() {
         if let Output::Reply { ticket, outcome } = o
