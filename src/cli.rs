@@ -54,7 +54,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Show a device's hello: identity, transport, features, audio parameters
     Hello(HelloArgs),
-    /// Send MCP `initialize`; show protocol version, serverInfo and capabilities
+    /// Show the device's MCP `initialize` answer: protocol version, serverInfo, capabilities
+    /// (through a hub: the answer to the hub's initialize at onboarding; --live sends a new one)
     Init(InitArgs),
     /// List a device's tools
     Tools {
@@ -146,6 +147,10 @@ pub struct HelloArgs {
 pub struct InitArgs {
     #[command(flatten)]
     pub target: DeviceArgs,
+    /// Through a hub: send a new `initialize` instead of showing the onboarding answer (without
+    /// --vision-url it carries no vision capability, so the device keeps the hub's endpoint)
+    #[arg(long)]
+    pub live: bool,
     /// Vision endpoint to give the device (`capabilities.vision.url`); sends a fresh initialize
     #[arg(long)]
     pub vision_url: Option<String>,
@@ -167,6 +172,10 @@ pub struct ToolsListArgs {
     /// Also show user-only tools (annotated audience: ["user"])
     #[arg(long)]
     pub user_tools: bool,
+    /// List the tools on the device again instead of showing the hub's cached list (after a
+    /// failed onboarding: onboard the device again)
+    #[arg(long)]
+    pub refresh: bool,
 }
 
 #[derive(Debug, Args)]
@@ -219,6 +228,10 @@ pub struct ServeArgs {
     /// Where the CLI and MCP hosts connect; keep it on loopback unless you add --allowed-host
     #[arg(long, env = "MCPDEV_HOST_ADDR", default_value = "127.0.0.1:8001")]
     pub host_addr: std::net::SocketAddr,
+    /// Once every listener is up, write the `listening` event (JSON: the real addresses) to FILE,
+    /// so a script can wait for it; removed when the hub stops
+    #[arg(long, value_name = "FILE")]
+    pub ready_file: Option<std::path::PathBuf>,
     /// Run N virtual devices in this process (2 when given without a number)
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "2")]
     pub demo: Option<u32>,

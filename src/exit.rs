@@ -25,6 +25,9 @@ pub enum Exit {
     InvalidCall = 7,
     /// Serial port: none found, the named one is missing, or it did not answer as an ESP chip.
     Port = 8,
+    /// The device is connected but its onboarding (initialize, tools/list) failed after every
+    /// retry: its tool list cannot be trusted.
+    Onboarding = 9,
     /// Interrupted (Ctrl-C).
     Interrupted = 130,
 }
@@ -53,6 +56,8 @@ Exit codes:
   6    timeout: no answer within --timeout
   7    invalid call: unknown tool or arguments that fail the inputSchema (nothing sent)
   8    serial port: none found, missing, or not an ESP chip (flash)
+  9    onboarding failed: the device is connected but initialize or tools/list failed
+       after every retry (the message names the step; tools list --refresh starts over)
   130  interrupted";
 
 /// An error that carries its exit code, for commands to return through `anyhow`: what went

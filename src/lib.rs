@@ -2,8 +2,10 @@
 //!
 //! Layers, from the wire up (each only calls the ones below it):
 //! 1. [`wire`]: the xiaozhi envelope, device identity and a tolerant JSON-RPC model. Pure, no I/O.
-//! 2. [`session`]: one connected device as an I/O-free state machine (onboarding, request
-//!    correlation for every consumer, timeouts, late replies, keepalive, events).
+//! 2. [`session`]: one connected device as an I/O-free state machine (onboarding with retries
+//!    and re-lists that survive gateways, request correlation for every consumer, timeouts, late
+//!    replies, keepalive, caps and rate limits on what a device can make the hub hold or send,
+//!    events).
 //! 3. [`links`]: how frames reach a device (a WebSocket or MQTT task per device driving its
 //!    session; the CLI's relay through a hub; the CLI as a client of any MCP server);
 //!    [`mqtt`] is the broker side (topics, connections, embedded broker, cluster claims).

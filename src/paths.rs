@@ -49,19 +49,36 @@ pub fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// Writes `bytes` to `path` so that only this user can read it (0600): into a temporary file in
-/// the same directory, then renamed over `path`, so a reader never sees half a file.
+/// the same directory, then renamed over `path`, so a reader never sees half a file. The
+/// directory is made private (0700) too.
 pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    ensure_private_dir(dir)?;
+    ensure_private_dir(parent(path))?;
+    write_replacing(path, bytes, Some(0o600))
+}
+
+/// Writes `bytes` to `path` whole (a temporary file renamed over it), leaving the directory's
+/// permissions as they are: for files a script waits for, such as `serve --ready-file`.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_replacing(path, bytes, None)
+}
+
+fn parent(path: &Path) -> &Path {
+    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
+}
+
+fn write_replacing(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Result<()> {
+    let dir = parent(path);
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
-    {
+    if let Some(mode) = mode {
         use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
+        options.mode(mode);
     }
+    #[cfg(not(unix))]
+    let _ = mode;
     let result = (|| {
         let mut f = options.open(&tmp)?;
         f.write_all(bytes)?;

@@ -148,13 +148,35 @@ async fn a_failed_onboarding_is_reported_not_hidden() {
     dev.recv().await;
     let init = dev.recv_request("initialize").await;
     dev.reply(&init["id"], json!({"protocolVersion":"2024-11-05","serverInfo":{"name":"mute","version":"1"}})).await;
-    // tools/list is never answered: onboarding ends after the timeout with what it has.
-    dev.recv_request("tools/list").await;
-    let list = mcpdev(&hub, &["tools", "list", "-d", id, "--wait", "10s", "--json"]).await;
-    assert_eq!(list.code, 0, "{list:?}");
-    assert!(list.json()["onboarding_error"].as_str().unwrap().contains("tools/list got no answer"), "{}", list.stdout);
-    assert!(list.stderr.contains("may be incomplete"), "{}", list.stderr);
+    // tools/list is never answered: each timeout is retried (5 attempts in all), then onboarding
+    // has failed, and every command that relies on it fails with exit 9 naming the step.
+    for _ in 0..5 {
+        assert_eq!(dev.recv_request("tools/list").await["params"]["cursor"], "");
+    }
+    let step = "onboarding failed at tools/list page 1: no answer within 300ms (5 attempts)";
+    let list = mcpdev(&hub, &["tools", "list", "-d", id, "--wait", "20s", "--json"]).await;
+    assert_eq!(list.code, 9, "{list:?}");
+    assert!(list.stderr.contains(step) && list.stderr.contains("--refresh"), "{}", list.stderr);
+    assert_eq!(list.stdout, "", "no tool list is printed for a failed onboarding");
+    let init = mcpdev(&hub, &["init", "-d", id]).await;
+    assert_eq!(init.code, 9, "{init:?}");
+    assert!(init.stderr.contains(step), "{}", init.stderr);
     let call = mcpdev(&hub, &["call", "self.audio_speaker.set_volume", "volume=1", "-d", id]).await;
-    assert_eq!(call.code, 7);
-    assert!(call.stderr.contains("onboarding failed"), "{}", call.stderr);
+    assert_eq!(call.code, 9, "{call:?}");
+    assert!(call.stderr.contains(step), "{}", call.stderr);
+    // hello shows the state: attempt 5 of 5, failed, the last error.
+    let hello = mcpdev(&hub, &["hello", "-d", id, "--json"]).await;
+    assert_eq!(hello.code, 0, "{hello:?}");
+    let onboarding = &hello.json()["onboarding"];
+    assert_eq!((onboarding["attempt"].as_u64(), onboarding["max_attempts"].as_u64(), onboarding["failed"].as_bool()), (Some(5), Some(5), Some(true)), "{}", hello.stdout);
+    assert_eq!(onboarding["last_error"], "tools/list page 1: no answer within 300ms");
+    // --refresh starts onboarding over; this time the device answers.
+    let refreshed = tokio::spawn(mcpdev(&hub, &["tools", "list", "-d", id, "--refresh", "--json"]));
+    let init = dev.recv_request("initialize").await;
+    dev.reply(&init["id"], json!({"protocolVersion":"2024-11-05","serverInfo":{"name":"mute","version":"1"}})).await;
+    let list_req = dev.recv_request("tools/list").await;
+    dev.reply(&list_req["id"], json!({"tools": [tool("self.back")]})).await;
+    let refreshed = refreshed.await.unwrap();
+    assert_eq!(refreshed.code, 0, "{refreshed:?}");
+    assert_eq!(refreshed.json()["tools"][0]["name"], "self.back");
 }

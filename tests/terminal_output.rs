@@ -160,3 +160,42 @@ async fn sim_stops_on_permanent_errors_with_the_reason() {
         assert!(stderr.contains(says), "{what}: {stderr}");
     }
 }
+
+/// `serve --json` logs each device's life as NDJSON after its `listening` line: connected, ready
+/// and disconnected, each once, each with a timestamp; the listening line names addresses a
+/// device can reach.
+#[tokio::test]
+async fn serve_json_logs_device_lifecycle_with_timestamps() {
+    let mut hub = HubProcess::start(&[], &[]).await;
+    let urls = hub.info["device_urls"].as_array().expect("device_urls in the listening line");
+    assert_eq!(urls[0].as_str(), Some(hub.device_url.as_str()), "bound to 127.0.0.1, the one URL is the bound one");
+    const SIM: &str = "02:00:00:00:00:41";
+    let mut sim = spawn_mcpdev(&["sim", "--url", &hub.device_url, "--device-id", SIM], &[]);
+    let mut next = async || -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(30), hub.log.next_line()).await.expect("a log line in time").unwrap().expect("the hub runs");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not NDJSON ({e}): {line}"))
+    };
+    let mut seen = Vec::new();
+    for want in ["connected", "ready"] {
+        loop {
+            let v = next().await;
+            let event = v["event"].as_str().unwrap_or_default().to_string();
+            humantime::parse_rfc3339(v["ts"].as_str().unwrap_or_else(|| panic!("no ts: {v}"))).unwrap();
+            assert_eq!(v["device_id"], SIM, "{v}");
+            assert!(!["traffic", "notification", "hello"].contains(&event.as_str()), "the log is about lifecycle, not traffic: {v}");
+            seen.push(event.clone());
+            if event == want {
+                break;
+            }
+        }
+    }
+    sim.child.kill().await.unwrap();
+    loop {
+        let v = next().await;
+        if v["event"] == "disconnected" {
+            assert_eq!(v["device_id"], SIM);
+            break;
+        }
+    }
+    assert_eq!(seen.iter().filter(|e| *e == "connected").count(), 1, "{seen:?}");
+}

@@ -7,21 +7,23 @@ use base64::Engine;
 use serde_json::{Value, json};
 
 use super::output::print_json;
-use super::target::{Target, call_failure};
+use super::target::{Target, call_failure, onboarding_failure};
 use crate::cli::{CallArgs, GlobalArgs};
 use crate::exit::{CodedError, Exit};
 
 pub async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<()> {
     let (target, info) = Target::open(&args.target, global, None).await?;
+    if let Some(failed) = onboarding_failure(target.device_id(), &info) {
+        return Err(failed);
+    }
     let tools = info["tools"].as_array().cloned().unwrap_or_default();
     let Some(tool) = tools.iter().find(|t| t["name"] == args.tool.as_str()) else {
         let names = tools.iter().filter_map(|t| t["name"].as_str());
         let suggestions = crate::args::suggest(&args.tool, names);
-        let hint = match (suggestions.as_slice(), info["onboarding_error"].as_str()) {
-            (_, Some(err)) => format!("; its tool list is incomplete because onboarding failed ({err}); reconnect the device"),
-            ([], None) if matches!(target, Target::Mcp { .. }) => "; `mcpdev tools list --url …` shows them all".to_string(),
-            ([], None) => "; `mcpdev tools list --user-tools` shows them all".to_string(),
-            (s, None) => format!("; did you mean {}?", s.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(" or ")),
+        let hint = match suggestions.as_slice() {
+            [] if matches!(target, Target::Mcp { .. }) => "; `mcpdev tools list --url …` shows them all".to_string(),
+            [] => "; `mcpdev tools list --user-tools` shows them all".to_string(),
+            s => format!("; did you mean {}?", s.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(" or ")),
         };
         let owner = if matches!(target, Target::Mcp { .. }) { "the MCP server at" } else { "device" };
         return Err(CodedError::new(Exit::InvalidCall, format!("{owner} {} has no tool '{}'{hint}", target.device_id(), args.tool)).into());

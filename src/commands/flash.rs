@@ -177,6 +177,7 @@ fn save_image(g: &GlobalArgs, args: &FlashArgs, out: &std::path::Path) -> anyhow
     };
     let fw_dir = build::firmware_dir(args.firmware_dir.as_deref())?;
     let img = build_image(g, &fw_dir, chip)?;
+    let app_len = img.app.len();
     let bytes = if args.merge {
         let sector = record.as_ref().map(|r| r.encode_sector()).transpose().map_err(|e| usage(format!("cannot provision the device: {e}")))?;
         image::merge(&image::with_record(img.parts, sector))?
@@ -187,9 +188,37 @@ fn save_image(g: &GlobalArgs, args: &FlashArgs, out: &std::path::Path) -> anyhow
     let kind = if args.merge { "merged image (write at 0x0)" } else { "app image (factory partition, 0x10000)" };
     if g.json {
         println!("{}", json!({"event": "saved", "file": out, "chip": chip.name(), "bytes": bytes.len(), "merged": args.merge,
-            "provisioned": record.is_some(), "partition_size": img.partition_size}));
+            "provisioned": record.is_some(), "app_bytes": app_len, "partition_size": img.partition_size}));
     } else if !g.quiet {
         println!("saved the {} {kind} to {}: {} bytes", chip.name(), out.display(), bytes.len());
+        println!("{}", partition_usage(app_len as u64, img.partition_size));
     }
     Ok(())
+}
+
+/// What espflash prints after making an image: `App/part. size: 642,784/4,128,768 bytes, 15.57%`.
+fn partition_usage(app: u64, partition: u64) -> String {
+    let share = if partition == 0 { 0.0 } else { app as f64 * 100.0 / partition as f64 };
+    format!("App/part. size: {}/{} bytes, {share:.2}%", thousands(app), thousands(partition))
+}
+
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn partition_usage_reads_like_espflash() {
+        assert_eq!(super::partition_usage(642_784, 4_128_768), "App/part. size: 642,784/4,128,768 bytes, 15.57%");
+        assert_eq!(super::partition_usage(999, 1000), "App/part. size: 999/1,000 bytes, 99.90%");
+    }
 }

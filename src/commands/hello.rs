@@ -15,8 +15,10 @@ pub async fn run(global: &GlobalArgs, args: HelloArgs) -> anyhow::Result<()> {
     if global.json {
         let keys = ["device_id", "client_id", "transport", "protocol_version", "session_id", "hello", "connected_at_ms", "last_seen_ms"];
         let mut out: serde_json::Map<String, Value> = keys.iter().map(|k| (k.to_string(), info[*k].clone())).collect();
-        if let Some(si) = info.get("system_info") {
-            out.insert("system_info".into(), si.clone());
+        for key in ["system_info", "phase", "onboarding", "onboarding_error", "tools_warning"] {
+            if let Some(v) = info.get(key) {
+                out.insert(key.into(), v.clone());
+            }
         }
         print_json(&Value::Object(out));
         return Ok(());
@@ -38,6 +40,7 @@ pub async fn run(global: &GlobalArgs, args: HelloArgs) -> anyhow::Result<()> {
         ("audio params", hello["audio_params"].clone()),
         ("session id", info["session_id"].clone()),
         ("connected since", json!(super::output::local_time(info["connected_at_ms"].as_u64().unwrap_or(0)))),
+        ("onboarding", json!(onboarding_state(&info))),
     ];
     for (k, v) in rows {
         t.add_row(vec![k.to_string(), text(&v)]);
@@ -53,4 +56,19 @@ pub async fn run(global: &GlobalArgs, args: HelloArgs) -> anyhow::Result<()> {
     }
     println!("{}", super::output::render(&t));
     Ok(())
+}
+
+/// "ok", "ok after 3 attempts", or "failed at …": the onboarding state in a word or a line.
+fn onboarding_state(info: &Value) -> String {
+    let o = &info["onboarding"];
+    if let Some(err) = info["onboarding_error"].as_str() {
+        return err.to_string();
+    }
+    let attempt = o["attempt"].as_u64().unwrap_or(0);
+    match (info["phase"].as_str(), o["last_error"].as_str()) {
+        (Some("ready"), _) if attempt > 1 => format!("ok after {attempt} attempts"),
+        (Some("ready"), _) => "ok".to_string(),
+        (_, Some(err)) => format!("attempt {attempt} of {} (last: {err})", o["max_attempts"]),
+        (phase, None) => phase.unwrap_or("-").to_string(),
+    }
 }

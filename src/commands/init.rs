@@ -3,32 +3,41 @@
 use serde_json::{Value, json};
 
 use super::output::{print_json, table};
-use super::target::{Target, call_failure};
+use super::target::{Target, call_failure, onboarding_failure};
 use crate::cli::{GlobalArgs, InitArgs};
 
 pub async fn run(global: &GlobalArgs, args: InitArgs) -> anyhow::Result<()> {
     let vision = args.vision_url.clone().map(|url| (url, args.vision_token.clone().unwrap_or_default()));
     let (target, info) = Target::open(&args.target, global, vision.clone()).await?;
-    // Through a hub without new vision settings, the hub's own initialize (done at onboarding,
-    // with the hub's vision endpoint) is the answer; a fresh one would only repeat it.
-    let result = match (&target, vision) {
-        (Target::Hub { .. }, Some((url, token))) => {
+    // Through a hub, the answer the device gave to the hub's own initialize at onboarding, unless
+    // --live (or --vision-url) asks for a fresh one. A direct device was initialized just now.
+    let live = args.live || vision.is_some();
+    let result = match &target {
+        Target::Hub { .. } if live => {
+            // Without --vision-url no vision capability is sent: the device keeps the hub's.
+            let capabilities = vision.map_or(json!({}), |(url, token)| json!({"vision": {"url": url, "token": token}}));
             let params = json!({
                 "protocolVersion": "2024-11-05",
-                "capabilities": {"vision": {"url": url, "token": token}},
+                "capabilities": capabilities,
                 "clientInfo": {"name": "mcpdev", "version": env!("CARGO_PKG_VERSION")},
             });
-            target.request("initialize", Some(params), args.target.timeout).await.map_err(call_failure)?
+            let result = target.request("initialize", Some(params), args.target.timeout).await.map_err(call_failure)?;
+            if let Some(err) = info["onboarding_error"].as_str() {
+                eprintln!("warning: the device answered, but the hub's onboarding of it failed: {err}");
+            }
+            result
         }
-        _ => json!({
-            "protocolVersion": info["mcp_protocol_version"],
-            "capabilities": info["capabilities"],
-            "serverInfo": info["server_info"],
-        }),
+        _ => {
+            if let Some(failed) = onboarding_failure(target.device_id(), &info) {
+                return Err(failed);
+            }
+            json!({
+                "protocolVersion": info["mcp_protocol_version"],
+                "capabilities": info["capabilities"],
+                "serverInfo": info["server_info"],
+            })
+        }
     };
-    if let Some(err) = info["onboarding_error"].as_str() {
-        eprintln!("warning: {err}");
-    }
     if global.json {
         print_json(&json!({"device_id": target.device_id(), "result": result}));
         return Ok(());

@@ -7,6 +7,7 @@ pub mod hello;
 pub mod init;
 pub mod output;
 pub mod serve;
+pub mod serve_report;
 pub mod sim;
 pub mod target;
 pub mod tools;

@@ -52,17 +52,24 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
             tokio::spawn(run_device(cfg));
         }
     }
-    if global.json {
+    let reach = super::serve_report::device_urls(running.device_addr, hub::devices::DEVICE_PATH);
+    let hub_flag = super::serve_report::hub_flag(running.host_addr);
+    let listening = {
         let mcp = format!("{host_url}/mcp");
         let (broker, udp) = mqtt.as_ref().map(|m| (m.broker.clone(), m.udp.addr.port())).unzip();
-        println!(
-            "{}",
-            serde_json::json!({"event": "listening", "devices": devices_url, "host": host_url, "mcp": mcp, "demo_devices": args.demo.unwrap_or(0),
-                "ota": ota_url, "mqtt": broker, "udp_port": udp})
-        );
+        serde_json::json!({"event": "listening", "devices": devices_url, "device_urls": reach, "host": host_url, "mcp": mcp,
+            "demo_devices": args.demo.unwrap_or(0), "ota": ota_url, "mqtt": broker, "udp_port": udp})
+    };
+    if let Some(path) = &args.ready_file {
+        // Written whole (a reader never sees half of it), after every listener is up.
+        crate::paths::write_atomic(path, format!("{listening}\n").as_bytes())
+            .map_err(|e| CodedError::new(Exit::Usage, format!("cannot write --ready-file {}: {e}", path.display())))?;
+    }
+    if global.json {
+        println!("{listening}");
     } else if !global.quiet {
         eprintln!("mcpdev hub");
-        eprintln!("  devices connect to   {devices_url}");
+        eprintln!("  devices connect to   {}", reach.join("\n                       "));
         eprintln!("  CLI and MCP hosts    {host_url}  (loopback; --allowed-host for LAN)");
         eprintln!("  MCP endpoint         {host_url}/mcp  (legacy SSE: {host_url}/sse; one device: {host_url}/devices/<id>/mcp)");
         eprintln!("  OTA (device setup)   {ota_url}");
@@ -74,10 +81,15 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         }
         eprintln!();
         eprintln!("Try, in another terminal:");
-        eprintln!("  mcpdev watch");
-        eprintln!("  mcpdev tools list --device 02:00:00:00:00:01 --wait 5s");
-        eprintln!("  mcpdev call self.audio_speaker.set_volume volume=50 --device 02:00:00:00:00:01");
-        eprintln!("Point a device at {devices_url} (Ctrl-C stops the hub).");
+        eprintln!("  mcpdev watch{hub_flag}");
+        eprintln!("  mcpdev tools list --device 02:00:00:00:00:01 --wait 5s{hub_flag}");
+        eprintln!("  mcpdev call self.audio_speaker.set_volume volume=50 --device 02:00:00:00:00:01{hub_flag}");
+        eprintln!("Point a device at {} (Ctrl-C stops the hub).", reach[0]);
+    }
+    {
+        use std::io::IsTerminal;
+        let color = super::output::use_color(global.color, std::io::stderr().is_terminal());
+        super::serve_report::spawn_event_log(running.hub.clone(), global.json, global.quiet, color);
     }
     tokio::signal::ctrl_c().await?;
     if !global.quiet && !global.json {
@@ -85,6 +97,9 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
     }
     if let Some(m) = mqtt {
         m.shutdown().await;
+    }
+    if let Some(path) = &args.ready_file {
+        let _ = std::fs::remove_file(path);
     }
     // Stopped by Ctrl-C, as every long-running command is: 130, like a shell reports SIGINT.
     Err(CodedError::interrupted().into())

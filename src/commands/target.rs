@@ -30,6 +30,30 @@ pub enum Target {
     Mcp { conn: McpConnection, url: String },
 }
 
+/// A device whose onboarding failed (after every retry): exit 9, with the failed step named.
+/// `None` when onboarding did not fail.
+pub fn onboarding_failure(device_id: &str, info: &Value) -> Option<anyhow::Error> {
+    let error = info["onboarding_error"].as_str()?;
+    let help = "`mcpdev tools list --refresh` starts onboarding over; `mcpdev watch` shows each attempt";
+    Some(CodedError::new(Exit::Onboarding, format!("device {device_id}: {error}")).with_help(help).into())
+}
+
+/// Lists the device's tools again (after a failed onboarding: onboards it again) and returns its
+/// description with the new list; an MCP server (`--url`) was listed just now, so it is as is.
+pub async fn refresh(target: &Target, mut info: Value, timeout: Duration) -> anyhow::Result<Value> {
+    if matches!(target, Target::Mcp { .. }) {
+        return Ok(info);
+    }
+    let fresh = target.request(crate::session::REFRESH_METHOD, None, timeout).await.map_err(call_failure)?;
+    if let Some(e) = fresh["refresh_error"].as_str() {
+        return Err(CodedError::new(Exit::Onboarding, format!("device {}: {e}", target.device_id())).into());
+    }
+    for key in ["tools", "onboarding_error", "tools_warning"] {
+        info[key] = fresh.get(key).cloned().unwrap_or(Value::Null);
+    }
+    Ok(info)
+}
+
 /// Why a request to the device did not give a result, with its exit code.
 pub fn call_failure(e: CallFailure) -> anyhow::Error {
     let exit = match &e {
@@ -140,28 +164,109 @@ async fn open_url(url: &str, args: &DeviceArgs) -> anyhow::Result<(Target, Value
 }
 
 async fn open_hub(args: &DeviceArgs, global: &GlobalArgs) -> anyhow::Result<(Target, Value)> {
-    let client = HubClient::connect(&args.hub).await.map_err(|e| {
-        CodedError::new(Exit::Unreachable, format!("cannot reach the hub at {}: {e}. Is `mcpdev serve` running? (--hub, MCPDEV_HUB)", args.hub))
-    })?;
-    let wait = args.wait.unwrap_or(SETTLE);
-    let spinner = super::output::spinner(global, args.wait.is_some(), "waiting for the device");
+    let started = tokio::time::Instant::now();
+    let client = connect_hub(args, global).await?;
     let device = crate::config::resolve_alias(args.device.as_deref());
+    let spinner = super::output::spinner(global, args.wait.is_some(), "waiting for the device");
+    // Without --wait, a device that is not connected is an answer at once; one that is connected
+    // may still be onboarding, which takes milliseconds, so it gets SETTLE. With --wait, the wait
+    // covers both (and the hub's start, above).
+    let wait = match args.wait {
+        Some(w) => w.saturating_sub(started.elapsed()),
+        None => match client.call(json!({"op": "device", "device": device, "wait_ms": 0})).await {
+            Err(e) if matches!(e.kind.as_str(), "no_devices" | "not_found") => {
+                return Err(select_failure(e, None, &args.hub, &client).await.into());
+            }
+            _ => SETTLE,
+        },
+    };
     let reply = client.call(json!({"op": "device", "device": device, "wait_ms": wait.as_millis() as u64})).await;
     if let Some(s) = spinner {
         s.finish_and_clear();
     }
-    let info = reply.map_err(|e| select_failure(e, args.wait))?;
+    let info = match reply {
+        Ok(info) => info,
+        Err(e) => return Err(select_failure(e, args.wait, &args.hub, &client).await.into()),
+    };
     let device_id = info["device_id"].as_str().unwrap_or_default().to_string();
     Ok((Target::Hub { client, device_id }, info))
 }
 
-fn select_failure(e: ControlError, waited: Option<Duration>) -> CodedError {
-    let exit = if e.kind == "ambiguous" { Exit::Usage } else { Exit::Unreachable };
-    let hint = match (e.kind.as_str(), waited) {
-        ("no_devices" | "not_found", None) => " (use --wait 30s to wait for it)",
-        _ => "",
+/// Connects to the hub. With `--wait`, a hub that is still starting (connection refused) is
+/// retried until the wait is over, so `mcpdev serve & mcpdev … --wait 60s` works in a script.
+async fn connect_hub(args: &DeviceArgs, global: &GlobalArgs) -> anyhow::Result<HubClient> {
+    let unreachable = |e: &dyn std::fmt::Display| {
+        CodedError::new(Exit::Unreachable, format!("cannot reach the hub at {}: {e}", args.hub))
+            .with_help("is `mcpdev serve` running there? (--hub or MCPDEV_HUB names another hub; --wait waits for one that is starting)")
     };
-    CodedError::new(exit, format!("{}{hint}", e.message))
+    let Some(wait) = args.wait else {
+        return HubClient::connect(&args.hub).await.map_err(|e| unreachable(&e).into());
+    };
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut spinner = None;
+    let mut pause = Duration::from_millis(20);
+    loop {
+        match HubClient::connect(&args.hub).await {
+            Ok(client) => {
+                if let Some(s) = spinner {
+                    indicatif::ProgressBar::finish_and_clear(&s);
+                }
+                return Ok(client);
+            }
+            Err(e) if tokio::time::Instant::now() + pause >= deadline => return Err(unreachable(&format!("{e} (waited {wait:?})")).into()),
+            Err(e) => {
+                tracing::info!("the hub at {} is not reachable yet ({e}); retrying until {wait:?} have passed", args.hub);
+                spinner = spinner.or_else(|| super::output::spinner(global, true, &format!("waiting for the hub at {}", args.hub)));
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(500));
+            }
+        }
+    }
+}
+
+/// The error for a device that could not be selected: what was asked, of which hub, and which
+/// devices that hub has.
+async fn select_failure(e: ControlError, waited: Option<Duration>, hub: &str, client: &HubClient) -> CodedError {
+    let exit = if e.kind == "ambiguous" { Exit::Usage } else { Exit::Unreachable };
+    let mut message = match waited {
+        Some(w) if matches!(e.kind.as_str(), "no_devices" | "not_found" | "not_ready") => format!("{} (waited {w:?}, hub {hub})", e.message),
+        _ => format!("{} (hub {hub})", e.message),
+    };
+    if matches!(e.kind.as_str(), "not_found" | "not_ready")
+        && let Ok(devices) = client.call(json!({"op": "devices"})).await
+        && let Some(list) = devices.as_array()
+    {
+        message.push_str(&format!("\nconnected devices: {}", describe_devices(list)));
+    }
+    let help = match (e.kind.as_str(), waited) {
+        ("no_devices" | "not_found", None) => Some("--wait 30s waits for the device to connect"),
+        ("ambiguous", _) => Some("name one with --device (an id, a unique prefix or an alias from mcpdev.toml)"),
+        _ => None,
+    };
+    let err = CodedError::new(exit, message);
+    match help {
+        Some(h) => err.with_help(h),
+        None => err,
+    }
+}
+
+/// `aa:bb:… (ready, 4 tools), …`: at most ten, then how many more.
+fn describe_devices(list: &[Value]) -> String {
+    if list.is_empty() {
+        return "none".into();
+    }
+    let mut parts: Vec<String> = list
+        .iter()
+        .take(10)
+        .map(|d| {
+            let tools = d["tools"].as_array().map_or(0, Vec::len);
+            format!("{} ({}, {tools} tools)", d["device_id"].as_str().unwrap_or("?"), d["phase"].as_str().unwrap_or("?"))
+        })
+        .collect();
+    if list.len() > 10 {
+        parts.push(format!("… and {} more", list.len() - 10));
+    }
+    parts.join(", ")
 }
 
 async fn accept_direct(
@@ -191,7 +296,8 @@ async fn accept_direct(
             match rx.recv().await {
                 Ok(ev) => match ev.event {
                     LinkEvent::Session(Event::Ready { .. } | Event::ToolsChanged { .. }) => return Ok(()),
-                    LinkEvent::Session(Event::Warning { message }) if message.contains("initialize") => return Ok(()),
+                    // A failed onboarding is reported by the command, which names the step.
+                    LinkEvent::Session(Event::OnboardingFailed { .. }) => return Ok(()),
                     LinkEvent::Link(crate::links::handle::Lifecycle::Disconnected { reason }) => return Err(reason),
                     _ => {}
                 },
@@ -199,7 +305,8 @@ async fn accept_direct(
             }
         }
     };
-    match tokio::time::timeout(args.timeout * 4, ready).await {
+    // Every onboarding step may be retried (5 attempts, backoffs adding up to about 4 s).
+    match tokio::time::timeout(args.timeout * 6 + Duration::from_secs(5), ready).await {
         Ok(Ok(())) => {}
         Ok(Err(reason)) => return Err(CodedError::new(Exit::Unreachable, format!("the device went away during onboarding: {reason}")).into()),
         Err(_) => return Err(CodedError::new(Exit::Timeout, "the device did not finish onboarding (hello, initialize, tools/list) in time").into()),

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::output::{print_json, table};
-use super::target::Target;
+use super::target::{Target, onboarding_failure, refresh};
 use crate::cli::{GlobalArgs, ToolsListArgs};
 
 pub fn is_user_only(tool: &Value) -> bool {
@@ -11,18 +11,24 @@ pub fn is_user_only(tool: &Value) -> bool {
 }
 
 pub async fn list(global: &GlobalArgs, args: ToolsListArgs) -> anyhow::Result<()> {
-    let (target, info) = Target::open(&args.target, global, None).await?;
+    let (target, mut info) = Target::open(&args.target, global, None).await?;
+    if args.refresh {
+        info = refresh(&target, info, args.target.timeout).await?;
+    }
+    if let Some(failed) = onboarding_failure(target.device_id(), &info) {
+        return Err(failed);
+    }
     let all: Vec<Value> = info["tools"].as_array().cloned().unwrap_or_default();
     let hidden = all.iter().filter(|t| is_user_only(t)).count();
     let tools: Vec<&Value> = all.iter().filter(|t| args.user_tools || !is_user_only(t)).collect();
-    let onboarding_error = info["onboarding_error"].as_str();
-    if let Some(err) = onboarding_error {
-        eprintln!("warning: the tool list may be incomplete: {err}");
+    let tools_warning = info["tools_warning"].as_str();
+    if let Some(w) = tools_warning {
+        eprintln!("warning: {w}");
     }
     if global.json {
         let mut out = json!({"device_id": target.device_id(), "tools": tools});
-        if let Some(err) = onboarding_error {
-            out["onboarding_error"] = json!(err);
+        if let Some(w) = tools_warning {
+            out["tools_warning"] = json!(w);
         }
         print_json(&out);
         return Ok(());

@@ -58,7 +58,7 @@ fn is_notification_frame(ev: &Value) -> bool {
 }
 
 /// Adds `ts` (RFC 3339, UTC, milliseconds) unless the event has one.
-fn stamp(ev: &mut Value, now: std::time::SystemTime) {
+pub(crate) fn stamp(ev: &mut Value, now: std::time::SystemTime) {
     if let Some(obj) = ev.as_object_mut()
         && !obj.contains_key("ts")
     {
@@ -68,7 +68,7 @@ fn stamp(ev: &mut Value, now: std::time::SystemTime) {
 
 /// One line for people: time, device, what happened; with colour, the device stands out,
 /// frames are coloured by direction, and trouble is red or yellow.
-fn describe(ev: &Value, color: bool) -> String {
+pub(crate) fn describe(ev: &Value, color: bool) -> String {
     use console::Style;
     let paint = |style: Style, text: String| style.force_styling(color).apply_to(text).to_string();
     let id = ev["device_id"].as_str().unwrap_or("-");
@@ -90,6 +90,8 @@ fn describe(ev: &Value, color: bool) -> String {
         "malformed" => format!("malformed frame: {} {:?}", s("reason"), s("text")),
         "late_reply" => format!("late reply to id {} dropped", ev["id"]),
         "warning" => format!("warning: {}", s("message")),
+        "onboarding_retry" => format!("onboarding step failed ({}); attempt {} of {} in {} ms", s("error"), ev["attempt"], ev["of"], ev["retry_in_ms"]),
+        "onboarding_failed" => s("error"),
         "lagged" => format!("(skipped {} events: the watcher fell behind)", ev["skipped"]),
         other => format!("{other} {ev}"),
     };
@@ -97,8 +99,8 @@ fn describe(ev: &Value, color: bool) -> String {
         "traffic" if ev["payload"].get("error").is_some() => Style::new().red(),
         "traffic" if ev["direction"] == "in" => Style::new().green(),
         "traffic" => Style::new().blue(),
-        "disconnected" | "malformed" => Style::new().red(),
-        "warning" | "late_reply" | "lagged" => Style::new().yellow(),
+        "disconnected" | "malformed" | "onboarding_failed" => Style::new().red(),
+        "warning" | "late_reply" | "lagged" | "onboarding_retry" => Style::new().yellow(),
         "connected" | "ready" => Style::new().bold(),
         _ => Style::new(),
     };

@@ -129,10 +129,10 @@ impl Hub {
 pub async fn start(config: HubConfig) -> anyhow::Result<RunningHub> {
     let device_listener = TcpListener::bind(config.device_addr)
         .await
-        .map_err(|e| anyhow::anyhow!("cannot listen for devices on {}: {e}", config.device_addr))?;
+        .map_err(|e| bind_error("for devices", config.device_addr, "--device-addr", &e))?;
     let host_listener = TcpListener::bind(config.host_addr)
         .await
-        .map_err(|e| anyhow::anyhow!("cannot listen for the CLI and MCP hosts on {}: {e}", config.host_addr))?;
+        .map_err(|e| bind_error("for the CLI and MCP hosts", config.host_addr, "--host-addr", &e))?;
     let device_addr = device_listener.local_addr()?;
     let host_addr = host_listener.local_addr()?;
     let vision_token = config.vision_token.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
@@ -164,6 +164,16 @@ pub async fn start(config: HubConfig) -> anyhow::Result<RunningHub> {
         }
     });
     Ok(RunningHub { hub, device_addr, host_addr })
+}
+
+/// A listener that cannot be bound: a configuration problem (exit 2) that names the flag to change.
+pub fn bind_error(what: &str, addr: SocketAddr, flag: &str, e: &std::io::Error) -> anyhow::Error {
+    let hint = match e.kind() {
+        std::io::ErrorKind::AddrInUse => format!("another program (perhaps another hub) listens on {addr}: stop it, or choose another address with {flag}"),
+        std::io::ErrorKind::PermissionDenied => format!("ports below 1024 need privileges: choose another port with {flag}"),
+        _ => format!("choose another address with {flag}"),
+    };
+    crate::exit::CodedError::new(crate::exit::Exit::Usage, format!("cannot listen {what} on {addr} ({flag}): {e}")).with_help(hint).into()
 }
 
 /// Small request/response messages go out at once: with Nagle's algorithm, a second message sent

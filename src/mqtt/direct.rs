@@ -90,7 +90,10 @@ pub async fn open(url: &str, device: Option<&str>, timeout: Duration, wait: Opti
             match rx.recv().await {
                 Ok(ev) => match ev.event {
                     LinkEvent::Session(Event::Ready { .. } | Event::ToolsChanged { .. }) => return Ok(()),
-                    LinkEvent::Session(Event::Warning { message }) if message.contains("initialize") => return Err(message),
+                    // No answer at all to initialize: the device is not there (no point retrying).
+                    LinkEvent::Session(Event::OnboardingRetry { error, .. }) if error.starts_with("initialize: no answer") => return Err(error),
+                    // Any other failed onboarding is reported by the command, which names the step.
+                    LinkEvent::Session(Event::OnboardingFailed { .. }) => return Ok(()),
                     LinkEvent::Link(Lifecycle::Disconnected { reason }) => return Err(reason),
                     _ => {}
                 },

@@ -19,8 +19,13 @@ pub enum Event {
     Hello { hello: Value },
     /// Onboarding finished: initialized and every tool listed.
     Ready { tools: usize },
-    /// The tool list was listed again (after `notifications/tools/list_changed`).
+    /// The tool list was listed again (after `notifications/tools/list_changed`, a confirmation
+    /// re-list, a list that looked truncated, or `tools list --refresh`) and it changed.
     ToolsChanged { tools: usize },
+    /// An onboarding step failed; it is sent again after `retry_in_ms` (attempt `attempt` of `of`).
+    OnboardingRetry { attempt: u32, of: u32, error: String, retry_in_ms: u64 },
+    /// Every onboarding attempt failed: the hub gave up. `error` names the step.
+    OnboardingFailed { error: String, attempts: u32 },
     /// A device-initiated notification.
     Notification { method: String, params: Value },
     /// A message of another type (`listen`, `abort`, `goodbye`, unknown ones).

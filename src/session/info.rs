@@ -59,6 +59,23 @@ pub struct Counters {
     pub malformed: u64,
     pub late_replies: u64,
     pub timeouts: u64,
+    /// Device requests and hellos left unanswered because the device sent too many per second.
+    pub unanswered: u64,
+}
+
+/// How onboarding (initialize, notifications/initialized, every tools/list page) is going.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct OnboardingStatus {
+    /// The attempt under way or last made, counted from 1 (0: not started). A failed step
+    /// (no answer in time, an error, a reply with neither result nor error) costs one attempt.
+    pub attempt: u32,
+    /// Attempts allowed before giving up.
+    pub max_attempts: u32,
+    /// Why the last failed step failed, naming the step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// Every attempt failed; the hub gave up (a new hello or `tools list --refresh` starts over).
+    pub failed: bool,
 }
 
 /// A snapshot-able description of one connected device.
@@ -75,8 +92,13 @@ pub struct DeviceInfo {
     pub server_info: Option<Box<RawValue>>,
     pub capabilities: Option<Box<RawValue>>,
     pub tools: Vec<ToolEntry>,
+    /// Set when onboarding gave up: "onboarding failed at tools/list page 2: no answer within 10s".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub onboarding_error: Option<String>,
+    pub onboarding: OnboardingStatus,
+    /// Set when a cap (tools per device, bytes of the tool list, pages) cut the tool list short.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools_warning: Option<String>,
     /// What the device posted to the OTA endpoint (board, chip, firmware), if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system_info: Option<Box<RawValue>>,
@@ -86,6 +108,10 @@ pub struct DeviceInfo {
     pub counters: Counters,
     #[serde(skip)]
     pub(super) phase_was_ready_once: bool,
+    /// Bumped on every change a CLI can see (hello, phase, tools, onboarding state, warnings);
+    /// not on counters or `last_seen_ms`.
+    #[serde(skip)]
+    version: u64,
 }
 
 fn now_ms() -> u64 {
@@ -112,11 +138,32 @@ impl DeviceInfo {
             capabilities: None,
             tools: Vec::new(),
             onboarding_error: None,
+            onboarding: OnboardingStatus::default(),
+            tools_warning: None,
             system_info: None,
             connected_at_ms: now,
             last_seen_ms: now,
             counters: Counters::default(),
             phase_was_ready_once: false,
+            version: 0,
+        }
+    }
+
+    /// A counter that changes whenever something a CLI can see changed (hello, phase, tools,
+    /// onboarding state, warnings): a link can publish a new snapshot only when it moved.
+    /// Counters and `last_seen_ms` do not bump it.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    pub(super) fn bump(&mut self) {
+        self.version += 1;
+    }
+
+    pub(super) fn set_phase(&mut self, phase: Phase) {
+        if self.phase != phase {
+            self.phase = phase;
+            self.bump();
         }
     }
 
@@ -126,20 +173,24 @@ impl DeviceInfo {
 
     pub(super) fn set_system_info(&mut self, info: Option<&Value>) {
         self.system_info = info.and_then(raw);
+        self.bump();
     }
 
     pub(super) fn set_hello(&mut self, hello: &Value) {
         self.hello = raw(hello);
+        self.bump();
     }
 
     pub(super) fn set_initialize(&mut self, result: &Value) {
         self.mcp_protocol_version = result.get("protocolVersion").and_then(Value::as_str).map(str::to_string);
         self.server_info = result.get("serverInfo").and_then(raw);
         self.capabilities = result.get("capabilities").and_then(raw);
+        self.bump();
     }
 
     pub(super) fn set_tools(&mut self, tools: Vec<ToolEntry>) {
         self.tools = tools;
+        self.bump();
     }
 
     pub fn tool(&self, name: &str) -> Option<&ToolEntry> {

@@ -7,9 +7,57 @@
 //! `tools/list` until the last page), the cached tool list, and the events watchers see.
 //!
 //! A link (WebSocket, MQTT) feeds it frames and time, and carries out the [`Output`]s it returns.
+//!
+//! # Onboarding that survives gateways
+//!
+//! The xiaozhi MQTT gateway answers MCP for a device from a cache it fills only after it asked the
+//! device itself, so right after the hello it may answer `initialize` with an id-only reply
+//! (`{"jsonrpc":"2.0","id":1}`), `tools/list` with an empty or partial list. The rules:
+//!
+//! - **A failed step is retried.** A reply with neither `result` nor `error`, an error reply, or
+//!   no answer within `onboarding_timeout` fails the step (`initialize`, or `tools/list page N`);
+//!   the same step is sent again after a backoff (`retry_backoff`: 50 ms, 200 ms, 1 s, 3 s), up to
+//!   `onboarding_attempts` failed steps in all. Then onboarding has failed: `onboarding_error`
+//!   names the step ("onboarding failed at tools/list page 2: no answer within 10s"), the phase is
+//!   `ready` (so waiters stop waiting) with `onboarding.failed` set, and the CLI's `tools list`,
+//!   `init` and `call` exit with code 9. The state (attempt k of n, last error, failed) is in
+//!   [`DeviceInfo::onboarding`] and in [`Event::OnboardingRetry`] / [`Event::OnboardingFailed`].
+//! - **An empty list is listed again** after `empty_list_retry` (2 s), up to `empty_list_retries`.
+//! - **One confirmation re-list.** `confirm_relist` (1.5 s) after the first complete listing,
+//!   the tools are listed once more in the background. The device is `ready` at once; the re-list
+//!   only replaces the tools when they differ ([`Event::ToolsChanged`]), and its failure is only a
+//!   warning. A direct device pays one `tools/list` frame, nothing visible; a device behind the
+//!   gateway that got a partial first list ends with the full one.
+//! - **A list that looks truncated is listed again.** A re-list that finds fewer tools than the
+//!   list before is not believed at once: it is listed again after 1 s, and the shorter list is
+//!   taken only when two listings in a row agree on it (or after `max_relists` tries).
+//! - **`notifications/tools/list_changed`** re-lists in the background; several during one
+//!   listing give one more listing, not one each.
+//! - **Refresh on demand.** A caller's request for [`REFRESH_METHOD`] is not sent to the device:
+//!   the session re-lists (or, after a failed onboarding, starts onboarding over) and answers
+//!   `{"tools":[…], "onboarding_error"?, "refresh_error"?}` when it is done. `mcpdev tools list
+//!   --refresh` and the MCP bridge use it through the ordinary `rpc` path.
+//!
+//! A well-behaved device is onboarded with no delay at all: hello, `initialize`,
+//! `notifications/initialized`, `tools/list` back to back, `ready` on the last page.
+//!
+//! # What a device can make the hub hold or send
+//!
+//! - Tools per device (`max_tools`, 1,000), bytes of the cached tool list (`max_tool_bytes`,
+//!   1 MiB) and pages (`max_pages`, 100): beyond a cap the listing stops, what fits is kept,
+//!   `tools_warning` says so and it is logged once.
+//! - A hello on a session that is onboarding or onboarded gets the server hello again (stock
+//!   devices say hello again when a voice session reopens) but no new `initialize`. A hello starts
+//!   onboarding over only after the link was down meanwhile (an MQTT broker outage: the device
+//!   may have restarted), or after a failed onboarding, at most once per `restart_on_hello_after`
+//!   (30 s).
+//! - Device requests get a -32601 error that never echoes more than 64 characters of the method.
+//!   Hellos and requests together are answered at most `max_answers_per_sec` (20) times a
+//!   second; the rest are counted (`counters.unanswered`) and logged once a second.
 
 mod events;
 mod info;
+mod limits;
 mod onboarding;
 
 use std::collections::HashMap;
@@ -18,7 +66,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 pub use events::{Direction, Event};
-pub use info::{Counters, DeviceInfo, Phase, ToolEntry};
+pub use info::{Counters, DeviceInfo, OnboardingStatus, Phase, ToolEntry};
+
+/// The method a caller sends to make the session list the device's tools again (or, after a
+/// failed onboarding, start onboarding over). It never reaches the device.
+pub const REFRESH_METHOD: &str = "mcpdev/refresh_tools";
 
 use crate::wire::envelope::{self, DeviceMessage};
 use crate::wire::identity::Identity;
@@ -44,6 +96,21 @@ pub struct SessionConfig {
     /// When the list comes back empty, list again after this delay, up to `empty_list_retries` times.
     pub empty_list_retry: Duration,
     pub empty_list_retries: u32,
+    /// Failed onboarding steps allowed before giving up (each failed step is sent again).
+    pub onboarding_attempts: u32,
+    /// The wait before the k-th retry of a failed step (the last one repeats).
+    pub retry_backoff: Vec<Duration>,
+    /// List the tools once more this long after the first complete listing (None: never).
+    pub confirm_relist: Option<Duration>,
+    /// Re-lists after a list that looked truncated, per session.
+    pub max_relists: u32,
+    /// Caps on what one device's tool list may hold.
+    pub max_tools: usize,
+    pub max_tool_bytes: usize,
+    /// Hellos and device requests answered per second at most.
+    pub max_answers_per_sec: u32,
+    /// After a failed onboarding, a hello starts it over at most this often.
+    pub restart_on_hello_after: Duration,
     /// Request ids start after this (a CLI that talks to a device some hub also serves picks a
     /// random base, so the two never take each other's replies).
     pub id_base: i64,
@@ -63,6 +130,14 @@ impl SessionConfig {
             max_pages: 100,
             empty_list_retry: Duration::from_secs(2),
             empty_list_retries: 3,
+            onboarding_attempts: 5,
+            retry_backoff: vec![Duration::from_millis(50), Duration::from_millis(200), Duration::from_secs(1), Duration::from_secs(3)],
+            confirm_relist: Some(Duration::from_millis(1500)),
+            max_relists: 3,
+            max_tools: 1000,
+            max_tool_bytes: 1 << 20,
+            max_answers_per_sec: 20,
+            restart_on_hello_after: Duration::from_secs(30),
             id_base: 0,
             system_info: None,
         }
@@ -98,8 +173,10 @@ pub enum Output {
 /// Who is waiting for a reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Origin {
-    Initialize,
-    ListPage,
+    /// Onboarding requests carry the generation of the listing they belong to: an answer to a
+    /// listing that was started over is not taken for the new one.
+    Initialize(u64),
+    ListPage(u64),
     Keepalive,
     Caller(u64),
 }
@@ -112,6 +189,21 @@ struct Pending {
     timeout: Duration,
 }
 
+/// Which onboarding step to send again.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Planned {
+    Initialize,
+    ListPage,
+}
+
+/// A caller waiting for a [`REFRESH_METHOD`] to finish.
+#[derive(Debug)]
+struct Waiter {
+    ticket: u64,
+    deadline: Instant,
+    timeout: Duration,
+}
+
 /// One device's session.
 pub struct Session {
     cfg: SessionConfig,
@@ -119,6 +211,30 @@ pub struct Session {
     next_id: i64,
     pending: HashMap<i64, Pending>,
     onboarding: onboarding::Listing,
+    /// Bumped whenever initialize or a listing starts (over).
+    generation: u64,
+    /// The listing under way is a re-list of a ready device: the phase stays `ready`.
+    background: bool,
+    /// A re-list is under way (requests pending or an empty-list retry planned).
+    relisting: bool,
+    /// `list_changed` (or a refresh) came during a listing: list once more after it.
+    relist_again: bool,
+    /// A planned re-list (confirmation, or after a list that looked truncated).
+    relist_at: Option<Instant>,
+    confirm_planned: bool,
+    /// The length of a shorter list not believed yet, and how many re-lists that cost.
+    short_seen: Option<usize>,
+    truncation_relists: u32,
+    /// A failed onboarding step to send again, and when.
+    retry_step: Option<(Instant, Planned)>,
+    last_onboarding_start: Option<Instant>,
+    /// The link was down since onboarding (an MQTT broker outage): a hello onboards again.
+    link_interrupted: bool,
+    waiters: Vec<Waiter>,
+    answers: limits::RateLimit,
+    cap_logged: bool,
+    /// The latest time the link gave (for entry points that get none).
+    now: Instant,
     last_sent: Instant,
     /// When set, every MCP frame is reported as an [`Event::Traffic`] (costly; only while watched).
     pub trace: bool,
@@ -135,6 +251,21 @@ impl Session {
             info,
             pending: HashMap::new(),
             onboarding: onboarding::Listing::default(),
+            generation: 0,
+            background: false,
+            relisting: false,
+            relist_again: false,
+            relist_at: None,
+            confirm_planned: false,
+            short_seen: None,
+            truncation_relists: 0,
+            retry_step: None,
+            last_onboarding_start: None,
+            link_interrupted: false,
+            waiters: Vec::new(),
+            answers: limits::RateLimit::new(now),
+            cap_logged: false,
+            now,
             last_sent: now,
             trace: false,
             out: Vec::new(),
@@ -151,6 +282,7 @@ impl Session {
 
     /// A text frame from the device.
     pub fn on_text(&mut self, text: &str, now: Instant) -> Vec<Output> {
+        self.now = now;
         self.info.touch();
         self.info.counters.frames_in += 1;
         match envelope::parse(text) {
@@ -158,12 +290,7 @@ impl Session {
                 self.info.counters.malformed += 1;
                 self.emit(Event::Malformed { reason: e.to_string(), text: truncate(text, 200) });
             }
-            Ok(DeviceMessage::Hello(hello)) => {
-                self.info.set_hello(&hello.raw);
-                self.emit(Event::Hello { hello: hello.raw.clone() });
-                self.send_text(self.cfg.server_hello.clone(), now);
-                self.start_onboarding(now);
-            }
+            Ok(DeviceMessage::Hello(hello)) => self.on_hello(&hello.raw, now),
             Ok(DeviceMessage::Mcp { payload, .. }) => {
                 if self.trace {
                     self.emit(Event::Traffic { direction: Direction::In, payload: payload.clone(), latency_ms: None });
@@ -172,8 +299,11 @@ impl Session {
                     Ok(RpcMessage::Response { id, outcome }) => self.on_response(id, outcome, now),
                     Ok(RpcMessage::Notification { method, params }) => self.on_notification(method, params, now),
                     Ok(RpcMessage::Request { id, method, .. }) => {
-                        let error = json!({"code": -32601, "message": format!("mcpdev does not handle {method} requests")});
-                        self.send_payload(json!({"jsonrpc": "2.0", "id": id.to_value(), "error": error}), now);
+                        if self.may_answer("requests", now) {
+                            // Never echo unbounded device input: the method is cut to 64 characters.
+                            let error = json!({"code": -32601, "message": format!("mcpdev does not handle {} requests", truncate(&method, 64))});
+                            self.send_payload(json!({"jsonrpc": "2.0", "id": id.to_value(), "error": error}), now);
+                        }
                     }
                     Err(why) => {
                         self.info.counters.malformed += 1;
@@ -197,18 +327,27 @@ impl Session {
 
     /// Starts onboarding without waiting for a hello: an MQTT device answers MCP while idle, and
     /// stock firmware says hello only when a voice session opens.
+    /// Does nothing while onboarding runs or after it succeeded.
     pub fn begin(&mut self, now: Instant) -> Vec<Output> {
-        self.start_onboarding(now);
+        self.now = now;
+        if self.info.phase == Phase::AwaitingHello {
+            self.start_onboarding(now);
+        }
         std::mem::take(&mut self.out)
     }
 
-    /// Ends every waiting caller with `error` (the link is down for now); the session stays.
+    /// Ends every waiting caller with `error` (the link is down for now); the session stays, and
+    /// the next hello onboards the device again (it may have restarted meanwhile).
     pub fn fail_callers(&mut self, error: CallError) -> Vec<Output> {
+        self.link_interrupted = true;
         let callers: Vec<i64> = self.pending.iter().filter(|(_, p)| matches!(p.origin, Origin::Caller(_))).map(|(id, _)| *id).collect();
         for id in callers {
             if let Some(Pending { origin: Origin::Caller(ticket), .. }) = self.pending.remove(&id) {
                 self.out.push(Output::Reply { ticket, outcome: Err(error.clone()) });
             }
+        }
+        for w in std::mem::take(&mut self.waiters) {
+            self.out.push(Output::Reply { ticket: w.ticket, outcome: Err(error.clone()) });
         }
         std::mem::take(&mut self.out)
     }
@@ -216,6 +355,7 @@ impl Session {
     /// A device message over the link's size limit: dropped, counted as malformed, and if it is
     /// the answer to a waiting request, that request ends with a [`CallError::Link`] that says why.
     pub fn on_oversize(&mut self, text: &str, limit: usize) -> Vec<Output> {
+        let now = self.now;
         self.info.touch();
         self.info.counters.frames_in += 1;
         self.info.counters.malformed += 1;
@@ -228,8 +368,10 @@ impl Session {
                     ticket,
                     outcome: Err(CallError::Link(format!("the device's answer was dropped: {reason}"))),
                 }),
-                Origin::Initialize | Origin::ListPage => self.onboarding_failed(format!("onboarding answer dropped: {reason}")),
-                Origin::Keepalive => {}
+                Origin::Initialize(g) | Origin::ListPage(g) if g == self.generation => {
+                    self.step_failed(p.origin, format!("answer dropped: {reason}"), now)
+                }
+                Origin::Initialize(_) | Origin::ListPage(_) | Origin::Keepalive => {}
             }
         }
         std::mem::take(&mut self.out)
@@ -243,18 +385,27 @@ impl Session {
     }
 
     /// Sends a caller's request; the reply comes back as `Output::Reply { ticket, .. }`.
+    /// [`REFRESH_METHOD`] is handled here: see the module docs.
     pub fn request(&mut self, ticket: u64, method: &str, params: Option<Value>, timeout: Duration, now: Instant) -> Vec<Output> {
-        self.send_request(method, params, Origin::Caller(ticket), timeout, now);
+        self.now = now;
+        if method == REFRESH_METHOD {
+            self.waiters.push(Waiter { ticket, deadline: now + timeout, timeout });
+            self.refresh(now);
+        } else {
+            self.send_request(method, params, Origin::Caller(ticket), timeout, now);
+        }
         std::mem::take(&mut self.out)
     }
 
     /// A caller gave up (cancelled): stop waiting; a late reply will be dropped.
     pub fn cancel(&mut self, ticket: u64) {
         self.pending.retain(|_, p| p.origin != Origin::Caller(ticket));
+        self.waiters.retain(|w| w.ticket != ticket);
     }
 
     /// Time passed: timeouts, keepalive, list retries.
     pub fn on_tick(&mut self, now: Instant) -> Vec<Output> {
+        self.now = now;
         let expired: Vec<i64> = self.pending.iter().filter(|(_, p)| p.deadline <= now).map(|(id, _)| *id).collect();
         for id in expired {
             let p = self.pending.remove(&id).expect("listed above");
@@ -266,15 +417,32 @@ impl Session {
                 Origin::Caller(ticket) => {
                     self.out.push(Output::Reply { ticket, outcome: Err(CallError::Timeout(p.timeout)) })
                 }
-                Origin::Initialize | Origin::ListPage => {
-                    let what = if p.origin == Origin::Initialize { "initialize" } else { "tools/list" };
-                    self.onboarding_failed(format!("{what} got no answer within {:?}", p.timeout));
+                Origin::Initialize(g) | Origin::ListPage(g) if g == self.generation => {
+                    self.step_failed(p.origin, format!("no answer within {:?}", p.timeout), now)
                 }
-                Origin::Keepalive => {}
+                Origin::Initialize(_) | Origin::ListPage(_) | Origin::Keepalive => {}
+            }
+        }
+        let (late, waiting): (Vec<Waiter>, Vec<Waiter>) = std::mem::take(&mut self.waiters).into_iter().partition(|w| w.deadline <= now);
+        self.waiters = waiting;
+        for w in late {
+            self.out.push(Output::Reply { ticket: w.ticket, outcome: Err(CallError::Timeout(w.timeout)) });
+        }
+        if let Some((at, step)) = self.retry_step
+            && at <= now
+        {
+            self.retry_step = None;
+            match step {
+                Planned::Initialize => self.send_initialize(now),
+                Planned::ListPage => self.list_tools(now),
             }
         }
         if self.onboarding.retry_due(now) {
             self.list_tools(now);
+        }
+        if self.relist_at.is_some_and(|at| at <= now) {
+            self.relist_at = None;
+            self.start_relist(now);
         }
         if self.info.phase == Phase::Ready && now.duration_since(self.last_sent) >= self.cfg.keepalive {
             self.send_request("ping", None, Origin::Keepalive, self.cfg.onboarding_timeout, now);
@@ -286,7 +454,8 @@ impl Session {
     pub fn next_deadline(&self) -> Option<Instant> {
         let pending = self.pending.values().map(|p| p.deadline).min();
         let keepalive = (self.info.phase == Phase::Ready).then(|| self.last_sent + self.cfg.keepalive);
-        [pending, keepalive, self.onboarding.retry_at()].into_iter().flatten().min()
+        let waiters = self.waiters.iter().map(|w| w.deadline).min();
+        [pending, keepalive, self.onboarding.retry_at(), self.retry_step.map(|(at, _)| at), self.relist_at, waiters].into_iter().flatten().min()
     }
 
     /// The link is gone: every waiting caller gets `Disconnected`.
@@ -296,7 +465,12 @@ impl Session {
                 self.out.push(Output::Reply { ticket, outcome: Err(CallError::Disconnected) });
             }
         }
-        self.info.phase = Phase::Disconnected;
+        for w in std::mem::take(&mut self.waiters) {
+            self.out.push(Output::Reply { ticket: w.ticket, outcome: Err(CallError::Disconnected) });
+        }
+        self.retry_step = None;
+        self.relist_at = None;
+        self.info.set_phase(Phase::Disconnected);
         std::mem::take(&mut self.out)
     }
 
@@ -320,73 +494,269 @@ impl Session {
             Origin::Caller(ticket) => {
                 self.out.push(Output::Reply { ticket, outcome: outcome.map_err(CallError::Device) });
             }
-            Origin::Initialize => match outcome {
+            Origin::Initialize(g) | Origin::ListPage(g) if g != self.generation => {
+                // An answer to a listing that was started over: the new one asks again.
+                self.info.counters.late_replies += 1;
+            }
+            Origin::Initialize(_) => match outcome {
                 Ok(result) => {
                     self.info.set_initialize(&result);
                     self.send_payload(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), now);
                     self.onboarding = onboarding::Listing::default();
                     self.list_tools(now);
                 }
-                Err(e) => self.onboarding_failed(format!("initialize failed: {}", e.message)),
+                Err(e) => self.step_failed(p.origin, rpc_failure(&e), now),
             },
-            Origin::ListPage => match outcome {
+            Origin::ListPage(_) => match outcome {
                 Ok(result) => self.on_list_page(&result, now),
-                Err(e) => self.onboarding_failed(format!("tools/list failed: {}", e.message)),
+                Err(e) => self.step_failed(p.origin, rpc_failure(&e), now),
             },
             Origin::Keepalive => {}
         }
     }
 
     fn on_notification(&mut self, method: String, params: Option<Value>, now: Instant) {
-        if method == "notifications/tools/list_changed" && self.info.phase == Phase::Ready {
-            self.onboarding = onboarding::Listing::default();
-            self.list_tools(now);
+        if method == "notifications/tools/list_changed" {
+            self.start_relist(now);
         }
         self.emit(Event::Notification { method, params: params.unwrap_or(Value::Null) });
     }
 
+    /// A hello: answered with the server hello (rate-limited); onboarding starts on the first one
+    /// only, or over again after the link was down (the device may have restarted) or after a
+    /// failed onboarding (at most once per `restart_on_hello_after`).
+    fn on_hello(&mut self, hello: &Value, now: Instant) {
+        if !self.may_answer("hellos", now) {
+            return;
+        }
+        self.info.set_hello(hello);
+        self.emit(Event::Hello { hello: hello.clone() });
+        self.send_text(self.cfg.server_hello.clone(), now);
+        let restart_allowed = self.last_onboarding_start.is_none_or(|t| now.duration_since(t) >= self.cfg.restart_on_hello_after);
+        let interrupted = std::mem::take(&mut self.link_interrupted);
+        if self.info.phase == Phase::AwaitingHello || interrupted || (self.info.onboarding.failed && restart_allowed) {
+            self.start_onboarding(now);
+        }
+    }
+
+    /// Counts one hello or request the device sent; false when it sent too many this second.
+    fn may_answer(&mut self, what: &str, now: Instant) -> bool {
+        match self.answers.take(now, self.cfg.max_answers_per_sec) {
+            limits::Verdict::Allow => true,
+            verdict => {
+                self.info.counters.unanswered += 1;
+                if verdict == limits::Verdict::FirstRefusal {
+                    let message = format!(
+                        "the device sends more than {} hellos and requests a second; the rest of this second's {what} are not answered",
+                        self.cfg.max_answers_per_sec
+                    );
+                    tracing::warn!(device = %self.info.device_id, "{message}");
+                    self.emit(Event::Warning { message });
+                }
+                false
+            }
+        }
+    }
+
+    /// Starts onboarding (over): fresh attempts, `initialize` now.
     fn start_onboarding(&mut self, now: Instant) {
-        self.info.phase = Phase::Initializing;
+        self.generation += 1;
+        self.last_onboarding_start = Some(now);
+        self.background = false;
+        self.relisting = false;
+        self.retry_step = None;
+        self.relist_at = None;
+        self.onboarding = onboarding::Listing::default();
+        self.info.onboarding_error = None;
+        self.info.onboarding = OnboardingStatus { attempt: 1, max_attempts: self.cfg.onboarding_attempts.max(1), last_error: None, failed: false };
+        self.info.bump();
+        self.send_initialize(now);
+    }
+
+    fn send_initialize(&mut self, now: Instant) {
+        self.info.set_phase(Phase::Initializing);
         let params = json!({
             "protocolVersion": "2024-11-05",
             "capabilities": {"vision": {"url": self.cfg.vision_url, "token": self.cfg.vision_token}},
             "clientInfo": {"name": "mcpdev", "version": env!("CARGO_PKG_VERSION")},
         });
-        self.send_request("initialize", Some(params), Origin::Initialize, self.cfg.onboarding_timeout, now);
+        self.send_request("initialize", Some(params), Origin::Initialize(self.generation), self.cfg.onboarding_timeout, now);
     }
 
     fn list_tools(&mut self, now: Instant) {
-        self.info.phase = Phase::Listing;
+        if !self.background {
+            self.info.set_phase(Phase::Listing);
+        }
         let params = json!({"cursor": self.onboarding.cursor(), "withUserTools": true});
-        self.send_request("tools/list", Some(params), Origin::ListPage, self.cfg.onboarding_timeout, now);
+        self.send_request("tools/list", Some(params), Origin::ListPage(self.generation), self.cfg.onboarding_timeout, now);
+    }
+
+    /// A refresh asked for by a caller: re-list a ready device, start a failed onboarding over;
+    /// while onboarding runs, its end answers the caller.
+    fn refresh(&mut self, now: Instant) {
+        if self.info.onboarding.failed || self.info.phase == Phase::AwaitingHello {
+            self.start_onboarding(now);
+        } else if self.info.phase == Phase::Ready {
+            self.start_relist(now);
+        }
+    }
+
+    /// Lists the tools of a ready device again in the background (the phase stays `ready`); a
+    /// request while a listing runs gives one more listing after it.
+    fn start_relist(&mut self, now: Instant) {
+        if self.info.phase != Phase::Ready || self.info.onboarding.failed {
+            // Onboarding is under way (its listing is about to read the new list anyway) or gave
+            // up (only a hello or a refresh starts it over).
+            self.relist_again = self.info.phase != Phase::Ready;
+            return;
+        }
+        if self.relisting {
+            self.relist_again = true;
+            return;
+        }
+        self.generation += 1;
+        self.background = true;
+        self.relisting = true;
+        self.onboarding = onboarding::Listing::default();
+        self.list_tools(now);
     }
 
     fn on_list_page(&mut self, result: &Value, now: Instant) {
-        match self.onboarding.add_page(result, self.cfg.max_pages) {
+        match self.onboarding.add_page(result, &self.cfg) {
             onboarding::Step::Next => self.list_tools(now),
             onboarding::Step::Done { warning } => {
                 if let Some(w) = warning {
-                    self.emit(Event::Warning { message: w });
+                    self.warn_listing(w);
                 }
                 let tools = self.onboarding.take_tools();
-                if tools.is_empty() && self.onboarding.schedule_retry(now, &self.cfg) {
-                    self.info.phase = Phase::Listing;
+                if tools.is_empty() && !self.background && self.onboarding.schedule_retry(now, &self.cfg) {
+                    self.info.set_phase(Phase::Listing);
                     return;
                 }
-                let changed = self.info.phase_was_ready_once;
-                self.info.set_tools(tools);
-                self.info.phase = Phase::Ready;
-                let count = self.info.tools.len();
-                self.emit(if changed { Event::ToolsChanged { tools: count } } else { Event::Ready { tools: count } });
-                self.info.phase_was_ready_once = true;
+                let settled = if self.background { self.relist_done(tools, now) } else { self.first_list_done(tools, now) };
+                if settled {
+                    self.answer_waiters(None);
+                }
+                if std::mem::take(&mut self.relist_again) {
+                    self.start_relist(now);
+                }
             }
         }
     }
 
-    fn onboarding_failed(&mut self, message: String) {
+    /// The end of onboarding: ready at once; one confirmation re-list planned.
+    fn first_list_done(&mut self, tools: Vec<ToolEntry>, now: Instant) -> bool {
+        let changed = self.info.phase_was_ready_once;
+        self.info.set_tools(tools);
+        self.info.set_phase(Phase::Ready);
+        let count = self.info.tools.len();
+        self.emit(if changed { Event::ToolsChanged { tools: count } } else { Event::Ready { tools: count } });
+        self.info.phase_was_ready_once = true;
+        if let Some(after) = self.cfg.confirm_relist
+            && !self.confirm_planned
+        {
+            self.confirm_planned = true;
+            self.relist_at = Some(now + after);
+        }
+        true
+    }
+
+    /// A background re-list finished: a shorter list is believed only when two agree on it.
+    /// False while a shorter list waits for its confirmation.
+    fn relist_done(&mut self, tools: Vec<ToolEntry>, now: Instant) -> bool {
+        self.relisting = false;
+        self.background = false;
+        let (before, after) = (self.info.tools.len(), tools.len());
+        if after < before && self.short_seen != Some(after) && self.truncation_relists < self.cfg.max_relists {
+            self.truncation_relists += 1;
+            self.short_seen = Some(after);
+            tracing::info!(device = %self.info.device_id, "tools/list gave {after} tools after {before}; listing again to tell a truncated list from a shorter one");
+            self.relist_at = Some(now + Duration::from_secs(1));
+            return false;
+        }
+        self.short_seen = None;
+        let same = tools.len() == self.info.tools.len() && tools.iter().zip(&self.info.tools).all(|(a, b)| a.json.get() == b.json.get());
+        if !same {
+            self.info.set_tools(tools);
+            self.emit(Event::ToolsChanged { tools: after });
+        }
+        true
+    }
+
+    /// A cap or a device quirk cut the listing short: warn (a cap is logged once per session).
+    fn warn_listing(&mut self, warning: String) {
+        if self.onboarding.capped.is_some() {
+            if !self.cap_logged {
+                self.cap_logged = true;
+                tracing::warn!(device = %self.info.device_id, "{warning}");
+            }
+            self.info.tools_warning = Some(warning.clone());
+            self.info.bump();
+        }
+        self.emit(Event::Warning { message: warning });
+    }
+
+    /// Answers every refresh waiter with the tool list as it is now.
+    fn answer_waiters(&mut self, refresh_error: Option<&str>) {
+        if self.waiters.is_empty() {
+            return;
+        }
+        let mut answer = json!({"tools": self.info.tools});
+        if let Some(e) = &self.info.onboarding_error {
+            answer["onboarding_error"] = json!(e);
+        }
+        if let Some(e) = &self.info.tools_warning {
+            answer["tools_warning"] = json!(e);
+        }
+        if let Some(e) = refresh_error {
+            answer["refresh_error"] = json!(e);
+        }
+        for w in std::mem::take(&mut self.waiters) {
+            self.out.push(Output::Reply { ticket: w.ticket, outcome: Ok(answer.clone()) });
+        }
+    }
+
+    /// An onboarding step failed: send it again after a backoff, or give up when the attempts
+    /// are spent. A failed background re-list keeps the tools listed before.
+    fn step_failed(&mut self, origin: Origin, error: String, now: Instant) {
+        let (step, planned) = match origin {
+            Origin::Initialize(_) => ("initialize".to_string(), Planned::Initialize),
+            _ => (format!("tools/list page {}", self.onboarding.page()), Planned::ListPage),
+        };
+        let what = format!("{step}: {error}");
+        if self.background {
+            self.background = false;
+            self.relisting = false;
+            let message = format!("listing the tools again failed at {what}; kept the {} tools listed before", self.info.tools.len());
+            self.emit(Event::Warning { message: message.clone() });
+            self.answer_waiters(Some(&message));
+            return;
+        }
+        let status = &mut self.info.onboarding;
+        status.last_error = Some(what.clone());
+        if status.attempt < status.max_attempts {
+            let delay = self.cfg.retry_backoff.get(status.attempt as usize - 1).or(self.cfg.retry_backoff.last()).copied().unwrap_or_default();
+            status.attempt += 1;
+            let (attempt, of) = (status.attempt, status.max_attempts);
+            self.info.bump();
+            self.retry_step = Some((now + delay, planned));
+            self.emit(Event::OnboardingRetry { attempt, of, error: what, retry_in_ms: delay.as_millis() as u64 });
+            return;
+        }
+        status.failed = true;
+        let attempts = status.attempt;
+        let message = format!("onboarding failed at {what} ({attempts} attempts)");
+        tracing::warn!(device = %self.info.device_id, "{message}");
+        // Keep what a listing that failed part-way found, unless an earlier list had more.
+        let partial = self.onboarding.take_tools();
+        if partial.len() > self.info.tools.len() {
+            self.info.set_tools(partial);
+        }
         self.info.onboarding_error = Some(message.clone());
-        self.info.phase = Phase::Ready;
-        self.emit(Event::Warning { message });
+        self.info.set_phase(Phase::Ready);
+        self.info.bump();
+        self.emit(Event::OnboardingFailed { error: message, attempts });
+        self.answer_waiters(None);
     }
 
     fn send_request(&mut self, method: &str, params: Option<Value>, origin: Origin, timeout: Duration, now: Instant) {
@@ -418,6 +788,14 @@ impl Session {
     fn emit(&mut self, e: Event) {
         self.out.push(Output::Event(e));
     }
+}
+
+/// A device's error reply as a step failure, cut to a bounded length.
+fn rpc_failure(e: &RpcError) -> String {
+    if e.message == jsonrpc::EMPTY_REPLY {
+        return e.message.clone();
+    }
+    format!("error reply: {}", truncate(&e.message, 200))
 }
 
 fn truncate(s: &str, max: usize) -> String {

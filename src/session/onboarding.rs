@@ -1,5 +1,6 @@
 //! Listing a device's tools page by page, with the guards devices in the field need: a cursor
-//! that does not advance, a page limit, and a retry when the list comes back empty.
+//! that does not advance, a page limit, caps on the number and bytes of tools kept, and a retry
+//! when the list comes back empty.
 
 use std::collections::HashSet;
 use std::time::Instant;
@@ -15,9 +16,12 @@ pub(super) struct Listing {
     seen_cursors: HashSet<String>,
     seen_names: HashSet<String>,
     tools: Vec<ToolEntry>,
+    bytes: usize,
     pages: usize,
     empty_retries: u32,
     retry_at: Option<Instant>,
+    /// Set when a cap stopped the listing; what was kept is complete up to the cap.
+    pub capped: Option<String>,
 }
 
 pub(super) enum Step {
@@ -30,26 +34,48 @@ impl Listing {
         &self.cursor
     }
 
+    /// The page the next `tools/list` asks for, counted from 1 (for messages).
+    pub fn page(&self) -> usize {
+        self.pages + 1
+    }
+
     /// Takes one `tools/list` result. Tools already seen (a device that ignores the cursor and
-    /// sends everything again) are not added twice.
-    pub fn add_page(&mut self, result: &Value, max_pages: usize) -> Step {
+    /// sends everything again) are not added twice. Tools beyond `max_tools` or `max_tool_bytes`
+    /// are not kept, and the listing stops there.
+    pub fn add_page(&mut self, result: &Value, cfg: &SessionConfig) -> Step {
         self.pages += 1;
         let mut skipped = 0;
         for t in result.get("tools").and_then(Value::as_array).into_iter().flatten() {
-            match ToolEntry::from_value(t) {
-                Some(entry) if self.seen_names.insert(entry.name.clone()) => self.tools.push(entry),
-                Some(_) => {}
-                None => skipped += 1,
+            let Some(entry) = ToolEntry::from_value(t) else {
+                skipped += 1;
+                continue;
+            };
+            if self.seen_names.contains(&entry.name) {
+                continue;
             }
+            let size = entry.json.get().len();
+            if self.tools.len() >= cfg.max_tools || self.bytes + size > cfg.max_tool_bytes {
+                self.capped = Some(format!(
+                    "the device offers more tools than the hub keeps ({} tools / {} bytes); kept the first {} tools ({} bytes) and stopped listing",
+                    cfg.max_tools,
+                    cfg.max_tool_bytes,
+                    self.tools.len(),
+                    self.bytes
+                ));
+                return Step::Done { warning: self.capped.clone() };
+            }
+            self.bytes += size;
+            self.seen_names.insert(entry.name.clone());
+            self.tools.push(entry);
         }
         let mut warning = (skipped > 0).then(|| format!("{skipped} tool(s) without a name were skipped"));
         match result.get("nextCursor").and_then(Value::as_str) {
             None | Some("") => Step::Done { warning },
             Some(next) if !self.seen_cursors.insert(next.to_string()) => Step::Done {
-                warning: Some(format!("tools/list cursor {next:?} did not advance; stopped after {} page(s)", self.pages)),
+                warning: Some(format!("tools/list cursor {:?} did not advance; stopped after {} page(s)", super::truncate(next, 64), self.pages)),
             },
-            Some(_) if self.pages >= max_pages => {
-                warning = Some(format!("tools/list stopped after {max_pages} pages"));
+            Some(_) if self.pages >= cfg.max_pages => {
+                warning = Some(format!("tools/list stopped after {} pages", cfg.max_pages));
                 Step::Done { warning }
             }
             Some(next) => {
@@ -60,6 +86,7 @@ impl Listing {
     }
 
     pub fn take_tools(&mut self) -> Vec<ToolEntry> {
+        self.bytes = 0;
         std::mem::take(&mut self.tools)
     }
 

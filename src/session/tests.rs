@@ -8,10 +8,17 @@ fn identity() -> Identity {
     Identity { device_id: "aa:bb:cc:dd:ee:01".into(), client_id: Some("c".into()), token: None, protocol_version: 1 }
 }
 
-fn session(now: Instant) -> Session {
+fn config() -> SessionConfig {
     let mut cfg = SessionConfig::new("s1", r#"{"type":"hello","transport":"websocket","session_id":"s1"}"#.into());
     cfg.vision_url = "http://hub/vision".into();
     cfg.vision_token = "vt".into();
+    cfg
+}
+
+/// A session without the confirmation re-list (tests of other features count every frame).
+fn session(now: Instant) -> Session {
+    let mut cfg = config();
+    cfg.confirm_relist = None;
     Session::new(identity(), "websocket", cfg, now)
 }
 
@@ -184,7 +191,7 @@ fn an_empty_list_is_listed_again_and_list_changed_relists() {
 fn hostile_frames_are_counted_and_survived() {
     let now = Instant::now();
     let mut s = onboard(now, &[vec!["a"]]);
-    for bad in ["", "{", "[]", "null", r#"{"type":1}"#, r#"{"type":"mcp","payload":"x"}"#, r#"{"type":"mcp","payload":{"id":1}}"#] {
+    for bad in ["", "{", "[]", "null", r#"{"type":1}"#, r#"{"type":"mcp","payload":"x"}"#, r#"{"type":"mcp","payload":{"result":1}}"#] {
         let out = s.on_text(bad, now);
         assert!(matches!(&out[..], [Output::Event(Event::Malformed { .. })]), "{bad}: {out:?}");
     }
@@ -227,10 +234,329 @@ fn mqtt_begin_id_base_fail_callers_and_oversize() {
     assert_eq!(failed, vec![Output::Reply { ticket: 7, outcome: Err(CallError::Link("broker gone".into())) }]);
     assert!(s.on_text(&reply(&id, json!({})), now).iter().any(|o| matches!(o, Output::Event(Event::LateReply { .. }))));
 
+    // After the link was down, the device's next hello onboards it again (it may have restarted).
+    let out = sent(&s.on_text(HELLO, now));
+    assert_eq!(out[1]["payload"]["method"], "initialize");
+
     let out = s.request(8, "tools/call", Some(json!({"name": "t"})), Duration::from_secs(60), now);
     let id = sent(&out)[0]["payload"]["id"].clone();
     let big = reply(&id, json!({"text": "x".repeat(500)}));
     let out = s.on_oversize(&big, 100);
     assert!(matches!(&out[..], [Output::Event(Event::Malformed { .. }), Output::Reply { ticket: 8, outcome: Err(CallError::Link(why)) }] if why.contains("over the 100-byte payload limit")));
     assert_eq!(s.info().counters.malformed, 1);
+}
+
+// --- Gateways, retries, re-lists, caps, hellos, floods -------------------------------------
+
+fn events(out: &[Output]) -> Vec<Event> {
+    out.iter().filter_map(|o| if let Output::Event(e) = o { Some(e.clone()) } else { None }).collect()
+}
+
+fn tools(n: usize) -> Vec<Value> {
+    (0..n).map(|i| tool(&format!("self.t{i:02}"))).collect()
+}
+
+fn id_only(id: &Value) -> String {
+    json!({"session_id":"s1","type":"mcp","payload":{"jsonrpc":"2.0","id":id}}).to_string()
+}
+
+const HELLO: &str = r#"{"type":"hello","version":1,"features":{"mcp":true}}"#;
+const INIT_RESULT: fn() -> Value = || json!({"protocolVersion":"2024-11-05","serverInfo":{"name":"gw","version":"1"}});
+
+/// hello -> initialize answered -> the first tools/list request (its payload).
+fn up_to_list(s: &mut Session, now: Instant) -> Value {
+    let out = sent(&s.on_text(HELLO, now));
+    let out = sent(&s.on_text(&reply(&out[1]["payload"]["id"], INIT_RESULT()), now));
+    assert_eq!(out[1]["payload"]["method"], "tools/list");
+    out[1]["payload"].clone()
+}
+
+#[test]
+fn a_well_behaved_device_is_ready_at_once_without_any_retry_and_the_confirmation_changes_nothing() {
+    let t0 = Instant::now();
+    let mut s = Session::new(identity(), "websocket", config(), t0);
+    let list = up_to_list(&mut s, t0);
+    let out = s.on_text(&reply(&list["id"], json!({"tools": tools(3)})), t0);
+    // Ready on the very frame of the last page, at the same instant: no retry delay at all.
+    assert_eq!(events(&out), vec![Event::Ready { tools: 3 }]);
+    assert_eq!(s.info().phase, Phase::Ready);
+    assert_eq!(s.info().onboarding, OnboardingStatus { attempt: 1, max_attempts: 5, last_error: None, failed: false });
+    // The one confirmation re-list, 1.5 s later, in the background.
+    let confirm_at = t0 + Duration::from_millis(1500);
+    assert_eq!(s.next_deadline(), Some(confirm_at));
+    assert!(s.on_tick(confirm_at - Duration::from_millis(1)).is_empty());
+    let out = sent(&s.on_tick(confirm_at));
+    assert_eq!((out.len(), out[0]["payload"]["method"].as_str(), out[0]["payload"]["params"]["cursor"].as_str()), (1, Some("tools/list"), Some("")));
+    assert_eq!(s.info().phase, Phase::Ready, "a re-list never takes a device out of ready");
+    let version = s.info().version();
+    let out = s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": tools(3)})), confirm_at);
+    assert!(out.is_empty(), "the same list again: no event, nothing sent: {out:?}");
+    assert_eq!(s.info().version(), version);
+    // Only one confirmation: after it, the next thing to do is the keepalive.
+    assert_eq!(s.next_deadline(), Some(confirm_at + Duration::from_secs(60)));
+}
+
+/// The xiaozhi MQTT gateway, cold cache: an id-only answer to `initialize`, then one to the retry.
+#[test]
+fn gateway_id_only_initialize_is_a_failed_step_retried_with_backoff() {
+    let t0 = Instant::now();
+    let mut s = session(t0);
+    let out = sent(&s.on_text(HELLO, t0));
+    let out = s.on_text(&id_only(&out[1]["payload"]["id"]), t0);
+    assert!(sent(&out).is_empty());
+    assert_eq!(events(&out), vec![Event::OnboardingRetry { attempt: 2, of: 5, error: format!("initialize: {}", jsonrpc::EMPTY_REPLY), retry_in_ms: 50 }]);
+    assert_eq!(s.info().phase, Phase::Initializing);
+    assert_eq!(s.info().onboarding.last_error.as_deref(), Some("initialize: the reply has neither result nor error"));
+    assert_eq!(s.next_deadline(), Some(t0 + Duration::from_millis(50)));
+    assert!(s.on_tick(t0 + Duration::from_millis(49)).is_empty());
+    let t1 = t0 + Duration::from_millis(50);
+    let out = sent(&s.on_tick(t1));
+    assert_eq!(out[0]["payload"]["method"], "initialize");
+    let out = s.on_text(&id_only(&out[0]["payload"]["id"]), t1);
+    assert!(matches!(&events(&out)[..], [Event::OnboardingRetry { attempt: 3, retry_in_ms: 200, .. }]));
+    let t2 = t1 + Duration::from_millis(200);
+    let out = sent(&s.on_tick(t2));
+    let out = sent(&s.on_text(&reply(&out[0]["payload"]["id"], INIT_RESULT()), t2));
+    let done = s.on_text(&reply(&out[1]["payload"]["id"], json!({"tools": tools(32)})), t2);
+    assert_eq!(events(&done), vec![Event::Ready { tools: 32 }]);
+    assert_eq!(s.info().onboarding.attempt, 3);
+    assert!(t2 - t0 < Duration::from_secs(1));
+}
+
+/// The gateway's partial first list (8 of 32): ready with 8 at once, all 32 after the confirmation.
+#[test]
+fn gateway_partial_first_list_is_completed_by_the_confirmation_relist() {
+    let t0 = Instant::now();
+    let mut s = Session::new(identity(), "websocket", config(), t0);
+    let list = up_to_list(&mut s, t0);
+    assert_eq!(events(&s.on_text(&reply(&list["id"], json!({"tools": tools(8)})), t0)), vec![Event::Ready { tools: 8 }]);
+    let at = s.next_deadline().unwrap();
+    assert!(at - t0 <= Duration::from_secs(2));
+    let out = sent(&s.on_tick(at));
+    let out = s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": tools(32)})), at);
+    assert_eq!(events(&out), vec![Event::ToolsChanged { tools: 32 }]);
+    assert_eq!((s.info().tools.len(), s.info().phase), (32, Phase::Ready));
+}
+
+/// The gateway's empty list, then the full one: listed again after 2 s, within a bounded time.
+#[test]
+fn gateway_empty_list_ends_fully_onboarded() {
+    let t0 = Instant::now();
+    let mut s = session(t0);
+    let list = up_to_list(&mut s, t0);
+    assert!(s.on_text(&reply(&list["id"], json!({"tools": []})), t0).is_empty());
+    let at = s.next_deadline().unwrap();
+    let out = sent(&s.on_tick(at));
+    let done = s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": tools(32)})), at);
+    assert_eq!(events(&done), vec![Event::Ready { tools: 32 }]);
+    assert!(at - t0 <= Duration::from_secs(2));
+}
+
+#[test]
+fn onboarding_gives_up_after_bounded_attempts_names_the_step_and_a_later_hello_starts_over() {
+    let t0 = Instant::now();
+    let mut s = session(t0);
+    let list = up_to_list(&mut s, t0);
+    let out = sent(&s.on_text(&reply(&list["id"], json!({"tools": tools(2), "nextCursor": "p2"})), t0));
+    assert_eq!(out[0]["payload"]["params"]["cursor"], "p2");
+    // Page 2 is never answered: each timeout is a failed step, sent again, 5 attempts in all.
+    let mut now = t0;
+    let mut all = Vec::new();
+    let mut page2_requests = 1;
+    while let Some(at) = s.next_deadline() {
+        if s.info().onboarding.failed {
+            break;
+        }
+        now = at;
+        let out = s.on_tick(now);
+        page2_requests += sent(&out).iter().filter(|f| f["payload"]["params"]["cursor"] == "p2").count();
+        all.extend(events(&out));
+    }
+    assert_eq!(page2_requests, 5);
+    let retries: Vec<u64> = all.iter().filter_map(|e| if let Event::OnboardingRetry { retry_in_ms, .. } = e { Some(*retry_in_ms) } else { None }).collect();
+    assert_eq!(retries, [50, 200, 1000, 3000]);
+    let msg = "onboarding failed at tools/list page 2: no answer within 10s (5 attempts)";
+    assert_eq!(all.last(), Some(&Event::OnboardingFailed { error: msg.into(), attempts: 5 }));
+    assert_eq!(s.info().onboarding_error.as_deref(), Some(msg));
+    assert!(s.info().onboarding.failed && s.info().phase == Phase::Ready);
+    assert_eq!(s.info().tools.len(), 2, "what page 1 gave is kept");
+    assert!(now - t0 < Duration::from_secs(60), "bounded: {:?}", now - t0);
+    // A hello (the device reopens a voice session) starts it over.
+    let out = sent(&s.on_text(HELLO, now));
+    assert_eq!(out[1]["payload"]["method"], "initialize");
+    assert_eq!(s.info().onboarding, OnboardingStatus { attempt: 1, max_attempts: 5, last_error: None, failed: false });
+    assert_eq!(s.info().onboarding_error, None);
+}
+
+#[test]
+fn hellos_restart_a_failed_onboarding_at_most_once_per_30_s() {
+    let t0 = Instant::now();
+    let mut cfg = config();
+    cfg.onboarding_attempts = 1;
+    let mut s = Session::new(identity(), "websocket", cfg, t0);
+    let out = sent(&s.on_text(HELLO, t0));
+    s.on_text(&id_only(&out[1]["payload"]["id"]), t0);
+    assert!(s.info().onboarding.failed);
+    for secs in [1, 10, 29] {
+        let out = sent(&s.on_text(HELLO, t0 + Duration::from_secs(secs)));
+        assert_eq!((out.len(), out[0]["type"].as_str()), (1, Some("hello")), "at {secs} s: server hello only");
+    }
+    let out = sent(&s.on_text(HELLO, t0 + Duration::from_secs(30)));
+    assert_eq!(out[1]["payload"]["method"], "initialize");
+}
+
+#[test]
+fn a_shorter_relist_is_believed_only_when_two_listings_agree() {
+    let t0 = Instant::now();
+    let mut s = onboard(t0, &[vec!["a", "b", "c"]]);
+    let changed = r#"{"type":"mcp","payload":{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}}"#;
+    let out = sent(&s.on_text(changed, t0));
+    let out = s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": [tool("a")]})), t0);
+    assert!(events(&out).is_empty(), "{out:?}");
+    assert_eq!(s.info().tools.len(), 3, "a truncated-looking list is not taken yet");
+    let again = t0 + Duration::from_secs(1);
+    assert_eq!(s.next_deadline(), Some(again));
+    let out = sent(&s.on_tick(again));
+    assert!(s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": [tool("a"), tool("b"), tool("c")]})), again).is_empty());
+    assert_eq!(s.info().tools.len(), 3);
+    // Really shorter: two listings in a row say so.
+    let out = sent(&s.on_text(changed, again));
+    s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": [tool("a")]})), again);
+    let later = again + Duration::from_secs(1);
+    let out = sent(&s.on_tick(later));
+    let out = s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": [tool("a")]})), later);
+    assert_eq!(events(&out), vec![Event::ToolsChanged { tools: 1 }]);
+}
+
+#[test]
+fn list_changed_floods_during_a_listing_give_one_more_listing() {
+    let t0 = Instant::now();
+    let mut s = onboard(t0, &[vec!["a"]]);
+    let changed = r#"{"type":"mcp","payload":{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}}"#;
+    let first = sent(&s.on_text(changed, t0));
+    assert_eq!(first.len(), 1);
+    for _ in 0..100 {
+        assert!(sent(&s.on_text(changed, t0)).is_empty(), "no new listing while one runs");
+    }
+    let out = sent(&s.on_text(&reply(&first[0]["payload"]["id"], json!({"tools": [tool("a")]})), t0));
+    assert_eq!(out.len(), 1, "exactly one more listing: {out:?}");
+    assert!(sent(&s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": [tool("a")]})), t0)).is_empty());
+}
+
+#[test]
+fn caps_stop_the_listing_keep_what_fits_and_warn() {
+    let t0 = Instant::now();
+    let mut cfg = config();
+    cfg.confirm_relist = None;
+    cfg.max_tools = 5;
+    let mut s = Session::new(identity(), "websocket", cfg, t0);
+    let list = up_to_list(&mut s, t0);
+    let out = sent(&s.on_text(&reply(&list["id"], json!({"tools": tools(3), "nextCursor": "x"})), t0));
+    let page2: Vec<Value> = (3..6).map(|i| tool(&format!("self.t{i:02}"))).collect();
+    let out = s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": page2, "nextCursor": "y"})), t0);
+    assert!(sent(&out).is_empty(), "no page 3 after the cap");
+    assert!(matches!(&events(&out)[..], [Event::Warning { message }, Event::Ready { tools: 5 }] if message.contains("kept the first 5 tools")));
+    assert_eq!(s.info().tools.len(), 5);
+    assert!(s.info().tools_warning.as_deref().is_some_and(|w| w.contains("1000") || w.contains("5 tools")));
+
+    // Bytes: a device whose tools are huge keeps only what fits in max_tool_bytes.
+    let mut cfg = config();
+    cfg.confirm_relist = None;
+    cfg.max_tool_bytes = 4096;
+    let mut s = Session::new(identity(), "websocket", cfg, t0);
+    let list = up_to_list(&mut s, t0);
+    let big: Vec<Value> = (0..10).map(|i| json!({"name": format!("big{i}"), "description": "d".repeat(1000), "inputSchema": {}})).collect();
+    s.on_text(&reply(&list["id"], json!({"tools": big})), t0);
+    let kept: usize = s.info().tools.iter().map(|t| t.json.get().len()).sum();
+    assert!(kept <= 4096 && s.info().tools.len() == 3, "{} tools, {kept} bytes", s.info().tools.len());
+    assert!(s.info().tools_warning.is_some());
+}
+
+#[test]
+fn repeated_hellos_get_the_server_hello_but_never_restart_onboarding_and_floods_are_capped() {
+    let t0 = Instant::now();
+    let mut s = session(t0);
+    let out = sent(&s.on_text(HELLO, t0));
+    assert_eq!(out[1]["payload"]["method"], "initialize");
+    // A second hello while initializing: server hello only.
+    let again = sent(&s.on_text(HELLO, t0));
+    assert_eq!((again.len(), again[0]["type"].as_str()), (1, Some("hello")));
+    let out = sent(&s.on_text(&reply(&out[1]["payload"]["id"], INIT_RESULT()), t0));
+    s.on_text(&reply(&out[1]["payload"]["id"], json!({"tools": tools(1)})), t0);
+    assert_eq!(s.info().phase, Phase::Ready);
+    // An MQTT begin after the hello does not start a second onboarding either.
+    assert!(s.begin(t0).is_empty());
+    // A flood of hellos in one second: at most max_answers_per_sec (20) server hellos, no initialize.
+    let t1 = t0 + Duration::from_secs(5);
+    let mut frames = Vec::new();
+    let mut warnings = 0;
+    for _ in 0..1000 {
+        let out = s.on_text(HELLO, t1);
+        warnings += events(&out).iter().filter(|e| matches!(e, Event::Warning { .. })).count();
+        frames.extend(sent(&out));
+    }
+    assert_eq!(frames.len(), 20);
+    assert!(frames.iter().all(|f| f["type"] == "hello"));
+    assert_eq!((s.info().counters.unanswered, warnings), (980, 1));
+    // The next second, hellos are answered again.
+    assert_eq!(sent(&s.on_text(HELLO, t1 + Duration::from_secs(1))).len(), 1);
+}
+
+#[test]
+fn device_requests_get_an_error_that_does_not_echo_them_and_floods_are_capped() {
+    let t0 = Instant::now();
+    let mut s = onboard(t0, &[vec!["a"]]);
+    let method = "x".repeat(100_000);
+    let req = json!({"type":"mcp","payload":{"jsonrpc":"2.0","id":5,"method":method}}).to_string();
+    let out = sent(&s.on_text(&req, t0));
+    let message = out[0]["payload"]["error"]["message"].as_str().unwrap();
+    assert_eq!(out[0]["payload"]["error"]["code"], -32601);
+    assert!(message.len() < 150, "{} bytes echoed", message.len());
+    let t1 = t0 + Duration::from_secs(1);
+    let mut answered = 0;
+    for _ in 0..1000 {
+        answered += sent(&s.on_text(&req, t1)).len();
+    }
+    assert_eq!(answered, 20);
+    assert_eq!(s.info().counters.unanswered, 980);
+}
+
+#[test]
+fn refresh_relists_a_ready_device_and_starts_a_failed_onboarding_over() {
+    let t0 = Instant::now();
+    let mut s = onboard(t0, &[vec!["a"]]);
+    let out = sent(&s.request(9, REFRESH_METHOD, None, Duration::from_secs(5), t0));
+    assert_eq!((out.len(), out[0]["payload"]["method"].as_str()), (1, Some("tools/list")), "the refresh itself never reaches the device");
+    let out = s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": [tool("a"), tool("b")]})), t0);
+    let reply_of = |out: &[Output]| out.iter().find_map(|o| if let Output::Reply { ticket: 9, outcome } = o { Some(outcome.clone()) } else { None });
+    let answer = reply_of(&out).expect("the refresh is answered").unwrap();
+    assert_eq!(answer["tools"].as_array().unwrap().len(), 2);
+    assert!(events(&out).contains(&Event::ToolsChanged { tools: 2 }));
+
+    // A device whose onboarding failed: the refresh starts it over from initialize.
+    let mut cfg = config();
+    cfg.onboarding_attempts = 1;
+    let mut s = Session::new(identity(), "websocket", cfg, t0);
+    let out = sent(&s.on_text(HELLO, t0));
+    s.on_text(&reply(&out[1]["payload"]["id"], json!(null)).replace(r#""result":null"#, r#""error":{"message":"no"}"#), t0);
+    assert!(s.info().onboarding.failed);
+    assert_eq!(s.info().onboarding_error.as_deref(), Some("onboarding failed at initialize: error reply: no (1 attempts)"));
+    let out = sent(&s.request(9, REFRESH_METHOD, None, Duration::from_secs(5), t0));
+    assert_eq!(out[0]["payload"]["method"], "initialize");
+    // Not answered in time: the refresh times out like any call.
+    let out = s.on_tick(t0 + Duration::from_secs(5));
+    assert_eq!(reply_of(&out), Some(Err(CallError::Timeout(Duration::from_secs(5)))));
+}
+
+#[test]
+fn version_moves_with_what_a_cli_sees_not_with_counters() {
+    let t0 = Instant::now();
+    let mut s = onboard(t0, &[vec!["a"]]);
+    let v = s.info().version();
+    s.on_binary(100);
+    s.on_text(r#"{"type":"listen","state":"start"}"#, t0);
+    assert_eq!(s.info().version(), v);
+    let out = sent(&s.on_text(r#"{"type":"mcp","payload":{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}}"#, t0));
+    s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": [tool("a"), tool("b")]})), t0);
+    assert!(s.info().version() > v);
 }

@@ -60,6 +60,11 @@ pub enum RpcMessage {
     Response { id: Id, outcome: Result<Value, RpcError> },
 }
 
+/// The error message of a reply with an id but neither `result` nor `error` (the xiaozhi MQTT
+/// gateway sends `{"jsonrpc":"2.0","id":1}` while its cache is cold): a failed answer, never a
+/// success with `null`.
+pub const EMPTY_REPLY: &str = "the reply has neither result nor error";
+
 /// Classifies a payload. Tolerant: `jsonrpc` may be missing, an error may lack `code` or have a
 /// non-string message; what cannot be classified is an `Err` that says why.
 pub fn classify(v: &Value) -> Result<RpcMessage, String> {
@@ -78,7 +83,7 @@ pub fn classify(v: &Value) -> Result<RpcMessage, String> {
     }
     match obj.get("result") {
         Some(r) => Ok(RpcMessage::Response { id, outcome: Ok(r.clone()) }),
-        None => Err("response with neither result nor error".into()),
+        None => Ok(RpcMessage::Response { id, outcome: Err(RpcError { code: None, message: EMPTY_REPLY.into(), data: None }) }),
     }
 }
 
@@ -136,7 +141,10 @@ mod tests {
         assert!(matches!(classify(&v).unwrap(), RpcMessage::Response { id: Id::Str(s), outcome: Ok(_) } if s == "a"));
         let v = json!({"jsonrpc":"2.0","method":"notifications/state_changed","params":{}});
         assert!(matches!(classify(&v).unwrap(), RpcMessage::Notification { .. }));
-        assert!(classify(&json!({"id":1})).is_err());
+        let RpcMessage::Response { id, outcome: Err(e) } = classify(&json!({"jsonrpc":"2.0","id":1})).unwrap() else { panic!() };
+        assert_eq!((id, e.message.as_str()), (Id::Num(1), EMPTY_REPLY));
+        assert!(matches!(classify(&json!({"id":1,"result":null})).unwrap(), RpcMessage::Response { outcome: Ok(Value::Null), .. }));
+        assert!(classify(&json!({"result":{}})).is_err());
         assert!(classify(&json!([1])).is_err());
     }
 

@@ -36,6 +36,8 @@ pub struct HubProcess {
     pub host_url: String,
     /// The whole `listening` line (`ota`, and `mqtt`/`udp_port` when the hub runs MQTT).
     pub info: serde_json::Value,
+    /// The rest of the hub's stdout: its NDJSON event log (kept open, so the hub can write it).
+    pub log: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
 }
 
 impl HubProcess {
@@ -49,7 +51,7 @@ impl HubProcess {
         let line = tokio::time::timeout(ws::DEADLINE, lines.next_line()).await.expect("hub did not start in time").unwrap().expect("hub exited");
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["event"], "listening");
-        Self { running, device_url: v["devices"].as_str().unwrap().to_string(), host_url: v["host"].as_str().unwrap().to_string(), info: v }
+        Self { running, device_url: v["devices"].as_str().unwrap().to_string(), host_url: v["host"].as_str().unwrap().to_string(), info: v, log: lines }
     }
 }
 
@@ -79,4 +81,12 @@ pub fn mcpdev(hub: &HubProcess, args: &[&str]) -> impl std::future::Future<Outpu
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         }
     }
+}
+
+/// A `watch --json` event without its `ts` stamp (checked to be RFC 3339 first), for comparing
+/// the rest of it exactly.
+pub fn unstamped(mut v: serde_json::Value) -> serde_json::Value {
+    let ts = v.as_object_mut().and_then(|o| o.remove("ts")).unwrap_or_else(|| panic!("no ts in {v}"));
+    humantime::parse_rfc3339(ts.as_str().unwrap_or_default()).unwrap_or_else(|e| panic!("ts {ts} is not RFC 3339: {e}"));
+    v
 }

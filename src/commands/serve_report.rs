@@ -1,0 +1,152 @@
+//! What `mcpdev serve` tells the person or script that started it: the banner with addresses a
+//! device can actually reach, and one line per device lifecycle event (connected, ready,
+//! onboarding trouble, disconnected), as NDJSON with timestamps under `--json`.
+
+use std::net::{IpAddr, SocketAddr};
+
+use serde_json::Value;
+
+use crate::hub::Hub;
+
+/// The `ws://…/xiaozhi/v1/` URLs devices can use: the bound address, or, when bound to every
+/// interface (0.0.0.0 / ::), one per LAN address of this machine (loopback last, for a device on
+/// this machine), since no device can connect to 0.0.0.0.
+pub fn device_urls(bound: SocketAddr, path: &str) -> Vec<String> {
+    let port = bound.port();
+    let url = |ip: IpAddr| match ip {
+        IpAddr::V4(v4) => format!("ws://{v4}:{port}{path}"),
+        IpAddr::V6(v6) => format!("ws://[{v6}]:{port}{path}"),
+    };
+    if !bound.ip().is_unspecified() {
+        return vec![url(bound.ip())];
+    }
+    let mut ips: Vec<IpAddr> = lan_addresses().into_iter().filter(|ip| bound.is_ipv6() || ip.is_ipv4()).collect();
+    ips.sort_by_key(|ip| (ip.is_loopback(), ip.is_ipv6()));
+    ips.dedup();
+    if !ips.iter().any(IpAddr::is_loopback) {
+        ips.push(if bound.is_ipv6() { IpAddr::V6(std::net::Ipv6Addr::LOCALHOST) } else { IpAddr::V4(std::net::Ipv4Addr::LOCALHOST) });
+    }
+    ips.into_iter().map(url).collect()
+}
+
+/// This machine's interface addresses (up interfaces; link-local IPv6 left out: a device cannot
+/// use one without a zone).
+#[cfg(unix)]
+fn lan_addresses() -> Vec<IpAddr> {
+    let mut out = Vec::new();
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `head` with a list we only read and then free with freeifaddrs.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return out;
+    }
+    let mut cur = head;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs returned, not yet freed.
+        let ifa = unsafe { &*cur };
+        cur = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() || ifa.ifa_flags & (libc::IFF_UP as libc::c_uint) == 0 {
+            continue;
+        }
+        // SAFETY: `ifa_addr` is non-null and points at a sockaddr of the family it names.
+        let family = i32::from(unsafe { (*ifa.ifa_addr).sa_family });
+        if family == libc::AF_INET {
+            // SAFETY: an AF_INET address is a sockaddr_in.
+            let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+            out.push(IpAddr::V4(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))));
+        } else if family == libc::AF_INET6 {
+            // SAFETY: an AF_INET6 address is a sockaddr_in6.
+            let sin6 = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
+            let ip = std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+            if ip.segments()[0] & 0xffc0 != 0xfe80 {
+                out.push(IpAddr::V6(ip));
+            }
+        }
+    }
+    // SAFETY: `head` came from getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(head) };
+    out
+}
+
+#[cfg(not(unix))]
+fn lan_addresses() -> Vec<IpAddr> {
+    Vec::new()
+}
+
+/// The `--hub` a suggested command needs to reach this hub: none on the default address, where
+/// every command looks first.
+pub fn hub_flag(host_addr: SocketAddr) -> String {
+    if host_addr.port() == 8001 && (host_addr.ip().is_loopback() || host_addr.ip().is_unspecified()) {
+        return String::new();
+    }
+    let ip = if host_addr.ip().is_unspecified() { IpAddr::V4(std::net::Ipv4Addr::LOCALHOST) } else { host_addr.ip() };
+    format!(" --hub http://{}", SocketAddr::new(ip, host_addr.port()))
+}
+
+/// Which device events the hub reports by default: a device's life, not its traffic.
+fn reported(event: &str) -> bool {
+    matches!(event, "connected" | "ready" | "tools_changed" | "disconnected" | "warning") || event.contains("fail") || event.starts_with("onboarding")
+}
+
+/// Reports device lifecycle events until the hub's event channel closes: NDJSON on stdout with
+/// `--json` (after the `listening` line), else one line each on stderr; nothing with `-q`.
+pub fn spawn_event_log(hub: std::sync::Arc<Hub>, json: bool, quiet: bool, color: bool) {
+    if quiet {
+        return;
+    }
+    let mut events = hub.registry.events.subscribe();
+    tokio::spawn(async move {
+        use tokio::sync::broadcast::error::RecvError;
+        loop {
+            let mut ev = match events.recv().await {
+                Ok(ev) => serde_json::to_value(&ev).unwrap_or(Value::Null),
+                Err(RecvError::Lagged(n)) => serde_json::json!({"event": "lagged", "skipped": n}),
+                Err(RecvError::Closed) => return,
+            };
+            let name = ev["event"].as_str().unwrap_or_default();
+            if !reported(name) && name != "lagged" {
+                continue;
+            }
+            super::watch::stamp(&mut ev, std::time::SystemTime::now());
+            use std::io::Write;
+            // Whoever reads the log may go away (a closed pipe): the hub goes on without it.
+            let written = if json { writeln!(std::io::stdout(), "{ev}") } else { writeln!(std::io::stderr(), "{}", super::watch::describe(&ev, color)) };
+            if let Err(e) = written {
+                tracing::debug!("the event log stopped: {e}");
+                return;
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devices_are_told_addresses_they_can_reach() {
+        let bound: SocketAddr = "127.0.0.1:8000".parse().unwrap();
+        assert_eq!(device_urls(bound, "/xiaozhi/v1/"), ["ws://127.0.0.1:8000/xiaozhi/v1/"]);
+        let every: SocketAddr = "0.0.0.0:8000".parse().unwrap();
+        let urls = device_urls(every, "/xiaozhi/v1/");
+        assert!(!urls.iter().any(|u| u.contains("0.0.0.0")), "{urls:?}");
+        assert_eq!(urls.last().map(String::as_str), Some("ws://127.0.0.1:8000/xiaozhi/v1/"), "loopback last: {urls:?}");
+        assert!(urls.iter().all(|u| u.starts_with("ws://") && u.ends_with(":8000/xiaozhi/v1/")), "{urls:?}");
+    }
+
+    #[test]
+    fn suggested_commands_name_a_hub_that_is_not_the_default() {
+        assert_eq!(hub_flag("127.0.0.1:8001".parse().unwrap()), "");
+        assert_eq!(hub_flag("127.0.0.1:9001".parse().unwrap()), " --hub http://127.0.0.1:9001");
+        assert_eq!(hub_flag("0.0.0.0:9001".parse().unwrap()), " --hub http://127.0.0.1:9001");
+    }
+
+    #[test]
+    fn the_log_reports_lifecycle_not_traffic() {
+        for e in ["connected", "ready", "disconnected", "warning", "onboarding_failed"] {
+            assert!(reported(e), "{e}");
+        }
+        for e in ["traffic", "notification", "message", "hello", "late_reply"] {
+            assert!(!reported(e), "{e}");
+        }
+    }
+}
