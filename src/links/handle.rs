@@ -198,57 +198,32 @@ where
 /// Longest a description's counters may lag behind the device (tools and phase never lag).
 const COUNTERS_REFRESH: Duration = Duration::from_secs(1);
 
-/// The link's side of [`DeviceHandle::snapshot`]: publishes the session's description when its
-/// shape (phase, hello, tools…) changed at once, and its counters at most once per
-/// [`COUNTERS_REFRESH`], so a busy device does not clone its tool list per frame.
+/// The link's side of [`DeviceHandle::snapshot`]: publishes the session's description at once
+/// when what a client can see changed ([`DeviceInfo::version`]: hello, phase, tools…), and its
+/// counters at most once per [`COUNTERS_REFRESH`], so a busy device does not clone its tool list
+/// per frame.
 pub(crate) struct InfoPublisher {
     tx: watch::Sender<Option<Arc<DeviceInfo>>>,
-    shape: Option<Shape>,
+    version: Option<u64>,
     published_at: Instant,
     /// Counters changed since the last publication.
     stale: bool,
     seen: (u64, u64, u64, u64),
 }
 
-#[derive(PartialEq, Eq, Clone, Copy)]
-struct Shape {
-    phase: Phase,
-    tools: usize,
-    tools_at: usize,
-    hello: bool,
-    server_info: bool,
-    error: bool,
-    system_info: bool,
-}
-
-impl Shape {
-    fn of(info: &DeviceInfo) -> Self {
-        Self {
-            phase: info.phase,
-            tools: info.tools.len(),
-            tools_at: info.tools.as_ptr() as usize,
-            hello: info.hello.is_some(),
-            server_info: info.server_info.is_some(),
-            error: info.onboarding_error.is_some(),
-            system_info: info.system_info.is_some(),
-        }
-    }
-}
-
 impl InfoPublisher {
     fn new(tx: watch::Sender<Option<Arc<DeviceInfo>>>) -> Self {
-        Self { tx, shape: None, published_at: Instant::now(), stale: false, seen: (0, 0, 0, 0) }
+        Self { tx, version: None, published_at: Instant::now(), stale: false, seen: (0, 0, 0, 0) }
     }
 
     /// Call after each step of the session, before carrying out its outputs (so whoever hears
     /// an event reads a description at least as new). Returns whether it published.
     pub(crate) fn update(&mut self, info: &DeviceInfo, now: Instant) -> bool {
-        let shape = Shape::of(info);
         let c = &info.counters;
         let seen = (c.frames_in, c.frames_out, c.binary_frames, c.timeouts);
-        let reshaped = self.shape != Some(shape);
+        let reshaped = self.version != Some(info.version());
         if reshaped {
-            self.shape = Some(shape);
+            self.version = Some(info.version());
         } else if seen != self.seen || self.stale {
             self.stale = true;
             self.seen = seen;
