@@ -4,6 +4,11 @@
 //!
 //! `Host` and `Origin` are checked by the host listener for every route; with a token
 //! configured, MCP clients must also send `Authorization: Bearer <token>`.
+//!
+//! `/devices/<id>/mcp` answers for a device that is connected, was connected since the hub
+//! started, or has an alias in `mcpdev.toml`; any other id gets a 404 that says so. Its services
+//! (one per device, holding that endpoint's MCP sessions) are kept up to [`PER_DEVICE_MAX`];
+//! those of devices that left are dropped when room is needed.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -26,6 +31,9 @@ use crate::wire::identity::{bearer_token, format_mac, parse_mac};
 
 type Service = StreamableHttpService<Bridge, LocalSessionManager>;
 
+/// Most per-device MCP services kept at once.
+pub const PER_DEVICE_MAX: usize = 4096;
+
 struct Endpoints {
     shared: Arc<Shared>,
     all: Service,
@@ -42,15 +50,22 @@ fn service(shared: &Arc<Shared>, scope: Scope) -> Service {
 
 /// The MCP routes, to merge into the host listener's router.
 pub fn router(hub: Arc<Hub>, config: BridgeConfig) -> Router {
+    routes(endpoints(hub, config))
+}
+
+fn endpoints(hub: Arc<Hub>, config: BridgeConfig) -> Arc<Endpoints> {
     let notifier = Arc::new(super::notifier::Notifier::default());
     notifier.spawn(&hub);
-    let shared = Arc::new(Shared { hub, config, notifier });
-    let endpoints = Arc::new(Endpoints {
+    let shared = Arc::new(Shared { hub, config, notifier, catalogues: Default::default() });
+    Arc::new(Endpoints {
         all: service(&shared, Scope::All),
         shared,
         per_device: Mutex::default(),
         sse: Arc::default(),
-    });
+    })
+}
+
+fn routes(endpoints: Arc<Endpoints>) -> Router {
     Router::new()
         .route("/mcp", any(all_streamable))
         .route("/devices/{id}/mcp", any(device_streamable))
@@ -92,16 +107,43 @@ async fn streamable(svc: Service, req: Request) -> Response<Body> {
     resp
 }
 
-/// A device by id, unique prefix or alias; a well-formed MAC that is not connected (yet) is
-/// accepted too, so a host can be configured before the device boots.
+/// A device by id, unique prefix or alias; a device that is not connected is accepted if it was
+/// connected since the hub started or has an alias (so a host can be configured before the
+/// device boots), and refused with a 404 otherwise.
 fn device_scope(e: &Endpoints, id: &str) -> Result<String, Response<Body>> {
-    match e.shared.hub.registry.select(Some(id)) {
-        Ok(h) => Ok(h.device_id),
-        Err(err) => match parse_mac(id) {
-            Ok(mac) => Ok(format_mac(&mac)),
-            Err(_) => Err(plain(StatusCode::NOT_FOUND, &format!("{err}"))),
-        },
+    let registry = &e.shared.hub.registry;
+    let err = match registry.select(Some(id)) {
+        Ok(h) => return Ok(h.device_id),
+        Err(err) => err,
+    };
+    let known = registry.aliases().get(id).cloned().map(|d| d.to_ascii_lowercase()).or_else(|| parse_mac(id).ok().map(|mac| format_mac(&mac)));
+    match known {
+        Some(device_id) if registry.was_seen(&device_id) || registry.aliases().values().any(|d| d.eq_ignore_ascii_case(&device_id)) => Ok(device_id),
+        Some(device_id) => Err(plain(
+            StatusCode::NOT_FOUND,
+            &format!("device {device_id} is not connected and has not connected since the hub started; connect it first, or give it an alias in mcpdev.toml to configure its endpoint ahead"),
+        )),
+        None => Err(plain(StatusCode::NOT_FOUND, &format!("{err}"))),
     }
+}
+
+/// The device's MCP service, made on first use; `None` when [`PER_DEVICE_MAX`] are in use.
+fn per_device(e: &Endpoints, device_id: String) -> Option<Service> {
+    // Nothing that can panic runs under this lock.
+    let mut services = e.per_device.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(svc) = services.get(&device_id) {
+        return Some(svc.clone());
+    }
+    if services.len() >= PER_DEVICE_MAX {
+        let registry = &e.shared.hub.registry;
+        services.retain(|id, _| registry.get(id).is_some());
+        if services.len() >= PER_DEVICE_MAX {
+            return None;
+        }
+    }
+    let svc = service(&e.shared, Scope::Device(device_id.clone()));
+    services.insert(device_id, svc.clone());
+    Some(svc)
 }
 
 async fn device_streamable(State(e): State<Arc<Endpoints>>, Path(id): Path<String>, req: Request) -> Response<Body> {
@@ -109,8 +151,13 @@ async fn device_streamable(State(e): State<Arc<Endpoints>>, Path(id): Path<Strin
         Ok(d) => d,
         Err(resp) => return resp,
     };
-    let svc = e.per_device.lock().expect("lock").entry(device_id.clone()).or_insert_with(|| service(&e.shared, Scope::Device(device_id))).clone();
-    streamable(svc, req).await
+    match per_device(&e, device_id) {
+        Some(svc) => streamable(svc, req).await,
+        None => {
+            tracing::warn!("{PER_DEVICE_MAX} per-device MCP endpoints are in use; refusing another");
+            plain(StatusCode::SERVICE_UNAVAILABLE, &format!("{PER_DEVICE_MAX} per-device MCP endpoints are in use; use /mcp, or retry when devices have left"))
+        }
+    }
 }
 
 async fn all_sse(State(e): State<Arc<Endpoints>>) -> Response<Body> {
@@ -139,4 +186,37 @@ async fn all_messages(State(e): State<Arc<Endpoints>>, Query(q): Query<SessionQu
 
 async fn device_messages(State(e): State<Arc<Endpoints>>, Query(q): Query<SessionQuery>, body: axum::body::Bytes) -> Response<Body> {
     sse::post(&e.sse, q.session_id.as_deref(), &body).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hub::{HubConfig, start};
+
+    async fn ask(router: &Router, path: &str) -> StatusCode {
+        let req = Request::builder().method("POST").uri(path).header(header::CONTENT_TYPE, "application/json").body(Body::from("{}")).unwrap();
+        router.clone().oneshot(req).await.unwrap().status()
+    }
+
+    #[tokio::test]
+    async fn unknown_devices_make_no_service_and_known_ones_one_each() {
+        let mut aliases = HashMap::new();
+        aliases.insert("lamp".to_string(), "02:00:00:00:00:aa".to_string());
+        let config = HubConfig { device_addr: "127.0.0.1:0".parse().unwrap(), host_addr: "127.0.0.1:0".parse().unwrap(), aliases, ..Default::default() };
+        let running = start(config).await.unwrap();
+        let endpoints = endpoints(running.hub.clone(), BridgeConfig::default());
+        let router = routes(endpoints.clone());
+        for i in 0..200u32 {
+            let mac = format!("12:34:56:78:{:02x}:{:02x}", i / 256, i % 256);
+            assert_eq!(ask(&router, &format!("/devices/{mac}/mcp")).await, StatusCode::NOT_FOUND);
+        }
+        assert_eq!(ask(&router, "/devices/not-a-device/mcp").await, StatusCode::NOT_FOUND);
+        assert_eq!(endpoints.per_device.lock().unwrap().len(), 0);
+        // A device configured with an alias has its endpoint before it connects, once.
+        for _ in 0..3 {
+            assert_ne!(ask(&router, "/devices/lamp/mcp").await, StatusCode::NOT_FOUND);
+            assert_ne!(ask(&router, "/devices/02:00:00:00:00:aa/mcp").await, StatusCode::NOT_FOUND);
+        }
+        assert_eq!(endpoints.per_device.lock().unwrap().len(), 1);
+    }
 }

@@ -13,6 +13,7 @@
 //! - Device notifications become resources: `mcpdev://devices/<id>/notifications` (subscribe
 //!   to get `notifications/resources/updated`), beside `mcpdev://devices/<id>` (its description).
 
+pub mod catalogue;
 pub mod http;
 pub mod naming;
 pub mod notifier;
@@ -26,7 +27,7 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CacheScope, ContentBlock, Implementation, ListPromptsRequestMethod,
     ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool,
+    ResourceContents, ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
     UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
@@ -35,11 +36,13 @@ use serde_json::{Value, json};
 
 use crate::hub::Hub;
 use crate::links::DeviceHandle;
+use crate::session::{CallError, Phase};
+use catalogue::{Catalogue, Catalogues, Rules};
 pub use naming::Naming;
 use notifier::Notifier;
 
 /// Which devices an endpoint offers.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Scope {
     All,
     Device(String),
@@ -68,7 +71,13 @@ pub struct Shared {
     pub hub: Arc<Hub>,
     pub config: BridgeConfig,
     pub notifier: Arc<Notifier>,
+    /// Every endpoint's tools, kept up to date on change.
+    pub catalogues: Catalogues,
 }
+
+/// How long past `--mcp-timeout` a call may take before the bridge stops waiting for the
+/// device's link itself (the link times the call out first; this is the backstop).
+const CALL_GRACE: Duration = Duration::from_secs(2);
 
 /// One MCP session's handler (rmcp makes one per session).
 #[derive(Clone)]
@@ -93,51 +102,49 @@ impl Bridge {
         }
     }
 
-    /// Every tool this endpoint offers, in a stable order: (exposed name, device, device's tool).
-    async fn catalogue(&self) -> Vec<(String, Option<DeviceHandle>, Value)> {
-        let mut out: Vec<(String, Option<DeviceHandle>, Value)> = Vec::new();
-        if self.scope == Scope::All {
-            out.push(("list_devices".into(), None, list_devices_tool()));
-        }
-        let aliases = &self.shared.hub.config.aliases;
-        for handle in self.devices() {
-            let Some(info) = handle.snapshot().await else { continue };
-            let prefix = naming::prefix_for(&handle.device_id, aliases);
-            for tool in info.tools.iter().filter(|t| self.shared.config.user_tools || !t.user_only) {
-                let plain = self.scope != Scope::All
-                    || (self.shared.config.naming == Naming::Plain && !out.iter().any(|(n, _, _)| *n == tool.name));
-                let name = if plain && naming::is_valid(&tool.name) { Some(tool.name.clone()) } else { naming::qualify(&prefix, &tool.name) };
-                match name {
-                    Some(name) => out.push((name, Some(handle.clone()), tool.value())),
-                    None => tracing::warn!(device = %handle.device_id, tool = %tool.name, "tool name does not fit MCP's name rules; not offered"),
-                }
-            }
-        }
-        out
+    /// Every tool this endpoint offers, in a stable order (kept, not rebuilt per request).
+    fn catalogue(&self) -> Arc<Catalogue> {
+        let rules = Rules {
+            scope: &self.scope,
+            naming: self.shared.config.naming,
+            user_tools: self.shared.config.user_tools,
+            aliases: &self.shared.hub.config.aliases,
+        };
+        self.shared.catalogues.get(&rules, || self.devices())
     }
 
-    /// The tool behind a name, looking only at the device its name points to (the device's own
-    /// name on a per-device endpoint, `<prefix>.<tool>` on `/mcp`), so a call costs the same with
-    /// one device or thousands. `None` leaves it to the full catalogue (plain names, `list_devices`).
-    async fn find_by_prefix(&self, name: &str) -> Option<(String, Option<DeviceHandle>, Value)> {
+    /// Why a name that is in no catalogue cannot be called, when its prefix (`dev-<hex>`, an
+    /// alias) or its endpoint names a device that is offline or still onboarding: a text the
+    /// model can act on. `None` when no device is named, or it is ready (the tool is unknown).
+    fn unavailable(&self, name: &str) -> Option<String> {
+        let registry = &self.shared.hub.registry;
         let aliases = &self.shared.hub.config.aliases;
-        let (handle, tool_name) = match &self.scope {
-            Scope::Device(_) => (self.devices().into_iter().next()?, name),
+        let device_id = match &self.scope {
+            Scope::Device(id) => id.clone(),
             Scope::All => {
-                let (prefix, tool) = name.split_once('.')?;
-                let handle = self.devices().into_iter().find(|h| naming::prefix_for(&h.device_id, aliases) == prefix)?;
-                (handle, tool)
+                let (prefix, _) = name.split_once('.')?;
+                match registry.handles().into_iter().find(|h| naming::prefix_for(&h.device_id, aliases) == prefix) {
+                    Some(h) => h.device_id,
+                    None => naming::device_for_prefix(prefix, aliases)?,
+                }
             }
         };
-        let info = handle.snapshot().await?;
-        let tool = info.tools.iter().find(|t| t.name == tool_name && (self.shared.config.user_tools || !t.user_only))?;
-        Some((name.to_string(), Some(handle), tool.value()))
+        match registry.get(&device_id).map(|h| h.phase()) {
+            None | Some(None) => Some(format!(
+                "device {device_id} is not connected, so {name} cannot run now; nothing was sent. Call it again once the device is back (list_devices shows the connected devices)."
+            )),
+            Some(Some(Phase::Ready)) => None,
+            Some(Some(phase)) => Some(format!(
+                "device {device_id} is connected but still onboarding ({}); nothing was sent. Call {name} again in a few seconds.",
+                serde_json::to_value(phase).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+            )),
+        }
     }
 
     async fn list_devices(&self) -> CallToolResult {
         let mut devices = Vec::new();
         for h in self.devices() {
-            if let Some(info) = h.snapshot().await {
+            if let Some(info) = h.snapshot() {
                 devices.push(json!({
                     "device_id": info.device_id,
                     "prefix": naming::prefix_for(&info.device_id, &self.shared.hub.config.aliases),
@@ -156,36 +163,12 @@ impl Bridge {
     }
 }
 
-fn list_devices_tool() -> Value {
-    json!({
-        "name": "list_devices",
-        "description": "List the devices connected to this mcpdev hub: id, tool prefix, transport, state and tool count.",
-        "inputSchema": {"type": "object", "properties": {}},
-        "annotations": {"readOnlyHint": true, "idempotentHint": true},
-    })
-}
-
 pub fn device_uri(device_id: &str) -> String {
     format!("mcpdev://devices/{device_id}")
 }
 
 pub fn notifications_uri(device_id: &str) -> String {
     format!("mcpdev://devices/{device_id}/notifications")
-}
-
-fn to_tool(name: &str, device_tool: &Value) -> Option<Tool> {
-    let mut v = device_tool.clone();
-    v["name"] = json!(name);
-    // xiaozhi's user-only marker is not a standard tool annotation: keep it out of `annotations`.
-    if v.pointer("/annotations/audience").is_some()
-        && let Some(a) = v.get_mut("annotations").and_then(Value::as_object_mut)
-    {
-        a.remove("audience");
-    }
-    if v.get("inputSchema").is_none_or(|s| !s.is_object()) {
-        v["inputSchema"] = json!({"type": "object", "properties": {}});
-    }
-    serde_json::from_value(v).ok()
 }
 
 impl ServerHandler for Bridge {
@@ -222,7 +205,7 @@ impl ServerHandler for Bridge {
     }
 
     async fn list_tools(&self, request: Option<PaginatedRequestParams>, _cx: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
-        let catalogue = self.catalogue().await;
+        let catalogue = self.catalogue();
         let start = match request.and_then(|r| r.cursor) {
             None => 0,
             Some(c) => c
@@ -232,30 +215,32 @@ impl ServerHandler for Bridge {
                 .ok_or_else(|| McpError::invalid_params(format!("Invalid cursor: {c}"), None))?,
         };
         let end = (start + self.shared.config.page_size.max(1)).min(catalogue.len());
-        let tools = catalogue[start..end].iter().filter_map(|(name, _, t)| to_tool(name, t)).collect();
+        let tools = catalogue.page(start, end).iter().map(|o| o.tool.clone()).collect();
         let next_cursor = (end < catalogue.len()).then(|| end.to_string());
         Ok(ListToolsResult { tools, next_cursor, ..Default::default() }.with_ttl_ms(0).with_cache_scope(CacheScope::Public))
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, cx: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
-        let found = match self.find_by_prefix(&request.name).await {
-            Some(hit) => Some(hit),
-            None => self.catalogue().await.into_iter().find(|(n, _, _)| *n == request.name),
+        let catalogue = self.catalogue();
+        let Some(offered) = catalogue.get(&request.name) else {
+            return match self.unavailable(&request.name) {
+                Some(why) => Ok(CallToolResult::error(vec![ContentBlock::text(why)]).into()),
+                None => Err(McpError::invalid_params(format!("Unknown tool: {}", request.name), None)),
+            };
         };
-        let Some((_, device, tool)) = found else {
-            return Err(McpError::invalid_params(format!("Unknown tool: {}", request.name), None));
-        };
-        let Some(device) = device else { return Ok(self.list_devices().await.into()) };
+        let Some(device) = offered.device.clone() else { return Ok(self.list_devices().await.into()) };
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         // Validate here: the stock firmware truncates floats and silently substitutes defaults.
-        if let Err(errors) = crate::args::validate(&tool["inputSchema"], &arguments) {
+        if let Err(errors) = crate::args::validate(&offered.input_schema(), &arguments) {
             let text = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
             return Ok(CallToolResult::error(vec![ContentBlock::text(format!("invalid arguments, nothing was sent:\n{text}"))]).into());
         }
-        let params = json!({"name": tool["name"], "arguments": arguments});
-        let call = device.request("tools/call", Some(params), self.shared.config.call_timeout);
+        let params = json!({"name": offered.device_name, "arguments": arguments});
+        drop(catalogue);
+        let timeout = self.shared.config.call_timeout;
+        let call = tokio::time::timeout(timeout + CALL_GRACE, device.request("tools/call", Some(params), timeout));
         tokio::select! {
-            outcome = call => Ok(match outcome {
+            outcome = call => Ok(match outcome.unwrap_or(Err(CallError::Timeout(timeout))) {
                 Ok(result) => results::from_device(result),
                 Err(e) => results::from_error(&device.device_id, &e),
             }.into()),
@@ -292,7 +277,7 @@ impl ServerHandler for Bridge {
         let uri = request.uri.to_string();
         for h in self.devices() {
             let text = if uri == device_uri(&h.device_id) {
-                let Some(info) = h.snapshot().await else { continue };
+                let Some(info) = h.snapshot() else { continue };
                 serde_json::to_string_pretty(&info).unwrap_or_default()
             } else if uri == notifications_uri(&h.device_id) {
                 serde_json::to_string_pretty(&json!({"notifications": self.shared.notifier.recent(&h.device_id)})).unwrap_or_default()

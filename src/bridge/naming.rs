@@ -22,6 +22,20 @@ pub fn prefix_for(device_id: &str, aliases: &HashMap<String, String>) -> String 
     }
 }
 
+/// The Device-Id a prefix names: an alias's device, or the MAC spelled by `dev-<12 hex digits>`
+/// (whether or not that device is connected).
+pub fn device_for_prefix(prefix: &str, aliases: &HashMap<String, String>) -> Option<String> {
+    if let Some(id) = aliases.get(prefix) {
+        return Some(id.to_ascii_lowercase());
+    }
+    let hex = prefix.strip_prefix("dev-")?;
+    if hex.len() != 12 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let pairs: Vec<&str> = (0..6).map(|i| &hex[2 * i..2 * i + 2]).collect();
+    Some(pairs.join(":").to_ascii_lowercase())
+}
+
 pub fn qualify(prefix: &str, tool: &str) -> Option<String> {
     let name = format!("{prefix}.{tool}");
     is_valid(&name).then_some(name)
@@ -43,5 +57,9 @@ mod tests {
         assert_eq!(qualify("kitchen", "self.reboot").as_deref(), Some("kitchen.self.reboot"));
         assert_eq!(qualify("kitchen", &"x".repeat(130)), None);
         assert!(!is_valid("has space"));
+        assert_eq!(device_for_prefix("dev-020000000001", &aliases).as_deref(), Some("02:00:00:00:00:01"));
+        assert_eq!(device_for_prefix("kitchen", &aliases).as_deref(), Some("aa:bb:cc:dd:ee:ff"));
+        assert_eq!(device_for_prefix("dev-12", &aliases), None);
+        assert_eq!(device_for_prefix("lamp", &aliases), None);
     }
 }

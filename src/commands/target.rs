@@ -312,8 +312,8 @@ async fn accept_direct(
         Ok(Err(reason)) => return Err(CodedError::new(Exit::Unreachable, format!("the device went away during onboarding: {reason}")).into()),
         Err(_) => return Err(CodedError::new(Exit::Timeout, "the device did not finish onboarding (hello, initialize, tools/list) in time").into()),
     }
-    let info = handle.snapshot().await.ok_or_else(|| CodedError::new(Exit::Unreachable, "the device disconnected"))?;
-    Ok((Target::Direct { handle }, serde_json::to_value(info)?))
+    let info = handle.snapshot().ok_or_else(|| CodedError::new(Exit::Unreachable, "the device disconnected"))?;
+    Ok((Target::Direct { handle }, serde_json::to_value(&*info)?))
 }
 
 async fn accept_one(

@@ -11,9 +11,15 @@
 //! {"id":6,"op":"revoke","device":"aa:bb:…"}                    -> {"id":6,"ok":{device_id,revoked,disconnected}}
 //! {"id":7,"op":"pending"}                                      -> {"id":7,"ok":[Pending…]}
 //! {"id":8,"op":"admitted"}                                     -> {"id":8,"ok":{"approve_all":bool,"devices":[Admitted…]}}
+//! {"id":9,"op":"stats"}                                        -> {"id":9,"ok":{"in_flight":N}}
 //! ```
-//! Errors: `{"kind": "no_devices|not_found|ambiguous|not_ready|timeout|device_error|disconnected|link_down|bad_request",
+//! Errors: `{"kind": "no_devices|not_found|ambiguous|not_ready|timeout|device_error|disconnected|link_down|bad_request|busy",
 //! "message": …, "rpc": {code,message,data}?}`.
+//!
+//! One connection serves its requests concurrently in its own task, at most
+//! [`MAX_IN_FLIGHT`] at a time (watches included; beyond that the answer is `busy`), each at
+//! most [`MAX_REQUEST_BYTES`] long. A client that does not read its answers for
+//! [`WRITE_DEADLINE`] is disconnected.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +27,8 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{Request, Response};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::stream::FuturesUnordered;
+use futures_util::{FutureExt, SinkExt, StreamExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -33,6 +40,12 @@ use crate::links::upgrade;
 use crate::session::CallError;
 
 pub const LINK_PATH: &str = "/api/v1/link";
+/// Most requests one connection may have under way (watches count).
+pub const MAX_IN_FLIGHT: usize = 256;
+/// Longest request text.
+pub const MAX_REQUEST_BYTES: usize = 1 << 20;
+/// Longest the hub waits for a client to take one answer.
+pub const WRITE_DEADLINE: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Deserialize)]
 struct ControlRequest {
@@ -52,6 +65,8 @@ enum Op {
     Revoke { device: String },
     Pending,
     Admitted,
+    /// This connection's own counters (for tests and diagnosis).
+    Stats,
 }
 
 pub async fn link(State(hub): State<Arc<Hub>>, mut req: Request<Body>) -> Response<Body> {
@@ -72,33 +87,73 @@ async fn serve(hub: Arc<Hub>, ws: upgrade::UpgradedSocket) {
     let (tx, mut rx) = mpsc::channel::<Value>(256);
     let writer = tokio::spawn(async move {
         while let Some(v) = rx.recv().await {
-            if sink.send(Message::text(v.to_string())).await.is_err() {
-                break;
+            match tokio::time::timeout(WRITE_DEADLINE, sink.send(Message::text(v.to_string()))).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => break,
+                Err(_) => {
+                    tracing::warn!("control client did not read its answers for {} s; disconnecting it", WRITE_DEADLINE.as_secs());
+                    break;
+                }
             }
         }
     });
-    let mut tasks = tokio::task::JoinSet::new();
-    while let Some(Ok(msg)) = stream.next().await {
+    // Requests under way, polled here: a finished one leaves at once (nothing is kept per request).
+    let mut running = FuturesUnordered::new();
+    let mut refused_busy = 0u64;
+    loop {
+        let msg = tokio::select! {
+            msg = stream.next() => msg,
+            Some(()) = running.next(), if !running.is_empty() => continue,
+            () = tx.closed() => break,
+        };
+        let Some(Ok(msg)) = msg else { break };
         let Message::Text(text) = msg else { continue };
-        let req: ControlRequest = match serde_json::from_str(&text) {
-            Ok(r) => r,
-            Err(e) => {
-                let id = serde_json::from_str::<Value>(&text).ok().and_then(|v| v.get("id").cloned()).unwrap_or(Value::Null);
-                let _ = tx.send(json!({"id": id, "error": {"kind": "bad_request", "message": e.to_string()}})).await;
+        // Requests that can end now do, before this one is counted (a client that pipelines
+        // quick requests is not refused for our own lag).
+        while let Some(Some(())) = running.next().now_or_never() {}
+        let answer = match accept(&text, running.len(), &mut refused_busy) {
+            Ok(ControlRequest { id, op: Op::Stats }) => json!({"id": id, "ok": {"in_flight": running.len()}}),
+            Ok(req) => {
+                running.push(handle(hub.clone(), req, tx.clone()));
                 continue;
             }
+            Err(answer) => answer,
         };
-        tasks.spawn(handle(hub.clone(), req, tx.clone()));
+        if tx.send(answer).await.is_err() {
+            break;
+        }
     }
-    tasks.shutdown().await;
+    if refused_busy > 0 {
+        tracing::warn!(count = refused_busy, "a control client was refused {refused_busy} requests over the {MAX_IN_FLIGHT}-request limit");
+    }
+    drop(running);
     drop(tx);
     let _ = writer.await;
+}
+
+/// A request to serve, or the answer that refuses it (unreadable, too long, too many under way).
+fn accept(text: &str, in_flight: usize, refused_busy: &mut u64) -> Result<ControlRequest, Value> {
+    let id_of = |text: &str| serde_json::from_str::<Value>(text).ok().and_then(|v| v.get("id").cloned()).unwrap_or(Value::Null);
+    if text.len() > MAX_REQUEST_BYTES {
+        let message = format!("the request is {} bytes, over the {MAX_REQUEST_BYTES}-byte limit", text.len());
+        return Err(json!({"id": Value::Null, "error": {"kind": "bad_request", "message": message}}));
+    }
+    let req: ControlRequest = serde_json::from_str(text).map_err(|e| json!({"id": id_of(text), "error": {"kind": "bad_request", "message": e.to_string()}}))?;
+    if in_flight >= MAX_IN_FLIGHT && !matches!(req.op, Op::Stats) {
+        if *refused_busy == 0 {
+            tracing::warn!("a control client has {MAX_IN_FLIGHT} requests under way; refusing more until some end");
+        }
+        *refused_busy += 1;
+        let message = format!("{MAX_IN_FLIGHT} requests of this connection are under way; wait for some to end, or open another connection");
+        return Err(json!({"id": req.id, "error": {"kind": "busy", "message": message}}));
+    }
+    Ok(req)
 }
 
 async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<Value>) {
     let id = req.id;
     let reply = match req.op {
-        Op::Devices => Ok(json!(hub.registry.snapshots().await)),
+        Op::Devices => Ok(json!(hub.registry.snapshots().iter().map(|i| &**i).collect::<Vec<_>>())),
         Op::Device { device, wait_ms } => device_info(&hub, device.as_deref(), wait_ms).await,
         Op::Rpc { device, method, params, timeout_ms } => rpc(&hub, device.as_deref(), &method, params, timeout_ms).await,
         Op::Watch { device, traffic } => return watch(&hub, id, device, traffic, tx).await,
@@ -106,6 +161,7 @@ async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<Value>) {
         Op::Revoke { device } => super::admission::revoke_and_disconnect(&hub, &device).await.map_err(bad_request),
         Op::Pending => Ok(json!(hub.admission.pending())),
         Op::Admitted => Ok(json!({"approve_all": hub.admission.approve_all(), "devices": hub.admission.admitted()})),
+        Op::Stats => Err(json!({"kind": "bad_request", "message": "stats is answered by the connection"})),
     };
     let msg = match reply {
         Ok(v) => json!({"id": id, "ok": v}),
@@ -116,7 +172,7 @@ async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<Value>) {
 
 async fn device_info(hub: &Hub, device: Option<&str>, wait_ms: u64) -> Result<Value, Value> {
     let (_, info) = hub.registry.wait_ready(device, Duration::from_millis(wait_ms)).await.map_err(select_error)?;
-    Ok(json!(info))
+    Ok(json!(&*info))
 }
 
 async fn rpc(hub: &Hub, device: Option<&str>, method: &str, params: Option<Value>, timeout_ms: u64) -> Result<Value, Value> {

@@ -1,13 +1,13 @@
 //! The connected devices, by Device-Id; selection by id, alias or unique prefix.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use tokio::sync::broadcast;
 
-use crate::links::handle::{EventSender, Tracing};
+use crate::links::handle::{EventSender, Tracing, bump_tools_epoch};
 use crate::links::{DeviceEvent, DeviceHandle};
 use crate::session::{DeviceInfo, Phase};
 
@@ -26,8 +26,13 @@ pub enum SelectError {
     AmbiguousPrefix { selector: String, ids: String },
 }
 
+/// How many Device-Ids of devices that have left the registry remembers (oldest forgotten first).
+pub const SEEN_MAX: usize = 16_384;
+
 pub struct Registry {
     devices: RwLock<HashMap<String, DeviceHandle>>,
+    /// Devices that connected since the hub started (bounded: [`SEEN_MAX`]).
+    seen: Mutex<Seen>,
     aliases: HashMap<String, String>,
     pub events: EventSender,
     pub tracing: Arc<Tracing>,
@@ -39,7 +44,7 @@ pub struct Registry {
 impl Registry {
     pub fn new(aliases: HashMap<String, String>) -> Self {
         let (events, _) = broadcast::channel(4096);
-        Self { devices: RwLock::default(), aliases, events, tracing: Arc::default(), generation: AtomicU64::new(1), ota: Default::default() }
+        Self { devices: RwLock::default(), seen: Mutex::default(), aliases, events, tracing: Arc::default(), generation: AtomicU64::new(1), ota: Default::default() }
     }
 
     pub fn next_generation(&self) -> u64 {
@@ -48,45 +53,70 @@ impl Registry {
 
     /// Adds a device; returns the session it replaces (same Device-Id), which the caller closes.
     pub fn insert(&self, handle: DeviceHandle) -> Option<DeviceHandle> {
-        self.devices.write().expect("registry lock").insert(handle.device_id.clone(), handle)
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).add(&handle.device_id);
+        let old = self.write().insert(handle.device_id.clone(), handle);
+        bump_tools_epoch();
+        old
+    }
+
+    /// Whether a device with this Device-Id connected since the hub started (it may be gone).
+    pub fn was_seen(&self, device_id: &str) -> bool {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).ids.contains(device_id)
+    }
+
+    /// The aliases from `mcpdev.toml`: alias -> Device-Id.
+    pub fn aliases(&self) -> &HashMap<String, String> {
+        &self.aliases
+    }
+
+    // Nothing that can panic runs under these locks; a poisoned one is still consistent.
+    fn read(&self) -> RwLockReadGuard<'_, HashMap<String, DeviceHandle>> {
+        self.devices.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, HashMap<String, DeviceHandle>> {
+        self.devices.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The connected device with exactly this Device-Id.
+    pub fn get(&self, device_id: &str) -> Option<DeviceHandle> {
+        self.read().get(device_id).cloned()
     }
 
     /// Removes a device, unless it was replaced by a newer connection meanwhile.
     pub fn remove(&self, device_id: &str, generation: u64) {
-        let mut devices = self.devices.write().expect("registry lock");
+        let mut devices = self.write();
         if devices.get(device_id).is_some_and(|h| h.generation == generation) {
             devices.remove(device_id);
+            drop(devices);
+            bump_tools_epoch();
         }
     }
 
     pub fn handles(&self) -> Vec<DeviceHandle> {
-        let mut v: Vec<DeviceHandle> = self.devices.read().expect("registry lock").values().cloned().collect();
+        let mut v: Vec<DeviceHandle> = self.read().values().cloned().collect();
         v.sort_by(|a, b| a.device_id.cmp(&b.device_id));
         v
     }
 
     pub fn len(&self) -> usize {
-        self.devices.read().expect("registry lock").len()
+        self.read().len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    pub async fn snapshots(&self) -> Vec<DeviceInfo> {
-        let mut out = Vec::new();
-        for h in self.handles() {
-            if let Some(info) = h.snapshot().await {
-                out.push(info);
-            }
-        }
-        out
+    /// Every connected device's description, as its link last published it (never waits on a
+    /// device).
+    pub fn snapshots(&self) -> Vec<Arc<DeviceInfo>> {
+        self.handles().iter().filter_map(DeviceHandle::snapshot).collect()
     }
 
     /// Resolves a selector: exact Device-Id, an alias, or a unique prefix (colons optional);
     /// with no selector, the only connected device.
     pub fn select(&self, selector: Option<&str>) -> Result<DeviceHandle, SelectError> {
-        let devices = self.devices.read().expect("registry lock");
+        let devices = self.read();
         let Some(sel) = selector.map(str::trim).filter(|s| !s.is_empty()) else {
             return match devices.len() {
                 0 => Err(SelectError::NoDevices),
@@ -108,12 +138,12 @@ impl Registry {
     }
 
     /// Waits up to `timeout` for a device matching `selector` to be connected and onboarded.
-    pub async fn wait_ready(&self, selector: Option<&str>, timeout: Duration) -> Result<(DeviceHandle, DeviceInfo), SelectError> {
+    pub async fn wait_ready(&self, selector: Option<&str>, timeout: Duration) -> Result<(DeviceHandle, Arc<DeviceInfo>), SelectError> {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut events = self.events.subscribe();
         loop {
             let last_error = match self.select(selector) {
-                Ok(h) => match h.snapshot().await {
+                Ok(h) => match h.snapshot() {
                     Some(info) if info.phase == Phase::Ready => return Ok((h, info)),
                     _ => Some(SelectError::NotReady(h.device_id.clone())),
                 },
@@ -128,6 +158,26 @@ impl Registry {
             };
             if next.is_err() {
                 events = self.events.subscribe();
+            }
+        }
+    }
+}
+
+/// Device-Ids seen, oldest first, at most [`SEEN_MAX`].
+#[derive(Default)]
+struct Seen {
+    ids: HashSet<String>,
+    order: VecDeque<String>,
+}
+
+impl Seen {
+    fn add(&mut self, id: &str) {
+        if self.ids.insert(id.to_string()) {
+            self.order.push_back(id.to_string());
+            while self.order.len() > SEEN_MAX {
+                if let Some(old) = self.order.pop_front() {
+                    self.ids.remove(&old);
+                }
             }
         }
     }

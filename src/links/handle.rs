@@ -1,13 +1,17 @@
 //! A cloneable handle to one connected device's link task.
+//!
+//! Nothing a caller does through a handle waits on the device: the link publishes the device's
+//! description whenever it changes ([`DeviceHandle::snapshot`] reads it without asking the task),
+//! requests are queued with a deadline, and the link task never blocks on a device's socket.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
-use crate::session::{CallError, DeviceInfo, Event, SessionConfig};
+use crate::session::{CallError, DeviceInfo, Event, Phase, SessionConfig};
 use crate::wire::identity::Identity;
 
 /// An event of one device, as the hub broadcasts it.
@@ -36,7 +40,6 @@ pub enum Lifecycle {
 pub(crate) enum Command {
     Request { ticket: u64, method: String, params: Option<Value>, timeout: Duration, reply: oneshot::Sender<Result<Value, CallError>> },
     Cancel(u64),
-    Snapshot(oneshot::Sender<DeviceInfo>),
     Close,
 }
 
@@ -68,6 +71,24 @@ impl Drop for TraceGuard {
 
 static NEXT_TICKET: AtomicU64 = AtomicU64::new(1);
 
+/// Bumped whenever any device's tool list or phase may have changed, or a device went away:
+/// a cache of tools (the bridge's catalogue) built at epoch `e` is current while this is `e`.
+static TOOLS_EPOCH: AtomicU64 = AtomicU64::new(1);
+
+/// The current tools epoch (see [`bump_tools_epoch`]). Read it *before* reading the devices.
+pub fn tools_epoch() -> u64 {
+    TOOLS_EPOCH.load(Ordering::Acquire)
+}
+
+/// Says that some device's tools, phase or presence changed.
+pub fn bump_tools_epoch() {
+    TOOLS_EPOCH.fetch_add(1, Ordering::AcqRel);
+}
+
+/// Longest a caller waits for room in a link's command queue beyond its own timeout (a link
+/// task drains its queue without waiting on the device, so this is a backstop).
+const QUEUE_GRACE: Duration = Duration::from_secs(1);
+
 /// A handle to one device. Dropping it does not disconnect the device.
 #[derive(Clone)]
 pub struct DeviceHandle {
@@ -75,33 +96,54 @@ pub struct DeviceHandle {
     /// Distinguishes a device's successive connections.
     pub generation: u64,
     pub(crate) commands: mpsc::Sender<Command>,
+    info: watch::Receiver<Option<Arc<DeviceInfo>>>,
 }
 
 impl DeviceHandle {
     /// Sends a JSON-RPC request to the device and waits for its end: a result, the device's
-    /// error, a timeout, or the device going away. Dropping the future cancels the wait (a late
+    /// error, a timeout, or the device going away. It always ends within `timeout` (plus a
+    /// second at most), whatever the device does. Dropping the future cancels the wait (a late
     /// reply is then dropped by the session).
     pub async fn request(&self, method: &str, params: Option<Value>, timeout: Duration) -> Result<Value, CallError> {
+        let deadline = tokio::time::Instant::now() + timeout;
         let ticket = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
         let (reply, rx) = oneshot::channel();
         let cmd = Command::Request { ticket, method: method.to_string(), params, timeout, reply };
-        self.commands.send(cmd).await.map_err(|_| CallError::Disconnected)?;
+        match tokio::time::timeout_at(deadline, self.commands.send(cmd)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => return Err(CallError::Disconnected),
+            Err(_) => return Err(CallError::Timeout(timeout)),
+        }
         let guard = CancelOnDrop { commands: &self.commands, ticket: Some(ticket) };
-        let outcome = rx.await.unwrap_or(Err(CallError::Disconnected));
+        // The session times the request out itself; this is the backstop should it not.
+        let outcome = match tokio::time::timeout_at(deadline + QUEUE_GRACE, rx).await {
+            Ok(reply) => reply.unwrap_or(Err(CallError::Disconnected)),
+            Err(_) => return Err(CallError::Timeout(timeout)),
+        };
         guard.disarm();
         outcome
     }
 
-    /// The device's current description, or `None` if it is gone.
-    pub async fn snapshot(&self) -> Option<DeviceInfo> {
-        let (tx, rx) = oneshot::channel();
-        self.commands.send(Command::Snapshot(tx)).await.ok()?;
-        rx.await.ok()
+    /// The device's current description, or `None` if it is gone. Reads what the link last
+    /// published: it never waits on the device's task.
+    pub fn snapshot(&self) -> Option<Arc<DeviceInfo>> {
+        if self.commands.is_closed() {
+            return None;
+        }
+        self.info.borrow().clone()
+    }
+
+    /// Whether the device finished onboarding (a cheap read, as [`Self::snapshot`]).
+    pub fn phase(&self) -> Option<Phase> {
+        if self.commands.is_closed() {
+            return None;
+        }
+        self.info.borrow().as_ref().map(|i| i.phase)
     }
 
     /// Closes the device's connection (e.g. replaced by a newer one with the same Device-Id).
     pub async fn close(&self) {
-        let _ = self.commands.send(Command::Close).await;
+        let _ = tokio::time::timeout(QUEUE_GRACE, self.commands.send(Command::Close)).await;
     }
 
     pub fn is_connected(&self) -> bool {
@@ -130,29 +172,145 @@ impl Drop for CancelOnDrop<'_> {
 
 pub type EventSender = broadcast::Sender<DeviceEvent>;
 
-/// Starts a link task: `body` serves the device, reading the handle's commands. Returns the
-/// handle and a receiver that fires when the task has ended.
+/// Starts a link task: `body` serves the device, reading the handle's commands and publishing
+/// the device's description. Returns the handle and a receiver that fires when the task has
+/// ended (normally or not: a panicking link is logged, and the device is gone either way).
 pub(crate) fn spawn_link<F, Fut>(device_id: String, generation: u64, body: F) -> (DeviceHandle, oneshot::Receiver<()>)
 where
-    F: FnOnce(mpsc::Receiver<Command>) -> Fut,
+    F: FnOnce(mpsc::Receiver<Command>, InfoPublisher) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     let (commands, rx) = mpsc::channel(64);
+    let (info_tx, info) = watch::channel(None);
     let (done_tx, done_rx) = oneshot::channel();
-    let task = body(rx);
+    let task = tokio::spawn(body(rx, InfoPublisher::new(info_tx)));
+    let id = device_id.clone();
     tokio::spawn(async move {
-        task.await;
+        if let Err(e) = task.await {
+            tracing::error!(device = %id, "the device's link task ended abnormally: {e}");
+        }
+        bump_tools_epoch();
         let _ = done_tx.send(());
     });
-    (DeviceHandle { device_id, generation, commands }, done_rx)
+    (DeviceHandle { device_id, generation, commands, info }, done_rx)
+}
+
+/// Longest a description's counters may lag behind the device (tools and phase never lag).
+const COUNTERS_REFRESH: Duration = Duration::from_secs(1);
+
+/// The link's side of [`DeviceHandle::snapshot`]: publishes the session's description at once
+/// when what a client can see changed ([`DeviceInfo::version`]: hello, phase, tools…), and its
+/// counters at most once per [`COUNTERS_REFRESH`], so a busy device does not clone its tool list
+/// per frame.
+pub(crate) struct InfoPublisher {
+    tx: watch::Sender<Option<Arc<DeviceInfo>>>,
+    version: Option<u64>,
+    published_at: Instant,
+    /// Counters changed since the last publication.
+    stale: bool,
+    seen: (u64, u64, u64, u64),
+}
+
+impl InfoPublisher {
+    fn new(tx: watch::Sender<Option<Arc<DeviceInfo>>>) -> Self {
+        Self { tx, version: None, published_at: Instant::now(), stale: false, seen: (0, 0, 0, 0) }
+    }
+
+    /// Call after each step of the session, before carrying out its outputs (so whoever hears
+    /// an event reads a description at least as new). Returns whether it published.
+    pub(crate) fn update(&mut self, info: &DeviceInfo, now: Instant) -> bool {
+        let c = &info.counters;
+        let seen = (c.frames_in, c.frames_out, c.binary_frames, c.timeouts);
+        let reshaped = self.version != Some(info.version());
+        if reshaped {
+            self.version = Some(info.version());
+        } else if seen != self.seen || self.stale {
+            self.stale = true;
+            self.seen = seen;
+            if now < self.published_at + COUNTERS_REFRESH {
+                return false;
+            }
+        } else {
+            return false;
+        }
+        self.seen = seen;
+        self.stale = false;
+        self.published_at = now;
+        self.tx.send_replace(Some(Arc::new(info.clone())));
+        // After publishing: whoever sees the new epoch reads the new description.
+        if reshaped {
+            bump_tools_epoch();
+        }
+        true
+    }
+
+    /// The device is gone: snapshots say `None` from now on. Call before announcing the
+    /// disconnect, so whoever hears it no longer sees the device.
+    pub(crate) fn gone(&mut self) {
+        self.tx.send_replace(None);
+        bump_tools_epoch();
+    }
+
+    /// When stale counters are due to be published (a link calls [`Self::update`] then).
+    pub(crate) fn refresh_at(&self) -> Option<tokio::time::Instant> {
+        self.stale.then(|| tokio::time::Instant::from_std(self.published_at + COUNTERS_REFRESH))
+    }
 }
 
 /// Callers waiting for a reply, by ticket.
 pub(crate) type Waiting = std::collections::HashMap<u64, oneshot::Sender<Result<Value, CallError>>>;
 
+/// How many malformed messages of one device are logged one by one; after that, one summary
+/// line per [`MALFORMED_SUMMARY`] says how many more came.
+const MALFORMED_LOGGED: u64 = 5;
+const MALFORMED_SUMMARY: Duration = Duration::from_secs(60);
+
+/// Rate-limits the warning about a device's malformed messages (a device can send them at will).
+#[derive(Debug)]
+pub(crate) struct MalformedLog {
+    device_id: String,
+    total: u64,
+    /// Not logged since the last line.
+    unlogged: u64,
+    last_reason: String,
+    summary_at: Option<Instant>,
+}
+
+impl MalformedLog {
+    pub(crate) fn new(device_id: &str) -> Self {
+        Self { device_id: device_id.to_string(), total: 0, unlogged: 0, last_reason: String::new(), summary_at: None }
+    }
+
+    fn record(&mut self, reason: &str, now: Instant) {
+        self.total += 1;
+        if self.total <= MALFORMED_LOGGED {
+            tracing::warn!(device = %self.device_id, %reason, "malformed message from a device");
+            if self.total == MALFORMED_LOGGED {
+                tracing::warn!(device = %self.device_id, "further malformed messages from this device are counted and summarised every {} s", MALFORMED_SUMMARY.as_secs());
+                self.summary_at = Some(now + MALFORMED_SUMMARY);
+            }
+            return;
+        }
+        self.unlogged += 1;
+        self.last_reason = reason.chars().take(200).collect();
+        if self.summary_at.is_some_and(|at| now >= at) {
+            self.summarise();
+            self.summary_at = Some(now + MALFORMED_SUMMARY);
+        }
+    }
+
+    /// Logs the count of messages not logged yet, if any (also when the link ends).
+    pub(crate) fn summarise(&mut self) {
+        if self.unlogged > 0 {
+            tracing::warn!(device = %self.device_id, count = self.unlogged, total = self.total, last_reason = %self.last_reason, "{} more malformed messages from this device ({} in all)", self.unlogged, self.total);
+            self.unlogged = 0;
+        }
+    }
+}
+
 /// Carries out the session outputs every link handles the same way — a caller's reply, an
 /// event — and returns the text of an `Output::Send` for the link to put on its wire.
-pub(crate) fn deliver(output: crate::session::Output, waiting: &mut Waiting, emit: &impl Fn(LinkEvent)) -> Option<String> {
+pub(crate) fn deliver(output: crate::session::Output, waiting: &mut Waiting, malformed: &mut MalformedLog, emit: &impl Fn(LinkEvent)) -> Option<String> {
     match output {
         crate::session::Output::Send(text) => Some(text),
         crate::session::Output::Reply { ticket, outcome } => {
@@ -163,7 +321,7 @@ pub(crate) fn deliver(output: crate::session::Output, waiting: &mut Waiting, emi
         }
         crate::session::Output::Event(e) => {
             if let Event::Malformed { reason, .. } = &e {
-                tracing::warn!(%reason, "malformed message from a device");
+                malformed.record(reason, Instant::now());
             }
             tracing::debug!(?e, "device event");
             emit(LinkEvent::Session(e));
@@ -180,9 +338,10 @@ pub struct LinkSetup {
     pub tracing: Arc<Tracing>,
     pub generation: u64,
     pub remote: Option<String>,
-    /// Held until the device's first hello (or its disconnect), then dropped: the hub's
-    /// pre-hello connection permit.
+    /// Held by a WebSocket link until the device's first hello (or its disconnect), then
+    /// dropped: e.g. a permit of a listener's cap on connections that have not said hello.
     pub until_hello: Option<Box<dyn std::any::Any + Send + Sync>>,
-    /// A device that has not said hello this long after connecting is disconnected.
-    pub hello_timeout: Option<std::time::Duration>,
+    /// A WebSocket device that has not said hello within this is disconnected ("no hello
+    /// within …"). `None`: no limit.
+    pub hello_timeout: Option<Duration>,
 }

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
@@ -33,6 +34,26 @@ impl ControlError {
 
     pub fn lost() -> Self {
         Self { kind: "hub_unreachable".into(), message: "the connection to the hub was lost".into(), rpc: None }
+    }
+
+    /// The hub did not answer in time (kind `timeout`, as when the hub itself says so).
+    pub fn no_answer(waited: Duration) -> Self {
+        Self { kind: "timeout".into(), message: format!("the hub did not answer within {waited:?}"), rpc: None }
+    }
+}
+
+/// How long past a request's own time limit (`timeout_ms`, `wait_ms`) the client waits for the
+/// hub's answer before giving up on its own.
+pub const ANSWER_GRACE: Duration = Duration::from_secs(2);
+/// The limit of a request with no time limit of its own (`devices`, …).
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
+
+/// How long the client waits for the answer to `request`, whatever the hub does.
+pub fn deadline_of(request: &Value) -> Duration {
+    let own = ["timeout_ms", "wait_ms"].iter().filter_map(|k| request.get(*k).and_then(Value::as_u64)).max();
+    match own {
+        Some(ms) => Duration::from_millis(ms) + ANSWER_GRACE,
+        None => DEFAULT_DEADLINE,
     }
 }
 
@@ -142,17 +163,32 @@ impl HubClient {
 
     fn register(&self, waiter: Waiter) -> u64 {
         let id = self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.waiters.lock().expect("waiters lock").insert(id, waiter);
+        self.waiters.lock().unwrap_or_else(|e| e.into_inner()).insert(id, waiter);
         id
     }
 
-    /// Sends one request (`op` and its fields) and waits for its answer.
-    pub async fn call(&self, mut request: Value) -> Result<Value, ControlError> {
+    /// Sends one request (`op` and its fields) and waits for its answer, at most the request's
+    /// own time limit plus [`ANSWER_GRACE`] (see [`deadline_of`]): a hub that does not answer
+    /// ends the call with kind `timeout`.
+    pub async fn call(&self, request: Value) -> Result<Value, ControlError> {
+        let limit = deadline_of(&request);
+        self.call_within(request, limit).await
+    }
+
+    /// [`Self::call`] with an explicit limit on the whole exchange.
+    pub async fn call_within(&self, mut request: Value, limit: Duration) -> Result<Value, ControlError> {
         let (tx, rx) = oneshot::channel();
         let id = self.register(Waiter::Once(tx));
         request["id"] = json!(id);
-        self.outgoing.send(request.to_string()).await.map_err(|_| ControlError::lost())?;
-        rx.await.unwrap_or_else(|_| Err(ControlError::lost()))
+        let exchange = async {
+            self.outgoing.send(request.to_string()).await.map_err(|_| ControlError::lost())?;
+            rx.await.unwrap_or_else(|_| Err(ControlError::lost()))
+        };
+        let outcome = tokio::time::timeout(limit, exchange).await;
+        if outcome.is_err() {
+            self.waiters.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+        }
+        outcome.unwrap_or_else(|_| Err(ControlError::no_answer(limit)))
     }
 
     /// Starts watching events; they arrive on the returned channel until it is dropped.

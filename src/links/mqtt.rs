@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tracing::info;
 
 use super::websocket::sleep_until;
-use super::handle::{Command, DeviceEvent, DeviceHandle, Lifecycle, LinkEvent, LinkSetup, Waiting, deliver, spawn_link};
+use super::handle::{Command, DeviceEvent, DeviceHandle, InfoPublisher, Lifecycle, LinkEvent, LinkSetup, MalformedLog, Waiting, deliver, spawn_link};
 use crate::session::{CallError, Output, Session};
 
 /// Keepalive periods without a word from the device (the broker being up) after which it is
@@ -63,22 +63,24 @@ pub fn inbound_channel() -> (mpsc::Sender<Inbound>, mpsc::Receiver<Inbound>) {
 /// Starts the link task. Returns the handle and a receiver that fires when the link has ended.
 pub fn spawn(setup: MqttLinkSetup, inbound: mpsc::Receiver<Inbound>) -> (DeviceHandle, oneshot::Receiver<()>) {
     let (device_id, generation) = (setup.link.identity.device_id.clone(), setup.link.generation);
-    spawn_link(device_id, generation, move |commands| run(setup, commands, inbound))
+    spawn_link(device_id, generation, move |commands, publisher| run(setup, commands, publisher, inbound))
 }
 
 
-async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mut inbound: mpsc::Receiver<Inbound>) {
+async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mut publisher: InfoPublisher, mut inbound: mpsc::Receiver<Inbound>) {
     let device_id = setup.link.identity.device_id.clone();
     let events = setup.link.events.clone();
+    let mut malformed = MalformedLog::new(&device_id);
     let emit = move |event: LinkEvent| {
         let _ = events.send(DeviceEvent { device_id: device_id.clone(), event });
     };
+    let mut session = Session::new(setup.link.identity.clone(), "mqtt", setup.link.session.clone(), Instant::now());
+    publisher.update(session.info(), Instant::now());
     emit(LinkEvent::Link(Lifecycle::Connected {
         transport: "mqtt".into(),
         client_id: setup.link.identity.client_id.clone(),
         remote: setup.link.remote.clone(),
     }));
-    let mut session = Session::new(setup.link.identity.clone(), "mqtt", setup.link.session.clone(), Instant::now());
     let mut waiting: Waiting = HashMap::new();
     let max = setup.max_payload;
     let silence_limit = setup.link.session.keepalive * SILENT_PERIODS;
@@ -96,7 +98,7 @@ async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mu
                 match msg {
                     Some(Inbound::Text(text)) if text.len() > max => session.on_oversize(&text, max),
                     Some(Inbound::Text(text)) => session.on_text(&text, Instant::now()),
-                    Some(Inbound::Audio(n)) => { session.on_binary(n); continue; }
+                    Some(Inbound::Audio(n)) => { session.on_binary(n); Vec::new() }
                     Some(Inbound::Begin) => session.begin(Instant::now()),
                     None => break "the hub stopped serving this device".to_string(),
                 }
@@ -122,7 +124,6 @@ async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mu
                     out
                 }
                 Some(Command::Cancel(ticket)) => { waiting.remove(&ticket); session.cancel(ticket); continue; }
-                Some(Command::Snapshot(tx)) => { let _ = tx.send(session.info().clone()); continue; }
                 Some(Command::Close) | None => break "replaced or shut down by the hub".to_string(),
             },
             changed = setup.broker_up.changed() => {
@@ -136,6 +137,7 @@ async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mu
                 session.fail_callers(CallError::Link(format!("the connection to the MQTT broker {} was lost before the device answered", setup.broker)))
             }
             _ = sleep_until(deadline) => session.on_tick(Instant::now()),
+            _ = sleep_until(publisher.refresh_at()) => Vec::new(),
             _ = tokio::time::sleep_until(gone_at) => {
                 if !*setup.broker_up.borrow() {
                     heard = Instant::now();
@@ -144,7 +146,8 @@ async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mu
                 break format!("nothing heard from the device for {} s (switched off or out of reach)", silence_limit.as_secs());
             }
         };
-        carry_out(outputs, &setup, &mut waiting, &emit);
+        publisher.update(session.info(), Instant::now());
+        carry_out(outputs, &setup, &mut waiting, &mut malformed, &emit);
     };
     for o in session.on_disconnect() {
         if let Output::Reply { ticket, outcome } = o
@@ -153,15 +156,20 @@ async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mu
             let _ = tx.send(outcome);
         }
     }
+    for (_, tx) in waiting.drain() {
+        let _ = tx.send(Err(CallError::Disconnected));
+    }
+    malformed.summarise();
     info!(device = %setup.link.identity.device_id, %reason, "MQTT device link ended");
+    publisher.gone();
     emit(LinkEvent::Link(Lifecycle::Disconnected { reason }));
 }
 
-fn carry_out(outputs: Vec<Output>, setup: &MqttLinkSetup, waiting: &mut Waiting, emit: &impl Fn(LinkEvent)) {
+fn carry_out(outputs: Vec<Output>, setup: &MqttLinkSetup, waiting: &mut Waiting, malformed: &mut MalformedLog, emit: &impl Fn(LinkEvent)) {
     for o in outputs {
         // While the broker is down there is nowhere to send; keepalives and onboarding requests
         // then time out like unanswered ones.
-        if let Some(text) = deliver(o, waiting, emit)
+        if let Some(text) = deliver(o, waiting, malformed, emit)
             && *setup.broker_up.borrow()
         {
             crate::mqtt::conn::send(&setup.client, setup.downlink.clone(), text);

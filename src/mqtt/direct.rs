@@ -119,6 +119,6 @@ pub async fn open(url: &str, device: Option<&str>, timeout: Duration, wait: Opti
         }
         Err(_) => return Err(CodedError::new(Exit::Timeout, format!("device {device_id} did not finish onboarding over MQTT within {limit:?}")).into()),
     }
-    let info = handle.snapshot().await.ok_or_else(|| CodedError::new(Exit::Unreachable, "the device link ended"))?;
-    Ok((handle, serde_json::to_value(info)?))
+    let info = handle.snapshot().ok_or_else(|| CodedError::new(Exit::Unreachable, "the device link ended"))?;
+    Ok((handle, serde_json::to_value(&*info)?))
 }

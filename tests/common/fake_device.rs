@@ -24,11 +24,23 @@ pub fn tool(name: &str) -> Value {
 impl FakeDevice {
     /// Connects as `device_id`, completes hello and onboarding with `tools`.
     pub async fn connect(url: &str, device_id: &str, tools: Vec<Value>) -> Self {
+        Self::connect_with_receive_buffer(url, device_id, tools, None).await
+    }
+
+    /// As [`Self::connect`], with the socket's receive buffer set (small: the hub's writes to a
+    /// device that does not read fill it soon).
+    pub async fn connect_with_receive_buffer(url: &str, device_id: &str, tools: Vec<Value>, receive_buffer: Option<u32>) -> Self {
         let mut req = url.into_client_request().unwrap();
         req.headers_mut().insert("Device-Id", device_id.parse().unwrap());
         req.headers_mut().insert("Client-Id", "fake-client".parse().unwrap());
         req.headers_mut().insert("Protocol-Version", "1".parse().unwrap());
-        let (ws, _) = tokio_tungstenite::connect_async(req).await.expect("fake device connects");
+        let addr = tokio::net::lookup_host(req.uri().authority().unwrap().as_str()).await.unwrap().next().unwrap();
+        let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4() } else { tokio::net::TcpSocket::new_v6() }.unwrap();
+        if let Some(size) = receive_buffer {
+            socket.set_recv_buffer_size(size).unwrap();
+        }
+        let stream = socket.connect(addr).await.expect("fake device connects");
+        let (ws, _) = tokio_tungstenite::client_async(req, MaybeTlsStream::Plain(stream)).await.expect("fake device upgrades");
         let mut dev = Self { ws, session_id: String::new() };
         dev.send(json!({"type":"hello","version":1,"features":{"mcp":true},"transport":"websocket","audio_params":{"format":"opus","sample_rate":16000,"channels":1,"frame_duration":60}})).await;
         let hello = dev.recv().await;

@@ -1,0 +1,399 @@
+//! Devices and clients that do not play along: a device that stops reading, one that never says
+//! hello, one that floods malformed frames, a control client that floods requests, hosts asking
+//! for devices that do not exist, and MCP calls to devices that are offline or onboarding.
+//! Every wait has a deadline: on code that blocks, these tests fail instead of hanging.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::fake_device::{FakeDevice, tool};
+use common::{HubProcess, mcpdev};
+use futures_util::{SinkExt, StreamExt};
+use mcpdev::links::mcp_client::{McpConnection, McpTransport};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+const STALLED: &str = "02:00:00:00:0a:01";
+const OTHER: &str = "02:00:00:00:0a:02";
+
+type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// A raw connection to the hub's control API; answers come out of order, so those not asked
+/// for yet are kept.
+struct Control {
+    ws: futures_util::stream::SplitSink<Ws, Message>,
+    incoming: tokio::sync::mpsc::UnboundedReceiver<Value>,
+    kept: std::collections::HashMap<u64, std::collections::VecDeque<Value>>,
+}
+
+async fn control(hub: &HubProcess) -> Control {
+    let url = format!("{}/api/v1/link", hub.host_url.replace("http://", "ws://"));
+    let (ws, mut stream) = tokio_tungstenite::connect_async(url).await.expect("control API").0.split();
+    let (tx, incoming) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(Ok(msg)) = stream.next().await {
+            if let Message::Text(t) = msg
+                && tx.send(serde_json::from_str(&t).unwrap()).is_err()
+            {
+                return;
+            }
+        }
+    });
+    Control { ws, incoming, kept: Default::default() }
+}
+
+async fn send(ctl: &mut Control, v: Value) {
+    ctl.ws.send(Message::text(v.to_string())).await.unwrap();
+}
+
+/// The next control message with this id (events of watches included), within `limit`.
+async fn answer(ctl: &mut Control, id: u64, limit: Duration) -> Value {
+    if let Some(v) = ctl.kept.get_mut(&id).and_then(|q| q.pop_front()) {
+        return v;
+    }
+    tokio::time::timeout(limit, async {
+        loop {
+            let v = ctl.incoming.recv().await.expect("control connection closed");
+            match v["id"].as_u64() {
+                Some(i) if i == id => return v,
+                Some(i) => ctl.kept.entry(i).or_default().push_back(v),
+                None => panic!("an answer without id: {v}"),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no answer to control request {id} within {limit:?}"))
+}
+
+async fn mcp(hub: &HubProcess) -> McpConnection {
+    let url = format!("{}/mcp", hub.host_url);
+    McpConnection::connect(&url, &Default::default(), McpTransport::Http, Duration::from_secs(10)).await.expect("MCP session")
+}
+
+async fn tool_names(conn: &McpConnection) -> Vec<String> {
+    let tools = tokio::time::timeout(Duration::from_secs(10), conn.list_all_tools(Duration::from_secs(10))).await.expect("tools/list hung").expect("tools/list");
+    tools.iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_that_stops_reading_stalls_nobody_and_is_disconnected() {
+    let hub = HubProcess::start(&["--mcp-timeout", "3s"], &[]).await;
+    let mut ctl = control(&hub).await;
+    send(&mut ctl, json!({"id": 1, "op": "watch", "device": STALLED})).await;
+    assert_eq!(answer(&mut ctl, 1, Duration::from_secs(5)).await["ok"]["watching"], STALLED);
+    let _other = FakeDevice::connect(&hub.device_url, OTHER, vec![tool("other_tool")]).await;
+    let stalled = FakeDevice::connect_with_receive_buffer(&hub.device_url, STALLED, vec![tool("stalled_tool")], Some(16 * 1024)).await;
+
+    // The device floods requests with huge method names (each echoed in an error) and never
+    // reads again; the hub is also asked to send it big requests.
+    let (sent_tx, mut sent) = tokio::sync::watch::channel(0usize);
+    let mut ws = stalled.ws;
+    let flood = tokio::spawn(async move {
+        let method = "m".repeat(900_000);
+        for i in 0..40u64 {
+            let req = json!({"jsonrpc": "2.0", "id": 1000 + i, "method": method});
+            let frame = json!({"session_id": "", "type": "mcp", "payload": req}).to_string();
+            if ws.send(Message::text(frame)).await.is_err() {
+                break;
+            }
+            sent_tx.send_replace(i as usize + 1);
+        }
+        ws // kept open, never read
+    });
+    let big = "x".repeat(900_000);
+    for id in 10..26u64 {
+        send(&mut ctl, json!({"id": id, "op": "rpc", "device": STALLED, "method": "tools/call", "params": {"name": "stalled_tool", "arguments": {"pad": big}}, "timeout_ms": 20_000})).await;
+    }
+    // Enough sent to fill any socket buffer, or the hub already hung up.
+    let filled = tokio::time::timeout(Duration::from_secs(30), sent.wait_for(|n| *n >= 20));
+    let _ = filled.await;
+
+    // Everyone else is served meanwhile.
+    let conn = tokio::time::timeout(Duration::from_secs(15), mcp(&hub)).await.expect("MCP initialize hung");
+    let names = tool_names(&conn).await;
+    assert!(names.contains(&"list_devices".to_string()) && names.iter().any(|n| n.ends_with(".other_tool")), "{names:?}");
+    let listed = tokio::time::timeout(Duration::from_secs(10), conn.call_tool("list_devices", json!({}), Duration::from_secs(10))).await.expect("list_devices hung").unwrap();
+    assert_eq!(listed["isError"], false, "{listed}");
+    send(&mut ctl, json!({"id": 2, "op": "devices"})).await;
+    let devices = answer(&mut ctl, 2, Duration::from_secs(10)).await;
+    assert!(devices["ok"].as_array().unwrap().iter().any(|d| d["device_id"] == OTHER), "{devices}");
+    let hello = tokio::time::timeout(Duration::from_secs(15), mcpdev(&hub, &["hello", "-d", OTHER, "--json"])).await.expect("hello hung");
+    assert_eq!(hello.code, 0, "{hello:?}");
+
+    // A call to the stalled device ends within its timeout: 6 (timeout) or 4 (gone).
+    let started = std::time::Instant::now();
+    let call = tokio::time::timeout(Duration::from_secs(20), mcpdev(&hub, &["call", "-d", STALLED, "stalled_tool", "n=1", "--timeout", "3s"])).await.expect("call hung");
+    assert!(matches!(call.code, 4 | 6), "{call:?}");
+    assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
+
+    // The hub hangs up on it, saying why, and every caller it had ends.
+    let reason = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let v = answer(&mut ctl, 1, Duration::from_secs(30)).await;
+            if v["event"]["event"] == "disconnected" {
+                return v["event"]["reason"].as_str().unwrap().to_string();
+            }
+        }
+    })
+    .await
+    .expect("the stalled device was not disconnected");
+    assert!(reason.starts_with("the device stopped reading"), "{reason}");
+    for id in 10..26u64 {
+        let a = answer(&mut ctl, id, Duration::from_secs(25)).await;
+        assert!(["disconnected", "not_found", "timeout"].contains(&a["error"]["kind"].as_str().unwrap_or("")), "{a}");
+    }
+    flood.abort();
+}
+
+/// A hub whose stderr (its log) is read line by line.
+async fn hub_with_log(extra: &[&str]) -> (tokio::process::Child, String, tokio::io::Lines<BufReader<tokio::process::ChildStderr>>) {
+    let mut args = vec!["serve", "--json", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"))
+        .args(&args)
+        .env("RUST_LOG", "info,rmcp=warn")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = tokio::time::timeout(Duration::from_secs(30), out.next_line()).await.expect("hub start").unwrap().expect("hub exited");
+    let v: Value = serde_json::from_str(&line).unwrap();
+    tokio::spawn(async move { while let Ok(Some(_)) = out.next_line().await {} });
+    let lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    (child, v["devices"].as_str().unwrap().to_string(), lines)
+}
+
+#[tokio::test]
+async fn a_thousand_malformed_frames_log_a_handful_of_lines_with_the_count() {
+    let (_hub, url, mut log) = hub_with_log(&[]).await;
+    let mut dev = FakeDevice::connect(&url, "02:00:00:00:0b:01", vec![tool("t")]).await;
+    for _ in 0..1000 {
+        dev.send_raw(Message::text("{not json")).await;
+    }
+    dev.ws.close(None).await.unwrap();
+    let lines = tokio::time::timeout(Duration::from_secs(30), async {
+        let mut malformed = Vec::new();
+        while let Some(line) = log.next_line().await.unwrap() {
+            if line.contains("malformed") {
+                malformed.push(line.clone());
+            }
+            if line.contains("device disconnected") {
+                return malformed;
+            }
+        }
+        panic!("the hub's log ended");
+    })
+    .await
+    .expect("no disconnect logged");
+    assert!(lines.len() <= 8, "{} lines: {lines:#?}", lines.len());
+    assert!(lines.iter().any(|l| l.contains("995 more malformed messages") && l.contains("1000 in all")), "{lines:#?}");
+}
+
+#[tokio::test]
+async fn a_control_connection_keeps_no_state_for_finished_requests_and_caps_those_under_way() {
+    let hub = HubProcess::start(&[], &[]).await;
+    let mut ctl = control(&hub).await;
+    for id in 1..=3000u64 {
+        send(&mut ctl, json!({"id": id, "op": "devices"})).await;
+    }
+    // Every request is answered once: served, or refused as busy when too many were under way.
+    for id in 1..=3000u64 {
+        let a = answer(&mut ctl, id, Duration::from_secs(30)).await;
+        assert!(a["ok"] == json!([]) || a["error"]["kind"] == "busy", "{a}");
+    }
+    send(&mut ctl, json!({"id": 5000, "op": "stats"})).await;
+    assert_eq!(answer(&mut ctl, 5000, Duration::from_secs(5)).await["ok"]["in_flight"], 0);
+
+    // Requests that wait (for a device that never comes) count until they end; beyond the cap,
+    // the answer is `busy` at once.
+    for id in 6000..6300u64 {
+        send(&mut ctl, json!({"id": id, "op": "device", "device": "02:00:00:00:0c:01", "wait_ms": 60_000})).await;
+    }
+    for id in 6256..6300u64 {
+        let a = answer(&mut ctl, id, Duration::from_secs(10)).await;
+        assert_eq!(a["error"]["kind"], "busy", "{a}");
+    }
+    send(&mut ctl, json!({"id": 7000, "op": "stats"})).await;
+    assert_eq!(answer(&mut ctl, 7000, Duration::from_secs(5)).await["ok"]["in_flight"], 256);
+}
+
+#[tokio::test]
+async fn unknown_devices_get_a_404_on_their_mcp_endpoint() {
+    let hub = HubProcess::start(&[], &[]).await;
+    let client = reqwest_free_get(&hub.host_url);
+    for i in 0..50 {
+        let (status, body) = client(&format!("/devices/02:00:00:00:{:02x}:{:02x}/mcp", i / 256, i % 256)).await;
+        assert_eq!(status, 404, "{body}");
+        assert!(body.contains("is not connected and has not connected since the hub started"), "{body}");
+    }
+    // A device that connected once keeps its endpoint.
+    let dev = FakeDevice::connect(&hub.device_url, "02:00:00:00:0d:01", vec![tool("t")]).await;
+    let (status, _) = client("/devices/02:00:00:00:0d:01/mcp").await;
+    assert_ne!(status, 404);
+    drop(dev);
+}
+
+/// A minimal HTTP/1.1 GET over a raw socket: status and body.
+fn reqwest_free_get(base: &str) -> impl Fn(&str) -> std::pin::Pin<Box<dyn std::future::Future<Output = (u16, String)>>> {
+    let addr = base.trim_start_matches("http://").to_string();
+    move |path: &str| {
+        let (addr, path) = (addr.clone(), path.to_string());
+        Box::pin(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut s = TcpStream::connect(&addr).await.unwrap();
+            let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\nConnection: close\r\n\r\n");
+            s.write_all(req.as_bytes()).await.unwrap();
+            let mut buf = Vec::new();
+            let _ = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut buf)).await;
+            let text = String::from_utf8_lossy(&buf).into_owned();
+            let status = text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+            (status, text)
+        })
+    }
+}
+
+#[tokio::test]
+async fn paging_through_mcp_lists_every_tool_once_as_devices_come_and_go() {
+    let hub = HubProcess::start(&["--mcp-page-size", "3"], &[]).await;
+    let a = FakeDevice::connect(&hub.device_url, "02:00:00:00:0e:01", (0..5).map(|i| tool(&format!("a{i}"))).collect()).await;
+    let b = FakeDevice::connect(&hub.device_url, "02:00:00:00:0e:02", (0..4).map(|i| tool(&format!("b{i}"))).collect()).await;
+    let mut ctl = control(&hub).await;
+    send(&mut ctl, json!({"id": 1, "op": "device", "device": "02:00:00:00:0e:02", "wait_ms": 10_000})).await;
+    assert!(answer(&mut ctl, 1, Duration::from_secs(15)).await.get("ok").is_some());
+    let conn = mcp(&hub).await;
+    let check = |names: Vec<String>, want: usize| {
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!((names.len(), unique.len()), (want, want), "{names:?}");
+    };
+    check(tool_names(&conn).await, 1 + 5 + 4);
+
+    send(&mut ctl, json!({"id": 2, "op": "watch", "device": "02:00:00:00:0e:02"})).await;
+    answer(&mut ctl, 2, Duration::from_secs(5)).await;
+    drop(b);
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while answer(&mut ctl, 2, Duration::from_secs(10)).await["event"]["event"] != "disconnected" {}
+    })
+    .await
+    .expect("no disconnect event");
+    let names = tool_names(&conn).await;
+    check(names.clone(), 1 + 5);
+    assert!(!names.iter().any(|n| n.contains(".b")), "{names:?}");
+
+    let _c = FakeDevice::connect(&hub.device_url, "02:00:00:00:0e:03", vec![tool("c0"), tool("c1")]).await;
+    send(&mut ctl, json!({"id": 3, "op": "device", "device": "02:00:00:00:0e:03", "wait_ms": 10_000})).await;
+    assert!(answer(&mut ctl, 3, Duration::from_secs(15)).await.get("ok").is_some());
+    check(tool_names(&conn).await, 1 + 5 + 2);
+    drop(a);
+}
+
+#[tokio::test]
+async fn a_call_to_an_offline_or_onboarding_device_says_so() {
+    let hub = HubProcess::start(&[], &[]).await;
+    // Says hello, never answers initialize: it stays onboarding.
+    let mut req = hub.device_url.as_str().into_client_request().unwrap();
+    req.headers_mut().insert("Device-Id", "02:00:00:00:0f:01".parse().unwrap());
+    req.headers_mut().insert("Client-Id", "c".parse().unwrap());
+    let (mut ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+    ws.send(Message::text(json!({"type":"hello","version":1,"features":{"mcp":true},"transport":"websocket","audio_params":{"format":"opus","sample_rate":16000,"channels":1,"frame_duration":60}}).to_string())).await.unwrap();
+    let mut ctl = control(&hub).await;
+    send(&mut ctl, json!({"id": 1, "op": "device", "device": "02:00:00:00:0f:01", "wait_ms": 0})).await;
+    assert_eq!(answer(&mut ctl, 1, Duration::from_secs(5)).await["error"]["kind"], "not_ready");
+
+    let conn = mcp(&hub).await;
+    let r = conn.call_tool("dev-020000000f01.self.get_device_status", json!({}), Duration::from_secs(10)).await.expect("an isError result, not a protocol error");
+    assert_eq!(r["isError"], true, "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("02:00:00:00:0f:01") && text.contains("still onboarding"), "{text}");
+
+    let r = conn.call_tool("dev-02000000ffff.light.on", json!({}), Duration::from_secs(10)).await.expect("an isError result, not a protocol error");
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(r["content"][0]["text"].as_str().unwrap().contains("02:00:00:00:ff:ff is not connected"), "{r}");
+
+    // A name that names no device stays an unknown tool.
+    assert!(conn.call_tool("nonsense", json!({}), Duration::from_secs(10)).await.is_err());
+    drop(ws);
+}
+
+/// Fires when dropped: stands for what a listener hands a link until the device's hello.
+struct Permit(Option<tokio::sync::oneshot::Sender<()>>);
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// Serves one raw socket with a link that wants a hello within 300 ms; returns the link's
+/// events, the permit's drop signal and the client's socket.
+async fn link_with_hello_timeout() -> (tokio::sync::broadcast::Receiver<mcpdev::links::DeviceEvent>, tokio::sync::oneshot::Receiver<()>, Ws, mcpdev::links::DeviceHandle) {
+    use mcpdev::links::handle::{LinkSetup, Tracing};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/xiaozhi/v1/", listener.local_addr().unwrap());
+    let client = tokio::spawn(async move { tokio_tungstenite::connect_async(url).await.unwrap().0 });
+    let (tcp, _) = listener.accept().await.unwrap();
+    let server = tokio_tungstenite::accept_async(tcp).await.unwrap();
+    let (events, rx) = tokio::sync::broadcast::channel(64);
+    let (dropped_tx, dropped) = tokio::sync::oneshot::channel();
+    let identity = mcpdev::wire::identity::Identity { device_id: "02:00:00:00:10:01".into(), client_id: None, token: None, protocol_version: 1 };
+    let session = mcpdev::session::SessionConfig::new("s", mcpdev::links::websocket::server_hello("s"));
+    let setup = LinkSetup {
+        identity,
+        session,
+        events,
+        tracing: std::sync::Arc::new(Tracing::default()),
+        generation: 1,
+        remote: None,
+        until_hello: Some(Box::new(Permit(Some(dropped_tx)))),
+        hello_timeout: Some(Duration::from_millis(300)),
+    };
+    let (handle, _done) = mcpdev::links::websocket::spawn(server, setup);
+    (rx, dropped, client.await.unwrap(), handle)
+}
+
+async fn disconnect_reason(events: &mut tokio::sync::broadcast::Receiver<mcpdev::links::DeviceEvent>) -> String {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let ev = serde_json::to_value(events.recv().await.unwrap()).unwrap();
+            if ev["event"] == "disconnected" {
+                return ev["reason"].as_str().unwrap().to_string();
+            }
+        }
+    })
+    .await
+    .expect("no disconnect within 10 s")
+}
+
+#[tokio::test]
+async fn a_socket_that_never_says_hello_is_dropped_after_the_hello_timeout() {
+    let (mut events, dropped, mut ws, _handle) = link_with_hello_timeout().await;
+    assert_eq!(disconnect_reason(&mut events).await, "no hello within 300 ms");
+    tokio::time::timeout(Duration::from_secs(5), dropped).await.expect("the permit was kept").unwrap();
+    let end = tokio::time::timeout(Duration::from_secs(5), ws.next()).await.expect("socket left open");
+    assert!(matches!(end, None | Some(Ok(Message::Close(_))) | Some(Err(_))), "{end:?}");
+}
+
+#[tokio::test]
+async fn a_hello_releases_the_permit_and_lifts_the_hello_timeout() {
+    let (mut events, dropped, mut ws, handle) = link_with_hello_timeout().await;
+    ws.send(Message::text(json!({"type":"hello","version":1,"features":{"mcp":true},"transport":"websocket"}).to_string())).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), dropped).await.expect("the permit was kept after hello").unwrap();
+    // Well past the hello timeout the link is up: the session's own onboarding deadline (10 s)
+    // is what ends it, not the hello timeout.
+    let reason = tokio::time::timeout(Duration::from_secs(2), disconnect_reason(&mut events)).await;
+    assert!(reason.is_err(), "disconnected: {reason:?}");
+    assert!(handle.is_connected());
+}
