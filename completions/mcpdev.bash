@@ -452,7 +452,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__flash)
-            opts="-c -p -B -M -q -v -h -V --chip --port --baud --no-verify --save-image --merge --image --flash-args --wifi-ssid --hub-url --no-provision --wait-device --monitor --monitor-baud --hub --firmware-dir --json --quiet --verbose --color --help --version"
+            opts="-c -p -B -M -q -v -h -V --chip --port --baud --no-verify --save-image --merge --image --flash-args --wifi-ssid --hub-url --no-provision --wait-device --monitor --monitor-baud --monitor-only --board-info --erase --hub --firmware-dir --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -844,7 +844,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__init)
-            opts="-d -H -q -v -h -V --hub --device --listen --mqtt --wait --timeout --url --header --transport --vision-url --vision-token --json --quiet --verbose --color --help --version"
+            opts="-d -H -q -v -h -V --hub --device --listen --mqtt --wait --timeout --url --header --transport --live --vision-url --vision-token --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -932,7 +932,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__serve)
-            opts="-q -v -h -V --device-addr --host-addr --demo --demo-extra-tools --demo-profile --device-token --approve-all --vision-url --vision-token --vision-dir --keepalive --onboarding-timeout --allowed-host --allowed-origin --mcp-token --mcp-timeout --mcp-names --mcp-user-tools --mcp-page-size --mqtt --mqtt-listen --mqtt-group --mqtt-max-payload --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --json --quiet --verbose --color --help --version"
+            opts="-q -v -h -V --device-addr --host-addr --ready-file --demo --demo-extra-tools --demo-profile --device-token --approve-all --vision-url --vision-token --vision-dir --keepalive --onboarding-timeout --allowed-host --allowed-origin --mcp-token --mcp-timeout --mcp-names --mcp-user-tools --mcp-page-size --mqtt --mqtt-listen --mqtt-group --mqtt-max-payload --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --header-timeout --body-timeout --hello-timeout --max-pre-hello-per-peer --max-pre-hello --max-device-connections --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -943,6 +943,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --host-addr)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ready-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1043,6 +1047,30 @@ _mcpdev() {
                     return 0
                     ;;
                 --timezone-offset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --header-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --body-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hello-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-pre-hello-per-peer)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-pre-hello)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-device-connections)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1172,7 +1200,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__tools__subcmd__list)
-            opts="-d -H -q -v -h -V --hub --device --listen --mqtt --wait --timeout --url --header --transport --user-tools --json --quiet --verbose --color --help --version"
+            opts="-d -H -q -v -h -V --hub --device --listen --mqtt --wait --timeout --url --header --transport --user-tools --refresh --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

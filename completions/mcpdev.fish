@@ -34,7 +34,7 @@ complete -c mcpdev -n "__fish_mcpdev_needs_command" -s h -l help -d 'Print help 
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "serve" -d 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "hello" -d 'Show a device\'s hello: identity, transport, features, audio parameters'
-complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "init" -d 'Send MCP `initialize`; show protocol version, serverInfo and capabilities'
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "init" -d 'Show the device\'s MCP `initialize` answer: protocol version, serverInfo, capabilities (through a hub: the answer to the hub\'s initialize at onboarding; --live sends a new one)'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "tools" -d 'List a device\'s tools'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "call" -d 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "watch" -d 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
@@ -46,6 +46,7 @@ complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "completions" -d 'Prin
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l device-addr -d 'Where devices connect (WebSocket /xiaozhi/v1/)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l host-addr -d 'Where the CLI and MCP hosts connect; keep it on loopback unless you add --allowed-host' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l ready-file -d 'Once every listener is up, write the `listening` event (JSON: the real addresses) to FILE, so a script can wait for it; removed when the hub stops' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo -d 'Run N virtual devices in this process (2 when given without a number)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo-extra-tools -d 'Extra generated tools per demo device' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo-profile -d 'Which tools the demo devices offer' -r -f -a "stock\t'The stock xiaozhi common and user-only tools'
@@ -73,6 +74,12 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l public-host -d '
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l firmware -d 'Offer this firmware image in OTA answers (served by the hub; needs --firmware-version)' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l firmware-version -d 'The version of --firmware; a device upgrades when it is newer than its own' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l timezone-offset -d '`server_time.timezone_offset` in OTA answers, in minutes east of UTC' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l header-timeout -d 'A request\'s headers must arrive within this (both listeners)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l body-timeout -d 'A request\'s body must arrive within this (both listeners)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l hello-timeout -d 'A WebSocket device that has not said hello this long after connecting is closed' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-pre-hello-per-peer -d 'Connections from one address that have not said hello yet; more are closed at once' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-pre-hello -d 'Device-side connections that have not said hello yet, in total; more are closed at once' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-device-connections -d 'Device-side connections in total (also kept 256 below the open-file limit, for the host listener)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -118,6 +125,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l vision-token -d '
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l live -d 'Through a hub: send a new `initialize` instead of showing the onboarding answer (without --vision-url it carries no vision capability, so the device keeps the hub\'s endpoint)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -148,6 +156,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_sub
 always\t''
 never\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l user-tools -d 'Also show user-only tools (annotated audience: ["user"])'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l refresh -d 'List the tools on the device again instead of showing the hub\'s cached list (after a failed onboarding: onboard the device again)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -282,6 +291,9 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l no-verify -d 'Do
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l merge -d 'With --save-image: one file for offset 0 (bootloader, partition table, provisioning record, app) instead of the app alone'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l no-provision -d 'Do not write the provisioning record (keep the one on the device; app-only images never have one)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s M -l monitor -d 'After flashing, show the device\'s serial log until Ctrl-C (reopening the port when a USB-Serial-JTAG board comes back after its reset); NDJSON lines with --json'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l monitor-only -d 'Only show the serial log of the board (no build, no flashing) until Ctrl-C'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l board-info -d 'Only tell what board is on the port (chip, revision, crystal, flash size, features, MAC)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l erase -d 'Erase the whole flash before writing (the provisioning record and any old data go too)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -305,7 +317,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -s h -l help 
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim flash man completions help" -f -a "serve" -d 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim flash man completions help" -f -a "hello" -d 'Show a device\'s hello: identity, transport, features, audio parameters'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim flash man completions help" -f -a "init" -d 'Send MCP `initialize`; show protocol version, serverInfo and capabilities'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim flash man completions help" -f -a "init" -d 'Show the device\'s MCP `initialize` answer: protocol version, serverInfo, capabilities (through a hub: the answer to the hub\'s initialize at onboarding; --live sends a new one)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim flash man completions help" -f -a "tools" -d 'List a device\'s tools'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim flash man completions help" -f -a "call" -d 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim flash man completions help" -f -a "watch" -d 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'

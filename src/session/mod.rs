@@ -778,7 +778,7 @@ impl Session {
         // answer then counts as late), so a device repeating its hello cannot grow the map.
         let kind = |o: Origin| match o {
             Origin::Caller(_) => None,
-            Origin::Initialize | Origin::ListPage => Some(0),
+            Origin::Initialize(_) | Origin::ListPage(_) => Some(0),
             Origin::Keepalive => Some(1),
         };
         if let Some(k) = kind(origin) {
