@@ -3,7 +3,7 @@
 //! `cargo bench --bench soak` (`SOAK_CALLS=20000` for a short run; default 1,000,000) starts the
 //! release `mcpdev serve --demo 8` as a separate process, then, against its device listener:
 //!
-//! - **churners**: well-behaved devices (raw WebSocket clients in this file) that disconnect after
+//! - **churners** (4): well-behaved devices (raw WebSocket clients in this file) that disconnect after
 //!   a random 0.2–2 s and reconnect at once, over and over;
 //! - **misbehavers**, one of each kind, each reconnecting whenever the hub drops it:
 //!   - `stop-reading`: onboards, then never reads again and sends JSON-RPC requests with 900 KB
@@ -11,6 +11,9 @@
 //!   - `flood`: answers calls but sends a stream of junk text frames as fast as the hub takes them;
 //!   - `oversize`: answers calls, and sends a 2 MiB text frame every second;
 //!   - `bad-utf8`: answers calls, and sends a text frame of invalid UTF-8 every second.
+//!
+//! `SOAK_CHURN` sets the number of churners (default 4), `SOAK_HOSTILE` which misbehavers run
+//! (default `stop-reading,flood,oversize,bad-utf8`; `none` for none).
 //!
 //! Meanwhile `SOAK_CLIENTS` (default 32) MCP clients (the official Rust SDK's, one keep-alive
 //! session each) call `tools/call` through `/mcp`: 80% to the 8 demo devices (well-behaved: every
@@ -42,7 +45,6 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcpdev");
 const DEMO: usize = 8;
-const CHURNERS: usize = 4;
 /// The hub gives up on a device after this (`serve --mcp-timeout`)...
 const HUB_TIMEOUT: &str = "5s";
 /// ...so a call with no answer after this is lost, not slow.
@@ -61,7 +63,16 @@ enum Kind {
     BadUtf8,
 }
 
-const MISBEHAVERS: [Kind; 4] = [Kind::StopReading, Kind::Flood, Kind::Oversize, Kind::BadUtf8];
+const MISBEHAVERS: [(&str, Kind); 4] = [("stop-reading", Kind::StopReading), ("flood", Kind::Flood), ("oversize", Kind::Oversize), ("bad-utf8", Kind::BadUtf8)];
+
+/// `SOAK_HOSTILE`: a comma-separated choice of misbehaver kinds (default all, `none` for none), to
+/// tell which kind causes a loss.
+fn misbehavers() -> anyhow::Result<Vec<Kind>> {
+    let Ok(list) = std::env::var("SOAK_HOSTILE") else { return Ok(MISBEHAVERS.iter().map(|(_, k)| *k).collect()) };
+    list.split(',').map(str::trim).filter(|n| !n.is_empty() && *n != "none").map(|n| {
+        MISBEHAVERS.iter().find(|(name, _)| *name == n).map(|(_, k)| *k).ok_or_else(|| anyhow::anyhow!("SOAK_HOSTILE: unknown kind {n:?}; use some of stop-reading,flood,oversize,bad-utf8 or none"))
+    }).collect()
+}
 
 /// The three classes of target, counted apart.
 #[derive(Clone, Copy)]
@@ -259,10 +270,9 @@ struct Targets {
 
 impl Targets {
     fn pick(&self) -> (Class, &str, &'static str) {
-        let r = fastrand::u32(0..10);
-        let (class, list, arg) = match r {
-            0 => (Class::Churn, &self.churn, "n"),
-            1 => (Class::Hostile, &self.hostile, "n"),
+        let (class, list, arg) = match fastrand::u32(0..10) {
+            0 if !self.churn.is_empty() => (Class::Churn, &self.churn, "n"),
+            1 if !self.hostile.is_empty() => (Class::Hostile, &self.hostile, "n"),
             _ => (Class::Good, &self.good, "volume"),
         };
         (class, &list[fastrand::usize(0..list.len())], arg)
@@ -321,6 +331,8 @@ async fn main() -> anyhow::Result<()> {
     mcpdev::tls::install_crypto_provider();
     let calls = env_usize("SOAK_CALLS", 1_000_000) as u64;
     let clients = env_usize("SOAK_CLIENTS", 32);
+    let churners = env_usize("SOAK_CHURN", 4);
+    let hostile = misbehavers()?;
     let mut hub = tokio::process::Command::new(BIN)
         .args(["serve", "--json", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0", "--demo", &DEMO.to_string(), "--mcp-timeout", HUB_TIMEOUT])
         .env("RUST_LOG", "error")
@@ -336,8 +348,8 @@ async fn main() -> anyhow::Result<()> {
 
     let stop = Arc::new(AtomicBool::new(false));
     let reconnects = Arc::new(AtomicUsize::new(0));
-    let mut kinds: Vec<(String, Kind)> = (0..CHURNERS).map(|n| (mac(n + 1), Kind::Churn)).collect();
-    kinds.extend(MISBEHAVERS.iter().enumerate().map(|(n, k)| (mac(0x80 + n), *k)));
+    let mut kinds: Vec<(String, Kind)> = (0..churners).map(|n| (mac(n + 1), Kind::Churn)).collect();
+    kinds.extend(hostile.iter().enumerate().map(|(n, k)| (mac(0x80 + n), *k)));
     let device_tasks: Vec<_> = kinds.iter().map(|(m, k)| tokio::spawn(device(devices_url.clone(), m.clone(), *k, stop.clone(), reconnects.clone()))).collect();
     let targets = Arc::new(Targets {
         good: (1..=DEMO).map(|n| format!("dev-0200000000{n:02x}.self.audio_speaker.set_volume")).collect(),
@@ -360,7 +372,7 @@ async fn main() -> anyhow::Result<()> {
         pool.push(c);
     }
     let (rss0, fds0) = usage(pid);
-    println!("soak: {calls} calls from {clients} MCP clients through /mcp; {DEMO} demo devices, {CHURNERS} churning, misbehaving: {MISBEHAVERS:?}");
+    println!("soak: {calls} calls from {clients} MCP clients through /mcp; {DEMO} demo devices, {churners} churning, misbehaving: {hostile:?}");
     println!("soak: hub pid {pid} at start: RSS {:.1} MiB, {fds0} open descriptors", rss0 as f64 / 1024.0);
 
     let tally = Arc::new(Tally::default());
