@@ -1,7 +1,8 @@
 //! Hostile-device and churn soak of the hub (issue 10): a command, not a timed test.
 //!
 //! `cargo bench --bench soak` (`SOAK_CALLS=20000` for a short run; default 1,000,000) starts the
-//! release `mcpdev serve --demo 8` as a separate process, then, against its device listener:
+//! release `mcpdev serve --demo 8 --mcp-timeout 5s` as a separate process (in a scratch directory,
+//! without the user's `MCPDEV_*` settings, killed with the bench), then, against its device listener:
 //!
 //! - **churners** (4): well-behaved devices (raw WebSocket clients in this file) that disconnect after
 //!   a random 0.2–2 s and reconnect at once, over and over;
@@ -326,6 +327,38 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
+/// `mcpdev serve` with the demo devices, in a scratch directory and without the user's `MCPDEV_*`
+/// settings or `mcpdev.toml`, killed with this process (`PR_SET_PDEATHSIG`) or its handle.
+fn scratch() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("mcpdev-soak-{}", std::process::id()))
+}
+
+fn hub_command() -> tokio::process::Command {
+    let scratch = scratch();
+    let _ = std::fs::create_dir_all(scratch.join("config"));
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.args(["serve", "--json", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0", "--demo", &DEMO.to_string(), "--mcp-timeout", HUB_TIMEOUT])
+        .current_dir(&scratch)
+        .env("XDG_CONFIG_HOME", scratch.join("config"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    for (key, _) in std::env::vars_os() {
+        if key.to_str().is_some_and(|k| k.starts_with("MCPDEV_") || k == "RUST_LOG") {
+            cmd.env_remove(key);
+        }
+    }
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    cmd
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     mcpdev::tls::install_crypto_provider();
@@ -333,13 +366,7 @@ async fn main() -> anyhow::Result<()> {
     let clients = env_usize("SOAK_CLIENTS", 32);
     let churners = env_usize("SOAK_CHURN", 4);
     let hostile = misbehavers()?;
-    let mut hub = tokio::process::Command::new(BIN)
-        .args(["serve", "--json", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0", "--demo", &DEMO.to_string(), "--mcp-timeout", HUB_TIMEOUT])
-        .env("RUST_LOG", "error")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()?;
+    let mut hub = hub_command().spawn()?;
     let pid = hub.id().expect("hub pid");
     let mut lines = BufReader::new(hub.stdout.take().expect("piped")).lines();
     let listening: Value = serde_json::from_str(&lines.next_line().await?.expect("hub exited"))?;
@@ -422,6 +449,7 @@ async fn main() -> anyhow::Result<()> {
     let verdict = lost == 0 && good_failed == 0 && growth <= 10.0;
     println!("targets (0 lost, 0 failed well-behaved calls, RSS within 10%): {}", if verdict { "met" } else { "MISSED" });
     let _ = hub.kill().await;
+    let _ = std::fs::remove_dir_all(scratch());
     if !verdict {
         std::process::exit(1);
     }
