@@ -25,8 +25,7 @@ pub fn router(hub: Arc<Hub>) -> Router {
     Router::new()
         .route(DEVICE_PATH, any(accept_device))
         .route("/xiaozhi/v1", any(accept_device))
-        .route(VISION_PATH, post(super::vision::explain))
-        .merge(super::ota::routes())
+        .merge(super::cors::allow_browsers(Router::new().route(VISION_PATH, post(super::vision::explain)).merge(super::ota::routes())))
         .with_state(hub)
 }
 

@@ -3,7 +3,7 @@
 //!
 //! Two listeners:
 //! - the device listener (default `0.0.0.0:8000`): WebSocket `/xiaozhi/v1/`, OTA `/xiaozhi/ota/`,
-//!   the vision endpoint;
+//!   the vision endpoint (OTA and vision answer CORS, so a browser page can be a device: [`cors`]);
 //! - the host listener (default `127.0.0.1:8001`, loopback): the control API the CLI uses, and
 //!   the MCP endpoints for MCP hosts ([`crate::bridge`]).
 //!   It checks `Host` and `Origin`, so a web page cannot reach the devices through a browser, and
@@ -22,6 +22,7 @@
 pub mod admission;
 pub mod budget;
 pub mod control;
+pub mod cors;
 pub mod devices;
 pub mod listener;
 pub mod ota;

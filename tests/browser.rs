@@ -1,0 +1,234 @@
+//! A browser is a device: Debian's Chromium (headless, driven by playwright-core from npm, no
+//! browser download) loads a page from another origin than the hub (`tests/browser/device.html`,
+//! served by a small HTTP server in this test) that does what xiaozhi-esp32-server's test page
+//! does: a preflighted `fetch` POST to the hub's OTA URL, a WebSocket with query-string identity
+//! and a minimal hello, answering MCP, then a photo upload to the vision URL `initialize` gave.
+//! `mcpdev tools list` and `mcpdev call` reach it, and the upload lands in `--vision-dir`.
+//!
+//! Without CORS on the hub's OTA and vision routes the page stops at the OTA step (the browser
+//! refuses the preflight's 405), as the xiaozhi page does with "OTA连接失败".
+//!
+//! `.ci/test` installs Chromium (Debian package) and playwright-core (pinned), and sets
+//! `MCPDEV_TEST_CHROMIUM`, `MCPDEV_TEST_NODE_BROWSER` (the playwright-core package directory) and
+//! `MCPDEV_TEST_NODE22`; a missing one is a failure, not a skip.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{HubProcess, mcpdev};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::process::{Child, ChildStdout};
+
+/// Chromium starts in about a second; past this a step is a failure.
+const STEP_DEADLINE: Duration = Duration::from_secs(60);
+const DEVICE: &str = "02:b0:00:00:00:01";
+
+fn repo_path(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// `$var`, else where `.ci/test` installs it; missing fails and says how to get it.
+fn installed(var: &str, fallback: PathBuf, what: &str) -> PathBuf {
+    let from_env = std::env::var_os(var).map(PathBuf::from);
+    if let Some(p) = from_env.iter().chain([&fallback]).find(|p| p.exists()) {
+        return p.clone();
+    }
+    panic!("no {what}: {var} is {from_env:?} and {} does not exist. Run .ci/test (it installs it), or set {var}.", fallback.display());
+}
+
+/// The page's origin: a server of its own on another port than the hub's.
+async fn serve_page() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((sock, _)) = listener.accept().await {
+            tokio::spawn(serve_file(sock));
+        }
+    });
+    format!("http://{addr}")
+}
+
+async fn serve_file(mut sock: TcpStream) {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
+        match sock.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    let line = String::from_utf8_lossy(&head).lines().next().unwrap_or_default().to_string();
+    let path = line.split(' ').nth(1).unwrap_or("/").split('?').next().unwrap_or("/").to_string();
+    let (status, kind, body) = match path.as_str() {
+        "/device.html" => ("200 OK", "text/html; charset=utf-8", include_str!("browser/device.html")),
+        "/device.js" => ("200 OK", "text/javascript; charset=utf-8", include_str!("browser/device.js")),
+        _ => ("404 Not Found", "text/plain", "not found"),
+    };
+    let resp = format!("HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+    let _ = sock.write_all(resp.as_bytes()).await;
+}
+
+/// The driver process (tests/browser/drive.cjs) and the lines it prints.
+struct Browser {
+    child: Child,
+    lines: Lines<BufReader<ChildStdout>>,
+    seen: Vec<String>,
+}
+
+impl Browser {
+    fn open(page_url: &str, profile: &std::path::Path) -> Self {
+        let node = installed("MCPDEV_TEST_NODE22", repo_path(".ci/node22/node_modules/node/bin/node"), "Node 22 (npm package node@22)");
+        let playwright = installed("MCPDEV_TEST_NODE_BROWSER", repo_path(".ci/browser/node_modules/playwright-core"), "playwright-core (npm)");
+        let chromium = installed("MCPDEV_TEST_CHROMIUM", PathBuf::from("/usr/bin/chromium"), "Chromium (Debian package chromium)");
+        let mut child = tokio::process::Command::new(node)
+            .arg(repo_path("tests/browser/drive.cjs"))
+            .arg(playwright)
+            .arg(chromium)
+            .arg(profile)
+            .arg(page_url)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("run the browser driver");
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        Self { child, lines, seen: Vec::new() }
+    }
+
+    /// Waits for the page's report of `step` and returns it; a failed step or a silent browser
+    /// fails the test with everything the page and the driver said.
+    async fn step(&mut self, step: &str) -> Value {
+        let deadline = tokio::time::Instant::now() + STEP_DEADLINE;
+        loop {
+            let line = match tokio::time::timeout_at(deadline, self.lines.next_line()).await {
+                Ok(Ok(Some(line))) => line,
+                Ok(_) => panic!("the browser driver exited before the page reported {step:?}; it said:\n{}", self.seen.join("\n")),
+                Err(_) => panic!("the page did not report {step:?} within {STEP_DEADLINE:?}; it said:\n{}", self.seen.join("\n")),
+            };
+            self.seen.push(line.clone());
+            let Some(report) = line.strip_prefix("MCPDEV ") else { continue };
+            let v: Value = serde_json::from_str(report).unwrap();
+            let got = v["step"].as_str().unwrap_or_default();
+            if got == step {
+                return v;
+            }
+            assert!(!got.ends_with("-failed") && got != "ws-error", "the page failed at {got:?} while waiting for {step:?}:\n{}", self.seen.join("\n"));
+        }
+    }
+
+    /// Closes the driver's stdin (it closes Chromium and exits) and waits for it.
+    async fn close(mut self) {
+        drop(self.child.stdin.take());
+        let _ = tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_from_another_origin_is_a_device_of_the_hub() {
+    let vision_dir = tempfile::tempdir().unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let hub = HubProcess::start(&["--vision-dir", vision_dir.path().to_str().unwrap()], &[]).await;
+    let ota = hub.info["ota"].as_str().unwrap().to_string();
+    let page_origin = serve_page().await;
+    assert!(!ota.starts_with(&page_origin), "the page must come from another origin than the hub ({ota})");
+    let page = format!("{page_origin}/device.html?ota={}&device={DEVICE}", urlencode(&ota));
+    let mut browser = Browser::open(&page, profile.path());
+
+    assert_eq!(browser.step("ota").await["status"], 200);
+    browser.step("hello").await;
+    assert_eq!(browser.step("initialize").await["vision"], true);
+    browser.step("tools-list").await;
+    let vision = browser.step("vision").await;
+    assert_eq!((vision["status"].clone(), vision["success"].clone()), (json!(200), json!(true)), "vision upload: {vision}");
+
+    let list = mcpdev(&hub, &["tools", "list", "-d", DEVICE, "--wait", "10s", "--json"]).await;
+    assert_eq!(list.code, 0, "{list:?}");
+    let names: Vec<String> = list.json()["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
+    assert!(names.contains(&"self.browser.set_color".to_string()), "{names:?}");
+
+    let call = mcpdev(&hub, &["call", "self.browser.set_color", "r=12", "g=34", "b=56", "-d", DEVICE, "--json"]).await;
+    assert_eq!(call.code, 0, "{call:?}");
+    assert_eq!(browser.step("set-color").await["args"], json!({"r": 12, "g": 34, "b": 56}));
+    let back = mcpdev(&hub, &["call", "self.browser.get_color", "-d", DEVICE, "--json"]).await;
+    assert_eq!(back.code, 0, "{back:?}");
+    let text = back.json()["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap_or_default(), json!({"r": 12, "g": 34, "b": 56}), "{back:?}");
+    // The schema the page gave is enforced before anything is sent.
+    let bad = mcpdev(&hub, &["call", "self.browser.set_color", "r=300", "g=0", "b=0", "-d", DEVICE]).await;
+    assert_ne!(bad.code, 0, "{bad:?}");
+
+    let saved: Vec<_> = std::fs::read_dir(vision_dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    let photo = std::fs::read(&saved[0]).unwrap();
+    assert!(photo.starts_with(&[0xff, 0xd8, 0xff]) && photo.ends_with(&[0xff, 0xd9]) && photo.len() == 125, "not the page's JPEG: {} bytes", photo.len());
+    browser.close().await;
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
+}
+
+/// One raw HTTP/1.1 request; the status and the lower-cased headers of the answer.
+async fn raw_http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)]) -> (u16, Vec<(String, String)>) {
+    let mut sock = TcpStream::connect(addr).await.unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("Content-Length: 0\r\n\r\n");
+    sock.write_all(req.as_bytes()).await.unwrap();
+    let mut resp = Vec::new();
+    tokio::time::timeout(common::ws::DEADLINE, sock.read_to_end(&mut resp)).await.expect("no answer").unwrap();
+    let text = String::from_utf8_lossy(&resp);
+    let head = text.split("\r\n\r\n").next().unwrap();
+    let mut lines = head.lines();
+    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let headers = lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string())).collect();
+    (status, headers)
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+}
+
+/// The same contract without a browser, route by route on the real hub: every device-facing HTTP
+/// route a page calls answers a preflight; the WebSocket path and the host listener do not.
+#[tokio::test]
+async fn device_routes_answer_preflights_and_nothing_else_changes() {
+    let hub = HubProcess::start(&[], &[]).await;
+    let devices = hub.device_url.trim_start_matches("ws://").split('/').next().unwrap().to_string();
+    let host = hub.host_url.trim_start_matches("http://").to_string();
+    let preflight = [
+        ("Origin", "http://page.example:8006"),
+        ("Access-Control-Request-Method", "POST"),
+        ("Access-Control-Request-Headers", "device-id,client-id,content-type,authorization"),
+    ];
+    for path in ["/xiaozhi/ota/", "/xiaozhi/ota", "/xiaozhi/ota/activate", "/mcp/vision/explain"] {
+        let (status, h) = raw_http(&devices, "OPTIONS", path, &preflight).await;
+        assert!((200..300).contains(&status), "{path}: {status} {h:?}");
+        assert_eq!(header(&h, "access-control-allow-origin"), Some("*"), "{path}: {h:?}");
+        let allowed = header(&h, "access-control-allow-headers").unwrap_or_default().to_ascii_lowercase();
+        for need in ["device-id", "client-id", "content-type", "authorization"] {
+            assert!(allowed.contains(need), "{path}: {need} not in {allowed:?}");
+        }
+        assert!(header(&h, "access-control-allow-methods").unwrap_or_default().contains("POST"), "{path}: {h:?}");
+        assert!(header(&h, "access-control-max-age").is_some(), "{path}: {h:?}");
+    }
+    // The actual request's answer (here an error: no body) is readable by the page.
+    let (status, h) = raw_http(&devices, "POST", "/xiaozhi/ota/", &[("Origin", "http://page.example:8006"), ("Device-Id", DEVICE)]).await;
+    assert_eq!((status, header(&h, "access-control-allow-origin")), (400, Some("*")), "{h:?}");
+    let (_, h) = raw_http(&devices, "POST", "/mcp/vision/explain", &[("Origin", "http://page.example:8006")]).await;
+    assert_eq!(header(&h, "access-control-allow-origin"), Some("*"), "{h:?}");
+    // No CORS on the WebSocket path (browsers do not preflight it).
+    let (_, h) = raw_http(&devices, "OPTIONS", "/xiaozhi/v1/", &preflight).await;
+    assert_eq!(header(&h, "access-control-allow-origin"), None, "{h:?}");
+    // The host listener's Origin policy is unchanged: a foreign page is refused.
+    let (status, h) = raw_http(&host, "OPTIONS", "/mcp", &preflight).await;
+    assert_eq!((status, header(&h, "access-control-allow-origin")), (403, None), "{h:?}");
+}
