@@ -16,6 +16,8 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         vision_url: args.vision_url.clone(),
         vision_token: args.vision_token.clone(),
         vision_dir: args.vision_dir.clone(),
+        vision_max_files: args.vision_max_files as usize,
+        vision_max_bytes: u64::from(args.vision_max_mb) * 1024 * 1024,
         keepalive: args.keepalive,
         onboarding_timeout: args.onboarding_timeout,
         allowed_hosts: args.allowed_host.clone(),
@@ -30,6 +32,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         },
         mqtt: mqtt_settings(&args.mqtt)?,
         ota: ota_settings(&args.mqtt),
+        secret: hub::SecretSource::File(hub::secret::HubSecret::default_path()),
     };
     let running = hub::start(config).await?;
     let devices_url = format!("ws://{}/xiaozhi/v1/", running.device_addr);

@@ -47,6 +47,9 @@ pub struct HubConfig {
     pub vision_url: Option<String>,
     pub vision_token: Option<String>,
     pub vision_dir: PathBuf,
+    /// Caps on the hub's own vision folder: files and bytes kept (the oldest uploads go first).
+    pub vision_max_files: usize,
+    pub vision_max_bytes: u64,
     pub keepalive: Duration,
     pub onboarding_timeout: Duration,
     /// Extra `Host` names (besides loopback ones) and `Origin`s the host listener accepts.
@@ -59,6 +62,17 @@ pub struct HubConfig {
     pub mqtt: Option<crate::mqtt::hub::MqttSettings>,
     /// How the OTA endpoint answers.
     pub ota: ota::OtaSettings,
+    /// Where the hub secret (per-device tokens) comes from.
+    pub secret: SecretSource,
+}
+
+/// Where the hub keeps the secret every per-device token is derived from ([`secret::HubSecret`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretSource {
+    /// A file, created (0600) when missing; tokens survive a restart.
+    File(PathBuf),
+    /// Random, in memory only (tests and throw-away hubs): every restart revokes every token.
+    Ephemeral,
 }
 
 impl Default for HubConfig {
@@ -70,6 +84,8 @@ impl Default for HubConfig {
             vision_url: None,
             vision_token: None,
             vision_dir: PathBuf::from("mcpdev-vision"),
+            vision_max_files: vision::DEFAULT_MAX_FILES,
+            vision_max_bytes: vision::DEFAULT_MAX_BYTES,
             keepalive: Duration::from_secs(60),
             onboarding_timeout: Duration::from_secs(10),
             allowed_hosts: Vec::new(),
@@ -78,6 +94,7 @@ impl Default for HubConfig {
             bridge: crate::bridge::BridgeConfig::default(),
             mqtt: None,
             ota: ota::OtaSettings::default(),
+            secret: SecretSource::File(secret::HubSecret::default_path()),
         }
     }
 }
@@ -85,10 +102,14 @@ impl Default for HubConfig {
 pub struct Hub {
     pub config: HubConfig,
     pub registry: Registry,
-    /// The token the hub's own vision endpoint accepts (random unless configured).
-    pub vision_token: String,
+    /// Every per-device token (device, vision) is derived from it.
+    pub secret: Arc<secret::HubSecret>,
+    /// The hub's own vision folder, capped.
+    pub vision: vision::VisionStore,
     /// The device listener's bound address (its port goes into the default vision URL).
     device_port: u16,
+    /// The device listener's bound IP, when it is bound to one (not 0.0.0.0 / ::).
+    device_ip: Option<std::net::IpAddr>,
     /// The MQTT side, when the hub runs one (set once at start).
     pub mqtt: std::sync::OnceLock<Arc<crate::mqtt::hub::MqttHub>>,
 }
@@ -101,7 +122,8 @@ pub struct RunningHub {
 }
 
 impl Hub {
-    /// Checks a device's token against the configured ones.
+    /// Checks a device's token: one of the configured ones, or the device's own token
+    /// ([`secret::Purpose::Device`] of its Device-Id, as the OTA answer hands it out).
     pub fn check_device_token(&self, id: &Identity) -> Result<(), String> {
         if self.config.device_tokens.is_empty() {
             return Ok(());
@@ -109,19 +131,40 @@ impl Hub {
         match id.token.as_deref() {
             None => Err("this hub requires a device token: send `Authorization: Bearer <token>`".into()),
             Some(t) if self.config.device_tokens.iter().any(|ok| ok == t) => Ok(()),
+            Some(t) if self.secret.verify(secret::Purpose::Device, &id.device_id, t) => Ok(()),
             Some(_) => Err("the device token was not accepted by this hub".into()),
         }
     }
 
-    /// The vision URL and token for a device that connected through `host` (its Host header).
-    pub fn vision_for(&self, host: Option<&str>) -> (String, String) {
+    /// The device's own token (MQTT password, WebSocket bearer) derived from the hub secret.
+    pub fn device_token(&self, device_id: &str) -> String {
+        self.secret.token(secret::Purpose::Device, device_id)
+    }
+
+    /// The name devices reach this hub by, for URLs the hub hands out: `--public-host`, else the
+    /// local address of the connection the device came in on (`local`), else the address the
+    /// device listener is bound to, else `127.0.0.1`. Never anything a device sent (a `Host`
+    /// header, a stored check-in), so no device can redirect another one.
+    pub fn public_name(&self, local: Option<std::net::IpAddr>) -> String {
+        if let Some(h) = self.config.ota.public_host.as_deref().filter(|h| !h.is_empty()) {
+            return h.to_string();
+        }
+        let ip = local.filter(|ip| !ip.is_unspecified()).or(self.device_ip).unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+        match ip.to_canonical() {
+            std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+            v4 => v4.to_string(),
+        }
+    }
+
+    /// The vision URL and token for `device_id`, which came in on `local` (see [`Hub::public_name`]).
+    /// With `--vision-url`, the external service and its configured token; otherwise the hub's
+    /// own endpoint and the device's own vision token ([`secret::Purpose::Vision`]).
+    pub fn vision_for(&self, device_id: &str, local: Option<std::net::IpAddr>) -> (String, String) {
         if let Some(url) = &self.config.vision_url {
             return (url.clone(), self.config.vision_token.clone().unwrap_or_default());
         }
-        // esp-ml307 sends Host without a port: use the name the device used and our real port.
-        let name = host.map(|h| h.rsplit_once(':').filter(|(_, p)| p.chars().all(|c| c.is_ascii_digit())).map_or(h, |(n, _)| n));
-        let name = name.filter(|n| !n.is_empty()).unwrap_or("127.0.0.1");
-        (format!("http://{name}:{}{}", self.device_port, devices::VISION_PATH), self.vision_token.clone())
+        let url = format!("http://{}:{}{}", self.public_name(local), self.device_port, devices::VISION_PATH);
+        (url, self.secret.token(secret::Purpose::Vision, device_id))
     }
 }
 
@@ -135,21 +178,27 @@ pub async fn start(config: HubConfig) -> anyhow::Result<RunningHub> {
         .map_err(|e| bind_error("for the CLI and MCP hosts", config.host_addr, "--host-addr", &e))?;
     let device_addr = device_listener.local_addr()?;
     let host_addr = host_listener.local_addr()?;
-    let vision_token = config.vision_token.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
+    let secret = match &config.secret {
+        SecretSource::File(path) => secret::HubSecret::load_or_create(path)?,
+        SecretSource::Ephemeral => secret::HubSecret::ephemeral(),
+    };
+    let vision = vision::VisionStore::new(config.vision_dir.clone(), config.vision_max_files, config.vision_max_bytes);
     let hub = Arc::new(Hub {
         registry: Registry::new(config.aliases.clone()),
         config,
-        vision_token,
+        secret: Arc::new(secret),
+        vision,
         device_port: device_addr.port(),
+        device_ip: Some(device_addr.ip()).filter(|ip| !ip.is_unspecified()),
         mqtt: std::sync::OnceLock::new(),
     });
     if let Some(settings) = hub.config.mqtt.clone() {
         let _ = hub.mqtt.set(crate::mqtt::hub::start(hub.clone(), settings).await?);
     }
 
-    let device_app = devices::router(hub.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    let device_app = devices::router(hub.clone()).into_make_service_with_connect_info::<devices::DevicePeer>();
     tokio::spawn(async move {
-        if let Err(e) = axum::serve(device_listener.tap_io(no_delay), device_app).await {
+        if let Err(e) = axum::serve(devices::DeviceListener(device_listener), device_app).await {
             tracing::error!("device listener stopped: {e}");
         }
     });

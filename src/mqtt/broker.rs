@@ -26,14 +26,25 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, info, warn};
 
+/// Approves a CONNECT's (client id, password).
+pub type LoginCheck = Arc<dyn Fn(&str, &str) -> bool + Send + Sync>;
+
 /// How the embedded broker runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct BrokerConfig {
     pub addr: SocketAddr,
     /// Accepted passwords; empty means any client may connect.
     pub passwords: Vec<String>,
+    /// Also accepted: a login this check approves (client id, password), e.g. a device's own token.
+    pub device_login: Option<LoginCheck>,
     /// The largest packet accepted or sent.
     pub max_packet: usize,
+}
+
+impl std::fmt::Debug for BrokerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrokerConfig").field("addr", &self.addr).field("passwords", &self.passwords.len()).field("device_login", &self.device_login.is_some()).finish_non_exhaustive()
+    }
 }
 
 /// A started broker; it serves until the process ends.
@@ -124,7 +135,8 @@ async fn serve(state: Shared, cfg: Arc<BrokerConfig>, stream: TcpStream, remote:
     if connect.protocol != mqttbytes::Protocol::V4 {
         return refuse(&mut wr, ConnectReturnCode::RefusedProtocolVersion).await;
     }
-    if !cfg.passwords.is_empty() && !connect.login.as_ref().is_some_and(|l| cfg.passwords.contains(&l.password)) {
+    let accepted = |l: &mqttbytes::v4::Login| cfg.passwords.contains(&l.password) || cfg.device_login.as_ref().is_some_and(|check| check(&connect.client_id, &l.password));
+    if !cfg.passwords.is_empty() && !connect.login.as_ref().is_some_and(accepted) {
         warn!(%remote, client = %connect.client_id, "embedded broker: refused a client without an accepted password");
         return refuse(&mut wr, ConnectReturnCode::BadUserNamePassword).await;
     }
