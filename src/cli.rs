@@ -313,7 +313,7 @@ pub struct MqttServeArgs {
     /// The UDP socket MQTT devices send audio to (counted, then dropped)
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:0")]
     pub udp_addr: std::net::SocketAddr,
-    /// The name devices reach this machine by (OTA URLs, udp.server, vision URL); default: the hub's address the device's connection came in on
+    /// The name devices reach this machine by (OTA URLs, udp.server, vision URL); default: the hub's address the device came in on (MQTT devices: this machine's address)
     #[arg(long, value_name = "HOST")]
     pub public_host: Option<String>,
     /// Offer this firmware image in OTA answers (served by the hub; needs --firmware-version)

@@ -108,7 +108,8 @@ pub struct Hub {
     pub vision: vision::VisionStore,
     /// The device listener's bound address (its port goes into the default vision URL).
     device_port: u16,
-    /// The device listener's bound IP, when it is bound to one (not 0.0.0.0 / ::).
+    /// The device listener's bound IP, when it is bound to one (not 0.0.0.0 / ::), else this
+    /// machine's address on its default route (found at start, no packet sent).
     device_ip: Option<std::net::IpAddr>,
     /// The MQTT side, when the hub runs one (set once at start).
     pub mqtt: std::sync::OnceLock<Arc<crate::mqtt::hub::MqttHub>>,
@@ -143,8 +144,9 @@ impl Hub {
 
     /// The name devices reach this hub by, for URLs the hub hands out: `--public-host`, else the
     /// local address of the connection the device came in on (`local`), else the address the
-    /// device listener is bound to, else `127.0.0.1`. Never anything a device sent (a `Host`
-    /// header, a stored check-in), so no device can redirect another one.
+    /// device listener is bound to (or this machine's address on its default route), else
+    /// `127.0.0.1`. Never anything a device sent (a `Host` header, a stored check-in), so no
+    /// device can redirect another one.
     pub fn public_name(&self, local: Option<std::net::IpAddr>) -> String {
         if let Some(h) = self.config.ota.public_host.as_deref().filter(|h| !h.is_empty()) {
             return h.to_string();
@@ -189,7 +191,7 @@ pub async fn start(config: HubConfig) -> anyhow::Result<RunningHub> {
         secret: Arc::new(secret),
         vision,
         device_port: device_addr.port(),
-        device_ip: Some(device_addr.ip()).filter(|ip| !ip.is_unspecified()),
+        device_ip: Some(device_addr.ip()).filter(|ip| !ip.is_unspecified()).or_else(default_route_ip),
         mqtt: std::sync::OnceLock::new(),
     });
     if let Some(settings) = hub.config.mqtt.clone() {
@@ -223,6 +225,14 @@ pub fn bind_error(what: &str, addr: SocketAddr, flag: &str, e: &std::io::Error) 
         _ => format!("choose another address with {flag}"),
     };
     crate::exit::CodedError::new(crate::exit::Exit::Usage, format!("cannot listen {what} on {addr} ({flag}): {e}")).with_help(hint).into()
+}
+
+/// This machine's address on its default route: a UDP socket "connected" to a documentation
+/// address (RFC 5737) learns its source address; nothing is sent.
+fn default_route_ip() -> Option<std::net::IpAddr> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("192.0.2.1:9").ok()?;
+    socket.local_addr().ok().map(|a| a.ip()).filter(|ip| !ip.is_unspecified())
 }
 
 /// Small request/response messages go out at once: with Nagle's algorithm, a second message sent
