@@ -532,7 +532,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__init)
-            opts="-d -H -q -v -h -V --hub --device --listen --mqtt --wait --timeout --url --header --transport --vision-url --vision-token --json --quiet --verbose --color --help --version"
+            opts="-d -H -q -v -h -V --hub --device --listen --mqtt --wait --timeout --url --header --transport --live --vision-url --vision-token --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -620,7 +620,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__serve)
-            opts="-q -v -h -V --device-addr --host-addr --demo --demo-extra-tools --demo-profile --device-token --vision-url --vision-token --vision-dir --vision-max-files --vision-max-mb --keepalive --onboarding-timeout --allowed-host --allowed-origin --mcp-token --mcp-timeout --mcp-names --mcp-user-tools --mcp-page-size --mqtt --mqtt-listen --mqtt-group --mqtt-max-payload --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --json --quiet --verbose --color --help --version"
+            opts="-q -v -h -V --device-addr --host-addr --ready-file --demo --demo-extra-tools --demo-profile --device-token --vision-url --vision-token --vision-dir --vision-max-files --vision-max-mb --keepalive --onboarding-timeout --allowed-host --allowed-origin --mcp-token --mcp-timeout --mcp-names --mcp-user-tools --mcp-page-size --mqtt --mqtt-listen --mqtt-group --mqtt-max-payload --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -631,6 +631,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --host-addr)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ready-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -868,7 +872,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__tools__subcmd__list)
-            opts="-d -H -q -v -h -V --hub --device --listen --mqtt --wait --timeout --url --header --transport --user-tools --json --quiet --verbose --color --help --version"
+            opts="-d -H -q -v -h -V --hub --device --listen --mqtt --wait --timeout --url --header --transport --user-tools --refresh --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
