@@ -53,8 +53,10 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo-profile -d 
 conformance\t'The stock tools plus the MCP conformance suite\'s fixture tools'"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l device-token -d 'Shared device tokens, comma-separated, accepted for any Device-Id (not bound to a device; prefer per-device admission)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-url -d 'capabilities.vision.url for initialize (default: the hub\'s own vision endpoint)' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-token -d 'capabilities.vision.token (default: random, checked by the hub\'s own endpoint)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-token -d 'capabilities.vision.token for --vision-url (default: each device gets its own token for the hub\'s own endpoint)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-dir -d 'Where the hub\'s vision endpoint saves uploaded photos' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-max-files -d 'Photos the vision folder keeps (the oldest are removed first)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-max-mb -d 'Megabytes the vision folder keeps (the oldest photos are removed first)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l keepalive -d 'Send an MCP ping to a device after this long without traffic (its limit is 120 s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l onboarding-timeout -d 'Timeout of each onboarding request (initialize, tools/list)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l allowed-host -d 'Also accept this Host name on the host listener (for LAN use); repeatable' -r
@@ -70,7 +72,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-group -d 'S
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-max-payload -d 'Largest MQTT message to or from a device, in bytes; larger ones are refused' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-device-endpoint -d '`mqtt.endpoint` handed to devices by OTA (default: the broker\'s address as devices reach it)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l udp-addr -d 'The UDP socket MQTT devices send audio to (counted, then dropped)' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l public-host -d 'The name devices reach this machine by (OTA URLs, udp.server); default: the Host they used' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l public-host -d 'The name devices reach this machine by (OTA URLs, udp.server, vision URL); default: the hub\'s address the device came in on (MQTT devices: this machine\'s address)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l firmware -d 'Offer this firmware image in OTA answers (served by the hub; needs --firmware-version)' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l firmware-version -d 'The version of --firmware; a device upgrades when it is newer than its own' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l timezone-offset -d '`server_time.timezone_offset` in OTA answers, in minutes east of UTC' -r

@@ -291,12 +291,18 @@ pub struct ServeArgs {
     /// capabilities.vision.url for initialize (default: the hub's own vision endpoint)
     #[arg(long)]
     pub vision_url: Option<String>,
-    /// capabilities.vision.token (default: random, checked by the hub's own endpoint)
+    /// capabilities.vision.token for --vision-url (default: each device gets its own token for the hub's own endpoint)
     #[arg(long, env = "MCPDEV_VISION_TOKEN", hide_env_values = true)]
     pub vision_token: Option<String>,
     /// Where the hub's vision endpoint saves uploaded photos
     #[arg(long, default_value = "mcpdev-vision")]
     pub vision_dir: std::path::PathBuf,
+    /// Photos the vision folder keeps (the oldest are removed first)
+    #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub vision_max_files: u32,
+    /// Megabytes the vision folder keeps (the oldest photos are removed first)
+    #[arg(long, value_name = "MB", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub vision_max_mb: u32,
     /// Send an MCP ping to a device after this long without traffic (its limit is 120 s)
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub keepalive: std::time::Duration,
@@ -377,7 +383,7 @@ pub struct MqttServeArgs {
     /// The UDP socket MQTT devices send audio to (counted, then dropped)
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:0")]
     pub udp_addr: std::net::SocketAddr,
-    /// The name devices reach this machine by (OTA URLs, udp.server); default: the Host they used
+    /// The name devices reach this machine by (OTA URLs, udp.server, vision URL); default: the hub's address the device came in on (MQTT devices: this machine's address)
     #[arg(long, value_name = "HOST")]
     pub public_host: Option<String>,
     /// Offer this firmware image in OTA answers (served by the hub; needs --firmware-version)

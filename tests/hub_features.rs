@@ -11,6 +11,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// POSTs a multipart upload the way the stock firmware's `self.camera.take_photo` does; returns
 /// the status code and the body.
 async fn upload(url: &str, token: &str, question: &str, photo: &[u8]) -> (u16, Value) {
+    upload_as(url, "aa:00:00:00:00:0e", token, question, photo).await
+}
+
+/// [`upload`] with any `Device-Id` header.
+async fn upload_as(url: &str, device_id: &str, token: &str, question: &str, photo: &[u8]) -> (u16, Value) {
     let rest = url.strip_prefix("http://").unwrap();
     let (authority, path) = rest.split_once('/').unwrap();
     let boundary = "----mcpdevtestboundary";
@@ -20,7 +25,7 @@ async fn upload(url: &str, token: &str, question: &str, photo: &[u8]) -> (u16, V
     body.extend_from_slice(photo);
     body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
     let head = format!(
-        "POST /{path} HTTP/1.1\r\nHost: {authority}\r\nDevice-Id: aa:00:00:00:00:0e\r\nAuthorization: Bearer {token}\r\n\
+        "POST /{path} HTTP/1.1\r\nHost: {authority}\r\nDevice-Id: {device_id}\r\nAuthorization: Bearer {token}\r\n\
          Content-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
@@ -57,12 +62,76 @@ async fn the_vision_endpoint_saves_photos_for_devices_that_have_its_token() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["success"], true);
     assert!(body["text"].as_str().unwrap().contains("JPEG"), "{body}");
-    let saved = std::path::PathBuf::from(body["saved_to"].as_str().unwrap());
+    let saved = dir.path().join(body["file"].as_str().unwrap());
     assert_eq!(std::fs::read(&saved).unwrap(), jpeg);
-    assert!(saved.starts_with(dir.path()));
 
     let (status, body) = upload(url, "wrong", "q", &jpeg).await;
     assert_eq!((status, body["success"].clone()), (401, json!(false)));
+}
+
+/// Connects `device_id` over WebSocket and returns the vision URL and token its `initialize` carries.
+async fn vision_of(hub: &HubProcess, device_id: &str) -> (FakeDevice, String, String) {
+    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(hub.device_url.as_str()).unwrap();
+    req.headers_mut().insert("Device-Id", device_id.parse().unwrap());
+    let (ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+    let mut dev = FakeDevice { ws, session_id: String::new() };
+    dev.send(json!({"type":"hello","version":1,"features":{"mcp":true},"transport":"websocket"})).await;
+    assert_eq!(dev.recv().await["type"], "hello");
+    let init = dev.recv_request("initialize").await;
+    let vision = &init["params"]["capabilities"]["vision"];
+    let (url, token) = (vision["url"].as_str().unwrap().to_string(), vision["token"].as_str().unwrap().to_string());
+    (dev, url, token)
+}
+
+/// Every file under `root`, recursively.
+fn files_under(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(root).unwrap().flatten() {
+        let p = e.path();
+        if p.symlink_metadata().unwrap().is_dir() { out.extend(files_under(&p)) } else { out.push(p) }
+    }
+    out
+}
+
+/// Issue 10 item 3: uploads land only in the vision folder, under names the hub makes, for the
+/// device whose own token they carry; the folder is capped; the answer names no server path.
+#[tokio::test]
+async fn the_vision_endpoint_keeps_uploads_in_its_folder_per_device_and_capped() {
+    let root = tempfile::tempdir().unwrap();
+    let vision_dir = root.path().join("a/b/vision");
+    std::fs::create_dir_all(root.path().join("outside")).unwrap();
+    let hub = HubProcess::start(&["--vision-dir", vision_dir.to_str().unwrap(), "--vision-max-files", "5"], &[]).await;
+    let (_a, url, token_a) = vision_of(&hub, "aa:00:00:00:00:1a").await;
+    let (_b, _, token_b) = vision_of(&hub, "aa:00:00:00:00:1b").await;
+    assert_ne!(token_a, token_b, "each device has its own vision token");
+    let jpeg = [0xff, 0xd8, 0xff, 0xe0, 9, 9, 9, 9];
+
+    // Hostile Device-Ids, each with a token the hub handed out: refused, nothing written.
+    let outside = root.path().join("outside/x");
+    for id in ["../../x", "../../../outside/x", outside.to_str().unwrap(), "..%2f..%2fx", "aa:00:00:00:00:1a/../x", ""] {
+        let (status, body) = upload_as(&url, id, &token_a, "q", &jpeg).await;
+        assert_eq!(status, 400, "Device-Id {id:?}: {body}");
+    }
+    // A MAC with another device's token, or with a made-up one: refused.
+    for (id, token) in [("aa:00:00:00:00:1a", token_b.as_str()), ("aa:00:00:00:00:1b", token_a.as_str()), ("aa:00:00:00:00:1c", token_a.as_str()), ("aa:00:00:00:00:1a", "wrong")] {
+        let (status, body) = upload_as(&url, id, token, "q", &jpeg).await;
+        assert_eq!(status, 401, "{id} with another token: {body}");
+    }
+    assert!(files_under(root.path()).is_empty(), "refused uploads wrote {:?}", files_under(root.path()));
+
+    // Six uploads keep the five newest; the answer has the file's name, not its path.
+    let mut names = Vec::new();
+    for i in 0..6 {
+        let (status, body) = upload_as(&url, "AA-00-00-00-00-1A", &token_a, &format!("photo {i}"), &jpeg).await;
+        assert_eq!(status, 200, "{body}");
+        let text = body.to_string();
+        assert!(!text.contains(root.path().to_str().unwrap()) && !text.contains("vision/"), "the answer shows a server path: {text}");
+        names.push(body["file"].as_str().unwrap().to_string());
+    }
+    let kept = files_under(root.path());
+    assert_eq!(kept.len(), 5, "{kept:?}");
+    assert!(kept.iter().all(|p| p.starts_with(&vision_dir)), "{kept:?}");
+    assert!(!vision_dir.join(&names[0]).exists() && vision_dir.join(&names[5]).exists(), "the oldest upload goes first");
 }
 
 #[tokio::test]

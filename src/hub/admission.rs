@@ -152,7 +152,7 @@ struct LogLimit {
 pub struct Admission {
     approve_all: bool,
     shared_tokens: Vec<String>,
-    secret: HubSecret,
+    secret: std::sync::Arc<HubSecret>,
     file: Option<PathBuf>,
     book: Mutex<Book>,
     log: Mutex<LogLimit>,
@@ -216,7 +216,7 @@ impl Admission {
         Ok(Self {
             approve_all: config.approve_all,
             shared_tokens: shared_tokens.to_vec(),
-            secret,
+            secret: std::sync::Arc::new(secret),
             file,
             book: Mutex::new(book),
             log: Mutex::default(),
@@ -236,6 +236,11 @@ impl Admission {
     /// Where approvals are kept (`None` for an in-memory hub).
     pub fn file(&self) -> Option<&Path> {
         self.file.as_deref()
+    }
+
+    /// The hub secret every per-device token comes from (shared with the vision endpoint).
+    pub fn secret(&self) -> std::sync::Arc<HubSecret> {
+        self.secret.clone()
     }
 
     /// `device_id`'s own token: its WebSocket bearer token and MQTT password.

@@ -1,12 +1,12 @@
 //! The device-facing listener: WebSocket at `/xiaozhi/v1/`, the OTA endpoint devices bootstrap
 //! from ([`super::ota`]), and the vision endpoint that camera tools upload photos to.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{ConnectInfo, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, State};
 use axum::http::{Request, Response, StatusCode, header};
 use axum::routing::{any, post};
 use tracing::{info, warn};
@@ -21,15 +21,25 @@ use crate::wire::identity::{self, Identity};
 
 pub const VISION_PATH: &str = "/mcp/vision/explain";
 
+/// Who a device connection is: the peer, and the hub's own address it came in on (URLs handed to
+/// that device are built from the latter, never from its `Host` header).
+#[derive(Debug, Clone, Copy)]
+pub struct DevicePeer {
+    pub remote: SocketAddr,
+    pub local: Option<SocketAddr>,
+}
+
 pub fn router(hub: Arc<Hub>) -> Router {
+    let vision_limit = DefaultBodyLimit::max(super::vision::upload_limit(hub.config.vision_max_bytes));
     Router::new()
         .route(DEVICE_PATH, any(accept_device))
         .route("/xiaozhi/v1", any(accept_device))
-        .merge(super::cors::allow_browsers(Router::new().route(VISION_PATH, post(super::vision::explain)).merge(super::ota::routes())))
+        .merge(super::cors::allow_browsers(Router::new().route(VISION_PATH, post(super::vision::explain).layer(vision_limit)).merge(super::ota::routes())))
         .with_state(hub)
 }
 
-async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(remote): ConnectInfo<SocketAddr>, mut req: Request<Body>) -> Response<Body> {
+async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectInfo<DevicePeer>, mut req: Request<Body>) -> Response<Body> {
+    let remote = peer.remote;
     let headers = req.headers().clone();
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let identity = match identity::identify(header, req.uri().query()) {
@@ -50,7 +60,7 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(remote): Connect
             .body(Body::from(format!("{why}\n")))
             .expect("static response");
     }
-    let host = header("host").map(str::to_string);
+    let local = peer.local.map(|a| a.ip());
     let until_hello = req.extensions().get::<super::budget::HelloSlot>().and_then(super::budget::HelloSlot::take);
     let (response, socket) = match upgrade::accept(&mut req) {
         Ok(pair) => pair,
@@ -58,7 +68,7 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(remote): Connect
     };
     tokio::spawn(async move {
         if let Some(ws) = socket.await {
-            attach(hub, ws, identity, host.as_deref(), Some(remote.to_string()), until_hello);
+            attach(hub, ws, identity, local, Some(remote.to_string()), until_hello);
         }
     });
     response
@@ -66,12 +76,13 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(remote): Connect
 
 /// Runs a device's link and keeps it in the registry while it lives. A device that reconnects
 /// with the same Device-Id replaces its old session (it was admitted: with admission on, only a
-/// client holding that device's token gets here). `until_hello` is the connection's pre-hello
-/// permit ([`super::budget`]): the link drops it at the device's hello.
-pub fn attach(hub: Arc<Hub>, ws: upgrade::UpgradedSocket, identity: Identity, host: Option<&str>, remote: Option<String>, until_hello: Option<Box<dyn std::any::Any + Send + Sync>>) {
+/// client holding that device's token gets here). `local` is the hub's address the device came in
+/// on (for the vision URL); `until_hello` is the connection's pre-hello permit
+/// ([`super::budget`]): the link drops it at the device's hello.
+pub fn attach(hub: Arc<Hub>, ws: upgrade::UpgradedSocket, identity: Identity, local: Option<IpAddr>, remote: Option<String>, until_hello: Option<Box<dyn std::any::Any + Send + Sync>>) {
     let session_id = uuid::Uuid::new_v4().to_string();
     let mut cfg = SessionConfig::new(&session_id, websocket::server_hello(&session_id));
-    (cfg.vision_url, cfg.vision_token) = hub.vision_for(host);
+    (cfg.vision_url, cfg.vision_token) = hub.vision_for(&identity.device_id, local);
     cfg.keepalive = hub.config.keepalive;
     cfg.onboarding_timeout = hub.config.onboarding_timeout;
     cfg.system_info = hub.registry.ota.system_info(&identity.device_id);

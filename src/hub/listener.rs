@@ -103,9 +103,13 @@ async fn serve_one(
     user: Option<PeerUser>,
 ) {
     no_delay(&tcp);
+    // Who the connection is, and the hub's own address it came in on (the URLs a device is given
+    // are built from that, never from its `Host` header).
+    let peer = super::devices::DevicePeer { remote, local: tcp.local_addr().ok() };
     let service = tower::service_fn(move |req: Request<hyper::body::Incoming>| {
         let mut req = req.map(|body| Body::new(Deadline::new(body, limits.body_timeout)));
         req.extensions_mut().insert(ConnectInfo(remote));
+        req.extensions_mut().insert(ConnectInfo(peer));
         if let Some(slot) = &slot {
             req.extensions_mut().insert(slot.clone());
         }

@@ -62,6 +62,9 @@ pub struct HubConfig {
     pub vision_url: Option<String>,
     pub vision_token: Option<String>,
     pub vision_dir: PathBuf,
+    /// Caps on the hub's own vision folder: files and bytes kept (the oldest uploads go first).
+    pub vision_max_files: usize,
+    pub vision_max_bytes: u64,
     pub keepalive: Duration,
     pub onboarding_timeout: Duration,
     /// Extra `Host` names (besides loopback ones) and `Origin`s the host listener accepts.
@@ -92,6 +95,8 @@ impl Default for HubConfig {
             vision_url: None,
             vision_token: None,
             vision_dir: PathBuf::from("mcpdev-vision"),
+            vision_max_files: vision::DEFAULT_MAX_FILES,
+            vision_max_bytes: vision::DEFAULT_MAX_BYTES,
             keepalive: Duration::from_secs(60),
             onboarding_timeout: Duration::from_secs(10),
             allowed_hosts: Vec::new(),
@@ -112,10 +117,15 @@ pub struct Hub {
     pub registry: Registry,
     /// Which devices are let in, pending codes, per-device tokens.
     pub admission: admission::Admission,
-    /// The token the hub's own vision endpoint accepts (random unless configured).
-    pub vision_token: String,
+    /// Every per-device token (device, vision) is derived from it (the admission's own secret).
+    pub secret: Arc<secret::HubSecret>,
+    /// The hub's own vision folder, capped.
+    pub vision: vision::VisionStore,
     /// The device listener's bound address (its port goes into the default vision URL).
     device_port: u16,
+    /// The device listener's bound IP, when it is bound to one (not 0.0.0.0 / ::), else this
+    /// machine's address on its default route (found at start, no packet sent).
+    device_ip: Option<std::net::IpAddr>,
     /// The MQTT side, when the hub runs one (set once at start).
     pub mqtt: std::sync::OnceLock<Arc<crate::mqtt::hub::MqttHub>>,
     /// The control API's token and its file.
@@ -144,15 +154,36 @@ impl Hub {
         }
     }
 
-    /// The vision URL and token for a device that connected through `host` (its Host header).
-    pub fn vision_for(&self, host: Option<&str>) -> (String, String) {
+    /// The device's own token (MQTT password, WebSocket bearer) derived from the hub secret.
+    pub fn device_token(&self, device_id: &str) -> String {
+        self.secret.token(secret::Purpose::Device, device_id)
+    }
+
+    /// The name devices reach this hub by, for URLs the hub hands out: `--public-host`, else the
+    /// local address of the connection the device came in on (`local`), else the address the
+    /// device listener is bound to (or this machine's address on its default route), else
+    /// `127.0.0.1`. Never anything a device sent (a `Host` header, a stored check-in), so no
+    /// device can redirect another one.
+    pub fn public_name(&self, local: Option<std::net::IpAddr>) -> String {
+        if let Some(h) = self.config.ota.public_host.as_deref().filter(|h| !h.is_empty()) {
+            return h.to_string();
+        }
+        let ip = local.filter(|ip| !ip.is_unspecified()).or(self.device_ip).unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+        match ip.to_canonical() {
+            std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+            v4 => v4.to_string(),
+        }
+    }
+
+    /// The vision URL and token for `device_id`, which came in on `local` (see [`Hub::public_name`]).
+    /// With `--vision-url`, the external service and its configured token; otherwise the hub's
+    /// own endpoint and the device's own vision token ([`secret::Purpose::Vision`]).
+    pub fn vision_for(&self, device_id: &str, local: Option<std::net::IpAddr>) -> (String, String) {
         if let Some(url) = &self.config.vision_url {
             return (url.clone(), self.config.vision_token.clone().unwrap_or_default());
         }
-        // esp-ml307 sends Host without a port: use the name the device used and our real port.
-        let name = host.map(|h| h.rsplit_once(':').filter(|(_, p)| p.chars().all(|c| c.is_ascii_digit())).map_or(h, |(n, _)| n));
-        let name = name.filter(|n| !n.is_empty()).unwrap_or("127.0.0.1");
-        (format!("http://{name}:{}{}", self.device_port, devices::VISION_PATH), self.vision_token.clone())
+        let url = format!("http://{}:{}{}", self.public_name(local), self.device_port, devices::VISION_PATH);
+        (url, self.secret.token(secret::Purpose::Vision, device_id))
     }
 }
 
@@ -177,14 +208,17 @@ pub async fn start(config: HubConfig) -> anyhow::Result<RunningHub> {
     let device_addr = device_listener.local_addr()?;
     let host_addr = host_listener.local_addr()?;
     let control = Arc::new(owner::ControlToken::create(host_addr.port())?);
-    let vision_token = config.vision_token.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
     let admission = admission::Admission::load(&config.admission, &config.device_tokens)?;
+    let secret = admission.secret();
+    let vision = vision::VisionStore::new(config.vision_dir.clone(), config.vision_max_files, config.vision_max_bytes);
     let hub = Arc::new(Hub {
         registry: Registry::new(config.aliases.clone()),
         admission,
         config,
-        vision_token,
+        secret,
+        vision,
         device_port: device_addr.port(),
+        device_ip: Some(device_addr.ip()).filter(|ip| !ip.is_unspecified()).or_else(default_route_ip),
         mqtt: std::sync::OnceLock::new(),
         control: control.clone(),
         budget: budget::Budget::new(caps),
@@ -216,6 +250,14 @@ pub fn bind_error(what: &str, addr: SocketAddr, flag: &str, e: &std::io::Error) 
         _ => format!("choose another address with {flag}"),
     };
     crate::exit::CodedError::new(crate::exit::Exit::Usage, format!("cannot listen {what} on {addr} ({flag}): {e}")).with_help(hint).into()
+}
+
+/// This machine's address on its default route: a UDP socket "connected" to a documentation
+/// address (RFC 5737) learns its source address; nothing is sent.
+fn default_route_ip() -> Option<std::net::IpAddr> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("192.0.2.1:9").ok()?;
+    socket.local_addr().ok().map(|a| a.ip()).filter(|ip| !ip.is_unspecified())
 }
 
 /// Runs an accept loop; its end (it only ends by panicking) is logged, not silent.

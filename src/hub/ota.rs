@@ -1,10 +1,13 @@
 //! Device bootstrap: the OTA endpoint a stock device POSTs to at boot (reference §3).
 //!
-//! `POST /xiaozhi/ota/` answers with `server_time`, `websocket{url,token,version}` (the URL built
-//! from the name the device used to reach us and the device listener's port), `mqtt{…}` when the
-//! hub runs MQTT (the device then prefers it), and `firmware{version,url,force}` when
-//! `serve --firmware` offers one (the binary is served here too). The system info in the body
-//! is kept by Device-Id and shown by `mcpdev hello`.
+//! `POST /xiaozhi/ota/` answers with `server_time`, `websocket{url,token,version}`, `mqtt{…}` when
+//! the hub runs MQTT (the device then prefers it), and `firmware{version,url,force}` when
+//! `serve --firmware` offers one (the binary is served here too). Every URL is built from
+//! `--public-host` or the hub's own address the request came in on, never from its `Host` header,
+//! and the only token in the answer is the device's own ([`super::secret::Purpose::Device`]),
+//! never a configured shared one. The body is capped ([`MAX_BODY`], 413 beyond); the system info
+//! in it is kept by Device-Id in a store capped in entries and bytes ([`OtaBook`]) and shown by
+//! `mcpdev hello`.
 //!
 //! Activation ([`super::admission`]): a device that is not admitted gets an `activation` block
 //! (`message`, a 6-digit `code`, `challenge`, `timeout_ms`) instead of any credentials; the stock
@@ -12,14 +15,13 @@
 //! while the request is pending and 200 once a person ran `mcpdev devices approve CODE`. The next
 //! check-in then carries `websocket.token` (and the MQTT password): the device's own token.
 
-use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{ConnectInfo, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, State};
 use axum::http::{HeaderMap, Response, StatusCode, header};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
@@ -27,6 +29,7 @@ use tracing::{info, warn};
 
 use super::Hub;
 use super::admission::{Pending, Via};
+use super::devices::DevicePeer;
 use crate::links::upgrade::plain;
 use crate::wire::identity::{format_mac, parse_mac};
 
@@ -36,6 +39,11 @@ pub const DEVICE_PATH: &str = "/xiaozhi/v1/";
 pub const OTA_PATH: &str = "/xiaozhi/ota/";
 pub const ACTIVATE_PATH: &str = "/xiaozhi/ota/activate";
 pub const FIRMWARE_PATH: &str = "/xiaozhi/ota/firmware.bin";
+/// The largest check-in body read (the stock system info is about 1.5 KB).
+pub const MAX_BODY: usize = 64 * 1024;
+/// Check-ins kept, and their bytes (the oldest are forgotten first).
+pub const MAX_RECORDS: usize = 4096;
+pub const MAX_RECORD_BYTES: usize = 16 * 1024 * 1024;
 
 /// How the OTA endpoint answers.
 #[derive(Debug, Clone, Default)]
@@ -48,49 +56,88 @@ pub struct OtaSettings {
     pub public_host: Option<String>,
 }
 
-/// What a device posted at its last check-in.
+/// What a device posted at its last check-in. Nothing here goes into a URL or an answer to
+/// another device.
 #[derive(Debug, Clone)]
 pub struct OtaRecord {
     pub system_info: Value,
-    /// The name the device reached us by (no port).
-    pub host: String,
     pub client_id: Option<String>,
+    /// The size of the body it came from (what the store counts).
+    pub bytes: usize,
 }
 
-/// Check-ins by Device-Id.
-#[derive(Debug, Default)]
+/// Check-ins by Device-Id, capped in entries and bytes; the oldest check-in is forgotten first.
+#[derive(Debug)]
 pub struct OtaBook {
-    records: RwLock<HashMap<String, OtaRecord>>,
+    inner: Mutex<Book>,
+    max_records: usize,
+    max_bytes: usize,
+}
+
+#[derive(Debug, Default)]
+struct Book {
+    records: HashMap<String, (u64, OtaRecord)>,
+    /// Check-in order: sequence number to Device-Id.
+    order: BTreeMap<u64, String>,
+    next: u64,
+    bytes: usize,
+}
+
+impl Default for OtaBook {
+    fn default() -> Self {
+        Self::with_caps(MAX_RECORDS, MAX_RECORD_BYTES)
+    }
 }
 
 impl OtaBook {
+    pub fn with_caps(max_records: usize, max_bytes: usize) -> Self {
+        Self { inner: Mutex::default(), max_records: max_records.max(1), max_bytes }
+    }
+
+    fn book(&self) -> std::sync::MutexGuard<'_, Book> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     pub fn record(&self, device_id: &str, r: OtaRecord) {
-        self.records.write().expect("ota book").insert(device_id.to_string(), r);
+        let mut b = self.book();
+        if let Some((seq, old)) = b.records.remove(device_id) {
+            b.order.remove(&seq);
+            b.bytes -= old.bytes;
+        }
+        while b.records.len() >= self.max_records || (b.bytes + r.bytes > self.max_bytes && !b.records.is_empty()) {
+            let Some((_, oldest)) = b.order.pop_first() else { break };
+            if let Some((_, gone)) = b.records.remove(&oldest) {
+                b.bytes -= gone.bytes;
+            }
+        }
+        let seq = b.next;
+        b.next += 1;
+        b.bytes += r.bytes;
+        b.order.insert(seq, device_id.to_string());
+        b.records.insert(device_id.to_string(), (seq, r));
     }
 
     pub fn get(&self, device_id: &str) -> Option<OtaRecord> {
-        self.records.read().expect("ota book").get(device_id).cloned()
+        self.book().records.get(device_id).map(|(_, r)| r.clone())
     }
 
     pub fn system_info(&self, device_id: &str) -> Option<Value> {
         self.get(device_id).map(|r| r.system_info)
     }
+
+    /// Check-ins kept, and the bytes they count for.
+    pub fn usage(&self) -> (usize, usize) {
+        let b = self.book();
+        (b.records.len(), b.bytes)
+    }
 }
 
 pub fn routes() -> Router<Arc<Hub>> {
     Router::new()
-        .route(OTA_PATH, post(check_version).get(about))
-        .route("/xiaozhi/ota", post(check_version).get(about))
+        .route(OTA_PATH, post(check_version).get(about).layer(DefaultBodyLimit::max(MAX_BODY)))
+        .route("/xiaozhi/ota", post(check_version).get(about).layer(DefaultBodyLimit::max(MAX_BODY)))
         .route(ACTIVATE_PATH, post(activate))
         .route(FIRMWARE_PATH, get(firmware))
-}
-
-/// The name of a `Host` header without its port (`[::1]` keeps its brackets).
-pub fn host_name(host: &str) -> &str {
-    if host.starts_with('[') {
-        return host.split_once(']').map_or(host, |(h, _)| &host[..h.len() + 1]);
-    }
-    host.rsplit_once(':').filter(|(_, p)| p.chars().all(|c| c.is_ascii_digit())).map_or(host, |(n, _)| n)
 }
 
 /// The OTA answer (reference §3.2); every section but `server_time` optional.
@@ -104,7 +151,8 @@ pub fn response(now_ms: u64, timezone_offset: i32, websocket: Option<Value>, mqt
     r
 }
 
-async fn check_version(State(hub): State<Arc<Hub>>, ConnectInfo(remote): ConnectInfo<SocketAddr>, headers: HeaderMap, body: Bytes) -> Response<Body> {
+async fn check_version(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectInfo<DevicePeer>, headers: HeaderMap, body: Bytes) -> Response<Body> {
+    let remote = peer.remote;
     let h = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let system_info: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
@@ -116,14 +164,16 @@ async fn check_version(State(hub): State<Arc<Hub>>, ConnectInfo(remote): Connect
         return plain(StatusCode::BAD_REQUEST, "send the Device-Id header (the MAC, aa:bb:cc:dd:ee:ff)");
     };
     let device_id = format_mac(&mac);
-    let client_id = h("client-id").map(str::to_string).or_else(|| system_info.get("uuid").and_then(Value::as_str).map(str::to_string));
+    let client_id = h("client-id").or_else(|| system_info.get("uuid").and_then(Value::as_str)).map(|c| c.chars().take(64).collect());
     let ota = &hub.config.ota;
-    let name = ota.public_host.clone().unwrap_or_else(|| host_name(h("host").unwrap_or("127.0.0.1")).to_string());
+    // From configuration or the hub's own address this request came in on: never the Host header.
+    let name = hub.public_name(peer.local.map(|a| a.ip()));
     let base = format!("{name}:{}", hub.device_port);
     let (websocket, mqtt, activation) = match hub.admission.token_for_check_in(&device_id, client_id.as_deref()) {
+        // Admitted: the device's own token, never a configured shared one (which would open every device).
         Some(token) => {
-            let websocket = json!({"url": format!("ws://{base}{}", DEVICE_PATH), "token": token, "version": 1});
-            (Some(websocket), hub.mqtt.get().map(|m| m.ota_settings(&device_id, &name)), None)
+            let websocket = json!({"url": format!("ws://{base}{DEVICE_PATH}"), "token": token, "version": 1});
+            (Some(websocket), hub.mqtt.get().map(|m| m.ota_settings(&device_id, &name, &token)), None)
         }
         // Not admitted: a code to approve, and nothing to connect with.
         None => {
@@ -132,7 +182,7 @@ async fn check_version(State(hub): State<Arc<Hub>>, ConnectInfo(remote): Connect
         }
     };
     let firmware = ota.firmware.as_ref().map(|(_, version)| json!({"version": version, "url": format!("http://{base}{FIRMWARE_PATH}"), "force": 0}));
-    hub.registry.ota.record(&device_id, OtaRecord { system_info, host: name, client_id });
+    hub.registry.ota.record(&device_id, OtaRecord { system_info, client_id, bytes: body.len() });
     if let Some(m) = hub.mqtt.get()
         && activation.is_none()
     {
@@ -210,12 +260,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn host_names_and_response_shape() {
-        assert_eq!(host_name("hub.lan:8000"), "hub.lan");
-        assert_eq!(host_name("hub.lan"), "hub.lan");
-        assert_eq!(host_name("[::1]:8000"), "[::1]");
+    fn response_shape() {
         let r = response(1_754_611_200_000, 480, Some(json!({"url":"ws://h:1/xiaozhi/v1/","token":"","version":1})), None, None);
         assert_eq!(r["server_time"], json!({"timestamp": 1_754_611_200_000u64, "timezone_offset": 480}));
         assert!(r.get("mqtt").is_none() && r.get("firmware").is_none() && r.get("activation").is_none());
+    }
+
+    #[test]
+    fn the_book_stays_within_its_caps_oldest_first() {
+        let book = OtaBook::with_caps(10, 5_000);
+        let rec = |bytes| OtaRecord { system_info: json!({}), client_id: None, bytes };
+        for i in 0..1000 {
+            book.record(&format!("aa:bb:cc:dd:{:02x}:{:02x}", i / 256, i % 256), rec(100));
+        }
+        assert_eq!(book.usage(), (10, 1000), "a flood of check-ins leaves the entry cap");
+        assert!(book.get("aa:bb:cc:dd:03:e7").is_some() && book.get("aa:bb:cc:dd:03:dd").is_none(), "the newest stay, the oldest go");
+        for i in 0..100 {
+            book.record(&format!("aa:bb:cc:dd:ee:{i:02x}"), rec(1_900));
+        }
+        let (n, bytes) = book.usage();
+        assert!(bytes <= 5_000 && n == 2, "{n} records, {bytes} bytes");
+        // A device checking in again replaces its record, and is counted once.
+        book.record("aa:bb:cc:dd:ee:63", rec(10));
+        assert_eq!(book.usage(), (2, 1_910));
     }
 }

@@ -86,7 +86,7 @@ pub struct MqttHub {
     endpoint_host: Option<String>,
     endpoint_port: u16,
     settings: MqttSettings,
-    device_password: String,
+    device_login: DeviceLogin,
     client: AsyncClient,
     up: watch::Receiver<bool>,
     /// `true` once every subscription of the current connection is acknowledged.
@@ -97,6 +97,15 @@ pub struct MqttHub {
     control: mpsc::Sender<Control>,
 }
 
+/// The MQTT login the OTA answer gives devices.
+#[derive(Debug, Clone)]
+enum DeviceLogin {
+    /// The client id and the device's own token (the embedded broker).
+    Own,
+    /// Credentials the hub was given for a real broker (possibly empty: then the hub warned).
+    Given { username: String, password: String },
+}
+
 enum Control {
     Settled(String),
     Ended { key: String, generation: u64 },
@@ -104,18 +113,28 @@ enum Control {
 }
 
 impl MqttHub {
-    /// The OTA answer's `mqtt` section for a device that reached the hub by `host`.
-    pub fn ota_settings(&self, device_id: &str, host: &str) -> Value {
-        let key = topics::key_for(device_id).expect("device ids are MACs");
+    /// The OTA answer's `mqtt` section for a device that reaches the hub by `host` (the hub's
+    /// public name, see [`Hub::public_name`]) and whose own token is `device_token`.
+    ///
+    /// Every field stock firmware and py-xiaozhi insist on is set: on the embedded broker the
+    /// username is the client id and the password the device's own token (the broker accepts
+    /// it, see [`start`]); on a real broker, the credentials the hub was given
+    /// ([`DEVICE_USERNAME_ENV`], [`DEVICE_PASSWORD_ENV`]; the hub warns at start-up without them).
+    pub fn ota_settings(&self, device_id: &str, host: &str, device_token: &str) -> Value {
+        let key = topics::key_for(device_id).unwrap_or_default();
         let endpoint = self.settings.device_endpoint.clone().unwrap_or_else(|| {
             let h = self.endpoint_host.as_deref().unwrap_or(host);
             format!("{h}:{}", self.endpoint_port)
         });
+        let (username, password) = match &self.device_login {
+            DeviceLogin::Own => (key.clone(), device_token.to_string()),
+            DeviceLogin::Given { username, password } => (username.clone(), password.clone()),
+        };
         json!({
             "endpoint": endpoint,
             "client_id": key,
-            "username": std::env::var(DEVICE_USERNAME_ENV).unwrap_or_default(),
-            "password": self.device_password,
+            "username": username,
+            "password": password,
             "publish_topic": topics::uplink(&key),
             "subscribe_topic": topics::downlink(&key),
             "keepalive": self.settings.device_keepalive,
@@ -229,15 +248,12 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
             (url.clone(), (!loopback).then(|| url.host.clone()), url.port)
         }
     };
-    let device_password = std::env::var(DEVICE_PASSWORD_ENV).ok().or_else(|| match settings.broker {
-        BrokerChoice::Embedded { .. } => tokens.first().cloned(),
-        BrokerChoice::External(_) => None,
-    });
     // The embedded broker as devices and people reach it: without the hub's credential.
     let (shown, credential_file) = match settings.broker {
         BrokerChoice::Embedded { .. } => (BrokerUrl { username: None, password: None, ..url.clone() }.to_string(), Some(broker::acl::hub_credential_path(url.port))),
         BrokerChoice::External(_) => (url.to_string(), None),
     };
+    let device_login = device_login(&settings.broker, std::env::var(DEVICE_USERNAME_ENV).ok(), std::env::var(DEVICE_PASSWORD_ENV).ok());
     let udp = Arc::new(udp::UdpSink::bind(settings.udp_addr).await.map_err(|e| anyhow::anyhow!("cannot bind the UDP audio socket {}: {e}", settings.udp_addr))?);
     let presence = format!("{}{hub_id}", topics::HUBS);
     let will = LastWill::new(&presence, Vec::<u8>::new(), QoS::AtLeastOnce, true);
@@ -251,7 +267,7 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         credential_file,
         endpoint_host,
         endpoint_port,
-        device_password: device_password.unwrap_or_default(),
+        device_login,
         client: connection.client.clone(),
         up: connection.up.clone(),
         subscribed,
@@ -284,6 +300,31 @@ fn watch_broker(mut stopped: watch::Receiver<Option<String>>) {
             tracing::error!(why = why.as_deref().unwrap_or_default(), "the hub's embedded MQTT broker is down: MQTT devices are unreachable; restart `mcpdev serve`");
         }
     });
+}
+
+/// Which login the OTA answer hands out: on the embedded broker the device's own (which it
+/// accepts in every mode); on a real broker the credentials the hub was given, or an incomplete
+/// block with a warning now rather than a device that silently never connects.
+fn device_login(broker: &BrokerChoice, username: Option<String>, password: Option<String>) -> DeviceLogin {
+    let username = username.filter(|u| !u.is_empty());
+    let password = password.filter(|p| !p.is_empty());
+    match (broker, username, password) {
+        (BrokerChoice::Embedded { .. }, username, password) => {
+            if username.is_some() || password.is_some() {
+                warn!("{DEVICE_USERNAME_ENV}/{DEVICE_PASSWORD_ENV} are for a real broker: with the embedded one, each device gets its own login");
+            }
+            DeviceLogin::Own
+        }
+        (BrokerChoice::External(_), Some(username), Some(password)) => DeviceLogin::Given { username, password },
+        (BrokerChoice::External(url), username, password) => {
+            warn!(
+                broker = %url,
+                "{DEVICE_USERNAME_ENV} and {DEVICE_PASSWORD_ENV} are not both set: devices that bootstrap from the OTA endpoint get an incomplete `mqtt` block, \
+                 which stock firmware and py-xiaozhi refuse; set both to the login your broker gives devices"
+            );
+            DeviceLogin::Given { username: username.unwrap_or_default(), password: password.unwrap_or_default() }
+        }
+    }
 }
 
 struct LinkEntry {
@@ -496,17 +537,15 @@ impl Dispatcher {
         };
         let hub = &self.hub;
         let ota = hub.registry.ota.get(&device_id);
-        let host = ota
-            .as_ref()
-            .map(|r| r.host.clone())
-            .or_else(|| hub.config.ota.public_host.clone())
-            .unwrap_or_else(|| "127.0.0.1".to_string());
+        // From the hub's configuration only: nothing a device posted (its check-in) picks the
+        // address another device's audio and photos go to.
+        let host = hub.public_name(None);
         let (inbound_tx, inbound_rx) = link::inbound_channel();
         let ssrc = self.mqtt.udp.register(inbound_tx.clone());
         let session_id = uuid::Uuid::new_v4().to_string();
         let hello = udp::server_hello(&session_id, udp::udp_block(&host, self.mqtt.udp.addr.port(), ssrc));
         let mut cfg = SessionConfig::new(&session_id, hello);
-        (cfg.vision_url, cfg.vision_token) = hub.vision_for(Some(&host));
+        (cfg.vision_url, cfg.vision_token) = hub.vision_for(&device_id, None);
         cfg.keepalive = hub.config.keepalive;
         cfg.onboarding_timeout = hub.config.onboarding_timeout;
         cfg.system_info = ota.map(|r| r.system_info);

@@ -114,3 +114,26 @@ pub fn unstamped(mut v: serde_json::Value) -> serde_json::Value {
     humantime::parse_rfc3339(ts.as_str().unwrap_or_default()).unwrap_or_else(|e| panic!("ts {ts} is not RFC 3339: {e}"));
     v
 }
+
+/// One HTTP/1.1 request to the hub's device listener; the status and body.
+pub async fn http(hub: &HubProcess, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, Vec<u8>) {
+    let addr = hub.device_url.trim_start_matches("ws://").split('/').next().unwrap().to_string();
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(ws::DEADLINE, s.read_to_end(&mut out)).await.expect("no answer in time").unwrap();
+    let split = out.windows(4).position(|w| w == b"\r\n\r\n").expect("an HTTP response");
+    let head = String::from_utf8_lossy(&out[..split]).to_string();
+    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (status, out[split + 4..].to_vec())
+}

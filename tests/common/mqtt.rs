@@ -117,8 +117,12 @@ pub struct MqttDevice {
 impl MqttDevice {
     /// Connects (and reconnects after broker outages, subscribing again) as `device_id`.
     pub async fn connect(broker: &str, device_id: &str) -> Self {
-        let key = topics::key_for(device_id).unwrap();
-        let url = BrokerUrl::parse(broker).unwrap();
+        Self::connect_to(&BrokerUrl::parse(broker).unwrap(), &topics::key_for(device_id).unwrap()).await
+    }
+
+    /// Connects to `url` (with its login, if any) with `key` as the client id.
+    pub async fn connect_to(url: &BrokerUrl, key: &str) -> Self {
+        let key = key.to_string();
         let mut c = conn::connect(url.options(&key, std::time::Duration::from_secs(30), 1 << 20), None);
         let client = c.client.clone();
         let down = topics::downlink(&key);
