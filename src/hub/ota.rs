@@ -214,7 +214,7 @@ pub fn activation_block(p: &Pending) -> Value {
 
 /// `POST /xiaozhi/ota/activate`: 200 once the device is approved, 202 while its request is
 /// pending (the stock firmware asks again after 3 s), 404 when it has none (it checks in again).
-async fn activate(State(hub): State<Arc<Hub>>, ConnectInfo(remote): ConnectInfo<SocketAddr>, headers: HeaderMap, body: Bytes) -> Response<Body> {
+async fn activate(State(hub): State<Arc<Hub>>, ConnectInfo(remote): ConnectInfo<std::net::SocketAddr>, headers: HeaderMap, body: Bytes) -> Response<Body> {
     let h = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let Some(device_id) = h("device-id").and_then(|id| parse_mac(id).ok()).map(|m| format_mac(&m)) else {
         warn!(%remote, "activation request without a usable Device-Id");
