@@ -49,8 +49,8 @@
 //! - A hello on a session that is onboarding or onboarded gets the server hello again (stock
 //!   devices say hello again when a voice session reopens) but no new `initialize`. A hello starts
 //!   onboarding over only after the link was down meanwhile (an MQTT broker outage: the device
-//!   may have restarted), or after a failed onboarding, at most once per `restart_on_hello_after`
-//!   (30 s).
+//!   may have restarted) or the device said `goodbye` (it ended its session, e.g. to reboot), or
+//!   after a failed onboarding, at most once per `restart_on_hello_after` (30 s).
 //! - Device requests get a -32601 error that never echoes more than 64 characters of the method.
 //!   Hellos and requests together are answered at most `max_answers_per_sec` (20) times a
 //!   second; the rest are counted (`counters.unanswered`) and logged once a second.
@@ -319,7 +319,12 @@ impl Session {
                 });
                 self.on_response(id, Err(error), now);
             }
-            Ok(DeviceMessage::Goodbye { .. }) => self.emit(Event::Message { kind: "goodbye".into(), message: json!({"type":"goodbye"}) }),
+            Ok(DeviceMessage::Goodbye { .. }) => {
+                // The device ended its session (an MQTT device before it reboots or sleeps): what
+                // says hello next may be new firmware with other tools, so it is onboarded again.
+                self.link_interrupted = true;
+                self.emit(Event::Message { kind: "goodbye".into(), message: json!({"type":"goodbye"}) })
+            }
             Ok(DeviceMessage::Other { kind, raw }) => self.emit(Event::Message { kind, message: raw }),
         }
         std::mem::take(&mut self.out)

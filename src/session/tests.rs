@@ -560,3 +560,20 @@ fn version_moves_with_what_a_cli_sees_not_with_counters() {
     s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": [tool("a"), tool("b")]})), t0);
     assert!(s.info().version() > v);
 }
+
+#[test]
+fn a_goodbye_ends_the_device_session_and_its_next_hello_onboards_again() {
+    let t0 = Instant::now();
+    let mut s = onboard(t0, &[vec!["a"]]);
+    // A hello without a goodbye (a new voice session): the server hello only.
+    let again = sent(&s.on_text(HELLO, t0));
+    assert_eq!((again.len(), again[0]["type"].as_str()), (1, Some("hello")));
+    // The device says goodbye (it reboots), then hello: onboarded again, its tools listed anew.
+    assert!(sent(&s.on_text(r#"{"type":"goodbye","session_id":"s"}"#, t0)).is_empty());
+    let out = sent(&s.on_text(HELLO, t0));
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert_eq!((out[0]["type"].as_str(), out[1]["payload"]["method"].as_str()), (Some("hello"), Some("initialize")));
+    // Once: the hello after that is a voice session again.
+    let out2 = sent(&s.on_text(HELLO, t0));
+    assert_eq!(out2.len(), 1, "{out2:?}");
+}
