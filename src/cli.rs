@@ -68,6 +68,8 @@ pub enum Command {
     Watch(WatchArgs),
     /// Run virtual devices (the firmware's own MCP core) against a backend
     Sim(SimArgs),
+    /// Check a device's firmware: conformance and robustness, each check pass/warn/fail
+    Check(CheckArgs),
     /// Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)
     Flash(crate::flash::FlashArgs),
     /// Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)
@@ -200,6 +202,34 @@ pub struct CallArgs {
     pub no_validate: bool,
     #[command(flatten)]
     pub target: DeviceArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Checks: hello (headers, fields, features.mcp), initialize, tools/list (paging, order, \
+withUserTools, cursors, page size, declarations), JSON-RPC hygiene (error codes, ids, ping, 8 in flight, escaping, \
+malformed JSON, notifications), opt-in calls (--call), timing.\n\n\
+Exit code 10 when a check failed (or warned, with --strict).\n\n\
+Examples:\n  mcpdev check --listen 0.0.0.0:8000\n  mcpdev check --listen 0.0.0.0:8000 --call 'self.audio_speaker.*' --junit check.xml")]
+pub struct CheckArgs {
+    /// Listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, check it, exit
+    #[arg(long, value_name = "ADDR")]
+    pub listen: std::net::SocketAddr,
+    /// Wait up to DURATION for the device to connect
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
+    pub wait: std::time::Duration,
+    /// How long to wait for each answer from the device
+    #[arg(long, env = "MCPDEV_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
+    /// Call the tools matching GLOB (`*`, `?`) with arguments from their schemas; repeatable.
+    /// User-only and reboot/reset/upgrade/erase tools are called only when named exactly
+    #[arg(long, value_name = "GLOB")]
+    pub call: Vec<String>,
+    /// Treat warnings as failures
+    #[arg(long)]
+    pub strict: bool,
+    /// Also write the results as JUnit XML to FILE
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -21,6 +21,7 @@
 
 pub mod args;
 pub mod bridge;
+pub mod check;
 pub mod cli;
 pub mod commands;
 pub mod config;

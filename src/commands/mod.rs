@@ -1,6 +1,7 @@
 //! One module per subcommand: parse, call the layers, render.
 
 pub mod call;
+pub mod check;
 pub mod flash;
 pub mod generate;
 pub mod hello;
@@ -26,6 +27,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Call(args) => call::run(g, args).await,
         Command::Watch(args) => watch::run(g, args).await,
         Command::Sim(args) => sim::run(g, args).await,
+        Command::Check(args) => check::run(g, args).await,
         Command::Flash(args) => flash::run(g, args).await,
         Command::Man(args) => generate::man(&args),
         Command::Completions(args) => generate::completions(&args),
