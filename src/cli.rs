@@ -101,7 +101,7 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=3))]
     pub protocol_version: u8,
     /// Which tools the virtual devices offer
-    #[arg(long, value_enum, default_value_t = crate::sim::Profile::Stock)]
+    #[arg(long, value_enum, default_value_t = crate::sim::Profile::StockTools)]
     pub profile: crate::sim::Profile,
     #[command(flatten)]
     pub bootstrap: SimBootstrapArgs,
@@ -224,6 +224,9 @@ pub struct CheckArgs {
     /// User-only and reboot/reset/upgrade/erase tools are called only when named exactly
     #[arg(long, value_name = "GLOB")]
     pub call: Vec<String>,
+    /// Onboarding (initialize and every tools/list page) must end within DURATION of the hello
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub max_onboarding: std::time::Duration,
     /// Treat warnings as failures
     #[arg(long)]
     pub strict: bool,
@@ -269,7 +272,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 0)]
     pub demo_extra_tools: u32,
     /// Which tools the demo devices offer
-    #[arg(long, value_enum, default_value_t = crate::sim::Profile::Stock)]
+    #[arg(long, value_enum, default_value_t = crate::sim::Profile::StockTools)]
     pub demo_profile: crate::sim::Profile,
     /// Accepted device tokens, comma-separated (devices must send Authorization: Bearer <token>)
     #[arg(long = "device-token", env = "MCPDEV_DEVICE_TOKEN", hide_env_values = true, value_delimiter = ',')]

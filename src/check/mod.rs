@@ -79,6 +79,8 @@ impl Results {
 pub struct Options {
     /// `--call GLOB`: tools to call with arguments built from their schemas.
     pub call: Vec<String>,
+    /// The longest onboarding that passes (stock backends wait 10 s per request).
+    pub max_onboarding: std::time::Duration,
 }
 
 /// Runs every check against an accepted device, in an order that leaves the riskiest (malformed
@@ -92,7 +94,7 @@ pub async fn run(mut conn: conn::Conn, greeting: conn::Greeting, since_hello: st
     let tools = listing.as_ref().map(|l| l.user.clone()).unwrap_or_default();
     hygiene::check(&mut conn, &tools, &mut r).await;
     calls::check(&mut conn, &tools, opts, &mut r).await;
-    let timing = timing::check(&conn, onboarding, init.is_some() && listing.is_some(), &mut r);
+    let timing = timing::check(&conn, onboarding, opts.max_onboarding, init.is_some() && listing.is_some(), &mut r);
     let device_id = greeting.header("device-id").unwrap_or("?").to_string();
     Report { device_id, hello: greeting.hello, server_info: init.map(|i| i["serverInfo"].clone()).unwrap_or(Value::Null), results: r.0, timing }
 }

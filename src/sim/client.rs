@@ -43,7 +43,7 @@ impl SimConfig {
             device_id,
             token: None,
             extra_tools: 0,
-            profile: super::tools::Profile::Stock,
+            profile: super::tools::Profile::StockTools,
             protocol_version: 1,
             min_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(30),
@@ -171,7 +171,7 @@ async fn session(cfg: &SimConfig, link: &mut DeviceLink<SimState>) -> anyhow::Re
             _ => continue,
         };
         out.clear();
-        match link.on_text(&text, &mut out) {
+        match super::stock::on_text_as(cfg.profile, link, &text, &mut out) {
             Inbound::Hello { session_id } => {
                 greeted = true;
                 info!(device = %cfg.device_id, session_id, "connected");
