@@ -38,6 +38,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('call', 'call', [CompletionResultType]::ParameterValue, 'Call a tool: arguments typed and validated by its inputSchema before anything is sent')
             [CompletionResult]::new('watch', 'watch', [CompletionResultType]::ParameterValue, 'Stream live events: connects, hellos, notifications, messages, and MCP traffic')
             [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'Run virtual devices (the firmware''s own MCP core) against a backend')
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Check a device''s firmware: conformance and robustness, each check pass/warn/fail')
             [CompletionResult]::new('flash', 'flash', [CompletionResultType]::ParameterValue, 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)')
@@ -256,6 +257,26 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'mcpdev;check' {
+            [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, check it, exit')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to DURATION for the device to connect')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the device')
+            [CompletionResult]::new('--call', '--call', [CompletionResultType]::ParameterName, 'Call the tools matching GLOB (`*`, `?`) with arguments from their schemas; repeatable. User-only and reboot/reset/upgrade/erase tools are called only when named exactly')
+            [CompletionResult]::new('--max-onboarding', '--max-onboarding', [CompletionResultType]::ParameterName, 'Onboarding (initialize and every tools/list page) must end within DURATION of the hello')
+            [CompletionResult]::new('--junit', '--junit', [CompletionResultType]::ParameterName, 'Also write the results as JUnit XML to FILE')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Treat warnings as failures')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'mcpdev;flash' {
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'The chip to build for (the connected chip is checked against it)')
             [CompletionResult]::new('--chip', '--chip', [CompletionResultType]::ParameterName, 'The chip to build for (the connected chip is checked against it)')
@@ -323,6 +344,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('call', 'call', [CompletionResultType]::ParameterValue, 'Call a tool: arguments typed and validated by its inputSchema before anything is sent')
             [CompletionResult]::new('watch', 'watch', [CompletionResultType]::ParameterValue, 'Stream live events: connects, hellos, notifications, messages, and MCP traffic')
             [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'Run virtual devices (the firmware''s own MCP core) against a backend')
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Check a device''s firmware: conformance and robustness, each check pass/warn/fail')
             [CompletionResult]::new('flash', 'flash', [CompletionResultType]::ParameterValue, 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)')
@@ -352,6 +374,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;help;sim' {
+            break
+        }
+        'mcpdev;help;check' {
             break
         }
         'mcpdev;help;flash' {

@@ -19,6 +19,9 @@ _mcpdev() {
             mcpdev,call)
                 cmd="mcpdev__subcmd__call"
                 ;;
+            mcpdev,check)
+                cmd="mcpdev__subcmd__check"
+                ;;
             mcpdev,completions)
                 cmd="mcpdev__subcmd__completions"
                 ;;
@@ -51,6 +54,9 @@ _mcpdev() {
                 ;;
             mcpdev__subcmd__help,call)
                 cmd="mcpdev__subcmd__help__subcmd__call"
+                ;;
+            mcpdev__subcmd__help,check)
+                cmd="mcpdev__subcmd__help__subcmd__check"
                 ;;
             mcpdev__subcmd__help,completions)
                 cmd="mcpdev__subcmd__help__subcmd__completions"
@@ -104,7 +110,7 @@ _mcpdev() {
 
     case "${cmd}" in
         mcpdev)
-            opts="-q -v -h -V --json --quiet --verbose --color --help --version serve hello init tools call watch sim flash man completions help"
+            opts="-q -v -h -V --json --quiet --verbose --color --help --version serve hello init tools call watch sim check flash man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -178,6 +184,48 @@ _mcpdev() {
                     ;;
                 --transport)
                     COMPREPLY=($(compgen -W "auto http sse" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__check)
+            opts="-q -v -h -V --listen --wait --timeout --call --max-onboarding --strict --junit --json --quiet --verbose --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --call)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-onboarding)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --junit)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -350,7 +398,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__help)
-            opts="serve hello init tools call watch sim flash man completions help"
+            opts="serve hello init tools call watch sim check flash man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -364,6 +412,20 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__help__subcmd__call)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__help__subcmd__check)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -647,7 +709,7 @@ _mcpdev() {
                     return 0
                     ;;
                 --demo-profile)
-                    COMPREPLY=($(compgen -W "stock conformance" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "stock-tools conformance stock" -- "${cur}"))
                     return 0
                     ;;
                 --device-token)
@@ -781,7 +843,7 @@ _mcpdev() {
                     return 0
                     ;;
                 --profile)
-                    COMPREPLY=($(compgen -W "stock conformance" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "stock-tools conformance stock" -- "${cur}"))
                     return 0
                     ;;
                 --mqtt)

@@ -35,6 +35,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand call 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
             cand watch 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
             cand sim 'Run virtual devices (the firmware''s own MCP core) against a backend'
+            cand check 'Check a device''s firmware: conformance and robustness, each check pass/warn/fail'
             cand flash 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
             cand man 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
             cand completions 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)'
@@ -241,6 +242,25 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'mcpdev;check'= {
+            cand --listen 'Listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, check it, exit'
+            cand --wait 'Wait up to DURATION for the device to connect'
+            cand --timeout 'How long to wait for each answer from the device'
+            cand --call 'Call the tools matching GLOB (`*`, `?`) with arguments from their schemas; repeatable. User-only and reboot/reset/upgrade/erase tools are called only when named exactly'
+            cand --max-onboarding 'Onboarding (initialize and every tools/list page) must end within DURATION of the hello'
+            cand --junit 'Also write the results as JUnit XML to FILE'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --strict 'Treat warnings as failures'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'mcpdev;flash'= {
             cand -c 'The chip to build for (the connected chip is checked against it)'
             cand --chip 'The chip to build for (the connected chip is checked against it)'
@@ -305,6 +325,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand call 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
             cand watch 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
             cand sim 'Run virtual devices (the firmware''s own MCP core) against a backend'
+            cand check 'Check a device''s firmware: conformance and robustness, each check pass/warn/fail'
             cand flash 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
             cand man 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
             cand completions 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)'
@@ -326,6 +347,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         &'mcpdev;help;watch'= {
         }
         &'mcpdev;help;sim'= {
+        }
+        &'mcpdev;help;check'= {
         }
         &'mcpdev;help;flash'= {
         }

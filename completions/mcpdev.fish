@@ -39,6 +39,7 @@ complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "tools" -d 'List a dev
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "call" -d 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "watch" -d 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "sim" -d 'Run virtual devices (the firmware\'s own MCP core) against a backend'
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "check" -d 'Check a device\'s firmware: conformance and robustness, each check pass/warn/fail'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "flash" -d 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "man" -d 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "completions" -d 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)'
@@ -48,8 +49,9 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l host-addr -d 'Wh
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l ready-file -d 'Once every listener is up, write the `listening` event (JSON: the real addresses) to FILE, so a script can wait for it; removed when the hub stops' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo -d 'Run N virtual devices in this process (2 when given without a number)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo-extra-tools -d 'Extra generated tools per demo device' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo-profile -d 'Which tools the demo devices offer' -r -f -a "stock\t'The stock xiaozhi common and user-only tools'
-conformance\t'The stock tools plus the MCP conformance suite\'s fixture tools'"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo-profile -d 'Which tools the demo devices offer' -r -f -a "stock-tools\t'The stock xiaozhi common and user-only tools, served the standard way'
+conformance\t'The stock tools plus the MCP conformance suite\'s fixture tools'
+stock\t'The stock tools with the stock firmware 2.4.2\'s deviations from MCP (see `sim::stock`): no answer to ping or string ids, -32601 for an unknown tool, unescaped error messages, `nextCursor:""`, wrong types silently defaulted'"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l device-token -d 'Accepted device tokens, comma-separated (devices must send Authorization: Bearer <token>)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-url -d 'capabilities.vision.url for initialize (default: the hub\'s own vision endpoint)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-token -d 'capabilities.vision.token (default: random, checked by the hub\'s own endpoint)' -r
@@ -196,8 +198,9 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l count -d 'How many
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l token -d 'Device token, sent as `Authorization: Bearer <token>` (prefer the environment variable)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l extra-tools -d 'Extra generated tools per device, to exercise paging' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l protocol-version -d 'Binary protocol version announced in `Protocol-Version` and the hello' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l profile -d 'Which tools the virtual devices offer' -r -f -a "stock\t'The stock xiaozhi common and user-only tools'
-conformance\t'The stock tools plus the MCP conformance suite\'s fixture tools'"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l profile -d 'Which tools the virtual devices offer' -r -f -a "stock-tools\t'The stock xiaozhi common and user-only tools, served the standard way'
+conformance\t'The stock tools plus the MCP conformance suite\'s fixture tools'
+stock\t'The stock tools with the stock firmware 2.4.2\'s deviations from MCP (see `sim::stock`): no answer to ping or string ids, -32601 for an unknown tool, unescaped error messages, `nextCursor:""`, wrong types silently defaulted'"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l mqtt -d 'Connect over MQTT through this broker instead of WebSocket (mqtt://host:1883)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l ota -d 'Bootstrap like a stock device: POST the system info to this OTA URL, then connect over what the answer says (MQTT if it has an mqtt section, else WebSocket)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
@@ -208,6 +211,21 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s q -l quiet -d 'Pri
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l listen -d 'Listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, check it, exit' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l wait -d 'Wait up to DURATION for the device to connect' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l timeout -d 'How long to wait for each answer from the device' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l call -d 'Call the tools matching GLOB (`*`, `?`) with arguments from their schemas; repeatable. User-only and reboot/reset/upgrade/erase tools are called only when named exactly' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l max-onboarding -d 'Onboarding (initialize and every tools/list page) must end within DURATION of the hello' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l junit -d 'Also write the results as JUnit XML to FILE' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l strict -d 'Treat warnings as failures'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s c -l chip -d 'The chip to build for (the connected chip is checked against it)' -r -f -a "esp32c3\t''
 esp32c6\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s p -l port -d 'Serial port of the board (default: the one USB-serial port that looks like an ESP board)' -r
@@ -249,15 +267,16 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -s q -l quiet
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "serve" -d 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "hello" -d 'Show a device\'s hello: identity, transport, features, audio parameters'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "init" -d 'Show the device\'s MCP `initialize` answer: protocol version, serverInfo, capabilities (through a hub: the answer to the hub\'s initialize at onboarding; --live sends a new one)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "tools" -d 'List a device\'s tools'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "call" -d 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "watch" -d 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "sim" -d 'Run virtual devices (the firmware\'s own MCP core) against a backend'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "flash" -d 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "man" -d 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "completions" -d 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim flash man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim check flash man completions help" -f -a "serve" -d 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim check flash man completions help" -f -a "hello" -d 'Show a device\'s hello: identity, transport, features, audio parameters'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim check flash man completions help" -f -a "init" -d 'Show the device\'s MCP `initialize` answer: protocol version, serverInfo, capabilities (through a hub: the answer to the hub\'s initialize at onboarding; --live sends a new one)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim check flash man completions help" -f -a "tools" -d 'List a device\'s tools'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim check flash man completions help" -f -a "call" -d 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim check flash man completions help" -f -a "watch" -d 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim check flash man completions help" -f -a "sim" -d 'Run virtual devices (the firmware\'s own MCP core) against a backend'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim check flash man completions help" -f -a "check" -d 'Check a device\'s firmware: conformance and robustness, each check pass/warn/fail'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim check flash man completions help" -f -a "flash" -d 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim check flash man completions help" -f -a "man" -d 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim check flash man completions help" -f -a "completions" -d 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch sim check flash man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from tools" -f -a "list" -d 'Every tool, all pages, as a table (full schemas with --json)'
