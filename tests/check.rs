@@ -251,7 +251,7 @@ fn answer(rule: Rule, req: &Value, state: &mut State) -> Option<Value> {
             let mut all = tools(rule, with_user);
             if rule == Rule::UnstableOrder && params["cursor"] == "" {
                 state.listings += 1;
-                if state.listings % 2 == 0 {
+                if state.listings.is_multiple_of(2) {
                     all.swap(0, 1);
                 }
             }

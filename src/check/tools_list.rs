@@ -156,7 +156,7 @@ fn declarations(tools: &[Value], r: &mut Results) {
     } else {
         r.fail("tools_list.names", format!("invalid tool names: {}", bad_names.join(", ")), REF_TOOLS);
     }
-    let undescribed: Vec<String> = tools.iter().filter(|t| !t["description"].as_str().is_some_and(|d| !d.trim().is_empty())).map(|t| t["name"].to_string()).collect();
+    let undescribed: Vec<String> = tools.iter().filter(|t| t["description"].as_str().is_none_or(|d| d.trim().is_empty())).map(|t| t["name"].to_string()).collect();
     if undescribed.is_empty() {
         r.pass("tools_list.descriptions", "every tool has a description", REF_TOOLS);
     } else {
