@@ -21,7 +21,8 @@ struct Checker {
 /// Starts `mcpdev check --json --listen 127.0.0.1:0 …` and reads the URL it listens on.
 async fn start_check(extra: &[&str]) -> Checker {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"));
-    cmd.args(["check", "--json", "--listen", "127.0.0.1:0", "--timeout", "5s", "--wait", "60s"])
+    cmd.args(["check", "--json", "--listen", "127.0.0.1:0", "--wait", "90s"])
+        .args(if extra.contains(&"--timeout") { &[][..] } else { &["--timeout", "5s"][..] })
         .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -404,4 +405,44 @@ async fn every_check_catches_a_device_that_breaks_its_rule() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The Python of `.ci/venv`, where `.ci/test` installs xiaozhi-sdk (as tests/interop_xiaozhi_sdk.rs).
+fn sdk_python() -> std::path::PathBuf {
+    let from_env = std::env::var_os("MCPDEV_TEST_PYTHON").map(std::path::PathBuf::from);
+    let fallback = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/venv/bin/python");
+    from_env.iter().chain([&fallback]).find(|p| p.exists()).cloned().unwrap_or_else(|| panic!("no Python with xiaozhi-sdk: run .ci/test or set MCPDEV_TEST_PYTHON"))
+}
+
+#[tokio::test]
+async fn the_xiaozhi_sdk_device_report() {
+    let checker = start_check(&["--timeout", "3s", "--call", "set_volume", "--call", "get_device_status"]).await;
+    let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop/xiaozhi_sdk_device.py");
+    let mut sdk = tokio::process::Command::new(sdk_python())
+        .arg(&script)
+        .args(["--url", &checker.url, "--mac", "aa:bb:cc:00:00:07"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (code, report) = checker.finish().await;
+    let _ = sdk.kill().await;
+    let expected: Vec<(String, String)> = [
+        // It never answers an unknown method or tool (nor a tool named with quotes).
+        ("hygiene.error_escaping", "fail"),
+        // It validates no arguments: set_volume runs with volume="mcpdev-check-not-a-number".
+        ("hygiene.invalid_params", "fail"),
+        ("hygiene.ping", "warn"),
+        ("hygiene.unknown_method", "fail"),
+        ("hygiene.unknown_tool", "fail"),
+        // It ignores the cursor.
+        ("tools_list.invalid_cursor", "warn"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(not_passed(&report), expected, "{report:#}");
+    assert_eq!(code, 10);
+    assert_eq!(report["device_id"], "aa:bb:cc:00:00:07");
 }

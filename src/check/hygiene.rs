@@ -17,7 +17,9 @@ fn code(reply: &Value) -> Option<i64> {
     reply["error"]["code"].as_i64()
 }
 
-pub async fn check(conn: &mut Conn, tools: &[Value], r: &mut Results) {
+/// `callable`: the tools `--call` selected; only those get a wrong-typed argument (a device that
+/// does not validate would run the tool).
+pub async fn check(conn: &mut Conn, tools: &[Value], callable: &[Value], r: &mut Results) {
     match conn.request("mcpdev/check-no-such-method", json!({})).await {
         Ok(reply) => match code(&reply.payload) {
             Some(-32601) => r.pass("hygiene.unknown_method", "an unknown method gets -32601", REF_JSONRPC),
@@ -37,7 +39,7 @@ pub async fn check(conn: &mut Conn, tools: &[Value], r: &mut Results) {
         },
         Err(why) => r.fail("hygiene.unknown_tool", format!("an unknown tool: {why}"), REF_TOOL_ERRORS),
     }
-    invalid_params(conn, tools, r).await;
+    invalid_params(conn, tools, callable, r).await;
     ids(conn, r).await;
     match conn.request("ping", json!({})).await {
         Ok(reply) if reply.payload["result"].is_object() => r.pass("hygiene.ping", "ping is answered", REF_PING),
@@ -58,13 +60,13 @@ pub async fn check(conn: &mut Conn, tools: &[Value], r: &mut Results) {
     }
 }
 
-/// A call whose arguments cannot be right: `arguments` that is not an object, and (when a
-/// callable tool has a required property) a wrong type for it. Nothing runs when the device
-/// validates; a device that runs the tool anyway is what this check is for.
-async fn invalid_params(conn: &mut Conn, tools: &[Value], r: &mut Results) {
+/// A call whose arguments cannot be right: `arguments` that is not an object, and (when a tool
+/// chosen with `--call` has a required property) a wrong type for it. Nothing runs when the
+/// device validates; a device that runs the tool anyway is what this check is for.
+async fn invalid_params(conn: &mut Conn, tools: &[Value], callable: &[Value], r: &mut Results) {
     let id = "hygiene.invalid_params";
     let mut attempts = vec![("arguments that are not an object".to_string(), json!({"name": tools.first().map_or(json!("mcpdev-check.no-such-tool"), |t| t["name"].clone()), "arguments": "not-an-object"}))];
-    if let Some((tool, prop, wrong)) = tools.iter().filter(|t| super::safe_to_call(t)).find_map(required_wrong_type) {
+    if let Some((tool, prop, wrong)) = callable.iter().find_map(required_wrong_type) {
         attempts.push((format!("{prop}={wrong} for {tool}"), json!({"name": tool, "arguments": {prop.clone(): wrong}})));
     }
     for (what, params) in attempts {

@@ -92,7 +92,8 @@ pub async fn run(mut conn: conn::Conn, greeting: conn::Greeting, since_hello: st
     let listing = tools_list::check(&mut conn, &mut r).await;
     let onboarding = since_hello.elapsed();
     let tools = listing.as_ref().map(|l| l.user.clone()).unwrap_or_default();
-    hygiene::check(&mut conn, &tools, &mut r).await;
+    let callable: Vec<Value> = calls::selected(&tools, &opts.call).into_iter().cloned().collect();
+    hygiene::check(&mut conn, &tools, &callable, &mut r).await;
     calls::check(&mut conn, &tools, opts, &mut r).await;
     let timing = timing::check(&conn, onboarding, opts.max_onboarding, init.is_some() && listing.is_some(), &mut r);
     let device_id = greeting.header("device-id").unwrap_or("?").to_string();
