@@ -812,7 +812,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__sim)
-            opts="-q -v -h -V --url --device-id --count --token --extra-tools --protocol-version --profile --mqtt --ota --json --quiet --verbose --color --help --version"
+            opts="-q -v -h -V --url --device-id --count --token --extra-tools --protocol-version --profile --mqtt --ota --replay --replay-timing --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -851,6 +851,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --ota)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --replay)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -988,7 +992,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__watch)
-            opts="-d -q -v -h -V --device --hub --traffic --count --json --quiet --verbose --color --help --version"
+            opts="-d -q -v -h -V --device --hub --traffic --count --record --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1007,6 +1011,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --record)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -105,6 +105,13 @@ pub struct SimArgs {
     pub profile: crate::sim::Profile,
     #[command(flatten)]
     pub bootstrap: SimBootstrapArgs,
+    /// Play back a session recorded with `watch --record FILE`: one device with the recorded
+    /// identity and hello, answering each request with the recorded reply
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["count", "extra_tools", "profile", "mqtt", "ota"])]
+    pub replay: Option<std::path::PathBuf>,
+    /// With --replay: answer after the recorded latencies
+    #[arg(long, requires = "replay")]
+    pub replay_timing: bool,
 }
 
 /// How a command reaches a device: through a running hub, or by accepting it directly.
@@ -249,6 +256,10 @@ pub struct WatchArgs {
     /// Stop after this many events
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
+    /// Also write the device's session to FILE (NDJSON: identity and hello, then every MCP frame
+    /// both ways with timestamps; never a token), for `sim --replay FILE`; needs --device
+    #[arg(long, value_name = "FILE", requires = "device")]
+    pub record: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]
