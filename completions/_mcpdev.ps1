@@ -265,6 +265,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to DURATION for the device to connect')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the device')
             [CompletionResult]::new('--call', '--call', [CompletionResultType]::ParameterName, 'Call the tools matching GLOB (`*`, `?`) with arguments from their schemas; repeatable. User-only and reboot/reset/upgrade/erase tools are called only when named exactly')
+            [CompletionResult]::new('--fuzz', '--fuzz', [CompletionResultType]::ParameterName, 'Also send N generated argument sets to each tool chosen with --call (bounds and just outside, wrong types, missing arguments, long and non-ASCII strings)')
             [CompletionResult]::new('--max-onboarding', '--max-onboarding', [CompletionResultType]::ParameterName, 'Onboarding (initialize and every tools/list page) must end within DURATION of the hello')
             [CompletionResult]::new('--junit', '--junit', [CompletionResultType]::ParameterName, 'Also write the results as JUnit XML to FILE')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')

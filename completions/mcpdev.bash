@@ -198,7 +198,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__check)
-            opts="-q -v -h -V --listen --wait --timeout --call --max-onboarding --strict --junit --json --quiet --verbose --color --help --version"
+            opts="-q -v -h -V --listen --wait --timeout --call --fuzz --max-onboarding --strict --junit --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -217,6 +217,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --call)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --fuzz)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

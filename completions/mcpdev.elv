@@ -250,6 +250,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --wait 'Wait up to DURATION for the device to connect'
             cand --timeout 'How long to wait for each answer from the device'
             cand --call 'Call the tools matching GLOB (`*`, `?`) with arguments from their schemas; repeatable. User-only and reboot/reset/upgrade/erase tools are called only when named exactly'
+            cand --fuzz 'Also send N generated argument sets to each tool chosen with --call (bounds and just outside, wrong types, missing arguments, long and non-ASCII strings)'
             cand --max-onboarding 'Onboarding (initialize and every tools/list page) must end within DURATION of the hello'
             cand --junit 'Also write the results as JUnit XML to FILE'
             cand --color 'When to use colour (NO_COLOR is honoured under auto)'

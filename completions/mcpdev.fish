@@ -218,6 +218,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l listen -d 'Liste
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l wait -d 'Wait up to DURATION for the device to connect' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l timeout -d 'How long to wait for each answer from the device' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l call -d 'Call the tools matching GLOB (`*`, `?`) with arguments from their schemas; repeatable. User-only and reboot/reset/upgrade/erase tools are called only when named exactly' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l fuzz -d 'Also send N generated argument sets to each tool chosen with --call (bounds and just outside, wrong types, missing arguments, long and non-ASCII strings)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l max-onboarding -d 'Onboarding (initialize and every tools/list page) must end within DURATION of the hello' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l junit -d 'Also write the results as JUnit XML to FILE' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''

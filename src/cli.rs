@@ -214,7 +214,7 @@ pub struct CallArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Checks: hello (headers, fields, features.mcp), initialize, tools/list (paging, order, \
 withUserTools, cursors, page size, declarations), JSON-RPC hygiene (error codes, ids, ping, 8 in flight, escaping, \
-malformed JSON, notifications), opt-in calls (--call), timing.\n\n\
+malformed JSON, notifications), opt-in calls (--call) and fuzzing (--fuzz), timing.\n\n\
 Exit code 10 when a check failed (or warned, with --strict).\n\n\
 Examples:\n  mcpdev check --listen 0.0.0.0:8000\n  mcpdev check --listen 0.0.0.0:8000 --call 'self.audio_speaker.*' --junit check.xml")]
 pub struct CheckArgs {
@@ -231,6 +231,10 @@ pub struct CheckArgs {
     /// User-only and reboot/reset/upgrade/erase tools are called only when named exactly
     #[arg(long, value_name = "GLOB")]
     pub call: Vec<String>,
+    /// Also send N generated argument sets to each tool chosen with --call (bounds and just
+    /// outside, wrong types, missing arguments, long and non-ASCII strings)
+    #[arg(long, value_name = "N", requires = "call", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    pub fuzz: u32,
     /// Onboarding (initialize and every tools/list page) must end within DURATION of the hello
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub max_onboarding: std::time::Duration,

@@ -82,12 +82,13 @@ async fn against_sim(profile: &str, extra: &[&str]) -> (i32, Value) {
 #[tokio::test]
 async fn every_check_passes_against_the_simulator() {
     let junit = tempfile::NamedTempFile::new().unwrap();
-    let (code, report) = against_sim("stock-tools", &["--call", "sim.extra.*", "--junit", junit.path().to_str().unwrap()]).await;
+    let (code, report) = against_sim("stock-tools", &["--call", "sim.extra.*", "--fuzz", "20", "--junit", junit.path().to_str().unwrap()]).await;
     assert_eq!(not_passed(&report), vec![], "{report:#}");
     assert_eq!(code, 0);
     let ids: Vec<String> = statuses(&report).into_iter().map(|(id, _)| id).collect();
     assert!(ids.len() >= 28, "the core checks and the calls ran: {ids:?}");
     assert!(ids.contains(&"calls.sim.extra.tool_0001".to_string()));
+    assert!(ids.contains(&"fuzz.sim.extra.tool_0001".to_string()), "--fuzz ran: {ids:?}");
     assert!(report["timing"]["methods"]["tools/list"]["p99_ms"].is_number(), "{report:#}");
     let xml = std::fs::read_to_string(junit.path()).unwrap();
     let doc = roxmltree::Document::parse(&xml).expect("valid XML");
@@ -167,6 +168,8 @@ enum Rule {
     CallHangs,
     WrongTypeDefaulted,
     SlowOnboarding,
+    AcceptsOutOfRange,
+    CrashesOnOutOfRange,
 }
 
 /// The check each rule breaks and what it must be reported as.
@@ -200,6 +203,8 @@ const CASES: &[(Rule, &str, &str)] = &[
     (Rule::CallHangs, "calls.a", "fail"),
     (Rule::WrongTypeDefaulted, "calls.b.wrong_type", "warn"),
     (Rule::SlowOnboarding, "timing.onboarding", "fail"),
+    (Rule::AcceptsOutOfRange, "fuzz.a", "fail"),
+    (Rule::CrashesOnOutOfRange, "fuzz.a", "fail"),
 ];
 
 fn tools(rule: Rule, with_user: bool) -> Vec<Value> {
@@ -295,8 +300,14 @@ fn answer(rule: Rule, req: &Value, state: &mut State) -> Option<Value> {
                 if rule == Rule::CallHangs {
                     return None;
                 }
-                if !args["n"].is_i64() {
-                    return err(-32602, "n must be an integer");
+                match args["n"].as_i64() {
+                    None => return err(-32602, "n must be an integer"),
+                    Some(n) if !(0..=100).contains(&n) && rule == Rule::CrashesOnOutOfRange => {
+                        state.crash = true;
+                        return None;
+                    }
+                    Some(n) if !(0..=100).contains(&n) && rule != Rule::AcceptsOutOfRange => return err(-32602, "n out of range"),
+                    _ => {}
                 }
             }
             if name == "b" && !args["loud"].is_boolean() && !args["loud"].is_null() && rule != Rule::WrongTypeDefaulted {
@@ -377,7 +388,7 @@ async fn scripted_device(url: String, rule: Rule) {
 }
 
 async fn check_rule(rule: Rule) -> (i32, Value) {
-    let checker = start_check(&["--call", "a", "--call", "b", "--max-onboarding", "3s"]).await;
+    let checker = start_check(&["--call", "a", "--call", "b", "--fuzz", "12", "--max-onboarding", "3s"]).await;
     let device = tokio::spawn(scripted_device(checker.url.clone(), rule));
     let out = checker.finish().await;
     device.abort();

@@ -33,6 +33,9 @@ pub async fn check(conn: &mut Conn, tools: &[Value], opts: &Options, r: &mut Res
     }
     for tool in chosen {
         call_one(conn, tool, r).await;
+        if opts.fuzz > 0 {
+            super::fuzz::check(conn, tool, opts.fuzz, r).await;
+        }
     }
 }
 
@@ -54,7 +57,7 @@ pub fn argument_sets(schema: &Value) -> Vec<(String, Value)> {
     sets
 }
 
-fn plausible(p: &Value) -> Value {
+pub(crate) fn plausible(p: &Value) -> Value {
     if let Some(d) = p.get("default") {
         return d.clone();
     }

@@ -6,11 +6,12 @@
 //! - **warn**: a deviation from the MCP spec that stock backends tolerate (`--strict` fails it);
 //! - **skip**: the check could not run (the reason says why).
 //!
-//! One file per family: [`hello`], [`initialize`], [`tools_list`], [`hygiene`], [`calls`],
+//! One file per family: [`hello`], [`initialize`], [`tools_list`], [`hygiene`], [`calls`], [`fuzz`],
 //! [`timing`]; [`report`] renders the table, the JSON document and JUnit XML.
 
 pub mod calls;
 pub mod conn;
+pub mod fuzz;
 pub mod hello;
 pub mod hygiene;
 pub mod initialize;
@@ -81,6 +82,8 @@ pub struct Options {
     pub call: Vec<String>,
     /// The longest onboarding that passes (stock backends wait 10 s per request).
     pub max_onboarding: std::time::Duration,
+    /// `--fuzz N`: generated argument sets per tool chosen with `--call`.
+    pub fuzz: usize,
 }
 
 /// Runs every check against an accepted device, in an order that leaves the riskiest (malformed

@@ -24,7 +24,7 @@ pub async fn run(global: &GlobalArgs, args: CheckArgs) -> anyhow::Result<()> {
         _ = tokio::signal::ctrl_c() => return Err(CodedError::interrupted().into()),
     };
     drop(listener);
-    let opts = Options { call: args.call.clone(), max_onboarding: args.max_onboarding };
+    let opts = Options { call: args.call.clone(), max_onboarding: args.max_onboarding, fuzz: args.fuzz as usize };
     let report = tokio::select! {
         r = check::run(conn, greeting, since_hello, &opts) => r,
         _ = tokio::signal::ctrl_c() => return Err(CodedError::interrupted().into()),
