@@ -121,7 +121,7 @@ impl Recording {
             .filter(answered)
             .map(|e| format!("{} {}", e.method, e.params))
             .min_by_key(|c| strsim::levenshtein(c, &asked))
-            .map_or_else(|| "none (the recording holds no answered request)".to_string(), |c| c);
+            .unwrap_or_else(|| "none (the recording holds no answered request)".to_string());
         Err(format!("mcpdev replay: the recording holds no request {asked}; closest recorded request: {closest}"))
     }
 }
