@@ -198,13 +198,25 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__check)
-            opts="-q -v -h -V --listen --wait --timeout --call --fuzz --max-onboarding --strict --junit --json --quiet --verbose --color --help --version"
+            opts="-d -q -v -h -V --listen --device --hub --wait --timeout --call --fuzz --max-onboarding --strict --junit --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --device)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -d)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hub)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -125,6 +125,32 @@ async fn the_stock_profile_shows_exactly_the_documented_deviations() {
 }
 
 #[tokio::test]
+async fn through_a_hub_the_raw_frame_checks_are_skipped_and_the_rest_run() {
+    let mut hub = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"))
+        .args(["serve", "--json", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0", "--demo", "1", "--demo-profile", "stock"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(hub.stdout.take().unwrap()).lines();
+    let listening: Value = serde_json::from_str(&tokio::time::timeout(DEADLINE, lines.next_line()).await.unwrap().unwrap().unwrap()).unwrap();
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"))
+        .args(["check", "--json", "--hub", listening["host"].as_str().unwrap(), "--wait", "30s", "--timeout", "2s"])
+        .stdin(Stdio::null())
+        .output();
+    let out = tokio::time::timeout(DEADLINE, out).await.unwrap().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let skipped: Vec<String> = not_passed(&report).into_iter().filter(|(_, s)| s == "skip").map(|(id, _)| id).collect();
+    assert_eq!(skipped, ["hygiene.error_escaping", "hygiene.ids", "hygiene.in_flight", "hygiene.malformed_json", "hygiene.notification_no_reply", "initialize.initialized_no_reply", "timing.onboarding"], "{report:#}");
+    // The stock demo device's deviations that requests alone show are still found.
+    let warned: Vec<String> = not_passed(&report).into_iter().filter(|(_, s)| s == "warn").map(|(id, _)| id).collect();
+    assert_eq!(warned, ["hygiene.ping", "hygiene.unknown_tool", "tools_list.paging"], "{report:#}");
+    assert_eq!(out.status.code(), Some(0), "warnings only: exit 0");
+}
+
+#[tokio::test]
 async fn strict_turns_warnings_into_failures() {
     // The default profile with --strict: nothing warns, so it still passes; the stock profile's
     // warnings alone (no --call, escaping aside) are enough to fail under --strict.

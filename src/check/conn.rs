@@ -1,5 +1,6 @@
-//! The raw connection `check` drives: one device accepted on `--listen`, every frame under the
-//! checker's control (string ids, malformed JSON, notifications, many requests in flight).
+//! The connection `check` drives: one device accepted on `--listen`, every frame under the
+//! checker's control (string ids, malformed JSON, notifications, many requests in flight); or a
+//! device reached through a hub's `rpc` op, where only requests can be sent.
 //!
 //! Frames are bounded (1 MiB, tungstenite's limits), every wait has a deadline, and a frame
 //! that is not JSON is kept as text so the escaping check can see it.
@@ -60,7 +61,11 @@ pub struct Reply {
 }
 
 pub struct Conn {
-    ws: WebSocketStream<TcpStream>,
+    /// The device's socket (`--listen`); `None` through a hub.
+    ws: Option<WebSocketStream<TcpStream>>,
+    /// Through a hub (`-d`): its control client and the device id. Requests go through its `rpc`
+    /// op, so ids are the hub's and raw frames cannot be sent.
+    hub: Option<(crate::links::hub_client::HubClient, String)>,
     session_id: String,
     next_id: i64,
     /// Frames received while waiting for something else.
@@ -102,7 +107,7 @@ pub async fn accept(listener: &TcpListener, wait: Duration, timeout: Duration) -
             }
         };
         let session_id = uuid::Uuid::new_v4().to_string();
-        let mut conn = Conn { ws, session_id, next_id: 1, pending: VecDeque::new(), timeout, gone: None, latencies: Vec::new() };
+        let mut conn = Conn { ws: Some(ws), hub: None, session_id, next_id: 1, pending: VecDeque::new(), timeout, gone: None, latencies: Vec::new() };
         let hello = conn.read_hello().await?;
         let server_hello = crate::links::websocket::server_hello(&conn.session_id);
         conn.send_text(server_hello).await;
@@ -111,11 +116,32 @@ pub async fn accept(listener: &TcpListener, wait: Duration, timeout: Duration) -
     }
 }
 
+/// Reaches `device` through the hub at `hub_url`: its identity and hello come from the hub's
+/// record of the device. Raw-frame checks are skipped this way.
+pub async fn through_hub(hub_url: &str, device: Option<&str>, wait: Duration, timeout: Duration) -> anyhow::Result<(Conn, Greeting)> {
+    let client = crate::links::hub_client::HubClient::connect(hub_url).await.map_err(|e| anyhow::anyhow!("cannot reach the hub at {hub_url}: {e}"))?;
+    let info = client.call(json!({"op": "device", "device": device, "wait_ms": wait.as_millis() as u64})).await.map_err(|e| anyhow::anyhow!("{} (hub {hub_url})", e.message))?;
+    let device_id = info["device_id"].as_str().unwrap_or_default().to_string();
+    let mut headers = vec![("device-id".to_string(), device_id.clone()), ("protocol-version".to_string(), info["protocol_version"].to_string())];
+    if let Some(c) = info["client_id"].as_str() {
+        headers.push(("client-id".into(), c.into()));
+    }
+    let greeting = Greeting { headers, hello: info["hello"].clone(), remote: String::new() };
+    let conn = Conn { ws: None, hub: Some((client, device_id)), session_id: String::new(), next_id: 1, pending: VecDeque::new(), timeout, gone: None, latencies: Vec::new() };
+    Ok((conn, greeting))
+}
+
 impl Conn {
+    /// Whether raw frames can be sent (`--listen`), not only requests through a hub.
+    pub fn raw(&self) -> bool {
+        self.ws.is_some()
+    }
+
     async fn read_hello(&mut self) -> anyhow::Result<Value> {
         let deadline = tokio::time::Instant::now() + self.timeout;
+        let Some(ws) = self.ws.as_mut() else { anyhow::bail!("no socket") };
         loop {
-            let msg = tokio::time::timeout_at(deadline, self.ws.next())
+            let msg = tokio::time::timeout_at(deadline, ws.next())
                 .await
                 .map_err(|_| anyhow::anyhow!("the device sent no hello within {:?}", self.timeout))?;
             match msg {
@@ -132,10 +158,14 @@ impl Conn {
 
     /// Sends one text frame as is; a failed send marks the device gone.
     pub async fn send_text(&mut self, text: String) {
+        let Some(ws) = self.ws.as_mut() else {
+            tracing::debug!("not sent: raw frames need --listen");
+            return;
+        };
         if self.gone.is_some() {
             return;
         }
-        if let Err(e) = self.ws.send(Message::text(text)).await {
+        if let Err(e) = ws.send(Message::text(text)).await {
             self.gone = Some(e.to_string());
         }
     }
@@ -170,7 +200,8 @@ impl Conn {
             if let Some(why) = &self.gone {
                 return Err(Silence::Gone(why.clone()));
             }
-            let msg = match tokio::time::timeout_at(deadline, self.ws.next()).await {
+            let Some(ws) = self.ws.as_mut() else { return Err(Silence::Gone("raw frames need --listen".into())) };
+            let msg = match tokio::time::timeout_at(deadline, ws.next()).await {
                 Err(_) => return Err(Silence::Timeout),
                 Ok(m) => m,
             };
@@ -228,6 +259,17 @@ impl Conn {
 
     pub async fn request_with_id(&mut self, method: &str, params: Value, id: Value) -> Result<Reply, Silence> {
         let started = Instant::now();
+        if let Some((client, device)) = &self.hub {
+            let req = json!({"op": "rpc", "device": device, "method": method, "params": params, "timeout_ms": self.timeout.as_millis() as u64});
+            let payload = match client.call(req).await {
+                Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                Err(e) if e.kind == "device_error" => json!({"jsonrpc": "2.0", "id": id, "error": e.rpc.clone().unwrap_or(Value::Null)}),
+                Err(e) if e.kind == "timeout" => return Err(Silence::Timeout),
+                Err(e) => return Err(Silence::Gone(e.message)),
+            };
+            self.latencies.push((method.to_string(), started.elapsed()));
+            return Ok(Reply { payload, latency: started.elapsed() });
+        }
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
         let reply = self.wait_reply(&id, started, self.timeout).await;
         if let Ok(r) = &reply {

@@ -52,6 +52,9 @@ pub async fn check(conn: &mut Conn, tools: &[Value], callable: &[Value], r: &mut
     let note = conn.envelope_text(r#"{"jsonrpc":"2.0","method":"notifications/mcpdev_check","params":{"n":1}}"#);
     super::initialize::no_reply(conn, note, r, "hygiene.notification_no_reply", "a notification", REF_NOTIFY).await;
     // Last: it may upset the device.
+    if !conn.raw() {
+        return r.skip("hygiene.malformed_json", super::NEEDS_RAW, REF_JSONRPC);
+    }
     let broken = conn.envelope_text(r#"{"jsonrpc":"2.0","id":99,"method":"tools/list","params":{"cursor":"#);
     let broken = broken.trim_end_matches('}').to_string();
     match conn.frames_before_marker(broken).await {
@@ -98,6 +101,9 @@ fn required_wrong_type(tool: &Value) -> Option<(String, String, Value)> {
 
 async fn ids(conn: &mut Conn, r: &mut Results) {
     let id = "hygiene.ids";
+    if !conn.raw() {
+        return r.skip(id, super::NEEDS_RAW, REF_IDS);
+    }
     for sent in [json!(2_147_483_000), json!(0)] {
         match conn.request_with_id("tools/list", json!({"cursor": ""}), sent.clone()).await {
             Ok(_) => {}
@@ -114,6 +120,9 @@ async fn ids(conn: &mut Conn, r: &mut Results) {
 
 async fn in_flight(conn: &mut Conn, r: &mut Results) {
     let id = "hygiene.in_flight";
+    if !conn.raw() {
+        return r.skip(id, super::NEEDS_RAW, REF_JSONRPC);
+    }
     let started = std::time::Instant::now();
     let ids: Vec<Value> = (0..8).map(|_| json!(conn.fresh_id())).collect();
     for i in &ids {
@@ -130,6 +139,9 @@ async fn in_flight(conn: &mut Conn, r: &mut Results) {
 
 async fn escaping(conn: &mut Conn, r: &mut Results) {
     let id = "hygiene.error_escaping";
+    if !conn.raw() {
+        return r.skip(id, super::NEEDS_RAW, REF_ESCAPING);
+    }
     let name = "mcpdev\"check\\tool";
     let rid = json!(conn.fresh_id());
     let req = json!({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": {}}});

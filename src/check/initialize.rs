@@ -58,6 +58,9 @@ pub async fn check(conn: &mut Conn, r: &mut Results) -> Option<Value> {
 
 /// Sends `text` and passes when nothing answers it before the next request's reply.
 pub async fn no_reply(conn: &mut Conn, text: String, r: &mut Results, id: &str, what: &str, reference: &'static str) {
+    if !conn.raw() {
+        return r.skip(id, super::NEEDS_RAW, reference);
+    }
     match conn.frames_before_marker(text).await {
         Ok(frames) => {
             let replies: Vec<String> = frames

@@ -75,6 +75,9 @@ impl Results {
     }
 }
 
+/// The reason of a check skipped through a hub: it sends raw frames the hub does not forward.
+pub const NEEDS_RAW: &str = "skipped: needs raw frames (ids, notifications, malformed JSON), which a hub does not relay; run check --listen";
+
 /// What the user asked for beyond the core checks.
 #[derive(Debug, Clone, Default)]
 pub struct Options {

@@ -1,5 +1,6 @@
-//! `mcpdev check --listen ADDR`: accept the next device, run every check (src/check/), print the
-//! table (or `--json`), write `--junit FILE`, and exit 10 when a check failed.
+//! `mcpdev check`: accept the next device (`--listen ADDR`) or reach one through a hub (`-d`),
+//! run every check (src/check/), print the table (or `--json`), write `--junit FILE`, and exit
+//! 10 when a check failed.
 
 use anyhow::Context;
 use tokio::net::TcpListener;
@@ -12,18 +13,26 @@ pub async fn run(global: &GlobalArgs, args: CheckArgs) -> anyhow::Result<()> {
     if args.call.iter().any(|g| g.trim().is_empty()) {
         return Err(CodedError::new(Exit::Usage, "--call needs a tool name or a glob such as 'self.audio_speaker.*'").into());
     }
-    let listener = TcpListener::bind(args.listen)
-        .await
-        .map_err(|e| CodedError::new(Exit::Usage, format!("cannot listen on {}: {e}", args.listen)))?;
-    if !global.quiet {
-        // Also with --json (on stderr): a script starting the device next needs the real port.
-        eprintln!("listening on ws://{}/xiaozhi/v1/ for the device to check…", listener.local_addr()?);
-    }
-    let (conn, greeting, since_hello) = tokio::select! {
-        accepted = check::conn::accept(&listener, args.wait, args.timeout) => accepted.map_err(|e| CodedError::new(Exit::Unreachable, format!("{e:#}")))?,
-        _ = tokio::signal::ctrl_c() => return Err(CodedError::interrupted().into()),
+    let (conn, greeting, since_hello) = match args.listen {
+        Some(addr) => {
+            let listener = TcpListener::bind(addr).await.map_err(|e| CodedError::new(Exit::Usage, format!("cannot listen on {addr}: {e}")))?;
+            if !global.quiet {
+                // Also with --json (on stderr): a script starting the device next needs the real port.
+                eprintln!("listening on ws://{}/xiaozhi/v1/ for the device to check…", listener.local_addr()?);
+            }
+            tokio::select! {
+                accepted = check::conn::accept(&listener, args.wait.unwrap_or(std::time::Duration::from_secs(3600)), args.timeout) => accepted.map_err(|e| CodedError::new(Exit::Unreachable, format!("{e:#}")))?,
+                _ = tokio::signal::ctrl_c() => return Err(CodedError::interrupted().into()),
+            }
+        }
+        None => {
+            let device = crate::config::resolve_alias(args.device.as_deref());
+            let (conn, greeting) = check::conn::through_hub(&args.hub, device.as_deref(), args.wait.unwrap_or_default(), args.timeout)
+                .await
+                .map_err(|e| CodedError::new(Exit::Unreachable, format!("{e:#}")).with_help("is `mcpdev serve` running, and the device connected? (--listen ADDR checks a device directly)"))?;
+            (conn, greeting, std::time::Instant::now())
+        }
     };
-    drop(listener);
     let opts = Options { call: args.call.clone(), max_onboarding: args.max_onboarding, fuzz: args.fuzz as usize };
     let report = tokio::select! {
         r = check::run(conn, greeting, since_hello, &opts) => r,
