@@ -16,8 +16,6 @@ use std::time::Duration;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tracing::{info, warn};
 
 /// The largest recording `sim --replay` reads.
@@ -130,17 +128,8 @@ impl Recording {
 /// ends; `timing` replays the recorded latencies.
 pub async fn run(url: &str, rec: &Recording, token: Option<&str>, timing: bool) -> anyhow::Result<()> {
     let id = &rec.identity;
-    let mut request = url.into_client_request()?;
-    let headers = request.headers_mut();
-    if let Some(token) = token.filter(|t| !t.is_empty()) {
-        let value = if token.contains(' ') { token.to_string() } else { format!("Bearer {token}") };
-        headers.insert("Authorization", HeaderValue::from_str(&value)?);
-    }
-    headers.insert("Device-Id", HeaderValue::from_str(id["device_id"].as_str().unwrap_or_default())?);
-    if let Some(c) = id["client_id"].as_str() {
-        headers.insert("Client-Id", HeaderValue::from_str(c)?);
-    }
-    headers.insert("Protocol-Version", HeaderValue::from(id["protocol_version"].as_u64().unwrap_or(1).min(3) as u16));
+    let version = id["protocol_version"].as_u64().unwrap_or(1).clamp(1, 3) as u8;
+    let request = super::client::device_request(url, token, id["device_id"].as_str().unwrap_or_default(), id["client_id"].as_str(), version)?;
     let (ws, _) = tokio_tungstenite::connect_async_with_config(request, Some(super::client::ws_config()), true).await?;
     let (mut tx, mut rx) = ws.split();
     let hello = if id["hello"].is_object() { id["hello"].clone() } else { json!({"type": "hello", "version": 1, "features": {"mcp": true}, "transport": "websocket"}) };
