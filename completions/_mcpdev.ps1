@@ -39,6 +39,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('watch', 'watch', [CompletionResultType]::ParameterValue, 'Stream live events: connects, hellos, notifications, messages, and MCP traffic')
             [CompletionResult]::new('devices', 'devices', [CompletionResultType]::ParameterValue, 'List connected devices; approve, revoke and list devices waiting to be admitted')
             [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'Run virtual devices (the firmware''s own MCP core) against a backend')
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Check a device''s firmware: conformance and robustness, each check pass/warn/fail')
             [CompletionResult]::new('flash', 'flash', [CompletionResultType]::ParameterValue, 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)')
@@ -231,6 +232,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--device', '--device', [CompletionResultType]::ParameterName, 'Only this device (id, prefix or alias); all devices when left out')
             [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
             [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'Stop after this many events')
+            [CompletionResult]::new('--record', '--record', [CompletionResultType]::ParameterName, 'Also write the device''s session to FILE (NDJSON: identity and hello, then every MCP frame both ways with timestamps; never a token), for `sim --replay FILE`; needs --device')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
             [CompletionResult]::new('--traffic', '--traffic', [CompletionResultType]::ParameterName, 'Also show every MCP frame in both directions, with the round-trip latency of replies')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
@@ -352,7 +354,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Which tools the virtual devices offer')
             [CompletionResult]::new('--mqtt', '--mqtt', [CompletionResultType]::ParameterName, 'Connect over MQTT through this broker instead of WebSocket (mqtt://host:1883)')
             [CompletionResult]::new('--ota', '--ota', [CompletionResultType]::ParameterName, 'Bootstrap like a stock device: POST the system info to this OTA URL, then connect over what the answer says (MQTT if it has an mqtt section, else WebSocket)')
+            [CompletionResult]::new('--replay', '--replay', [CompletionResultType]::ParameterName, 'Play back a session recorded with `watch --record FILE`: one device with the recorded identity and hello, answering each request with the recorded reply')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--replay-timing', '--replay-timing', [CompletionResultType]::ParameterName, 'With --replay: answer after the recorded latencies')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
@@ -360,6 +364,30 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;check' {
+            [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, check it, exit (every check); without it, the device is reached through the hub (checks needing raw frames are skipped)')
+            [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Through a hub: the Device-Id (MAC), a unique prefix of it, or an alias')
+            [CompletionResult]::new('--device', '--device', [CompletionResultType]::ParameterName, 'Through a hub: the Device-Id (MAC), a unique prefix of it, or an alias')
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to DURATION for the device to connect (and, through a hub, finish onboarding); default: 1h with --listen, not at all through a hub')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the device')
+            [CompletionResult]::new('--call', '--call', [CompletionResultType]::ParameterName, 'Call the tools matching GLOB (`*`, `?`) with arguments from their schemas; repeatable. User-only and reboot/reset/upgrade/erase tools are called only when named exactly')
+            [CompletionResult]::new('--fuzz', '--fuzz', [CompletionResultType]::ParameterName, 'Also send N generated argument sets to each tool chosen with --call (bounds and just outside, wrong types, missing arguments, long and non-ASCII strings)')
+            [CompletionResult]::new('--max-onboarding', '--max-onboarding', [CompletionResultType]::ParameterName, 'Onboarding (initialize and every tools/list page) must end within DURATION of the hello')
+            [CompletionResult]::new('--junit', '--junit', [CompletionResultType]::ParameterName, 'Also write the results as JUnit XML to FILE')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Treat warnings as failures')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
@@ -435,6 +463,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('watch', 'watch', [CompletionResultType]::ParameterValue, 'Stream live events: connects, hellos, notifications, messages, and MCP traffic')
             [CompletionResult]::new('devices', 'devices', [CompletionResultType]::ParameterValue, 'List connected devices; approve, revoke and list devices waiting to be admitted')
             [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'Run virtual devices (the firmware''s own MCP core) against a backend')
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Check a device''s firmware: conformance and robustness, each check pass/warn/fail')
             [CompletionResult]::new('flash', 'flash', [CompletionResultType]::ParameterValue, 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)')
@@ -483,6 +512,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;help;sim' {
+            break
+        }
+        'mcpdev;help;check' {
             break
         }
         'mcpdev;help;flash' {

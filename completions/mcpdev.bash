@@ -19,11 +19,11 @@ _mcpdev() {
             mcpdev,call)
                 cmd="mcpdev__subcmd__call"
                 ;;
+            mcpdev,check)
+                cmd="mcpdev__subcmd__check"
+                ;;
             mcpdev,completions)
                 cmd="mcpdev__subcmd__completions"
-                ;;
-            mcpdev,devices)
-                cmd="mcpdev__subcmd__devices"
                 ;;
             mcpdev,flash)
                 cmd="mcpdev__subcmd__flash"
@@ -52,44 +52,14 @@ _mcpdev() {
             mcpdev,watch)
                 cmd="mcpdev__subcmd__watch"
                 ;;
-            mcpdev__subcmd__devices,admitted)
-                cmd="mcpdev__subcmd__devices__subcmd__admitted"
-                ;;
-            mcpdev__subcmd__devices,approve)
-                cmd="mcpdev__subcmd__devices__subcmd__approve"
-                ;;
-            mcpdev__subcmd__devices,help)
-                cmd="mcpdev__subcmd__devices__subcmd__help"
-                ;;
-            mcpdev__subcmd__devices,pending)
-                cmd="mcpdev__subcmd__devices__subcmd__pending"
-                ;;
-            mcpdev__subcmd__devices,revoke)
-                cmd="mcpdev__subcmd__devices__subcmd__revoke"
-                ;;
-            mcpdev__subcmd__devices__subcmd__help,admitted)
-                cmd="mcpdev__subcmd__devices__subcmd__help__subcmd__admitted"
-                ;;
-            mcpdev__subcmd__devices__subcmd__help,approve)
-                cmd="mcpdev__subcmd__devices__subcmd__help__subcmd__approve"
-                ;;
-            mcpdev__subcmd__devices__subcmd__help,help)
-                cmd="mcpdev__subcmd__devices__subcmd__help__subcmd__help"
-                ;;
-            mcpdev__subcmd__devices__subcmd__help,pending)
-                cmd="mcpdev__subcmd__devices__subcmd__help__subcmd__pending"
-                ;;
-            mcpdev__subcmd__devices__subcmd__help,revoke)
-                cmd="mcpdev__subcmd__devices__subcmd__help__subcmd__revoke"
-                ;;
             mcpdev__subcmd__help,call)
                 cmd="mcpdev__subcmd__help__subcmd__call"
                 ;;
+            mcpdev__subcmd__help,check)
+                cmd="mcpdev__subcmd__help__subcmd__check"
+                ;;
             mcpdev__subcmd__help,completions)
                 cmd="mcpdev__subcmd__help__subcmd__completions"
-                ;;
-            mcpdev__subcmd__help,devices)
-                cmd="mcpdev__subcmd__help__subcmd__devices"
                 ;;
             mcpdev__subcmd__help,flash)
                 cmd="mcpdev__subcmd__help__subcmd__flash"
@@ -118,18 +88,6 @@ _mcpdev() {
             mcpdev__subcmd__help,watch)
                 cmd="mcpdev__subcmd__help__subcmd__watch"
                 ;;
-            mcpdev__subcmd__help__subcmd__devices,admitted)
-                cmd="mcpdev__subcmd__help__subcmd__devices__subcmd__admitted"
-                ;;
-            mcpdev__subcmd__help__subcmd__devices,approve)
-                cmd="mcpdev__subcmd__help__subcmd__devices__subcmd__approve"
-                ;;
-            mcpdev__subcmd__help__subcmd__devices,pending)
-                cmd="mcpdev__subcmd__help__subcmd__devices__subcmd__pending"
-                ;;
-            mcpdev__subcmd__help__subcmd__devices,revoke)
-                cmd="mcpdev__subcmd__help__subcmd__devices__subcmd__revoke"
-                ;;
             mcpdev__subcmd__help__subcmd__tools,list)
                 cmd="mcpdev__subcmd__help__subcmd__tools__subcmd__list"
                 ;;
@@ -152,7 +110,7 @@ _mcpdev() {
 
     case "${cmd}" in
         mcpdev)
-            opts="-q -v -h -V --json --quiet --verbose --color --help --version serve hello init tools call watch devices sim flash man completions help"
+            opts="-q -v -h -V --json --quiet --verbose --color --help --version serve hello init tools call watch sim check flash man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -239,6 +197,64 @@ _mcpdev() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        mcpdev__subcmd__check)
+            opts="-d -q -v -h -V --listen --device --hub --wait --timeout --call --fuzz --max-onboarding --strict --junit --json --quiet --verbose --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --device)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -d)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hub)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --call)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --fuzz)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-onboarding)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --junit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         mcpdev__subcmd__completions)
             opts="-q -v -h -V --json --quiet --verbose --color --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -257,202 +273,8 @@ _mcpdev() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcpdev__subcmd__devices)
-            opts="-q -v -h -V --hub --json --quiet --verbose --color --help --version approve revoke pending admitted help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --hub)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__devices__subcmd__admitted)
-            opts="-q -v -h -V --hub --json --quiet --verbose --color --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --hub)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__devices__subcmd__approve)
-            opts="-q -v -h -V --hub --json --quiet --verbose --color --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --hub)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__devices__subcmd__help)
-            opts="approve revoke pending admitted help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__devices__subcmd__help__subcmd__admitted)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__devices__subcmd__help__subcmd__approve)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__devices__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__devices__subcmd__help__subcmd__pending)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__devices__subcmd__help__subcmd__revoke)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__devices__subcmd__pending)
-            opts="-q -v -h -V --hub --json --quiet --verbose --color --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --hub)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__devices__subcmd__revoke)
-            opts="-q -v -h -V --hub --json --quiet --verbose --color --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --hub)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         mcpdev__subcmd__flash)
-            opts="-c -p -B -M -q -v -h -V --chip --port --baud --no-verify --save-image --merge --image --flash-args --wifi-ssid --hub-url --no-provision --wait-device --monitor --monitor-baud --monitor-only --board-info --erase --hub --firmware-dir --json --quiet --verbose --color --help --version"
+            opts="-c -p -B -M -q -v -h -V --chip --port --baud --no-verify --save-image --merge --image --flash-args --wifi-ssid --hub-url --no-provision --wait-device --monitor --monitor-baud --hub --firmware-dir --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -592,7 +414,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__help)
-            opts="serve hello init tools call watch devices sim flash man completions help"
+            opts="serve hello init tools call watch sim check flash man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -619,79 +441,23 @@ _mcpdev() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        mcpdev__subcmd__help__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         mcpdev__subcmd__help__subcmd__completions)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__devices)
-            opts="approve revoke pending admitted"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__devices__subcmd__admitted)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__devices__subcmd__approve)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__devices__subcmd__pending)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__devices__subcmd__revoke)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -932,7 +698,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__serve)
-            opts="-q -v -h -V --device-addr --host-addr --ready-file --demo --demo-extra-tools --demo-profile --device-token --approve-all --vision-url --vision-token --vision-dir --vision-max-files --vision-max-mb --keepalive --onboarding-timeout --allowed-host --allowed-origin --mcp-token --mcp-timeout --mcp-names --mcp-user-tools --mcp-page-size --mqtt --mqtt-listen --mqtt-group --mqtt-max-payload --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --header-timeout --body-timeout --hello-timeout --max-pre-hello-per-peer --max-pre-hello --max-device-connections --json --quiet --verbose --color --help --version"
+            opts="-q -v -h -V --device-addr --host-addr --ready-file --demo --demo-extra-tools --demo-profile --device-token --vision-url --vision-token --vision-dir --keepalive --onboarding-timeout --allowed-host --allowed-origin --mcp-token --mcp-timeout --mcp-names --mcp-user-tools --mcp-page-size --mqtt --mqtt-listen --mqtt-group --mqtt-max-payload --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -959,7 +725,7 @@ _mcpdev() {
                     return 0
                     ;;
                 --demo-profile)
-                    COMPREPLY=($(compgen -W "stock conformance" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "stock-tools conformance stock" -- "${cur}"))
                     return 0
                     ;;
                 --device-token)
@@ -975,14 +741,6 @@ _mcpdev() {
                     return 0
                     ;;
                 --vision-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --vision-max-files)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --vision-max-mb)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1058,30 +816,6 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --header-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --body-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --hello-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --max-pre-hello-per-peer)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --max-pre-hello)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --max-device-connections)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -1094,7 +828,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__sim)
-            opts="-q -v -h -V --url --device-id --count --token --extra-tools --protocol-version --profile --mqtt --ota --json --quiet --verbose --color --help --version"
+            opts="-q -v -h -V --url --device-id --count --token --extra-tools --protocol-version --profile --mqtt --ota --replay --replay-timing --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1125,7 +859,7 @@ _mcpdev() {
                     return 0
                     ;;
                 --profile)
-                    COMPREPLY=($(compgen -W "stock conformance" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "stock-tools conformance stock" -- "${cur}"))
                     return 0
                     ;;
                 --mqtt)
@@ -1133,6 +867,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --ota)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --replay)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1270,7 +1008,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__watch)
-            opts="-d -q -v -h -V --device --hub --traffic --count --json --quiet --verbose --color --help --version"
+            opts="-d -q -v -h -V --device --hub --traffic --count --record --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1289,6 +1027,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --record)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

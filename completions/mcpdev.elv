@@ -36,6 +36,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand watch 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
             cand devices 'List connected devices; approve, revoke and list devices waiting to be admitted'
             cand sim 'Run virtual devices (the firmware''s own MCP core) against a backend'
+            cand check 'Check a device''s firmware: conformance and robustness, each check pass/warn/fail'
             cand flash 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
             cand man 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
             cand completions 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)'
@@ -218,6 +219,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --device 'Only this device (id, prefix or alias); all devices when left out'
             cand --hub 'The hub''s host listener'
             cand --count 'Stop after this many events'
+            cand --record 'Also write the device''s session to FILE (NDJSON: identity and hello, then every MCP frame both ways with timestamps; never a token), for `sim --replay FILE`; needs --device'
             cand --color 'When to use colour (NO_COLOR is honoured under auto)'
             cand --traffic 'Also show every MCP frame in both directions, with the round-trip latency of replies'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
@@ -327,7 +329,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --profile 'Which tools the virtual devices offer'
             cand --mqtt 'Connect over MQTT through this broker instead of WebSocket (mqtt://host:1883)'
             cand --ota 'Bootstrap like a stock device: POST the system info to this OTA URL, then connect over what the answer says (MQTT if it has an mqtt section, else WebSocket)'
+            cand --replay 'Play back a session recorded with `watch --record FILE`: one device with the recorded identity and hello, answering each request with the recorded reply'
             cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --replay-timing 'With --replay: answer after the recorded latencies'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
@@ -335,6 +339,29 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;check'= {
+            cand --listen 'Listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, check it, exit (every check); without it, the device is reached through the hub (checks needing raw frames are skipped)'
+            cand -d 'Through a hub: the Device-Id (MAC), a unique prefix of it, or an alias'
+            cand --device 'Through a hub: the Device-Id (MAC), a unique prefix of it, or an alias'
+            cand --hub 'The hub''s host listener'
+            cand --wait 'Wait up to DURATION for the device to connect (and, through a hub, finish onboarding); default: 1h with --listen, not at all through a hub'
+            cand --timeout 'How long to wait for each answer from the device'
+            cand --call 'Call the tools matching GLOB (`*`, `?`) with arguments from their schemas; repeatable. User-only and reboot/reset/upgrade/erase tools are called only when named exactly'
+            cand --fuzz 'Also send N generated argument sets to each tool chosen with --call (bounds and just outside, wrong types, missing arguments, long and non-ASCII strings)'
+            cand --max-onboarding 'Onboarding (initialize and every tools/list page) must end within DURATION of the hello'
+            cand --junit 'Also write the results as JUnit XML to FILE'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --strict 'Treat warnings as failures'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
         }
@@ -406,6 +433,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand watch 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
             cand devices 'List connected devices; approve, revoke and list devices waiting to be admitted'
             cand sim 'Run virtual devices (the firmware''s own MCP core) against a backend'
+            cand check 'Check a device''s firmware: conformance and robustness, each check pass/warn/fail'
             cand flash 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
             cand man 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
             cand completions 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)'
@@ -441,6 +469,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         &'mcpdev;help;devices;admitted'= {
         }
         &'mcpdev;help;sim'= {
+        }
+        &'mcpdev;help;check'= {
         }
         &'mcpdev;help;flash'= {
         }

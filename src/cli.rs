@@ -72,6 +72,8 @@ pub enum Command {
     Devices(DevicesArgs),
     /// Run virtual devices (the firmware's own MCP core) against a backend
     Sim(SimArgs),
+    /// Check a device's firmware: conformance and robustness, each check pass/warn/fail
+    Check(CheckArgs),
     /// Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)
     Flash(crate::flash::FlashArgs),
     /// Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)
@@ -103,10 +105,17 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=3))]
     pub protocol_version: u8,
     /// Which tools the virtual devices offer
-    #[arg(long, value_enum, default_value_t = crate::sim::Profile::Stock)]
+    #[arg(long, value_enum, default_value_t = crate::sim::Profile::StockTools)]
     pub profile: crate::sim::Profile,
     #[command(flatten)]
     pub bootstrap: SimBootstrapArgs,
+    /// Play back a session recorded with `watch --record FILE`: one device with the recorded
+    /// identity and hello, answering each request with the recorded reply
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["count", "extra_tools", "profile", "mqtt", "ota"])]
+    pub replay: Option<std::path::PathBuf>,
+    /// With --replay: answer after the recorded latencies
+    #[arg(long, requires = "replay")]
+    pub replay_timing: bool,
 }
 
 /// How a command reaches a device: through a running hub, or by accepting it directly.
@@ -207,6 +216,49 @@ pub struct CallArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Checks: hello (headers, fields, features.mcp), initialize, tools/list (paging, order, \
+withUserTools, cursors, page size, declarations), JSON-RPC hygiene (error codes, ids, ping, 8 in flight, escaping, \
+malformed JSON, notifications), opt-in calls (--call) and fuzzing (--fuzz), timing.\n\n\
+Exit code 10 when a check failed (or warned, with --strict).\n\n\
+Examples:\n  mcpdev check --listen 0.0.0.0:8000\n  mcpdev check -d aa:bb   # through a running hub: raw-frame checks are skipped\n  mcpdev check --listen 0.0.0.0:8000 --call 'self.audio_speaker.*' --junit check.xml")]
+pub struct CheckArgs {
+    /// Listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, check it, exit (every check);
+    /// without it, the device is reached through the hub (checks needing raw frames are skipped)
+    #[arg(long, value_name = "ADDR", conflicts_with = "device")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// Through a hub: the Device-Id (MAC), a unique prefix of it, or an alias
+    #[arg(short, long, env = "MCPDEV_DEVICE")]
+    pub device: Option<String>,
+    /// The hub's host listener
+    #[arg(long, env = "MCPDEV_HUB", default_value = "http://127.0.0.1:8001")]
+    pub hub: String,
+    /// Wait up to DURATION for the device to connect (and, through a hub, finish onboarding);
+    /// default: 1h with --listen, not at all through a hub
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub wait: Option<std::time::Duration>,
+    /// How long to wait for each answer from the device
+    #[arg(long, env = "MCPDEV_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
+    /// Call the tools matching GLOB (`*`, `?`) with arguments from their schemas; repeatable.
+    /// User-only and reboot/reset/upgrade/erase tools are called only when named exactly
+    #[arg(long, value_name = "GLOB")]
+    pub call: Vec<String>,
+    /// Also send N generated argument sets to each tool chosen with --call (bounds and just
+    /// outside, wrong types, missing arguments, long and non-ASCII strings)
+    #[arg(long, value_name = "N", requires = "call", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    pub fuzz: u32,
+    /// Onboarding (initialize and every tools/list page) must end within DURATION of the hello
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub max_onboarding: std::time::Duration,
+    /// Treat warnings as failures
+    #[arg(long)]
+    pub strict: bool,
+    /// Also write the results as JUnit XML to FILE
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
 pub struct WatchArgs {
     /// Only this device (id, prefix or alias); all devices when left out
     #[arg(short, long, env = "MCPDEV_DEVICE")]
@@ -220,6 +272,10 @@ pub struct WatchArgs {
     /// Stop after this many events
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
+    /// Also write the device's session to FILE (NDJSON: identity and hello, then every MCP frame
+    /// both ways with timestamps; never a token), for `sim --replay FILE`; needs --device
+    #[arg(long, value_name = "FILE", requires = "device")]
+    pub record: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -278,7 +334,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 0)]
     pub demo_extra_tools: u32,
     /// Which tools the demo devices offer
-    #[arg(long, value_enum, default_value_t = crate::sim::Profile::Stock)]
+    #[arg(long, value_enum, default_value_t = crate::sim::Profile::StockTools)]
     pub demo_profile: crate::sim::Profile,
     /// Shared device tokens, comma-separated, accepted for any Device-Id (not bound to a device;
     /// prefer per-device admission)

@@ -28,6 +28,8 @@ pub enum Exit {
     /// The device is connected but its onboarding (initialize, tools/list) failed after every
     /// retry: its tool list cannot be trusted.
     Onboarding = 9,
+    /// `mcpdev check`: at least one check failed (or warned, with `--strict`).
+    CheckFailed = 10,
     /// Interrupted (Ctrl-C).
     Interrupted = 130,
 }
@@ -58,6 +60,7 @@ Exit codes:
   8    serial port: none found, missing, or not an ESP chip (flash)
   9    onboarding failed: the device is connected but initialize or tools/list failed
        after every retry (the message names the step; tools list --refresh starts over)
+  10   check failed: mcpdev check found a failure (or a warning, with --strict)
   130  interrupted";
 
 /// An error that carries its exit code, for commands to return through `anyhow`: what went

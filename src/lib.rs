@@ -15,7 +15,9 @@
 //!    [`bridge`]: the hub's MCP endpoints for MCP hosts (rmcp, plus legacy SSE).
 //! 5. [`commands`]: one module per subcommand; thin: parse, call the layers, render.
 //!
-//! Beside them: [`sim`] (virtual devices running the firmware's own MCP core, `mcp-device`),
+//! Beside them: [`sim`] (virtual devices running the firmware's own MCP core, `mcp-device`; the
+//! stock firmware's deviations; replay of a recorded session), [`check`] (`mcpdev check`: conformance
+//! and robustness checks of a device's firmware),
 //! [`flash`] (building, imaging, provisioning and flashing `firmware/`), [`args`] (`k=v` typed by
 //! a tool's inputSchema), [`config`] (`mcpdev.toml`), [`paths`] (the private state and runtime directories), [`tls`] (the rustls provider of the HTTP clients), [`exit`] (the exit codes), and [`cli`] (the
 //! clap definitions the binary, the man pages and the shell completions share).
@@ -23,6 +25,7 @@
 
 pub mod args;
 pub mod bridge;
+pub mod check;
 pub mod cli;
 pub mod commands;
 pub mod config;

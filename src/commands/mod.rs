@@ -1,6 +1,7 @@
 //! One module per subcommand: parse, call the layers, render.
 
 pub mod call;
+pub mod check;
 pub mod devices;
 pub mod flash;
 pub mod generate;
@@ -28,6 +29,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Watch(args) => watch::run(g, args).await,
         Command::Devices(args) => devices::run(g, args).await,
         Command::Sim(args) => sim::run(g, args).await,
+        Command::Check(args) => check::run(g, args).await,
         Command::Flash(args) => flash::run(g, args).await,
         Command::Man(args) => generate::man(&args),
         Command::Completions(args) => generate::completions(&args),

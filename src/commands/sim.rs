@@ -6,6 +6,9 @@ use crate::sim::{SimConfig, run_device};
 use crate::wire::identity::{format_mac, parse_mac};
 
 pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
+    if let Some(path) = &args.replay {
+        return replay(global, &args, path).await;
+    }
     let first = parse_mac(&args.device_id).map_err(anyhow::Error::msg)?;
     let base = u64::from_be_bytes([0, 0, first[0], first[1], first[2], first[3], first[4], first[5]]);
     let mut tasks = tokio::task::JoinSet::new();
@@ -44,6 +47,29 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
             signal = tokio::signal::ctrl_c() => {
                 signal?;
                 tasks.shutdown().await;
+                return Err(CodedError::interrupted().into());
+            }
+        }
+    }
+}
+
+/// `sim --replay FILE`: one device playing back a recording; reconnects (after 500 ms) whenever
+/// the backend drops it, until Ctrl-C.
+async fn replay(global: &GlobalArgs, args: &SimArgs, path: &std::path::Path) -> anyhow::Result<()> {
+    let rec = crate::sim::replay::Recording::load(path).map_err(|e| CodedError::new(Exit::Usage, e))?;
+    if !global.quiet {
+        eprintln!("mcpdev sim: replaying {} ({} recorded requests) as {} -> {} (Ctrl-C to stop)", path.display(), rec.exchanges.len(), rec.identity["device_id"], args.url);
+    }
+    loop {
+        tokio::select! {
+            done = crate::sim::replay::run(&args.url, &rec, args.token.as_deref(), args.replay_timing) => {
+                if let Err(e) = done {
+                    tracing::warn!("replay connection failed: {e:#}");
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            }
+            signal = tokio::signal::ctrl_c() => {
+                signal?;
                 return Err(CodedError::interrupted().into());
             }
         }

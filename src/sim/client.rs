@@ -43,7 +43,7 @@ impl SimConfig {
             device_id,
             token: None,
             extra_tools: 0,
-            profile: super::tools::Profile::Stock,
+            profile: super::tools::Profile::StockTools,
             protocol_version: 1,
             min_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(30),
@@ -148,17 +148,32 @@ async fn run_websocket(cfg: SimConfig) -> Result<(), Stopped> {
     }
 }
 
-/// One connection. `Ok(true)` if the server said hello (the backoff starts over).
-async fn session(cfg: &SimConfig, link: &mut DeviceLink<SimState>) -> anyhow::Result<bool> {
-    let mut request = cfg.url.as_str().into_client_request().map_err(anyhow::Error::new)?;
+/// The WebSocket request of a device: the xiaozhi headers, and `Authorization` when there is a
+/// token (`Bearer <token>`, or verbatim when it holds a space, as the stock firmware does).
+pub(crate) fn device_request(
+    url: &str,
+    token: Option<&str>,
+    device_id: &str,
+    client_id: Option<&str>,
+    protocol_version: u8,
+) -> anyhow::Result<tokio_tungstenite::tungstenite::handshake::client::Request> {
+    let mut request = url.into_client_request().map_err(anyhow::Error::new)?;
     let headers = request.headers_mut();
-    if let Some(token) = cfg.token.as_deref().filter(|t| !t.is_empty()) {
+    if let Some(token) = token.filter(|t| !t.is_empty()) {
         let value = if token.contains(' ') { token.to_string() } else { format!("Bearer {token}") };
         headers.insert("Authorization", HeaderValue::from_str(&value)?);
     }
-    headers.insert("Protocol-Version", HeaderValue::from(u16::from(cfg.protocol_version)));
-    headers.insert("Device-Id", HeaderValue::from_str(&cfg.device_id)?);
-    headers.insert("Client-Id", HeaderValue::from_str(&cfg.client_id)?);
+    headers.insert("Protocol-Version", HeaderValue::from(u16::from(protocol_version)));
+    headers.insert("Device-Id", HeaderValue::from_str(device_id)?);
+    if let Some(c) = client_id {
+        headers.insert("Client-Id", HeaderValue::from_str(c)?);
+    }
+    Ok(request)
+}
+
+/// One connection. `Ok(true)` if the server said hello (the backoff starts over).
+async fn session(cfg: &SimConfig, link: &mut DeviceLink<SimState>) -> anyhow::Result<bool> {
+    let request = device_request(&cfg.url, cfg.token.as_deref(), &cfg.device_id, Some(&cfg.client_id), cfg.protocol_version)?;
     let (ws, _) = tokio_tungstenite::connect_async_with_config(request, Some(ws_config()), true).await.map_err(anyhow::Error::new)?;
     let (mut tx, mut rx) = ws.split();
     tx.send(Message::text(link.hello())).await?;
@@ -171,7 +186,7 @@ async fn session(cfg: &SimConfig, link: &mut DeviceLink<SimState>) -> anyhow::Re
             _ => continue,
         };
         out.clear();
-        match link.on_text(&text, &mut out) {
+        match super::stock::on_text_as(cfg.profile, link, &text, &mut out) {
             Inbound::Hello { session_id } => {
                 greeted = true;
                 info!(device = %cfg.device_id, session_id, "connected");

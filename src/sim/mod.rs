@@ -5,6 +5,8 @@ pub mod client;
 pub mod conformance;
 pub mod mqtt;
 pub mod ota;
+pub mod replay;
+pub mod stock;
 pub mod tools;
 
 pub use client::{SimConfig, run_device};

@@ -77,7 +77,7 @@ pub async fn run_device(cfg: SimConfig, t: MqttTarget) -> Result<(), super::clie
             Some(ConnEvent::Message(p)) if p.topic == t.subscribe_topic => {
                 let text = String::from_utf8_lossy(&p.payload);
                 out.clear();
-                match link.on_text(&text, &mut out) {
+                match super::stock::on_text_as(cfg.profile, &mut link, &text, &mut out) {
                     Inbound::Hello { session_id } => {
                         hello_deadline = None;
                         info!(device = %cfg.device_id, session_id, "connected");

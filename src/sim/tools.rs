@@ -27,16 +27,20 @@ const STATUS_DESCRIPTION: &str = "Provides the real-time information of the devi
 /// Which tools a virtual device offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Profile {
-    /// The stock xiaozhi common and user-only tools.
+    /// The stock xiaozhi common and user-only tools, served the standard way.
     #[default]
-    Stock,
+    StockTools,
     /// The stock tools plus the MCP conformance suite's fixture tools.
     Conformance,
+    /// The stock tools with the stock firmware 2.4.2's deviations from MCP (see `sim::stock`):
+    /// no answer to ping or string ids, -32601 for an unknown tool, unescaped error messages,
+    /// `nextCursor:""`, wrong types silently defaulted.
+    Stock,
 }
 
 /// A virtual device's MCP server: the stock tools, then `extra_tools` generated ones.
 pub fn build_server(device_id: &str, extra_tools: usize) -> McpServer<SimState> {
-    build_server_with(Profile::Stock, device_id, extra_tools)
+    build_server_with(Profile::StockTools, device_id, extra_tools)
 }
 
 /// Like [`build_server`], with the tools of `profile`.

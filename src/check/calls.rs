@@ -1,0 +1,119 @@
+//! Opt-in calls (`--call GLOB`): each matching tool called with arguments built from its schema
+//! (defaults, then each integer's minimum and maximum), and a wrong type for each argument that
+//! has a default, which must be refused, not silently replaced by the default.
+//!
+//! User-only tools and tools whose names suggest a reboot, reset, upgrade or erase are called
+//! only when named exactly (no wildcard).
+
+use serde_json::{Map, Value, json};
+
+use super::conn::Conn;
+use super::{Options, Results};
+
+const REF_CALL: &str = "MCP spec: Tools (Calling tools); xiaozhi-protocol.md §4.6";
+
+/// The tools `--call` selects: every safe tool a glob matches, and any tool named exactly.
+pub fn selected<'a>(tools: &'a [Value], globs: &[String]) -> Vec<&'a Value> {
+    tools
+        .iter()
+        .filter(|t| {
+            let name = t["name"].as_str().unwrap_or_default();
+            globs.iter().any(|g| g == name) || (super::safe_to_call(t) && globs.iter().any(|g| super::glob_match(g, name)))
+        })
+        .collect()
+}
+
+pub async fn check(conn: &mut Conn, tools: &[Value], opts: &Options, r: &mut Results) {
+    if opts.call.is_empty() {
+        return;
+    }
+    let chosen = selected(tools, &opts.call);
+    if chosen.is_empty() {
+        r.skip("calls", format!("no callable tool matches {}", opts.call.join(" ")), REF_CALL);
+    }
+    for tool in chosen {
+        call_one(conn, tool, r).await;
+        if opts.fuzz > 0 {
+            super::fuzz::check(conn, tool, opts.fuzz, r).await;
+        }
+    }
+}
+
+/// Argument sets: every property at its default (or a plausible value), then each integer at
+/// its minimum and at its maximum.
+pub fn argument_sets(schema: &Value) -> Vec<(String, Value)> {
+    let props = schema["properties"].as_object().cloned().unwrap_or_default();
+    let base: Map<String, Value> = props.iter().map(|(k, p)| (k.clone(), plausible(p))).collect();
+    let mut sets = vec![("defaults".to_string(), Value::Object(base.clone()))];
+    for (k, p) in &props {
+        for bound in ["minimum", "maximum"] {
+            if let Some(v) = p.get(bound).filter(|v| v.is_number()) {
+                let mut args = base.clone();
+                args.insert(k.clone(), v.clone());
+                sets.push((format!("{k}={v} ({bound})"), Value::Object(args)));
+            }
+        }
+    }
+    sets
+}
+
+pub(crate) fn plausible(p: &Value) -> Value {
+    if let Some(d) = p.get("default") {
+        return d.clone();
+    }
+    match p["type"].as_str() {
+        Some("integer" | "number") => p.get("minimum").cloned().unwrap_or(json!(0)),
+        Some("boolean") => json!(false),
+        Some("string") => p["enum"].get(0).cloned().unwrap_or(json!("mcpdev-check")),
+        _ => Value::Null,
+    }
+}
+
+async fn call_one(conn: &mut Conn, tool: &Value, r: &mut Results) {
+    let name = tool["name"].as_str().unwrap_or_default();
+    let id = format!("calls.{name}");
+    let mut failed = None;
+    for (what, args) in argument_sets(&tool["inputSchema"]) {
+        match conn.request("tools/call", json!({"name": name, "arguments": args})).await {
+            Ok(reply) if reply.payload["result"].is_object() => {}
+            Ok(reply) => {
+                failed = Some((false, format!("{what}: {:.160}", reply.payload["error"].to_string())));
+                break;
+            }
+            Err(why) => {
+                failed = Some((true, format!("{what}: {why}")));
+                break;
+            }
+        }
+    }
+    match failed {
+        None => r.pass(&id, "answered with valid arguments (defaults, minimum, maximum)", REF_CALL),
+        Some((true, why)) => r.fail(&id, why, REF_CALL),
+        Some((false, why)) => r.warn(&id, format!("an error for valid arguments: {why}"), REF_CALL),
+    }
+    wrong_type_with_default(conn, tool, r).await;
+}
+
+/// A wrong type for an argument that has a default must be an error (the stock firmware uses
+/// the default silently, so the caller never learns its value was ignored).
+async fn wrong_type_with_default(conn: &mut Conn, tool: &Value, r: &mut Results) {
+    let name = tool["name"].as_str().unwrap_or_default();
+    let props = tool["inputSchema"]["properties"].as_object().cloned().unwrap_or_default();
+    let Some((prop, wrong)) = props.iter().find_map(|(k, p)| {
+        p.get("default")?;
+        let wrong = if p["type"] == "string" { json!(12345) } else { json!("mcpdev-check-wrong-type") };
+        Some((k.clone(), wrong))
+    }) else {
+        return;
+    };
+    let id = format!("calls.{name}.wrong_type");
+    let mut args: Map<String, Value> = props.iter().map(|(k, p)| (k.clone(), plausible(p))).collect();
+    args.insert(prop.clone(), wrong.clone());
+    match conn.request("tools/call", json!({"name": name, "arguments": args})).await {
+        Ok(reply) if reply.payload.get("error").is_some() || reply.payload["result"]["isError"] == true => {
+            r.pass(id, format!("{prop}={wrong} (wrong type) is refused"), REF_CALL)
+        }
+        Ok(_) => r.warn(id, format!("{prop}={wrong} (wrong type) is accepted: the default is used silently"), REF_CALL),
+        Err(why) => r.fail(id, format!("{prop}={wrong} (wrong type): {why}"), REF_CALL),
+    }
+}

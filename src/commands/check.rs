@@ -1,0 +1,55 @@
+//! `mcpdev check`: accept the next device (`--listen ADDR`) or reach one through a hub (`-d`),
+//! run every check (src/check/), print the table (or `--json`), write `--junit FILE`, and exit
+//! 10 when a check failed.
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+
+use crate::check::{self, Options, report};
+use crate::cli::{CheckArgs, GlobalArgs};
+use crate::exit::{CodedError, Exit};
+
+pub async fn run(global: &GlobalArgs, args: CheckArgs) -> anyhow::Result<()> {
+    if args.call.iter().any(|g| g.trim().is_empty()) {
+        return Err(CodedError::new(Exit::Usage, "--call needs a tool name or a glob such as 'self.audio_speaker.*'").into());
+    }
+    let (conn, greeting, since_hello) = match args.listen {
+        Some(addr) => {
+            let listener = TcpListener::bind(addr).await.map_err(|e| CodedError::new(Exit::Usage, format!("cannot listen on {addr}: {e}")))?;
+            if !global.quiet {
+                // Also with --json (on stderr): a script starting the device next needs the real port.
+                eprintln!("listening on ws://{}/xiaozhi/v1/ for the device to check…", listener.local_addr()?);
+            }
+            tokio::select! {
+                accepted = check::conn::accept(&listener, args.wait.unwrap_or(std::time::Duration::from_secs(3600)), args.timeout) => accepted.map_err(|e| CodedError::new(Exit::Unreachable, format!("{e:#}")))?,
+                _ = tokio::signal::ctrl_c() => return Err(CodedError::interrupted().into()),
+            }
+        }
+        None => {
+            let device = crate::config::resolve_alias(args.device.as_deref());
+            let (conn, greeting) = check::conn::through_hub(&args.hub, device.as_deref(), args.wait.unwrap_or_default(), args.timeout)
+                .await
+                .map_err(|e| CodedError::new(Exit::Unreachable, format!("{e:#}")).with_help("is `mcpdev serve` running, and the device connected? (--listen ADDR checks a device directly)"))?;
+            (conn, greeting, std::time::Instant::now())
+        }
+    };
+    let opts = Options { call: args.call.clone(), max_onboarding: args.max_onboarding, fuzz: args.fuzz as usize };
+    let report = tokio::select! {
+        r = check::run(conn, greeting, since_hello, &opts) => r,
+        _ = tokio::signal::ctrl_c() => return Err(CodedError::interrupted().into()),
+    };
+    if let Some(path) = &args.junit {
+        std::fs::write(path, report::junit(&report, args.strict)).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if global.json {
+        super::output::print_json(&report::json(&report, args.strict));
+    } else {
+        println!("{}", report::table(&report, global));
+    }
+    if report.failed(args.strict) {
+        let what = if args.strict { "failed or warned" } else { "failed" };
+        let n = report.count(check::Status::Fail) + if args.strict { report.count(check::Status::Warn) } else { 0 };
+        return Err(CodedError::new(Exit::CheckFailed, format!("{n} check(s) {what} for {}", report.device_id)).into());
+    }
+    Ok(())
+}
