@@ -4,29 +4,10 @@
 
 mod common;
 
+use common::ota::check_in;
 use common::{HubProcess, http, mcpdev, spawn_mcpdev};
-use serde_json::{Value, json};
+use serde_json::json;
 
-/// The stock check-in (§3.1): its headers and a system-info body.
-async fn check_in(hub: &HubProcess, host: &str, device: &str) -> Value {
-    let body = json!({"version":2,"language":"zh-CN","flash_size":16777216,"minimum_free_heap_size":"123456","mac_address":device,
-        "uuid":"5f0c2a8e-1111-4222-8333-944455556666","chip_model_name":"esp32s3","chip_info":{"model":9,"cores":2,"revision":2,"features":18},
-        "application":{"name":"xiaozhi","version":"2.4.2","compile_time":"","idf_version":"v5.4","elf_sha256":""},
-        "partition_table":[],"ota":{"label":"ota_0"},"display":{"monochrome":false,"width":240,"height":240},
-        "board":{"type":"bread-compact-wifi","name":"bread-compact-wifi","ssid":"lab","rssi":-50,"channel":1,"ip":"10.0.0.9","mac":device}});
-    let headers = [
-        ("Host", host),
-        ("Activation-Version", "1"),
-        ("Device-Id", device),
-        ("Client-Id", "5f0c2a8e-1111-4222-8333-944455556666"),
-        ("User-Agent", "bread-compact-wifi/2.4.2"),
-        ("Accept-Language", "zh-CN"),
-        ("Content-Type", "application/json"),
-    ];
-    let (status, body) = http(hub, "POST", "/xiaozhi/ota/", &headers, &body.to_string()).await;
-    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
-    serde_json::from_slice(&body).unwrap()
-}
 
 /// `device_id`'s own token from the hub secret in `state` (the hub's MCPDEV_STATE_DIR).
 fn device_token(state: &tempfile::TempDir, device_id: &str) -> String {

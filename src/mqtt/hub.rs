@@ -218,12 +218,11 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         BrokerChoice::Embedded { listen } => {
             // The hub's own connections log in with a password only this run knows.
             let hub_password = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
-            let authenticate = if hub.admission.approve_all() {
-                if tokens.is_empty() {
-                    warn!("the embedded MQTT broker is open (--approve-all): any client may connect, and clients that are not devices get full rights");
-                }
-                broker::acl::token_auth(tokens.clone(), hub_password.clone())
+            let authenticate = if hub.admission.approve_all() && tokens.is_empty() {
+                warn!("the embedded MQTT broker is open (--approve-all): any client may connect, and clients that are not devices get full rights");
+                broker::acl::token_auth(Vec::new(), hub_password.clone())
             } else {
+                // Admission decides: a device's own token, or a shared one (with --approve-all too).
                 device_auth(hub.clone(), hub_password.clone())
             };
             let b = broker::start(broker::BrokerConfig { addr: *listen, authenticate, max_packet, limits: broker::Limits::default() })

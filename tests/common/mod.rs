@@ -41,6 +41,8 @@ pub struct HubProcess {
     pub log: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
     /// The hub's private state directory when the test did not name one (removed on drop).
     _state: tempfile::TempDir,
+    /// Where the hub keeps its control token: [`mcpdev`] runs the CLI with the same.
+    pub runtime_dir: String,
 }
 
 impl HubProcess {
@@ -69,13 +71,14 @@ impl HubProcess {
         if !env.iter().any(|(k, _)| *k == "MCPDEV_RUNTIME_DIR") {
             env.push(("MCPDEV_RUNTIME_DIR", &runtime));
         }
+        let runtime_dir = env.iter().find(|(k, _)| *k == "MCPDEV_RUNTIME_DIR").map(|(_, v)| v.to_string()).unwrap_or_default();
         let mut running = spawn_mcpdev(&args, &env);
         let stdout = running.child.stdout.take().expect("piped stdout");
         let mut lines = BufReader::new(stdout).lines();
         let line = tokio::time::timeout(ws::DEADLINE, lines.next_line()).await.expect("hub did not start in time").unwrap().expect("hub exited");
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["event"], "listening");
-        Self { running, device_url: v["devices"].as_str().unwrap().to_string(), host_url: v["host"].as_str().unwrap().to_string(), info: v, log: lines, _state: state }
+        Self { running, device_url: v["devices"].as_str().unwrap().to_string(), host_url: v["host"].as_str().unwrap().to_string(), info: v, log: lines, _state: state, runtime_dir }
     }
 }
 
@@ -96,7 +99,7 @@ impl Outcome {
 /// Runs `mcpdev ARGS` to completion against a hub (the command is built before the future).
 pub fn mcpdev(hub: &HubProcess, args: &[&str]) -> impl std::future::Future<Output = Outcome> + 'static {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"));
-    cmd.args(args).env("MCPDEV_HUB", &hub.host_url).env("NO_COLOR", "1").stdin(Stdio::null()).kill_on_drop(true);
+    cmd.args(args).env("MCPDEV_HUB", &hub.host_url).env("MCPDEV_RUNTIME_DIR", &hub.runtime_dir).env("NO_COLOR", "1").stdin(Stdio::null()).kill_on_drop(true);
     async move {
         let out = tokio::time::timeout(std::time::Duration::from_secs(60), cmd.output()).await.expect("command hung").unwrap();
         Outcome {
@@ -115,25 +118,5 @@ pub fn unstamped(mut v: serde_json::Value) -> serde_json::Value {
     v
 }
 
-/// One HTTP/1.1 request to the hub's device listener; the status and body.
-pub async fn http(hub: &HubProcess, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, Vec<u8>) {
-    let addr = hub.device_url.trim_start_matches("ws://").split('/').next().unwrap().to_string();
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-        req.push_str(&format!("Host: {addr}\r\n"));
-    }
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut out = Vec::new();
-    tokio::time::timeout(ws::DEADLINE, s.read_to_end(&mut out)).await.expect("no answer in time").unwrap();
-    let split = out.windows(4).position(|w| w == b"\r\n\r\n").expect("an HTTP response");
-    let head = String::from_utf8_lossy(&out[..split]).to_string();
-    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    (status, out[split + 4..].to_vec())
-}
+#[allow(unused_imports, reason = "not every test file uses it")]
+pub use ota::http;
