@@ -383,9 +383,11 @@ async fn the_vision_token_stays_out_of_trace_logs() {
     const TOKEN: &str = "vision-secret-6b1f0c2e9d";
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"));
-    cmd.args(["serve", "--json", "-vvv", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0"])
+    // An external vision service: its token goes to every device verbatim in `initialize`.
+    cmd.args(["serve", "--json", "-vvv", "--approve-all", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0", "--vision-url", "http://127.0.0.1:9/explain"])
         .env("MCPDEV_VISION_TOKEN", TOKEN)
         .env("MCPDEV_RUNTIME_DIR", dir.path())
+        .env("MCPDEV_STATE_DIR", dir.path())
         .env_remove("RUST_LOG");
     let (mut child, info, log) = start_logged(cmd).await;
     let (devices, host) = (info["devices"].as_str().unwrap().to_string(), info["host"].as_str().unwrap().to_string());

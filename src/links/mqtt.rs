@@ -97,7 +97,11 @@ async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mu
                 }
                 match msg {
                     Some(Inbound::Text(text)) if text.len() > max => session.on_oversize(&text, max),
-                    Some(Inbound::Text(text)) => session.on_text(&text, Instant::now()),
+                    Some(Inbound::Text(text)) => {
+                        // Read per frame: a watcher that just subscribed sees the very next one.
+                        session.trace = setup.link.tracing.enabled();
+                        session.on_text(&text, Instant::now())
+                    }
                     Some(Inbound::Audio(n)) => { session.on_binary(n); Vec::new() }
                     Some(Inbound::Begin) => session.begin(Instant::now()),
                     None => break "the hub stopped serving this device".to_string(),
@@ -110,6 +114,7 @@ async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mu
                         continue;
                     }
                     waiting.insert(ticket, reply);
+                    session.trace = setup.link.tracing.enabled();
                     let mut out = session.request(ticket, &method, params, timeout, Instant::now());
                     let oversize = out.iter().find_map(|o| match o {
                         Output::Send(t) if t.len() > max => Some(t.len()),

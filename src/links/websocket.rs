@@ -151,7 +151,12 @@ where
         let awaiting_hello = hello_deadline.filter(|_| session.info().hello.is_none());
         let outputs = tokio::select! {
             frame = stream.next() => match frame {
-                Some(Ok(Message::Text(text))) => session.on_text(&text, Instant::now()),
+                Some(Ok(Message::Text(text))) => {
+                    // Whether to trace is read when a frame is handled, not when the loop last
+                    // woke: a watcher that just subscribed sees the very next frame.
+                    session.trace = setup.tracing.enabled();
+                    session.on_text(&text, Instant::now())
+                }
                 Some(Ok(Message::Binary(b))) => { session.on_binary(b.len()); Vec::new() }
                 Some(Ok(Message::Close(_))) | None => break "closed by the device".to_string(),
                 Some(Ok(_)) => continue,
@@ -160,6 +165,7 @@ where
             cmd = commands.recv() => match cmd {
                 Some(Command::Request { ticket, method, params, timeout, reply }) => {
                     waiting.insert(ticket, reply);
+                    session.trace = setup.tracing.enabled();
                     session.request(ticket, &method, params, timeout, Instant::now())
                 }
                 Some(Command::Cancel(ticket)) => { waiting.remove(&ticket); session.cancel(ticket); continue; }
