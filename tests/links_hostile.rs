@@ -34,7 +34,12 @@ struct Control {
 
 async fn control(hub: &HubProcess) -> Control {
     let url = format!("{}/api/v1/link", hub.host_url.replace("http://", "ws://"));
-    let (ws, mut stream) = tokio_tungstenite::connect_async(url).await.expect("control API").0.split();
+    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url.as_str()).unwrap();
+    // The control API serves only the hub's owner: send the token the hub wrote for its port.
+    let port = req.uri().port_u16().unwrap();
+    let token = mcpdev::links::control_token::for_client(port).expect("the hub's control token");
+    req.headers_mut().insert("Authorization", format!("Bearer {token}").parse().unwrap());
+    let (ws, mut stream) = tokio_tungstenite::connect_async(req).await.expect("control API").0.split();
     let (tx, incoming) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(async move {
         while let Some(Ok(msg)) = stream.next().await {
@@ -153,9 +158,11 @@ async fn a_device_that_stops_reading_stalls_nobody_and_is_disconnected() {
 
 /// A hub whose stderr (its log) is read line by line.
 async fn hub_with_log(extra: &[&str]) -> (tokio::process::Child, String, tokio::io::Lines<BufReader<tokio::process::ChildStderr>>) {
-    let mut args = vec!["serve", "--json", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0"];
+    let mut args = vec!["serve", "--json", "--approve-all", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0"];
     args.extend_from_slice(extra);
+    let state = std::env::temp_dir().join(format!("mcpdev-links-hostile-{}", std::process::id()));
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"))
+        .env("MCPDEV_STATE_DIR", &state)
         .args(&args)
         .env("RUST_LOG", "info,rmcp=warn")
         .env("NO_COLOR", "1")
