@@ -94,22 +94,22 @@ async fn the_stock_activation_flow_approves_a_device_by_its_code() {
     let pending = ok(hub, &["devices", "pending", "--json"]).await.json();
     assert!(pending.as_array().unwrap().iter().any(|p| p["code"] == code.as_str() && p["device_id"] == A && p["via"] == "ota"), "{pending}");
 
-    let approved = ok(&hub, &["devices", "approve", &code]).await;
+    let approved = ok(hub, &["devices", "approve", &code]).await;
     assert_eq!(approved.stdout.trim(), A, "an OTA device learns its token itself; nothing secret is printed: {approved:?}");
     assert_eq!(activate(A).await.0, 200);
 
     // The next check-in carries the device's own token, and it opens the WebSocket for A only.
-    let r = check_in(&hub, "hub.lan:8000", A).await;
+    let r = check_in(hub, "hub.lan:8000", A).await;
     assert!(r.get("activation").is_none(), "{r}");
     let token = r["websocket"]["token"].as_str().unwrap().to_string();
     assert_eq!(token.len(), 32, "{r}");
     // The same Device-Id with another Client-Id does not get it.
-    let other = check_in_as(&hub, "hub.lan:8000", A, "another-uuid").await;
+    let other = check_in_as(hub, "hub.lan:8000", A, "another-uuid").await;
     assert!(other.get("websocket").is_none() && other["activation"]["code"].is_string(), "{other}");
 
-    let _ws = connect(&hub, A, Some(&token)).await.expect("A connects with its own token");
-    assert!(connected(&hub).await.contains(&A.to_string()));
-    let admitted = ok(&hub, &["devices", "admitted", "--json"]).await.json();
+    let _ws = connect(hub, A, Some(&token)).await.expect("A connects with its own token");
+    assert!(connected(hub).await.contains(&A.to_string()));
+    let admitted = ok(hub, &["devices", "admitted", "--json"]).await.json();
     assert!(admitted["devices"].as_array().unwrap().iter().any(|d| d["device_id"] == A), "{admitted}");
 }
 
