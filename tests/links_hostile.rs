@@ -210,12 +210,12 @@ async fn a_thousand_malformed_frames_log_a_handful_of_lines_with_the_count() {
 async fn a_control_connection_keeps_no_state_for_finished_requests_and_caps_those_under_way() {
     let hub = HubProcess::start(&[], &[]).await;
     let mut ctl = control(&hub).await;
-    for id in 1..=3000u64 {
+    for id in 1..=1000u64 {
         send(&mut ctl, json!({"id": id, "op": "devices"})).await;
     }
     // Every request is answered once: served, or refused as busy when too many were under way.
-    for id in 1..=3000u64 {
-        let a = answer(&mut ctl, id, Duration::from_secs(30)).await;
+    for id in 1..=1000u64 {
+        let a = answer(&mut ctl, id, Duration::from_secs(60)).await;
         assert!(a["ok"] == json!([]) || a["error"]["kind"] == "busy", "{a}");
     }
     send(&mut ctl, json!({"id": 5000, "op": "stats"})).await;

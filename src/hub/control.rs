@@ -28,7 +28,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{Request, Response};
 use futures_util::stream::FuturesUnordered;
-use futures_util::{FutureExt, SinkExt, StreamExt};
+use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -110,7 +110,9 @@ async fn serve(hub: Arc<Hub>, ws: upgrade::UpgradedSocket) {
         let Message::Text(text) = msg else { continue };
         // Requests that can end now do, before this one is counted (a client that pipelines
         // quick requests is not refused for our own lag).
-        while let Some(Some(())) = running.next().now_or_never() {}
+        // Polled with this task's own waker (not a no-op one), so no wake-up of a request under
+        // way can be lost.
+        while let std::task::Poll::Ready(Some(())) = std::future::poll_fn(|cx| std::task::Poll::Ready(running.poll_next_unpin(cx))).await {}
         let answer = match accept(&text, running.len(), &mut refused_busy) {
             Ok(ControlRequest { id, op: Op::Stats }) => json!({"id": id, "ok": {"in_flight": running.len()}}),
             Ok(req) => {
