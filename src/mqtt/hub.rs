@@ -192,17 +192,12 @@ impl MqttHub {
 /// (`GID_mcpdev@@@aa_bb_…`) and its own token (or a shared `MCPDEV_DEVICE_TOKEN`) as the password,
 /// and may then use only its own topics.
 fn device_auth(hub: Arc<Hub>, hub_password: String) -> broker::Authenticate {
-    use broker::acl::{HUB_USERNAME, Refusal, is_device_key, same_secret};
+    use broker::acl::{Refusal, device_client_id, hub_login};
     Arc::new(move |login: &broker::Login| {
-        if login.username.as_deref() == Some(HUB_USERNAME) {
-            return match &login.password {
-                Some(p) if same_secret(p, &hub_password) => Ok(broker::Role::Hub),
-                _ => Err(Refusal::Credentials(format!("wrong password for the reserved username {HUB_USERNAME}"))),
-            };
+        if let Some(hub) = hub_login(login, &hub_password) {
+            return hub;
         }
-        if !is_device_key(&login.client_id) {
-            return Err(Refusal::ClientId(format!("a device's client id must be GID_mcpdev@@@<mac with _>, not {:?}", login.client_id)));
-        }
+        device_client_id(login)?;
         let password = login.password.as_deref().unwrap_or_default();
         hub.admission.mqtt_login(&login.client_id, password).map_err(Refusal::Credentials)?;
         Ok(broker::Role::Device { client_id: login.client_id.clone() })

@@ -120,11 +120,8 @@ pub fn same_secret(a: &str, b: &str) -> bool {
 ///   [`Role::Device`]; anything else is refused.
 pub fn token_auth(device_tokens: Vec<String>, hub_password: String) -> Authenticate {
     Arc::new(move |login: &Login| {
-        if login.username.as_deref() == Some(HUB_USERNAME) {
-            return match &login.password {
-                Some(p) if !hub_password.is_empty() && same_secret(p, &hub_password) => Ok(Role::Hub),
-                _ => Err(Refusal::Credentials(format!("wrong password for the reserved username {HUB_USERNAME}"))),
-            };
+        if let Some(hub) = hub_login(login, &hub_password) {
+            return hub;
         }
         let device = || Role::Device { client_id: login.client_id.clone() };
         if device_tokens.is_empty() {
@@ -133,11 +130,26 @@ pub fn token_auth(device_tokens: Vec<String>, hub_password: String) -> Authentic
         if !login.password.as_deref().is_some_and(|p| device_tokens.iter().any(|t| same_secret(p, t))) {
             return Err(Refusal::Credentials("no accepted device token as the MQTT password".into()));
         }
-        if !is_device_key(&login.client_id) {
-            return Err(Refusal::ClientId(format!("a device's client id must be GID_mcpdev@@@<mac with _>, not {:?}", login.client_id)));
-        }
+        device_client_id(login)?;
         Ok(device())
     })
+}
+
+/// A login with the reserved hub username: [`Role::Hub`] with the hub's password, refused with any
+/// other; `None` for every other login. Every authentication hook starts with it.
+pub fn hub_login(login: &Login, hub_password: &str) -> Option<Result<Role, Refusal>> {
+    (login.username.as_deref() == Some(HUB_USERNAME)).then(|| match &login.password {
+        Some(p) if !hub_password.is_empty() && same_secret(p, hub_password) => Ok(Role::Hub),
+        _ => Err(Refusal::Credentials(format!("wrong password for the reserved username {HUB_USERNAME}"))),
+    })
+}
+
+/// A device's client id must be of mcpdev's scheme, since its topics are named after it.
+pub fn device_client_id(login: &Login) -> Result<(), Refusal> {
+    if is_device_key(&login.client_id) {
+        return Ok(());
+    }
+    Err(Refusal::ClientId(format!("a device's client id must be GID_mcpdev@@@<mac with _>, not {:?}", login.client_id)))
 }
 
 /// Where a hub running an embedded broker on `port` keeps its broker credential (0600, in
