@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{HubProcess, mcpdev};
+use common::{HubProcess, installed, mcpdev, repo_path};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::net::{TcpListener, TcpStream};
@@ -28,18 +28,7 @@ use tokio::process::{Child, ChildStdout};
 const STEP_DEADLINE: Duration = Duration::from_secs(60);
 const DEVICE: &str = "02:b0:00:00:00:01";
 
-fn repo_path(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
 
-/// `$var`, else where `.ci/test` installs it; missing fails and says how to get it.
-fn installed(var: &str, fallback: PathBuf, what: &str) -> PathBuf {
-    let from_env = std::env::var_os(var).map(PathBuf::from);
-    if let Some(p) = from_env.iter().chain([&fallback]).find(|p| p.exists()) {
-        return p.clone();
-    }
-    panic!("no {what}: {var} is {from_env:?} and {} does not exist. Run .ci/test (it installs it), or set {var}.", fallback.display());
-}
 
 /// The page's origin: a server of its own on another port than the hub's.
 async fn serve_page() -> String {

@@ -21,34 +21,22 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{HubProcess, mcpdev};
+use common::{HubProcess, installed, mcpdev, repo_path};
 use serde_json::Value;
 
 /// A full run takes seconds; this is only the point where a hang becomes a failure.
 const RUN_DEADLINE: Duration = Duration::from_secs(300);
 
-fn repo_path(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
 
-/// `$var`, else the path `.ci/test` installs to; missing fails and says how to get it.
-fn installed(var: &str, rel: &str, what: &str) -> PathBuf {
-    let from_env = std::env::var_os(var).map(PathBuf::from);
-    let fallback = repo_path(rel);
-    if let Some(p) = from_env.iter().chain([&fallback]).find(|p| p.exists()) {
-        return p.clone();
-    }
-    panic!("no {what}: {var} is {from_env:?} and {} does not exist. Run .ci/test (it installs it), or set {var}.", fallback.display());
-}
 
 fn node22() -> PathBuf {
-    installed("MCPDEV_TEST_NODE22", ".ci/node22/node_modules/node/bin/node", "Node 22 (npm package node@22)")
+    installed("MCPDEV_TEST_NODE22", repo_path(".ci/node22/node_modules/node/bin/node"), "Node 22 (npm package node@22)")
 }
 
 fn conformance_cli() -> PathBuf {
     installed(
         "MCPDEV_TEST_CONFORMANCE",
-        ".ci/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js",
+        repo_path(".ci/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"),
         "MCP conformance suite (npm @modelcontextprotocol/conformance)",
     )
 }

@@ -120,3 +120,18 @@ pub fn unstamped(mut v: serde_json::Value) -> serde_json::Value {
 
 #[allow(unused_imports, reason = "not every test file uses it")]
 pub use ota::http;
+
+/// A path inside the repository.
+pub fn repo_path(rel: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// A tool `.ci/test` installs: where `var` says, else `fallback`; a test without it fails and says
+/// how to get it.
+pub fn installed(var: &str, fallback: std::path::PathBuf, what: &str) -> std::path::PathBuf {
+    let from_env = std::env::var_os(var).map(std::path::PathBuf::from);
+    if let Some(p) = from_env.iter().chain([&fallback]).find(|p| p.exists()) {
+        return p.clone();
+    }
+    panic!("no {what}: {var} is {from_env:?} and {} does not exist. Run .ci/test (it installs it), or set {var}.", fallback.display());
+}
