@@ -97,32 +97,33 @@ async fn serve(hub: Arc<Hub>, ws: upgrade::UpgradedSocket) {
             }
         }
     });
-    // Requests under way, polled here: a finished one leaves at once (nothing is kept per request).
+    // Requests under way, polled only here; each yields its answer (a finished request leaves
+    // at once: nothing is kept per request). Answers wait in `outbox` for room in the writer's
+    // queue, and no new request is read while one waits, so the outbox holds at most
+    // MAX_IN_FLIGHT + 1 answers. This loop never waits outside its `select!`: a request under
+    // way is always polled, whatever the writer is doing.
     let mut running = FuturesUnordered::new();
+    let mut outbox = std::collections::VecDeque::<Value>::new();
     let mut refused_busy = 0u64;
     loop {
-        let msg = tokio::select! {
-            msg = stream.next() => msg,
-            Some(()) = running.next(), if !running.is_empty() => continue,
-            () = tx.closed() => break,
-        };
-        let Some(Ok(msg)) = msg else { break };
-        let Message::Text(text) = msg else { continue };
-        // Requests that can end now do, before this one is counted (a client that pipelines
-        // quick requests is not refused for our own lag).
-        // Polled with this task's own waker (not a no-op one), so no wake-up of a request under
-        // way can be lost.
-        while let std::task::Poll::Ready(Some(())) = std::future::poll_fn(|cx| std::task::Poll::Ready(running.poll_next_unpin(cx))).await {}
-        let answer = match accept(&text, running.len(), &mut refused_busy) {
-            Ok(ControlRequest { id, op: Op::Stats }) => json!({"id": id, "ok": {"in_flight": running.len()}}),
-            Ok(req) => {
-                running.push(handle(hub.clone(), req, tx.clone()));
-                continue;
+        tokio::select! {
+            Some(answer) = running.next(), if !running.is_empty() => {
+                outbox.extend(answer);
             }
-            Err(answer) => answer,
-        };
-        if tx.send(answer).await.is_err() {
-            break;
+            permit = tx.reserve(), if !outbox.is_empty() => {
+                let Ok(permit) = permit else { break };
+                permit.send(outbox.pop_front().expect("the outbox is not empty"));
+            }
+            msg = stream.next(), if outbox.is_empty() => {
+                let Some(Ok(msg)) = msg else { break };
+                let Message::Text(text) = msg else { continue };
+                match accept(&text, running.len(), &mut refused_busy) {
+                    Ok(ControlRequest { id, op: Op::Stats }) => outbox.push_back(json!({"id": id, "ok": {"in_flight": running.len()}})),
+                    Ok(req) => running.push(handle(hub.clone(), req, tx.clone())),
+                    Err(answer) => outbox.push_back(answer),
+                }
+            }
+            () = tx.closed() => break,
         }
     }
     if refused_busy > 0 {
@@ -152,24 +153,28 @@ fn accept(text: &str, in_flight: usize, refused_busy: &mut u64) -> Result<Contro
     Ok(req)
 }
 
-async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<Value>) {
+/// Serves one request; its answer, or `None` for a watch (which sends its own events on `tx`
+/// until the client goes away).
+async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<Value>) -> Option<Value> {
     let id = req.id;
     let reply = match req.op {
         Op::Devices => Ok(json!(hub.registry.snapshots().iter().map(|i| &**i).collect::<Vec<_>>())),
         Op::Device { device, wait_ms } => device_info(&hub, device.as_deref(), wait_ms).await,
         Op::Rpc { device, method, params, timeout_ms } => rpc(&hub, device.as_deref(), &method, params, timeout_ms).await,
-        Op::Watch { device, traffic } => return watch(&hub, id, device, traffic, tx).await,
+        Op::Watch { device, traffic } => {
+            watch(&hub, id, device, traffic, tx).await;
+            return None;
+        }
         Op::Approve { target } => hub.admission.approve(&target).map(|a| json!(a)).map_err(bad_request),
         Op::Revoke { device } => super::admission::revoke_and_disconnect(&hub, &device).await.map_err(bad_request),
         Op::Pending => Ok(json!(hub.admission.pending())),
         Op::Admitted => Ok(json!({"approve_all": hub.admission.approve_all(), "devices": hub.admission.admitted()})),
         Op::Stats => Err(json!({"kind": "bad_request", "message": "stats is answered by the connection"})),
     };
-    let msg = match reply {
+    Some(match reply {
         Ok(v) => json!({"id": id, "ok": v}),
         Err(e) => json!({"id": id, "error": e}),
-    };
-    let _ = tx.send(msg).await;
+    })
 }
 
 async fn device_info(hub: &Hub, device: Option<&str>, wait_ms: u64) -> Result<Value, Value> {
