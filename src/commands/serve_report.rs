@@ -89,33 +89,42 @@ fn reported(event: &str) -> bool {
 
 /// Reports device lifecycle events until the hub's event channel closes: NDJSON on stdout with
 /// `--json` (after the `listening` line), else one line each on stderr; nothing with `-q`.
+///
+/// The log is written from a thread of its own: a reader that stops reading the hub's stdout
+/// blocks that thread only, never a runtime worker, and the events it misses meanwhile are
+/// reported as one `lagged` line when it reads again.
 pub fn spawn_event_log(hub: std::sync::Arc<Hub>, json: bool, quiet: bool, color: bool) {
     if quiet {
         return;
     }
-    let mut events = hub.registry.events.subscribe();
-    tokio::spawn(async move {
-        use tokio::sync::broadcast::error::RecvError;
-        loop {
-            let mut ev = match events.recv().await {
-                Ok(ev) => serde_json::to_value(&ev).unwrap_or(Value::Null),
-                Err(RecvError::Lagged(n)) => serde_json::json!({"event": "lagged", "skipped": n}),
-                Err(RecvError::Closed) => return,
-            };
-            let name = ev["event"].as_str().unwrap_or_default();
-            if !reported(name) && name != "lagged" {
-                continue;
-            }
-            super::watch::stamp(&mut ev, std::time::SystemTime::now());
-            use std::io::Write;
-            // Whoever reads the log may go away (a closed pipe): the hub goes on without it.
-            let written = if json { writeln!(std::io::stdout(), "{ev}") } else { writeln!(std::io::stderr(), "{}", super::watch::describe(&ev, color)) };
-            if let Err(e) = written {
-                tracing::debug!("the event log stopped: {e}");
-                return;
-            }
+    let events = hub.registry.events.subscribe();
+    let spawned = std::thread::Builder::new().name("mcpdev-event-log".into()).spawn(move || write_event_log(events, json, color));
+    if let Err(e) = spawned {
+        tracing::warn!("cannot start the event log: {e}; device events are not reported");
+    }
+}
+
+fn write_event_log(mut events: tokio::sync::broadcast::Receiver<crate::links::handle::DeviceEvent>, json: bool, color: bool) {
+    use std::io::Write;
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        let mut ev = match events.blocking_recv() {
+            Ok(ev) => serde_json::to_value(&ev).unwrap_or(Value::Null),
+            Err(RecvError::Lagged(n)) => serde_json::json!({"event": "lagged", "skipped": n}),
+            Err(RecvError::Closed) => return,
+        };
+        let name = ev["event"].as_str().unwrap_or_default();
+        if !reported(name) && name != "lagged" {
+            continue;
         }
-    });
+        super::watch::stamp(&mut ev, std::time::SystemTime::now());
+        // Whoever reads the log may go away (a closed pipe): the hub goes on without it.
+        let written = if json { writeln!(std::io::stdout(), "{ev}") } else { writeln!(std::io::stderr(), "{}", super::watch::describe(&ev, color)) };
+        if let Err(e) = written {
+            tracing::debug!("the event log stopped: {e}");
+            return;
+        }
+    }
 }
 
 #[cfg(test)]
