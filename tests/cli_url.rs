@@ -76,7 +76,7 @@ async fn exercise(url: &str) {
         let (code, out, _) = mcpdev(&["init", "--url", &url, "--json"]);
         assert_eq!(code, 0);
         let v: Value = serde_json::from_str(&out).unwrap();
-        assert_eq!(v["result"]["serverInfo"]["name"], "third-party-python-server");
+        assert_eq!(v["serverInfo"]["name"], "third-party-python-server");
     })
     .await
     .unwrap();

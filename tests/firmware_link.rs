@@ -98,7 +98,7 @@ async fn hello(hub: &HubProcess, device: &str) -> Value {
 async fn set_volume_and_read_it_back(hub: &HubProcess, device: &str, volume: u8) {
     let call = mcpdev(hub, &["call", "self.audio_speaker.set_volume", &format!("volume={volume}"), "-d", device, "--json"]).await;
     assert_eq!(call.code, 0, "{call:?}");
-    assert_eq!(call.json(), json!({"content":[{"type":"text","text":"true"}],"isError":false}));
+    assert_eq!(call.json(), json!({"device_id": device, "content":[{"type":"text","text":"true"}],"isError":false}));
     let status = mcpdev(hub, &["call", "self.get_device_status", "-d", device, "--json"]).await;
     assert_eq!(status.code, 0, "{status:?}");
     let text = status.json()["content"][0]["text"].as_str().unwrap().to_string();

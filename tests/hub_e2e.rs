@@ -37,17 +37,18 @@ async fn every_command_for_people_and_scripts_against_two_virtual_devices() {
     assert!(mcpdev(&hub, &["hello", "-d", D1]).await.stdout.contains("audio params"));
 
     let init = mcpdev(&hub, &["init", "-d", D1, "--json"]).await;
-    assert_eq!(init.json()["result"]["protocolVersion"], "2024-11-05");
-    assert_eq!(init.json()["result"]["serverInfo"]["name"], "mcpdev-sim");
+    assert_eq!(init.json()["device_id"], D1);
+    assert_eq!(init.json()["protocolVersion"], "2024-11-05");
+    assert_eq!(init.json()["serverInfo"]["name"], "mcpdev-sim");
     let fresh = mcpdev(&hub, &["init", "-d", D1, "--vision-url", "http://127.0.0.1:9/v", "--json"]).await;
     assert_eq!(fresh.code, 0, "{fresh:?}");
-    assert_eq!(fresh.json()["result"]["capabilities"], json!({"tools":{}}));
+    assert_eq!(fresh.json()["capabilities"], json!({"tools":{}}));
     assert!(mcpdev(&hub, &["init", "-d", D1]).await.stdout.contains("mcpdev-sim"));
 
     // Calls are typed by the schema and reach the chosen device only.
     let call = mcpdev(&hub, &["call", "self.audio_speaker.set_volume", "volume=50", "-d", D1, "--json"]).await;
     assert_eq!(call.code, 0, "{call:?}");
-    assert_eq!(call.json(), json!({"content":[{"type":"text","text":"true"}],"isError":false}));
+    assert_eq!(call.json(), json!({"device_id": D1, "content":[{"type":"text","text":"true"}],"isError":false}));
     let status = |d: &'static str| {
         let hub = &hub;
         async move {

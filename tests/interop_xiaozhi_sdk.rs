@@ -132,16 +132,17 @@ async fn two_sdk_devices_list_and_call_through_the_hub() {
 
     // The SDK answered the hub's initialize (it only does with vision url and token), and answers
     // a fresh one with a caller's vision URL and an empty token as well.
-    let sdk_init = json!({"protocolVersion": "2024-11-05", "capabilities": {"tools": {}}, "serverInfo": {"name": "", "version": "0.0.1"}});
+    // `init --json` is the device's initialize result, fields at the top after `device_id`.
+    let sdk_init = |device: &str| json!({"device_id": device, "protocolVersion": "2024-11-05", "capabilities": {"tools": {}}, "serverInfo": {"name": "", "version": "0.0.1"}});
     let init = mcpdev(&hub, &["init", "--json", "-d", D1]).await;
-    assert_eq!((init.code, &init.json()["result"]), (0, &sdk_init), "{init:?}");
+    assert_eq!((init.code, init.json()), (0, sdk_init(D1)), "{init:?}");
     let fresh = mcpdev(&hub, &["init", "--json", "-d", D2, "--vision-url", "http://127.0.0.1:9/explain"]).await;
-    assert_eq!((fresh.code, &fresh.json()["result"]), (0, &sdk_init), "{fresh:?}");
+    assert_eq!((fresh.code, fresh.json()), (0, sdk_init(D2)), "{fresh:?}");
 
     // Calls reach the chosen device only, and return what its handler returned.
     let call = mcpdev(&hub, &["call", "set_volume", "volume=30", "-d", D1, "--json"]).await;
     assert_eq!(call.code, 0, "{call:?}");
-    assert_eq!(call.json(), json!({"content": [{"type": "text", "text": "{\"volume\": 30}"}], "isError": false}));
+    assert_eq!(call.json(), json!({"device_id": D1, "content": [{"type": "text", "text": "{\"volume\": 30}"}], "isError": false}));
     let theme = mcpdev(&hub, &["call", "set_theme", "theme=dark", "-d", D2]).await;
     assert_eq!((theme.code, theme.stdout.as_str()), (0, "{\n  \"theme\": \"dark\"\n}\n"), "{theme:?}");
     let status = |d: &'static str| {
@@ -158,7 +159,7 @@ async fn two_sdk_devices_list_and_call_through_the_hub() {
     assert!(failed.stderr.contains("spin_motor reported an error (isError: true)"), "{}", failed.stderr);
     let failed = mcpdev(&hub, &["call", "spin_motor", "rpm=3", "-d", D2, "--json"]).await;
     assert_eq!(failed.code, 5, "{failed:?}");
-    assert_eq!(failed.json(), json!({"content": [{"type": "text", "text": "工具调用失败: motor stalled at 3 rpm"}], "isError": true}));
+    assert_eq!(failed.json(), json!({"device_id": D2, "content": [{"type": "text", "text": "工具调用失败: motor stalled at 3 rpm"}], "isError": true}));
 
     // Invalid calls are refused before anything is sent (7). The SDK does not validate, so a
     // volume of 101 would have been applied: the device still reports 30.

@@ -59,7 +59,7 @@ async fn client_flow(hub: &HubProcess, broker: &str) {
     assert_eq!(common::unstamped(first), json!({"event":"watching","device":D1}));
     let call = mcpdev(hub, &["call", "self.audio_speaker.set_volume", "volume=42", "-d", D1, "--json"]).await;
     assert_eq!(call.code, 0, "{call:?}");
-    assert_eq!(call.json(), json!({"content":[{"type":"text","text":"true"}],"isError":false}));
+    assert_eq!(call.json(), json!({"device_id": D1, "content":[{"type":"text","text":"true"}],"isError":false}));
     // The call's two frames; the hub's confirming tools/list after onboarding is left out.
     let mut frames = Vec::new();
     while frames.len() < 2 {

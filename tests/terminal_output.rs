@@ -199,3 +199,34 @@ async fn serve_json_logs_device_lifecycle_with_timestamps() {
     }
     assert_eq!(seen.iter().filter(|e| *e == "connected").count(), 1, "{seen:?}");
 }
+
+/// A reader that goes away (`mcpdev tools list | head -1`) ends a command quietly with 141, as
+/// SIGPIPE ends `cat`: never a panic, never a 0. Stdout here is a pipe whose reading end is
+/// already closed, so every write fails.
+#[tokio::test]
+async fn a_reader_that_goes_away_ends_the_command_quietly_with_141() {
+    let hub = HubProcess::start(&["--demo", "1"], &[]).await;
+    assert_eq!(mcpdev(&hub, &["hello", "-d", DEV, "--wait", "10s"]).await.code, 0);
+    let commands: [&[&str]; 5] = [
+        &["completions", "bash"],
+        &["man"],
+        &["tools", "list", "-d", DEV, "--json"],
+        &["tools", "list", "-d", DEV],
+        &["call", "self.get_device_status", "-d", DEV, "--json"],
+    ];
+    for args in commands {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"))
+            .args(args)
+            .env("MCPDEV_HUB", &hub.host_url)
+            .env("MCPDEV_RUNTIME_DIR", &hub.runtime_dir)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(141), "mcpdev {args:?}: {stderr}");
+        assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "mcpdev {args:?}: {stderr}");
+    }
+}

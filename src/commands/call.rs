@@ -1,5 +1,6 @@
 //! `mcpdev call TOOL k=v …`: arguments typed and validated by the tool's inputSchema, then sent.
 
+use super::output::outln;
 use std::path::Path;
 
 use anyhow::Context;
@@ -46,7 +47,7 @@ pub async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<()> {
     let result = target.request("tools/call", Some(params), args.target.timeout).await.map_err(call_failure)?;
     let is_error = result["isError"].as_bool().unwrap_or(false);
     if global.json {
-        print_json(&result);
+        print_json(&super::output::device_document(target.device_id(), &result));
     } else {
         render(&result, &args.tool, args.save_images.as_deref())?;
     }
@@ -65,8 +66,8 @@ fn render(result: &Value, tool: &str, save_dir: Option<&Path>) -> anyhow::Result
             Some("text") => {
                 let text = block["text"].as_str().unwrap_or_default();
                 match serde_json::from_str::<Value>(text) {
-                    Ok(v @ (Value::Object(_) | Value::Array(_))) => println!("{}", serde_json::to_string_pretty(&v)?),
-                    _ => println!("{text}"),
+                    Ok(v @ (Value::Object(_) | Value::Array(_))) => outln!("{}", serde_json::to_string_pretty(&v)?),
+                    _ => outln!("{text}"),
                 }
             }
             Some(kind @ ("image" | "audio")) => {
@@ -80,13 +81,13 @@ fn render(result: &Value, tool: &str, save_dir: Option<&Path>) -> anyhow::Result
                         let ext = mime.rsplit('/').next().unwrap_or("bin").replace(['+', ';'], "_");
                         let path = dir.join(format!("{tool}-{i}.{ext}"));
                         std::fs::write(&path, &data).with_context(|| format!("writing {}", path.display()))?;
-                        println!("[{kind} {mime}, {} bytes, saved to {}]", data.len(), path.display());
+                        outln!("[{kind} {mime}, {} bytes, saved to {}]", data.len(), path.display());
                     }
-                    None => println!("[{kind} {mime}, {} bytes; --save-images DIR saves it]", data.len()),
+                    None => outln!("[{kind} {mime}, {} bytes; --save-images DIR saves it]", data.len()),
                 }
             }
-            Some("resource") => println!("{}", serde_json::to_string_pretty(&block["resource"])?),
-            _ => println!("{}", serde_json::to_string_pretty(&block)?),
+            Some("resource") => outln!("{}", serde_json::to_string_pretty(&block["resource"])?),
+            _ => outln!("{}", serde_json::to_string_pretty(&block)?),
         }
     }
     Ok(())

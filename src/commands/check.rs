@@ -2,6 +2,7 @@
 //! run every check (src/check/), print the table (or `--json`), write `--junit FILE`, and exit
 //! 10 when a check failed.
 
+use super::output::outln;
 use anyhow::Context;
 use tokio::net::TcpListener;
 
@@ -44,7 +45,7 @@ pub async fn run(global: &GlobalArgs, args: CheckArgs) -> anyhow::Result<()> {
     if global.json {
         super::output::print_json(&report::json(&report, args.strict));
     } else {
-        println!("{}", report::table(&report, global));
+        outln!("{}", report::table(&report, global));
     }
     if report.failed(args.strict) {
         let what = if args.strict { "failed or warned" } else { "failed" };

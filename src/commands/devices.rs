@@ -1,6 +1,7 @@
 //! `mcpdev devices`: the connected devices; `approve`, `revoke`, `pending` and `admitted` manage
 //! which devices the hub admits ([`crate::hub::admission`]), through the control API.
 
+use super::output::outln;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -76,7 +77,7 @@ fn connected(global: &GlobalArgs, answer: &Value) {
         t.add_row(vec![id.to_string(), alias.to_string(), text(&d["transport"]), state.to_string(), tools.to_string(), since, address.to_string()]);
     }
     if !devices.is_empty() {
-        println!("{}", render(&t));
+        outln!("{}", render(&t));
     }
     if !global.quiet {
         eprintln!("{} device(s) connected", devices.len());
@@ -88,7 +89,7 @@ fn approved(global: &GlobalArgs, a: &Value) {
     match a["token"].as_str() {
         // Printed to stdout only: the person passes it on to the device.
         Some(token) => {
-            println!("{token}");
+            outln!("{token}");
             if !global.quiet {
                 eprintln!("approved {id}. It cannot learn its token from an OTA check-in: give it the token above, e.g.");
                 eprintln!("  MCPDEV_DEVICE_TOKEN=<token> mcpdev sim --device-id {id} --url ws://HUB:8000/xiaozhi/v1/");
@@ -98,14 +99,14 @@ fn approved(global: &GlobalArgs, a: &Value) {
             if !global.quiet {
                 eprintln!("approved {id}: its next activation poll or OTA check-in gets its token");
             }
-            println!("{id}");
+            outln!("{id}");
         }
     }
 }
 
 fn revoked(global: &GlobalArgs, a: &Value) {
     let id = a["device_id"].as_str().unwrap_or_default();
-    println!("{id}");
+    outln!("{id}");
     if !global.quiet {
         let was = if a["revoked"] == true { "revoked" } else { "was not admitted" };
         let gone = if a["disconnected"] == true { "; disconnected it" } else { "" };
@@ -122,7 +123,7 @@ fn pending(global: &GlobalArgs, answer: &Value) {
         t.add_row(vec![text(&p["code"]), text(&p["device_id"]), text(&p["via"]), text(&p["client_id"]), text(&p["remote"]), since, expires]);
     }
     if !list.is_empty() {
-        println!("{}", render(&t));
+        outln!("{}", render(&t));
     }
     if !global.quiet {
         let hint = if list.is_empty() { "" } else { "; admit one with `mcpdev devices approve CODE`" };
@@ -138,7 +139,7 @@ fn admitted(global: &GlobalArgs, answer: &Value) {
         t.add_row(vec![text(&a["device_id"]), text(&a["client_id"]), at]);
     }
     if !list.is_empty() {
-        println!("{}", render(&t));
+        outln!("{}", render(&t));
     }
     if !global.quiet {
         eprintln!("{} device(s) admitted", list.len());

@@ -1,6 +1,7 @@
 //! `mcpdev flash`: build, make the image, flash and provision (or save the image). The work is in
 //! [`crate::flash`]; this module orders the steps and renders them.
 
+use super::output::outln;
 use anyhow::{Context, bail};
 use serde_json::json;
 
@@ -72,7 +73,7 @@ async fn wait_device(g: &GlobalArgs, hub: &str, device_id: Option<String>, wait:
     if g.json {
         event(g, json!({"event": "online", "device_id": device_id, "hello": info["hello"]}));
     } else {
-        println!("{device_id} is online at the hub; its hello:\n{}", serde_json::to_string_pretty(&info["hello"]).unwrap_or_default());
+        outln!("{device_id} is online at the hub; its hello:\n{}", serde_json::to_string_pretty(&info["hello"]).unwrap_or_default());
     }
     Ok(())
 }
@@ -87,7 +88,7 @@ fn say(g: &GlobalArgs, msg: &str) {
 /// One NDJSON event on stdout (only with --json).
 fn event(g: &GlobalArgs, v: serde_json::Value) {
     if g.json {
-        println!("{v}");
+        outln!("{v}");
     }
 }
 
@@ -139,7 +140,7 @@ fn run_blocking(g: &GlobalArgs, args: &FlashArgs) -> anyhow::Result<Option<Flash
         } else {
             let text = |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
             for key in ["chip", "revision", "crystal", "flash_size", "features", "mac"] {
-                println!("{key:<11} {}", text(&info[key]));
+                outln!("{key:<11} {}", text(&info[key]));
             }
         }
         dev.reset()?;
@@ -182,7 +183,7 @@ fn run_blocking(g: &GlobalArgs, args: &FlashArgs) -> anyhow::Result<Option<Flash
         if let Some(m) = &mac {
             line.push_str(&format!("; its Device-Id is {m}"));
         }
-        println!("{line}");
+        outln!("{line}");
         if let Some(h) = hub {
             say(g, &format!("it will join Wi-Fi {:?} and connect to {h}", record.as_ref().map_or("", |r| r.wifi_ssid.as_str())));
         }
@@ -221,11 +222,11 @@ fn save_image(g: &GlobalArgs, args: &FlashArgs, out: &std::path::Path) -> anyhow
     std::fs::write(out, &bytes).with_context(|| format!("writing {}", out.display()))?;
     let kind = if args.merge { "merged image (write at 0x0)" } else { "app image (factory partition, 0x10000)" };
     if g.json {
-        println!("{}", json!({"event": "saved", "file": out, "chip": chip.name(), "bytes": bytes.len(), "merged": args.merge,
+        outln!("{}", json!({"event": "saved", "file": out, "chip": chip.name(), "bytes": bytes.len(), "merged": args.merge,
             "provisioned": record.is_some(), "app_bytes": app_len, "partition_size": img.partition_size}));
     } else if !g.quiet {
-        println!("saved the {} {kind} to {}: {} bytes", chip.name(), out.display(), bytes.len());
-        println!("{}", partition_usage(app_len as u64, img.partition_size));
+        outln!("saved the {} {kind} to {}: {} bytes", chip.name(), out.display(), bytes.len());
+        outln!("{}", partition_usage(app_len as u64, img.partition_size));
     }
     Ok(())
 }

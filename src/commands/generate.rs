@@ -17,7 +17,9 @@ pub const SHELLS: [Shell; 5] = [Shell::Bash, Shell::Zsh, Shell::Fish, Shell::Pow
 
 /// `mcpdev completions SHELL`: the completion script on stdout.
 pub fn completions(args: &CompletionsArgs) -> anyhow::Result<()> {
-    clap_complete::generate(args.shell, &mut Cli::command(), "mcpdev", &mut std::io::stdout());
+    let mut out = Vec::new();
+    clap_complete::generate(args.shell, &mut Cli::command(), "mcpdev", &mut out);
+    super::output::write_stdout(&out);
     Ok(())
 }
 
@@ -34,8 +36,7 @@ pub fn man(args: &ManArgs) -> anyhow::Result<()> {
     };
     let mut out = Vec::new();
     page.render(&mut out).context("rendering the man page")?;
-    use std::io::Write;
-    std::io::stdout().write_all(&out)?;
+    super::output::write_stdout(&out);
     Ok(())
 }
 

@@ -1,5 +1,6 @@
 //! `mcpdev hello`: who the device is and what it said in its hello.
 
+use super::output::outln;
 use serde_json::{Value, json};
 
 use super::output::{print_json, table};
@@ -54,7 +55,7 @@ pub async fn run(global: &GlobalArgs, args: HelloArgs) -> anyhow::Result<()> {
         t.add_row(vec!["chip (OTA)".to_string(), text(&si["chip_model_name"])]);
         t.add_row(vec!["firmware (OTA)".to_string(), app.trim().to_string()]);
     }
-    println!("{}", super::output::render(&t));
+    outln!("{}", super::output::render(&t));
     Ok(())
 }
 

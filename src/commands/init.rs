@@ -1,5 +1,6 @@
 //! `mcpdev init`: MCP `initialize` and what the device answered.
 
+use super::output::outln;
 use serde_json::{Value, json};
 
 use super::output::{print_json, table};
@@ -39,7 +40,7 @@ pub async fn run(global: &GlobalArgs, args: InitArgs) -> anyhow::Result<()> {
         }
     };
     if global.json {
-        print_json(&json!({"device_id": target.device_id(), "result": result}));
+        print_json(&super::output::device_document(target.device_id(), &result));
         return Ok(());
     }
     let show = |v: &Value| match v {
@@ -53,6 +54,6 @@ pub async fn run(global: &GlobalArgs, args: InitArgs) -> anyhow::Result<()> {
     t.add_row(vec!["server name".to_string(), show(&result["serverInfo"]["name"])]);
     t.add_row(vec!["server version".to_string(), show(&result["serverInfo"]["version"])]);
     t.add_row(vec!["capabilities".to_string(), show(&result["capabilities"])]);
-    println!("{}", super::output::render(&t));
+    outln!("{}", super::output::render(&t));
     Ok(())
 }

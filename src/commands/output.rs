@@ -2,6 +2,13 @@
 
 use crate::cli::ColorChoice;
 
+/// `println!` for command output, through [`write_stdout`].
+macro_rules! outln {
+    () => { $crate::commands::output::write_stdout(b"\n") };
+    ($($arg:tt)*) => { $crate::commands::output::write_stdout(format!("{}\n", format_args!($($arg)*)).as_bytes()) };
+}
+pub(crate) use outln;
+
 /// Whether to use colour on a stream: `--color`, then NO_COLOR / CLICOLOR_FORCE / CLICOLOR /
 /// TERM=dumb, then whether the stream is a terminal.
 pub fn use_color(choice: ColorChoice, is_terminal: bool) -> bool {
@@ -50,8 +57,44 @@ pub fn spinner(global: &GlobalArgs, wanted: bool, message: &str) -> Option<indic
 
 /// Prints one JSON document on stdout.
 pub fn print_json(v: &serde_json::Value) {
-    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+    outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
+
+/// The one shape of a command's JSON document about a device: an object with `device_id` first,
+/// then the fields of what the device answered at the top level (the MCP result of `init` and
+/// `call`, the `tools` of `tools list`, the session record of `hello`), so `jq .content`,
+/// `jq .tools[].name` and `jq .serverInfo` read it as the MCP spec names it.
+pub fn device_document(device_id: &str, answer: &serde_json::Value) -> serde_json::Value {
+    let mut doc = serde_json::Map::new();
+    doc.insert("device_id".into(), device_id.into());
+    match answer {
+        serde_json::Value::Object(fields) => doc.extend(fields.iter().filter(|(k, _)| *k != "device_id").map(|(k, v)| (k.clone(), v.clone()))),
+        // Not an object (a broken device's answer): kept whole rather than dropped.
+        other => {
+            doc.insert("result".into(), other.clone());
+        }
+    }
+    serde_json::Value::Object(doc)
+}
+
+/// Exit status when stdout's reader went away (`mcpdev tools list | head -1`): what a shell
+/// reports for a command ended by SIGPIPE, as `cat` and `grep` end.
+pub const BROKEN_PIPE_EXIT: i32 = 141;
+
+/// Writes command output to stdout. A reader that went away ends the command quietly with
+/// [`BROKEN_PIPE_EXIT`] (never a panic, never a 0); any other write error ends it with 1.
+pub fn write_stdout(bytes: &[u8]) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(bytes).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(BROKEN_PIPE_EXIT);
+        }
+        eprintln!("error: cannot write the output: {e}");
+        std::process::exit(1);
+    }
+}
+
 
 /// A table for people. At a terminal: box drawing, wrapped to the terminal's width (`COLUMNS`
 /// when set), with the first column (names) never broken: the other columns wrap instead. Piped:

@@ -1,5 +1,6 @@
 //! `mcpdev tools list`: every tool of a device, all pages.
 
+use super::output::outln;
 use serde_json::{Value, json};
 
 use super::output::{print_json, table};
@@ -42,7 +43,7 @@ pub async fn list(global: &GlobalArgs, args: ToolsListArgs) -> anyhow::Result<()
         let description = tool["description"].as_str().unwrap_or_default();
         t.add_row(vec![name, description.to_string(), crate::args::signature(&tool["inputSchema"])]);
     }
-    println!("{}", super::output::render(&t));
+    outln!("{}", super::output::render(&t));
     if !global.quiet {
         let note = if hidden > 0 && !args.user_tools { format!(" ({hidden} user-only hidden; --user-tools shows them)") } else { String::new() };
         eprintln!("{} tool(s) on {}{note}", tools.len(), target.device_id());

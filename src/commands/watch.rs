@@ -4,6 +4,7 @@
 //! A device notification is shown once, as its `notification` event: with `--traffic` its raw
 //! frame is not shown a second time. Ctrl-C ends the watch with exit code 130.
 
+use super::output::outln;
 use serde_json::Value;
 
 use crate::cli::{GlobalArgs, WatchArgs};
@@ -42,9 +43,9 @@ pub async fn run(global: &GlobalArgs, args: WatchArgs) -> anyhow::Result<()> {
         let confirmation = ev["event"] == "watching";
         if global.json {
             // The `watching` line tells a script the subscription is live.
-            println!("{ev}");
+            outln!("{ev}");
         } else if !confirmation {
-            println!("{}", describe(&ev, color));
+            outln!("{}", describe(&ev, color));
         }
         if confirmation {
             continue;
