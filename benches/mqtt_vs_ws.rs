@@ -8,7 +8,8 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use mcpdev::hub::{self, HubConfig};
+use mcpdev::commands::hub_stack;
+use mcpdev::hub::HubConfig;
 use mcpdev::mqtt::conn::BrokerUrl;
 use mcpdev::mqtt::hub::{BrokerChoice, MqttSettings};
 use mcpdev::sim::{SimConfig, run_device};
@@ -37,17 +38,17 @@ fn main() {
 
 /// One hub, one device over the transport; prints its row.
 async fn run(name: &str, broker: Option<BrokerChoice>) {
-    let mut config = HubConfig {
+    let config = HubConfig {
         device_addr: "127.0.0.1:0".parse().expect("address"),
         host_addr: "127.0.0.1:0".parse().expect("address"),
         admission: mcpdev::hub::admission::AdmissionConfig { approve_all: true, state_dir: None },
         ..HubConfig::default()
     };
-    config.mqtt = broker.map(MqttSettings::new);
-    let running = hub::start(config).await.expect("hub starts");
+    let stack = hub_stack::start(hub_stack::StackConfig { hub: config, bridge: Default::default(), mqtt: broker.map(MqttSettings::new) }).await.expect("hub starts");
+    let running = stack.running;
     let device = "02:00:00:00:00:b1";
     let mut sim = SimConfig::new(format!("ws://127.0.0.1:{}/xiaozhi/v1/", running.device_addr.port()), device);
-    if let Some(m) = running.hub.mqtt.get() {
+    if let Some(m) = &stack.mqtt {
         assert!(m.wait_subscribed(Duration::from_secs(10)).await, "broker reachable");
         let url = BrokerUrl::parse(&m.broker).expect("broker url");
         sim.mqtt = Some(mcpdev::sim::mqtt::MqttTarget::direct(url, device).expect("target"));

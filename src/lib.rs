@@ -7,13 +7,15 @@
 //!    replies, keepalive, caps and rate limits on what a device can make the hub hold or send,
 //!    events).
 //! 3. [`links`]: how frames reach a device (a WebSocket or MQTT task per device driving its
-//!    session; the CLI's relay through a hub; the CLI as a client of any MCP server);
-//!    [`mqtt`] is the broker side (topics, connections, embedded broker, cluster claims).
+//!    session; the CLI's relay through a hub; the CLI as a client of any MCP server).
 //! 4. [`hub`]: `mcpdev serve` (device listener with OTA and vision, device admission, registry,
 //!    control API; accept loops with deadlines and a connection budget; an owner-only host
-//!    listener);
-//!    [`bridge`]: the hub's MCP endpoints for MCP hosts (rmcp, plus legacy SSE).
-//! 5. [`commands`]: one module per subcommand; thin: parse, call the layers, render.
+//!    listener). It knows neither the bridge nor MQTT: it is bound, they are attached, then it
+//!    serves.
+//! 5. [`bridge`]: the hub's MCP endpoints for MCP hosts (rmcp, plus legacy SSE); [`mqtt`]'s hub
+//!    side: MQTT devices through a broker (topics, connections, embedded broker, cluster claims).
+//! 6. [`commands`]: one module per subcommand; thin: parse, call the layers, render
+//!    (`commands::hub_stack` assembles the hub with its MQTT side and bridge).
 //!
 //! Beside them: [`sim`] (virtual devices running the firmware's own MCP core, `mcp-device`; the
 //! stock firmware's deviations; replay of a recorded session), [`check`] (`mcpdev check`: conformance

@@ -6,6 +6,7 @@ pub mod devices;
 pub mod flash;
 pub mod generate;
 pub mod hello;
+pub mod hub_stack;
 pub mod init;
 pub mod output;
 pub mod serve;

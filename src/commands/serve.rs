@@ -27,14 +27,6 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         allowed_hosts: args.allowed_host.clone(),
         allowed_origins: args.allowed_origin.clone(),
         aliases: crate::config::aliases(),
-        bridge: crate::bridge::BridgeConfig {
-            call_timeout: args.mcp_timeout,
-            naming: args.mcp_names,
-            user_tools: args.mcp_user_tools,
-            page_size: args.mcp_page_size as usize,
-            token: args.mcp_token.clone().filter(|t| !t.is_empty()),
-        },
-        mqtt: mqtt_settings(&args.mqtt)?,
         ota: ota_settings(&args.mqtt),
         limits: Limits { header_read_timeout: args.limits.header_timeout, body_timeout: args.limits.body_timeout },
         caps: Caps {
@@ -43,8 +35,18 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
             pre_hello_total: args.limits.max_pre_hello as usize,
         },
         hello_timeout: args.limits.hello_timeout,
+        // Set from the bridge's token by the stack.
+        mcp_token_set: false,
     };
-    let running = hub::start(config).await?;
+    let bridge = crate::bridge::BridgeConfig {
+        call_timeout: args.mcp_timeout,
+        naming: args.mcp_names,
+        user_tools: args.mcp_user_tools,
+        page_size: args.mcp_page_size as usize,
+        token: args.mcp_token.clone().filter(|t| !t.is_empty()),
+    };
+    let stack = super::hub_stack::start(super::hub_stack::StackConfig { hub: config, bridge, mqtt: mqtt_settings(&args.mqtt)? }).await?;
+    let (running, mqtt) = (stack.running, stack.mqtt);
     let admission = &running.hub.admission;
     if admission.approve_all() {
         tracing::warn!("--approve-all: every device is admitted, whatever it is; use this on a lab bench only");
@@ -53,7 +55,6 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
     }
     let devices_url = format!("ws://{}/xiaozhi/v1/", running.device_addr);
     let host_url = format!("http://{}", running.host_addr);
-    let mqtt = running.hub.mqtt.get().cloned();
     if let Some(m) = &mqtt {
         // Ready means devices' messages reach the hub; a broker that is down is retried forever.
         if !m.wait_subscribed(std::time::Duration::from_secs(5)).await {

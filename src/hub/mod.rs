@@ -71,10 +71,9 @@ pub struct HubConfig {
     pub allowed_hosts: Vec<String>,
     pub allowed_origins: Vec<String>,
     pub aliases: HashMap<String, String>,
-    /// The MCP endpoints (`/mcp`, `/devices/<id>/mcp`, `/sse`).
-    pub bridge: crate::bridge::BridgeConfig,
-    /// MQTT devices, through a broker (`serve --mqtt`); off when `None`.
-    pub mqtt: Option<crate::mqtt::hub::MqttSettings>,
+    /// Whether the MCP routes served on the host listener need a token (`MCPDEV_MCP_TOKEN`):
+    /// the condition for reaching the host listener from other machines.
+    pub mcp_token_set: bool,
     /// How the OTA endpoint answers.
     pub ota: ota::OtaSettings,
     /// Header and body deadlines on both listeners.
@@ -102,8 +101,7 @@ impl Default for HubConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             aliases: HashMap::new(),
-            bridge: crate::bridge::BridgeConfig::default(),
-            mqtt: None,
+            mcp_token_set: false,
             ota: ota::OtaSettings::default(),
             limits: listener::Limits::default(),
             caps: budget::Caps::default(),
@@ -126,8 +124,9 @@ pub struct Hub {
     /// The device listener's bound IP, when it is bound to one (not 0.0.0.0 / ::), else this
     /// machine's address on its default route (found at start, no packet sent).
     device_ip: Option<std::net::IpAddr>,
-    /// The MQTT side, when the hub runs one (set once at start).
-    pub mqtt: std::sync::OnceLock<Arc<crate::mqtt::hub::MqttHub>>,
+    /// The MQTT side, when the hub runs one: set once, by whoever starts it, before the
+    /// listeners serve ([`BoundHub::serve`]).
+    pub mqtt: std::sync::OnceLock<Arc<dyn ota::MqttOffer>>,
     /// The control API's token and its file.
     pub control: Arc<owner::ControlToken>,
     /// The device listener's connections.
@@ -187,8 +186,18 @@ impl Hub {
     }
 }
 
-/// Binds both listeners and serves until the returned hub is dropped with its runtime.
-pub async fn start(config: HubConfig) -> anyhow::Result<RunningHub> {
+/// A hub whose listeners are bound but not yet served: the caller attaches what lives above the
+/// hub (the MQTT side, the MCP bridge's routes), then calls [`BoundHub::serve`].
+pub struct BoundHub {
+    pub hub: Arc<Hub>,
+    pub device_addr: SocketAddr,
+    pub host_addr: SocketAddr,
+    device_listener: TcpListener,
+    host_listener: TcpListener,
+}
+
+/// Binds both listeners and builds the hub (nothing is served yet).
+pub async fn bind(config: HubConfig) -> anyhow::Result<BoundHub> {
     check_remote_use(&config)?;
     let fd_limit = budget::raise_fd_limit();
     let caps = config.caps.within_fd_limit(fd_limit);
@@ -220,26 +229,36 @@ pub async fn start(config: HubConfig) -> anyhow::Result<RunningHub> {
         device_port: device_addr.port(),
         device_ip: Some(device_addr.ip()).filter(|ip| !ip.is_unspecified()).or_else(default_route_ip),
         mqtt: std::sync::OnceLock::new(),
-        control: control.clone(),
+        control,
         budget: budget::Budget::new(caps),
     });
-    if let Some(settings) = hub.config.mqtt.clone() {
-        let _ = hub.mqtt.set(crate::mqtt::hub::start(hub.clone(), settings).await?);
-    }
+    Ok(BoundHub { hub, device_addr, host_addr, device_listener, host_listener })
+}
 
-    let limits = hub.config.limits;
-    let devices = listener::Side::Devices(hub.budget.clone());
-    supervise("device listener", listener::serve(device_listener, devices::router(hub.clone()), devices, limits, "devices"));
-    let control_route = Router::new()
-        .route(control::LINK_PATH, any(control::link))
-        .with_state(hub.clone())
-        .route_layer(middleware::from_fn_with_state(control, owner::require_token));
-    let host_app = control_route
-        .merge(crate::bridge::http::router(hub.clone(), hub.config.bridge.clone()))
-        .layer(middleware::from_fn_with_state(hub.clone(), guard_host_and_origin))
-        .layer(middleware::from_fn(owner::only_owner));
-    supervise("host listener", listener::serve(host_listener, host_app, listener::Side::Host, limits, "host"));
-    Ok(RunningHub { hub, device_addr, host_addr })
+/// Binds and serves a hub with no routes of its own beyond the control API (tests, benches).
+pub async fn start(config: HubConfig) -> anyhow::Result<RunningHub> {
+    Ok(bind(config).await?.serve(Router::new()))
+}
+
+impl BoundHub {
+    /// Serves both listeners until the hub is dropped with its runtime; `host_routes` (the MCP
+    /// bridge) are served on the host listener behind its Host/Origin and owner checks.
+    pub fn serve(self, host_routes: Router) -> RunningHub {
+        let BoundHub { hub, device_addr, host_addr, device_listener, host_listener } = self;
+        let limits = hub.config.limits;
+        let devices = listener::Side::Devices(hub.budget.clone());
+        supervise("device listener", listener::serve(device_listener, devices::router(hub.clone()), devices, limits, "devices"));
+        let control_route = Router::new()
+            .route(control::LINK_PATH, any(control::link))
+            .with_state(hub.clone())
+            .route_layer(middleware::from_fn_with_state(hub.control.clone(), owner::require_token));
+        let host_app = control_route
+            .merge(host_routes)
+            .layer(middleware::from_fn_with_state(hub.clone(), guard_host_and_origin))
+            .layer(middleware::from_fn(owner::only_owner));
+        supervise("host listener", listener::serve(host_listener, host_app, listener::Side::Host, limits, "host"));
+        RunningHub { hub, device_addr, host_addr }
+    }
 }
 
 /// A listener that cannot be bound: a configuration problem (exit 2) that names the flag to change.
@@ -278,7 +297,7 @@ fn supervise(name: &'static str, accept_loop: impl Future<Output = ()> + Send + 
 fn check_remote_use(config: &HubConfig) -> anyhow::Result<()> {
     let remote_names: Vec<&str> = config.allowed_hosts.iter().map(String::as_str).filter(|h| !is_loopback_name(host_name(h))).collect();
     let remote_bind = !config.host_addr.ip().is_loopback();
-    if (remote_names.is_empty() && !remote_bind) || config.bridge.token.is_some() {
+    if (remote_names.is_empty() && !remote_bind) || config.mcp_token_set {
         return Ok(());
     }
     let why = if remote_bind { format!("the host listener is bound to {}", config.host_addr) } else { format!("--allowed-host {}", remote_names.join(", ")) };

@@ -45,6 +45,15 @@ pub const MAX_BODY: usize = 64 * 1024;
 pub const MAX_RECORDS: usize = 4096;
 pub const MAX_RECORD_BYTES: usize = 16 * 1024 * 1024;
 
+/// What the OTA answer needs from the hub's MQTT side, when it runs one (`serve --mqtt`, which
+/// lives above the hub and sets [`Hub::mqtt`](super::Hub::mqtt)).
+pub trait MqttOffer: Send + Sync {
+    /// The `mqtt` block for an admitted device: endpoint, its client id and login, its topics.
+    fn ota_settings(&self, device_id: &str, host: &str, device_token: &str) -> Value;
+    /// The device checked in: onboard it over MQTT without waiting for its hello.
+    fn probe(&self, device_id: &str);
+}
+
 /// How the OTA endpoint answers.
 #[derive(Debug, Clone, Default)]
 pub struct OtaSettings {

@@ -14,6 +14,9 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use crate::exit::{CodedError, Exit};
 
 /// An error the hub answered with: `kind` is stable (`not_found`, `timeout`, `device_error`, …).
+/// The control API's path on the hub's host listener.
+pub const CONTROL_PATH: &str = "/api/v1/link";
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{message}")]
 pub struct ControlError {
@@ -78,7 +81,7 @@ impl HubClient {
         let base = base.strip_prefix("http://").map(|r| format!("ws://{r}")).unwrap_or_else(|| base.to_string());
         let base = base.strip_prefix("https://").map(|r| format!("wss://{r}")).unwrap_or(base);
         let base = if base.contains("://") { base } else { format!("ws://{base}") };
-        let url = format!("{base}{}", crate::hub::control::LINK_PATH);
+        let url = format!("{base}{}", CONTROL_PATH);
         let port = url.as_str().into_client_request()?.uri().port_u16().unwrap_or(if base.starts_with("wss:") { 443 } else { 80 });
         // A hub that has just bound its port writes its token a moment later: when there was no
         // token to send and the hub refuses, read it once more and try again.

@@ -24,6 +24,17 @@ use super::websocket::sleep_until;
 use super::handle::{Command, DeviceEvent, DeviceHandle, InfoPublisher, Lifecycle, LinkEvent, LinkSetup, MalformedLog, Waiting, deliver, spawn_link};
 use crate::session::{CallError, Output, Session};
 
+/// Publishes at QoS 0 without waiting; `false` if the request queue is full or closed.
+pub fn publish(client: &AsyncClient, topic: String, payload: impl Into<Vec<u8>>) -> bool {
+    match client.try_publish(topic, rumqttc::QoS::AtMostOnce, false, payload) {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!("cannot queue an MQTT publish: {e}");
+            false
+        }
+    }
+}
+
 /// Keepalive periods without a word from the device (the broker being up) after which it is
 /// taken for gone.
 pub const SILENT_PERIODS: u32 = 3;
@@ -177,7 +188,7 @@ fn carry_out(outputs: Vec<Output>, setup: &MqttLinkSetup, waiting: &mut Waiting,
         if let Some(text) = deliver(o, waiting, malformed, emit)
             && *setup.broker_up.borrow()
         {
-            crate::mqtt::conn::send(&setup.client, setup.downlink.clone(), text);
+            publish(&setup.client, setup.downlink.clone(), text);
         }
     }
 }

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use rumqttc::{AsyncClient, ConnectionError, Event, LastWill, MqttOptions, Packet, Publish, QoS, Transport};
+use rumqttc::{AsyncClient, ConnectionError, Event, LastWill, MqttOptions, Packet, Publish, Transport};
 use tokio::sync::{mpsc, watch};
-use tracing::{debug, warn};
+use tracing::debug;
 
 /// `mqtt://[user[:password]@]host[:port]` (1883) or `mqtts://…` (8883, TLS with the system's roots).
 #[derive(Clone, PartialEq, Eq)]
@@ -175,16 +175,7 @@ fn describe(e: &ConnectionError) -> String {
     }
 }
 
-/// Publishes at QoS 0 without waiting; `false` if the request queue is full or closed.
-pub fn send(client: &AsyncClient, topic: String, payload: impl Into<Vec<u8>>) -> bool {
-    match client.try_publish(topic, QoS::AtMostOnce, false, payload) {
-        Ok(()) => true,
-        Err(e) => {
-            warn!("cannot queue an MQTT publish: {e}");
-            false
-        }
-    }
-}
+pub use crate::links::mqtt::publish as send;
 
 #[cfg(test)]
 mod tests {

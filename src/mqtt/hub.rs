@@ -205,6 +205,16 @@ fn device_auth(hub: Arc<Hub>, hub_password: String) -> broker::Authenticate {
 }
 
 /// Starts the broker (if embedded), the connection and the dispatcher.
+/// The OTA answer's view of the MQTT side.
+impl crate::hub::ota::MqttOffer for Arc<MqttHub> {
+    fn ota_settings(&self, device_id: &str, host: &str, device_token: &str) -> Value {
+        MqttHub::ota_settings(self, device_id, host, device_token)
+    }
+    fn probe(&self, device_id: &str) {
+        MqttHub::probe(self, device_id);
+    }
+}
+
 pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<MqttHub>> {
     let hub_id = uuid::Uuid::new_v4().simple().to_string()[..12].to_string();
     let tokens = hub.config.device_tokens.clone();

@@ -1,0 +1,42 @@
+//! The hub with what lives above it, assembled: the MQTT side (`--mqtt`) and the MCP bridge on
+//! the host listener. The hub itself knows neither (layers call downward only); it is bound
+//! first, these are attached, then it serves.
+
+use std::sync::Arc;
+
+use crate::bridge::BridgeConfig;
+use crate::hub::{self, HubConfig, RunningHub};
+use crate::mqtt::hub::{MqttHub, MqttSettings};
+
+/// Everything `serve` runs.
+pub struct StackConfig {
+    pub hub: HubConfig,
+    /// The MCP endpoints (`/mcp`, `/devices/<id>/mcp`, `/sse`).
+    pub bridge: BridgeConfig,
+    /// MQTT devices, through a broker; off when `None`.
+    pub mqtt: Option<MqttSettings>,
+}
+
+/// A serving hub and its MQTT side, when it has one.
+pub struct Stack {
+    pub running: RunningHub,
+    pub mqtt: Option<Arc<MqttHub>>,
+}
+
+/// Binds the hub, starts its MQTT side (before any device can check in, so every OTA answer
+/// carries the `mqtt` block), and serves it with the bridge's routes.
+pub async fn start(config: StackConfig) -> anyhow::Result<Stack> {
+    let StackConfig { mut hub, bridge, mqtt } = config;
+    hub.mcp_token_set = bridge.token.is_some();
+    let bound = hub::bind(hub).await?;
+    let mqtt = match mqtt {
+        Some(settings) => {
+            let m = crate::mqtt::hub::start(bound.hub.clone(), settings).await?;
+            let _ = bound.hub.mqtt.set(Arc::new(m.clone()));
+            Some(m)
+        }
+        None => None,
+    };
+    let routes = crate::bridge::http::router(bound.hub.clone(), bridge);
+    Ok(Stack { running: bound.serve(routes), mqtt })
+}
