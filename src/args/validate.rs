@@ -55,11 +55,11 @@ pub(super) fn compiled(root: &Value) -> Result<Arc<jsonschema::Validator>, Strin
     static CACHE: LazyLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> = LazyLock::new(Default::default);
     const LIMIT: usize = 1024;
     let key = root.to_string();
-    if let Some(v) = CACHE.lock().expect("validator cache").get(&key) {
+    if let Some(v) = CACHE.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key) {
         return Ok(v.clone());
     }
     let validator = Arc::new(jsonschema::validator_for(root).map_err(|e| e.to_string())?);
-    let mut cache = CACHE.lock().expect("validator cache");
+    let mut cache = CACHE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if cache.len() >= LIMIT {
         cache.clear();
     }

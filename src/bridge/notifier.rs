@@ -28,31 +28,31 @@ pub struct Notifier {
 
 impl Notifier {
     pub fn add_peer(&self, scope: Scope, peer: Peer<RoleServer>) {
-        self.peers.lock().expect("lock").push((scope, peer));
+        self.peers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((scope, peer));
     }
 
     pub fn add_listener(&self, scope: Scope, sink: SubscriptionSink) -> u64 {
         let key = self.next_listener.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.listeners.lock().expect("lock").insert(key, (scope, sink));
+        self.listeners.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key, (scope, sink));
         key
     }
 
     pub fn remove_listener(&self, key: u64) {
-        self.listeners.lock().expect("lock").remove(&key);
+        self.listeners.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&key);
     }
 
     /// `session` tells one MCP session's subscriptions from another's.
     pub fn subscribe(&self, uri: String, session: u64, peer: Peer<RoleServer>) {
-        self.resource_subscribers.lock().expect("lock").push((uri, session, peer));
+        self.resource_subscribers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((uri, session, peer));
     }
 
     pub fn unsubscribe(&self, uri: &str, session: u64) {
-        self.resource_subscribers.lock().expect("lock").retain(|(u, s, _)| !(u == uri && *s == session));
+        self.resource_subscribers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|(u, s, _)| !(u == uri && *s == session));
     }
 
     /// The device notifications kept for a device's resource.
     pub fn recent(&self, device_id: &str) -> Vec<Value> {
-        self.recent.lock().expect("lock").get(device_id).map(|q| q.iter().cloned().collect()).unwrap_or_default()
+        self.recent.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(device_id).map(|q| q.iter().cloned().collect()).unwrap_or_default()
     }
 
     /// Follows the hub's events until the hub is gone.
@@ -84,7 +84,7 @@ impl Notifier {
             Scope::Device(id) => id == device_id,
         };
         let peers: Vec<Peer<RoleServer>> = {
-            let mut peers = self.peers.lock().expect("lock");
+            let mut peers = self.peers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             peers.retain(|(_, p)| !p.is_transport_closed());
             peers.iter().filter(|(s, _)| concerned(s)).map(|(_, p)| p.clone()).collect()
         };
@@ -92,7 +92,7 @@ impl Notifier {
             let _ = p.notify_tool_list_changed().await;
         }
         let sinks: Vec<SubscriptionSink> =
-            self.listeners.lock().expect("lock").values().filter(|(s, _)| concerned(s)).map(|(_, k)| k.clone()).collect();
+            self.listeners.lock().unwrap_or_else(std::sync::PoisonError::into_inner).values().filter(|(s, _)| concerned(s)).map(|(_, k)| k.clone()).collect();
         for s in sinks {
             let _ = s.notify_tool_list_changed().await;
         }
@@ -100,7 +100,7 @@ impl Notifier {
 
     async fn device_notification(&self, device_id: &str, method: String, params: Value) {
         {
-            let mut recent = self.recent.lock().expect("lock");
+            let mut recent = self.recent.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let q = recent.entry(device_id.to_string()).or_default();
             if q.len() == RECENT {
                 q.pop_front();
@@ -109,14 +109,14 @@ impl Notifier {
         }
         let uri = super::notifications_uri(device_id);
         let peers: Vec<Peer<RoleServer>> = {
-            let mut subs = self.resource_subscribers.lock().expect("lock");
+            let mut subs = self.resource_subscribers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             subs.retain(|(_, _, p)| !p.is_transport_closed());
             subs.iter().filter(|(u, _, _)| *u == uri).map(|(_, _, p)| p.clone()).collect()
         };
         for p in peers {
             let _ = p.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.clone())).await;
         }
-        let sinks: Vec<SubscriptionSink> = self.listeners.lock().expect("lock").values().map(|(_, k)| k.clone()).collect();
+        let sinks: Vec<SubscriptionSink> = self.listeners.lock().unwrap_or_else(std::sync::PoisonError::into_inner).values().map(|(_, k)| k.clone()).collect();
         for s in sinks {
             let _ = s.notify_resource_updated(uri.clone()).await;
         }

@@ -31,7 +31,7 @@ struct Unregister(Arc<SseSessions>, String);
 
 impl Drop for Unregister {
     fn drop(&mut self) {
-        self.0.inbound.lock().expect("lock").remove(&self.1);
+        self.0.inbound.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.1);
     }
 }
 
@@ -40,7 +40,7 @@ pub fn open(sessions: &Arc<SseSessions>, bridge: Bridge, messages_path: &str) ->
     let id = uuid::Uuid::new_v4().simple().to_string();
     let (in_tx, in_rx) = mpsc::channel::<ClientJsonRpcMessage>(64);
     let (out_tx, out_rx) = mpsc::channel(64);
-    sessions.inbound.lock().expect("lock").insert(id.clone(), in_tx);
+    sessions.inbound.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id.clone(), in_tx);
     tokio::spawn(async move {
         match bridge.serve((PollSender::new(out_tx), ReceiverStream::new(in_rx))).await {
             Ok(running) => {
@@ -78,7 +78,7 @@ pub async fn post(sessions: &SseSessions, session_id: Option<&str>, body: &[u8])
     let Some(id) = session_id else {
         return plain(StatusCode::BAD_REQUEST, "missing sessionId: POST to the URL of the endpoint event");
     };
-    let Some(tx) = sessions.inbound.lock().expect("lock").get(id).cloned() else {
+    let Some(tx) = sessions.inbound.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(id).cloned() else {
         return plain(StatusCode::NOT_FOUND, "no such SSE session (it ended); open a new one with GET …/sse");
     };
     let msg: ClientJsonRpcMessage = match serde_json::from_slice(body) {

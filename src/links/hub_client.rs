@@ -125,7 +125,7 @@ impl HubClient {
             while let Some(Ok(Message::Text(text))) = stream.next().await {
                 let Ok(v) = serde_json::from_str::<Value>(&text) else { continue };
                 let Some(id) = v.get("id").and_then(Value::as_u64) else { continue };
-                let mut waiters = w.lock().expect("waiters lock");
+                let mut waiters = w.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 match waiters.get(&id) {
                     Some(Waiter::Stream(tx)) => {
                         // The first message confirms the subscription (`ok`), then events follow.
@@ -150,7 +150,7 @@ impl HubClient {
                 }
             }
             // The hub went away: everyone waiting learns it.
-            w.lock().expect("waiters lock").clear();
+            w.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
         });
         Ok(Self { outgoing, waiters, next_id: 1.into() })
     }

@@ -145,12 +145,12 @@ impl MqttHub {
     /// and 20 s), so that an idle device is onboarded without waiting for its hello.
     pub fn probe(self: &Arc<Self>, device_id: &str) {
         let Ok(key) = topics::key_for(device_id) else { return };
-        self.heard.lock().expect("heard").remove(&key);
+        self.heard.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&key);
         let me = self.clone();
         tokio::spawn(async move {
             for (i, wait) in [2u64, 3, 5, 10].into_iter().enumerate() {
                 tokio::time::sleep(Duration::from_secs(wait)).await;
-                if me.heard.lock().expect("heard").contains(&key) {
+                if me.heard.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(&key) {
                     return;
                 }
                 if *me.up.borrow() {
@@ -435,7 +435,7 @@ impl Dispatcher {
     fn on_message(&mut self, topic: &str, payload: Vec<u8>) {
         if let Some(key) = topic.strip_prefix(topics::UP) {
             if topics::valid_key(key) {
-                self.mqtt.heard.lock().expect("heard").insert(key.to_string());
+                self.mqtt.heard.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.to_string());
                 self.on_uplink(key, payload);
             }
         } else if let Some(rest) = topic.strip_prefix(topics::FWD) {
@@ -450,7 +450,7 @@ impl Dispatcher {
         } else if let Some(key) = topic.strip_prefix(topics::CLAIMS) {
             let hub = String::from_utf8_lossy(&payload).trim().to_string();
             let hub = (!hub.is_empty()).then_some(hub);
-            self.mqtt.heard.lock().expect("heard").insert(key.to_string());
+            self.mqtt.heard.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.to_string());
             if self.claims.on_claim(key, hub.as_deref()) {
                 info!(key, owner = ?hub, "another hub serves this device now");
                 self.drop_link(key);

@@ -39,7 +39,7 @@ impl UdpSink {
         let task = tokio::spawn(async move {
             let mut buf = vec![0u8; 2048];
             while let Ok((n, _from)) = socket.recv_from(&mut buf).await {
-                let route = ssrc_of(&buf[..n]).and_then(|ssrc| r.lock().expect("udp routes").get(&ssrc).cloned());
+                let route = ssrc_of(&buf[..n]).and_then(|ssrc| r.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&ssrc).cloned());
                 match route {
                     Some(tx) => {
                         let _ = tx.try_send(crate::links::mqtt::Inbound::Audio(n));
@@ -55,7 +55,7 @@ impl UdpSink {
 
     /// A fresh SSRC routed to `route` until [`UdpSink::forget`].
     pub fn register(&self, route: AudioRoute) -> u32 {
-        let mut routes = self.routes.lock().expect("udp routes");
+        let mut routes = self.routes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         loop {
             let ssrc = fastrand::u32(1..);
             if let std::collections::hash_map::Entry::Vacant(e) = routes.entry(ssrc) {
@@ -66,7 +66,7 @@ impl UdpSink {
     }
 
     pub fn forget(&self, ssrc: u32) {
-        self.routes.lock().expect("udp routes").remove(&ssrc);
+        self.routes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&ssrc);
     }
 }
 
