@@ -1,4 +1,5 @@
-//! Rendering a [`Report`]: a table for people, one JSON document, JUnit XML for CI systems.
+//! Rendering a [`Report`] for programs: one JSON document, JUnit XML for CI systems (the table
+//! for people is drawn by the `check` command).
 
 use std::fmt::Write;
 
@@ -15,40 +16,6 @@ pub fn json(report: &Report, strict: bool) -> serde_json::Value {
         "strict": strict, "failed": report.failed(strict),
     });
     v
-}
-
-/// A table: one row per check, then the timing and a summary line.
-pub fn table(report: &Report, global: &crate::cli::GlobalArgs) -> String {
-    use console::Style;
-    use std::io::IsTerminal;
-    let color = crate::commands::output::use_color(global.color, std::io::stdout().is_terminal());
-    let mut t = crate::commands::output::table(global, &["CHECK", "RESULT", "REASON", "REFERENCE"]);
-    for c in &report.results {
-        let style = match c.status {
-            Status::Pass => Style::new().green(),
-            Status::Warn => Style::new().yellow(),
-            Status::Fail => Style::new().red().bold(),
-            Status::Skip => Style::new().dim(),
-        };
-        t.add_row(vec![c.id.clone(), style.force_styling(color).apply_to(c.status.as_str()).to_string(), c.reason.clone(), c.reference.to_string()]);
-    }
-    let mut out = crate::commands::output::render(&t);
-    let _ = write!(out, "\nonboarding {} ms after the hello", report.timing["onboarding_ms"]);
-    if let Some(methods) = report.timing["methods"].as_object() {
-        for (m, s) in methods {
-            let _ = write!(out, "; {m} p50 {} ms p99 {} ms (n={})", s["p50_ms"], s["p99_ms"], s["count"]);
-        }
-    }
-    let _ = write!(
-        out,
-        "\n{}: {} pass, {} warn, {} fail, {} skip",
-        report.device_id,
-        report.count(Status::Pass),
-        report.count(Status::Warn),
-        report.count(Status::Fail),
-        report.count(Status::Skip)
-    );
-    out
 }
 
 /// JUnit XML: one testsuite, one testcase per check; `fail` is a failure (and `warn` too with

@@ -45,7 +45,7 @@ pub async fn run(global: &GlobalArgs, args: CheckArgs) -> anyhow::Result<()> {
     if global.json {
         super::output::print_json(&report::json(&report, args.strict));
     } else {
-        outln!("{}", report::table(&report, global));
+        outln!("{}", table(&report, global));
     }
     if report.failed(args.strict) {
         let what = if args.strict { "failed or warned" } else { "failed" };
@@ -53,4 +53,39 @@ pub async fn run(global: &GlobalArgs, args: CheckArgs) -> anyhow::Result<()> {
         return Err(CodedError::new(Exit::CheckFailed, format!("{n} check(s) {what} for {}", report.device_id)).into());
     }
     Ok(())
+}
+
+/// A table: one row per check, then the timing and a summary line.
+fn table(report: &check::Report, global: &GlobalArgs) -> String {
+    use console::Style;
+    use std::fmt::Write;
+    use std::io::IsTerminal;
+    let color = super::output::use_color(global.color, std::io::stdout().is_terminal());
+    let mut t = super::output::table(global, &["CHECK", "RESULT", "REASON", "REFERENCE"]);
+    for c in &report.results {
+        let style = match c.status {
+            check::Status::Pass => Style::new().green(),
+            check::Status::Warn => Style::new().yellow(),
+            check::Status::Fail => Style::new().red().bold(),
+            check::Status::Skip => Style::new().dim(),
+        };
+        t.add_row(vec![c.id.clone(), style.force_styling(color).apply_to(c.status.as_str()).to_string(), c.reason.clone(), c.reference.to_string()]);
+    }
+    let mut out = super::output::render(&t);
+    let _ = write!(out, "\nonboarding {} ms after the hello", report.timing["onboarding_ms"]);
+    if let Some(methods) = report.timing["methods"].as_object() {
+        for (m, s) in methods {
+            let _ = write!(out, "; {m} p50 {} ms p99 {} ms (n={})", s["p50_ms"], s["p99_ms"], s["count"]);
+        }
+    }
+    let _ = write!(
+        out,
+        "\n{}: {} pass, {} warn, {} fail, {} skip",
+        report.device_id,
+        report.count(check::Status::Pass),
+        report.count(check::Status::Warn),
+        report.count(check::Status::Fail),
+        report.count(check::Status::Skip)
+    );
+    out
 }
