@@ -13,7 +13,7 @@ use crate::cli::{CallArgs, GlobalArgs};
 use crate::exit::{CodedError, Exit};
 
 pub async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<()> {
-    let (target, info) = Target::open(&args.target, global, None).await?;
+    let (target, info) = Target::open_for(&args.target, global, None, Some(&args.tool)).await?;
     if let Some(failed) = onboarding_failure(target.device_id(), &info) {
         return Err(failed);
     }

@@ -77,8 +77,14 @@ pub enum CallFailure {
 impl Target {
     /// Opens the device named by the arguments and returns it with its description (onboarded).
     pub async fn open(args: &DeviceArgs, global: &GlobalArgs, vision: Option<(String, String)>) -> anyhow::Result<(Target, Value)> {
+        Self::open_for(args, global, vision, None).await
+    }
+
+    /// As [`Target::open`], for calling the tool `wanted`: an MCP server (`--url`) is listed only
+    /// until the page that holds it (its description's `tools` then stops there).
+    pub async fn open_for(args: &DeviceArgs, global: &GlobalArgs, vision: Option<(String, String)>, wanted: Option<&str>) -> anyhow::Result<(Target, Value)> {
         if let Some(url) = &args.url {
-            return open_url(url, args).await;
+            return open_url(url, args, wanted).await;
         }
         if let Some(url) = &args.mqtt {
             let (handle, info) = crate::mqtt::direct::open(url, args.device.as_deref(), args.timeout, args.wait, vision).await?;
@@ -137,8 +143,9 @@ impl Target {
     }
 }
 
-/// Any MCP server: connect, list every tool, and describe it like a device.
-async fn open_url(url: &str, args: &DeviceArgs) -> anyhow::Result<(Target, Value)> {
+/// Any MCP server: connect, list its tools (every one, or until `wanted`), and describe it like
+/// a device.
+async fn open_url(url: &str, args: &DeviceArgs, wanted: Option<&str>) -> anyhow::Result<(Target, Value)> {
     let headers = parse_headers(&args.headers).map_err(|e| CodedError::new(Exit::Usage, e))?;
     let mcp_error = |e: McpFailure| -> anyhow::Error {
         let exit = match &e {
@@ -150,7 +157,7 @@ async fn open_url(url: &str, args: &DeviceArgs) -> anyhow::Result<(Target, Value
         CodedError::new(exit, e.to_string()).into()
     };
     let conn = McpConnection::connect(url, &headers, args.transport, args.timeout).await.map_err(mcp_error)?;
-    let tools = conn.list_all_tools(args.timeout).await.map_err(mcp_error)?;
+    let tools = conn.list_tools_until(args.timeout, wanted).await.map_err(mcp_error)?;
     let init = conn.server_info();
     let info = json!({
         "device_id": url,

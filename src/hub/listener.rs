@@ -53,6 +53,22 @@ pub enum Side {
     Host,
 }
 
+/// Connections the kernel queues for the device listener before they are accepted: a fleet
+/// reconnecting after a hub restart arrives at once, and with the usual 128 the SYNs beyond it
+/// were dropped and retried by the devices 1, 3, 7 and 15 s later (capped by the system's
+/// `net.core.somaxconn`).
+pub const DEVICE_BACKLOG: u32 = 4096;
+/// The same for the host listener (the CLI, MCP hosts).
+pub const HOST_BACKLOG: u32 = 1024;
+
+/// Binds a listening socket with `backlog` (address reuse as std's `bind` sets it on Unix).
+pub fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(backlog)
+}
+
 /// Accepts connections until the listener fails for good; serves each on its own task.
 pub async fn serve(listener: TcpListener, app: Router, side: Side, limits: Limits, name: &'static str) {
     let local = listener.local_addr().ok();

@@ -208,11 +208,9 @@ pub async fn bind(config: HubConfig) -> anyhow::Result<BoundHub> {
         pre_hello_total = caps.pre_hello_total,
         "open-file limit raised to the hard limit; device-side connections capped below it"
     );
-    let device_listener = TcpListener::bind(config.device_addr)
-        .await
+    let device_listener = listener::bind(config.device_addr, listener::DEVICE_BACKLOG)
         .map_err(|e| bind_error("for devices", config.device_addr, "--device-addr", &e))?;
-    let host_listener = TcpListener::bind(config.host_addr)
-        .await
+    let host_listener = listener::bind(config.host_addr, listener::HOST_BACKLOG)
         .map_err(|e| bind_error("for the CLI and MCP hosts", config.host_addr, "--host-addr", &e))?;
     let device_addr = device_listener.local_addr()?;
     let host_addr = host_listener.local_addr()?;

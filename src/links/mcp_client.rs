@@ -152,6 +152,13 @@ impl McpConnection {
 
     /// Every tool, following `nextCursor`; a cursor seen before ends the loop.
     pub async fn list_all_tools(&self, timeout: Duration) -> Result<Vec<Value>, McpFailure> {
+        self.list_tools_until(timeout, None).await
+    }
+
+    /// The server's tools, page by page, stopping after the page that holds a tool named `wanted`
+    /// (so calling one tool of a server with 40,000 does not list them all); every page when it
+    /// is `None` or not found.
+    pub async fn list_tools_until(&self, timeout: Duration, wanted: Option<&str>) -> Result<Vec<Value>, McpFailure> {
         let mut tools = Vec::new();
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
@@ -159,6 +166,9 @@ impl McpConnection {
             let params = cursor.clone().map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
             let page = tokio::time::timeout(timeout, self.client.list_tools(params)).await.map_err(|_| McpFailure::Timeout(timeout))?.map_err(service_failure)?;
             tools.extend(page.tools.iter().filter_map(|t| serde_json::to_value(t).ok()));
+            if wanted.is_some_and(|name| page.tools.iter().any(|t| t.name == name)) {
+                return Ok(tools);
+            }
             match page.next_cursor.filter(|c| !c.is_empty()) {
                 Some(next) if seen.insert(next.clone()) && seen.len() < 1000 => cursor = Some(next),
                 _ => return Ok(tools),
