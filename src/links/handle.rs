@@ -38,9 +38,20 @@ pub enum Lifecycle {
 }
 
 pub(crate) enum Command {
-    Request { ticket: u64, method: String, params: Option<Value>, timeout: Duration, reply: oneshot::Sender<Result<Value, CallError>> },
+    /// Boxed: a tokio channel allocates its slots in blocks of 32 up front, for every device, so
+    /// the command's size is paid 32 times per device (3.5 KB unboxed, 0.5 KB boxed).
+    Request(Box<Request>),
     Cancel(u64),
     Close,
+}
+
+/// A request for the device, as a link task takes it.
+pub(crate) struct Request {
+    pub ticket: u64,
+    pub method: String,
+    pub params: Option<Value>,
+    pub timeout: Duration,
+    pub reply: oneshot::Sender<Result<Value, CallError>>,
 }
 
 /// Shared by every link of a process: how many watchers want traffic events.
@@ -108,7 +119,7 @@ impl DeviceHandle {
         let deadline = tokio::time::Instant::now() + timeout;
         let ticket = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
         let (reply, rx) = oneshot::channel();
-        let cmd = Command::Request { ticket, method: method.to_string(), params, timeout, reply };
+        let cmd = Command::Request(Box::new(Request { ticket, method: method.to_string(), params, timeout, reply }));
         match tokio::time::timeout_at(deadline, self.commands.send(cmd)).await {
             Ok(Ok(())) => {}
             Ok(Err(_)) => return Err(CallError::Disconnected),

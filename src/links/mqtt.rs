@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tracing::info;
 
 use super::websocket::sleep_until;
-use super::handle::{Command, DeviceEvent, DeviceHandle, InfoPublisher, Lifecycle, LinkEvent, LinkSetup, MalformedLog, Waiting, deliver, spawn_link};
+use super::handle::{Command, DeviceEvent, DeviceHandle, InfoPublisher, Lifecycle, LinkEvent, LinkSetup, MalformedLog, Request, Waiting, deliver, spawn_link};
 use crate::session::{CallError, Output, Session};
 
 /// Publishes at QoS 0 without waiting; `false` if the request queue is full or closed.
@@ -119,7 +119,8 @@ async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mu
                 }
             }
             cmd = commands.recv() => match cmd {
-                Some(Command::Request { ticket, method, params, timeout, reply }) => {
+                Some(Command::Request(request)) => {
+                    let Request { ticket, method, params, timeout, reply } = *request;
                     if !*setup.broker_up.borrow() {
                         let _ = reply.send(Err(CallError::Link(format!("the MQTT broker {} is unreachable (reconnecting)", setup.broker))));
                         continue;

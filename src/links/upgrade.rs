@@ -10,10 +10,12 @@ use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 
 pub type UpgradedSocket = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
 
-/// Small buffers and a 1 MiB message limit: a hub holds thousands of devices.
+/// Small buffers and a 1 MiB message limit: a hub holds thousands of devices, and each holds its
+/// read buffer for as long as it is connected (a device's frames are small; a larger one is read
+/// in more chunks, and the buffer grows for it).
 pub fn ws_config() -> WebSocketConfig {
     WebSocketConfig::default()
-        .read_buffer_size(4096)
+        .read_buffer_size(1024)
         .write_buffer_size(0)
         .max_message_size(Some(1 << 20))
         .max_frame_size(Some(1 << 20))

@@ -17,7 +17,7 @@ use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tracing::{info, warn};
 
-use super::handle::{Command, DeviceEvent, DeviceHandle, InfoPublisher, Lifecycle, LinkEvent, LinkSetup, MalformedLog, Waiting, deliver, spawn_link};
+use super::handle::{Command, DeviceEvent, DeviceHandle, InfoPublisher, Lifecycle, LinkEvent, LinkSetup, MalformedLog, Request, Waiting, deliver, spawn_link};
 use crate::session::{CallError, Output, Session};
 
 /// Most frames waiting to be written to one device.
@@ -163,7 +163,8 @@ where
                 Some(Err(e)) => break format!("websocket error: {e}"),
             },
             cmd = commands.recv() => match cmd {
-                Some(Command::Request { ticket, method, params, timeout, reply }) => {
+                Some(Command::Request(request)) => {
+                    let Request { ticket, method, params, timeout, reply } = *request;
                     waiting.insert(ticket, reply);
                     session.trace = setup.tracing.enabled();
                     session.request(ticket, &method, params, timeout, Instant::now())
