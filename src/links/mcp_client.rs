@@ -166,6 +166,7 @@ impl McpConnection {
             let params = cursor.clone().map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
             let page = tokio::time::timeout(timeout, self.client.list_tools(params)).await.map_err(|_| McpFailure::Timeout(timeout))?.map_err(service_failure)?;
             tools.extend(page.tools.iter().filter_map(|t| serde_json::to_value(t).ok()));
+            tracing::debug!(page = seen.len() + 1, tools = page.tools.len(), "tools/list page");
             if wanted.is_some_and(|name| page.tools.iter().any(|t| t.name == name)) {
                 return Ok(tools);
             }
