@@ -19,6 +19,10 @@
 //!    any relay, the bare call through a process that only passes frames on (this binary run
 //!    as `--forwarder`).
 //!
+//! 4. `ready`: hello to `ready` for one well-behaved device at a time: a raw WebSocket device in
+//!    this process says hello and answers `initialize` and `tools/list` at once; the time runs from
+//!    sending its hello until the hub's `ready` event for it arrives on a control `watch` socket.
+//!
 //! Every virtual device runs in its own `mcpdev sim` process, as a real device would, so each
 //! path crosses the same process boundaries it would in use: bare is this process ↔ device;
 //! relay is this process ↔ hub ↔ device.
@@ -38,7 +42,7 @@ use mcpdev::links::hub_client::HubClient;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::TcpListener;
-use tokio::process::{Child, ChildStdout, Command};
+use tokio::process::{Child, Command};
 use tokio::time::timeout;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -73,6 +77,10 @@ const KB_PER_DEVICE_TARGET: f64 = 25.0;
 const ONBOARD_TARGET: Duration = Duration::from_secs(3);
 const CALL_MEDIAN_TARGET: Duration = Duration::from_millis(15);
 const RELAY_RATIO_TARGET: f64 = 1.5;
+const READY_MEDIAN_TARGET: Duration = Duration::from_millis(5);
+/// Scenario 4: onboardings timed, one device at a time (after a few untimed ones).
+const READY_WARMUP: usize = 5;
+const READY_RUNS: usize = 50;
 
 struct Row {
     scenario: &'static str,
@@ -117,6 +125,9 @@ fn main() -> anyhow::Result<()> {
             // HUB_BENCH_DEVICES=N tries another fleet size (the targets are for 2,000).
             let n = std::env::var("HUB_BENCH_DEVICES").ok().and_then(|n| n.parse().ok()).unwrap_or(DEVICES);
             rows.extend(onboard(&scratch, n).await.context("scenario 1 (2,000 devices)")?);
+        }
+        if want("ready") {
+            rows.extend(hello_to_ready(&scratch).await.context("scenario 4 (hello to ready)")?);
         }
         if want("call") || want("relay") {
             let hub = HubProcess::start(&scratch).await?;
@@ -273,6 +284,76 @@ async fn watch(host_url: &str) -> anyhow::Result<impl futures_util::Stream<Item 
 async fn ready_count(client: &HubClient) -> anyhow::Result<usize> {
     let list = timeout(DEADLINE, client.call(json!({"op": "devices"}))).await?.map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(list.as_array().map_or(0, |a| a.iter().filter(|d| d["phase"] == "ready").count()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenario 4: hello to ready, one device.
+
+/// Tools like the stock firmware's: one `tools/list` page.
+fn stock_like_tools() -> Value {
+    let int = |name: &str, min: i64, max: i64| json!({"type": "object", "properties": {name: {"type": "integer", "minimum": min, "maximum": max}}, "required": [name]});
+    json!([
+        {"name": "self.get_device_status", "description": "The device's status: speaker, screen, battery, network.", "inputSchema": {"type": "object", "properties": {}}},
+        {"name": "self.audio_speaker.set_volume", "description": "Set the speaker volume.", "inputSchema": int("volume", 0, 100)},
+        {"name": "self.screen.set_brightness", "description": "Set the screen brightness.", "inputSchema": int("brightness", 0, 100)},
+        {"name": "self.screen.set_theme", "description": "Set the theme.", "inputSchema": {"type": "object", "properties": {"theme": {"type": "string"}}, "required": ["theme"]}},
+    ])
+}
+
+async fn hello_to_ready(scratch: &Scratch) -> anyhow::Result<Vec<Row>> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let hub = HubProcess::start(scratch).await?;
+    let mut events = watch(&hub.host_url).await?;
+    let tools = stock_like_tools();
+    let mut samples = Vec::with_capacity(READY_RUNS);
+    for i in 0..READY_WARMUP + READY_RUNS {
+        let device_id = format!("02:00:00:02:{:02x}:{:02x}", i / 256, i % 256);
+        let mut req = hub.device_url.as_str().into_client_request()?;
+        for (k, v) in [("Device-Id", device_id.as_str()), ("Client-Id", "00000000-0000-4000-8000-000000000000"), ("Protocol-Version", "1")] {
+            req.headers_mut().insert(k, v.parse()?);
+        }
+        let (mut ws, _) = timeout(DEADLINE, tokio_tungstenite::connect_async(req)).await??;
+        let hello = json!({"type": "hello", "version": 1, "features": {"mcp": true}, "transport": "websocket", "audio_params": {"format": "opus", "sample_rate": 16000, "channels": 1, "frame_duration": 60}});
+        let start = Instant::now();
+        ws.send(Message::text(hello.to_string())).await?;
+        let (mut device_done, mut elapsed) = (false, None);
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        while elapsed.is_none() {
+            tokio::select! {
+                frame = tokio::time::timeout_at(deadline, ws.next()), if !device_done => {
+                    let Some(Ok(Message::Text(t))) = frame.context("no request from the hub in time")? else { device_done = true; continue };
+                    let v: Value = serde_json::from_str(&t)?;
+                    let p = &v["payload"];
+                    if v["type"] != "mcp" || p.get("id").is_none() {
+                        continue;
+                    }
+                    let result = match p["method"].as_str() {
+                        Some("initialize") => json!({"protocolVersion": "2024-11-05", "capabilities": {"tools": {}}, "serverInfo": {"name": "bench-device", "version": "1"}}),
+                        Some("tools/list") => json!({"tools": tools}),
+                        _ => json!({}),
+                    };
+                    let reply = json!({"session_id": v["session_id"], "type": "mcp", "payload": {"jsonrpc": "2.0", "id": p["id"], "result": result}});
+                    ws.send(Message::text(reply.to_string())).await?;
+                }
+                event = tokio::time::timeout_at(deadline, events.next()) => {
+                    let Some(Ok(Message::Text(t))) = event.context("no ready event in time")? else { bail!("the hub closed the watch connection") };
+                    let v: Value = serde_json::from_str(&t)?;
+                    if v["event"]["event"] == "ready" && v["event"]["device_id"] == device_id.as_str() {
+                        elapsed = Some(start.elapsed());
+                    }
+                }
+            }
+        }
+        if i >= READY_WARMUP {
+            samples.extend(elapsed);
+        }
+        ws.close(None).await.ok();
+    }
+    let s = Stats::of(samples);
+    Ok(vec![
+        Row::new("hello → ready", format!("one device, median ({READY_RUNS} runs)"), ms(s.median)).target("≤ 5 ms", s.median <= READY_MEDIAN_TARGET),
+        Row::new("hello → ready", "p90 / min / max", format!("{} / {} / {}", ms(s.p90), ms(s.min), ms(s.max))),
+    ])
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -604,7 +685,7 @@ impl Drop for Scratch {
 /// `mcpdev serve --json` on ephemeral loopback ports.
 struct HubProcess {
     _child: Child,
-    _stdout: tokio::io::Lines<BufReader<ChildStdout>>,
+    _drain: tokio::task::JoinHandle<()>,
     pid: u32,
     device_url: String,
     host_url: String,
@@ -612,14 +693,23 @@ struct HubProcess {
 
 impl HubProcess {
     async fn start(scratch: &Scratch) -> anyhow::Result<Self> {
-        let args = ["serve", "--json", "--approve-all", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0"];
+        // Every simulated device connects from 127.0.0.1: the per-address cap on connections that
+        // have not said hello yet (16, against slow-loris floods) would throttle the fleet, as no
+        // real fleet (one address per device) is. The total cap is raised with it.
+        let args = [
+            "serve", "--json", "--approve-all", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0",
+            "--max-pre-hello-per-peer", "4096", "--max-pre-hello", "4096",
+        ];
         let mut child = scratch.command(&args, true).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().context("starting mcpdev serve")?;
         let pid = child.id().context("hub pid")?;
         let mut stdout = BufReader::new(child.stdout.take().context("hub stdout")?).lines();
         let line = timeout(DEADLINE, stdout.next_line()).await.context("the hub did not start in time")??.context("the hub exited")?;
         let v: Value = serde_json::from_str(&line).with_context(|| format!("hub said {line:?}"))?;
         let url = |key: &str| v[key].as_str().map(str::to_string).with_context(|| format!("no {key} in {line}"));
-        Ok(Self { device_url: url("devices")?, host_url: url("host")?, _child: child, _stdout: stdout, pid })
+        let (device_url, host_url) = (url("devices")?, url("host")?);
+        // The event log (a line per device event) is read and dropped, as a log reader would.
+        let drain = tokio::spawn(async move { while let Ok(Some(_)) = stdout.next_line().await {} });
+        Ok(Self { device_url, host_url, _child: child, _drain: drain, pid })
     }
 }
 
