@@ -348,7 +348,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand -d 'The Device-Id (MAC); through a hub also a unique prefix of it, or an alias'
             cand --device 'The Device-Id (MAC); through a hub also a unique prefix of it, or an alias'
             cand --hub 'The hub''s host listener'
-            cand --wait 'Wait up to DURATION for the device to connect (and, through a hub, finish onboarding; over MQTT, answer initialize); default: 1h with --listen, --timeout over MQTT, not at all through a hub'
+            cand --wait 'Wait up to DURATION for the device to connect (and, through a hub, finish onboarding; over MQTT, answer initialize: at least --timeout); default: 1h with --listen, not at all through a hub'
             cand --timeout 'How long to wait for each answer from the device'
             cand --call 'Call the tools matching GLOB (`*`, `?`) with arguments from their schemas; repeatable. User-only and reboot/reset/upgrade/erase tools are called only when named exactly'
             cand --fuzz 'Also send N generated argument sets to each tool chosen with --call (bounds and just outside, wrong types, missing arguments, long and non-ASCII strings)'

@@ -283,7 +283,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l listen -d 'Liste
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l mqtt -d 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883, and run every check but the hello checks (an idle device says no hello over MQTT)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -s d -l device -d 'The Device-Id (MAC); through a hub also a unique prefix of it, or an alias' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l hub -d 'The hub\'s host listener' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l wait -d 'Wait up to DURATION for the device to connect (and, through a hub, finish onboarding; over MQTT, answer initialize); default: 1h with --listen, --timeout over MQTT, not at all through a hub' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l wait -d 'Wait up to DURATION for the device to connect (and, through a hub, finish onboarding; over MQTT, answer initialize: at least --timeout); default: 1h with --listen, not at all through a hub' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l timeout -d 'How long to wait for each answer from the device' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l call -d 'Call the tools matching GLOB (`*`, `?`) with arguments from their schemas; repeatable. User-only and reboot/reset/upgrade/erase tools are called only when named exactly' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l fuzz -d 'Also send N generated argument sets to each tool chosen with --call (bounds and just outside, wrong types, missing arguments, long and non-ASCII strings)' -r

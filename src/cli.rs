@@ -237,7 +237,7 @@ pub struct CheckArgs {
     #[arg(long, env = "MCPDEV_HUB", default_value = "http://127.0.0.1:8001")]
     pub hub: String,
     /// Wait up to DURATION for the device to connect (and, through a hub, finish onboarding; over
-    /// MQTT, answer initialize); default: 1h with --listen, --timeout over MQTT, not at all through a hub
+    /// MQTT, answer initialize: at least --timeout); default: 1h with --listen, not at all through a hub
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub wait: Option<std::time::Duration>,
     /// How long to wait for each answer from the device

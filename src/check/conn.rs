@@ -148,14 +148,14 @@ pub async fn through_hub(hub_url: &str, device: Option<&str>, wait: Duration, ti
 
 /// Reaches `device` through the MQTT broker at `url`, no hub. An idle device says no hello over
 /// MQTT, so it counts as there once it answers `initialize`, sent every second (at most every
-/// `timeout`) until `wait` (default `timeout`) is over. Request ids start from a random base so
+/// `timeout`) until `wait` is over (at least `timeout`, its time to answer). Request ids start from a random base so
 /// that replies meant for a hub are never taken for the checker's.
 pub async fn through_broker(url: &str, device: Option<&str>, wait: Option<Duration>, timeout: Duration) -> Result<(Conn, Greeting, Instant), CodedError> {
     let reached = super::mqtt::open(url, device, timeout).await?;
     let mut conn = Conn::new(Some(Raw::Mqtt(reached.link)), None, timeout);
     conn.next_id = fastrand::i64(1_000_000_000..1_900_000_000);
     conn.first_id = conn.next_id;
-    let limit = wait.unwrap_or(timeout);
+    let limit = wait.unwrap_or_default().max(timeout);
     if let Err(why) = conn.find_device(super::initialize::params(), limit).await {
         let msg = format!("device {} did not answer initialize over MQTT ({why}); is it connected to {}?", reached.device_id, reached.remote);
         return Err(CodedError::new(Exit::Unreachable, msg).with_help("--wait gives it longer; --device is its MAC (its Device-Id)"));
