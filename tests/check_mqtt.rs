@@ -17,13 +17,13 @@ const RAW_FRAME_CHECKS: [&str; 7] =
     ["hygiene.error_escaping", "hygiene.ids", "hygiene.in_flight", "hygiene.malformed_json", "hygiene.notification_no_reply", "initialize.initialized_no_reply", "timing.onboarding"];
 const HELLO_CHECKS: [&str; 3] = ["hello.features_mcp", "hello.fields", "hello.headers"];
 
-/// Runs `mcpdev check --json --mqtt BROKER -d DEVICE ARGS` (`--wait 30s --timeout 3s` unless
+/// Runs `mcpdev check --json --mqtt BROKER -d DEVICE ARGS` (`--wait 30s --timeout 5s` unless
 /// given) with no hub (and the runtime dir of
 /// `hub`, if any, where the embedded broker's credential is).
 async fn check(broker: &str, device: &str, extra: &[&str], hub: Option<&HubProcess>) -> Outcome {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"));
     cmd.args(["check", "--json", "--mqtt", broker, "-d", device]);
-    for (flag, default) in [("--wait", "30s"), ("--timeout", "3s")] {
+    for (flag, default) in [("--wait", "30s"), ("--timeout", "5s")] {
         if !extra.contains(&flag) {
             cmd.args([flag, default]);
         }
@@ -170,7 +170,7 @@ async fn a_device_answering_notifications_over_mqtt_fails_with_exit_10() {
 
 #[tokio::test]
 async fn a_device_echoing_string_ids_as_numbers_over_mqtt_warns_and_fails_strict() {
-    let out = check_scripted(Rule::StringIdAsNumber, &["--strict", "--timeout", "2s"]).await;
+    let out = check_scripted(Rule::StringIdAsNumber, &["--strict", "--timeout", "3s"]).await;
     let report = out.json();
     assert_eq!(not_passed(&report).into_iter().filter(|(_, s)| s != "skip").collect::<Vec<_>>(), [("hygiene.ids".to_string(), "warn".to_string())], "{report:#}");
     assert_eq!(out.code, 10, "{out:?}");
