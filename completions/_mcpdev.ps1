@@ -369,11 +369,12 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;check' {
-            [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, check it, exit (every check); without it, the device is reached through the hub (checks needing raw frames are skipped)')
-            [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Through a hub: the Device-Id (MAC), a unique prefix of it, or an alias')
-            [CompletionResult]::new('--device', '--device', [CompletionResultType]::ParameterName, 'Through a hub: the Device-Id (MAC), a unique prefix of it, or an alias')
+            [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, check it, exit (every check); without it or --mqtt, the device is reached through the hub (checks needing raw frames are skipped)')
+            [CompletionResult]::new('--mqtt', '--mqtt', [CompletionResultType]::ParameterName, 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883, and run every check but the hello checks (an idle device says no hello over MQTT)')
+            [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'The Device-Id (MAC); through a hub also a unique prefix of it, or an alias')
+            [CompletionResult]::new('--device', '--device', [CompletionResultType]::ParameterName, 'The Device-Id (MAC); through a hub also a unique prefix of it, or an alias')
             [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
-            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to DURATION for the device to connect (and, through a hub, finish onboarding); default: 1h with --listen, not at all through a hub')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to DURATION for the device to connect (and, through a hub, finish onboarding; over MQTT, answer initialize: at least --timeout); default: 1h with --listen, not at all through a hub')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the device')
             [CompletionResult]::new('--call', '--call', [CompletionResultType]::ParameterName, 'Call the tools matching GLOB (`*`, `?`) with arguments from their schemas; repeatable. User-only and reboot/reset/upgrade/erase tools are called only when named exactly')
             [CompletionResult]::new('--fuzz', '--fuzz', [CompletionResultType]::ParameterName, 'Also send N generated argument sets to each tool chosen with --call (bounds and just outside, wrong types, missing arguments, long and non-ASCII strings)')

@@ -246,13 +246,17 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__check)
-            opts="-d -q -v -h -V --listen --device --hub --wait --timeout --call --fuzz --max-onboarding --strict --junit --json --quiet --verbose --color --help --version"
+            opts="-d -q -v -h -V --listen --mqtt --device --hub --wait --timeout --call --fuzz --max-onboarding --strict --junit --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mqtt)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -343,11 +343,12 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --version 'Print version'
         }
         &'mcpdev;check'= {
-            cand --listen 'Listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, check it, exit (every check); without it, the device is reached through the hub (checks needing raw frames are skipped)'
-            cand -d 'Through a hub: the Device-Id (MAC), a unique prefix of it, or an alias'
-            cand --device 'Through a hub: the Device-Id (MAC), a unique prefix of it, or an alias'
+            cand --listen 'Listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, check it, exit (every check); without it or --mqtt, the device is reached through the hub (checks needing raw frames are skipped)'
+            cand --mqtt 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883, and run every check but the hello checks (an idle device says no hello over MQTT)'
+            cand -d 'The Device-Id (MAC); through a hub also a unique prefix of it, or an alias'
+            cand --device 'The Device-Id (MAC); through a hub also a unique prefix of it, or an alias'
             cand --hub 'The hub''s host listener'
-            cand --wait 'Wait up to DURATION for the device to connect (and, through a hub, finish onboarding); default: 1h with --listen, not at all through a hub'
+            cand --wait 'Wait up to DURATION for the device to connect (and, through a hub, finish onboarding; over MQTT, answer initialize: at least --timeout); default: 1h with --listen, not at all through a hub'
             cand --timeout 'How long to wait for each answer from the device'
             cand --call 'Call the tools matching GLOB (`*`, `?`) with arguments from their schemas; repeatable. User-only and reboot/reset/upgrade/erase tools are called only when named exactly'
             cand --fuzz 'Also send N generated argument sets to each tool chosen with --call (bounds and just outside, wrong types, missing arguments, long and non-ASCII strings)'

@@ -279,10 +279,11 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s q -l quiet -d 'Pri
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s V -l version -d 'Print version'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l listen -d 'Listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, check it, exit (every check); without it, the device is reached through the hub (checks needing raw frames are skipped)' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -s d -l device -d 'Through a hub: the Device-Id (MAC), a unique prefix of it, or an alias' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l listen -d 'Listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, check it, exit (every check); without it or --mqtt, the device is reached through the hub (checks needing raw frames are skipped)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l mqtt -d 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883, and run every check but the hello checks (an idle device says no hello over MQTT)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -s d -l device -d 'The Device-Id (MAC); through a hub also a unique prefix of it, or an alias' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l hub -d 'The hub\'s host listener' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l wait -d 'Wait up to DURATION for the device to connect (and, through a hub, finish onboarding); default: 1h with --listen, not at all through a hub' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l wait -d 'Wait up to DURATION for the device to connect (and, through a hub, finish onboarding; over MQTT, answer initialize: at least --timeout); default: 1h with --listen, not at all through a hub' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l timeout -d 'How long to wait for each answer from the device' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l call -d 'Call the tools matching GLOB (`*`, `?`) with arguments from their schemas; repeatable. User-only and reboot/reset/upgrade/erase tools are called only when named exactly' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l fuzz -d 'Also send N generated argument sets to each tool chosen with --call (bounds and just outside, wrong types, missing arguments, long and non-ASCII strings)' -r

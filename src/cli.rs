@@ -220,20 +220,24 @@ pub struct CallArgs {
 withUserTools, cursors, page size, declarations), JSON-RPC hygiene (error codes, ids, ping, 8 in flight, escaping, \
 malformed JSON, notifications), opt-in calls (--call) and fuzzing (--fuzz), timing.\n\n\
 Exit code 10 when a check failed (or warned, with --strict).\n\n\
-Examples:\n  mcpdev check --listen 0.0.0.0:8000\n  mcpdev check -d aa:bb   # through a running hub: raw-frame checks are skipped\n  mcpdev check --listen 0.0.0.0:8000 --call 'self.audio_speaker.*' --junit check.xml")]
+Examples:\n  mcpdev check --listen 0.0.0.0:8000\n  mcpdev check -d aa:bb   # through a running hub: raw-frame checks are skipped\n  mcpdev check --mqtt mqtt://broker.lan:1883 -d aa:bb:cc:dd:ee:ff   # no hub: hello checks are skipped\n  mcpdev check --listen 0.0.0.0:8000 --call 'self.audio_speaker.*' --junit check.xml")]
 pub struct CheckArgs {
     /// Listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, check it, exit (every check);
-    /// without it, the device is reached through the hub (checks needing raw frames are skipped)
+    /// without it or --mqtt, the device is reached through the hub (checks needing raw frames are skipped)
     #[arg(long, value_name = "ADDR", conflicts_with = "device")]
     pub listen: Option<std::net::SocketAddr>,
-    /// Through a hub: the Device-Id (MAC), a unique prefix of it, or an alias
+    /// Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883,
+    /// and run every check but the hello checks (an idle device says no hello over MQTT)
+    #[arg(long, value_name = "URL", conflicts_with = "listen")]
+    pub mqtt: Option<String>,
+    /// The Device-Id (MAC); through a hub also a unique prefix of it, or an alias
     #[arg(short, long, env = "MCPDEV_DEVICE")]
     pub device: Option<String>,
     /// The hub's host listener
     #[arg(long, env = "MCPDEV_HUB", default_value = "http://127.0.0.1:8001")]
     pub hub: String,
-    /// Wait up to DURATION for the device to connect (and, through a hub, finish onboarding);
-    /// default: 1h with --listen, not at all through a hub
+    /// Wait up to DURATION for the device to connect (and, through a hub, finish onboarding; over
+    /// MQTT, answer initialize: at least --timeout); default: 1h with --listen, not at all through a hub
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub wait: Option<std::time::Duration>,
     /// How long to wait for each answer from the device

@@ -1,6 +1,7 @@
-//! The connection `check` drives: one device accepted on `--listen`, every frame under the
-//! checker's control (string ids, malformed JSON, notifications, many requests in flight); or a
-//! device reached through a hub's `rpc` op, where only requests can be sent.
+//! The connection `check` drives: one device accepted on `--listen`, or reached through a broker
+//! with `--mqtt` ([`super::mqtt`]), every frame under the checker's control (string ids, malformed
+//! JSON, notifications, many requests in flight); or a device reached through a hub's `rpc` op,
+//! where only requests can be sent.
 //!
 //! Frames are bounded (1 MiB, tungstenite's limits), every wait has a deadline, and a frame
 //! that is not JSON is kept as text so the escaping check can see it.
@@ -15,6 +16,8 @@ use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 
+use crate::exit::{CodedError, Exit};
+
 /// What the device sent before MCP: its handshake headers and its hello.
 #[derive(Debug, Clone)]
 pub struct Greeting {
@@ -22,6 +25,8 @@ pub struct Greeting {
     pub headers: Vec<(String, String)>,
     pub hello: Value,
     pub remote: String,
+    /// Why there is no hello to check (over MQTT an idle device says none).
+    pub no_hello: Option<&'static str>,
 }
 
 impl Greeting {
@@ -60,14 +65,24 @@ pub struct Reply {
     pub latency: Duration,
 }
 
+/// Where raw frames go: the device's socket (`--listen`) or its topics on a broker (`--mqtt`).
+enum Raw {
+    Ws(Box<WebSocketStream<TcpStream>>),
+    Mqtt(super::mqtt::Link),
+}
+
 pub struct Conn {
-    /// The device's socket (`--listen`); `None` through a hub.
-    ws: Option<WebSocketStream<TcpStream>>,
+    /// The raw transport; `None` through a hub.
+    raw: Option<Raw>,
     /// Through a hub (`-d`): its control client and the device id. Requests go through its `rpc`
     /// op, so ids are the hub's and raw frames cannot be sent.
     hub: Option<(crate::links::hub_client::HubClient, String)>,
     session_id: String,
     next_id: i64,
+    /// Over MQTT, where a hub's traffic is seen too: the first id of ours, and the ids sent by
+    /// [`Conn::request_with_id`] outside that run. Replies to any other id are not ours.
+    first_id: i64,
+    named_ids: Vec<Value>,
     /// Frames received while waiting for something else.
     pending: VecDeque<Frame>,
     pub timeout: Duration,
@@ -106,12 +121,11 @@ pub async fn accept(listener: &TcpListener, wait: Duration, timeout: Duration) -
                 continue;
             }
         };
-        let session_id = uuid::Uuid::new_v4().to_string();
-        let mut conn = Conn { ws: Some(ws), hub: None, session_id, next_id: 1, pending: VecDeque::new(), timeout, gone: None, latencies: Vec::new() };
+        let mut conn = Conn::new(Some(Raw::Ws(Box::new(ws))), None, timeout);
         let hello = conn.read_hello().await?;
         let server_hello = crate::links::websocket::server_hello(&conn.session_id);
         conn.send_text(server_hello).await;
-        let greeting = Greeting { headers, hello, remote: remote.to_string() };
+        let greeting = Greeting { headers, hello, remote: remote.to_string(), no_hello: None };
         return Ok((conn, greeting, Instant::now()));
     }
 }
@@ -126,20 +140,76 @@ pub async fn through_hub(hub_url: &str, device: Option<&str>, wait: Duration, ti
     if let Some(c) = info["client_id"].as_str() {
         headers.push(("client-id".into(), c.into()));
     }
-    let greeting = Greeting { headers, hello: info["hello"].clone(), remote: String::new() };
-    let conn = Conn { ws: None, hub: Some((client, device_id)), session_id: String::new(), next_id: 1, pending: VecDeque::new(), timeout, gone: None, latencies: Vec::new() };
+    let greeting = Greeting { headers, hello: info["hello"].clone(), remote: String::new(), no_hello: None };
+    let mut conn = Conn::new(None, Some((client, device_id)), timeout);
+    conn.session_id.clear();
     Ok((conn, greeting))
 }
 
+/// Reaches `device` through the MQTT broker at `url`, no hub. An idle device says no hello over
+/// MQTT, so it counts as there once it answers `initialize`, sent every second (at most every
+/// `timeout`) until `wait` is over (at least `timeout`, its time to answer). Request ids start from a random base so
+/// that replies meant for a hub are never taken for the checker's.
+pub async fn through_broker(url: &str, device: Option<&str>, wait: Option<Duration>, timeout: Duration) -> Result<(Conn, Greeting, Instant), CodedError> {
+    let reached = super::mqtt::open(url, device, timeout).await?;
+    let mut conn = Conn::new(Some(Raw::Mqtt(reached.link)), None, timeout);
+    conn.next_id = fastrand::i64(1_000_000_000..1_900_000_000);
+    conn.first_id = conn.next_id;
+    let limit = wait.unwrap_or_default().max(timeout);
+    if let Err(why) = conn.find_device(super::initialize::params(), limit).await {
+        let msg = format!("device {} did not answer initialize over MQTT ({why}); is it connected to {}?", reached.device_id, reached.remote);
+        return Err(CodedError::new(Exit::Unreachable, msg).with_help("--wait gives it longer; --device is its MAC (its Device-Id)"));
+    }
+    let headers = vec![("device-id".to_string(), reached.device_id)];
+    let greeting = Greeting { headers, hello: Value::Null, remote: reached.remote, no_hello: Some(super::NO_HELLO_OVER_MQTT) };
+    Ok((conn, greeting, Instant::now()))
+}
+
 impl Conn {
-    /// Whether raw frames can be sent (`--listen`), not only requests through a hub.
+    fn new(raw: Option<Raw>, hub: Option<(crate::links::hub_client::HubClient, String)>, timeout: Duration) -> Self {
+        let session_id = uuid::Uuid::new_v4().to_string();
+        Conn { raw, hub, session_id, next_id: 1, first_id: 1, named_ids: Vec::new(), pending: VecDeque::new(), timeout, gone: None, latencies: Vec::new() }
+    }
+
+    /// Whether raw frames can be sent (`--listen`, `--mqtt`), not only requests through a hub.
     pub fn raw(&self) -> bool {
-        self.ws.is_some()
+        self.raw.is_some()
+    }
+
+    /// Sends `initialize` every second (at most every `timeout`) until the device answers one
+    /// (late answers to the others are then not ours), or why not by the end of `limit`.
+    async fn find_device(&mut self, params: Value, limit: Duration) -> Result<(), String> {
+        let end = tokio::time::Instant::now() + limit;
+        let first = self.next_id;
+        let every = self.timeout.min(Duration::from_secs(1));
+        while tokio::time::Instant::now() < end {
+            let id = self.fresh_id();
+            self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": params})).await;
+            let step = (tokio::time::Instant::now() + every).min(end);
+            loop {
+                match self.read_frame(step).await {
+                    Ok(Frame::Mcp(p)) if p.get("method").is_none() && p["id"].as_i64().is_some_and(|n| (first..=id).contains(&n)) => {
+                        (self.first_id, self.pending) = (self.next_id, VecDeque::new());
+                        return Ok(());
+                    }
+                    Ok(_) => {}
+                    Err(Silence::Timeout) => break,
+                    Err(Silence::Gone(why)) => return Err(why),
+                }
+            }
+        }
+        Err(format!("no answer within {limit:?}"))
+    }
+
+    /// Over MQTT: whether a reply is to one of the checker's requests (not a hub's).
+    fn ours(&self, payload: &Value) -> bool {
+        let id = &payload["id"];
+        payload.get("method").is_some() || id.is_null() || id.as_i64().is_some_and(|n| (self.first_id..self.next_id).contains(&n)) || self.named_ids.contains(id)
     }
 
     async fn read_hello(&mut self) -> anyhow::Result<Value> {
         let deadline = tokio::time::Instant::now() + self.timeout;
-        let Some(ws) = self.ws.as_mut() else { anyhow::bail!("no socket") };
+        let Some(Raw::Ws(ws)) = self.raw.as_mut() else { anyhow::bail!("no socket") };
         loop {
             let msg = tokio::time::timeout_at(deadline, ws.next())
                 .await
@@ -158,15 +228,16 @@ impl Conn {
 
     /// Sends one text frame as is; a failed send marks the device gone.
     pub async fn send_text(&mut self, text: String) {
-        let Some(ws) = self.ws.as_mut() else {
-            tracing::debug!("not sent: raw frames need --listen");
-            return;
-        };
         if self.gone.is_some() {
             return;
         }
-        if let Err(e) = ws.send(Message::text(text)).await {
-            self.gone = Some(e.to_string());
+        let sent = match self.raw.as_mut() {
+            None => return tracing::debug!("not sent: raw frames need --listen or --mqtt"),
+            Some(Raw::Ws(ws)) => ws.send(Message::text(text)).await.map_err(|e| e.to_string()),
+            Some(Raw::Mqtt(link)) => link.send(text),
+        };
+        if let Err(e) = sent {
+            self.gone = Some(e);
         }
     }
 
@@ -200,31 +271,25 @@ impl Conn {
             if let Some(why) = &self.gone {
                 return Err(Silence::Gone(why.clone()));
             }
-            let Some(ws) = self.ws.as_mut() else { return Err(Silence::Gone("raw frames need --listen".into())) };
-            let msg = match tokio::time::timeout_at(deadline, ws.next()).await {
-                Err(_) => return Err(Silence::Timeout),
-                Ok(m) => m,
+            let text = match self.raw.as_mut() {
+                None => return Err(Silence::Gone("raw frames need --listen or --mqtt".into())),
+                Some(Raw::Ws(ws)) => ws_text(ws, deadline).await,
+                Some(Raw::Mqtt(link)) => link.next_text(deadline).await.map(Some),
             };
-            let text = match msg {
-                Some(Ok(Message::Text(t))) => t,
-                Some(Ok(Message::Close(frame))) => {
-                    self.gone = Some(frame.map_or_else(|| "closed".to_string(), |f| format!("closed: {} {}", f.code, f.reason)));
+            let text = match text {
+                Ok(Some(t)) => t,
+                Ok(None) => continue,
+                Err(Silence::Gone(why)) => {
+                    self.gone = Some(why);
                     continue;
                 }
-                None => {
-                    self.gone = Some("connection closed".into());
-                    continue;
-                }
-                Some(Err(e)) => {
-                    self.gone = Some(e.to_string());
-                    continue;
-                }
-                Some(Ok(_)) => continue,
+                Err(Silence::Timeout) => return Err(Silence::Timeout),
             };
             match serde_json::from_str::<Value>(&text) {
+                Ok(v) if v["type"] == "mcp" && matches!(self.raw, Some(Raw::Mqtt(_))) && !self.ours(&v["payload"]) => continue,
                 Ok(v) if v["type"] == "mcp" => return Ok(Frame::Mcp(v["payload"].clone())),
                 Ok(_) => continue,
-                Err(_) => return Ok(Frame::Invalid(text.to_string())),
+                Err(_) => return Ok(Frame::Invalid(text)),
             }
         }
     }
@@ -259,6 +324,9 @@ impl Conn {
 
     pub async fn request_with_id(&mut self, method: &str, params: Value, id: Value) -> Result<Reply, Silence> {
         let started = Instant::now();
+        if !self.ours(&json!({"id": id})) && self.named_ids.len() < 64 {
+            self.named_ids.push(id.clone());
+        }
         if let Some((client, device)) = &self.hub {
             let req = json!({"op": "rpc", "device": device, "method": method, "params": params, "timeout_ms": self.timeout.as_millis() as u64});
             let payload = match client.call(req).await {
@@ -299,5 +367,17 @@ impl Conn {
                 _ => {}
             }
         }
+    }
+}
+
+/// The next text frame of a WebSocket: `None` for a frame that is not text.
+async fn ws_text(ws: &mut WebSocketStream<TcpStream>, deadline: tokio::time::Instant) -> Result<Option<String>, Silence> {
+    match tokio::time::timeout_at(deadline, ws.next()).await {
+        Err(_) => Err(Silence::Timeout),
+        Ok(Some(Ok(Message::Text(t)))) => Ok(Some(t.to_string())),
+        Ok(Some(Ok(Message::Close(frame)))) => Err(Silence::Gone(frame.map_or_else(|| "closed".to_string(), |f| format!("closed: {} {}", f.code, f.reason)))),
+        Ok(None) => Err(Silence::Gone("connection closed".into())),
+        Ok(Some(Err(e))) => Err(Silence::Gone(e.to_string())),
+        Ok(Some(Ok(_))) => Ok(None),
     }
 }

@@ -7,6 +7,11 @@ const REF_HEADERS: &str = "xiaozhi-protocol.md §1.1";
 const REF_HELLO: &str = "xiaozhi-protocol.md §1.2";
 
 pub fn check(g: &Greeting, r: &mut Results) {
+    if let Some(why) = g.no_hello {
+        r.skip("hello.headers", why, REF_HEADERS);
+        r.skip("hello.fields", why, REF_HELLO);
+        return r.skip("hello.features_mcp", why, REF_HELLO);
+    }
     let mut problems = Vec::new();
     match g.header("protocol-version") {
         Some("1" | "2" | "3") => {}

@@ -9,12 +9,15 @@ const REF_LIFECYCLE: &str = "MCP spec: Lifecycle (initialization)";
 const REF_INIT: &str = "xiaozhi-protocol.md §4.2";
 const KNOWN_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
+/// `initialize` as backends send it: with a vision endpoint (stock devices set it up from here).
+pub fn params() -> Value {
+    json!({"protocolVersion": "2024-11-05", "capabilities": {"vision": {"url": "http://127.0.0.1:9/mcpdev-check-vision", "token": "mcpdev-check"}},
+        "clientInfo": {"name": "mcpdev-check", "version": env!("CARGO_PKG_VERSION")}})
+}
+
 /// Returns the `initialize` result when there is one.
 pub async fn check(conn: &mut Conn, r: &mut Results) -> Option<Value> {
-    // As backends send it: with a vision endpoint (stock devices set it up from here).
-    let params = json!({"protocolVersion": "2024-11-05", "capabilities": {"vision": {"url": "http://127.0.0.1:9/mcpdev-check-vision", "token": "mcpdev-check"}},
-        "clientInfo": {"name": "mcpdev-check", "version": env!("CARGO_PKG_VERSION")}});
-    let result = match conn.request("initialize", params).await {
+    let result = match conn.request("initialize", params()).await {
         Ok(reply) => match reply.payload.get("result") {
             Some(res) if res.is_object() => {
                 r.pass("initialize.vision", "initialize with capabilities.vision is answered with a result", REF_INIT);

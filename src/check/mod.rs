@@ -7,7 +7,8 @@
 //! - **skip**: the check could not run (the reason says why).
 //!
 //! One file per family: [`hello`], [`initialize`], [`tools_list`], [`hygiene`], [`calls`], [`fuzz`],
-//! [`timing`]; [`report`] renders the table, the JSON document and JUnit XML.
+//! [`timing`]; [`report`] renders the table, the JSON document and JUnit XML. [`conn`] is the
+//! device they drive (accepted, through a broker with [`mqtt`], or through a hub).
 
 pub mod calls;
 pub mod conn;
@@ -15,6 +16,7 @@ pub mod fuzz;
 pub mod hello;
 pub mod hygiene;
 pub mod initialize;
+pub mod mqtt;
 pub mod report;
 pub mod timing;
 pub mod tools_list;
@@ -78,6 +80,9 @@ impl Results {
 /// The reason of a check skipped through a hub: it sends raw frames the hub does not forward.
 pub const NEEDS_RAW: &str = "skipped: needs raw frames (ids, notifications, malformed JSON), which a hub does not relay; run check --listen";
 
+/// The reason of the hello checks over MQTT.
+pub const NO_HELLO_OVER_MQTT: &str = "skipped: over MQTT an idle device says no hello (only when it opens a voice session) and there are no handshake headers; run check --listen to check them";
+
 /// What the user asked for beyond the core checks.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -101,7 +106,9 @@ pub async fn run(mut conn: conn::Conn, greeting: conn::Greeting, since_hello: st
     let callable: Vec<Value> = calls::selected(&tools, &opts.call).into_iter().cloned().collect();
     hygiene::check(&mut conn, &tools, &callable, &mut r).await;
     calls::check(&mut conn, &tools, opts, &mut r).await;
-    let timing = timing::check(&conn, onboarding, opts.max_onboarding, init.is_some() && listing.is_some(), &mut r);
+    // Over MQTT there is no hello: onboarding counts from the first request after the device answered.
+    let from = if greeting.no_hello.is_some() { "the device answered" } else { "the hello" };
+    let timing = timing::check(&conn, onboarding, from, opts.max_onboarding, init.is_some() && listing.is_some(), &mut r);
     let device_id = greeting.header("device-id").unwrap_or("?").to_string();
     Report { device_id, hello: greeting.hello, server_info: init.map(|i| i["serverInfo"].clone()).unwrap_or(Value::Null), results: r.0, timing }
 }

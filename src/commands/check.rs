@@ -1,6 +1,6 @@
-//! `mcpdev check`: accept the next device (`--listen ADDR`) or reach one through a hub (`-d`),
-//! run every check (src/check/), print the table (or `--json`), write `--junit FILE`, and exit
-//! 10 when a check failed.
+//! `mcpdev check`: accept the next device (`--listen ADDR`), reach one through a broker
+//! (`--mqtt URL -d ID`) or through a hub (`-d`), run every check (src/check/), print the table
+//! (or `--json`), write `--junit FILE`, and exit 10 when a check failed.
 
 use super::output::outln;
 use anyhow::Context;
@@ -14,8 +14,8 @@ pub async fn run(global: &GlobalArgs, args: CheckArgs) -> anyhow::Result<()> {
     if args.call.iter().any(|g| g.trim().is_empty()) {
         return Err(CodedError::new(Exit::Usage, "--call needs a tool name or a glob such as 'self.audio_speaker.*'").into());
     }
-    let (conn, greeting, since_hello) = match args.listen {
-        Some(addr) => {
+    let (conn, greeting, since_hello) = match (args.listen, &args.mqtt) {
+        (Some(addr), _) => {
             let listener = TcpListener::bind(addr).await.map_err(|e| CodedError::new(Exit::Usage, format!("cannot listen on {addr}: {e}")))?;
             if !global.quiet {
                 // Also with --json (on stderr): a script starting the device next needs the real port.
@@ -26,11 +26,15 @@ pub async fn run(global: &GlobalArgs, args: CheckArgs) -> anyhow::Result<()> {
                 _ = tokio::signal::ctrl_c() => return Err(CodedError::interrupted().into()),
             }
         }
-        None => {
+        (None, Some(url)) => tokio::select! {
+            reached = check::conn::through_broker(url, args.device.as_deref(), args.wait, args.timeout) => reached?,
+            _ = tokio::signal::ctrl_c() => return Err(CodedError::interrupted().into()),
+        },
+        (None, None) => {
             let device = crate::config::resolve_alias(args.device.as_deref());
             let (conn, greeting) = check::conn::through_hub(&args.hub, device.as_deref(), args.wait.unwrap_or_default(), args.timeout)
                 .await
-                .map_err(|e| CodedError::new(Exit::Unreachable, format!("{e:#}")).with_help("is `mcpdev serve` running, and the device connected? (--listen ADDR checks a device directly)"))?;
+                .map_err(|e| CodedError::new(Exit::Unreachable, format!("{e:#}")).with_help("is `mcpdev serve` running, and the device connected? (--listen ADDR or --mqtt URL checks a device directly)"))?;
             (conn, greeting, std::time::Instant::now())
         }
     };
@@ -72,7 +76,7 @@ fn table(report: &check::Report, global: &GlobalArgs) -> String {
         t.add_row(vec![c.id.clone(), style.force_styling(color).apply_to(c.status.as_str()).to_string(), c.reason.clone(), c.reference.to_string()]);
     }
     let mut out = super::output::render(&t);
-    let _ = write!(out, "\nonboarding {} ms after the hello", report.timing["onboarding_ms"]);
+    let _ = write!(out, "\nonboarding {} ms after {}", report.timing["onboarding_ms"], report.timing["onboarding_from"].as_str().unwrap_or("the hello"));
     if let Some(methods) = report.timing["methods"].as_object() {
         for (m, s) in methods {
             let _ = write!(out, "; {m} p50 {} ms p99 {} ms (n={})", s["p50_ms"], s["p99_ms"], s["count"]);

@@ -22,31 +22,9 @@ use crate::wire::identity::Identity;
 
 /// Connects to the broker, onboards the device and returns it with its description.
 pub async fn open(url: &str, device: Option<&str>, timeout: Duration, wait: Option<Duration>, vision: Option<(String, String)>) -> anyhow::Result<(DeviceHandle, Value)> {
-    let usage = |m: String| CodedError::new(Exit::Usage, m);
-    let device = crate::config::resolve_alias(device).ok_or_else(|| usage("--mqtt needs --device: the device's MAC (its Device-Id)".into()))?;
-    let key = topics::key_for(&device).map_err(usage)?;
-    let device_id = topics::device_id_of(&key).expect("a key made from a MAC");
-    let mut broker = BrokerUrl::parse(url).map_err(usage)?;
-    // A loopback embedded broker of this user's hub: reach it with the hub's credential.
-    let loopback = broker.host == "localhost" || broker.host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
-    if loopback
-        && broker.username.is_none()
-        && broker.password.is_none()
-        && let Some(password) = super::broker::acl::read_hub_credential(broker.port)
-    {
-        (broker.username, broker.password) = (Some(super::broker::acl::HUB_USERNAME.into()), Some(password));
-    }
-    let options = broker.options(&format!("mcpdev-cli-{}", uuid::Uuid::new_v4().simple()), Duration::from_secs(30), 1 << 20);
-    let mut c = conn::connect(options, None);
+    let Target { key, device_id, broker } = target(url, device)?;
+    let mut c = reach(&broker, timeout).await?;
     let uplink = topics::uplink(&key);
-    // The broker first: a clear error when it cannot be reached.
-    let reach = Duration::from_secs(10).min(timeout.max(Duration::from_secs(1)));
-    let first = tokio::time::timeout(reach, c.events.recv()).await;
-    match first {
-        Ok(Some(ConnEvent::Up)) => {}
-        Ok(Some(ConnEvent::Down(why))) => return Err(CodedError::new(Exit::Unreachable, format!("cannot reach the MQTT broker {broker}: {why}")).into()),
-        _ => return Err(CodedError::new(Exit::Unreachable, format!("cannot reach the MQTT broker {broker} within {reach:?}")).into()),
-    }
     c.client.try_subscribe(uplink.clone(), rumqttc::QoS::AtMostOnce)?;
     let udp = Arc::new(udp::UdpSink::bind("0.0.0.0:0".parse().expect("static address")).await?);
     let (inbound_tx, inbound_rx) = link::inbound_channel();
@@ -121,4 +99,44 @@ pub async fn open(url: &str, device: Option<&str>, timeout: Duration, wait: Opti
     }
     let info = handle.snapshot().ok_or_else(|| CodedError::new(Exit::Unreachable, "the device link ended"))?;
     Ok((handle, serde_json::to_value(&*info)?))
+}
+
+/// A device to reach through a broker with no hub: its key (MQTT client id), its Device-Id, and
+/// the broker.
+pub struct Target {
+    pub key: String,
+    pub device_id: String,
+    pub broker: BrokerUrl,
+}
+
+/// Reads `--mqtt URL --device ID` (usage errors say what to give). A loopback embedded broker of
+/// this user's hub is reached with the hub's credential.
+pub fn target(url: &str, device: Option<&str>) -> Result<Target, CodedError> {
+    let usage = |m: String| CodedError::new(Exit::Usage, m);
+    let device = crate::config::resolve_alias(device).ok_or_else(|| usage("--mqtt needs --device: the device's MAC (its Device-Id)".into()))?;
+    let key = topics::key_for(&device).map_err(usage)?;
+    let device_id = topics::device_id_of(&key).expect("a key made from a MAC");
+    let mut broker = BrokerUrl::parse(url).map_err(usage)?;
+    let loopback = broker.host == "localhost" || broker.host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    if loopback
+        && broker.username.is_none()
+        && broker.password.is_none()
+        && let Some(password) = super::broker::acl::read_hub_credential(broker.port)
+    {
+        (broker.username, broker.password) = (Some(super::broker::acl::HUB_USERNAME.into()), Some(password));
+    }
+    Ok(Target { key, device_id, broker })
+}
+
+/// Connects to `broker` as a CLI client and waits until it is up: an `Unreachable` error naming
+/// the broker when it cannot be reached within `timeout` (1 s to 10 s).
+pub async fn reach(broker: &BrokerUrl, timeout: Duration) -> Result<conn::Connection, CodedError> {
+    let options = broker.options(&format!("mcpdev-cli-{}", uuid::Uuid::new_v4().simple()), Duration::from_secs(30), 1 << 20);
+    let mut c = conn::connect(options, None);
+    let reach = Duration::from_secs(10).min(timeout.max(Duration::from_secs(1)));
+    match tokio::time::timeout(reach, c.events.recv()).await {
+        Ok(Some(ConnEvent::Up)) => Ok(c),
+        Ok(Some(ConnEvent::Down(why))) => Err(CodedError::new(Exit::Unreachable, format!("cannot reach the MQTT broker {broker}: {why}"))),
+        _ => Err(CodedError::new(Exit::Unreachable, format!("cannot reach the MQTT broker {broker} within {reach:?}"))),
+    }
 }
