@@ -52,7 +52,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo -d 'Run N v
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo-extra-tools -d 'Extra generated tools per demo device' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo-profile -d 'Which tools the demo devices offer' -r -f -a "stock-tools\t'The stock xiaozhi common and user-only tools, served the standard way'
 conformance\t'The stock tools plus the MCP conformance suite\'s fixture tools'
-stock\t'The stock tools with the stock firmware 2.4.2\'s deviations from MCP (see `sim::stock`): no answer to ping or string ids, -32601 for an unknown tool, unescaped error messages, `nextCursor:""`, wrong types silently defaulted'"
+stock\t'The stock tools with the stock firmware 2.4.2\'s deviations from MCP (see `sim::stock`): no answer to string ids, `Method not implemented` for `ping`, errors without a `code`, unescaped error messages, `nextCursor:""`, wrong types silently defaulted'"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l device-token -d 'Shared device tokens, comma-separated, accepted for any Device-Id (not bound to a device; prefer per-device admission)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-url -d 'capabilities.vision.url for initialize (default: the hub\'s own vision endpoint)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-token -d 'capabilities.vision.token for --vision-url (default: each device gets its own token for the hub\'s own endpoint)' -r
@@ -266,7 +266,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l extra-tools -d 'Ex
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l protocol-version -d 'Binary protocol version announced in `Protocol-Version` and the hello' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l profile -d 'Which tools the virtual devices offer' -r -f -a "stock-tools\t'The stock xiaozhi common and user-only tools, served the standard way'
 conformance\t'The stock tools plus the MCP conformance suite\'s fixture tools'
-stock\t'The stock tools with the stock firmware 2.4.2\'s deviations from MCP (see `sim::stock`): no answer to ping or string ids, -32601 for an unknown tool, unescaped error messages, `nextCursor:""`, wrong types silently defaulted'"
+stock\t'The stock tools with the stock firmware 2.4.2\'s deviations from MCP (see `sim::stock`): no answer to string ids, `Method not implemented` for `ping`, errors without a `code`, unescaped error messages, `nextCursor:""`, wrong types silently defaulted'"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l mqtt -d 'Connect over MQTT through this broker instead of WebSocket (mqtt://host:1883)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l ota -d 'Bootstrap like a stock device: POST the system info to this OTA URL, then connect over what the answer says (MQTT if it has an mqtt section, else WebSocket)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l replay -d 'Play back a session recorded with `watch --record FILE`: one device with the recorded identity and hello, answering each request with the recorded reply' -r -F

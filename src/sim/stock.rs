@@ -1,10 +1,13 @@
 //! `sim --profile stock`: the firmware core (`mcp-device`) wrapped to behave like the stock
-//! xiaozhi-esp32 2.4.2 firmware where it deviates from MCP (reference §4), so backends and
-//! `mcpdev check` can be tested against those deviations without a board:
+//! xiaozhi-esp32 2.4.2 firmware where it deviates from MCP (reference §4, checked against
+//! `main/mcp_server.cc` at v2.4.2, whose code wins over its docs), so backends and `mcpdev check`
+//! can be tested against those deviations without a board:
 //!
 //! - a request with a string `id` is dropped (§4.1: ids must be JSON numbers);
-//! - `ping` gets no answer;
-//! - an unknown tool gets -32601 (not -32602);
+//! - any method but `initialize`, `tools/list` and `tools/call`, `ping` included, gets the error
+//!   `Method not implemented: <method>` (§4.1), not `ping`'s empty result;
+//! - errors carry no `code` (§4.7: `ReplyError` writes only `message`), so an unknown tool gets
+//!   `{"message":"Unknown tool: <name>"}`;
 //! - error messages are not JSON-escaped (§4.7): `Unknown tool: a"b` makes the frame invalid JSON;
 //! - the last `tools/list` page says `"nextCursor":""` instead of leaving the key out;
 //! - an argument of the wrong type that has a default silently gets the default (§4.6).
@@ -30,8 +33,16 @@ pub fn on_text(link: &mut DeviceLink<SimState>, text: &str, out: &mut String) ->
         return link.on_text(text, out);
     }
     let payload = &mut msg["payload"];
-    if payload["id"].is_string() || payload["method"] == "ping" {
+    if payload["id"].is_string() {
         return Inbound::Mcp { replied: false };
+    }
+    let method = payload["method"].as_str().unwrap_or_default().to_string();
+    let known = matches!(method.as_str(), "initialize" | "tools/list" | "tools/call") || method.starts_with("notifications");
+    if !known && let Some(id) = payload["id"].as_i64() {
+        let session = serde_json::to_string(&msg["session_id"]).unwrap_or_else(|_| "\"\"".into());
+        // Built by concatenation, as the firmware does: the method is not escaped.
+        out.push_str(&format!("{{\"session_id\":{session},\"type\":\"mcp\",\"payload\":{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"message\":\"Method not implemented: {method}\"}}}}}}"));
+        return Inbound::Mcp { replied: true };
     }
     if payload["method"] == "tools/call" {
         default_wrong_types(link, payload);
@@ -51,8 +62,16 @@ pub fn on_text(link: &mut DeviceLink<SimState>, text: &str, out: &mut String) ->
         let session = serde_json::to_string(&reply["session_id"]).unwrap_or_else(|_| "\"\"".into());
         out.truncate(start);
         out.push_str(&format!(
-            "{{\"session_id\":{session},\"type\":\"mcp\",\"payload\":{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32601,\"message\":\"Unknown tool: {name}\"}}}}}}"
+            "{{\"session_id\":{session},\"type\":\"mcp\",\"payload\":{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"message\":\"Unknown tool: {name}\"}}}}}}"
         ));
+        return inbound;
+    }
+    // `ReplyError` writes no `code`.
+    if let Some(error) = p.get_mut("error").and_then(Value::as_object_mut)
+        && error.remove("code").is_some()
+    {
+        out.truncate(start);
+        out.push_str(&reply.to_string());
         return inbound;
     }
     if p["result"]["tools"].is_array() && p["result"].get("nextCursor").is_none() {

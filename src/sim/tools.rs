@@ -33,7 +33,7 @@ pub enum Profile {
     /// The stock tools plus the MCP conformance suite's fixture tools.
     Conformance,
     /// The stock tools with the stock firmware 2.4.2's deviations from MCP (see `sim::stock`):
-    /// no answer to ping or string ids, -32601 for an unknown tool, unescaped error messages,
+    /// no answer to string ids, `Method not implemented` for `ping`, errors without a `code`, unescaped error messages,
     /// `nextCursor:""`, wrong types silently defaulted.
     Stock,
 }
