@@ -650,6 +650,8 @@ impl Scratch {
             .current_dir(&self.0)
             .env("XDG_CONFIG_HOME", self.0.join("config"))
             .env("NO_COLOR", "1")
+            // The hub's secret and approvals stay in the scratch directory (set after the loop
+            // below, which removes the caller's MCPDEV_* settings).
             .stdin(Stdio::null())
             .kill_on_drop(true);
         for (key, _) in std::env::vars_os() {
@@ -657,6 +659,7 @@ impl Scratch {
                 cmd.env_remove(key);
             }
         }
+        cmd.env("MCPDEV_STATE_DIR", self.0.join("state"));
         if tied {
             // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
             unsafe {
