@@ -659,7 +659,8 @@ impl Scratch {
                 cmd.env_remove(key);
             }
         }
-        cmd.env("MCPDEV_STATE_DIR", self.0.join("state"));
+        // Its control token goes where this process's clients look for it.
+        cmd.env("MCPDEV_STATE_DIR", self.0.join("state")).env("MCPDEV_RUNTIME_DIR", mcpdev::paths::runtime_dir());
         if tied {
             // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
             unsafe {
