@@ -346,7 +346,7 @@ impl Drop for Permit {
 
 /// Serves one raw socket with a link that wants a hello within 300 ms; returns the link's
 /// events, the permit's drop signal and the client's socket.
-async fn link_with_hello_timeout() -> (tokio::sync::broadcast::Receiver<mcpdev::links::DeviceEvent>, tokio::sync::oneshot::Receiver<()>, Ws, mcpdev::links::DeviceHandle) {
+async fn link_with_hello_timeout() -> (tokio::sync::broadcast::Receiver<std::sync::Arc<mcpdev::links::DeviceEvent>>, tokio::sync::oneshot::Receiver<()>, Ws, mcpdev::links::DeviceHandle) {
     use mcpdev::links::handle::{LinkSetup, Tracing};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("ws://{}/xiaozhi/v1/", listener.local_addr().unwrap());
@@ -371,7 +371,7 @@ async fn link_with_hello_timeout() -> (tokio::sync::broadcast::Receiver<mcpdev::
     (rx, dropped, client.await.unwrap(), handle)
 }
 
-async fn disconnect_reason(events: &mut tokio::sync::broadcast::Receiver<mcpdev::links::DeviceEvent>) -> String {
+async fn disconnect_reason(events: &mut tokio::sync::broadcast::Receiver<std::sync::Arc<mcpdev::links::DeviceEvent>>) -> String {
     tokio::time::timeout(Duration::from_secs(10), async {
         loop {
             let ev = serde_json::to_value(events.recv().await.unwrap()).unwrap();

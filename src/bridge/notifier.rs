@@ -66,11 +66,11 @@ impl Notifier {
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
                     Err(_) => return,
                 };
-                match ev.event {
+                match &ev.event {
                     LinkEvent::Session(Event::Ready { .. } | Event::ToolsChanged { .. })
                     | LinkEvent::Link(Lifecycle::Disconnected { .. }) => me.tools_changed(&ev.device_id).await,
                     LinkEvent::Session(Event::Notification { method, params }) => {
-                        me.device_notification(&ev.device_id, method, params).await
+                        me.device_notification(&ev.device_id, method.clone(), params.clone()).await
                     }
                     _ => {}
                 }

@@ -104,7 +104,7 @@ pub fn spawn_event_log(hub: std::sync::Arc<Hub>, json: bool, quiet: bool, color:
     }
 }
 
-fn write_event_log(mut events: tokio::sync::broadcast::Receiver<crate::links::handle::DeviceEvent>, json: bool, color: bool) {
+fn write_event_log(mut events: tokio::sync::broadcast::Receiver<std::sync::Arc<crate::links::handle::DeviceEvent>>, json: bool, color: bool) {
     use std::io::Write;
     use tokio::sync::broadcast::error::RecvError;
     loop {

@@ -302,11 +302,11 @@ async fn accept_direct(
     let ready = async {
         loop {
             match rx.recv().await {
-                Ok(ev) => match ev.event {
+                Ok(ev) => match &ev.event {
                     LinkEvent::Session(Event::Ready { .. } | Event::ToolsChanged { .. }) => return Ok(()),
                     // A failed onboarding is reported by the command, which names the step.
                     LinkEvent::Session(Event::OnboardingFailed { .. }) => return Ok(()),
-                    LinkEvent::Link(crate::links::handle::Lifecycle::Disconnected { reason }) => return Err(reason),
+                    LinkEvent::Link(crate::links::handle::Lifecycle::Disconnected { reason }) => return Err(reason.clone()),
                     _ => {}
                 },
                 Err(_) => return Err("the link ended".to_string()),

@@ -29,6 +29,9 @@ pub enum SelectError {
 /// How many Device-Ids of devices that have left the registry remembers (oldest forgotten first).
 pub const SEEN_MAX: usize = 16_384;
 
+/// Events the hub keeps for watchers that fall behind.
+pub const EVENT_RING: usize = 32_768;
+
 pub struct Registry {
     devices: RwLock<HashMap<String, DeviceHandle>>,
     /// Devices that connected since the hub started (bounded: [`SEEN_MAX`]).
@@ -43,7 +46,10 @@ pub struct Registry {
 
 impl Registry {
     pub fn new(aliases: HashMap<String, String>) -> Self {
-        let (events, _) = broadcast::channel(4096);
+        // Long enough that a watcher (the control API's `watch`, the event log) keeps every event
+        // of a few thousand devices onboarding at once (about four each) while it catches up:
+        // 32,768 pointers, 1.3 MB.
+        let (events, _) = broadcast::channel(EVENT_RING);
         Self { devices: RwLock::default(), seen: Mutex::default(), aliases, events, tracing: Arc::default(), generation: AtomicU64::new(1), ota: Default::default() }
     }
 
@@ -150,7 +156,7 @@ impl Registry {
                 Err(e @ SelectError::Ambiguous { .. }) | Err(e @ SelectError::AmbiguousPrefix { .. }) => return Err(e),
                 Err(e) => Some(e),
             };
-            let next: Result<DeviceEvent, _> = match tokio::time::timeout_at(deadline, events.recv()).await {
+            let next: Result<Arc<DeviceEvent>, _> = match tokio::time::timeout_at(deadline, events.recv()).await {
                 Ok(ev) => ev.map_err(|_| ()),
                 Err(_) => {
                     return Err(last_error.unwrap_or_else(|| SelectError::NotFound(selector.unwrap_or("").to_string())));

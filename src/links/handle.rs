@@ -181,7 +181,9 @@ impl Drop for CancelOnDrop<'_> {
     }
 }
 
-pub type EventSender = broadcast::Sender<DeviceEvent>;
+/// Events are shared, not copied: each slot of the hub's ring holds a pointer, so the ring can be
+/// long enough for a fleet's onboarding burst without holding a copy of every event per slot.
+pub type EventSender = broadcast::Sender<std::sync::Arc<DeviceEvent>>;
 
 /// Starts a link task: `body` serves the device, reading the handle's commands and publishing
 /// the device's description. Returns the handle and a receiver that fires when the task has

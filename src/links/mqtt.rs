@@ -83,7 +83,7 @@ async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mu
     let events = setup.link.events.clone();
     let mut malformed = MalformedLog::new(&device_id);
     let emit = move |event: LinkEvent| {
-        let _ = events.send(DeviceEvent { device_id: device_id.clone(), event });
+        let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event }));
     };
     let mut session = Session::new(setup.link.identity.clone(), "mqtt", setup.link.session.clone(), Instant::now());
     publisher.update(session.info(), Instant::now());

@@ -128,7 +128,7 @@ where
     let device_id = setup.identity.device_id.clone();
     let events = setup.events.clone();
     let emit = |event: LinkEvent| {
-        let _ = events.send(DeviceEvent { device_id: device_id.clone(), event });
+        let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event }));
     };
     let (sink, mut stream) = ws.split();
     let mut writer = Writer::start(sink);

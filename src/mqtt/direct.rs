@@ -75,13 +75,13 @@ pub async fn open(url: &str, device: Option<&str>, timeout: Duration, wait: Opti
     let ready = async {
         loop {
             match rx.recv().await {
-                Ok(ev) => match ev.event {
+                Ok(ev) => match &ev.event {
                     LinkEvent::Session(Event::Ready { .. } | Event::ToolsChanged { .. }) => return Ok(()),
                     // No answer at all to initialize: the device is not there (no point retrying).
-                    LinkEvent::Session(Event::OnboardingRetry { error, .. }) if error.starts_with("initialize: no answer") => return Err(error),
+                    LinkEvent::Session(Event::OnboardingRetry { error, .. }) if error.starts_with("initialize: no answer") => return Err(error.clone()),
                     // Any other failed onboarding is reported by the command, which names the step.
                     LinkEvent::Session(Event::OnboardingFailed { .. }) => return Ok(()),
-                    LinkEvent::Link(Lifecycle::Disconnected { reason }) => return Err(reason),
+                    LinkEvent::Link(Lifecycle::Disconnected { reason }) => return Err(reason.clone()),
                     _ => {}
                 },
                 Err(_) => return Err("the link ended".to_string()),
