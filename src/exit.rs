@@ -32,6 +32,9 @@ pub enum Exit {
     CheckFailed = 10,
     /// Interrupted (Ctrl-C).
     Interrupted = 130,
+    /// Whoever read the output went away (`mcpdev tools list | head -1`): what a shell reports
+    /// for a command ended by SIGPIPE, as `cat` and `grep` end.
+    OutputClosed = 141,
 }
 
 impl Exit {
@@ -61,7 +64,23 @@ Exit codes:
   9    onboarding failed: the device is connected but initialize or tools/list failed
        after every retry (the message names the step; tools list --refresh starts over)
   10   check failed: mcpdev check found a failure (or a warning, with --strict)
-  130  interrupted";
+  130  interrupted
+  141  output closed: the reader of stdout went away (e.g. `| head -1`)";
+
+/// Writes command output to stdout, for every layer that prints results (commands, flash
+/// progress). A reader that went away ends the process quietly with [`Exit::OutputClosed`]
+/// (never a panic, never a 0); any other write error ends it with [`Exit::Internal`].
+pub fn write_stdout(bytes: &[u8]) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(bytes).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(Exit::OutputClosed.code().into());
+        }
+        eprintln!("error: cannot write the output: {e}");
+        std::process::exit(Exit::Internal.code().into());
+    }
+}
 
 /// An error that carries its exit code, for commands to return through `anyhow`: what went
 /// wrong (`message`) and, where there is advice, what to do about it (`help`, shown on a line of

@@ -19,7 +19,7 @@ pub const SHELLS: [Shell; 5] = [Shell::Bash, Shell::Zsh, Shell::Fish, Shell::Pow
 pub fn completions(args: &CompletionsArgs) -> anyhow::Result<()> {
     let mut out = Vec::new();
     clap_complete::generate(args.shell, &mut Cli::command(), "mcpdev", &mut out);
-    super::output::write_stdout(&out);
+    crate::exit::write_stdout(&out);
     Ok(())
 }
 
@@ -36,7 +36,7 @@ pub fn man(args: &ManArgs) -> anyhow::Result<()> {
     };
     let mut out = Vec::new();
     page.render(&mut out).context("rendering the man page")?;
-    super::output::write_stdout(&out);
+    crate::exit::write_stdout(&out);
     Ok(())
 }
 

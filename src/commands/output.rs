@@ -2,10 +2,10 @@
 
 use crate::cli::ColorChoice;
 
-/// `println!` for command output, through [`write_stdout`].
+/// `println!` for command output, through [`crate::exit::write_stdout`].
 macro_rules! outln {
-    () => { $crate::commands::output::write_stdout(b"\n") };
-    ($($arg:tt)*) => { $crate::commands::output::write_stdout(format!("{}\n", format_args!($($arg)*)).as_bytes()) };
+    () => { $crate::exit::write_stdout(b"\n") };
+    ($($arg:tt)*) => { $crate::exit::write_stdout(format!("{}\n", format_args!($($arg)*)).as_bytes()) };
 }
 pub(crate) use outln;
 
@@ -76,25 +76,6 @@ pub fn device_document(device_id: &str, answer: &serde_json::Value) -> serde_jso
     }
     serde_json::Value::Object(doc)
 }
-
-/// Exit status when stdout's reader went away (`mcpdev tools list | head -1`): what a shell
-/// reports for a command ended by SIGPIPE, as `cat` and `grep` end.
-pub const BROKEN_PIPE_EXIT: i32 = 141;
-
-/// Writes command output to stdout. A reader that went away ends the command quietly with
-/// [`BROKEN_PIPE_EXIT`] (never a panic, never a 0); any other write error ends it with 1.
-pub fn write_stdout(bytes: &[u8]) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(bytes).and_then(|()| out.flush()) {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(BROKEN_PIPE_EXIT);
-        }
-        eprintln!("error: cannot write the output: {e}");
-        std::process::exit(1);
-    }
-}
-
 
 /// A table for people. At a terminal: box drawing, wrapped to the terminal's width (`COLUMNS`
 /// when set), with the first column (names) never broken: the other columns wrap instead. Piped:

@@ -54,7 +54,7 @@ pub struct Ndjson {
 
 impl Ndjson {
     fn emit(v: serde_json::Value) {
-        println!("{v}");
+        crate::exit::write_stdout(format!("{v}\n").as_bytes());
     }
 }
 
