@@ -650,8 +650,6 @@ impl Scratch {
             .current_dir(&self.0)
             .env("XDG_CONFIG_HOME", self.0.join("config"))
             .env("NO_COLOR", "1")
-            // The hub's secret and approvals stay in the scratch directory (set after the loop
-            // below, which removes the caller's MCPDEV_* settings).
             .stdin(Stdio::null())
             .kill_on_drop(true);
         for (key, _) in std::env::vars_os() {
@@ -659,7 +657,8 @@ impl Scratch {
                 cmd.env_remove(key);
             }
         }
-        // Its control token goes where this process's clients look for it.
+        // The hub's secret and approvals stay in the scratch directory, and its control token
+        // goes where this process's clients look for it.
         cmd.env("MCPDEV_STATE_DIR", self.0.join("state")).env("MCPDEV_RUNTIME_DIR", mcpdev::paths::runtime_dir());
         if tied {
             // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.

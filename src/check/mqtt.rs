@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 
 use super::conn::Silence;
 use crate::exit::{CodedError, Exit};
-use crate::mqtt::conn::{self as mqtt_conn, ConnEvent};
+use crate::mqtt::conn::ConnEvent;
 use crate::mqtt::{direct, topics};
 
 /// The raw MQTT transport of a check: publish to the downlink, read the uplink.
@@ -67,7 +67,7 @@ pub async fn open(url: &str, device: Option<&str>, timeout: Duration) -> Result<
 impl Link {
     /// Publishes one frame to the device (QoS 0, as backends do).
     pub fn send(&self, text: String) -> Result<(), String> {
-        if mqtt_conn::send(&self.client, self.downlink.clone(), text) { Ok(()) } else { Err(format!("cannot publish to the MQTT broker {}", self.broker)) }
+        if crate::links::mqtt::publish(&self.client, self.downlink.clone(), text) { Ok(()) } else { Err(format!("cannot publish to the MQTT broker {}", self.broker)) }
     }
 
     /// The next message the device published, as text. A broken broker connection ends the

@@ -39,8 +39,6 @@ use super::registry::SelectError;
 use crate::links::upgrade;
 use crate::session::CallError;
 
-/// Where the control API is served (the CLI's client knows it too).
-pub const LINK_PATH: &str = crate::links::hub_client::CONTROL_PATH;
 /// Most requests one connection may have under way (watches count).
 pub const MAX_IN_FLIGHT: usize = 256;
 /// Longest request text.

@@ -247,7 +247,7 @@ impl BoundHub {
         let devices = listener::Side::Devices(hub.budget.clone());
         supervise("device listener", listener::serve(device_listener, devices::router(hub.clone()), devices, limits, "devices"));
         let control_route = Router::new()
-            .route(control::LINK_PATH, any(control::link))
+            .route(crate::links::hub_client::CONTROL_PATH, any(control::link))
             .with_state(hub.clone())
             .route_layer(middleware::from_fn_with_state(hub.control.clone(), owner::require_token));
         let host_app = control_route

@@ -175,7 +175,6 @@ fn describe(e: &ConnectionError) -> String {
     }
 }
 
-pub use crate::links::mqtt::publish as send;
 
 #[cfg(test)]
 mod tests {

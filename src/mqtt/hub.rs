@@ -159,7 +159,7 @@ impl MqttHub {
                         "params": {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "mcpdev", "version": env!("CARGO_PKG_VERSION")}},
                     }});
                     debug!(%key, "probing a device after its OTA check-in");
-                    conn::send(&me.client, topics::downlink(&key), probe.to_string());
+                    crate::links::mqtt::publish(&me.client, topics::downlink(&key), probe.to_string());
                 }
             }
         });

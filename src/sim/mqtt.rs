@@ -41,7 +41,7 @@ pub async fn run_device(cfg: SimConfig, t: MqttTarget) -> Result<(), super::clie
     let options = t.broker.options(&t.client_id, Duration::from_secs(u64::from(t.keepalive.max(5))), 1 << 20);
     let mut c = conn::connect(options, None);
     let client = c.client.clone();
-    let publish = |text: String| conn::send(&client, t.publish_topic.clone(), text);
+    let publish = |text: String| crate::links::mqtt::publish(&client, t.publish_topic.clone(), text);
     let mut hello_deadline: Option<Instant> = None;
     let mut out = String::new();
     loop {

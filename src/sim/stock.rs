@@ -39,9 +39,7 @@ pub fn on_text(link: &mut DeviceLink<SimState>, text: &str, out: &mut String) ->
     let method = payload["method"].as_str().unwrap_or_default().to_string();
     let known = matches!(method.as_str(), "initialize" | "tools/list" | "tools/call") || method.starts_with("notifications");
     if !known && let Some(id) = payload["id"].as_i64() {
-        let session = serde_json::to_string(&msg["session_id"]).unwrap_or_else(|_| "\"\"".into());
-        // Built by concatenation, as the firmware does: the method is not escaped.
-        out.push_str(&format!("{{\"session_id\":{session},\"type\":\"mcp\",\"payload\":{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"message\":\"Method not implemented: {method}\"}}}}}}"));
+        out.push_str(&reply_error(&msg["session_id"], &id.to_string(), &format!("Method not implemented: {method}")));
         return Inbound::Mcp { replied: true };
     }
     if payload["method"] == "tools/call" {
@@ -58,12 +56,8 @@ pub fn on_text(link: &mut DeviceLink<SimState>, text: &str, out: &mut String) ->
     let Ok(mut reply) = serde_json::from_str::<Value>(&out[start..]) else { return inbound };
     let p = &mut reply["payload"];
     if unknown_tool && let (Some(name), Some(id)) = (raw_name, p.get("id").cloned()) {
-        // Built by concatenation, as the firmware does: the name is not escaped.
-        let session = serde_json::to_string(&reply["session_id"]).unwrap_or_else(|_| "\"\"".into());
         out.truncate(start);
-        out.push_str(&format!(
-            "{{\"session_id\":{session},\"type\":\"mcp\",\"payload\":{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"message\":\"Unknown tool: {name}\"}}}}}}"
-        ));
+        out.push_str(&reply_error(&reply["session_id"], &id.to_string(), &format!("Unknown tool: {name}")));
         return inbound;
     }
     // `ReplyError` writes no `code`.
@@ -80,6 +74,13 @@ pub fn on_text(link: &mut DeviceLink<SimState>, text: &str, out: &mut String) ->
         out.push_str(&reply.to_string());
     }
     inbound
+}
+
+/// The firmware's `ReplyError`, in its envelope: built by concatenation, so `message` is not
+/// JSON-escaped, and with no `code`.
+fn reply_error(session_id: &Value, id: &str, message: &str) -> String {
+    let session = serde_json::to_string(session_id).unwrap_or_else(|_| "\"\"".into());
+    format!("{{\"session_id\":{session},\"type\":\"mcp\",\"payload\":{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"message\":\"{message}\"}}}}}}")
 }
 
 /// Drops each argument whose JSON type does not match a declared property that has a default,
