@@ -44,15 +44,8 @@ async fn the_vision_endpoint_saves_photos_for_devices_that_have_its_token() {
     let dir = tempfile::tempdir().unwrap();
     let hub = HubProcess::start(&["--vision-dir", dir.path().to_str().unwrap()], &[]).await;
     // The device learns the endpoint and its token from initialize.
-    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(hub.device_url.as_str()).unwrap();
-    req.headers_mut().insert("Device-Id", "aa:00:00:00:00:0e".parse().unwrap());
-    let (ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
-    let mut dev = FakeDevice { ws, session_id: String::new() };
-    dev.send(json!({"type":"hello","version":1,"features":{"mcp":true},"transport":"websocket"})).await;
-    assert_eq!(dev.recv().await["type"], "hello");
-    let init = dev.recv_request("initialize").await;
-    let vision = &init["params"]["capabilities"]["vision"];
-    let (url, token) = (vision["url"].as_str().unwrap(), vision["token"].as_str().unwrap());
+    let (_dev, url, token) = vision_of(&hub, "aa:00:00:00:00:0e").await;
+    let (url, token) = (url.as_str(), token.as_str());
     let port = hub.device_url.rsplit(':').next().unwrap().split('/').next().unwrap();
     assert_eq!(url, format!("http://127.0.0.1:{port}/mcp/vision/explain"));
     assert!(token.len() >= 16, "a random token: {token}");
