@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 
 use crate::links::handle::{EventSender, Tracing, bump_tools_epoch};
-use crate::links::{DeviceEvent, DeviceHandle};
+use crate::links::DeviceHandle;
 use crate::session::{DeviceInfo, Phase};
 
 /// Why a device selector matched no single device.
@@ -40,6 +40,9 @@ pub struct Registry {
     pub events: EventSender,
     pub tracing: Arc<Tracing>,
     generation: AtomicU64,
+    /// Bumped whenever a device enters or leaves: a device's link starts before it is inserted,
+    /// so its `ready` event can come first, and a waiter must also wake on the insertion.
+    membership: tokio::sync::watch::Sender<u64>,
     /// What devices posted to the OTA endpoint, by Device-Id.
     pub ota: super::ota::OtaBook,
 }
@@ -50,7 +53,7 @@ impl Registry {
         // of a few thousand devices onboarding at once (about four each) while it catches up:
         // 32,768 pointers, 1.3 MB.
         let (events, _) = broadcast::channel(EVENT_RING);
-        Self { devices: RwLock::default(), seen: Mutex::default(), aliases, events, tracing: Arc::default(), generation: AtomicU64::new(1), ota: Default::default() }
+        Self { devices: RwLock::default(), seen: Mutex::default(), aliases, events, tracing: Arc::default(), generation: AtomicU64::new(1), membership: tokio::sync::watch::Sender::new(0), ota: Default::default() }
     }
 
     pub fn next_generation(&self) -> u64 {
@@ -62,6 +65,7 @@ impl Registry {
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).add(&handle.device_id);
         let old = self.write().insert(handle.device_id.clone(), handle);
         bump_tools_epoch();
+        self.membership.send_modify(|n| *n += 1);
         old
     }
 
@@ -96,6 +100,7 @@ impl Registry {
             devices.remove(device_id);
             drop(devices);
             bump_tools_epoch();
+            self.membership.send_modify(|n| *n += 1);
         }
     }
 
@@ -147,6 +152,7 @@ impl Registry {
     pub async fn wait_ready(&self, selector: Option<&str>, timeout: Duration) -> Result<(DeviceHandle, Arc<DeviceInfo>), SelectError> {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut events = self.events.subscribe();
+        let mut membership = self.membership.subscribe();
         loop {
             let last_error = match self.select(selector) {
                 Ok(h) => match h.snapshot() {
@@ -156,14 +162,19 @@ impl Registry {
                 Err(e @ SelectError::Ambiguous { .. }) | Err(e @ SelectError::AmbiguousPrefix { .. }) => return Err(e),
                 Err(e) => Some(e),
             };
-            let next: Result<Arc<DeviceEvent>, _> = match tokio::time::timeout_at(deadline, events.recv()).await {
-                Ok(ev) => ev.map_err(|_| ()),
-                Err(_) => {
-                    return Err(last_error.unwrap_or_else(|| SelectError::NotFound(selector.unwrap_or("").to_string())));
+            // Whatever comes first: an event of any device, or one entering or leaving.
+            let woke = tokio::time::timeout_at(deadline, async {
+                tokio::select! {
+                    ev = events.recv() => ev.is_ok(),
+                    _ = membership.changed() => true,
                 }
-            };
-            if next.is_err() {
-                events = self.events.subscribe();
+            })
+            .await;
+            match woke {
+                Err(_) => return Err(last_error.unwrap_or_else(|| SelectError::NotFound(selector.unwrap_or("").to_string()))),
+                // Lagged or closed: listen afresh (the loop looks at the registry again first).
+                Ok(false) => events = self.events.subscribe(),
+                Ok(true) => {}
             }
         }
     }
