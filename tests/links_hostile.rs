@@ -404,3 +404,43 @@ async fn a_hello_releases_the_permit_and_lifts_the_hello_timeout() {
     assert!(reason.is_err(), "disconnected: {reason:?}");
     assert!(handle.is_connected());
 }
+
+/// A device's link starts before the hub inserts it into the registry, so on a loaded machine it
+/// can be onboarded, and its `ready` sent, before it is there to be found. A waiter that was
+/// already waiting must still find it once it is inserted, with no further event from it.
+#[tokio::test]
+async fn a_waiter_finds_a_device_that_was_ready_before_it_was_registered() {
+    use mcpdev::links::handle::{LinkSetup, Tracing};
+    const DEV: &str = "02:00:00:00:10:02";
+    let registry = mcpdev::hub::Registry::new(Default::default());
+    let waiting = registry.wait_ready(Some(DEV), Duration::from_secs(10));
+    tokio::pin!(waiting);
+    // Polled once: it has looked (no such device) and now waits.
+    tokio::select! {
+        biased;
+        _ = &mut waiting => panic!("found a device that is not there"),
+        () = std::future::ready(()) => {}
+    }
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/xiaozhi/v1/", listener.local_addr().unwrap());
+    let device = tokio::spawn(async move { FakeDevice::connect(&url, DEV, vec![tool("t")]).await });
+    let (tcp, _) = listener.accept().await.unwrap();
+    let server = tokio_tungstenite::accept_async(tcp).await.unwrap();
+    // The link's events go to a channel of its own: the registry hears nothing from this device.
+    let (events, mut heard) = tokio::sync::broadcast::channel(64);
+    let identity = mcpdev::wire::identity::Identity { device_id: DEV.into(), client_id: None, token: None, protocol_version: 1 };
+    let session = mcpdev::session::SessionConfig::new("s", mcpdev::links::websocket::server_hello("s"));
+    let setup = LinkSetup { identity, session, events, tracing: std::sync::Arc::new(Tracing::default()), generation: 1, remote: None, until_hello: None, hello_timeout: None };
+    let (handle, _done) = mcpdev::links::websocket::spawn(server, setup);
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while serde_json::to_value(heard.recv().await.unwrap()).unwrap()["event"] != "ready" {}
+    })
+    .await
+    .expect("the device onboards");
+    let _device = device.await.unwrap();
+
+    registry.insert(handle);
+    let (found, info) = tokio::time::timeout(Duration::from_secs(5), waiting).await.expect("the waiter woke on the insertion").expect("found");
+    assert_eq!((found.device_id.as_str(), info.phase), (DEV, mcpdev::session::Phase::Ready));
+}
