@@ -182,6 +182,14 @@ impl SessionDriver {
 ///
 /// Invariants: no panic; every error names what is wrong (a non-empty message); a built value is
 /// a JSON object; validation and the signature never fail on what building produced.
+/// The validator's quick path never accepts what the `jsonschema` crate refuses.
+fn quick_yes_is_right(schema: &Value, args: &Value) {
+    if crate::args::quickly_accepts(schema, args) {
+        let full = jsonschema::validator_for(schema).map(|v| v.is_valid(args));
+        assert_eq!(full.as_ref().ok(), Some(&true), "the quick path accepted {args} for {schema}, jsonschema says {full:?}");
+    }
+}
+
 pub fn args(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let mut lines = text.split('\n');
@@ -195,9 +203,13 @@ pub fn args(data: &[u8]) {
         }
     }
     let _ = crate::args::signature(&schema);
+    if let Some(raw) = args_json.and_then(|j| serde_json::from_str::<Value>(j).ok()) {
+        quick_yes_is_right(&schema, &raw);
+    }
     match crate::args::build_arguments(&schema, &words, args_json) {
         Ok(value) => {
             assert!(value.is_object(), "build_arguments returned a non-object: {value}");
+            quick_yes_is_right(&schema, &value);
             if let Err(errors) = crate::args::validate(&schema, &value) {
                 assert!(!errors.is_empty(), "validate failed without saying why");
                 for e in errors {

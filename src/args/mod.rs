@@ -23,12 +23,16 @@
 //! order only when serde_json's `preserve_order` feature is on, alphabetical otherwise.
 //!
 //! One job per file: [`build_arguments`] (words to an object) in `build`, value typing in
-//! `coerce`, schema reading in `schema`, [`validate`] in `validate`, texts for people (and
+//! `coerce`, schema reading in `schema`, [`validate`] in `validate` (with its quick yes for the
+//! schemas devices declare, [`quickly_accepts`], in `fast`), texts for people (and
 //! [`signature`]) in `render`, [`suggest`] in `suggest`, [`ArgError`] in `error`.
 
 mod build;
 mod coerce;
 mod error;
+mod fast;
+#[cfg(test)]
+mod fast_tests;
 mod render;
 mod schema;
 mod suggest;
@@ -38,6 +42,7 @@ mod validate;
 
 pub use build::build_arguments;
 pub use error::ArgError;
+pub use fast::accepts as quickly_accepts;
 pub use render::signature;
 pub use suggest::suggest;
 pub use validate::validate;
