@@ -82,6 +82,14 @@ pub enum Command {
     Completions(CompletionsArgs),
 }
 
+impl Command {
+    /// Whether the command does one exchange and exits, so one thread serves it: starting
+    /// worker threads (and their allocator arenas) would cost it more than the work.
+    pub fn is_one_shot(&self) -> bool {
+        matches!(self, Command::Hello(_) | Command::Init(_) | Command::Tools { .. } | Command::Call(_) | Command::Devices(_) | Command::Man(_) | Command::Completions(_))
+    }
+}
+
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  mcpdev sim\n  mcpdev sim --count 100 --extra-tools 20\n  \
 MCPDEV_DEVICE_TOKEN=secret mcpdev sim --url wss://hub.example/xiaozhi/v1/")]

@@ -40,7 +40,8 @@ fn main() -> ExitCode {
     mcpdev::tls::install_crypto_provider();
     let json = cli.global.json;
     let color = cli.global.color;
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let mut builder = if cli.command.is_one_shot() { tokio::runtime::Builder::new_current_thread() } else { tokio::runtime::Builder::new_multi_thread() };
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

@@ -60,6 +60,13 @@ pub fn deadline_of(request: &Value) -> Duration {
     }
 }
 
+/// The control connection's WebSocket settings: reads of 8 KiB at a time. tungstenite's default
+/// (128 KiB) zero-fills its read buffer first, which costs a one-shot command more than its
+/// whole exchange with the hub; a large answer still arrives whole, in more reads.
+fn ws_config() -> tungstenite::protocol::WebSocketConfig {
+    tungstenite::protocol::WebSocketConfig::default().read_buffer_size(8 * 1024)
+}
+
 enum Waiter {
     Once(oneshot::Sender<Result<Value, ControlError>>),
     Stream(mpsc::Sender<Value>),
@@ -94,7 +101,7 @@ impl HubClient {
                 let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| anyhow::anyhow!("the hub token contains characters a header cannot carry"))?;
                 request.headers_mut().insert(header::AUTHORIZATION, value);
             }
-            match tokio_tungstenite::connect_async_with_config(request, None, true).await {
+            match tokio_tungstenite::connect_async_with_config(request, Some(ws_config()), true).await {
                 Ok((ws, _)) => break ws,
                 Err(tungstenite::Error::Http(resp)) if matches!(resp.status().as_u16(), 401 | 403) => {
                     if token.is_err() && attempts == 1 && super::control_token::for_client(port).is_ok() {
