@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::tool_list::ToolList;
 use crate::wire::identity::Identity;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -91,7 +92,7 @@ pub struct DeviceInfo {
     pub mcp_protocol_version: Option<String>,
     pub server_info: Option<Box<RawValue>>,
     pub capabilities: Option<Box<RawValue>>,
-    pub tools: Vec<ToolEntry>,
+    pub tools: ToolList,
     /// Set when onboarding gave up: "onboarding failed at tools/list page 2: no answer within 10s".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub onboarding_error: Option<String>,
@@ -136,7 +137,7 @@ impl DeviceInfo {
             mcp_protocol_version: None,
             server_info: None,
             capabilities: None,
-            tools: Vec::new(),
+            tools: ToolList::default(),
             onboarding_error: None,
             onboarding: OnboardingStatus::default(),
             tools_warning: None,
@@ -189,7 +190,7 @@ impl DeviceInfo {
     }
 
     pub(super) fn set_tools(&mut self, tools: Vec<ToolEntry>) {
-        self.tools = tools;
+        self.tools = ToolList::shared(tools);
         self.bump();
     }
 

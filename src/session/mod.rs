@@ -59,6 +59,7 @@ mod events;
 mod info;
 mod limits;
 mod onboarding;
+mod tool_list;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -67,6 +68,7 @@ use serde_json::{Value, json};
 
 pub use events::{Direction, Event};
 pub use info::{Counters, DeviceInfo, OnboardingStatus, Phase, ToolEntry};
+pub use tool_list::ToolList;
 
 /// The method a caller sends to make the session list the device's tools again (or, after a
 /// failed onboarding, start onboarding over). It never reaches the device.
@@ -687,7 +689,7 @@ impl Session {
             return false;
         }
         self.short_seen = None;
-        let same = tools.len() == self.info.tools.len() && tools.iter().zip(&self.info.tools).all(|(a, b)| a.json.get() == b.json.get());
+        let same = tools.len() == self.info.tools.len() && tools.iter().zip(self.info.tools.iter()).all(|(a, b)| a.json.get() == b.json.get());
         if !same {
             self.info.set_tools(tools);
             self.emit(Event::ToolsChanged { tools: after });
