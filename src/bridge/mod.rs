@@ -94,11 +94,12 @@ impl Bridge {
         Self { shared, scope, session: NEXT_SESSION.fetch_add(1, Ordering::Relaxed) }
     }
 
+    /// The devices this endpoint offers (one lookup for a device's own endpoint, whatever the
+    /// fleet's size).
     fn devices(&self) -> Vec<DeviceHandle> {
-        let all = self.shared.hub.registry.handles();
         match &self.scope {
-            Scope::All => all,
-            Scope::Device(id) => all.into_iter().filter(|h| &h.device_id == id).collect(),
+            Scope::All => self.shared.hub.registry.handles(),
+            Scope::Device(id) => self.shared.hub.registry.get(id).into_iter().collect(),
         }
     }
 
@@ -123,7 +124,7 @@ impl Bridge {
             Scope::Device(id) => id.clone(),
             Scope::All => {
                 let (prefix, _) = name.split_once('.')?;
-                match registry.handles().into_iter().find(|h| naming::prefix_for(&h.device_id, aliases) == prefix) {
+                match registry.find(|h| naming::prefix_for(&h.device_id, aliases) == prefix) {
                     Some(h) => h.device_id,
                     None => naming::device_for_prefix(prefix, aliases)?,
                 }
@@ -275,7 +276,14 @@ impl ServerHandler for Bridge {
 
     async fn read_resource(&self, request: ReadResourceRequestParams, _cx: RequestContext<RoleServer>) -> Result<ReadResourceResponse, McpError> {
         let uri = request.uri.to_string();
-        for h in self.devices() {
+        // The device the URI names, looked up (not searched for among every device).
+        let named = uri.strip_prefix("mcpdev://devices/").map(|rest| rest.strip_suffix("/notifications").unwrap_or(rest));
+        let candidates = match (named, &self.scope) {
+            (Some(id), Scope::All) => self.shared.hub.registry.get(id).into_iter().collect(),
+            (Some(id), Scope::Device(own)) if id == own => self.devices(),
+            _ => Vec::new(),
+        };
+        for h in candidates {
             let text = if uri == device_uri(&h.device_id) {
                 let Some(info) = h.snapshot() else { continue };
                 serde_json::to_string_pretty(&info).unwrap_or_default()

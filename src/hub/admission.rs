@@ -492,7 +492,7 @@ impl Admission {
 pub async fn revoke_and_disconnect(hub: &super::Hub, id: &str) -> Result<serde_json::Value, String> {
     let revoked = hub.admission.revoke(id)?;
     let device_id = device_id(id)?;
-    let handle = hub.registry.handles().into_iter().find(|h| h.device_id == device_id);
+    let handle = hub.registry.get(&device_id);
     let disconnected = handle.is_some();
     if let Some(h) = handle {
         info!(device = %device_id, "admission revoked: disconnecting the device");

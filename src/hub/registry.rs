@@ -110,6 +110,11 @@ impl Registry {
         v
     }
 
+    /// A connected device for which `matches` holds (any one, without sorting the fleet).
+    pub fn find(&self, matches: impl Fn(&DeviceHandle) -> bool) -> Option<DeviceHandle> {
+        self.read().values().find(|h| matches(h)).cloned()
+    }
+
     pub fn len(&self) -> usize {
         self.read().len()
     }
