@@ -13,6 +13,7 @@ from types import SimpleNamespace
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import compare_cli  # noqa: E402
+import compare_memory  # noqa: E402
 import compare_throughput  # noqa: E402
 from procs import Children, Failure, loadavg, raise_fd_limit  # noqa: E402
 from report import print_table  # noqa: E402
@@ -56,6 +57,8 @@ def main():
             ch, sc, tools, fleets=[int(n) for n in os.environ.get("PEERS_FLEETS", "1,200").split(",")],
             rounds=setting("PEERS_ROUNDS", 3), seconds=setting("PEERS_SECONDS", 5),
             conns=setting("PEERS_CONNECTIONS", 16), threads=2)),
+        ("memory", lambda ch, sc: compare_memory.run(ch, sc, tools, devices=setting("PEERS_DEVICES", 1000),
+                                                     rounds=setting("PEERS_MEMORY_ROUNDS", 2))),
     ]
     names = [name for name, _ in comparisons]
     only = sys.argv[1:] or names
