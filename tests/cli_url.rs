@@ -102,3 +102,38 @@ fn an_unreachable_server_and_bad_headers_have_their_exit_codes() {
     let (code, _, err) = mcpdev(&["tools", "list", "--url", "http://127.0.0.1:9/mcp", "-H", "no-colon"]);
     assert_eq!(code, 2, "{err}");
 }
+
+/// A server that redirects every request elsewhere, and one that records what reaches it.
+async fn serve(app: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}")
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_host_is_not_followed_and_gets_no_headers() {
+    use axum::http::{HeaderMap, StatusCode, header};
+    use std::sync::{Arc, Mutex};
+    let reached: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let seen = reached.clone();
+    let other = serve(axum::Router::new().fallback(move |headers: HeaderMap| {
+        let seen = seen.clone();
+        async move {
+            seen.lock().unwrap().push(headers.get("x-secret").and_then(|v| v.to_str().ok()).map(str::to_string));
+            StatusCode::NOT_FOUND
+        }
+    }))
+    .await;
+    let target = format!("{other}/mcp");
+    let redirecting = serve(axum::Router::new().fallback(move || {
+        let target = target.clone();
+        async move { (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, target)]) }
+    }))
+    .await;
+    let url = format!("{redirecting}/mcp");
+    let (code, _, err) = tokio::task::spawn_blocking(move || mcpdev(&["tools", "list", "--url", &url, "-H", "X-Secret: s3cret"])).await.unwrap();
+    assert_ne!(code, 0, "a redirect is not an answer: {err}");
+    assert!(err.contains("MCP server"), "the error names what failed: {err}");
+    assert!(reached.lock().unwrap().is_empty(), "the other host got requests: {:?}", reached.lock().unwrap());
+}

@@ -92,6 +92,33 @@ fn transport_failure(url: &str, e: &(dyn std::error::Error + Send + Sync + 'stat
     }
 }
 
+/// Most redirects followed for one request.
+const MAX_REDIRECTS: usize = 10;
+
+/// The HTTP client for `url`, set up as rmcp's own (no idle connections kept; only same-origin
+/// 307 and 308 redirects followed, which keep the JSON-RPC body, and never to another host,
+/// which would get the session id and `--header`s). For a plain `http://` URL it has no
+/// certificate store: TLS is never used there, and loading the system's certificates (some 150
+/// files) cost more than the whole call.
+fn http_client(url: &str) -> Result<reqwest::Client, McpFailure> {
+    let redirects = reqwest::redirect::Policy::custom(|attempt| {
+        let keeps_body = matches!(attempt.status(), reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT);
+        let same_origin = attempt.previous().first().is_some_and(|first| first.origin() == attempt.url().origin());
+        if !keeps_body || !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+        } else {
+            attempt.follow()
+        }
+    });
+    let mut builder = reqwest::Client::builder().pool_max_idle_per_host(0).redirect(redirects);
+    if url.get(..7).is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://")) {
+        builder = builder.tls_certs_only([]);
+    }
+    builder.build().map_err(|e| McpFailure::Unreachable(format!("cannot set up an HTTP client for {url}: {e}")))
+}
+
 /// The innermost cause of a reqwest error ("Connection refused (os error 111)", a DNS failure),
 /// without reqwest's own wrapping.
 fn reqwest_cause(e: &reqwest::Error) -> String {
@@ -138,7 +165,8 @@ impl McpConnection {
                     custom.insert(name, value);
                 }
                 let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
-                client_info().serve(StreamableHttpClientTransport::from_config(config)).await.map_err(|e| init_failure(url, &e))
+                let transport = StreamableHttpClientTransport::with_client(http_client(url)?, config);
+                client_info().serve(transport).await.map_err(|e| init_failure(url, &e))
             }
         };
         let client = tokio::time::timeout(timeout, connecting).await.map_err(|_| McpFailure::Timeout(timeout))??;
