@@ -319,3 +319,28 @@ async fn call_url_pages_only_until_its_tool() {
     assert!(call.json()["content"][0]["text"].as_str().is_some_and(|t| t.contains("audio_speaker")), "{call:?}");
     assert_eq!(pages_read(&call.stderr), status + 1, "pages up to the tool's, no further: {}", call.stderr);
 }
+
+/// `mcpdev devices` describes every device with its tools: with a large fleet (or large tool
+/// lists) the answer is larger than a WebSocket frame's default 16 MiB limit, and must still
+/// arrive whole.
+#[tokio::test]
+async fn devices_answers_larger_than_a_default_websocket_frame_arrive_whole() {
+    let hub = HubProcess::start(&[], &[]).await;
+    // 20 devices × 240 tools × ~3.8 KB: about 18 MB of tools in one answer.
+    let description = "x".repeat(3_700);
+    let tools: Vec<Value> = (0..240).map(|i| json!({"name": format!("t{i}"), "description": description, "inputSchema": {"type": "object"}})).collect();
+    let mut devices = Vec::new();
+    for i in 0..20 {
+        let id = format!("0e:00:00:00:00:{i:02x}");
+        devices.push(FakeDevice::connect(&hub.device_url, &id, tools.clone()).await);
+        let ready = mcpdev(&hub, &["init", "-d", &id, "--wait", "20s", "--json"]).await;
+        assert_eq!(ready.code, 0, "{ready:?}");
+    }
+    let listed = mcpdev(&hub, &["devices", "--json"]).await;
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(listed.stdout.len() > 16 << 20, "the answer is {} bytes, not over 16 MiB", listed.stdout.len());
+    let all = listed.json();
+    let all = all.as_array().expect("an array of devices");
+    assert_eq!(all.len(), 20);
+    assert!(all.iter().all(|d| d["tools"].as_array().map(Vec::len) == Some(240)), "every device with all its tools");
+}

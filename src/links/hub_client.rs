@@ -60,11 +60,18 @@ pub fn deadline_of(request: &Value) -> Duration {
     }
 }
 
+/// Largest answer the CLI takes from its hub: `devices` describes every device with its tools
+/// (about 3.6 KB each), 36 MB for 10,000 of them, over tungstenite's 16 MiB default.
+pub const MAX_ANSWER_BYTES: usize = 256 << 20;
+
 /// The control connection's WebSocket settings: reads of 8 KiB at a time. tungstenite's default
 /// (128 KiB) zero-fills its read buffer first, which costs a one-shot command more than its
 /// whole exchange with the hub; a large answer still arrives whole, in more reads.
 fn ws_config() -> tungstenite::protocol::WebSocketConfig {
-    tungstenite::protocol::WebSocketConfig::default().read_buffer_size(8 * 1024)
+    tungstenite::protocol::WebSocketConfig::default()
+        .read_buffer_size(8 * 1024)
+        .max_message_size(Some(MAX_ANSWER_BYTES))
+        .max_frame_size(Some(MAX_ANSWER_BYTES))
 }
 
 enum Waiter {
