@@ -83,10 +83,10 @@ pub async fn link(State(hub): State<Arc<Hub>>, mut req: Request<Body>) -> Respon
 
 async fn serve(hub: Arc<Hub>, ws: upgrade::UpgradedSocket) {
     let (mut sink, mut stream) = ws.split();
-    let (tx, mut rx) = mpsc::channel::<Value>(256);
+    let (tx, mut rx) = mpsc::channel::<String>(256);
     let writer = tokio::spawn(async move {
-        while let Some(v) = rx.recv().await {
-            match tokio::time::timeout(WRITE_DEADLINE, sink.send(Message::text(v.to_string()))).await {
+        while let Some(text) = rx.recv().await {
+            match tokio::time::timeout(WRITE_DEADLINE, sink.send(Message::text(text))).await {
                 Ok(Ok(())) => {}
                 Ok(Err(_)) => break,
                 Err(_) => {
@@ -102,7 +102,7 @@ async fn serve(hub: Arc<Hub>, ws: upgrade::UpgradedSocket) {
     // MAX_IN_FLIGHT + 1 answers. This loop never waits outside its `select!`: a request under
     // way is always polled, whatever the writer is doing.
     let mut running = FuturesUnordered::new();
-    let mut outbox = std::collections::VecDeque::<Value>::new();
+    let mut outbox = std::collections::VecDeque::<String>::new();
     let mut refused_busy = 0u64;
     loop {
         tokio::select! {
@@ -117,9 +117,9 @@ async fn serve(hub: Arc<Hub>, ws: upgrade::UpgradedSocket) {
                 let Some(Ok(msg)) = msg else { break };
                 let Message::Text(text) = msg else { continue };
                 match accept(&text, running.len(), &mut refused_busy) {
-                    Ok(ControlRequest { id, op: Op::Stats }) => outbox.push_back(json!({"id": id, "ok": {"in_flight": running.len()}})),
+                    Ok(ControlRequest { id, op: Op::Stats }) => outbox.push_back(json!({"id": id, "ok": {"in_flight": running.len()}}).to_string()),
                     Ok(req) => running.push(handle(hub.clone(), req, tx.clone())),
-                    Err(answer) => outbox.push_back(answer),
+                    Err(answer) => outbox.push_back(answer.to_string()),
                 }
             }
             () = tx.closed() => break,
@@ -152,33 +152,44 @@ fn accept(text: &str, in_flight: usize, refused_busy: &mut u64) -> Result<Contro
     Ok(req)
 }
 
-/// Serves one request; its answer, or `None` for a watch (which sends its own events on `tx`
-/// until the client goes away).
-async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<Value>) -> Option<Value> {
+/// Serves one request; its answer's text, or `None` for a watch (which sends its own events on
+/// `tx` until the client goes away).
+///
+/// Answers are written as text straight from what they describe, not built as a `Value` first:
+/// a device's description holds its tool list as the device's own JSON, and `devices` holds
+/// every device's (36 MB at 10,000 devices, several times that as a `Value` tree).
+async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<String>) -> Option<String> {
     let id = req.id;
     let reply = match req.op {
-        Op::Devices => Ok(json!(hub.registry.snapshots().iter().map(|i| &**i).collect::<Vec<_>>())),
+        Op::Devices => Ok(text_of(&hub.registry.snapshots().iter().map(|i| &**i).collect::<Vec<_>>())),
         Op::Device { device, wait_ms } => device_info(&hub, device.as_deref(), wait_ms).await,
-        Op::Rpc { device, method, params, timeout_ms } => rpc(&hub, device.as_deref(), &method, params, timeout_ms).await,
+        Op::Rpc { device, method, params, timeout_ms } => rpc(&hub, device.as_deref(), &method, params, timeout_ms).await.map(|v| v.to_string()),
         Op::Watch { device, traffic } => {
             watch(&hub, id, device, traffic, tx).await;
             return None;
         }
-        Op::Approve { target } => hub.admission.approve(&target).map(|a| json!(a)).map_err(bad_request),
-        Op::Revoke { device } => super::admission::revoke_and_disconnect(&hub, &device).await.map_err(bad_request),
-        Op::Pending => Ok(json!(hub.admission.pending())),
-        Op::Admitted => Ok(json!({"approve_all": hub.admission.approve_all(), "devices": hub.admission.admitted()})),
+        Op::Approve { target } => hub.admission.approve(&target).map(|a| text_of(&a)).map_err(bad_request),
+        Op::Revoke { device } => super::admission::revoke_and_disconnect(&hub, &device).await.map(|v| v.to_string()).map_err(bad_request),
+        Op::Pending => Ok(text_of(&hub.admission.pending())),
+        Op::Admitted => Ok(json!({"approve_all": hub.admission.approve_all(), "devices": hub.admission.admitted()}).to_string()),
         Op::Stats => Err(json!({"kind": "bad_request", "message": "stats is answered by the connection"})),
     };
     Some(match reply {
-        Ok(v) => json!({"id": id, "ok": v}),
-        Err(e) => json!({"id": id, "error": e}),
+        // `ok` is JSON text already, and `id` a number: the envelope needs no escaping.
+        Ok(ok) => format!(r#"{{"id":{id},"ok":{ok}}}"#),
+        Err(e) => json!({"id": id, "error": e}).to_string(),
     })
 }
 
-async fn device_info(hub: &Hub, device: Option<&str>, wait_ms: u64) -> Result<Value, Value> {
+/// The JSON text of an answer. Serializing these types cannot fail (string keys, no floats
+/// that JSON cannot hold); should it ever, the client gets `null` rather than a broken frame.
+fn text_of(value: &impl serde::Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".to_string())
+}
+
+async fn device_info(hub: &Hub, device: Option<&str>, wait_ms: u64) -> Result<String, Value> {
     let (_, info) = hub.registry.wait_ready(device, Duration::from_millis(wait_ms)).await.map_err(select_error)?;
-    Ok(json!(&*info))
+    Ok(text_of(&*info))
 }
 
 async fn rpc(hub: &Hub, device: Option<&str>, method: &str, params: Option<Value>, timeout_ms: u64) -> Result<Value, Value> {
@@ -187,7 +198,7 @@ async fn rpc(hub: &Hub, device: Option<&str>, method: &str, params: Option<Value
     handle.request(method, params, timeout).await.map_err(|e| call_error(&handle.device_id, e))
 }
 
-async fn watch(hub: &Hub, id: u64, device: Option<String>, traffic: bool, tx: mpsc::Sender<Value>) {
+async fn watch(hub: &Hub, id: u64, device: Option<String>, traffic: bool, tx: mpsc::Sender<String>) {
     let mut events = hub.registry.events.subscribe();
     let _trace = traffic.then(|| hub.registry.tracing.watch());
     let wanted = match device.as_deref() {
@@ -198,12 +209,12 @@ async fn watch(hub: &Hub, id: u64, device: Option<String>, traffic: bool, tx: mp
             Err(_) => Some(sel.to_ascii_lowercase()),
         },
     };
-    let _ = tx.send(json!({"id": id, "ok": {"watching": wanted}})).await;
+    let _ = tx.send(json!({"id": id, "ok": {"watching": wanted}}).to_string()).await;
     loop {
         let ev = match events.recv().await {
             Ok(ev) => ev,
             Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                let _ = tx.send(json!({"id": id, "event": {"event": "lagged", "skipped": n}})).await;
+                let _ = tx.send(json!({"id": id, "event": {"event": "lagged", "skipped": n}}).to_string()).await;
                 continue;
             }
             Err(_) => return,
@@ -215,7 +226,7 @@ async fn watch(hub: &Hub, id: u64, device: Option<String>, traffic: bool, tx: mp
         if is_traffic && !traffic {
             continue;
         }
-        if tx.send(json!({"id": id, "event": ev})).await.is_err() {
+        if tx.send(format!(r#"{{"id":{id},"event":{}}}"#, text_of(&*ev))).await.is_err() {
             return;
         }
     }
