@@ -5,7 +5,7 @@
 //! 2. [`session`]: one connected device as an I/O-free state machine (onboarding with retries
 //!    and re-lists that survive gateways, request correlation for every consumer, timeouts, late
 //!    replies, keepalive, caps and rate limits on what a device can make the hub hold or send,
-//!    events).
+//!    events; tool lists shared between devices that list the same tools).
 //! 3. [`links`]: how frames reach a device (a WebSocket or MQTT task per device driving its
 //!    session; the CLI's relay through a hub; the CLI as a client of any MCP server).
 //! 4. [`hub`]: `mcpdev serve` (device listener with OTA and vision, device admission, registry,
@@ -21,7 +21,8 @@
 //! stock firmware's deviations; replay of a recorded session), [`check`] (`mcpdev check`: conformance
 //! and robustness checks of a device's firmware),
 //! [`flash`] (building, imaging, provisioning and flashing `firmware/`), [`args`] (`k=v` typed by
-//! a tool's inputSchema), [`config`] (`mcpdev.toml`), [`paths`] (the private state and runtime directories), [`tls`] (the rustls provider of the HTTP clients), [`exit`] (the exit codes), and [`cli`] (the
+//! a tool's inputSchema, and validated: directly for the shapes devices declare, by `jsonschema`
+//! otherwise), [`config`] (`mcpdev.toml`), [`paths`] (the private state and runtime directories), [`tls`] (the rustls provider of the HTTP clients), [`exit`] (the exit codes), and [`cli`] (the
 //! clap definitions the binary, the man pages and the shell completions share).
 #![allow(clippy::result_large_err, reason = "an HTTP response is the error type of axum handlers and tungstenite handshake callbacks")]
 
