@@ -391,7 +391,10 @@ fn validate<S>(tool: &Tool<S>, given: Option<&Map<String, Value>>) -> Result<Arg
     for p in &tool.properties {
         let value = given.and_then(|g| g.get(p.name.as_ref())).filter(|v| !v.is_null());
         let error = |message: String| {
-            RpcError::new(INVALID_PARAMS, message).with_data(serde_json::json!({ "argument": p.name.as_ref() }))
+            // Inserted, not collected: `Map::from_iter` sorts, and that sort costs the firmware ~6 KB.
+            let mut argument = Map::new();
+            argument.insert(String::from("argument"), Value::from(p.name.as_ref()));
+            RpcError::new(INVALID_PARAMS, message).with_data(Value::Object(argument))
         };
         let Some(value) = value else {
             match p.default_value() {
