@@ -29,7 +29,7 @@ use embassy_sync::channel::Channel;
 use embassy_time::Duration;
 use log::{debug, info};
 use mcp_device::{DeviceLink, Inbound};
-use serde_json::json;
+use serde_json::{Map, Value};
 
 /// The time limits of a session.
 #[derive(Debug, Clone, Copy)]
@@ -210,9 +210,16 @@ fn take_text<S, E>(link: &mut DeviceLink<S>, text: &str, out: &mut String, greet
 /// A BOOT-button press (the running count) becomes a `state_changed` notification.
 fn queue_press<S>(link: &mut DeviceLink<S>, presses: u32) {
     info!("button: BOOT pressed ({presses})");
+    // Inserted one by one, not with `json!` (which goes through `serde_json::to_value`, a
+    // serializer the firmware otherwise does not link) nor `Map::from_iter` (which sorts).
+    let mut params = Map::new();
+    params.insert(String::from("what"), Value::from("button.boot"));
+    params.insert(String::from("oldState"), Value::from("released"));
+    params.insert(String::from("newState"), Value::from("pressed"));
+    params.insert(String::from("presses"), Value::from(presses));
     link.server.outbox().notify(
         "notifications/state_changed",
-        &json!({"what": "button.boot", "oldState": "released", "newState": "pressed", "presses": presses}),
+        &Value::Object(params),
     );
 }
 

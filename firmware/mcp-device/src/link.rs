@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::hello::{AudioParams, Transport, hello};
 use crate::json::push_str_literal;
-use crate::server::McpServer;
+use crate::server::{Answer, McpServer};
 
 /// What an incoming text message was, after the link handled it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,7 +71,16 @@ impl<S> DeviceLink<S> {
                 };
                 let start = out.len();
                 self.push_envelope_head(out);
-                if self.server.handle_value_into(payload, out) {
+                let replied = match self.server.answer(payload, out) {
+                    Answer::Written(replied) => replied,
+                    Answer::Page(page) => {
+                        // The parsed message is not kept next to the page.
+                        drop(msg);
+                        self.server.write_page(&page, out);
+                        true
+                    }
+                };
+                if replied {
                     out.push('}');
                     Inbound::Mcp { replied: true }
                 } else {

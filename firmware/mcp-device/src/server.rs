@@ -50,6 +50,8 @@ pub struct McpServer<S> {
     name: Cow<'static, str>,
     version: Cow<'static, str>,
     tools: Vec<Tool<S>>,
+    /// The length of each tool's JSON in `tools/list`, measured at registration (same index as `tools`).
+    json_lens: Vec<usize>,
     page_limit: usize,
     vision: Option<Vision>,
     outbox: Outbox,
@@ -63,6 +65,7 @@ impl<S> McpServer<S> {
             name: name.into(),
             version: version.into(),
             tools: Vec::new(),
+            json_lens: Vec::new(),
             page_limit: DEFAULT_PAGE_LIMIT,
             vision: None,
             outbox: Outbox::default(),
@@ -105,6 +108,7 @@ impl<S> McpServer<S> {
             return Err(RegistryError::TooLarge { tool: tool.name.into_owned(), bytes: alone, limit: self.page_limit });
         }
         self.tools.push(tool);
+        self.json_lens.push(json.len());
         Ok(())
     }
 
@@ -138,28 +142,36 @@ impl<S> McpServer<S> {
 
     /// Like [`handle`](Self::handle), appending the reply to `out`; `true` if anything was written.
     pub fn handle_into(&mut self, message: &str, out: &mut String) -> bool {
-        match serde_json::from_str::<Value>(message) {
-            Ok(v) => self.handle_value_into(&v, out),
+        let page = match serde_json::from_str::<Value>(message) {
+            Ok(v) => match self.answer(&v, out) {
+                Answer::Written(replied) => return replied,
+                Answer::Page(page) => page,
+            },
             Err(e) => {
                 let err = RpcError::new(PARSE_ERROR, format!("Parse error: {e}"));
                 rpc::push_error(out, &Value::Null, &err);
-                true
+                return true;
             }
-        }
+        };
+        // The parsed request is dropped by now: it is not live next to the page.
+        self.write_page(&page, out);
+        true
     }
 
-    /// Handles an already parsed message (e.g. the `payload` of an envelope).
-    pub fn handle_value_into(&mut self, msg: &Value, out: &mut String) -> bool {
+    /// Handles an already parsed message (e.g. the `payload` of an envelope). A `tools/list`
+    /// page is not written yet but returned, so the caller can drop the parsed message first
+    /// and then [`write_page`](Self::write_page).
+    pub(crate) fn answer(&mut self, msg: &Value, out: &mut String) -> Answer {
         let Some(obj) = msg.as_object() else {
             let what = if msg.is_array() { "Batches are not supported" } else { "Invalid Request: not an object" };
             rpc::push_error(out, &Value::Null, &RpcError::new(INVALID_REQUEST, what));
-            return true;
+            return Answer::Written(true);
         };
         let id = obj.get("id");
         let method = obj.get("method");
         // A response (result/error, no method) or a notification never gets a reply.
         if method.is_none() && (obj.contains_key("result") || obj.contains_key("error")) {
-            return false;
+            return Answer::Written(false);
         }
         let is_notification = id.is_none();
         let reply_id = match id {
@@ -168,16 +180,16 @@ impl<S> McpServer<S> {
         };
         let invalid = |out: &mut String, msg: &str| {
             rpc::push_error(out, &reply_id, &RpcError::new(INVALID_REQUEST, msg));
-            true
+            Answer::Written(true)
         };
         if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            return if is_notification { false } else { invalid(out, "Invalid Request: jsonrpc must be \"2.0\"") };
+            return if is_notification { Answer::Written(false) } else { invalid(out, "Invalid Request: jsonrpc must be \"2.0\"") };
         }
         let Some(method) = method.and_then(Value::as_str) else {
-            return if is_notification { false } else { invalid(out, "Invalid Request: method must be a string") };
+            return if is_notification { Answer::Written(false) } else { invalid(out, "Invalid Request: method must be a string") };
         };
         if is_notification || method.starts_with("notifications/") {
-            return false;
+            return Answer::Written(false);
         }
         if reply_id.is_null() {
             return invalid(out, "Invalid Request: id must be a number or a string");
@@ -188,9 +200,18 @@ impl<S> McpServer<S> {
             Some(Value::Object(p)) => p,
             Some(_) => {
                 rpc::push_error(out, &reply_id, &RpcError::new(INVALID_PARAMS, "Invalid params: must be an object"));
-                return true;
+                return Answer::Written(true);
             }
         };
+        if method == "tools/list" {
+            return match self.plan_page(params) {
+                Ok((first, with_user)) => Answer::Page(Page { id: reply_id, first, with_user }),
+                Err(e) => {
+                    rpc::push_error(out, &reply_id, &e);
+                    Answer::Written(true)
+                }
+            };
+        }
         let start = out.len();
         rpc::push_reply_head(out, &reply_id);
         let result = match method {
@@ -198,7 +219,6 @@ impl<S> McpServer<S> {
                 self.initialize(params, out);
                 Ok(())
             }
-            "tools/list" => self.list_tools(params, out),
             "tools/call" => self.call_tool(obj.get("params"), out),
             "ping" => {
                 out.push_str("\"result\":{}}");
@@ -210,7 +230,7 @@ impl<S> McpServer<S> {
             out.truncate(start);
             rpc::push_error(out, &reply_id, &e);
         }
-        true
+        Answer::Written(true)
     }
 
     fn initialize(&mut self, params: &Map<String, Value>, out: &mut String) {
@@ -228,12 +248,9 @@ impl<S> McpServer<S> {
         out.push_str("}}}");
     }
 
-    /// One page of tools, starting at the tool named by `cursor` (inclusive).
-    ///
-    /// A page holds as many visible tools as fit in `page_limit` bytes of result text, including
-    /// the `nextCursor` it may need. `nextCursor` names the first tool of the next page and is left
-    /// out on the last page.
-    fn list_tools(&self, params: &Map<String, Value>, out: &mut String) -> Result<(), RpcError> {
+    /// Reads a `tools/list` request: the index of the first tool of the page (the one named by
+    /// `cursor`, inclusive) and whether user-only tools are listed.
+    fn plan_page(&self, params: &Map<String, Value>) -> Result<(usize, bool), RpcError> {
         let cursor = match params.get("cursor") {
             None | Some(Value::Null) => "",
             Some(Value::String(c)) => c.as_str(),
@@ -254,45 +271,60 @@ impl<S> McpServer<S> {
                 .position(|t| t.name == cursor)
                 .ok_or_else(|| RpcError::new(INVALID_PARAMS, format!("Invalid cursor: {cursor}")))?
         };
-        // Walked lazily (not collected): the page's heap must not grow with the number of tools.
-        let mut visible = self.tools[first..].iter().filter(|t| with_user || !t.user_only).peekable();
+        Ok((first, with_user))
+    }
 
-        out.push_str("\"result\":");
-        let page_start = out.len();
-        out.reserve(self.page_limit.min((self.tools.len() - first) * 512) + 16);
-        out.push_str(PAGE_OPEN);
-        let mut scratch = String::new();
+    /// Writes the whole reply to a `tools/list` request: one page of tools.
+    ///
+    /// A page holds as many visible tools as fit in `page_limit` bytes of result text, including
+    /// the `nextCursor` it may need. `nextCursor` names the first tool of the next page and is left
+    /// out on the last page.
+    ///
+    /// Which tools fit is worked out from their JSON lengths, measured at registration; the page
+    /// is then written once, straight into a reply buffer reserved for its size. Its heap is the
+    /// page, whatever the number of tools, with no scratch copy of a tool.
+    pub(crate) fn write_page(&self, page: &Page, out: &mut String) {
+        let visible = |i: &usize| page.with_user || !self.tools[*i].user_only;
+        let mut candidates = (page.first..self.tools.len()).filter(visible).peekable();
+        let mut used = PAGE_OPEN.len();
+        let mut end = page.first;
         let mut next = None;
-        let mut first_on_page = true;
-        while let Some(tool) = visible.next() {
-            scratch.clear();
-            tool.push_json(&mut scratch);
-            let separator = usize::from(!first_on_page);
-            let cursor_room = visible.peek().map_or(0, |n| NEXT_CURSOR_KEY.len() + str_literal_len(&n.name));
-            let used = out.len() - page_start;
-            if used + separator + scratch.len() + PAGE_CLOSE.len() + cursor_room > self.page_limit {
-                if first_on_page {
-                    return Err(RpcError::new(
-                        INTERNAL_ERROR,
-                        format!("Failed to add tool {} because of payload size limit", tool.name),
-                    ));
+        while let Some(i) = candidates.next() {
+            let separator = usize::from(end > page.first);
+            let cursor_room = candidates.peek().map_or(0, |&n| NEXT_CURSOR_KEY.len() + str_literal_len(&self.tools[n].name));
+            if used + separator + self.json_lens[i] + PAGE_CLOSE.len() + cursor_room > self.page_limit {
+                if end == page.first {
+                    let why = format!("Failed to add tool {} because of payload size limit", self.tools[i].name);
+                    rpc::push_error(out, &page.id, &RpcError::new(INTERNAL_ERROR, why));
+                    return;
                 }
-                next = Some(&tool.name);
+                next = Some(&self.tools[i].name);
                 break;
             }
-            if !first_on_page {
+            used += separator + self.json_lens[i];
+            end = i + 1;
+        }
+        let cursor_len = next.map_or(0, |n| NEXT_CURSOR_KEY.len() + str_literal_len(n));
+
+        rpc::push_reply_head(out, &page.id);
+        out.push_str("\"result\":");
+        // The slack is for what a caller closes the reply with (an envelope's `}`).
+        out.reserve(used + PAGE_CLOSE.len() + cursor_len + 1 + 16);
+        let page_start = out.len();
+        out.push_str(PAGE_OPEN);
+        for (n, i) in (page.first..end).filter(visible).enumerate() {
+            if n > 0 {
                 out.push(',');
             }
-            out.push_str(&scratch);
-            first_on_page = false;
+            self.tools[i].push_json(out);
         }
+        debug_assert_eq!(out.len() - page_start, used, "a tool's JSON changed after registration");
         out.push(']');
         if let Some(name) = next {
             out.push_str(NEXT_CURSOR_KEY);
             push_str_literal(out, name);
         }
         out.push_str("}}");
-        Ok(())
     }
 
     fn call_tool(&mut self, params: Option<&Value>, out: &mut String) -> Result<(), RpcError> {
@@ -326,6 +358,21 @@ impl<S> McpServer<S> {
     }
 }
 
+/// What [`McpServer::answer`] did with a message.
+pub(crate) enum Answer {
+    /// The reply was written (`true`), or none is due (`false`).
+    Written(bool),
+    /// A `tools/list` request, whose reply is still to be written by [`McpServer::write_page`].
+    Page(Page),
+}
+
+/// A `tools/list` request, read out of its parsed message.
+pub(crate) struct Page {
+    id: Value,
+    first: usize,
+    with_user: bool,
+}
+
 const MAX_NAME_LEN: usize = 128;
 
 fn is_valid_tool_name(name: &str) -> bool {
@@ -344,7 +391,10 @@ fn validate<S>(tool: &Tool<S>, given: Option<&Map<String, Value>>) -> Result<Arg
     for p in &tool.properties {
         let value = given.and_then(|g| g.get(p.name.as_ref())).filter(|v| !v.is_null());
         let error = |message: String| {
-            RpcError::new(INVALID_PARAMS, message).with_data(serde_json::json!({ "argument": p.name.as_ref() }))
+            // Inserted, not collected: `Map::from_iter` sorts, and that sort costs the firmware ~6 KB.
+            let mut argument = Map::new();
+            argument.insert(String::from("argument"), Value::from(p.name.as_ref()));
+            RpcError::new(INVALID_PARAMS, message).with_data(Value::Object(argument))
         };
         let Some(value) = value else {
             match p.default_value() {

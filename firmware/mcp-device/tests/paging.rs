@@ -196,3 +196,21 @@ fn sixty_realistic_tools_fill_pages_of_at_most_8000_bytes() {
     }
     assert_eq!(pages_names(&pages).len(), 60);
 }
+
+/// A page is written once into a buffer reserved for it: the reply's capacity is its length plus
+/// the small slack kept for an envelope's closing brace, not a doubling after an overflow.
+#[test]
+fn a_full_page_is_written_into_a_buffer_of_its_size() {
+    let tools: Vec<Tool<Dev>> = (0..40).map(|i| tool_of_len(&format!("t.{i:02}"), 430)).collect();
+    let mut s = server(DEFAULT_PAGE_LIMIT, tools);
+    let r = s.handle(&list_request(1, "", false)).unwrap();
+    assert!(next_cursor(result_text(&r, "1")).is_some(), "the first page is full");
+    assert!(r.capacity() - r.len() <= 16, "capacity {} for a {}-byte reply", r.capacity(), r.len());
+
+    let mut link = mcp_device::DeviceLink::new(s, mcp_device::Transport::WebSocket { binary_version: 1 });
+    let mut out = String::new();
+    let envelope = format!(r#"{{"type":"mcp","payload":{}}}"#, list_request(1, "", false));
+    link.on_text(&envelope, &mut out);
+    assert!(out.ends_with("}}"), "{out}");
+    assert!(out.capacity() - out.len() <= 16, "capacity {} for a {}-byte envelope", out.capacity(), out.len());
+}
