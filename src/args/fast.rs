@@ -30,26 +30,30 @@ pub fn accepts(schema: &Value, args: &Value) -> bool {
         Some(Value::String(s)) if s == "https://json-schema.org/draft/2020-12/schema" => {}
         Some(_) => return false,
     }
-    node(root, args, 0)
+    node(root, Some(args), 0)
 }
 
-fn node(schema: &Map<String, Value>, value: &Value, depth: usize) -> bool {
+/// Whether every keyword of `schema` is one this module knows, with a well-formed rule, and, for
+/// a `value` (`None`: a property the arguments leave out, whose schema must still be usable),
+/// holds for it.
+fn node(schema: &Map<String, Value>, value: Option<&Value>, depth: usize) -> bool {
     if depth > MAX_DEPTH {
         return false;
     }
+    let holds = |check: &dyn Fn(&Value) -> bool| value.is_none_or(check);
     schema.iter().all(|(keyword, rule)| match keyword.as_str() {
         "$schema" => depth == 0,
-        "type" => matches_type(rule, value),
+        "type" => TYPES.contains(&rule.as_str().unwrap_or_default()) && holds(&|v| matches_type(rule, v)),
         "properties" => properties(rule, value, depth),
-        "required" => required(rule, value),
-        "additionalProperties" => additional(rule, schema.get("properties"), value),
-        "minimum" => bound(rule, value, |o| o.is_ge()),
-        "maximum" => bound(rule, value, |o| o.is_le()),
-        "exclusiveMinimum" => bound(rule, value, |o| o.is_gt()),
-        "exclusiveMaximum" => bound(rule, value, |o| o.is_lt()),
+        "required" => required_names(rule).is_some_and(|names| holds(&|v| v.as_object().is_none_or(|given| names.iter().all(|n| given.contains_key(*n))))),
+        "additionalProperties" => rule.is_boolean() && holds(&|v| additional(rule, schema.get("properties"), v)),
+        "minimum" => bound(rule, value, std::cmp::Ordering::is_ge),
+        "maximum" => bound(rule, value, std::cmp::Ordering::is_le),
+        "exclusiveMinimum" => bound(rule, value, std::cmp::Ordering::is_gt),
+        "exclusiveMaximum" => bound(rule, value, std::cmp::Ordering::is_lt),
         "minLength" => length(rule, value, |len, n| len >= n),
         "maxLength" => length(rule, value, |len, n| len <= n),
-        "enum" => string_enum(rule, value),
+        "enum" => enum_strings(rule).is_some_and(|options| holds(&|v| v.as_str().is_some_and(|s| options.contains(&s)))),
         // Annotations: no effect on validity, but the meta-schema checks their type.
         "description" | "title" | "$comment" => rule.is_string(),
         "deprecated" | "readOnly" | "writeOnly" => rule.is_boolean(),
@@ -58,6 +62,8 @@ fn node(schema: &Map<String, Value>, value: &Value, depth: usize) -> bool {
         _ => false,
     })
 }
+
+const TYPES: [&str; 7] = ["object", "string", "integer", "number", "boolean", "null", "array"];
 
 fn matches_type(rule: &Value, value: &Value) -> bool {
     match rule.as_str() {
@@ -72,50 +78,12 @@ fn matches_type(rule: &Value, value: &Value) -> bool {
     }
 }
 
-fn properties(rule: &Value, value: &Value, depth: usize) -> bool {
+/// Each property's schema against its argument; every one must be usable, given or not (the
+/// full validator refuses an unusable schema whatever the arguments).
+fn properties(rule: &Value, value: Option<&Value>, depth: usize) -> bool {
     let Some(props) = rule.as_object() else { return false };
-    // Every property's schema must be in the subset, present in the arguments or not (the full
-    // validator rejects an unusable schema whatever the arguments).
-    props.values().all(|p| p.is_object()) && {
-        let given = value.as_object();
-        props.iter().all(|(name, p)| {
-            let p = p.as_object().expect("checked above");
-            match given.and_then(|g| g.get(name)) {
-                Some(v) => node(p, v, depth + 1),
-                None => in_subset(p, depth + 1),
-            }
-        })
-    }
-}
-
-/// Whether a schema uses only what this module knows, whatever value it is checked against
-/// (for properties the arguments leave out).
-fn in_subset(schema: &Map<String, Value>, depth: usize) -> bool {
-    if depth > MAX_DEPTH {
-        return false;
-    }
-    schema.iter().all(|(keyword, rule)| match keyword.as_str() {
-        "type" => matches!(rule.as_str(), Some("object" | "string" | "integer" | "number" | "boolean" | "null" | "array")),
-        "properties" => rule.as_object().is_some_and(|ps| ps.values().all(|p| p.as_object().is_some_and(|p| in_subset(p, depth + 1)))),
-        "required" => required_names(rule).is_some(),
-        "additionalProperties" => rule.is_boolean(),
-        "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => rule.is_number(),
-        "minLength" | "maxLength" => rule.is_u64(),
-        "enum" => enum_strings(rule).is_some(),
-        "description" | "title" | "$comment" => rule.is_string(),
-        "deprecated" | "readOnly" | "writeOnly" => rule.is_boolean(),
-        "examples" => rule.is_array(),
-        "default" => true,
-        _ => false,
-    })
-}
-
-fn required(rule: &Value, value: &Value) -> bool {
-    let Some(names) = required_names(rule) else { return false };
-    match value.as_object() {
-        Some(given) => names.iter().all(|n| given.contains_key(*n)),
-        None => true,
-    }
+    let given = value.and_then(Value::as_object);
+    props.iter().all(|(name, p)| p.as_object().is_some_and(|p| node(p, given.and_then(|g| g.get(name)), depth + 1)))
 }
 
 /// `required`'s names; `None` unless it is an array of distinct strings (the meta-schema's rule).
@@ -126,20 +94,18 @@ fn required_names(rule: &Value) -> Option<Vec<&str>> {
 
 fn additional(rule: &Value, props: Option<&Value>, value: &Value) -> bool {
     match (rule, value.as_object()) {
-        (Value::Bool(true), _) => true,
         (Value::Bool(false), Some(given)) => {
             let declared = props.and_then(Value::as_object);
             given.keys().all(|k| declared.is_some_and(|d| d.contains_key(k)))
         }
-        (Value::Bool(false), None) => true,
-        _ => false,
+        _ => true,
     }
 }
 
-fn bound(rule: &Value, value: &Value, holds: impl Fn(std::cmp::Ordering) -> bool) -> bool {
+fn bound(rule: &Value, value: Option<&Value>, holds: impl Fn(std::cmp::Ordering) -> bool) -> bool {
     let Value::Number(limit) = rule else { return false };
     match value {
-        Value::Number(n) => compare(n, limit).is_some_and(holds),
+        Some(Value::Number(n)) => compare(n, limit).is_some_and(holds),
         _ => true,
     }
 }
@@ -159,17 +125,12 @@ fn compare(a: &Number, b: &Number) -> Option<std::cmp::Ordering> {
     }
 }
 
-fn length(rule: &Value, value: &Value, holds: impl Fn(u64, u64) -> bool) -> bool {
+fn length(rule: &Value, value: Option<&Value>, holds: impl Fn(u64, u64) -> bool) -> bool {
     let Some(n) = rule.as_u64() else { return false };
     match value {
-        Value::String(s) => holds(s.chars().count() as u64, n),
+        Some(Value::String(s)) => holds(s.chars().count() as u64, n),
         _ => true,
     }
-}
-
-fn string_enum(rule: &Value, value: &Value) -> bool {
-    let Some(options) = enum_strings(rule) else { return false };
-    value.as_str().is_some_and(|v| options.contains(&v))
 }
 
 /// An `enum` of distinct strings (what devices declare); `None` for anything else.
