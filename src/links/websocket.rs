@@ -121,32 +121,35 @@ where
     let _ = sink.close().await;
 }
 
-async fn run<S>(ws: S, mut commands: mpsc::Receiver<Command>, mut publisher: InfoPublisher, mut setup: LinkSetup)
+async fn run<S>(ws: S, mut commands: mpsc::Receiver<Command>, mut publisher: InfoPublisher, setup: LinkSetup)
 where
     S: Stream<Item = Result<Message, tungstenite::Error>> + Sink<Message, Error = tungstenite::Error> + Unpin + Send + 'static,
 {
-    let device_id = setup.identity.device_id.clone();
-    let events = setup.events.clone();
+    // The setup is taken apart: the session owns its identity and configuration (the link task
+    // lives as long as the device, and a second copy of each would too).
+    let LinkSetup { identity, session: session_config, events, tracing, remote, until_hello, hello_timeout, generation: _ } = setup;
+    let device_id = identity.device_id.clone();
     let emit = |event: LinkEvent| {
         let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event }));
     };
     let (sink, mut stream) = ws.split();
     let mut writer = Writer::start(sink);
-    let mut session = Session::new(setup.identity.clone(), "websocket", setup.session.clone(), Instant::now());
+    let client_id = identity.client_id.clone();
+    let mut session = Session::new(identity, "websocket", session_config, Instant::now());
     publisher.update(session.info(), Instant::now());
     emit(LinkEvent::Link(Lifecycle::Connected {
         transport: "websocket".into(),
-        client_id: setup.identity.client_id.clone(),
-        remote: setup.remote.clone(),
+        client_id,
+        remote,
     }));
-    let mut until_hello = setup.until_hello.take();
-    let hello_deadline = setup.hello_timeout.map(|d| (tokio::time::Instant::now() + d, d));
+    let mut until_hello = until_hello;
+    let hello_deadline = hello_timeout.map(|d| (tokio::time::Instant::now() + d, d));
     let mut waiting: Waiting = HashMap::new();
     let mut malformed = MalformedLog::new(&device_id);
     // The device did not read (`stalled`), or broke a rule: say so at warning level.
     let (mut stalled, mut refused) = (false, false);
     let reason = loop {
-        session.trace = setup.tracing.enabled();
+        session.trace = tracing.enabled();
         let deadline = session.next_deadline().map(tokio::time::Instant::from_std);
         let awaiting_hello = hello_deadline.filter(|_| session.info().hello.is_none());
         let outputs = tokio::select! {
@@ -154,7 +157,7 @@ where
                 Some(Ok(Message::Text(text))) => {
                     // Whether to trace is read when a frame is handled, not when the loop last
                     // woke: a watcher that just subscribed sees the very next frame.
-                    session.trace = setup.tracing.enabled();
+                    session.trace = tracing.enabled();
                     session.on_text(&text, Instant::now())
                 }
                 Some(Ok(Message::Binary(b))) => { session.on_binary(b.len()); Vec::new() }
@@ -166,7 +169,7 @@ where
                 Some(Command::Request(request)) => {
                     let Request { ticket, method, params, timeout, reply } = *request;
                     waiting.insert(ticket, reply);
-                    session.trace = setup.tracing.enabled();
+                    session.trace = tracing.enabled();
                     session.request(ticket, &method, params, timeout, Instant::now())
                 }
                 Some(Command::Cancel(ticket)) => { waiting.remove(&ticket); session.cancel(ticket); continue; }
