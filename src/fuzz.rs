@@ -181,15 +181,8 @@ impl SessionDriver {
 /// starting with `--args-json ` gives that option's text, the other lines are the words.
 ///
 /// Invariants: no panic; every error names what is wrong (a non-empty message); a built value is
-/// a JSON object; validation and the signature never fail on what building produced.
-/// The validator's quick path never accepts what the `jsonschema` crate refuses.
-fn quick_yes_is_right(schema: &Value, args: &Value) {
-    if crate::args::quickly_accepts(schema, args) {
-        let full = jsonschema::validator_for(schema).map(|v| v.is_valid(args));
-        assert_eq!(full.as_ref().ok(), Some(&true), "the quick path accepted {args} for {schema}, jsonschema says {full:?}");
-    }
-}
-
+/// a JSON object; validation and the signature never fail on what building produced; validation's
+/// quick path never accepts what the `jsonschema` crate refuses.
 pub fn args(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let mut lines = text.split('\n');
@@ -227,5 +220,13 @@ pub fn args(data: &[u8]) {
         let names: Vec<&str> = schema.get("properties").and_then(Value::as_object).map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
         let found = crate::args::suggest(word, names.iter().copied());
         assert!(found.len() <= 3, "suggest returned {} names (at most 3)", found.len());
+    }
+}
+
+/// The validator's quick path never accepts what the `jsonschema` crate refuses.
+fn quick_yes_is_right(schema: &Value, args: &Value) {
+    if crate::args::quickly_accepts(schema, args) {
+        let full = jsonschema::validator_for(schema).map(|v| v.is_valid(args));
+        assert_eq!(full.as_ref().ok(), Some(&true), "the quick path accepted {args} for {schema}, jsonschema says {full:?}");
     }
 }
