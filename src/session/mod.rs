@@ -689,7 +689,7 @@ impl Session {
             return false;
         }
         self.short_seen = None;
-        let same = tools.len() == self.info.tools.len() && tools.iter().zip(self.info.tools.iter()).all(|(a, b)| a.json.get() == b.json.get());
+        let same = tool_list::same(&tools, &self.info.tools);
         if !same {
             self.info.set_tools(tools);
             self.emit(Event::ToolsChanged { tools: after });

@@ -7,9 +7,9 @@
 //! pointer.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 use std::ops::Deref;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 
 use serde::Serialize;
 
@@ -25,12 +25,7 @@ impl ToolList {
         if tools.is_empty() {
             return Self::default();
         }
-        Self(INTERNED.intern(tools))
-    }
-
-    /// Whether both are the same allocation (for tests: equal lists are shared).
-    pub fn is_shared_with(&self, other: &ToolList) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        Self(intern(tools))
     }
 }
 
@@ -47,59 +42,49 @@ impl Serialize for ToolList {
     }
 }
 
-static INTERNED: Interner = Interner { lists: Mutex::new(None) };
-
 /// Lists in use, by a hash of their JSON; weak, so a list nobody uses is freed. Dead entries are
 /// swept whenever the table has doubled since the last sweep, so it stays within twice the
-/// number of distinct lists alive.
-struct Interner {
-    lists: Mutex<Option<Table>>,
-}
+/// number of distinct lists alive. The hash is keyed at random per process, so devices cannot
+/// choose lists that all land in one bucket.
+static INTERNED: LazyLock<Mutex<Table>> = LazyLock::new(Mutex::default);
 
 #[derive(Default)]
 struct Table {
+    keys: RandomState,
     by_hash: HashMap<u64, Vec<Weak<[ToolEntry]>>>,
     entries: usize,
     sweep_at: usize,
 }
 
-impl Interner {
-    fn intern(&self, tools: Vec<ToolEntry>) -> Arc<[ToolEntry]> {
-        let hash = content_hash(&tools);
-        // Nothing under this lock can panic (hashing, string comparison, pushing); a poisoned
-        // table is still a valid cache.
-        let mut guard = self.lists.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let table = guard.get_or_insert_with(Table::default);
-        let bucket = table.by_hash.entry(hash).or_default();
-        if let Some(found) = bucket.iter().filter_map(Weak::upgrade).find(|l| same(l, &tools)) {
-            return found;
-        }
-        let list: Arc<[ToolEntry]> = tools.into();
-        bucket.push(Arc::downgrade(&list));
-        table.entries += 1;
-        if table.entries >= table.sweep_at {
-            table.by_hash.retain(|_, lists| {
-                lists.retain(|l| l.strong_count() > 0);
-                !lists.is_empty()
-            });
-            table.entries = table.by_hash.values().map(Vec::len).sum();
-            table.sweep_at = (table.entries * 2).max(64);
-        }
-        list
+fn intern(tools: Vec<ToolEntry>) -> Arc<[ToolEntry]> {
+    // Nothing under this lock can panic (hashing, string comparison, pushing); a poisoned table
+    // is still a valid cache.
+    let mut table = INTERNED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut hasher = table.keys.build_hasher();
+    for t in &tools {
+        t.json.get().hash(&mut hasher);
     }
-}
-
-fn content_hash(tools: &[ToolEntry]) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    for t in tools {
-        t.json.get().hash(&mut h);
+    let bucket = table.by_hash.entry(hasher.finish()).or_default();
+    if let Some(found) = bucket.iter().filter_map(Weak::upgrade).find(|l| same(l, &tools)) {
+        return found;
     }
-    h.finish()
+    let list: Arc<[ToolEntry]> = tools.into();
+    bucket.push(Arc::downgrade(&list));
+    table.entries += 1;
+    if table.entries >= table.sweep_at {
+        table.by_hash.retain(|_, lists| {
+            lists.retain(|l| l.strong_count() > 0);
+            !lists.is_empty()
+        });
+        table.entries = table.by_hash.values().map(Vec::len).sum();
+        table.sweep_at = (table.entries * 2).max(64);
+    }
+    list
 }
 
 /// Equal lists: the same tools as the device sent them, in the same order (the name and the
 /// user-only mark come from that JSON).
-fn same(a: &[ToolEntry], b: &[ToolEntry]) -> bool {
+pub(super) fn same(a: &[ToolEntry], b: &[ToolEntry]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.json.get() == y.json.get())
 }
 
@@ -117,8 +102,8 @@ mod tests {
         let a = ToolList::shared(list(&["tool_list_test.a", "tool_list_test.b"]));
         let b = ToolList::shared(list(&["tool_list_test.a", "tool_list_test.b"]));
         let c = ToolList::shared(list(&["tool_list_test.b", "tool_list_test.a"]));
-        assert!(a.is_shared_with(&b));
-        assert!(!a.is_shared_with(&c), "the order is part of a list");
+        assert!(Arc::ptr_eq(&a.0, &b.0));
+        assert!(!Arc::ptr_eq(&a.0, &c.0), "the order is part of a list");
         assert_eq!(c.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["tool_list_test.b", "tool_list_test.a"]);
         assert_eq!(serde_json::to_value(&a).unwrap(), json!([{"name": "tool_list_test.a", "inputSchema": {"type": "object"}}, {"name": "tool_list_test.b", "inputSchema": {"type": "object"}}]));
     }
@@ -132,7 +117,7 @@ mod tests {
         for i in 0..1000 {
             let _ = ToolList::shared(list(&[&format!("tool_list_test.n{i}")]));
         }
-        let live = INTERNED.lists.lock().unwrap().as_ref().map_or(0, |t| t.entries);
+        let live = INTERNED.lock().unwrap().entries;
         assert!(live < 1000, "dead lists are swept: {live} entries after 1000 lists that died at once");
     }
 }
