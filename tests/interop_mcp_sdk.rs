@@ -380,6 +380,18 @@ async fn devices_through_the_hub(sdk: Sdk, transport: Transport) {
     assert_eq!(text_json(&one.result("self.get_device_status", json!({})).await)["screen"]["theme"], "dark");
     let hub_tool = one.call("list_devices", json!({})).await;
     assert_eq!(hub_tool["error"]["code"], -32602, "{hub_tool}");
+    // Its own resources, and no other device's: another device's URI is not found here, as a
+    // URI that names no device is not found on /mcp.
+    let own = one.ok(json!({"op": "read", "uri": format!("mcpdev://devices/{V1}")})).await;
+    let own: Value = serde_json::from_str(own["contents"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(own["device_id"], V1);
+    // (Resource not found is -32002 up to 2025-11-25, and -32602 since 2026-07-28, which 2.x speaks.)
+    let not_found = if sdk == Sdk::Mcp2 { -32602 } else { -32002 };
+    for (client, uri) in [(&mut one, format!("mcpdev://devices/{SDK_DEVICE}/notifications")), (&mut c, "mcpdev://devices/aa:00:00:00:00:00".to_string())] {
+        let refused = client.step(json!({"op": "read", "uri": uri})).await;
+        assert_eq!(refused["error"]["code"], not_found, "resource not found: {refused}");
+        assert!(refused["error"]["message"].as_str().unwrap().contains(&uri), "{refused}");
+    }
     one.finish().await;
     let mut sdk_one = Client::connected(sdk, transport, &transport.url(&hub, Some(SDK_DEVICE)), &[], &format!("mcpdev device {SDK_DEVICE}")).await;
     assert_eq!(sdk_one.pages().await, pages_of(SDK_TOOLS, 3));

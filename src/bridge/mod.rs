@@ -276,22 +276,20 @@ impl ServerHandler for Bridge {
 
     async fn read_resource(&self, request: ReadResourceRequestParams, _cx: RequestContext<RoleServer>) -> Result<ReadResourceResponse, McpError> {
         let uri = request.uri.to_string();
-        // The device the URI names, looked up (not searched for among every device).
+        // The device the URI names, looked up (not searched for among every device), if this
+        // endpoint offers it.
         let named = uri.strip_prefix("mcpdev://devices/").map(|rest| rest.strip_suffix("/notifications").unwrap_or(rest));
-        let candidates = match (named, &self.scope) {
-            (Some(id), Scope::All) => self.shared.hub.registry.get(id).into_iter().collect(),
-            (Some(id), Scope::Device(own)) if id == own => self.devices(),
-            _ => Vec::new(),
-        };
-        for h in candidates {
-            let text = if uri == device_uri(&h.device_id) {
-                let Some(info) = h.snapshot() else { continue };
-                serde_json::to_string_pretty(&info).unwrap_or_default()
+        let offered = named.filter(|id| matches!(&self.scope, Scope::All) || matches!(&self.scope, Scope::Device(own) if own == id));
+        let text = offered.and_then(|id| self.shared.hub.registry.get(id)).and_then(|h| {
+            if uri == device_uri(&h.device_id) {
+                h.snapshot().map(|info| serde_json::to_string_pretty(&info).unwrap_or_default())
             } else if uri == notifications_uri(&h.device_id) {
-                serde_json::to_string_pretty(&json!({"notifications": self.shared.notifier.recent(&h.device_id)})).unwrap_or_default()
+                Some(serde_json::to_string_pretty(&json!({"notifications": self.shared.notifier.recent(&h.device_id)})).unwrap_or_default())
             } else {
-                continue;
-            };
+                None
+            }
+        });
+        if let Some(text) = text {
             let contents = ResourceContents::TextResourceContents { uri: uri.clone(), mime_type: Some("application/json".into()), text, meta: None };
             return Ok(ReadResourceResult::new(vec![contents]).into());
         }

@@ -127,7 +127,7 @@ where
 {
     // The setup is taken apart: the session owns its identity and configuration (the link task
     // lives as long as the device, and a second copy of each would too).
-    let LinkSetup { identity, session: session_config, events, tracing, remote, until_hello, hello_timeout, generation: _ } = setup;
+    let LinkSetup { identity, session: session_config, events, tracing, remote, mut until_hello, hello_timeout, generation: _ } = setup;
     let device_id = identity.device_id.clone();
     let emit = |event: LinkEvent| {
         let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event }));
@@ -142,7 +142,6 @@ where
         client_id,
         remote,
     }));
-    let mut until_hello = until_hello;
     let hello_deadline = hello_timeout.map(|d| (tokio::time::Instant::now() + d, d));
     let mut waiting: Waiting = HashMap::new();
     let mut malformed = MalformedLog::new(&device_id);
