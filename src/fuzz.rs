@@ -13,7 +13,7 @@ use crate::wire::identity::Identity;
 
 /// Every target [`run`] knows, by the name of its `fuzz/fuzz_targets/<name>.rs` and
 /// `fuzz/corpus/<name>/`.
-pub const TARGETS: &[&str] = &["envelope_session", "args", "broker_packets"];
+pub const TARGETS: &[&str] = &["envelope_session", "args", "broker_packets", "ws_frames"];
 
 /// Runs `data` through the target named `target`; `false` when no target has that name.
 pub fn run(target: &str, data: &[u8]) -> bool {
@@ -21,6 +21,7 @@ pub fn run(target: &str, data: &[u8]) -> bool {
         "envelope_session" => envelope_session(data),
         "args" => args(data),
         "broker_packets" => crate::mqtt::broker::fuzz_packets(data),
+        "ws_frames" => ws_frames(data),
         _ => return false,
     }
     true
@@ -228,5 +229,45 @@ fn quick_yes_is_right(schema: &Value, args: &Value) {
     if crate::args::quickly_accepts(schema, args) {
         let full = jsonschema::validator_for(schema).map(|v| v.is_valid(args));
         assert_eq!(full.as_ref().ok(), Some(&true), "the quick path accepted {args} for {schema}, jsonschema says {full:?}");
+    }
+}
+
+/// A client's WebSocket byte stream through the hub's frame decoder ([`crate::wire::ws_frame`]).
+/// The first byte sets a read size (1 to 256 bytes); the rest is the stream.
+///
+/// Invariants: no panic; the messages, and the error if any, are the same whether the stream
+/// arrives in one read or in reads of that size; no message is over the decoder's limit; nothing
+/// is held once the stream ends between messages without an error.
+pub fn ws_frames(data: &[u8]) {
+    use crate::wire::ws_frame::{Decoder, Incoming};
+    const LIMIT: usize = 4096;
+    let Some((&size, stream)) = data.split_first() else {
+        return;
+    };
+    let decode = |read: usize| {
+        let mut decoder = Decoder::new(LIMIT);
+        let mut out = Vec::new();
+        for chunk in stream.chunks(read) {
+            if let Err(e) = decoder.feed(chunk, &mut out) {
+                return (out, Some(e), false);
+            }
+        }
+        (out, None, decoder.is_idle())
+    };
+    let whole = decode(stream.len().max(1));
+    let pieces = decode(usize::from(size) + 1);
+    assert_eq!(
+        whole,
+        pieces,
+        "the same stream read in {}-byte pieces",
+        usize::from(size) + 1
+    );
+    for message in &whole.0 {
+        match message {
+            Incoming::Text(t) => assert!(t.len() <= LIMIT, "a {}-byte text message", t.len()),
+            Incoming::Binary(n) => assert!(*n <= LIMIT, "a {n}-byte binary message"),
+            Incoming::Ping(p) => assert!(p.len() <= 125, "a {}-byte ping", p.len()),
+            Incoming::Pong | Incoming::Close(_) => {}
+        }
     }
 }

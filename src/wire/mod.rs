@@ -3,3 +3,4 @@
 pub mod envelope;
 pub mod identity;
 pub mod jsonrpc;
+pub mod ws_frame;
