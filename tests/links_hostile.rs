@@ -315,7 +315,9 @@ async fn a_call_to_an_offline_or_onboarding_device_says_so() {
     let (mut ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
     ws.send(Message::text(json!({"type":"hello","version":1,"features":{"mcp":true},"transport":"websocket","audio_params":{"format":"opus","sample_rate":16000,"channels":1,"frame_duration":60}}).to_string())).await.unwrap();
     let mut ctl = control(&hub).await;
-    send(&mut ctl, json!({"id": 1, "op": "device", "device": "02:00:00:00:0f:01", "wait_ms": 0})).await;
+    // The device is in the registry a moment after its handshake: a wait (for a `ready` that never
+    // comes) sees it arrive, then answers that it is not ready.
+    send(&mut ctl, json!({"id": 1, "op": "device", "device": "02:00:00:00:0f:01", "wait_ms": 1000})).await;
     assert_eq!(answer(&mut ctl, 1, Duration::from_secs(5)).await["error"]["kind"], "not_ready");
 
     let conn = mcp(&hub).await;
@@ -352,7 +354,7 @@ async fn link_with_hello_timeout() -> (tokio::sync::broadcast::Receiver<std::syn
     let url = format!("ws://{}/xiaozhi/v1/", listener.local_addr().unwrap());
     let client = tokio::spawn(async move { tokio_tungstenite::connect_async(url).await.unwrap().0 });
     let (tcp, _) = listener.accept().await.unwrap();
-    let server = tokio_tungstenite::accept_async(tcp).await.unwrap();
+    let server = mcpdev::links::upgrade::accept_one(tcp, |_| Ok(())).await.unwrap().0;
     let (events, rx) = tokio::sync::broadcast::channel(64);
     let (dropped_tx, dropped) = tokio::sync::oneshot::channel();
     let identity = mcpdev::wire::identity::Identity { device_id: "02:00:00:00:10:01".into(), client_id: None, token: None, protocol_version: 1 };
@@ -426,7 +428,7 @@ async fn a_waiter_finds_a_device_that_was_ready_before_it_was_registered() {
     let url = format!("ws://{}/xiaozhi/v1/", listener.local_addr().unwrap());
     let device = tokio::spawn(async move { FakeDevice::connect(&url, DEV, vec![tool("t")]).await });
     let (tcp, _) = listener.accept().await.unwrap();
-    let server = tokio_tungstenite::accept_async(tcp).await.unwrap();
+    let server = mcpdev::links::upgrade::accept_one(tcp, |_| Ok(())).await.unwrap().0;
     // The link's events go to a channel of its own: the registry hears nothing from this device.
     let (events, mut heard) = tokio::sync::broadcast::channel(64);
     let identity = mcpdev::wire::identity::Identity { device_id: DEV.into(), client_id: None, token: None, protocol_version: 1 };

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
-use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 
 use crate::cli::{DeviceArgs, GlobalArgs};
 use crate::exit::{CodedError, Exit};
@@ -323,30 +322,16 @@ async fn accept_direct(
     Ok((Target::Direct { handle }, serde_json::to_value(&*info)?))
 }
 
-async fn accept_one(
-    listener: &TcpListener,
-) -> anyhow::Result<(tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>, identity::Identity, String)> {
+async fn accept_one(listener: &TcpListener) -> anyhow::Result<(crate::links::upgrade::DeviceSocket, identity::Identity, String)> {
     loop {
         let (stream, remote) = listener.accept().await?;
-        let mut identity = None;
-        let callback = |req: &Request, resp: Response| {
+        let identify = |req: &hyper::Request<hyper::body::Incoming>| {
             let header = |n: &str| req.headers().get(n).and_then(|v| v.to_str().ok());
-            match identity::identify(header, req.uri().query()) {
-                Ok(id) => {
-                    identity = Some(id);
-                    Ok(resp)
-                }
-                Err(e) => {
-                    let mut refusal = tokio_tungstenite::tungstenite::handshake::server::ErrorResponse::new(Some(e.to_string()));
-                    *refusal.status_mut() = tokio_tungstenite::tungstenite::http::StatusCode::BAD_REQUEST;
-                    Err(refusal)
-                }
-            }
+            identity::identify(header, req.uri().query()).map_err(|e| e.to_string())
         };
-        let config = Some(crate::links::upgrade::ws_config());
-        match tokio_tungstenite::accept_hdr_async_with_config(stream, callback, config).await {
-            Ok(ws) => return Ok((ws, identity.expect("set by the accepted handshake"), remote.to_string())),
-            Err(e) => tracing::warn!(%remote, "refused a connection: {e}"),
+        match crate::links::upgrade::accept_one(stream, identify).await {
+            Ok((socket, identity)) => return Ok((socket, identity, remote.to_string())),
+            Err(e) => tracing::warn!(%remote, "refused a connection: {e:#}"),
         }
     }
 }

@@ -62,7 +62,7 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
     }
     let local = peer.local.map(|a| a.ip());
     let until_hello = req.extensions().get::<super::budget::HelloSlot>().and_then(super::budget::HelloSlot::take);
-    let (response, socket) = match upgrade::accept(&mut req) {
+    let (response, socket) = match upgrade::accept_raw(&mut req) {
         Ok(pair) => pair,
         Err(resp) => return resp,
     };
@@ -79,7 +79,7 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
 /// client holding that device's token gets here). `local` is the hub's address the device came in
 /// on (for the vision URL); `until_hello` is the connection's pre-hello permit
 /// ([`super::budget`]): the link drops it at the device's hello.
-pub fn attach(hub: Arc<Hub>, ws: upgrade::UpgradedSocket, identity: Identity, local: Option<IpAddr>, remote: Option<String>, until_hello: Option<Box<dyn std::any::Any + Send + Sync>>) {
+pub fn attach(hub: Arc<Hub>, ws: upgrade::DeviceSocket, identity: Identity, local: Option<IpAddr>, remote: Option<String>, until_hello: Option<Box<dyn std::any::Any + Send + Sync>>) {
     let session_id = uuid::Uuid::new_v4().to_string();
     let mut cfg = SessionConfig::new(&session_id, websocket::server_hello(&session_id));
     (cfg.vision_url, cfg.vision_token) = hub.vision_for(&identity.device_id, local);

@@ -1,6 +1,7 @@
 //! Links: how frames reach a device. Each link drives one [`Session`](crate::session::Session)
 //! and exposes it as a [`DeviceHandle`].
-//! - [`websocket`]: a device's WebSocket, accepted by the hub or by a CLI command with `--listen`;
+//! - [`websocket`]: a device's WebSocket, accepted by the hub or by a CLI command with `--listen`,
+//!   and [`ws_socket`]: its socket, read and written by the link's one task;
 //! - [`mqtt`]: a device reached through an MQTT broker, by the hub or by a CLI command with `--mqtt`;
 //! - [`upgrade`]: turning an HTTP request into a WebSocket on our own listeners;
 //! - [`hub_client`]: the CLI's link through a running hub, which behaves like a direct one;
@@ -14,5 +15,6 @@ pub mod sse_client;
 pub mod mqtt;
 pub mod upgrade;
 pub mod websocket;
+pub mod ws_socket;
 
 pub use handle::{DeviceEvent, DeviceHandle};

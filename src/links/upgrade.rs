@@ -1,5 +1,7 @@
-//! Upgrading an HTTP request on our axum listeners to a tokio-tungstenite WebSocket, so that a
-//! device accepted by the hub and one accepted by `--listen` run the very same link code.
+//! Upgrading an HTTP request to a WebSocket. A device's socket is handed on raw
+//! ([`DeviceSocket`]; its link reads and writes the frames itself, [`super::ws_socket`]), whether
+//! the hub accepted it or a command with `--listen` did ([`accept_one`]), so both run the very same
+//! link code. The control API's socket is a tokio-tungstenite one ([`accept`]).
 
 use axum::body::Body;
 use axum::http::{HeaderValue, Request, Response, StatusCode, header};
@@ -8,11 +10,16 @@ use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 
-pub type UpgradedSocket = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
+pub type UpgradedSocket = WebSocketStream<DeviceSocket>;
+/// A connection after a WebSocket handshake, before any frame.
+pub type DeviceSocket = TokioIo<hyper::upgrade::Upgraded>;
 
-/// Small buffers and a 1 MiB message limit: a hub holds thousands of devices, and each holds its
-/// read buffer for as long as it is connected (a device's frames are small; a larger one is read
-/// in more chunks, and the buffer grows for it).
+/// Longest a `--listen` connection may take to send its handshake.
+const HANDSHAKE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Small buffers and a 1 MiB message limit, for the WebSockets read with tungstenite (the control
+/// API's, and `check`'s device): each holds its read buffer for as long as it is connected, and
+/// the buffer grows to the largest frame read.
 pub fn ws_config() -> WebSocketConfig {
     WebSocketConfig::default()
         .read_buffer_size(1024)
@@ -21,9 +28,15 @@ pub fn ws_config() -> WebSocketConfig {
         .max_frame_size(Some(1 << 20))
 }
 
+/// [`accept_raw`], for a tokio-tungstenite socket.
+pub fn accept(req: &mut Request<Body>) -> Result<(Response<Body>, impl Future<Output = Option<UpgradedSocket>> + Send + 'static + use<>), Response<Body>> {
+    let (response, raw) = accept_raw(req)?;
+    Ok((response, async move { Some(WebSocketStream::from_raw_socket(raw.await?, Role::Server, Some(ws_config())).await) }))
+}
+
 /// Checks the WebSocket handshake headers. On success returns the 101 response and a future
-/// that yields the socket once the client has it.
-pub fn accept(req: &mut Request<Body>) -> Result<(Response<Body>, impl Future<Output = Option<UpgradedSocket>> + Send + 'static), Response<Body>> {
+/// that yields the connection once the client has the response.
+pub fn accept_raw(req: &mut Request<Body>) -> Result<(Response<Body>, impl Future<Output = Option<DeviceSocket>> + Send + 'static + use<>), Response<Body>> {
     let h = req.headers();
     let has_token = |name: header::HeaderName, token: &str| {
         h.get_all(name).iter().any(|v| v.to_str().is_ok_and(|s| s.split(',').any(|p| p.trim().eq_ignore_ascii_case(token))))
@@ -43,11 +56,57 @@ pub fn accept(req: &mut Request<Body>) -> Result<(Response<Body>, impl Future<Ou
         .header(header::SEC_WEBSOCKET_ACCEPT, HeaderValue::from_str(&accept).expect("base64 is a valid header value"))
         .body(Body::empty())
         .expect("static response");
-    let socket = async move {
-        let upgraded = on_upgrade.await.ok()?;
-        Some(WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(ws_config())).await)
+    Ok((response, async move { Some(TokioIo::new(on_upgrade.await.ok()?)) }))
+}
+
+/// Serves one TCP connection's WebSocket handshake (HTTP/1.1, within [`HANDSHAKE_DEADLINE`]).
+/// `check` sees the request first: what it returns comes back with the socket, and a refusal
+/// is the response the client gets (then the error says why).
+pub async fn accept_one<T, F>(tcp: tokio::net::TcpStream, check: F) -> anyhow::Result<(DeviceSocket, T)>
+where
+    T: Send + 'static,
+    F: FnOnce(&Request<hyper::body::Incoming>) -> Result<T, String> + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let slot = std::sync::Mutex::new(Some((check, tx)));
+    let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+        let taken = slot.lock().ok().and_then(|mut s| s.take());
+        let mut response = match taken {
+            None => plain(StatusCode::SERVICE_UNAVAILABLE, "this listener takes one device"),
+            Some((check, tx)) => match check(&req) {
+                Err(why) => {
+                    let _ = tx.send(Err(why.clone()));
+                    plain(StatusCode::BAD_REQUEST, &why)
+                }
+                Ok(value) => {
+                    let mut req = req.map(Body::new);
+                    match accept_raw(&mut req) {
+                        Ok((response, socket)) => {
+                            let _ = tx.send(Ok((socket, value)));
+                            response
+                        }
+                        Err(refusal) => {
+                            let _ = tx.send(Err("not a WebSocket handshake".to_string()));
+                            refusal
+                        }
+                    }
+                }
+            },
+        };
+        if response.status() != StatusCode::SWITCHING_PROTOCOLS {
+            response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        std::future::ready(Ok::<_, std::convert::Infallible>(response))
+    });
+    // One request: the connection ends with its upgrade, or with a refusal (`Connection: close`).
+    let connection = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(tcp), service).with_upgrades();
+    let accepted = async move {
+        let (socket, value) = rx.await.map_err(|_| anyhow::anyhow!("the connection ended before its handshake"))?.map_err(anyhow::Error::msg)?;
+        let socket = socket.await.ok_or_else(|| anyhow::anyhow!("the connection ended during its upgrade"))?;
+        Ok((socket, value))
     };
-    Ok((response, socket))
+    let handshake = async move { tokio::join!(connection, accepted).1 };
+    tokio::time::timeout(HANDSHAKE_DEADLINE, handshake).await.map_err(|_| anyhow::anyhow!("no WebSocket handshake within {} s", HANDSHAKE_DEADLINE.as_secs()))?
 }
 
 /// A plain-text response with a reason a person can act on.

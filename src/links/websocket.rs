@@ -1,33 +1,21 @@
-//! A device's WebSocket: one task that owns the device's session and reads the socket, and a
-//! writer task that puts frames on it.
+//! A device's WebSocket: one task that owns the device's session and its socket
+//! ([`super::ws_socket`]), reading messages and writing frames.
 //!
-//! The session's task never waits on the device: what it sends goes to a bounded queue
-//! ([`OUT_QUEUE_FRAMES`], [`OUT_QUEUE_BYTES`]) that the writer drains with a deadline per write
-//! ([`WRITE_DEADLINE`]). A device that does not read (its socket buffers full) is disconnected
-//! with the reason "the device stopped reading: …", and its callers end at once.
+//! The task never waits on the device: what it sends goes to a bounded queue that is written as
+//! far as the device takes it. A device that does not read (its socket buffers full) is
+//! disconnected with the reason "the device stopped reading: …", and its callers end at once.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use futures_util::{Sink, SinkExt, Stream, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
-use tokio_tungstenite::tungstenite::{self, Message};
 use tracing::{info, warn};
 
 use super::handle::{Command, DeviceEvent, DeviceHandle, InfoPublisher, Lifecycle, LinkEvent, LinkSetup, MalformedLog, Request, Waiting, deliver, spawn_link};
+use super::ws_socket::{Io, Outbox, Socket};
 use crate::session::{CallError, Output, Session};
-
-/// Most frames waiting to be written to one device.
-pub const OUT_QUEUE_FRAMES: usize = 256;
-/// Most bytes waiting to be written to one device (one larger frame passes alone).
-pub const OUT_QUEUE_BYTES: usize = 4 << 20;
-/// Longest one write to a device may take before the device counts as not reading.
-pub const WRITE_DEADLINE: Duration = Duration::from_secs(10);
-/// How long a closing link lets the writer flush what is queued and say goodbye.
-const CLOSE_GRACE: Duration = Duration::from_secs(2);
+use crate::wire::ws_frame::{self, Incoming};
 
 /// The server hello a WebSocket device expects (reference §1.3): `transport` must be the string
 /// "websocket" (the stock firmware crashes otherwise), and xiaozhi-sdk needs `session_id` and
@@ -42,187 +30,163 @@ pub fn server_hello(session_id: &str) -> String {
     .to_string()
 }
 
-/// Starts the task serving one device socket; returns its handle and a receiver that fires when
-/// the link has ended.
-pub fn spawn<S>(ws: S, setup: LinkSetup) -> (DeviceHandle, oneshot::Receiver<()>)
+/// Starts the task serving one device socket (after its WebSocket handshake); returns its handle
+/// and a receiver that fires when the link has ended.
+pub fn spawn<S>(io: S, setup: LinkSetup) -> (DeviceHandle, oneshot::Receiver<()>)
 where
-    S: Stream<Item = Result<Message, tungstenite::Error>> + Sink<Message, Error = tungstenite::Error> + Unpin + Send + 'static,
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let (device_id, generation) = (setup.identity.device_id.clone(), setup.generation);
-    spawn_link(device_id, generation, move |commands, publisher| run(ws, commands, publisher, setup))
+    spawn_link(device_id, generation, move |commands, publisher| run(io, commands, publisher, setup))
 }
 
-/// The sending half: a bounded queue to a task that owns the socket's sink.
-struct Writer {
-    queue: mpsc::Sender<String>,
-    queued_bytes: Arc<AtomicUsize>,
-    failed: oneshot::Receiver<String>,
-    task: JoinHandle<()>,
-}
-
-impl Writer {
-    fn start<K>(sink: K) -> Self
-    where
-        K: Sink<Message, Error = tungstenite::Error> + Unpin + Send + 'static,
-    {
-        let (queue, rx) = mpsc::channel(OUT_QUEUE_FRAMES);
-        let queued_bytes = Arc::new(AtomicUsize::new(0));
-        let (failed_tx, failed) = oneshot::channel();
-        let task = tokio::spawn(write_all(sink, rx, queued_bytes.clone(), failed_tx));
-        Self { queue, queued_bytes, failed, task }
-    }
-
-    /// Queues a frame, or says why the device cannot take it.
-    fn enqueue(&self, text: String) -> Result<(), String> {
-        let len = text.len();
-        let before = self.queued_bytes.fetch_add(len, Ordering::AcqRel);
-        let refuse = |why: String| {
-            self.queued_bytes.fetch_sub(len, Ordering::AcqRel);
-            Err(why)
-        };
-        if before > 0 && before + len > OUT_QUEUE_BYTES {
-            return refuse(format!("the device stopped reading: {before} bytes wait to be sent and {len} more do not fit under the {OUT_QUEUE_BYTES}-byte limit"));
-        }
-        match self.queue.try_send(text) {
-            Ok(()) => Ok(()),
-            Err(mpsc::error::TrySendError::Full(_)) => refuse(format!("the device stopped reading: {OUT_QUEUE_FRAMES} frames wait to be sent")),
-            Err(mpsc::error::TrySendError::Closed(_)) => refuse("the socket writer ended".to_string()),
-        }
-    }
-
-    /// Lets the writer flush and close the socket for a moment, then stops it (at once when
-    /// the device is not reading: nothing would get through).
-    async fn finish(self, stalled: bool) {
-        let Self { queue, mut task, .. } = self;
-        drop(queue);
-        if stalled || tokio::time::timeout(CLOSE_GRACE, &mut task).await.is_err() {
-            task.abort();
-        }
-    }
-}
-
-async fn write_all<K>(mut sink: K, mut queue: mpsc::Receiver<String>, queued_bytes: Arc<AtomicUsize>, failed: oneshot::Sender<String>)
+/// The link task: set up here, in plain code, so that the future holds only what it keeps using
+/// (an `async fn` would keep its arguments, the whole setup included, for the device's lifetime).
+fn run<S>(io: S, mut commands: mpsc::Receiver<Command>, mut publisher: InfoPublisher, setup: LinkSetup) -> impl Future<Output = ()> + Send + 'static
 where
-    K: Sink<Message, Error = tungstenite::Error> + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    while let Some(text) = queue.recv().await {
-        let len = text.len();
-        let why = match tokio::time::timeout(WRITE_DEADLINE, sink.send(Message::text(text))).await {
-            Ok(Ok(())) => {
-                queued_bytes.fetch_sub(len, Ordering::AcqRel);
-                continue;
-            }
-            Ok(Err(e)) => format!("websocket error: {e}"),
-            Err(_) => format!("the device stopped reading: a write of {len} bytes did not finish within {} s", WRITE_DEADLINE.as_secs()),
-        };
-        let _ = failed.send(why);
-        return;
-    }
-    let _ = sink.close().await;
-}
-
-async fn run<S>(ws: S, mut commands: mpsc::Receiver<Command>, mut publisher: InfoPublisher, setup: LinkSetup)
-where
-    S: Stream<Item = Result<Message, tungstenite::Error>> + Sink<Message, Error = tungstenite::Error> + Unpin + Send + 'static,
-{
-    // The setup is taken apart: the session owns its identity and configuration (the link task
-    // lives as long as the device, and a second copy of each would too).
+    // The setup is taken apart: the session owns its identity and configuration.
     let LinkSetup { identity, session: session_config, events, tracing, remote, mut until_hello, hello_timeout, generation: _ } = setup;
     let device_id = identity.device_id.clone();
-    let emit = |event: LinkEvent| {
-        let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event }));
-    };
-    let (sink, mut stream) = ws.split();
-    let mut writer = Writer::start(sink);
+    let mut socket = Socket::new(io);
     let client_id = identity.client_id.clone();
     let mut session = Session::new(identity, "websocket", session_config, Instant::now());
     publisher.update(session.info(), Instant::now());
-    emit(LinkEvent::Link(Lifecycle::Connected {
-        transport: "websocket".into(),
-        client_id,
-        remote,
-    }));
+    let connected = Lifecycle::Connected { transport: "websocket".into(), client_id, remote };
+    let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event: LinkEvent::Link(connected) }));
     let hello_deadline = hello_timeout.map(|d| (tokio::time::Instant::now() + d, d));
-    let mut waiting: Waiting = HashMap::new();
-    let mut malformed = MalformedLog::new(&device_id);
-    // The device did not read (`stalled`), or broke a rule: say so at warning level.
-    let (mut stalled, mut refused) = (false, false);
-    let reason = loop {
-        session.trace = tracing.enabled();
-        let deadline = session.next_deadline().map(tokio::time::Instant::from_std);
-        let awaiting_hello = hello_deadline.filter(|_| session.info().hello.is_none());
-        let outputs = tokio::select! {
-            frame = stream.next() => match frame {
-                Some(Ok(Message::Text(text))) => {
-                    // Whether to trace is read when a frame is handled, not when the loop last
-                    // woke: a watcher that just subscribed sees the very next frame.
-                    session.trace = tracing.enabled();
-                    session.on_text(&text, Instant::now())
+    async move {
+        let emit = |event: LinkEvent| {
+            let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event }));
+        };
+        let mut waiting: Waiting = HashMap::new();
+        let mut malformed = MalformedLog::new(&device_id);
+        // The device did not read (`stalled`), or broke a rule: say so at warning level.
+        let (mut stalled, mut refused) = (false, false);
+        // What the device's close frame said, to be echoed (RFC 6455 §5.5.1).
+        let mut close_code: Option<u16> = None;
+        let reason = loop {
+            session.trace = tracing.enabled();
+            let deadline = session.next_deadline().map(tokio::time::Instant::from_std);
+            let awaiting_hello = hello_deadline.filter(|_| session.info().hello.is_none());
+            // One timer for every deadline: which one came is sorted out when it fires.
+            let stall = socket.out.stall_deadline();
+            let timer = [deadline, stall, publisher.refresh_at(), awaiting_hello.map(|(at, _)| at)].into_iter().flatten().min();
+            let outputs = tokio::select! {
+                io = std::future::poll_fn(|cx| socket.poll_io(cx)) => match io {
+                    Io::Read(messages, end) => {
+                        let mut outputs = Vec::new();
+                        let (mut closed, mut unanswered) = (None, None);
+                        for message in messages {
+                            match message {
+                                Incoming::Text(text) => {
+                                    // Whether to trace is read when a frame is handled, not when the
+                                    // loop last woke: a watcher that just subscribed sees the very
+                                    // next frame.
+                                    session.trace = tracing.enabled();
+                                    outputs.extend(session.on_text(&text, Instant::now()));
+                                }
+                                Incoming::Binary(len) => session.on_binary(len),
+                                Incoming::Ping(payload) => {
+                                    if let Err(why) = socket.out.push(ws_frame::pong(&payload)) {
+                                        unanswered = Some(why);
+                                    }
+                                }
+                                Incoming::Pong => {}
+                                Incoming::Close(code) => closed = Some(code),
+                            }
+                        }
+                        if let Some(why) = unanswered {
+                            stalled = true;
+                            break why;
+                        }
+                        let end = match (closed, end) {
+                            (Some(code), _) => {
+                                close_code = code;
+                                Some("closed by the device".to_string())
+                            }
+                            (None, end) => end,
+                        };
+                        match end {
+                            // What came before the end is still carried out (replies to callers).
+                            Some(why) => {
+                                let _ = carry_out(outputs, &mut socket.out, &mut waiting, &mut malformed, &emit);
+                                break why;
+                            }
+                            None => outputs,
+                        }
+                    }
+                    Io::WriteFailed(why) => {
+                        stalled = true;
+                        break why;
+                    }
+                },
+                cmd = commands.recv() => match cmd {
+                    Some(Command::Request(request)) => {
+                        let Request { ticket, method, params, timeout, reply } = *request;
+                        waiting.insert(ticket, reply);
+                        session.trace = tracing.enabled();
+                        session.request(ticket, &method, params, timeout, Instant::now())
+                    }
+                    Some(Command::Cancel(ticket)) => { waiting.remove(&ticket); session.cancel(ticket); continue; }
+                    Some(Command::Close) | None => break "replaced or shut down by the hub".to_string(),
+                },
+                _ = sleep_until(timer) => {
+                    let now = tokio::time::Instant::now();
+                    if let Some((at, waited)) = awaiting_hello
+                        && at <= now
+                    {
+                        refused = true;
+                        break format!("no hello within {} ms", waited.as_millis());
+                    }
+                    // The queue may have moved since its deadline was read.
+                    if socket.out.stall_deadline().is_some_and(|d| d <= now) {
+                        stalled = true;
+                        break socket.out.stall_reason();
+                    }
+                    // Otherwise the session's deadline, or the counters' refresh (published below).
+                    if deadline.is_some_and(|d| d <= now) { session.on_tick(Instant::now()) } else { Vec::new() }
                 }
-                Some(Ok(Message::Binary(b))) => { session.on_binary(b.len()); Vec::new() }
-                Some(Ok(Message::Close(_))) | None => break "closed by the device".to_string(),
-                Some(Ok(_)) => continue,
-                Some(Err(e)) => break format!("websocket error: {e}"),
-            },
-            cmd = commands.recv() => match cmd {
-                Some(Command::Request(request)) => {
-                    let Request { ticket, method, params, timeout, reply } = *request;
-                    waiting.insert(ticket, reply);
-                    session.trace = tracing.enabled();
-                    session.request(ticket, &method, params, timeout, Instant::now())
-                }
-                Some(Command::Cancel(ticket)) => { waiting.remove(&ticket); session.cancel(ticket); continue; }
-                Some(Command::Close) | None => break "replaced or shut down by the hub".to_string(),
-            },
-            why = &mut writer.failed => {
-                stalled = true;
-                break why.unwrap_or_else(|_| "the socket writer ended".to_string());
+            };
+            publisher.update(session.info(), Instant::now());
+            if until_hello.is_some() && session.info().hello.is_some() {
+                until_hello = None;
             }
-            _ = sleep_until(deadline) => session.on_tick(Instant::now()),
-            _ = sleep_until(publisher.refresh_at()) => Vec::new(),
-            _ = sleep_until(awaiting_hello.map(|(at, _)| at)) => {
-                let waited = awaiting_hello.map_or(Duration::ZERO, |(_, d)| d);
-                refused = true;
-                break format!("no hello within {} ms", waited.as_millis());
+            if let Err(why) = carry_out(outputs, &mut socket.out, &mut waiting, &mut malformed, &emit) {
+                stalled = true;
+                break why;
             }
         };
-        publisher.update(session.info(), Instant::now());
-        if until_hello.is_some() && session.info().hello.is_some() {
-            until_hello = None;
+        publisher.gone();
+        drop(until_hello);
+        for o in session.on_disconnect() {
+            if let Output::Reply { ticket, outcome } = o
+                && let Some(tx) = waiting.remove(&ticket)
+            {
+                let _ = tx.send(outcome);
+            }
         }
-        if let Err(why) = carry_out(outputs, &writer, &mut waiting, &mut malformed, &emit) {
-            stalled = true;
-            break why;
+        // Anyone still waiting (a request whose reply was never produced) learns it now.
+        for (_, tx) in waiting.drain() {
+            let _ = tx.send(Err(CallError::Disconnected));
         }
-    };
-    publisher.gone();
-    drop(until_hello);
-    for o in session.on_disconnect() {
-        if let Output::Reply { ticket, outcome } = o
-            && let Some(tx) = waiting.remove(&ticket)
-        {
-            let _ = tx.send(outcome);
+        malformed.summarise();
+        if stalled || refused {
+            warn!(device = %device_id, %reason, "disconnecting a device");
         }
+        // Boxed: the goodbye runs once, and inline it would enlarge the future for the whole link.
+        Box::pin(socket.finish(stalled, close_code)).await;
+        info!(device = %device_id, %reason, "device disconnected");
+        emit(LinkEvent::Link(Lifecycle::Disconnected { reason }));
     }
-    // Anyone still waiting (a request whose reply was never produced) learns it now.
-    for (_, tx) in waiting.drain() {
-        let _ = tx.send(Err(CallError::Disconnected));
-    }
-    malformed.summarise();
-    if stalled || refused {
-        warn!(device = %device_id, %reason, "disconnecting a device");
-    }
-    drop(stream);
-    writer.finish(stalled).await;
-    info!(device = %device_id, %reason, "device disconnected");
-    emit(LinkEvent::Link(Lifecycle::Disconnected { reason }));
 }
 
 /// Carries out a session step's outputs; an `Err` says why the device must be disconnected.
-fn carry_out(outputs: Vec<Output>, writer: &Writer, waiting: &mut Waiting, malformed: &mut MalformedLog, emit: &impl Fn(LinkEvent)) -> Result<(), String> {
+fn carry_out(outputs: Vec<Output>, out: &mut Outbox, waiting: &mut Waiting, malformed: &mut MalformedLog, emit: &impl Fn(LinkEvent)) -> Result<(), String> {
     for o in outputs {
         if let Some(text) = deliver(o, waiting, malformed, emit) {
-            writer.enqueue(text)?;
+            out.push(ws_frame::text(&text))?;
         }
     }
     Ok(())
