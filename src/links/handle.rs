@@ -187,7 +187,8 @@ pub type EventSender = broadcast::Sender<std::sync::Arc<DeviceEvent>>;
 
 /// Starts a link task: `body` serves the device, reading the handle's commands and publishing
 /// the device's description. Returns the handle and a receiver that fires when the task has
-/// ended (normally or not: a panicking link is logged, and the device is gone either way).
+/// ended (normally or not: a panicking link is caught and logged, and the device is gone either
+/// way).
 pub(crate) fn spawn_link<F, Fut>(device_id: String, generation: u64, body: F) -> (DeviceHandle, oneshot::Receiver<()>)
 where
     F: FnOnce(mpsc::Receiver<Command>, InfoPublisher) -> Fut,
@@ -196,11 +197,13 @@ where
     let (commands, rx) = mpsc::channel(64);
     let (info_tx, info) = watch::channel(None);
     let (done_tx, done_rx) = oneshot::channel();
-    let task = tokio::spawn(body(rx, InfoPublisher::new(info_tx)));
+    let body = std::panic::AssertUnwindSafe(body(rx, InfoPublisher::new(info_tx)));
     let id = device_id.clone();
+    // One task per device: its end, a panic included, is seen by the task itself.
     tokio::spawn(async move {
-        if let Err(e) = task.await {
-            tracing::error!(device = %id, "the device's link task ended abnormally: {e}");
+        if let Err(panic) = futures_util::FutureExt::catch_unwind(body).await {
+            let what = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
+            tracing::error!(device = %id, "the device's link task panicked: {what}");
         }
         bump_tools_epoch();
         let _ = done_tx.send(());
@@ -357,4 +360,26 @@ pub struct LinkSetup {
     /// A WebSocket device that has not said hello within this is disconnected ("no hello
     /// within …"). `None`: no limit.
     pub hello_timeout: Option<Duration>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A link that panics is not a silent death: its end is signalled, so the hub forgets the
+    /// device, and its callers end.
+    #[tokio::test]
+    async fn a_panicking_link_task_still_signals_its_end_and_ends_its_callers() {
+        let before = tools_epoch();
+        let (handle, done) = spawn_link("02:00:00:00:00:99".into(), 1, |mut commands, _publisher| async move {
+            let _ = commands.recv().await;
+            panic!("a bug in a link");
+        });
+        let call = handle.request("tools/list", None, Duration::from_secs(5));
+        let outcome = tokio::time::timeout(Duration::from_secs(5), call).await.expect("the call ended");
+        assert!(matches!(outcome, Err(CallError::Disconnected)), "{outcome:?}");
+        tokio::time::timeout(Duration::from_secs(5), done).await.expect("the end was signalled").expect("sent, not dropped");
+        assert!(tools_epoch() > before);
+        assert!(!handle.is_connected());
+    }
 }
