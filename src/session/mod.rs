@@ -283,6 +283,15 @@ impl Session {
     }
 
     /// A text frame from the device.
+    /// What a step produced. A request map left empty gives its table back: a fleet of idle
+    /// devices would otherwise each keep one sized for its onboarding.
+    fn drained(&mut self) -> Vec<Output> {
+        if self.pending.is_empty() && self.pending.capacity() > 0 {
+            self.pending = HashMap::new();
+        }
+        std::mem::take(&mut self.out)
+    }
+
     pub fn on_text(&mut self, text: &str, now: Instant) -> Vec<Output> {
         self.now = now;
         self.info.touch();
@@ -329,7 +338,7 @@ impl Session {
             }
             Ok(DeviceMessage::Other { kind, raw }) => self.emit(Event::Message { kind, message: raw }),
         }
-        std::mem::take(&mut self.out)
+        self.drained()
     }
 
     /// Starts onboarding without waiting for a hello: an MQTT device answers MCP while idle, and
@@ -340,7 +349,7 @@ impl Session {
         if self.info.phase == Phase::AwaitingHello {
             self.start_onboarding(now);
         }
-        std::mem::take(&mut self.out)
+        self.drained()
     }
 
     /// Ends every waiting caller with `error` (the link is down for now); the session stays, and
@@ -356,7 +365,7 @@ impl Session {
         for w in std::mem::take(&mut self.waiters) {
             self.out.push(Output::Reply { ticket: w.ticket, outcome: Err(error.clone()) });
         }
-        std::mem::take(&mut self.out)
+        self.drained()
     }
 
     /// A device message over the link's size limit: dropped, counted as malformed, and if it is
@@ -381,7 +390,7 @@ impl Session {
                 Origin::Initialize(_) | Origin::ListPage(_) | Origin::Keepalive => {}
             }
         }
-        std::mem::take(&mut self.out)
+        self.drained()
     }
 
     /// A binary frame (audio): counted, never parsed as JSON.
@@ -401,7 +410,7 @@ impl Session {
         } else {
             self.send_request(method, params, Origin::Caller(ticket), timeout, now);
         }
-        std::mem::take(&mut self.out)
+        self.drained()
     }
 
     /// A caller gave up (cancelled): stop waiting; a late reply will be dropped.
@@ -454,7 +463,7 @@ impl Session {
         if self.info.phase == Phase::Ready && now.duration_since(self.last_sent) >= self.cfg.keepalive {
             self.send_request("ping", None, Origin::Keepalive, self.cfg.onboarding_timeout, now);
         }
-        std::mem::take(&mut self.out)
+        self.drained()
     }
 
     /// How many requests await an answer (callers' and the session's own); the fuzz target checks
@@ -485,7 +494,7 @@ impl Session {
         self.retry_step = None;
         self.relist_at = None;
         self.info.set_phase(Phase::Disconnected);
-        std::mem::take(&mut self.out)
+        self.drained()
     }
 
     fn on_response(&mut self, id: Id, outcome: Result<Value, RpcError>, now: Instant) {

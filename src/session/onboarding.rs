@@ -85,8 +85,11 @@ impl Listing {
         }
     }
 
+    /// The tools listed; the listing's bookkeeping (names and cursors seen) is let go with them.
     pub fn take_tools(&mut self) -> Vec<ToolEntry> {
         self.bytes = 0;
+        self.seen_names = HashSet::new();
+        self.seen_cursors = HashSet::new();
         std::mem::take(&mut self.tools)
     }
 
