@@ -4,6 +4,11 @@
 //! `rust-toolchain.toml` from there), with the parent's toolchain and build settings removed: a
 //! `cargo run`/`cargo test` parent sets `RUSTUP_TOOLCHAIN`, which would override the firmware's
 //! pinned toolchain, and `RUSTFLAGS`/`CARGO_*` would change the target or the flags.
+//!
+//! The build adds `--remap-path-prefix` for the folders cargo unpacks the dependencies into (e.g.
+//! `$CARGO_HOME/registry/src/index.crates.io-…/`), asked of `cargo metadata` on this machine: a
+//! panic location then reads `smoltcp-0.13.1/src/…:line` instead of starting with this machine's
+//! cargo home. That prefix was 117 × 59 bytes of the ESP32-C3 image (issue 14's 600 KB).
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -34,16 +39,91 @@ pub fn firmware_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-/// The `cargo build` command for one chip, environment cleaned.
-pub fn command(dir: &Path, chip: Chip, quiet: bool) -> Command {
+/// The `cargo build` command for one chip, environment cleaned; `source_dirs` (from
+/// [`dependency_source_dirs`]) are cut from the paths rustc writes into the firmware.
+pub fn command(dir: &Path, chip: Chip, quiet: bool, source_dirs: &[PathBuf]) -> Command {
     let mut cmd = cargo_in(dir);
     cmd.args(["build", "--release", "-p", FW_PACKAGE, "--target", chip.target(), "--features", chip.feature()]);
+    if let Some(config) = remap_config(chip, source_dirs) {
+        cmd.arg("--config").arg(config);
+    }
     cmd.arg("--message-format=json-render-diagnostics");
     if quiet {
         cmd.arg("--quiet");
     }
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
     cmd
+}
+
+/// A `--config` value adding `--remap-path-prefix=DIR=` for each of `source_dirs` to the chip
+/// target's `rustflags`. Cargo joins arrays given with `--config` to those of
+/// `firmware/.cargo/config.toml`, so its flags stay (`RUSTFLAGS` would replace them). Folders
+/// whose path is not UTF-8 or holds a `=` are left as they are.
+fn remap_config(chip: Chip, source_dirs: &[PathBuf]) -> Option<String> {
+    let flags: Vec<String> = source_dirs
+        .iter()
+        .filter_map(|d| d.to_str())
+        .filter(|d| !d.contains('='))
+        .map(|d| toml_string(&format!("--remap-path-prefix={d}=")))
+        .collect();
+    if flags.is_empty() {
+        return None;
+    }
+    Some(format!("target.{}.rustflags=[{}]", chip.target(), flags.join(", ")))
+}
+
+/// `s` as a TOML basic string.
+fn toml_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The folders holding the sources of the firmware's non-workspace dependencies: the parent of
+/// each such package's folder (for crates.io, `$CARGO_HOME/registry/src/index.crates.io-…`), from
+/// `cargo metadata`, which also downloads what is missing, so a first build is trimmed like the
+/// next ones.
+pub fn dependency_source_dirs(dir: &Path, quiet: bool) -> anyhow::Result<Vec<PathBuf>> {
+    let mut cmd = cargo_in(dir);
+    cmd.args(["metadata", "--format-version", "1"]);
+    if quiet {
+        cmd.arg("--quiet");
+    }
+    let out = cmd
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running cargo metadata (is cargo on PATH?)")?;
+    if !out.status.success() {
+        bail!("cargo metadata failed in {} ({})", dir.display(), out.status);
+    }
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).context("reading cargo metadata's output")?;
+    Ok(source_dirs_of(&meta))
+}
+
+/// [`dependency_source_dirs`] from `cargo metadata`'s JSON: sorted, each once.
+fn source_dirs_of(meta: &serde_json::Value) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = meta["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| !p["source"].is_null())
+        .filter_map(|p| Some(Path::new(p["manifest_path"].as_str()?).parent()?.parent()?.to_path_buf()))
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs
 }
 
 /// `cargo` in the firmware workspace `dir`, without the toolchain and build settings of a cargo
@@ -65,7 +145,8 @@ pub fn cargo_in(dir: &Path) -> Command {
 /// Builds the firmware for `chip` and returns the ELF's path. Cargo's own output (progress,
 /// rendered diagnostics) goes to stderr.
 pub fn build(dir: &Path, chip: Chip, quiet: bool) -> anyhow::Result<PathBuf> {
-    let mut child = command(dir, chip, quiet).spawn().context("running cargo (is it on PATH?)")?;
+    let source_dirs = dependency_source_dirs(dir, quiet)?;
+    let mut child = command(dir, chip, quiet, &source_dirs).spawn().context("running cargo (is it on PATH?)")?;
     let stdout = child.stdout.take().expect("piped stdout");
     let mut elf = None;
     for line in std::io::BufReader::new(stdout).lines() {
@@ -108,7 +189,7 @@ mod tests {
 
     #[test]
     fn the_parents_toolchain_and_flags_are_removed() {
-        let cmd = command(Path::new("/fw"), Chip::Esp32c6, false);
+        let cmd = command(Path::new("/fw"), Chip::Esp32c6, false, &[]);
         let args: Vec<_> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
         assert!(args.windows(2).any(|w| w == ["--target", "riscv32imac-unknown-none-elf"]), "{args:?}");
         assert!(args.windows(2).any(|w| w == ["--features", "esp32c6"]), "{args:?}");
@@ -120,5 +201,34 @@ mod tests {
             assert!(removed.iter().any(|k| k == "RUSTUP_TOOLCHAIN"), "{removed:?}");
         }
         assert!(!removed.iter().any(|k| k == "CARGO_HOME"));
+        assert!(!args.iter().any(|a| a == "--config"), "{args:?}");
+    }
+
+    #[test]
+    fn dependency_folders_are_remapped_through_the_chip_targets_rustflags() {
+        let meta = serde_json::json!({"packages": [
+            {"name": "smoltcp", "source": "registry+https://github.com/rust-lang/crates.io-index",
+             "manifest_path": "/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/smoltcp-0.13.1/Cargo.toml"},
+            {"name": "serde", "source": "registry+https://github.com/rust-lang/crates.io-index",
+             "manifest_path": "/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/serde-1.0.229/Cargo.toml"},
+            {"name": "mcp-device", "source": null, "manifest_path": "/src/firmware/mcp-device/Cargo.toml"},
+        ]});
+        let dirs = source_dirs_of(&meta);
+        assert_eq!(dirs, [PathBuf::from("/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f")]);
+        let cmd = command(Path::new("/fw"), Chip::Esp32c3, false, &dirs);
+        let args: Vec<_> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        let config = r#"target.riscv32imc-unknown-none-elf.rustflags=["--remap-path-prefix=/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f="]"#;
+        assert!(args.windows(2).any(|w| w == ["--config", config]), "{args:?}");
+    }
+
+    #[test]
+    fn remapped_folders_are_valid_toml_strings_and_odd_ones_are_skipped() {
+        let dirs = [PathBuf::from(r#"C:\Users\a "b"\src"#), PathBuf::from("/a=b/src")];
+        let config = remap_config(Chip::Esp32c6, &dirs).unwrap();
+        let value = config.split_once('=').unwrap().1;
+        let parsed: toml::Value = toml::from_str(&format!("v = {value}")).unwrap();
+        assert_eq!(parsed["v"].as_array().unwrap().len(), 1, "{config}");
+        assert_eq!(parsed["v"][0].as_str(), Some(r#"--remap-path-prefix=C:\Users\a "b"\src="#));
+        assert_eq!(remap_config(Chip::Esp32c6, &[PathBuf::from("/a=b")]), None);
     }
 }

@@ -275,7 +275,7 @@ where
                         // The stock firmware reboots 1 s after answering; over MQTT it says goodbye.
                         Timer::after(Duration::from_secs(1)).await;
                         let _ = tx.publish(&mut socket, &settings.publish_topic, &link.goodbye()).await;
-                        let _ = tx.send(&mut socket, &Packet::Disconnect).await;
+                        let _ = tx.write(&mut socket, &DISCONNECT).await;
                         return End::Reboot;
                     }
                 }
@@ -295,7 +295,7 @@ where
                     next_hello = now + timing.dead_after;
                 }
                 if now >= next_ping {
-                    if let Err(e) = tx.send(&mut socket, &Packet::Pingreq).await {
+                    if let Err(e) = tx.write(&mut socket, &PINGREQ).await {
                         return e;
                     }
                     next_ping = now + ping_every;
@@ -330,6 +330,13 @@ struct Sender {
     timeout: Duration,
 }
 
+/// PINGREQ and DISCONNECT, encoded (MQTT 3.1.1 §3.12 and §3.14: the packet type, no flags, no
+/// remaining bytes; a test checks them against mqttrs). Sent as bytes because
+/// `&Packet::Pingreq` is promoted to a constant as large as the largest packet: 1.3 KB of the
+/// ESP32-C3 image each.
+const PINGREQ: [u8; 2] = [0xC0, 0x00];
+const DISCONNECT: [u8; 2] = [0xE0, 0x00];
+
 impl Sender {
     async fn send<W: Write>(&self, socket: &mut W, packet: &Packet<'_>) -> Result<(), End<W::Error>> {
         let size = match packet {
@@ -344,8 +351,13 @@ impl Sender {
         let Ok(len) = encode_slice(packet, &mut buf) else {
             return Err(End::Protocol("an MQTT packet that does not encode"));
         };
+        self.write(socket, &buf[..len]).await
+    }
+
+    /// Writes one encoded packet.
+    async fn write<W: Write>(&self, socket: &mut W, bytes: &[u8]) -> Result<(), End<W::Error>> {
         match with_timeout(self.timeout, async {
-            socket.write_all(&buf[..len]).await?;
+            socket.write_all(bytes).await?;
             socket.flush().await
         })
         .await
@@ -437,6 +449,15 @@ fn packet_len(buf: &[u8]) -> Result<Option<usize>, &'static str> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn pingreq_and_disconnect_bytes_are_mqttrs_encodings() {
+        for (packet, bytes) in [(Packet::Pingreq, PINGREQ), (Packet::Disconnect, DISCONNECT)] {
+            let mut buf = [0u8; 8];
+            let len = encode_slice(&packet, &mut buf).unwrap();
+            assert_eq!(&buf[..len], bytes, "{packet:?}");
+        }
+    }
 
     #[test]
     fn settings_from_an_ota_answer() {
