@@ -369,7 +369,7 @@ async fn link_with_hello_timeout() -> (tokio::sync::broadcast::Receiver<std::syn
         until_hello: Some(Box::new(Permit(Some(dropped_tx)))),
         hello_timeout: Some(Duration::from_millis(300)),
     };
-    let (handle, _done) = mcpdev::links::websocket::spawn(server, setup);
+    let handle = mcpdev::links::websocket::spawn(server, setup, || {});
     (rx, dropped, client.await.unwrap(), handle)
 }
 
@@ -434,7 +434,7 @@ async fn a_waiter_finds_a_device_that_was_ready_before_it_was_registered() {
     let identity = mcpdev::wire::identity::Identity { device_id: DEV.into(), client_id: None, token: None, protocol_version: 1 };
     let session = mcpdev::session::SessionConfig::new("s", mcpdev::links::websocket::server_hello("s"));
     let setup = LinkSetup { identity, session, events, tracing: std::sync::Arc::new(Tracing::default()), generation: 1, remote: None, until_hello: None, hello_timeout: None };
-    let (handle, _done) = mcpdev::links::websocket::spawn(server, setup);
+    let handle = mcpdev::links::websocket::spawn(server, setup, || {});
     tokio::time::timeout(Duration::from_secs(10), async {
         while serde_json::to_value(heard.recv().await.unwrap()).unwrap()["event"] != "ready" {}
     })

@@ -297,7 +297,7 @@ async fn accept_direct(
     cfg.onboarding_timeout = args.timeout;
     let (events, mut rx) = tokio::sync::broadcast::channel(256);
     let setup = LinkSetup { identity, session: cfg, events, tracing: Arc::new(Tracing::default()), generation: 1, remote: Some(remote), until_hello: None, hello_timeout: None };
-    let (handle, _done) = websocket::spawn(ws, setup);
+    let handle = websocket::spawn(ws, setup, || {});
     let ready = async {
         loop {
             match rx.recv().await {

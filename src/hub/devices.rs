@@ -98,14 +98,15 @@ pub fn attach(hub: Arc<Hub>, ws: upgrade::DeviceSocket, identity: Identity, loca
         until_hello,
         hello_timeout: Some(hub.config.hello_timeout),
     };
-    let (handle, done) = websocket::spawn(ws, setup);
+    let (owner, id) = (hub.clone(), device_id.clone());
+    let handle = websocket::spawn(ws, setup, move || owner.registry.remove(&id, generation));
     info!(device = %device_id, "device connected");
-    if let Some(old) = hub.registry.insert(handle) {
+    if let Some(old) = hub.registry.insert(handle.clone()) {
         info!(device = %device_id, "replacing the previous session of this device");
         tokio::spawn(async move { old.close().await });
     }
-    tokio::spawn(async move {
-        let _ = done.await;
+    // A link that ended before it was registered found nothing to remove when it ended.
+    if !handle.is_connected() {
         hub.registry.remove(&device_id, generation);
-    });
+    }
 }

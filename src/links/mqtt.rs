@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tracing::info;
 
 use super::websocket::sleep_until;
-use super::handle::{Command, DeviceEvent, DeviceHandle, InfoPublisher, Lifecycle, LinkEvent, LinkSetup, MalformedLog, Request, Waiting, deliver, spawn_link};
+use super::handle::{Command, Commands, DeviceEvent, DeviceHandle, InfoPublisher, Lifecycle, LinkEvent, LinkSetup, MalformedLog, Request, Waiting, deliver, spawn_link};
 use crate::session::{CallError, Output, Session};
 
 /// Publishes at QoS 0 without waiting; `false` if the request queue is full or closed.
@@ -74,11 +74,15 @@ pub fn inbound_channel() -> (mpsc::Sender<Inbound>, mpsc::Receiver<Inbound>) {
 /// Starts the link task. Returns the handle and a receiver that fires when the link has ended.
 pub fn spawn(setup: MqttLinkSetup, inbound: mpsc::Receiver<Inbound>) -> (DeviceHandle, oneshot::Receiver<()>) {
     let (device_id, generation) = (setup.link.identity.device_id.clone(), setup.link.generation);
-    spawn_link(device_id, generation, move |commands, publisher| run(setup, commands, publisher, inbound))
+    let (done_tx, done) = oneshot::channel();
+    let handle = spawn_link(device_id, generation, move |commands, publisher| run(setup, commands, publisher, inbound), move || {
+        let _ = done_tx.send(());
+    });
+    (handle, done)
 }
 
 
-async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mut publisher: InfoPublisher, mut inbound: mpsc::Receiver<Inbound>) {
+async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: InfoPublisher, mut inbound: mpsc::Receiver<Inbound>) {
     let device_id = setup.link.identity.device_id.clone();
     let events = setup.link.events.clone();
     let mut malformed = MalformedLog::new(&device_id);
@@ -118,9 +122,9 @@ async fn run(mut setup: MqttLinkSetup, mut commands: mpsc::Receiver<Command>, mu
                     None => break "the hub stopped serving this device".to_string(),
                 }
             }
-            cmd = commands.recv() => match cmd {
+            cmd = commands.recv() => match cmd.map(|c| *c) {
                 Some(Command::Request(request)) => {
-                    let Request { ticket, method, params, timeout, reply } = *request;
+                    let Request { ticket, method, params, timeout, reply } = request;
                     if !*setup.broker_up.borrow() {
                         let _ = reply.send(Err(CallError::Link(format!("the MQTT broker {} is unreachable (reconnecting)", setup.broker))));
                         continue;

@@ -9,10 +9,9 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{mpsc, oneshot};
 use tracing::{info, warn};
 
-use super::handle::{Command, DeviceEvent, DeviceHandle, InfoPublisher, Lifecycle, LinkEvent, LinkSetup, MalformedLog, Request, Waiting, deliver, spawn_link};
+use super::handle::{Command, Commands, DeviceEvent, DeviceHandle, InfoPublisher, Lifecycle, LinkEvent, LinkSetup, MalformedLog, Request, Waiting, deliver, spawn_link};
 use super::ws_socket::{Io, Outbox, Socket};
 use crate::session::{CallError, Output, Session};
 use crate::wire::ws_frame::{self, Incoming};
@@ -30,19 +29,19 @@ pub fn server_hello(session_id: &str) -> String {
     .to_string()
 }
 
-/// Starts the task serving one device socket (after its WebSocket handshake); returns its handle
-/// and a receiver that fires when the link has ended.
-pub fn spawn<S>(io: S, setup: LinkSetup) -> (DeviceHandle, oneshot::Receiver<()>)
+/// Starts the task serving one device socket (after its WebSocket handshake); returns its handle.
+/// `on_end` runs in the task when the link has ended.
+pub fn spawn<S>(io: S, setup: LinkSetup, on_end: impl FnOnce() + Send + 'static) -> DeviceHandle
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let (device_id, generation) = (setup.identity.device_id.clone(), setup.generation);
-    spawn_link(device_id, generation, move |commands, publisher| run(io, commands, publisher, setup))
+    spawn_link(device_id, generation, move |commands, publisher| run(io, commands, publisher, setup), on_end)
 }
 
 /// The link task: set up here, in plain code, so that the future holds only what it keeps using
 /// (an `async fn` would keep its arguments, the whole setup included, for the device's lifetime).
-fn run<S>(io: S, mut commands: mpsc::Receiver<Command>, mut publisher: InfoPublisher, setup: LinkSetup) -> impl Future<Output = ()> + Send + 'static
+fn run<S>(io: S, mut commands: Commands, mut publisher: InfoPublisher, setup: LinkSetup) -> impl Future<Output = ()> + Send + 'static
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -122,9 +121,9 @@ where
                         break why;
                     }
                 },
-                cmd = commands.recv() => match cmd {
+                cmd = commands.recv() => match cmd.map(|c| *c) {
                     Some(Command::Request(request)) => {
-                        let Request { ticket, method, params, timeout, reply } = *request;
+                        let Request { ticket, method, params, timeout, reply } = request;
                         waiting.insert(ticket, reply);
                         session.trace = tracing.enabled();
                         session.request(ticket, &method, params, timeout, Instant::now())

@@ -168,8 +168,8 @@ impl Outbox {
             }
         }
         self.moved_at = None;
-        // A burst's queue is given back: an idle device holds no buffer.
-        if self.frames.capacity() > 4 {
+        // The queue is given back once written: an idle device holds no buffer.
+        if self.frames.capacity() > 0 {
             self.frames = VecDeque::new();
         }
         if self.unflushed {
