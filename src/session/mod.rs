@@ -121,7 +121,9 @@ pub struct SessionConfig {
 }
 
 impl SessionConfig {
-    pub fn new(session_id: impl Into<String>, server_hello: String) -> Self {
+    pub fn new(session_id: impl Into<String>, mut server_hello: String) -> Self {
+        // Kept for the device's lifetime: without a serializer's spare capacity.
+        server_hello.shrink_to_fit();
         Self {
             session_id: session_id.into(),
             server_hello,
