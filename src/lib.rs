@@ -1,13 +1,15 @@
 //! mcpdev: develop, test and flash voice/IoT devices that speak MCP the way xiaozhi-esp32 devices do.
 //!
 //! Layers, from the wire up (each only calls the ones below it):
-//! 1. [`wire`]: the xiaozhi envelope, device identity and a tolerant JSON-RPC model. Pure, no I/O.
+//! 1. [`wire`]: the xiaozhi envelope, device identity, a tolerant JSON-RPC model and a device's
+//!    WebSocket frames. Pure, no I/O.
 //! 2. [`session`]: one connected device as an I/O-free state machine (onboarding with retries
 //!    and re-lists that survive gateways, request correlation for every consumer, timeouts, late
 //!    replies, keepalive, caps and rate limits on what a device can make the hub hold or send,
 //!    events; tool lists shared between devices that list the same tools).
 //! 3. [`links`]: how frames reach a device (a WebSocket or MQTT task per device driving its
-//!    session; the CLI's relay through a hub; the CLI as a client of any MCP server).
+//!    session, the WebSocket's task owning its socket; the CLI's relay through a hub; the CLI as a
+//!    client of any MCP server).
 //! 4. [`hub`]: `mcpdev serve` (device listener with OTA and vision, device admission, registry,
 //!    control API; accept loops with deadlines and a connection budget; an owner-only host
 //!    listener). It knows neither the bridge nor MQTT: it is bound, they are attached, then it

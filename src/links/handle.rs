@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio::sync::{broadcast, oneshot};
+
+use super::mailbox;
 
 use crate::session::{CallError, DeviceInfo, Event, Phase, SessionConfig};
 use crate::wire::identity::Identity;
@@ -47,7 +49,7 @@ pub(crate) enum Command {
 }
 
 /// A link's queue of commands, as its task reads it.
-pub(crate) type Commands = mpsc::Receiver<Box<Command>>;
+pub(crate) type Commands = mailbox::Receiver<Box<Command>>;
 
 /// A request for the device, as a link task takes it.
 pub(crate) struct Request {
@@ -110,8 +112,8 @@ pub struct DeviceHandle {
     pub device_id: String,
     /// Distinguishes a device's successive connections.
     pub generation: u64,
-    pub(crate) commands: mpsc::Sender<Box<Command>>,
-    info: watch::Receiver<Option<Arc<DeviceInfo>>>,
+    pub(crate) commands: mailbox::Sender<Box<Command>>,
+    info: Arc<Published>,
 }
 
 impl DeviceHandle {
@@ -145,7 +147,7 @@ impl DeviceHandle {
         if self.commands.is_closed() {
             return None;
         }
-        self.info.borrow().clone()
+        self.info.get()
     }
 
     /// Whether the device finished onboarding (a cheap read, as [`Self::snapshot`]).
@@ -153,7 +155,7 @@ impl DeviceHandle {
         if self.commands.is_closed() {
             return None;
         }
-        self.info.borrow().as_ref().map(|i| i.phase)
+        self.info.get().map(|i| i.phase)
     }
 
     /// Closes the device's connection (e.g. replaced by a newer one with the same Device-Id).
@@ -167,7 +169,7 @@ impl DeviceHandle {
 }
 
 struct CancelOnDrop<'a> {
-    commands: &'a mpsc::Sender<Box<Command>>,
+    commands: &'a mailbox::Sender<Box<Command>>,
     ticket: Option<u64>,
 }
 
@@ -198,8 +200,9 @@ where
     F: FnOnce(Commands, InfoPublisher) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
-    let (commands, rx) = mpsc::channel(64);
-    let (info_tx, info) = watch::channel(None);
+    let (commands, rx) = mailbox::channel(64);
+    let info = Arc::new(Published::default());
+    let info_tx = info.clone();
     let id = device_id.clone();
     // One task per device: its end, a panic included, is seen by the task itself. A combinator,
     // not an `async` block: a block would hold the link's future twice (as what it captured and
@@ -219,12 +222,30 @@ where
 /// Longest a description's counters may lag behind the device (tools and phase never lag).
 const COUNTERS_REFRESH: Duration = Duration::from_secs(1);
 
+/// The description a link last published, as its handles read it: a plain lock around a pointer,
+/// held only to copy or swap the pointer (a watch channel costs 344 bytes per device, for
+/// wake-ups nobody waits on).
+#[derive(Default)]
+pub(crate) struct Published(std::sync::Mutex<Option<Arc<DeviceInfo>>>);
+
+impl Published {
+    fn get(&self) -> Option<Arc<DeviceInfo>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    fn set(&self, info: Option<Arc<DeviceInfo>>) {
+        let old = std::mem::replace(&mut *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner), info);
+        // The old description is freed after the lock is let go.
+        drop(old);
+    }
+}
+
 /// The link's side of [`DeviceHandle::snapshot`]: publishes the session's description at once
 /// when what a client can see changed ([`DeviceInfo::version`]: hello, phase, tools…), and its
 /// counters at most once per [`COUNTERS_REFRESH`], so a busy device does not clone its tool list
 /// per frame.
 pub(crate) struct InfoPublisher {
-    tx: watch::Sender<Option<Arc<DeviceInfo>>>,
+    tx: Arc<Published>,
     version: Option<u64>,
     published_at: Instant,
     /// Counters changed since the last publication.
@@ -233,7 +254,7 @@ pub(crate) struct InfoPublisher {
 }
 
 impl InfoPublisher {
-    fn new(tx: watch::Sender<Option<Arc<DeviceInfo>>>) -> Self {
+    fn new(tx: Arc<Published>) -> Self {
         Self { tx, version: None, published_at: Instant::now(), stale: false, seen: (0, 0, 0, 0) }
     }
 
@@ -257,7 +278,7 @@ impl InfoPublisher {
         self.seen = seen;
         self.stale = false;
         self.published_at = now;
-        self.tx.send_replace(Some(Arc::new(info.clone())));
+        self.tx.set(Some(Arc::new(info.clone())));
         // After publishing: whoever sees the new epoch reads the new description.
         if reshaped {
             bump_tools_epoch();
@@ -268,7 +289,7 @@ impl InfoPublisher {
     /// The device is gone: snapshots say `None` from now on. Call before announcing the
     /// disconnect, so whoever hears it no longer sees the device.
     pub(crate) fn gone(&mut self) {
-        self.tx.send_replace(None);
+        self.tx.set(None);
         bump_tools_epoch();
     }
 

@@ -10,6 +10,7 @@
 pub mod control_token;
 pub mod handle;
 pub mod hub_client;
+pub(crate) mod mailbox;
 pub mod mcp_client;
 pub mod sse_client;
 pub mod mqtt;
