@@ -302,6 +302,21 @@ impl InfoPublisher {
 /// Callers waiting for a reply, by ticket.
 pub(crate) type Waiting = std::collections::HashMap<u64, oneshot::Sender<Result<Value, CallError>>>;
 
+/// The link is down: each caller gets what the session's disconnect produced for it, and anyone
+/// still waiting (a request whose reply was never produced) learns the device is gone.
+pub(crate) fn end_callers(on_disconnect: Vec<crate::session::Output>, waiting: &mut Waiting) {
+    for o in on_disconnect {
+        if let crate::session::Output::Reply { ticket, outcome } = o
+            && let Some(tx) = waiting.remove(&ticket)
+        {
+            let _ = tx.send(outcome);
+        }
+    }
+    for (_, tx) in waiting.drain() {
+        let _ = tx.send(Err(CallError::Disconnected));
+    }
+}
+
 /// How many malformed messages of one device are logged one by one; after that, one summary
 /// line per [`MALFORMED_SUMMARY`] says how many more came.
 const MALFORMED_LOGGED: u64 = 5;

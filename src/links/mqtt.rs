@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tracing::info;
 
 use super::websocket::sleep_until;
-use super::handle::{Command, Commands, DeviceEvent, DeviceHandle, InfoPublisher, Lifecycle, LinkEvent, LinkSetup, MalformedLog, Request, Waiting, deliver, spawn_link};
+use super::handle::{Command, Commands, DeviceEvent, DeviceHandle, InfoPublisher, Lifecycle, LinkEvent, LinkSetup, MalformedLog, Request, Waiting, deliver, end_callers, spawn_link};
 use crate::session::{CallError, Output, Session};
 
 /// Publishes at QoS 0 without waiting; `false` if the request queue is full or closed.
@@ -170,16 +170,7 @@ async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: In
         publisher.update(session.info(), Instant::now());
         carry_out(outputs, &setup, &mut waiting, &mut malformed, &emit);
     };
-    for o in session.on_disconnect() {
-        if let Output::Reply { ticket, outcome } = o
-            && let Some(tx) = waiting.remove(&ticket)
-        {
-            let _ = tx.send(outcome);
-        }
-    }
-    for (_, tx) in waiting.drain() {
-        let _ = tx.send(Err(CallError::Disconnected));
-    }
+    end_callers(session.on_disconnect(), &mut waiting);
     malformed.summarise();
     info!(device = %setup.link.identity.device_id, %reason, "MQTT device link ended");
     publisher.gone();

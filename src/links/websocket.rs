@@ -11,9 +11,9 @@ use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::{info, warn};
 
-use super::handle::{Command, Commands, DeviceEvent, DeviceHandle, InfoPublisher, Lifecycle, LinkEvent, LinkSetup, MalformedLog, Request, Waiting, deliver, spawn_link};
+use super::handle::{Command, Commands, DeviceEvent, DeviceHandle, InfoPublisher, Lifecycle, LinkEvent, LinkSetup, MalformedLog, Request, Waiting, deliver, end_callers, spawn_link};
 use super::ws_socket::{Io, Outbox, Socket};
-use crate::session::{CallError, Output, Session};
+use crate::session::{Output, Session};
 use crate::wire::ws_frame::{self, Incoming};
 
 /// The server hello a WebSocket device expects (reference §1.3): `transport` must be the string
@@ -159,17 +159,7 @@ where
         };
         publisher.gone();
         drop(until_hello);
-        for o in session.on_disconnect() {
-            if let Output::Reply { ticket, outcome } = o
-                && let Some(tx) = waiting.remove(&ticket)
-            {
-                let _ = tx.send(outcome);
-            }
-        }
-        // Anyone still waiting (a request whose reply was never produced) learns it now.
-        for (_, tx) in waiting.drain() {
-            let _ = tx.send(Err(CallError::Disconnected));
-        }
+        end_callers(session.on_disconnect(), &mut waiting);
         malformed.summarise();
         if stalled || refused {
             warn!(device = %device_id, %reason, "disconnecting a device");
