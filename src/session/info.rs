@@ -1,5 +1,6 @@
 //! What the hub knows about a device: identity, hello, serverInfo, tools, counters.
 
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -88,10 +89,10 @@ pub struct DeviceInfo {
     pub protocol_version: u8,
     pub session_id: String,
     pub phase: Phase,
-    pub hello: Option<Box<RawValue>>,
+    pub hello: Option<Arc<RawValue>>,
     pub mcp_protocol_version: Option<String>,
-    pub server_info: Option<Box<RawValue>>,
-    pub capabilities: Option<Box<RawValue>>,
+    pub server_info: Option<Arc<RawValue>>,
+    pub capabilities: Option<Arc<RawValue>>,
     pub tools: ToolList,
     /// Set when onboarding gave up: "onboarding failed at tools/list page 2: no answer within 10s".
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -102,7 +103,7 @@ pub struct DeviceInfo {
     pub tools_warning: Option<String>,
     /// What the device posted to the OTA endpoint (board, chip, firmware), if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub system_info: Option<Box<RawValue>>,
+    pub system_info: Option<Arc<RawValue>>,
     /// Unix time in milliseconds.
     pub connected_at_ms: u64,
     pub last_seen_ms: u64,
@@ -119,8 +120,10 @@ fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
-fn raw(v: &Value) -> Option<Box<RawValue>> {
-    RawValue::from_string(v.to_string()).ok()
+/// What the device said, kept as text. Shared (`Arc`): the description a link publishes is a
+/// copy of the session's, and these are its largest parts.
+fn raw(v: &Value) -> Option<Arc<RawValue>> {
+    RawValue::from_string(v.to_string()).ok().map(Arc::from)
 }
 
 impl DeviceInfo {
