@@ -446,3 +446,114 @@ async fn a_waiter_finds_a_device_that_was_ready_before_it_was_registered() {
     let (found, info) = tokio::time::timeout(Duration::from_secs(5), waiting).await.expect("the waiter woke on the insertion").expect("found");
     assert_eq!((found.device_id.as_str(), info.phase), (DEV, mcpdev::session::Phase::Ready));
 }
+
+/// A device on a raw TCP socket, after a real WebSocket handshake with the hub, so it can send
+/// bytes no WebSocket library would; the hub's control API watches it.
+struct RawDevice {
+    tcp: TcpStream,
+    ctl: Control,
+}
+
+impl RawDevice {
+    async fn connect(hub: &HubProcess, device_id: &str) -> Self {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut ctl = control(hub).await;
+        send(&mut ctl, json!({"id": 1, "op": "watch", "device": device_id})).await;
+        assert_eq!(answer(&mut ctl, 1, Duration::from_secs(5)).await["ok"]["watching"], device_id);
+        let authority = hub.device_url.trim_start_matches("ws://").split('/').next().unwrap().to_string();
+        let mut tcp = TcpStream::connect(&authority).await.unwrap();
+        let request = format!(
+            "GET /xiaozhi/v1/ HTTP/1.1\r\nHost: {authority}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nDevice-Id: {device_id}\r\nClient-Id: raw\r\n\r\n"
+        );
+        tcp.write_all(request.as_bytes()).await.unwrap();
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            let mut byte = [0u8; 1];
+            let n = tokio::time::timeout(Duration::from_secs(5), tcp.read(&mut byte)).await.expect("the hub answered the handshake").unwrap();
+            assert_eq!(n, 1, "the hub closed during the handshake: {}", String::from_utf8_lossy(&head));
+            head.push(byte[0]);
+        }
+        let head = String::from_utf8(head).unwrap();
+        assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+        assert!(head.contains("s3pPLMBiTxaQ9kYGzzhZRbK+xOo="), "the RFC 6455 example's accept key: {head}");
+        Self { tcp, ctl }
+    }
+
+    async fn send_raw(&mut self, bytes: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        self.tcp.write_all(bytes).await.unwrap();
+    }
+
+    /// Reads exactly `n` bytes the hub sent.
+    async fn read_exact(&mut self, n: usize) -> Vec<u8> {
+        use tokio::io::AsyncReadExt;
+        let mut buf = vec![0u8; n];
+        tokio::time::timeout(Duration::from_secs(5), self.tcp.read_exact(&mut buf)).await.expect("the hub's frame came").unwrap();
+        buf
+    }
+
+    async fn disconnect_reason(&mut self) -> String {
+        loop {
+            let v = answer(&mut self.ctl, 1, Duration::from_secs(10)).await;
+            if v["event"]["event"] == "disconnected" {
+                return v["event"]["reason"].as_str().unwrap().to_string();
+            }
+        }
+    }
+}
+
+/// A client frame: final, masked with a fixed key, the length in as many bytes as it needs.
+fn masked(opcode: u8, payload: &[u8]) -> Vec<u8> {
+    let mask = [0x11, 0x22, 0x33, 0x44];
+    let mut out = vec![0x80 | opcode];
+    match payload.len() {
+        n @ 0..=125 => out.push(0x80 | n as u8),
+        n @ 126..=0xFFFF => {
+            out.push(0x80 | 126);
+            out.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            out.push(0x80 | 127);
+            out.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    out.extend_from_slice(&mask);
+    out.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    out
+}
+
+#[tokio::test]
+async fn the_hub_answers_a_devices_ping_and_echoes_its_close() {
+    let hub = HubProcess::start(&[], &[]).await;
+    let mut dev = RawDevice::connect(&hub, "02:00:00:00:0b:01").await;
+    dev.send_raw(&masked(0x9, b"are you there")).await;
+    let pong = dev.read_exact(2 + 13).await;
+    assert_eq!((pong[0], pong[1], &pong[2..]), (0x8A, 13, &b"are you there"[..]), "an unmasked final pong with the ping's payload");
+    dev.send_raw(&masked(0x8, &1001u16.to_be_bytes())).await;
+    assert_eq!(dev.read_exact(4).await, [0x88, 2, 0x03, 0xE9], "the close code 1001 echoed");
+    assert_eq!(dev.disconnect_reason().await, "closed by the device");
+}
+
+#[tokio::test]
+async fn a_device_that_breaks_the_websocket_rules_is_disconnected_saying_which() {
+    let hub = HubProcess::start(&[], &[]).await;
+    // Unmasked, as a server would send it: a client must mask (RFC 6455 §5.1).
+    let mut dev = RawDevice::connect(&hub, "02:00:00:00:0b:02").await;
+    dev.send_raw(&[0x81, 0x02, b'h', b'i']).await;
+    let reason = dev.disconnect_reason().await;
+    assert!(reason.contains("not masked"), "{reason}");
+
+    // Only the header of a 2 MiB text frame: refused at once, without reading (or keeping) the
+    // megabytes it announces.
+    let mut dev = RawDevice::connect(&hub, "02:00:00:00:0b:03").await;
+    let header: Vec<u8> = [0x81, 0x80 | 127].into_iter().chain((2u64 << 20).to_be_bytes()).chain([1, 2, 3, 4]).collect();
+    dev.send_raw(&header).await;
+    let reason = dev.disconnect_reason().await;
+    assert!(reason.contains("over the 1048576-byte limit"), "{reason}");
+
+    // A continuation with no message to continue.
+    let mut dev = RawDevice::connect(&hub, "02:00:00:00:0b:04").await;
+    dev.send_raw(&masked(0x0, b"x")).await;
+    let reason = dev.disconnect_reason().await;
+    assert!(reason.contains("continuation"), "{reason}");
+}
