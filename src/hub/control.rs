@@ -16,10 +16,10 @@
 //! Errors: `{"kind": "no_devices|not_found|ambiguous|not_ready|timeout|device_error|disconnected|link_down|bad_request|busy",
 //! "message": …, "rpc": {code,message,data}?}`.
 //!
-//! One connection serves its requests concurrently in its own task, at most
-//! [`MAX_IN_FLIGHT`] at a time (watches included; beyond that the answer is `busy`), each at
-//! most [`MAX_REQUEST_BYTES`] long. A client that does not read its answers for
-//! [`WRITE_DEADLINE`] is disconnected.
+//! One connection serves its requests concurrently in its own task, which also writes their
+//! answers to the socket: at most [`MAX_IN_FLIGHT`] at a time (watches included; beyond that the
+//! answer is `busy`), each at most [`MAX_REQUEST_BYTES`] long. A client that does not read its
+//! answers for [`WRITE_DEADLINE`] is disconnected.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,17 +27,18 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{Request, Response};
+use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use tokio_tungstenite::tungstenite::Message;
 
 use super::Hub;
 use super::registry::SelectError;
 use crate::links::upgrade;
+use crate::links::ws_socket::{Io, Socket};
 use crate::session::CallError;
+use crate::wire::ws_frame::{self, Incoming};
 
 /// Most requests one connection may have under way (watches count).
 pub const MAX_IN_FLIGHT: usize = 256;
@@ -69,68 +70,86 @@ enum Op {
 }
 
 pub async fn link(State(hub): State<Arc<Hub>>, mut req: Request<Body>) -> Response<Body> {
-    let (response, socket) = match upgrade::accept(&mut req) {
+    let (response, socket) = match upgrade::accept_raw(&mut req) {
         Ok(pair) => pair,
         Err(resp) => return resp,
     };
     tokio::spawn(async move {
-        if let Some(ws) = socket.await {
-            serve(hub, ws).await;
+        if let Some(io) = socket.await {
+            serve(hub, io).await;
         }
     });
     response
 }
 
-async fn serve(hub: Arc<Hub>, ws: upgrade::UpgradedSocket) {
-    let (mut sink, mut stream) = ws.split();
-    let (tx, mut rx) = mpsc::channel::<String>(256);
-    let writer = tokio::spawn(async move {
-        while let Some(text) = rx.recv().await {
-            match tokio::time::timeout(WRITE_DEADLINE, sink.send(Message::text(text))).await {
-                Ok(Ok(())) => {}
-                Ok(Err(_)) => break,
-                Err(_) => {
-                    tracing::warn!("control client did not read its answers for {} s; disconnecting it", WRITE_DEADLINE.as_secs());
-                    break;
-                }
-            }
-        }
-    });
+/// One connection, in one task: it reads requests, polls those under way, and writes their
+/// answers and its watches' events to the socket itself (no writer task between them).
+async fn serve(hub: Arc<Hub>, io: upgrade::DeviceSocket) {
+    let mut socket = Socket::with_write_deadline(io, WRITE_DEADLINE);
+    // Watches send their events here; the loop takes them when it has room for them.
+    let (tx, mut events) = mpsc::channel::<String>(256);
     // Requests under way, polled only here; each yields its answer (a finished request leaves
-    // at once: nothing is kept per request). Answers wait in `outbox` for room in the writer's
-    // queue, and no new request is read while one waits, so the outbox holds at most
+    // at once: nothing is kept per request). Answers wait in `outbox` for room in the socket's
+    // queue, and no new request or event is taken while one waits, so the outbox holds at most
     // MAX_IN_FLIGHT + 1 answers. This loop never waits outside its `select!`: a request under
-    // way is always polled, whatever the writer is doing.
+    // way is always polled, whatever the client is doing.
     let mut running = FuturesUnordered::new();
     let mut outbox = std::collections::VecDeque::<String>::new();
     let mut refused_busy = 0u64;
     loop {
+        while let Some(answer) = outbox.pop_front() {
+            let frame = ws_frame::text(&answer);
+            if !socket.out.has_room(frame.len()) {
+                outbox.push_front(answer);
+                break;
+            }
+            let _ = socket.out.push(frame);
+        }
+        let idle = outbox.is_empty();
+        let stall = socket.out.stall_deadline();
         tokio::select! {
             Some(answer) = running.next(), if !running.is_empty() => {
                 outbox.extend(answer);
             }
-            permit = tx.reserve(), if !outbox.is_empty() => {
-                let Ok(permit) = permit else { break };
-                permit.send(outbox.pop_front().expect("the outbox is not empty"));
-            }
-            msg = stream.next(), if outbox.is_empty() => {
-                let Some(Ok(msg)) = msg else { break };
-                let Message::Text(text) = msg else { continue };
-                match accept(&text, running.len(), &mut refused_busy) {
-                    Ok(ControlRequest { id, op: Op::Stats }) => outbox.push_back(json!({"id": id, "ok": {"in_flight": running.len()}}).to_string()),
-                    Ok(req) => running.push(handle(hub.clone(), req, tx.clone())),
-                    Err(answer) => outbox.push_back(answer.to_string()),
+            Some(event) = events.recv(), if idle => outbox.push_back(event),
+            io = std::future::poll_fn(|cx| socket.poll_io(cx, idle)) => {
+                let (messages, end) = match io {
+                    Io::Read(messages, end) => (messages, end),
+                    Io::WriteFailed(_) => break,
+                };
+                let mut closed = false;
+                for message in messages {
+                    match message {
+                        Incoming::Text(text) => match accept(&text, running.len(), &mut refused_busy) {
+                            Ok(ControlRequest { id, op: Op::Stats }) => outbox.push_back(json!({"id": id, "ok": {"in_flight": running.len()}}).to_string()),
+                            Ok(req) => running.push(handle(hub.clone(), req, tx.clone())),
+                            Err(answer) => outbox.push_back(answer.to_string()),
+                        },
+                        Incoming::Ping(payload) => {
+                            let _ = socket.out.push(ws_frame::pong(&payload));
+                        }
+                        Incoming::Close(_) => closed = true,
+                        Incoming::Binary(_) | Incoming::Pong => {}
+                    }
+                }
+                if closed || end.is_some() {
+                    break;
                 }
             }
-            () = tx.closed() => break,
+            () = crate::links::websocket::sleep_until(stall) => {
+                if socket.out.stall_deadline().is_some_and(|d| d <= tokio::time::Instant::now()) {
+                    tracing::warn!("control client did not read its answers for {} s; disconnecting it", WRITE_DEADLINE.as_secs());
+                    break;
+                }
+            }
         }
     }
     if refused_busy > 0 {
         tracing::warn!(count = refused_busy, "a control client was refused {refused_busy} requests over the {MAX_IN_FLIGHT}-request limit");
     }
     drop(running);
-    drop(tx);
-    let _ = writer.await;
+    let stalled = socket.out.stall_deadline().is_some_and(|d| d <= tokio::time::Instant::now());
+    socket.finish(stalled, None).await;
 }
 
 /// A request to serve, or the answer that refuses it (unreadable, too long, too many under way).

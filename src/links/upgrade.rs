@@ -1,37 +1,29 @@
-//! Upgrading an HTTP request to a WebSocket. A device's socket is handed on raw
-//! ([`DeviceSocket`]; its link reads and writes the frames itself, [`super::ws_socket`]), whether
-//! the hub accepted it or a command with `--listen` did ([`accept_one`]), so both run the very same
-//! link code. The control API's socket is a tokio-tungstenite one ([`accept`]).
+//! Upgrading an HTTP request to a WebSocket. The socket is handed on raw ([`DeviceSocket`]): a
+//! device's link and the control API read and write the frames themselves
+//! ([`super::ws_socket`]). A device is the same whether the hub accepted it or a command with
+//! `--listen` did ([`accept_one`]), so both run the very same link code.
 
 use axum::body::Body;
 use axum::http::{HeaderValue, Request, Response, StatusCode, header};
 use hyper_util::rt::TokioIo;
-use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
-use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
-pub type UpgradedSocket = WebSocketStream<DeviceSocket>;
 /// A connection after a WebSocket handshake, before any frame.
 pub type DeviceSocket = TokioIo<hyper::upgrade::Upgraded>;
 
 /// Longest a `--listen` connection may take to send its handshake.
 const HANDSHAKE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Small buffers and a 1 MiB message limit, for the WebSockets read with tungstenite (the control
-/// API's, and `check`'s device): each holds its read buffer for as long as it is connected, and
-/// the buffer grows to the largest frame read.
+/// Small buffers and a 1 MiB message limit, for the server WebSockets read with tungstenite
+/// (`check`'s device): each holds its read buffer for as long as it is connected, and the buffer
+/// grows to the largest frame read.
 pub fn ws_config() -> WebSocketConfig {
     WebSocketConfig::default()
         .read_buffer_size(1024)
         .write_buffer_size(0)
         .max_message_size(Some(1 << 20))
         .max_frame_size(Some(1 << 20))
-}
-
-/// [`accept_raw`], for a tokio-tungstenite socket.
-pub fn accept(req: &mut Request<Body>) -> Result<(Response<Body>, impl Future<Output = Option<UpgradedSocket>> + Send + 'static + use<>), Response<Body>> {
-    let (response, raw) = accept_raw(req)?;
-    Ok((response, async move { Some(WebSocketStream::from_raw_socket(raw.await?, Role::Server, Some(ws_config())).await) }))
 }
 
 /// Checks the WebSocket handshake headers. On success returns the 101 response and a future

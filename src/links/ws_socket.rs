@@ -48,14 +48,23 @@ pub(crate) struct Socket<S> {
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Socket<S> {
     pub(crate) fn new(io: S) -> Self {
-        Self { io, decoder: Decoder::new(MAX_MESSAGE), out: Outbox::default() }
+        Self::with_write_deadline(io, WRITE_DEADLINE)
     }
 
-    /// Writes what is queued, as far as the device takes it, then reads: ready once there are
-    /// messages, an end, or a failed write.
-    pub(crate) fn poll_io(&mut self, cx: &mut Context<'_>) -> Poll<Io> {
+    /// A socket whose peer counts as not reading after `deadline` without taking a byte.
+    pub(crate) fn with_write_deadline(io: S, deadline: Duration) -> Self {
+        Self { io, decoder: Decoder::new(MAX_MESSAGE), out: Outbox::new(deadline) }
+    }
+
+    /// Writes what is queued, as far as the peer takes it, then reads (unless `read` is false:
+    /// the caller is not taking more for now): ready once there are messages, an end, or a failed
+    /// write.
+    pub(crate) fn poll_io(&mut self, cx: &mut Context<'_>, read: bool) -> Poll<Io> {
         if let Err(why) = self.out.poll_drain(&mut self.io, cx) {
             return Poll::Ready(Io::WriteFailed(why));
+        }
+        if !read {
+            return Poll::Pending;
         }
         let mut buf = [MaybeUninit::<u8>::uninit(); READ_CHUNK];
         let mut messages = Vec::new();
@@ -105,7 +114,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Socket<S> {
 
 /// Frames waiting to be written, with the caps and the deadline that tell a device that does not
 /// read.
-#[derive(Default)]
 pub(crate) struct Outbox {
     frames: VecDeque<Vec<u8>>,
     /// Bytes of the front frame already written.
@@ -114,9 +122,19 @@ pub(crate) struct Outbox {
     /// When the queue last moved (or was started), while it holds anything.
     moved_at: Option<Instant>,
     unflushed: bool,
+    deadline: Duration,
 }
 
 impl Outbox {
+    fn new(deadline: Duration) -> Self {
+        Self { frames: VecDeque::new(), written: 0, bytes: 0, moved_at: None, unflushed: false, deadline }
+    }
+
+    /// Whether a frame of `len` bytes would be queued now.
+    pub(crate) fn has_room(&self, len: usize) -> bool {
+        self.frames.len() < OUT_QUEUE_FRAMES && (self.bytes == 0 || self.bytes + len <= OUT_QUEUE_BYTES)
+    }
+
     /// Queues a frame, or says why the device cannot take it.
     pub(crate) fn push(&mut self, frame: Vec<u8>) -> Result<(), String> {
         let (before, len) = (self.bytes, frame.len());
@@ -138,12 +156,12 @@ impl Outbox {
 
     /// When the device counts as not reading, if nothing moves before.
     pub(crate) fn stall_deadline(&self) -> Option<Instant> {
-        self.moved_at.map(|t| t + WRITE_DEADLINE)
+        self.moved_at.map(|t| t + self.deadline)
     }
 
     pub(crate) fn stall_reason(&self) -> String {
         let left = self.frames.front().map_or(0, |f| f.len() - self.written);
-        format!("the device stopped reading: a write of {left} bytes did not finish within {} s", WRITE_DEADLINE.as_secs())
+        format!("the device stopped reading: a write of {left} bytes did not finish within {} s", self.deadline.as_secs())
     }
 
     /// Writes frames until the socket takes no more; an `Err` says the connection is gone.
