@@ -234,6 +234,21 @@ async fn a_control_connection_keeps_no_state_for_finished_requests_and_caps_thos
     assert_eq!(answer(&mut ctl, 7000, Duration::from_secs(5)).await["ok"]["in_flight"], 256);
 }
 
+/// Answers the connection writes itself (`stats`) in a burst larger than its socket's queue:
+/// the ones that wait for room are written once the client has taken the others.
+#[tokio::test]
+async fn a_burst_of_answers_larger_than_the_write_queue_all_arrive() {
+    let hub = HubProcess::start(&[], &[]).await;
+    let mut ctl = control(&hub).await;
+    for id in 1..=1000u64 {
+        ctl.ws.feed(Message::text(json!({"id": id, "op": "stats"}).to_string())).await.unwrap();
+    }
+    ctl.ws.flush().await.unwrap();
+    for id in 1..=1000u64 {
+        assert_eq!(answer(&mut ctl, id, Duration::from_secs(10)).await["ok"]["in_flight"], 0);
+    }
+}
+
 #[tokio::test]
 async fn unknown_devices_get_a_404_on_their_mcp_endpoint() {
     let hub = HubProcess::start(&[], &[]).await;

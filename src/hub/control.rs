@@ -89,30 +89,31 @@ async fn serve(hub: Arc<Hub>, io: upgrade::DeviceSocket) {
     // Watches send their events here; the loop takes them when it has room for them.
     let (tx, mut events) = mpsc::channel::<String>(256);
     // Requests under way, polled only here; each yields its answer (a finished request leaves
-    // at once: nothing is kept per request). Answers wait in `outbox` for room in the socket's
-    // queue, and no new request or event is taken while one waits, so the outbox holds at most
-    // MAX_IN_FLIGHT + 1 answers. This loop never waits outside its `select!`: a request under
-    // way is always polled, whatever the client is doing.
+    // at once: nothing is kept per request). Answers, as frames, wait in `outbox` for room in the
+    // socket's queue, and no new request or event is taken while one waits, so the outbox holds
+    // at most MAX_IN_FLIGHT answers plus those of one read's requests. This loop never waits
+    // outside its `select!`: a request under way is always polled, whatever the client is doing.
     let mut running = FuturesUnordered::new();
-    let mut outbox = std::collections::VecDeque::<String>::new();
+    let mut outbox = std::collections::VecDeque::<Vec<u8>>::new();
     let mut refused_busy = 0u64;
     loop {
-        while let Some(answer) = outbox.pop_front() {
-            let frame = ws_frame::text(&answer);
-            if !socket.out.has_room(frame.len()) {
-                outbox.push_front(answer);
-                break;
-            }
-            let _ = socket.out.push(frame);
+        while outbox.front().is_some_and(|frame| socket.out.has_room(frame.len())) {
+            let _ = socket.out.push(outbox.pop_front().expect("a front frame"));
         }
-        let idle = outbox.is_empty();
+        // The size of the answer waiting for room, if one is.
+        let waiting = outbox.front().map(Vec::len);
         let stall = socket.out.stall_deadline();
         tokio::select! {
             Some(answer) = running.next(), if !running.is_empty() => {
-                outbox.extend(answer);
+                let answer: Option<String> = answer;
+                outbox.extend(answer.as_deref().map(ws_frame::text));
             }
-            Some(event) = events.recv(), if idle => outbox.push_back(event),
-            io = std::future::poll_fn(|cx| socket.poll_io(cx, idle)) => {
+            Some(event) = events.recv(), if waiting.is_none() => outbox.push_back(ws_frame::text(&event)),
+            // While an answer waits for room, the socket is only written (until it fits), not read.
+            io = std::future::poll_fn(|cx| match waiting {
+                Some(len) => socket.poll_room(cx, len).map(|room| room.map_or_else(Io::WriteFailed, |()| Io::Read(Vec::new(), None))),
+                None => socket.poll_io(cx),
+            }) => {
                 let (messages, end) = match io {
                     Io::Read(messages, end) => (messages, end),
                     Io::WriteFailed(_) => break,
@@ -121,9 +122,9 @@ async fn serve(hub: Arc<Hub>, io: upgrade::DeviceSocket) {
                 for message in messages {
                     match message {
                         Incoming::Text(text) => match accept(&text, running.len(), &mut refused_busy) {
-                            Ok(ControlRequest { id, op: Op::Stats }) => outbox.push_back(json!({"id": id, "ok": {"in_flight": running.len()}}).to_string()),
+                            Ok(ControlRequest { id, op: Op::Stats }) => outbox.push_back(ws_frame::text(&json!({"id": id, "ok": {"in_flight": running.len()}}).to_string())),
                             Ok(req) => running.push(handle(hub.clone(), req, tx.clone())),
-                            Err(answer) => outbox.push_back(answer.to_string()),
+                            Err(answer) => outbox.push_back(ws_frame::text(&answer.to_string())),
                         },
                         Incoming::Ping(payload) => {
                             let _ = socket.out.push(ws_frame::pong(&payload));

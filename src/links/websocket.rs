@@ -73,7 +73,7 @@ where
             let stall = socket.out.stall_deadline();
             let timer = [deadline, stall, publisher.refresh_at(), awaiting_hello.map(|(at, _)| at)].into_iter().flatten().min();
             let outputs = tokio::select! {
-                io = std::future::poll_fn(|cx| socket.poll_io(cx, true)) => match io {
+                io = std::future::poll_fn(|cx| socket.poll_io(cx)) => match io {
                     Io::Read(messages, end) => {
                         let mut outputs = Vec::new();
                         let (mut closed, mut unanswered) = (None, None);

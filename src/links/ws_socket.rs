@@ -56,15 +56,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Socket<S> {
         Self { io, decoder: Decoder::new(MAX_MESSAGE), out: Outbox::new(deadline) }
     }
 
-    /// Writes what is queued, as far as the peer takes it, then reads (unless `read` is false:
-    /// the caller is not taking more for now): ready once there are messages, an end, or a failed
-    /// write.
-    pub(crate) fn poll_io(&mut self, cx: &mut Context<'_>, read: bool) -> Poll<Io> {
+    /// Writes what is queued, as far as the peer takes it, then reads: ready once there are
+    /// messages, an end, or a failed write.
+    pub(crate) fn poll_io(&mut self, cx: &mut Context<'_>) -> Poll<Io> {
         if let Err(why) = self.out.poll_drain(&mut self.io, cx) {
             return Poll::Ready(Io::WriteFailed(why));
-        }
-        if !read {
-            return Poll::Pending;
         }
         let mut buf = [MaybeUninit::<u8>::uninit(); READ_CHUNK];
         let mut messages = Vec::new();
@@ -90,6 +86,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Socket<S> {
             return Poll::Pending;
         }
         Poll::Ready(Io::Read(messages, None))
+    }
+
+    /// Writes what is queued, without reading, until a frame of `len` bytes fits in the queue;
+    /// an `Err` says the connection is gone. (While it does not fit, the queue is not empty, so
+    /// a write is pending and the socket wakes the caller when it moves.)
+    pub(crate) fn poll_room(&mut self, cx: &mut Context<'_>, len: usize) -> Poll<Result<(), String>> {
+        if let Err(why) = self.out.poll_drain(&mut self.io, cx) {
+            return Poll::Ready(Err(why));
+        }
+        if self.out.has_room(len) { Poll::Ready(Ok(())) } else { Poll::Pending }
     }
 
     /// Says goodbye with a close frame (echoing the device's code, if it sent one) and lets the
@@ -138,11 +144,12 @@ impl Outbox {
     /// Queues a frame, or says why the device cannot take it.
     pub(crate) fn push(&mut self, frame: Vec<u8>) -> Result<(), String> {
         let (before, len) = (self.bytes, frame.len());
-        if before > 0 && before + len > OUT_QUEUE_BYTES {
-            return Err(format!("the device stopped reading: {before} bytes wait to be sent and {len} more do not fit under the {OUT_QUEUE_BYTES}-byte limit"));
-        }
-        if self.frames.len() >= OUT_QUEUE_FRAMES {
-            return Err(format!("the device stopped reading: {OUT_QUEUE_FRAMES} frames wait to be sent"));
+        if !self.has_room(len) {
+            return Err(if self.frames.len() >= OUT_QUEUE_FRAMES {
+                format!("the device stopped reading: {OUT_QUEUE_FRAMES} frames wait to be sent")
+            } else {
+                format!("the device stopped reading: {before} bytes wait to be sent and {len} more do not fit under the {OUT_QUEUE_BYTES}-byte limit")
+            });
         }
         self.moved_at.get_or_insert_with(Instant::now);
         self.bytes += len;
