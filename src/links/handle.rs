@@ -202,12 +202,11 @@ where
 {
     let (commands, rx) = mailbox::channel(64);
     let info = Arc::new(Published::default());
-    let info_tx = info.clone();
     let id = device_id.clone();
     // One task per device: its end, a panic included, is seen by the task itself. A combinator,
     // not an `async` block: a block would hold the link's future twice (as what it captured and
     // as what it awaits), for as long as the device is connected.
-    let body = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(body(rx, InfoPublisher::new(info_tx))));
+    let body = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(body(rx, InfoPublisher::new(info.clone()))));
     tokio::spawn(futures_util::FutureExt::map(body, move |ended| {
         if let Err(panic) = ended {
             let what = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
@@ -245,7 +244,7 @@ impl Published {
 /// counters at most once per [`COUNTERS_REFRESH`], so a busy device does not clone its tool list
 /// per frame.
 pub(crate) struct InfoPublisher {
-    tx: Arc<Published>,
+    published: Arc<Published>,
     version: Option<u64>,
     published_at: Instant,
     /// Counters changed since the last publication.
@@ -254,8 +253,8 @@ pub(crate) struct InfoPublisher {
 }
 
 impl InfoPublisher {
-    fn new(tx: Arc<Published>) -> Self {
-        Self { tx, version: None, published_at: Instant::now(), stale: false, seen: (0, 0, 0, 0) }
+    fn new(published: Arc<Published>) -> Self {
+        Self { published, version: None, published_at: Instant::now(), stale: false, seen: (0, 0, 0, 0) }
     }
 
     /// Call after each step of the session, before carrying out its outputs (so whoever hears
@@ -278,7 +277,7 @@ impl InfoPublisher {
         self.seen = seen;
         self.stale = false;
         self.published_at = now;
-        self.tx.set(Some(Arc::new(info.clone())));
+        self.published.set(Some(Arc::new(info.clone())));
         // After publishing: whoever sees the new epoch reads the new description.
         if reshaped {
             bump_tools_epoch();
@@ -289,7 +288,7 @@ impl InfoPublisher {
     /// The device is gone: snapshots say `None` from now on. Call before announcing the
     /// disconnect, so whoever hears it no longer sees the device.
     pub(crate) fn gone(&mut self) {
-        self.tx.set(None);
+        self.published.set(None);
         bump_tools_epoch();
     }
 

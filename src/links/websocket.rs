@@ -100,13 +100,11 @@ where
                             stalled = true;
                             break why;
                         }
-                        let end = match (closed, end) {
-                            (Some(code), _) => {
-                                close_code = code;
-                                Some("closed by the device".to_string())
-                            }
-                            (None, end) => end,
-                        };
+                        // A close frame ends the reading, whatever came after it.
+                        if let Some(code) = closed {
+                            close_code = code;
+                        }
+                        let end = closed.map(|_| "closed by the device".to_string()).or(end);
                         match end {
                             // What came before the end is still carried out (replies to callers).
                             Some(why) => {
