@@ -14,7 +14,8 @@
 //!    control API; accept loops with deadlines and a connection budget; an owner-only host
 //!    listener). It knows neither the bridge nor MQTT: it is bound, they are attached, then it
 //!    serves.
-//! 5. [`bridge`]: the hub's MCP endpoints for MCP hosts (rmcp, plus legacy SSE); [`mqtt`]'s hub
+//! 5. [`bridge`]: the hub's MCP endpoints for MCP hosts (rmcp, plus legacy SSE; a session's
+//!    device tool calls answered directly, without rmcp's session worker); [`mqtt`]'s hub
 //!    side: MQTT devices through a broker (topics, connections, embedded broker, cluster claims).
 //! 6. [`commands`]: one module per subcommand; thin: parse, call the layers, render
 //!    (`commands::hub_stack` assembles the hub with its MQTT side and bridge).

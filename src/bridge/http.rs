@@ -19,10 +19,12 @@ use axum::extract::{Path, Query, Request, State};
 use axum::http::{Response, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::routing::{any, get, post};
+use rmcp::transport::common::http_header::HEADER_SESSION_ID;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tower::ServiceExt as _;
 
+use super::direct::Direct;
 use super::sse::{self, SseSessions};
 use super::{Bridge, BridgeConfig, Scope, Shared};
 use crate::hub::Hub;
@@ -31,21 +33,31 @@ use crate::wire::identity::{bearer_token, format_mac, parse_mac};
 
 type Service = StreamableHttpService<Bridge, LocalSessionManager>;
 
+/// One MCP endpoint: rmcp's service, and the direct path for its sessions' tool calls.
+#[derive(Clone)]
+struct Endpoint {
+    service: Service,
+    direct: Arc<Direct>,
+}
+
 /// Most per-device MCP services kept at once.
 pub const PER_DEVICE_MAX: usize = 4096;
 
 struct Endpoints {
     shared: Arc<Shared>,
-    all: Service,
-    per_device: Mutex<HashMap<String, Service>>,
+    all: Endpoint,
+    per_device: Mutex<HashMap<String, Endpoint>>,
     sse: Arc<SseSessions>,
 }
 
-fn service(shared: &Arc<Shared>, scope: Scope) -> Service {
+fn endpoint(shared: &Arc<Shared>, scope: Scope) -> Endpoint {
+    let sessions = Arc::new(LocalSessionManager::default());
+    let direct = Arc::new(Direct::new(shared.clone(), scope.clone(), sessions.clone()));
     let shared = shared.clone();
     // Host and Origin are checked once, for every route, by the host listener.
     let config = StreamableHttpServerConfig::default().disable_allowed_hosts().disable_allowed_origins();
-    StreamableHttpService::new(move || Ok(Bridge::new(shared.clone(), scope.clone())), LocalSessionManager::default().into(), config)
+    let service = StreamableHttpService::new(move || Ok(Bridge::new(shared.clone(), scope.clone())), sessions, config);
+    Endpoint { service, direct }
 }
 
 /// The MCP routes, to merge into the host listener's router.
@@ -58,7 +70,7 @@ fn endpoints(hub: Arc<Hub>, config: BridgeConfig) -> Arc<Endpoints> {
     notifier.spawn(&hub);
     let shared = Arc::new(Shared { hub, config, notifier, catalogues: Default::default() });
     Arc::new(Endpoints {
-        all: service(&shared, Scope::All),
+        all: endpoint(&shared, Scope::All),
         shared,
         per_device: Mutex::default(),
         sse: Arc::default(),
@@ -95,11 +107,23 @@ async fn all_streamable(State(e): State<Arc<Endpoints>>, req: Request) -> Respon
     streamable(e.all.clone(), req).await
 }
 
-/// Hands a request to an rmcp service. A session ended by `DELETE` is answered 204 (rmcp says
-/// 202, which the Python SDK 1.x reports as a failed termination).
-async fn streamable(svc: Service, req: Request) -> Response<Body> {
+/// Answers a request on an endpoint: a session's tool call directly, anything else through
+/// rmcp. A session ended by `DELETE` is answered 204 (rmcp says 202, which the Python SDK 1.x
+/// reports as a failed termination).
+async fn streamable(endpoint: Endpoint, req: Request) -> Response<Body> {
+    let req = match endpoint.direct.answer(req).await {
+        Ok(answered) => return answered,
+        Err(req) => req,
+    };
     let delete = req.method() == axum::http::Method::DELETE;
-    let mut resp = svc.oneshot(req).await.unwrap_or_else(|never| match never {}).map(Body::new);
+    let session = req.headers().get(HEADER_SESSION_ID).cloned();
+    let mut resp = endpoint.service.oneshot(req).await.unwrap_or_else(|never| match never {}).map(Body::new);
+    if let Some(session) = session
+        && resp.status().is_success()
+        && !delete
+    {
+        endpoint.direct.served_by_rmcp(&session);
+    }
     if delete && resp.status() == StatusCode::ACCEPTED {
         *resp.status_mut() = StatusCode::NO_CONTENT;
         *resp.body_mut() = Body::empty();
@@ -127,8 +151,8 @@ fn device_scope(e: &Endpoints, id: &str) -> Result<String, Response<Body>> {
     }
 }
 
-/// The device's MCP service, made on first use; `None` when [`PER_DEVICE_MAX`] are in use.
-fn per_device(e: &Endpoints, device_id: String) -> Option<Service> {
+/// The device's MCP endpoint, made on first use; `None` when [`PER_DEVICE_MAX`] are in use.
+fn per_device(e: &Endpoints, device_id: String) -> Option<Endpoint> {
     // Nothing that can panic runs under this lock.
     let mut services = e.per_device.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(svc) = services.get(&device_id) {
@@ -141,9 +165,9 @@ fn per_device(e: &Endpoints, device_id: String) -> Option<Service> {
             return None;
         }
     }
-    let svc = service(&e.shared, Scope::Device(device_id.clone()));
-    services.insert(device_id, svc.clone());
-    Some(svc)
+    let endpoint = endpoint(&e.shared, Scope::Device(device_id.clone()));
+    services.insert(device_id, endpoint.clone());
+    Some(endpoint)
 }
 
 async fn device_streamable(State(e): State<Arc<Endpoints>>, Path(id): Path<String>, req: Request) -> Response<Body> {

@@ -8,12 +8,15 @@
 //!
 //! - `/mcp` offers every connected device's tools as `<alias>.<tool>`, plus `list_devices`;
 //!   `/devices/<id>/mcp` offers one device's tools under their own names.
+//! - A session's plain `tools/call` of a device tool is answered by [`direct`], without rmcp's
+//!   per-session worker and SSE stream; everything else, and anything unusual, goes to rmcp.
 //! - Tools are dynamic: `tools.listChanged` is declared and every open session hears when a
 //!   device connects, disconnects or changes its tools.
 //! - Device notifications become resources: `mcpdev://devices/<id>/notifications` (subscribe
 //!   to get `notifications/resources/updated`), beside `mcpdev://devices/<id>` (its description).
 
 pub mod catalogue;
+pub mod direct;
 pub mod http;
 pub mod naming;
 pub mod notifier;
@@ -31,13 +34,14 @@ use rmcp::model::{
     UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::model::JsonObject;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 use crate::hub::Hub;
 use crate::links::DeviceHandle;
 use crate::session::{CallError, Phase};
-use catalogue::{Catalogue, Catalogues, Rules};
+use catalogue::{Catalogue, Catalogues, Offered, Rules};
 pub use naming::Naming;
 use notifier::Notifier;
 
@@ -75,6 +79,52 @@ pub struct Shared {
     pub catalogues: Catalogues,
 }
 
+impl Shared {
+    /// The devices an endpoint offers (one lookup for a device's own endpoint, whatever the
+    /// fleet's size).
+    fn devices(&self, scope: &Scope) -> Vec<DeviceHandle> {
+        match scope {
+            Scope::All => self.hub.registry.handles(),
+            Scope::Device(id) => self.hub.registry.get(id).into_iter().collect(),
+        }
+    }
+
+    /// Every tool an endpoint offers, in a stable order (kept, not rebuilt per request).
+    fn catalogue(&self, scope: &Scope) -> Arc<Catalogue> {
+        let rules = Rules { scope, naming: self.config.naming, user_tools: self.config.user_tools, aliases: &self.hub.config.aliases };
+        self.catalogues.get(&rules, || self.devices(scope))
+    }
+
+    /// Relays a device's tool call for an MCP client ([`prepare_call`] checked it first). It
+    /// ends within `--mcp-timeout`, or with an error once `cancelled` completes (the session
+    /// drops the device's late reply).
+    async fn relay_call(&self, (device, params): (DeviceHandle, Value), cancelled: impl Future<Output = ()>) -> Result<CallToolResult, McpError> {
+        let timeout = self.config.call_timeout;
+        let call = tokio::time::timeout(timeout + CALL_GRACE, device.request("tools/call", Some(params), timeout));
+        tokio::select! {
+            outcome = call => Ok(match outcome.unwrap_or(Err(CallError::Timeout(timeout))) {
+                Ok(result) => results::from_device(result),
+                Err(e) => results::from_error(&device.device_id, &e),
+            }),
+            () = cancelled => Err(McpError::internal_error("cancelled by the client", None)),
+        }
+    }
+}
+
+/// A device tool's call, ready to relay: its device and the request's params. The arguments are
+/// checked against the tool's `inputSchema` first, since the stock firmware truncates floats
+/// and silently substitutes defaults; arguments that fail are the call's answer, and nothing is
+/// sent. `None` for a tool that is not a device's (`list_devices`).
+fn prepare_call(offered: &Offered, arguments: Option<JsonObject>) -> Option<Result<(DeviceHandle, Value), CallToolResult>> {
+    let device = offered.device.clone()?;
+    let arguments = Value::Object(arguments.unwrap_or_default());
+    if let Err(errors) = crate::args::validate(&offered.input_schema(), &arguments) {
+        let text = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+        return Some(Err(CallToolResult::error(vec![ContentBlock::text(format!("invalid arguments, nothing was sent:\n{text}"))])));
+    }
+    Some(Ok((device, json!({"name": offered.device_name, "arguments": arguments}))))
+}
+
 /// How long past `--mcp-timeout` a call may take before the bridge stops waiting for the
 /// device's link itself (the link times the call out first; this is the backstop).
 const CALL_GRACE: Duration = Duration::from_secs(2);
@@ -94,24 +144,13 @@ impl Bridge {
         Self { shared, scope, session: NEXT_SESSION.fetch_add(1, Ordering::Relaxed) }
     }
 
-    /// The devices this endpoint offers (one lookup for a device's own endpoint, whatever the
-    /// fleet's size).
-    fn devices(&self) -> Vec<DeviceHandle> {
-        match &self.scope {
-            Scope::All => self.shared.hub.registry.handles(),
-            Scope::Device(id) => self.shared.hub.registry.get(id).into_iter().collect(),
-        }
-    }
-
     /// Every tool this endpoint offers, in a stable order (kept, not rebuilt per request).
     fn catalogue(&self) -> Arc<Catalogue> {
-        let rules = Rules {
-            scope: &self.scope,
-            naming: self.shared.config.naming,
-            user_tools: self.shared.config.user_tools,
-            aliases: &self.shared.hub.config.aliases,
-        };
-        self.shared.catalogues.get(&rules, || self.devices())
+        self.shared.catalogue(&self.scope)
+    }
+
+    fn devices(&self) -> Vec<DeviceHandle> {
+        self.shared.devices(&self.scope)
     }
 
     /// Why a name that is in no catalogue cannot be called, when its prefix (`dev-<hex>`, an
@@ -229,25 +268,14 @@ impl ServerHandler for Bridge {
                 None => Err(McpError::invalid_params(format!("Unknown tool: {}", request.name), None)),
             };
         };
-        let Some(device) = offered.device.clone() else { return Ok(self.list_devices().await.into()) };
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
-        // Validate here: the stock firmware truncates floats and silently substitutes defaults.
-        if let Err(errors) = crate::args::validate(&offered.input_schema(), &arguments) {
-            let text = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
-            return Ok(CallToolResult::error(vec![ContentBlock::text(format!("invalid arguments, nothing was sent:\n{text}"))]).into());
-        }
-        let params = json!({"name": offered.device_name, "arguments": arguments});
+        let call = match prepare_call(offered, request.arguments) {
+            None => return Ok(self.list_devices().await.into()),
+            Some(Err(refused)) => return Ok(refused.into()),
+            Some(Ok(call)) => call,
+        };
         drop(catalogue);
-        let timeout = self.shared.config.call_timeout;
-        let call = tokio::time::timeout(timeout + CALL_GRACE, device.request("tools/call", Some(params), timeout));
-        tokio::select! {
-            outcome = call => Ok(match outcome.unwrap_or(Err(CallError::Timeout(timeout))) {
-                Ok(result) => results::from_device(result),
-                Err(e) => results::from_error(&device.device_id, &e),
-            }.into()),
-            // notifications/cancelled: stop waiting; the session drops the late reply.
-            () = cx.ct.cancelled() => Err(McpError::internal_error("cancelled by the client", None)),
-        }
+        // notifications/cancelled: stop waiting.
+        self.shared.relay_call(call, cx.ct.cancelled()).await.map(Into::into)
     }
 
     // No prompts: answer "method not found", as the capabilities say, rather than rmcp's default
