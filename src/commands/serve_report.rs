@@ -108,15 +108,14 @@ fn write_event_log(mut events: tokio::sync::broadcast::Receiver<std::sync::Arc<c
     use std::io::Write;
     use tokio::sync::broadcast::error::RecvError;
     loop {
+        // Only lifecycle events are reported: the others (a device's notifications, say) are
+        // not serialized at all.
         let mut ev = match events.blocking_recv() {
-            Ok(ev) => serde_json::to_value(&ev).unwrap_or(Value::Null),
+            Ok(ev) if reported(ev.event.name()) => serde_json::to_value(&ev).unwrap_or(Value::Null),
+            Ok(_) => continue,
             Err(RecvError::Lagged(n)) => serde_json::json!({"event": "lagged", "skipped": n}),
             Err(RecvError::Closed) => return,
         };
-        let name = ev["event"].as_str().unwrap_or_default();
-        if !reported(name) && name != "lagged" {
-            continue;
-        }
         super::watch::stamp(&mut ev, std::time::SystemTime::now());
         // Whoever reads the log may go away (a closed pipe): the hub goes on without it.
         let written = if json { writeln!(std::io::stdout(), "{ev}") } else { writeln!(std::io::stderr(), "{}", super::watch::describe(&ev, color)) };

@@ -39,6 +39,18 @@ pub enum Lifecycle {
     Disconnected { reason: String },
 }
 
+impl LinkEvent {
+    /// The `event` field it is serialized with, without serializing it (a reader that keeps
+    /// a few kinds of event need not serialize every device notification to find them).
+    pub fn name(&self) -> &'static str {
+        match self {
+            LinkEvent::Session(e) => e.name(),
+            LinkEvent::Link(Lifecycle::Connected { .. }) => "connected",
+            LinkEvent::Link(Lifecycle::Disconnected { .. }) => "disconnected",
+        }
+    }
+}
+
 /// What a handle asks of its link. Commands travel boxed ([`Commands`]): a tokio channel
 /// allocates its slots in blocks of 32 up front, for every device, so a slot's size is paid 32
 /// times per device (3.5 KB with requests inline, 256 B with a pointer per slot).
@@ -405,6 +417,19 @@ pub struct LinkSetup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_link_events_name_is_the_one_it_is_serialized_with() {
+        let events = [
+            LinkEvent::Link(Lifecycle::Connected { transport: "websocket".into(), client_id: None, remote: None }),
+            LinkEvent::Link(Lifecycle::Disconnected { reason: String::new() }),
+            LinkEvent::Session(Event::Ready { tools: 3 }),
+        ];
+        for event in events {
+            let name = event.name();
+            assert_eq!(serde_json::to_value(DeviceEvent { device_id: "d".into(), event }).unwrap()["event"], name);
+        }
+    }
 
     /// A link that panics is not a silent death: its end is signalled, so the hub forgets the
     /// device, and its callers end.

@@ -38,3 +38,48 @@ pub enum Event {
     LateReply { id: Value },
     Warning { message: String },
 }
+
+impl Event {
+    /// The `event` field it is serialized with, without serializing it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::Hello { .. } => "hello",
+            Event::Ready { .. } => "ready",
+            Event::ToolsChanged { .. } => "tools_changed",
+            Event::OnboardingRetry { .. } => "onboarding_retry",
+            Event::OnboardingFailed { .. } => "onboarding_failed",
+            Event::Notification { .. } => "notification",
+            Event::Message { .. } => "message",
+            Event::Traffic { .. } => "traffic",
+            Event::Malformed { .. } => "malformed",
+            Event::LateReply { .. } => "late_reply",
+            Event::Warning { .. } => "warning",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_events_name_is_the_one_it_is_serialized_with() {
+        let events = [
+            Event::Hello { hello: json!({}) },
+            Event::Ready { tools: 1 },
+            Event::ToolsChanged { tools: 1 },
+            Event::OnboardingRetry { attempt: 1, of: 2, error: String::new(), retry_in_ms: 1 },
+            Event::OnboardingFailed { error: String::new(), attempts: 1 },
+            Event::Notification { method: String::new(), params: json!({}) },
+            Event::Message { kind: String::new(), message: json!({}) },
+            Event::Traffic { direction: Direction::In, payload: json!({}), latency_ms: None },
+            Event::Malformed { reason: String::new(), text: String::new() },
+            Event::LateReply { id: json!(1) },
+            Event::Warning { message: String::new() },
+        ];
+        for e in events {
+            assert_eq!(serde_json::to_value(&e).unwrap()["event"], e.name(), "{e:?}");
+        }
+    }
+}
