@@ -22,7 +22,11 @@ const EXACT_IN_F64: u64 = 1 << 53;
 /// Whether `args` certainly fits `schema`: `true` only if the schema stays within the subset
 /// this module knows and every rule holds. `false` means "ask the full validator".
 pub fn accepts(schema: &Value, args: &Value) -> bool {
-    let Some(root) = schema.as_object() else { return false };
+    schema.as_object().is_some_and(|root| accepts_object(root, args))
+}
+
+/// [`accepts`] for a schema held as an object (a tool's `inputSchema`).
+pub fn accepts_object(root: &Map<String, Value>, args: &Value) -> bool {
     // The draft decides details (what an integer is, boolean `exclusiveMinimum`): only the
     // default one, 2020-12, is handled here.
     match root.get("$schema") {

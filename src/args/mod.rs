@@ -45,4 +45,4 @@ pub use error::ArgError;
 pub use fast::accepts as quickly_accepts;
 pub use render::signature;
 pub use suggest::suggest;
-pub use validate::validate;
+pub use validate::{validate, validate_object};

@@ -26,13 +26,6 @@ pub struct Offered {
     pub tool: Tool,
 }
 
-impl Offered {
-    /// The tool's input schema, to validate arguments against.
-    pub fn input_schema(&self) -> Value {
-        Value::Object((*self.tool.input_schema).clone())
-    }
-}
-
 /// Every tool of one endpoint, in a stable order.
 pub struct Catalogue {
     epoch: u64,

@@ -118,7 +118,7 @@ impl Shared {
 fn prepare_call(offered: &Offered, arguments: Option<JsonObject>) -> Option<Result<(DeviceHandle, Value), CallToolResult>> {
     let device = offered.device.clone()?;
     let arguments = Value::Object(arguments.unwrap_or_default());
-    if let Err(errors) = crate::args::validate(&offered.input_schema(), &arguments) {
+    if let Err(errors) = crate::args::validate_object(&offered.tool.input_schema, &arguments) {
         let text = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
         return Some(Err(CallToolResult::error(vec![ContentBlock::text(format!("invalid arguments, nothing was sent:\n{text}"))])));
     }

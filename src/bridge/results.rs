@@ -1,6 +1,7 @@
 //! A device's `tools/call` outcome as a standard MCP result: device quirks normalised.
 
 use rmcp::model::{CallToolResult, ContentBlock, ResultType};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::session::CallError;
@@ -19,7 +20,8 @@ pub fn from_device(mut result: Value) -> CallToolResult {
     if result.get("isError").is_none_or(Value::is_null) {
         result["isError"] = json!(false);
     }
-    match serde_json::from_value::<CallToolResult>(result.clone()) {
+    // Read from the tree in place: the fallback below still has it.
+    match CallToolResult::deserialize(&result) {
         // Devices speak 2024-11-05, which has no `resultType`; 2026-07-28 requires it on every
         // result (rmcp strips it again for peers on older versions).
         Ok(mut r) => {
