@@ -23,6 +23,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::ServiceExt;
 use serde_json::{Value, json};
+use anyhow::Context as _;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcpdev");
@@ -66,6 +67,8 @@ enum Devices {
     InTheHub,
     /// In a process of their own (`mcpdev sim`), as real devices are: the hub's CPU is its own.
     OwnProcess,
+    /// None: the floor server answers every call itself.
+    None,
 }
 
 /// A hub serving `DEVICES` virtual devices, all offered on `/mcp`.
@@ -89,7 +92,7 @@ async fn start(devices: Devices) -> anyhow::Result<Running> {
     // The hub's event log is drained, so it never waits on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     let sim = match devices {
-        Devices::InTheHub => None,
+        Devices::InTheHub | Devices::None => None,
         Devices::OwnProcess => {
             let device_url = listening["devices"].as_str().expect("devices url").to_string();
             let sim = tokio::process::Command::new(BIN)
@@ -120,6 +123,9 @@ async fn start(devices: Devices) -> anyhow::Result<Running> {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    if std::env::var_os(FLOOR_SERVER).is_some() {
+        return floor_server().await;
+    }
     mcpdev::tls::install_crypto_provider();
     println!("tools/call through /mcp: {CLIENTS} concurrent MCP clients (rmcp, Streamable HTTP), {DEVICES} virtual devices");
     println!("| devices | connections | calls | seconds | calls/s | p50 | p99 | max | hub CPU per call | clients' CPU per call |");
@@ -132,6 +138,10 @@ async fn main() -> anyhow::Result<()> {
     // The targets: keep-alive clients (MCP hosts keep their connection), and the hub's own CPU.
     let hub = start(Devices::OwnProcess).await?;
     let Figures { throughput, p99, cpu_per_call } = run(&hub, Devices::OwnProcess, Connections::KeepAlive).await?;
+    drop(hub);
+    // The floor: what an HTTP server costs that only parses each request and answers it.
+    let floor = start_floor().await?;
+    run(&floor, Devices::None, Connections::KeepAlive).await?;
     println!(
         "targets (issue 14; devices in their own process, keep-alive clients): >= 15000 calls/s: {}; p99 <= 10 ms: {}; hub CPU <= 50 µs per call: {}",
         if throughput >= 15_000.0 { "met" } else { "MISSED" },
@@ -184,7 +194,10 @@ async fn run(hub: &Running, devices: Devices, connections: Connections) -> anyho
     let mut clients = Vec::new();
     for k in 0..CLIENTS {
         let c = client_config().serve(transport(url, connections)).await?;
-        let tool = format!("dev-0200000000{:02x}.self.audio_speaker.set_volume", k % DEVICES + 1);
+        let tool = match devices {
+            Devices::None => "floor".to_string(),
+            _ => format!("dev-0200000000{:02x}.self.audio_speaker.set_volume", k % DEVICES + 1),
+        };
         clients.push((c, tool));
     }
     for (c, tool) in &clients {
@@ -229,6 +242,7 @@ async fn run(hub: &Running, devices: Devices, connections: Connections) -> anyho
     let where_ = match devices {
         Devices::InTheHub => "in the hub",
         Devices::OwnProcess => "own process",
+        Devices::None => "floor: HTTP + JSON only",
     };
     println!(
         "| {where_} | {label} | {total} | {:.2} | {throughput:.0} | {:.2} ms | {:.2} ms | {:.2} ms | {cpu_per_call:.0} µs | {own_per_call:.0} µs |",
@@ -241,4 +255,49 @@ async fn run(hub: &Running, devices: Devices, connections: Connections) -> anyho
         let _ = c.cancel().await;
     }
     Ok(Figures { throughput, p99, cpu_per_call })
+}
+
+/// Set (to anything) to run this binary as the floor server.
+const FLOOR_SERVER: &str = "MCP_BENCH_FLOOR_SERVER";
+
+/// This binary again, as the floor server (a process of its own, so its CPU is measured alone).
+async fn start_floor() -> anyhow::Result<Running> {
+    let mut server = tokio::process::Command::new(std::env::current_exe()?)
+        .env(FLOOR_SERVER, "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut lines = BufReader::new(server.stdout.take().expect("piped")).lines();
+    let url = lines.next_line().await?.context("the floor server exited")?;
+    let hub_pid = server.id().expect("the floor server is running");
+    Ok(Running { _hub: server, _sim: None, hub_pid, url })
+}
+
+/// The floor: an axum server on the hub's runtime settings that reads each JSON-RPC request,
+/// parses it, and answers it at once (initialize, notifications, and every `tools/call` with
+/// the result a device gives). No session, no device, no checks: what any HTTP MCP endpoint
+/// costs before it does anything.
+async fn floor_server() -> anyhow::Result<()> {
+    use axum::http::{HeaderMap, StatusCode, header};
+    use axum::response::IntoResponse;
+    async fn answer(_headers: HeaderMap, body: axum::body::Bytes) -> axum::response::Response {
+        let Ok(request) = serde_json::from_slice::<Value>(&body) else { return StatusCode::BAD_REQUEST.into_response() };
+        let Some(id) = request.get("id") else { return StatusCode::ACCEPTED.into_response() };
+        let result = match request["method"].as_str() {
+            Some("initialize") => json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "floor", "version": "0"}}),
+            _ => json!({"content": [{"type": "text", "text": "true"}], "isError": false}),
+        };
+        let body = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+        ([(header::CONTENT_TYPE, "application/json"), (header::HeaderName::from_static("mcp-session-id"), "floor")], body).into_response()
+    }
+    let app = axum::Router::new().route("/mcp", axum::routing::post(answer).delete(|| async { StatusCode::NO_CONTENT }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    println!("http://{}/mcp", listener.local_addr()?);
+    // Replies go out at once, as the hub's do (TCP_NODELAY).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    axum::serve(listener, app).await?;
+    Ok(())
 }
