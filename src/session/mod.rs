@@ -308,7 +308,7 @@ impl Session {
                 if self.trace {
                     self.emit(Event::Traffic { direction: Direction::In, payload: payload.clone(), latency_ms: None });
                 }
-                match jsonrpc::classify(&payload) {
+                match jsonrpc::classify(payload) {
                     Ok(RpcMessage::Response { id, outcome }) => self.on_response(id, outcome, now),
                     Ok(RpcMessage::Notification { method, params }) => self.on_notification(method, params, now),
                     Ok(RpcMessage::Request { id, method, .. }) => {
@@ -807,7 +807,16 @@ impl Session {
     }
 
     fn send_payload(&mut self, payload: Value, now: Instant) {
-        let text = json!({"session_id": self.cfg.session_id, "type": "mcp", "payload": payload}).to_string();
+        // Written straight to text: `json!` would copy the payload into a new tree first.
+        #[derive(serde::Serialize)]
+        struct Envelope<'a> {
+            session_id: &'a str,
+            #[serde(rename = "type")]
+            kind: &'static str,
+            payload: &'a Value,
+        }
+        let envelope = Envelope { session_id: &self.cfg.session_id, kind: "mcp", payload: &payload };
+        let text = serde_json::to_string(&envelope).unwrap_or_default();
         if self.trace {
             self.emit(Event::Traffic { direction: Direction::Out, payload, latency_ms: None });
         }

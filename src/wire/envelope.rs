@@ -42,7 +42,7 @@ pub enum EnvelopeError {
 }
 
 pub fn parse(text: &str) -> Result<DeviceMessage, EnvelopeError> {
-    let v: Value = match serde_json::from_str(text) {
+    let mut v: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {
             if text.contains("\"mcp\"")
@@ -64,8 +64,9 @@ pub fn parse(text: &str) -> Result<DeviceMessage, EnvelopeError> {
             audio_params: v.get("audio_params").cloned(),
             raw: v,
         }),
-        "mcp" => match v.get("payload") {
-            Some(p) if p.is_object() => DeviceMessage::Mcp { session_id, payload: p.clone() },
+        // The payload is taken out of the envelope, not copied: it is all that is kept.
+        "mcp" => match v.get_mut("payload") {
+            Some(p) if p.is_object() => DeviceMessage::Mcp { session_id, payload: p.take() },
             _ => return Err(EnvelopeError::BadPayload),
         },
         "goodbye" => DeviceMessage::Goodbye { session_id },

@@ -67,11 +67,11 @@ pub const EMPTY_REPLY: &str = "the reply has neither result nor error";
 
 /// Classifies a payload. Tolerant: `jsonrpc` may be missing, an error may lack `code` or have a
 /// non-string message; what cannot be classified is an `Err` that says why.
-pub fn classify(v: &Value) -> Result<RpcMessage, String> {
-    let obj = v.as_object().ok_or("JSON-RPC payload is not an object")?;
+pub fn classify(mut v: Value) -> Result<RpcMessage, String> {
+    let obj = v.as_object_mut().ok_or("JSON-RPC payload is not an object")?;
     if let Some(method) = obj.get("method") {
         let method = method.as_str().ok_or("method is not a string")?.to_string();
-        let params = obj.get("params").cloned();
+        let params = obj.get_mut("params").map(Value::take);
         return Ok(match obj.get("id").and_then(Id::from_value) {
             Some(id) => RpcMessage::Request { id, method, params },
             None => RpcMessage::Notification { method, params },
@@ -81,8 +81,8 @@ pub fn classify(v: &Value) -> Result<RpcMessage, String> {
     if let Some(err) = obj.get("error") {
         return Ok(RpcMessage::Response { id, outcome: Err(error_from(err)) });
     }
-    match obj.get("result") {
-        Some(r) => Ok(RpcMessage::Response { id, outcome: Ok(r.clone()) }),
+    match obj.get_mut("result") {
+        Some(r) => Ok(RpcMessage::Response { id, outcome: Ok(r.take()) }),
         None => Ok(RpcMessage::Response { id, outcome: Err(RpcError { code: None, message: EMPTY_REPLY.into(), data: None }) }),
     }
 }
@@ -130,7 +130,7 @@ mod tests {
     #[test]
     fn error_without_code_is_accepted() {
         let v = json!({"jsonrpc":"2.0","id":3,"error":{"message":"Unknown tool: self.foo"}});
-        let RpcMessage::Response { id, outcome: Err(e) } = classify(&v).unwrap() else { panic!() };
+        let RpcMessage::Response { id, outcome: Err(e) } = classify(v.clone()).unwrap() else { panic!() };
         assert_eq!(id, Id::Num(3));
         assert_eq!((e.code, e.code_or_internal(), e.message.as_str()), (None, -32603, "Unknown tool: self.foo"));
     }
@@ -138,14 +138,14 @@ mod tests {
     #[test]
     fn string_ids_and_notifications() {
         let v = json!({"jsonrpc":"2.0","id":"a","result":{}});
-        assert!(matches!(classify(&v).unwrap(), RpcMessage::Response { id: Id::Str(s), outcome: Ok(_) } if s == "a"));
+        assert!(matches!(classify(v.clone()).unwrap(), RpcMessage::Response { id: Id::Str(s), outcome: Ok(_) } if s == "a"));
         let v = json!({"jsonrpc":"2.0","method":"notifications/state_changed","params":{}});
-        assert!(matches!(classify(&v).unwrap(), RpcMessage::Notification { .. }));
-        let RpcMessage::Response { id, outcome: Err(e) } = classify(&json!({"jsonrpc":"2.0","id":1})).unwrap() else { panic!() };
+        assert!(matches!(classify(v.clone()).unwrap(), RpcMessage::Notification { .. }));
+        let RpcMessage::Response { id, outcome: Err(e) } = classify(json!({"jsonrpc":"2.0","id":1})).unwrap() else { panic!() };
         assert_eq!((id, e.message.as_str()), (Id::Num(1), EMPTY_REPLY));
-        assert!(matches!(classify(&json!({"id":1,"result":null})).unwrap(), RpcMessage::Response { outcome: Ok(Value::Null), .. }));
-        assert!(classify(&json!({"result":{}})).is_err());
-        assert!(classify(&json!([1])).is_err());
+        assert!(matches!(classify(json!({"id":1,"result":null})).unwrap(), RpcMessage::Response { outcome: Ok(Value::Null), .. }));
+        assert!(classify(json!({"result":{}})).is_err());
+        assert!(classify(json!([1])).is_err());
     }
 
     #[test]
