@@ -13,7 +13,7 @@ use crate::wire::identity::Identity;
 
 /// Every target [`run`] knows, by the name of its `fuzz/fuzz_targets/<name>.rs` and
 /// `fuzz/corpus/<name>/`.
-pub const TARGETS: &[&str] = &["envelope_session", "args", "broker_packets", "ws_frames"];
+pub const TARGETS: &[&str] = &["envelope_session", "args", "broker_packets", "ws_frames", "mcp_direct"];
 
 /// Runs `data` through the target named `target`; `false` when no target has that name.
 pub fn run(target: &str, data: &[u8]) -> bool {
@@ -22,6 +22,7 @@ pub fn run(target: &str, data: &[u8]) -> bool {
         "args" => args(data),
         "broker_packets" => crate::mqtt::broker::fuzz_packets(data),
         "ws_frames" => ws_frames(data),
+        "mcp_direct" => mcp_direct(data),
         _ => return false,
     }
     true
@@ -230,6 +231,12 @@ fn quick_yes_is_right(schema: &Value, args: &Value) {
         let full = jsonschema::validator_for(schema).map(|v| v.is_valid(args));
         assert_eq!(full.as_ref().ok(), Some(&true), "the quick path accepted {args} for {schema}, jsonschema says {full:?}");
     }
+}
+
+/// A `/mcp` request through the bridge's direct path's choice of what it answers itself
+/// ([`crate::bridge::direct::fuzz_request`]: headers, then a blank line, then the body).
+pub fn mcp_direct(data: &[u8]) {
+    crate::bridge::direct::fuzz_request(data);
 }
 
 /// A client's WebSocket byte stream through the hub's frame decoder ([`crate::wire::ws_frame`]).

@@ -298,6 +298,47 @@ fn accepted() -> Response<Body> {
     resp
 }
 
+/// The `mcp_direct` fuzz target ([`crate::fuzz`]): a request's headers (lines `name: value`,
+/// up to a blank line) and body, through what decides whether the direct path takes it.
+/// Invariants: no panic; a body taken as a call is a JSON-RPC `tools/call` request whose id is
+/// a string or an integer and whose params name that tool; one taken as a cancellation is a
+/// `notifications/cancelled` notification naming such an id.
+#[doc(hidden)]
+pub fn fuzz_request(data: &[u8]) {
+    let (head, body) = match data.windows(2).position(|w| w == b"\n\n") {
+        Some(at) => (&data[..at], &data[at + 2..]),
+        None => (&[][..], data),
+    };
+    let mut headers = HeaderMap::new();
+    for line in head.split(|b| *b == b'\n') {
+        let Some(colon) = line.iter().position(|b| *b == b':') else { continue };
+        if let (Ok(name), Ok(value)) = (axum::http::HeaderName::from_bytes(&line[..colon]), HeaderValue::from_bytes(line[colon + 1..].trim_ascii())) {
+            headers.append(name, value);
+        }
+    }
+    let _ = plain_json_headers(&headers);
+    let body = Bytes::copy_from_slice(body);
+    let whole = || serde_json::from_slice::<serde_json::Value>(&body).expect("a body taken is JSON");
+    let is_id = |id: &serde_json::Value| id.is_string() || id.is_i64() || id.is_u64();
+    match parse(&body) {
+        Some(Message::Call { id, name, .. }) => {
+            let v = whole();
+            assert_eq!(v["method"], "tools/call");
+            assert_eq!(v["params"]["name"], name.as_str());
+            let parsed: serde_json::Value = serde_json::from_str(id.get()).expect("the id is JSON");
+            assert!(is_id(&parsed) && v["id"] == parsed, "{}", id.get());
+        }
+        Some(Message::Cancel { request_id }) => {
+            let v = whole();
+            assert_eq!(v["method"], "notifications/cancelled");
+            assert!(v.get("id").is_none());
+            let parsed: serde_json::Value = serde_json::from_str(request_id.get()).expect("the id is JSON");
+            assert!(is_id(&parsed) && v["params"]["requestId"] == parsed, "{}", request_id.get());
+        }
+        None => {}
+    }
+}
+
 #[cfg(test)]
 #[path = "direct_tests.rs"]
 mod tests;
