@@ -122,7 +122,11 @@ fn prepare_call(offered: &Offered, arguments: Option<JsonObject>) -> Option<Resu
         let text = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
         return Some(Err(CallToolResult::error(vec![ContentBlock::text(format!("invalid arguments, nothing was sent:\n{text}"))])));
     }
-    Some(Ok((device, json!({"name": offered.device_name, "arguments": arguments}))))
+    // Built by hand: `json!` would copy the arguments into a new tree.
+    let mut params = JsonObject::new();
+    params.insert("name".into(), Value::String(offered.device_name.clone()));
+    params.insert("arguments".into(), arguments);
+    Some(Ok((device, Value::Object(params))))
 }
 
 /// How long past `--mcp-timeout` a call may take before the bridge stops waiting for the
