@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, header};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
@@ -124,7 +124,8 @@ impl Direct {
         if method != Method::POST || !plain_json_headers(headers) {
             return None;
         }
-        let id = headers.get("mcp-session-id")?.to_str().ok()?;
+        static SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+        let id = headers.get(&SESSION_ID)?.to_str().ok()?;
         let (session, at) = lock(&self.served).at.get_key_value(id).map(|(k, at)| (k.clone(), *at))?;
         if at.elapsed() >= self.fresh_for {
             return None;
@@ -183,14 +184,16 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// body small enough to read here. Anything unusual (a quality value in `Accept`, a chunked
 /// body) is left to rmcp.
 fn plain_json_headers(headers: &HeaderMap) -> bool {
-    let text = |name: &str| headers.get(name).map(|v| v.to_str().ok());
-    let length_ok = text("content-length").flatten().and_then(|v| v.parse::<usize>().ok()).is_some_and(|n| n <= BODY_MAX);
+    // Looked up by name constant: a `&str` name is parsed and hashed anew at every lookup.
+    static PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+    let text = |name: &HeaderName| headers.get(name).map(|v| v.to_str().ok());
+    let length_ok = text(&header::CONTENT_LENGTH).flatten().and_then(|v| v.parse::<usize>().ok()).is_some_and(|n| n <= BODY_MAX);
     let is = |v: &str, media_type: &str| v.split(';').next().unwrap_or_default().trim().eq_ignore_ascii_case(media_type);
-    let json_body = text("content-type").flatten().is_some_and(|v| is(v, "application/json"));
-    let accepts = text("accept").flatten().filter(|v| !v.contains("q=")).is_some_and(|v| {
+    let json_body = text(&header::CONTENT_TYPE).flatten().is_some_and(|v| is(v, "application/json"));
+    let accepts = text(&header::ACCEPT).flatten().filter(|v| !v.contains("q=")).is_some_and(|v| {
         v.split(',').any(|t| is(t, "application/json")) && v.split(',').any(|t| is(t, "text/event-stream"))
     });
-    let version_ok = match text("mcp-protocol-version") {
+    let version_ok = match text(&PROTOCOL_VERSION) {
         None => true,
         Some(v) => v.is_some_and(|v| SESSION_VERSIONS.contains(&v)),
     };
