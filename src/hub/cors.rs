@@ -10,7 +10,7 @@
 //!
 //! Only the routes [`allow_browsers`] wraps get this. The WebSocket path needs none (browsers do
 //! not preflight WebSocket), and the host listener keeps its own Origin policy
-//! (`super::guard_host_and_origin`).
+//! (`super::front_door`).
 
 use axum::Router;
 use axum::body::Body;

@@ -257,14 +257,14 @@ fn parse_addr(s: &str) -> Option<SocketAddr> {
 }
 
 /// Every host route: another local user's connection gets 403 (logged).
-pub async fn only_owner(req: Request, next: Next) -> Response {
+pub fn refuse_other_user(req: &Request) -> Option<Response> {
     if let (Some(PeerUser::Uid(peer)), Some(me)) = (req.extensions().get::<PeerUser>().copied(), my_uid())
         && peer != me
     {
         tracing::warn!(uid = peer, path = %req.uri().path(), "refused a connection from another local user");
-        return plain(StatusCode::FORBIDDEN, &format!("this hub serves only the user who started it (uid {me}); you are uid {peer}"));
+        return Some(plain(StatusCode::FORBIDDEN, &format!("this hub serves only the user who started it (uid {me}); you are uid {peer}")));
     }
-    next.run(req).await
+    None
 }
 
 /// The control API: `Authorization: Bearer <control token>` or 401.
