@@ -279,9 +279,9 @@ async fn start_floor() -> anyhow::Result<Running> {
 /// the result a device gives). No session, no device, no checks: what any HTTP MCP endpoint
 /// costs before it does anything.
 async fn floor_server() -> anyhow::Result<()> {
-    use axum::http::{HeaderMap, StatusCode, header};
+    use axum::http::{StatusCode, header};
     use axum::response::IntoResponse;
-    async fn answer(_headers: HeaderMap, body: axum::body::Bytes) -> axum::response::Response {
+    async fn answer(body: axum::body::Bytes) -> axum::response::Response {
         let Ok(request) = serde_json::from_slice::<Value>(&body) else { return StatusCode::BAD_REQUEST.into_response() };
         let Some(id) = request.get("id") else { return StatusCode::ACCEPTED.into_response() };
         let result = match request["method"].as_str() {

@@ -20,15 +20,6 @@ use super::suggest::*;
 /// not an object is treated as `{}` (anything goes). A schema the `jsonschema` crate cannot
 /// compile (bad keyword values, a `$ref` outside the document) yields one error for `""` saying
 /// so; the caller decides whether to send anyway.
-/// [`validate`] for a schema held as an object (a tool's `inputSchema`): arguments the direct
-/// check accepts cost no copy of the schema.
-pub fn validate_object(schema: &Map<String, Value>, args: &Value) -> Result<(), Vec<ArgError>> {
-    if super::fast::accepts_object(schema, args) {
-        return Ok(());
-    }
-    validate(&Value::Object(schema.clone()), args)
-}
-
 pub fn validate(schema: &Value, args: &Value) -> Result<(), Vec<ArgError>> {
     let empty = Value::Object(Map::new());
     let root = if schema.is_object() { schema } else { &empty };
@@ -59,6 +50,15 @@ pub fn validate(schema: &Value, args: &Value) -> Result<(), Vec<ArgError>> {
         }
     }
     Err(out)
+}
+
+/// [`validate`] for a schema held as an object (a tool's `inputSchema`): arguments the direct
+/// check accepts cost no copy of the schema.
+pub fn validate_object(schema: &Map<String, Value>, args: &Value) -> Result<(), Vec<ArgError>> {
+    if super::fast::accepts_object(schema, args) {
+        return Ok(());
+    }
+    validate(&Value::Object(schema.clone()), args)
 }
 
 /// The compiled validator of a schema, from a process-wide cache keyed by the schema's text: the

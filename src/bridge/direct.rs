@@ -46,6 +46,9 @@ use crate::links::upgrade::plain;
 /// Largest body answered here; a larger one goes to rmcp, which takes up to 4 MiB.
 const BODY_MAX: usize = 64 * 1024;
 
+/// `Mcp-Session-Id`, as a name constant (a `&str` name is parsed and hashed at every lookup).
+pub(super) static SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+
 /// The protocol versions whose requests rmcp serves on a session (`2026-07-28` has none).
 const SESSION_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
@@ -124,7 +127,6 @@ impl Direct {
         if method != Method::POST || !plain_json_headers(headers) {
             return None;
         }
-        static SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
         let id = headers.get(&SESSION_ID)?.to_str().ok()?;
         let (session, at) = lock(&self.served).at.get_key_value(id).map(|(k, at)| (k.clone(), *at))?;
         if at.elapsed() >= self.fresh_for {
@@ -216,8 +218,9 @@ struct Envelope<'a> {
 struct CallParams {
     name: String,
     arguments: Option<JsonObject>,
+    /// Read only to refuse any `_meta` but a progress token.
     #[serde(rename = "_meta")]
-    meta: Option<ProgressOnly>,
+    _meta: Option<ProgressOnly>,
 }
 
 /// A `_meta` with nothing the bridge would act on (a progress token it does not use).
@@ -233,7 +236,8 @@ struct ProgressOnly {
 struct CancelParams<'a> {
     #[serde(rename = "requestId", borrow)]
     request_id: &'a RawValue,
-    reason: Option<IgnoredAny>,
+    #[serde(rename = "reason")]
+    _reason: Option<IgnoredAny>,
     #[serde(rename = "_meta")]
     _meta: Option<IgnoredAny>,
 }
@@ -247,12 +251,10 @@ fn parse(body: &Bytes) -> Option<Message<'_>> {
     match (envelope.method, envelope.id) {
         ("tools/call", Some(id)) if plain_id(id) => {
             let params: CallParams = serde_json::from_str(envelope.params?.get()).ok()?;
-            let _ = params.meta;
             Some(Message::Call { id, name: params.name, arguments: params.arguments })
         }
         ("notifications/cancelled", None) => {
             let params: CancelParams<'_> = serde_json::from_str(envelope.params?.get()).ok()?;
-            let _ = params.reason;
             plain_id(params.request_id).then_some(Message::Cancel { request_id: params.request_id })
         }
         _ => None,

@@ -19,12 +19,11 @@ use axum::extract::{Path, Query, Request, State};
 use axum::http::{Response, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::routing::{any, get, post};
-use rmcp::transport::common::http_header::HEADER_SESSION_ID;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tower::ServiceExt as _;
 
-use super::direct::Direct;
+use super::direct::{Direct, SESSION_ID};
 use super::sse::{self, SseSessions};
 use super::{Bridge, BridgeConfig, Scope, Shared};
 use crate::hub::Hub;
@@ -116,7 +115,7 @@ async fn streamable(endpoint: Endpoint, req: Request) -> Response<Body> {
         Err(req) => req,
     };
     let delete = req.method() == axum::http::Method::DELETE;
-    let session = req.headers().get(HEADER_SESSION_ID).cloned();
+    let session = req.headers().get(&SESSION_ID).cloned();
     let mut resp = endpoint.service.oneshot(req).await.unwrap_or_else(|never| match never {}).map(Body::new);
     if let Some(session) = session
         && resp.status().is_success()
