@@ -243,8 +243,7 @@ impl Conn {
 
     /// Sends a JSON-RPC payload inside the `mcp` envelope.
     pub async fn send(&mut self, payload: &Value) {
-        let envelope = json!({"session_id": self.session_id, "type": "mcp", "payload": payload});
-        self.send_text(envelope.to_string()).await;
+        self.send_text(crate::wire::envelope::mcp_text(&self.session_id, payload)).await;
     }
 
     /// The envelope around a payload given as text (which may be broken on purpose).

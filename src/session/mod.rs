@@ -807,16 +807,7 @@ impl Session {
     }
 
     fn send_payload(&mut self, payload: Value, now: Instant) {
-        // Written straight to text: `json!` would copy the payload into a new tree first.
-        #[derive(serde::Serialize)]
-        struct Envelope<'a> {
-            session_id: &'a str,
-            #[serde(rename = "type")]
-            kind: &'static str,
-            payload: &'a Value,
-        }
-        let envelope = Envelope { session_id: &self.cfg.session_id, kind: "mcp", payload: &payload };
-        let text = serde_json::to_string(&envelope).unwrap_or_default();
+        let text = envelope::mcp_text(&self.cfg.session_id, &payload);
         if self.trace {
             self.emit(Event::Traffic { direction: Direction::Out, payload, latency_ms: None });
         }

@@ -152,7 +152,7 @@ pub async fn run(url: &str, rec: &Recording, token: Option<&str>, timing: bool) 
         }
         let p = &v["payload"];
         let (Some(method), Some(req_id)) = (p["method"].as_str(), p.get("id")) else { continue };
-        let envelope = |payload: Value| json!({"session_id": session_id, "type": "mcp", "payload": payload}).to_string();
+        let envelope = |payload: Value| crate::wire::envelope::mcp_text(&session_id, &payload);
         let params = p.get("params").cloned().unwrap_or(Value::Null);
         match rec.answer(method, &params) {
             Ok(e) => {

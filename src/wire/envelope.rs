@@ -41,6 +41,21 @@ pub enum EnvelopeError {
     BadPayload,
 }
 
+/// The text of an `mcp` envelope around a JSON-RPC payload (keys in the stock firmware's order:
+/// `session_id`, `type`, `payload`). Written straight from the payload: building the envelope
+/// with `json!` would copy the payload into a new tree first.
+pub fn mcp_text(session_id: &str, payload: &Value) -> String {
+    #[derive(serde::Serialize)]
+    struct Envelope<'a> {
+        session_id: &'a str,
+        #[serde(rename = "type")]
+        kind: &'static str,
+        payload: &'a Value,
+    }
+    // Serializing a `Value` with string keys cannot fail.
+    serde_json::to_string(&Envelope { session_id, kind: "mcp", payload }).unwrap_or_default()
+}
+
 pub fn parse(text: &str) -> Result<DeviceMessage, EnvelopeError> {
     let mut v: Value = match serde_json::from_str(text) {
         Ok(v) => v,
@@ -77,6 +92,14 @@ pub fn parse(text: &str) -> Result<DeviceMessage, EnvelopeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_mcp_envelope_is_written_in_the_firmwares_key_order_and_reads_back() {
+        let payload = serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"a": "b\"c"}});
+        let text = mcp_text("s\"1", &payload);
+        assert_eq!(text, r#"{"session_id":"s\"1","type":"mcp","payload":{"jsonrpc":"2.0","id":1,"result":{"a":"b\"c"}}}"#);
+        assert_eq!(parse(&text), Ok(DeviceMessage::Mcp { session_id: Some("s\"1".into()), payload }));
+    }
 
     #[test]
     fn hello_with_missing_fields_is_kept() {
