@@ -66,7 +66,11 @@ async fn answer(resp: reqwest::Response) -> Answer {
 }
 
 async fn hub_with_lamp() -> (HubProcess, FakeDevice) {
-    let hub = HubProcess::start(&["--mcp-timeout", "30"], &[]).await;
+    hub_with_lamp_env(&[]).await
+}
+
+async fn hub_with_lamp_env(env: &[(&str, &str)]) -> (HubProcess, FakeDevice) {
+    let hub = HubProcess::start(&["--mcp-timeout", "30"], env).await;
     let device = FakeDevice::connect(&hub.device_url, "02:00:00:00:00:0a", vec![tool("lamp.set")]).await;
     (hub, device)
 }
@@ -192,4 +196,30 @@ async fn a_call_in_flight_ends_when_the_client_cancels_it() {
     // A cancellation naming no call in flight goes to rmcp, which accepts it too.
     let stray = session.post(ACCEPT, &json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41}})).await;
     assert_eq!(stray.status, 202);
+}
+
+#[tokio::test]
+async fn a_call_whose_body_never_completes_is_cut_off_and_stalls_nobody() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (hub, mut device) = hub_with_lamp_env(&[("MCPDEV_BODY_TIMEOUT", "1s")]).await;
+    let mut session = Session::open(&hub).await;
+    // A call on a live session (so the direct path reads its body) that sends 1 byte of 100.
+    let addr = hub.host_url.trim_start_matches("http://").to_string();
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: {ACCEPT}\r\nContent-Type: application/json\r\nMcp-Session-Id: {}\r\nContent-Length: 100\r\n\r\n{{",
+        session.id
+    );
+    slow.write_all(head.as_bytes()).await.unwrap();
+    // Meanwhile the same session's calls are answered.
+    let (answered, ()) = tokio::join!(session.call(ACCEPT, 1, LAMP, json!({"n": 3})), async {
+        let request = device.recv_request("tools/call").await;
+        device.reply(&request["id"], json!({"content": []})).await;
+    });
+    assert_eq!(answered.message["result"]["isError"], false);
+    // The slow one is refused once the body deadline passes, with a reason, not left hanging.
+    let mut got = Vec::new();
+    let _ = tokio::time::timeout(DEADLINE, slow.read_to_end(&mut got)).await.expect("the slow call was never ended");
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 400") && text.contains("the request body could not be read"), "{text}");
 }
