@@ -79,9 +79,12 @@ enum Waiter {
     Stream(mpsc::Sender<Value>),
 }
 
-/// A connection to a running hub.
+type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A connection to a running hub. A caller writes its request to the socket itself (no writer
+/// task to hand it to); one task reads the answers and hands each to its caller.
 pub struct HubClient {
-    outgoing: mpsc::Sender<String>,
+    sink: tokio::sync::Mutex<futures_util::stream::SplitSink<Socket, Message>>,
     waiters: Arc<Mutex<HashMap<u64, Waiter>>>,
     next_id: std::sync::atomic::AtomicU64,
 }
@@ -124,20 +127,12 @@ impl HubClient {
                 Err(e) => return Err(e.into()),
             }
         };
-        let (mut sink, mut stream) = ws.split();
-        let (outgoing, mut rx) = mpsc::channel::<String>(64);
-        tokio::spawn(async move {
-            while let Some(text) = rx.recv().await {
-                if sink.send(Message::text(text)).await.is_err() {
-                    break;
-                }
-            }
-        });
+        let (sink, mut stream) = ws.split();
         let waiters: Arc<Mutex<HashMap<u64, Waiter>>> = Arc::default();
         let w = waiters.clone();
         tokio::spawn(async move {
             while let Some(Ok(Message::Text(text))) = stream.next().await {
-                let Ok(v) = serde_json::from_str::<Value>(&text) else { continue };
+                let Ok(mut v) = serde_json::from_str::<Value>(&text) else { continue };
                 let Some(id) = v.get("id").and_then(Value::as_u64) else { continue };
                 let mut waiters = w.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 match waiters.get(&id) {
@@ -156,7 +151,7 @@ impl HubClient {
                         let Some(Waiter::Once(tx)) = waiters.remove(&id) else { unreachable!() };
                         let outcome = match v.get("error") {
                             Some(e) => Err(ControlError::from_value(e)),
-                            None => Ok(v.get("ok").cloned().unwrap_or(Value::Null)),
+                            None => Ok(v.get_mut("ok").map(Value::take).unwrap_or(Value::Null)),
                         };
                         let _ = tx.send(outcome);
                     }
@@ -166,7 +161,7 @@ impl HubClient {
             // The hub went away: everyone waiting learns it.
             w.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
         });
-        Ok(Self { outgoing, waiters, next_id: 1.into() })
+        Ok(Self { sink: tokio::sync::Mutex::new(sink), waiters, next_id: 1.into() })
     }
 
     /// [`Self::connect`], with the error as the CLI reports it: refused (exit 3), or unreachable (4).
@@ -176,6 +171,12 @@ impl HubClient {
             Err(e) => CodedError::new(Exit::Unreachable, format!("cannot reach the hub at {hub}: {e}"))
                 .with_help("is `mcpdev serve` running there? (--hub or MCPDEV_HUB names another hub; --wait waits for one that is starting)"),
         })
+    }
+
+    /// Writes one request. A send cut short (its caller's time ran out) leaves no half frame:
+    /// the frame waits whole in the socket's buffer, written before the next.
+    async fn send(&self, text: String) -> Result<(), ControlError> {
+        self.sink.lock().await.send(Message::text(text)).await.map_err(|_| ControlError::lost())
     }
 
     fn register(&self, waiter: Waiter) -> u64 {
@@ -198,7 +199,7 @@ impl HubClient {
         let id = self.register(Waiter::Once(tx));
         request["id"] = json!(id);
         let exchange = async {
-            self.outgoing.send(request.to_string()).await.map_err(|_| ControlError::lost())?;
+            self.send(request.to_string()).await?;
             rx.await.unwrap_or_else(|_| Err(ControlError::lost()))
         };
         let outcome = tokio::time::timeout(limit, exchange).await;
@@ -213,7 +214,7 @@ impl HubClient {
         let (tx, rx) = mpsc::channel(1024);
         let id = self.register(Waiter::Stream(tx));
         let request = json!({"id": id, "op": "watch", "device": device, "traffic": traffic});
-        self.outgoing.send(request.to_string()).await.map_err(|_| ControlError::lost())?;
+        self.send(request.to_string()).await?;
         Ok(rx)
     }
 }
