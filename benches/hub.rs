@@ -473,7 +473,7 @@ async fn relay_vs_bare(scratch: &Scratch, hub: &HubProcess, client: &HubClient) 
     let _link_device = scratch.sim(&format!("ws://{}/xiaozhi/v1/", local.device_addr), LINK_DEVICE)?;
     let (handle, _) = local.hub.registry.wait_ready(Some(LINK_DEVICE), DEADLINE).await?;
     let link_call = || async {
-        let result = handle.request("tools/call", Some(set_volume_params()), DEADLINE).await?;
+        let result = handle.request("tools/call", Some(set_volume_params()), DEADLINE).await?.to_value();
         ensure!(result["isError"] == false, "link call failed: {result}");
         anyhow::Ok(())
     };

@@ -44,7 +44,9 @@ pub fn run(target: &str, data: &[u8]) -> bool {
 /// Invariants: no panic; every caller's request ends exactly once (a reply, a timeout, a link
 /// failure or a cancel), and never after it ended; every frame sent is JSON; nothing is overdue
 /// after a tick; the pending-request map holds at most the open callers' requests plus one
-/// onboarding request and one keepalive.
+/// onboarding request and one keepalive; every text frame that
+/// [`crate::wire::envelope::fast_response`] reads, it reads as the full parse does, and every
+/// result a caller gets parses as a `Value`.
 pub fn envelope_session(data: &[u8]) {
     let mut d = SessionDriver::new();
     for line in data.split(|b| *b == b'\n') {
@@ -54,6 +56,20 @@ pub fn envelope_session(data: &[u8]) {
     d.check(out);
     let open: Vec<u64> = d.tickets.iter().filter(|(_, s)| **s == Ticket::Open).map(|(t, _)| *t).collect();
     assert!(open.is_empty(), "callers {open:?} never got an answer though the link dropped");
+}
+
+/// Panics unless the fast read of a device frame ([`crate::wire::envelope::fast_response`])
+/// agrees with the full one (`parse`, then `classify`) wherever it reads one at all.
+pub fn fast_response_agrees(text: &str) {
+    use crate::wire::envelope::{DeviceMessage, fast_response, parse};
+    use crate::wire::jsonrpc::{RpcMessage, classify};
+    let Some((id, result)) = fast_response(text) else { return };
+    let full = match parse(text) {
+        Ok(DeviceMessage::Mcp { payload, .. }) => classify(payload),
+        other => panic!("the fast read took {text:?}, which the full parse reads as {other:?}"),
+    };
+    let result: Value = serde_json::from_str(result.get()).unwrap_or_else(|e| panic!("the fast read's result is not a Value ({e}): {text:?}"));
+    assert_eq!(full, Ok(RpcMessage::Response { id, outcome: Ok(result) }), "the fast and full reads disagree on {text:?}");
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,7 +105,10 @@ impl SessionDriver {
         let (pick, tail) = rest.split_first().map_or((0, rest), |(b, t)| (*b, t));
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         let out = match op {
-            b'>' => self.session.on_text(&text(rest), self.now),
+            b'>' => {
+                fast_response_agrees(&text(rest));
+                self.session.on_text(&text(rest), self.now)
+            }
             b'+' => {
                 let n: u64 = text(rest).trim().parse::<u16>().map_or(1, u64::from);
                 self.now += Duration::from_millis(n * 10);
@@ -107,7 +126,9 @@ impl SessionDriver {
                 } else {
                     format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32602,"message":"{body}"}}}}"#)
                 };
-                self.session.on_text(&format!(r#"{{"session_id":"fz","type":"mcp","payload":{payload}}}"#), self.now)
+                let frame = format!(r#"{{"session_id":"fz","type":"mcp","payload":{payload}}}"#);
+                fast_response_agrees(&frame);
+                self.session.on_text(&frame, self.now)
             }
             b'c' => {
                 let ticket = self.tickets.len() as u64 + 1;
@@ -139,7 +160,10 @@ impl SessionDriver {
                 self.session.trace = !self.session.trace;
                 Vec::new()
             }
-            _ => self.session.on_text(&text(line), self.now),
+            _ => {
+                fast_response_agrees(&text(line));
+                self.session.on_text(&text(line), self.now)
+            }
         };
         self.check(out);
     }
@@ -164,7 +188,10 @@ impl SessionDriver {
                         }
                     }
                 }
-                Output::Reply { ticket, .. } => {
+                Output::Reply { ticket, outcome } => {
+                    if let Ok(result) = outcome {
+                        assert!(serde_json::from_str::<Value>(result.text()).is_ok(), "a caller got a result that is not JSON: {}", result.text());
+                    }
                     let state = self.tickets.get_mut(&ticket).unwrap_or_else(|| panic!("a reply for ticket {ticket}, which no caller used"));
                     assert_eq!(*state, Ticket::Open, "ticket {ticket} got a reply after it ended ({state:?})");
                     *state = Ticket::Ended;

@@ -137,6 +137,13 @@ async fn a_sessions_tool_call_is_answered_directly_as_rmcp_answers_it() {
     let ok = json!({"result": {"content": []}});
     let (direct, _) = both_ways(&mut session, &mut device, json!({"n": 8}), Some(ok)).await;
     assert_eq!(direct["result"], json!({"content": [], "isError": false}));
+    // A result that is no result shape at all (a string, a number): passed on as text, by both
+    // paths, and the session goes on.
+    for (n, odd) in [(9, json!("done")), (10, json!(5)), (11, json!([]))] {
+        let (direct, via_rmcp) = both_ways(&mut session, &mut device, json!({"n": n}), Some(json!({"result": odd}))).await;
+        assert_eq!(direct["result"], json!({"content": [{"type": "text", "text": odd.to_string()}], "isError": false}), "{odd}");
+        assert_eq!(direct["result"], via_rmcp["result"]);
+    }
 }
 
 #[tokio::test]

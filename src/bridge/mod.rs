@@ -102,7 +102,7 @@ impl Shared {
         let call = tokio::time::timeout(timeout + CALL_GRACE, device.request("tools/call", Some(params), timeout));
         tokio::select! {
             outcome = call => Ok(match outcome.unwrap_or(Err(CallError::Timeout(timeout))) {
-                Ok(result) => results::from_device(result),
+                Ok(result) => results::from_device(&result),
                 Err(e) => results::from_error(&device.device_id, &e),
             }),
             () = cancelled => Err(McpError::internal_error("cancelled by the client", None)),

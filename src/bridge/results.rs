@@ -5,10 +5,29 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::session::CallError;
+use crate::wire::jsonrpc::RawResult;
 
 /// The device's result, with the stock firmware's image shape fixed and `isError` defaulted.
-pub fn from_device(mut result: Value) -> CallToolResult {
-    if let Some(content) = result.get_mut("content").and_then(Value::as_array_mut) {
+pub fn from_device(result: &RawResult) -> CallToolResult {
+    let text = result.text();
+    // Read straight from the device's text, unless a stock image block could be in it: no
+    // "image" anywhere, nor a `\u` escape that could spell it. Same type, same rules as below.
+    if text.starts_with('{')
+        && !text.contains("image")
+        && !text.contains("\\u")
+        && let Ok(r) = serde_json::from_str::<CallToolResult>(text)
+    {
+        return complete(r);
+    }
+    from_tree(result.to_value())
+}
+
+fn from_tree(mut result: Value) -> CallToolResult {
+    // A result that is not an object (`"done"`, `5`, `[]`) is no result shape: passed on as text.
+    let Some(object) = result.as_object_mut() else {
+        return CallToolResult::success(vec![ContentBlock::text(result.to_string())]);
+    };
+    if let Some(content) = object.get_mut("content").and_then(Value::as_array_mut) {
         for block in content.iter_mut() {
             if let (Some("image"), Some(inner)) = (block["type"].as_str(), block["image"].as_str())
                 && let Ok(v) = serde_json::from_str::<Value>(inner)
@@ -17,20 +36,23 @@ pub fn from_device(mut result: Value) -> CallToolResult {
             }
         }
     }
-    if result.get("isError").is_none_or(Value::is_null) {
-        result["isError"] = json!(false);
+    if object.get("isError").is_none_or(Value::is_null) {
+        object.insert("isError".into(), json!(false));
     }
     // Read from the tree in place: the fallback below still has it.
     match CallToolResult::deserialize(&result) {
-        // Devices speak 2024-11-05, which has no `resultType`; 2026-07-28 requires it on every
-        // result (rmcp strips it again for peers on older versions).
-        Ok(mut r) => {
-            r.result_type = Some(ResultType::COMPLETE);
-            r
-        }
+        Ok(r) => complete(r),
         // Not a result shape at all: pass it on as text rather than failing the call.
         Err(_) => CallToolResult::success(vec![ContentBlock::text(result.to_string())]),
     }
+}
+
+/// Devices speak 2024-11-05, which has no `resultType`; 2026-07-28 requires it on every result
+/// (rmcp strips it again for peers on older versions). A missing or null `isError` is `false`.
+fn complete(mut r: CallToolResult) -> CallToolResult {
+    r.is_error = Some(r.is_error.unwrap_or(false));
+    r.result_type = Some(ResultType::COMPLETE);
+    r
 }
 
 /// A call that did not produce a device result, as a tool error the model can read.
@@ -42,4 +64,51 @@ pub fn from_error(device_id: &str, e: &CallError) -> CallToolResult {
         CallError::Link(why) => format!("device {device_id} could not be reached: {why}"),
     };
     CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(text: &str) -> RawResult {
+        RawResult::from_value(&serde_json::from_str(text).unwrap())
+    }
+
+    #[test]
+    fn a_result_that_is_not_an_object_is_passed_on_as_text() {
+        for text in [r#""done""#, "5", "[]", "true"] {
+            let r = from_device(&raw(text));
+            assert_eq!(r.is_error, Some(false));
+            assert_eq!(serde_json::to_value(&r.content).unwrap(), json!([{"type": "text", "text": text}]), "{text}");
+        }
+        assert_eq!(from_device(&raw("null")).is_error, Some(false));
+    }
+
+    /// Read from the device's text or from a tree, a result comes out the same.
+    #[test]
+    fn the_text_and_the_tree_give_the_same_result() {
+        let cases = [
+            r#"{"content":[{"type":"text","text":"ok"}],"isError":false}"#,
+            r#"{"content":[{"type":"text","text":"ok"}]}"#,
+            r#"{"content":[{"type":"text","text":"ok"}],"isError":null}"#,
+            r#"{"content":[{"type":"text","text":"no"}],"isError":true}"#,
+            r#"{"content":[{"type":"text","text":"x"}],"structuredContent":{"a":1}}"#,
+            r#"{"content":"not a list"}"#,
+            r#"{"something":"else"}"#,
+        ];
+        for text in cases {
+            let fast = from_device(&raw(text));
+            let tree = from_tree(serde_json::from_str(text).unwrap());
+            assert_eq!(serde_json::to_value(&fast).unwrap(), serde_json::to_value(&tree).unwrap(), "{text}");
+            assert_eq!(fast.is_error.is_some(), true, "{text}");
+        }
+    }
+
+    #[test]
+    fn the_stock_image_shape_is_fixed() {
+        let inner = json!({"mimeType": "image/jpeg", "data": "AAAA"}).to_string();
+        let text = json!({"content": [{"type": "image", "image": inner}]}).to_string();
+        let r = serde_json::to_value(from_device(&raw(&text))).unwrap();
+        assert_eq!(r["content"][0], json!({"type": "image", "mimeType": "image/jpeg", "data": "AAAA"}));
+    }
 }

@@ -106,7 +106,7 @@ impl Target {
     /// One JSON-RPC request to the device.
     pub async fn request(&self, method: &str, params: Option<Value>, timeout: Duration) -> Result<Value, CallFailure> {
         match self {
-            Target::Direct { handle } => handle.request(method, params, timeout).await.map_err(|e| match e {
+            Target::Direct { handle } => handle.request(method, params, timeout).await.map(|r| r.to_value()).map_err(|e| match e {
                 CallError::Device(rpc) => CallFailure::Device { code: rpc.code, message: rpc.message.clone(), rpc: rpc.to_value() },
                 CallError::Timeout(d) => CallFailure::Timeout(format!("device {} did not answer within {d:?}", handle.device_id)),
                 CallError::Disconnected => CallFailure::Gone(format!("device {} disconnected before answering", handle.device_id)),

@@ -38,6 +38,7 @@ use super::registry::SelectError;
 use crate::links::upgrade;
 use crate::links::ws_socket::{Io, Socket};
 use crate::session::CallError;
+use crate::wire::jsonrpc::RawResult;
 use crate::wire::ws_frame::{self, Incoming};
 
 /// Most requests one connection may have under way (watches count).
@@ -183,7 +184,7 @@ async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<String>) ->
     let reply = match req.op {
         Op::Devices => Ok(text_of(&hub.registry.snapshots().iter().map(|i| &**i).collect::<Vec<_>>())),
         Op::Device { device, wait_ms } => device_info(&hub, device.as_deref(), wait_ms).await,
-        Op::Rpc { device, method, params, timeout_ms } => rpc(&hub, device.as_deref(), &method, params, timeout_ms).await.map(|v| v.to_string()),
+        Op::Rpc { device, method, params, timeout_ms } => rpc(&hub, device.as_deref(), &method, params, timeout_ms).await.map(RawResult::into_text),
         Op::Watch { device, traffic } => {
             watch(&hub, id, device, traffic, tx).await;
             return None;
@@ -212,7 +213,8 @@ async fn device_info(hub: &Hub, device: Option<&str>, wait_ms: u64) -> Result<St
     Ok(text_of(&*info))
 }
 
-async fn rpc(hub: &Hub, device: Option<&str>, method: &str, params: Option<Value>, timeout_ms: u64) -> Result<Value, Value> {
+/// The device's result is passed on as the text it sent.
+async fn rpc(hub: &Hub, device: Option<&str>, method: &str, params: Option<Value>, timeout_ms: u64) -> Result<RawResult, Value> {
     let handle = hub.registry.select(device).map_err(select_error)?;
     let timeout = Duration::from_millis(timeout_ms.clamp(1, 3_600_000));
     handle.request(method, params, timeout).await.map_err(|e| call_error(&handle.device_id, e))

@@ -15,6 +15,7 @@ use super::mailbox;
 
 use crate::session::{CallError, DeviceInfo, Event, Phase, SessionConfig};
 use crate::wire::identity::Identity;
+use crate::wire::jsonrpc::RawResult;
 
 /// An event of one device, as the hub broadcasts it.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -69,7 +70,7 @@ pub(crate) struct Request {
     pub method: String,
     pub params: Option<Value>,
     pub timeout: Duration,
-    pub reply: oneshot::Sender<Result<Value, CallError>>,
+    pub reply: oneshot::Sender<Result<RawResult, CallError>>,
 }
 
 /// Shared by every link of a process: how many watchers want traffic events.
@@ -133,7 +134,7 @@ impl DeviceHandle {
     /// error, a timeout, or the device going away. It always ends within `timeout` (plus a
     /// second at most), whatever the device does. Dropping the future cancels the wait (a late
     /// reply is then dropped by the session).
-    pub async fn request(&self, method: &str, params: Option<Value>, timeout: Duration) -> Result<Value, CallError> {
+    pub async fn request(&self, method: &str, params: Option<Value>, timeout: Duration) -> Result<RawResult, CallError> {
         let deadline = tokio::time::Instant::now() + timeout;
         let ticket = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
         let (reply, rx) = oneshot::channel();
@@ -311,7 +312,7 @@ impl InfoPublisher {
 }
 
 /// Callers waiting for a reply, by ticket.
-pub(crate) type Waiting = std::collections::HashMap<u64, oneshot::Sender<Result<Value, CallError>>>;
+pub(crate) type Waiting = std::collections::HashMap<u64, oneshot::Sender<Result<RawResult, CallError>>>;
 
 /// The link is down: each caller gets what the session's disconnect produced for it, and anyone
 /// still waiting (a request whose reply was never produced) learns the device is gone.

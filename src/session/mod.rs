@@ -76,7 +76,7 @@ pub const REFRESH_METHOD: &str = "mcpdev/refresh_tools";
 
 use crate::wire::envelope::{self, DeviceMessage};
 use crate::wire::identity::Identity;
-use crate::wire::jsonrpc::{self, Id, RpcError, RpcMessage};
+use crate::wire::jsonrpc::{self, Id, RawResult, RpcError, RpcMessage};
 
 /// How a session behaves; the link fills it in.
 #[derive(Debug, Clone)]
@@ -170,8 +170,42 @@ pub enum Output {
     /// Send this text frame to the device.
     Send(String),
     /// A caller's request ended.
-    Reply { ticket: u64, outcome: Result<Value, CallError> },
+    Reply { ticket: u64, outcome: Result<RawResult, CallError> },
     Event(Event),
+}
+
+/// A device's result as read: its text ([`envelope::fast_response`]) or a tree ([`envelope::parse`]).
+/// Each reader takes the form it needs; neither is built from the other unless needed.
+enum Answer<'a> {
+    Text(&'a serde_json::value::RawValue),
+    Tree(Value),
+}
+
+impl Answer<'_> {
+    fn into_raw(self) -> RawResult {
+        match self {
+            // `fast_response` checked that the text parses as a `Value`.
+            Answer::Text(raw) => RawResult::from_checked(raw),
+            Answer::Tree(v) => RawResult::from_value(&v),
+        }
+    }
+
+    fn into_value(self) -> Value {
+        match self {
+            Answer::Text(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+            Answer::Tree(v) => v,
+        }
+    }
+}
+
+/// A request to the device: its payload is written straight from these fields, in this order.
+#[derive(serde::Serialize)]
+struct OutgoingRequest<'a> {
+    jsonrpc: &'static str,
+    id: i64,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a Value>,
 }
 
 /// Who is waiting for a reply.
@@ -298,6 +332,14 @@ impl Session {
         self.now = now;
         self.info.touch();
         self.info.counters.frames_in += 1;
+        // A response with a result, unless traced (a trace shows the payload as a tree), is read
+        // without building one: a caller gets the result's text as the device sent it.
+        if !self.trace
+            && let Some((id, result)) = envelope::fast_response(text)
+        {
+            self.on_response(id, Ok(Answer::Text(result)), now);
+            return self.drained();
+        }
         match envelope::parse(text) {
             Err(e) => {
                 self.info.counters.malformed += 1;
@@ -309,7 +351,7 @@ impl Session {
                     self.emit(Event::Traffic { direction: Direction::In, payload: payload.clone(), latency_ms: None });
                 }
                 match jsonrpc::classify(payload) {
-                    Ok(RpcMessage::Response { id, outcome }) => self.on_response(id, outcome, now),
+                    Ok(RpcMessage::Response { id, outcome }) => self.on_response(id, outcome.map(Answer::Tree), now),
                     Ok(RpcMessage::Notification { method, params }) => self.on_notification(method, params, now),
                     Ok(RpcMessage::Request { id, method, .. }) => {
                         if self.may_answer("requests", now) {
@@ -499,7 +541,7 @@ impl Session {
         self.drained()
     }
 
-    fn on_response(&mut self, id: Id, outcome: Result<Value, RpcError>, now: Instant) {
+    fn on_response(&mut self, id: Id, outcome: Result<Answer, RpcError>, now: Instant) {
         let pending = match id {
             Id::Num(n) => self.pending.remove(&n),
             Id::Str(_) => None,
@@ -517,7 +559,7 @@ impl Session {
         }
         match p.origin {
             Origin::Caller(ticket) => {
-                self.out.push(Output::Reply { ticket, outcome: outcome.map_err(CallError::Device) });
+                self.out.push(Output::Reply { ticket, outcome: outcome.map(Answer::into_raw).map_err(CallError::Device) });
             }
             Origin::Initialize(g) | Origin::ListPage(g) if g != self.generation => {
                 // An answer to a listing that was started over: the new one asks again.
@@ -525,7 +567,7 @@ impl Session {
             }
             Origin::Initialize(_) => match outcome {
                 Ok(result) => {
-                    self.info.set_initialize(&result);
+                    self.info.set_initialize(&result.into_value());
                     self.send_payload(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), now);
                     self.onboarding = onboarding::Listing::default();
                     self.list_tools(now);
@@ -533,7 +575,7 @@ impl Session {
                 Err(e) => self.step_failed(p.origin, rpc_failure(&e), now),
             },
             Origin::ListPage(_) => match outcome {
-                Ok(result) => self.on_list_page(&result, now),
+                Ok(result) => self.on_list_page(&result.into_value(), now),
                 Err(e) => self.step_failed(p.origin, rpc_failure(&e), now),
             },
             Origin::Keepalive => {}
@@ -736,6 +778,7 @@ impl Session {
         if let Some(e) = refresh_error {
             answer["refresh_error"] = json!(e);
         }
+        let answer = RawResult::from_value(&answer);
         for w in std::mem::take(&mut self.waiters) {
             self.out.push(Output::Reply { ticket: w.ticket, outcome: Ok(answer.clone()) });
         }
@@ -788,10 +831,6 @@ impl Session {
         // Ids stay positive int32: the stock firmware reads them through `valueint`.
         self.next_id = if self.next_id >= i64::from(i32::MAX) { 1 } else { self.next_id + 1 };
         let id = self.next_id;
-        let mut payload = json!({"jsonrpc": "2.0", "id": id, "method": method});
-        if let Some(p) = params {
-            payload["params"] = p;
-        }
         // At most one onboarding step and one keepalive in flight: a new one supersedes the old (whose
         // answer then counts as late), so a device repeating its hello cannot grow the map.
         let kind = |o: Origin| match o {
@@ -803,7 +842,14 @@ impl Session {
             self.pending.retain(|_, p| kind(p.origin) != Some(k));
         }
         self.pending.insert(id, Pending { origin, sent_at: now, deadline: now + timeout, timeout });
-        self.send_payload(payload, now);
+        // Written straight from its parts: a tree is built only for a trace.
+        let request = OutgoingRequest { jsonrpc: "2.0", id, method, params: params.as_ref() };
+        let text = envelope::mcp_text(&self.cfg.session_id, &request);
+        if self.trace {
+            let payload = serde_json::to_value(&request).unwrap_or_default();
+            self.emit(Event::Traffic { direction: Direction::Out, payload, latency_ms: None });
+        }
+        self.send_text(text, now);
     }
 
     fn send_payload(&mut self, payload: Value, now: Instant) {

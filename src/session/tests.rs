@@ -115,7 +115,7 @@ fn calls_time_out_and_late_replies_are_dropped_not_delivered_to_the_next_call() 
     let late = s.on_text(&reply(&first_id, json!({"late": true})), now);
     assert!(matches!(&late[..], [Output::Event(Event::LateReply { id })] if *id == first_id));
     let out = s.on_text(&reply(&second_id, json!({"ok": 2})), now);
-    assert_eq!(out, vec![Output::Reply { ticket: 2, outcome: Ok(json!({"ok": 2})) }]);
+    assert_eq!(out, vec![Output::Reply { ticket: 2, outcome: Ok(RawResult::from_value(&json!({"ok": 2}))) }]);
     assert_eq!(s.info().counters.late_replies, 1);
 }
 
@@ -530,7 +530,7 @@ fn refresh_relists_a_ready_device_and_starts_a_failed_onboarding_over() {
     let out = s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": [tool("a"), tool("b")]})), t0);
     let reply_of = |out: &[Output]| out.iter().find_map(|o| if let Output::Reply { ticket: 9, outcome } = o { Some(outcome.clone()) } else { None });
     let answer = reply_of(&out).expect("the refresh is answered").unwrap();
-    assert_eq!(answer["tools"].as_array().unwrap().len(), 2);
+    assert_eq!(answer.to_value()["tools"].as_array().unwrap().len(), 2);
     assert!(events(&out).contains(&Event::ToolsChanged { tools: 2 }));
 
     // A device whose onboarding failed: the refresh starts it over from initialize.
@@ -576,4 +576,25 @@ fn a_goodbye_ends_the_device_session_and_its_next_hello_onboards_again() {
     // Once: the hello after that is a voice session again.
     let out2 = sent(&s.on_text(HELLO, t0));
     assert_eq!(out2.len(), 1, "{out2:?}");
+}
+
+/// Requests are written straight from their parts, as the stock firmware's own order has them
+/// (`jsonrpc`, `id`, `method`, `params`), with a tree built only for a trace, which shows the same.
+#[test]
+fn a_request_is_written_in_the_envelopes_order_and_traced_as_sent() {
+    let now = Instant::now();
+    let mut s = onboard(now, &[vec!["a"]]);
+    for (params, trace) in [(Some(json!({"name": "a", "arguments": {"x": "\"q\""}})), false), (None, false), (Some(json!([1])), true)] {
+        s.trace = trace;
+        let out = s.request(1, "tools/call", params.clone(), Duration::from_secs(5), now);
+        let text = out.iter().find_map(|o| if let Output::Send(t) = o { Some(t.clone()) } else { None }).expect("a frame");
+        let id = serde_json::from_str::<Value>(&text).unwrap()["payload"]["id"].clone();
+        let mut payload = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call"});
+        if let Some(p) = &params {
+            payload["params"] = p.clone();
+        }
+        assert_eq!(text, crate::wire::envelope::mcp_text("s1", &payload));
+        let traced = out.iter().find_map(|o| if let Output::Event(Event::Traffic { payload, .. }) = o { Some(payload.clone()) } else { None });
+        assert_eq!(traced, trace.then_some(payload));
+    }
 }

@@ -1,6 +1,7 @@
 //! A tolerant JSON-RPC 2.0 model for what devices send: numeric or string ids, errors with or
 //! without `code`, and a salvage path for the stock firmware's unescaped error messages.
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 /// A request id. Devices echo numbers as numbers (the stock firmware: int32 only).
@@ -24,6 +25,47 @@ impl Id {
             Id::Num(n) => json!(n),
             Id::Str(s) => json!(s),
         }
+    }
+}
+
+/// A device's `result`, kept as the JSON text it sent: a caller that only passes it on (the
+/// control API's `rpc`) copies it as it is, and one that reads it (the MCP bridge) parses it into
+/// its own type, without a tree of it built in between. Built only from text that parses as a
+/// [`Value`] (see [`crate::wire::envelope::fast_response`]) or from a `Value`, so
+/// [`Self::to_value`] cannot fail.
+#[derive(Debug, Clone)]
+pub struct RawResult(Box<RawValue>);
+
+impl RawResult {
+    /// From text the caller checked parses as a [`Value`].
+    pub(crate) fn from_checked(raw: &RawValue) -> Self {
+        Self(raw.to_owned())
+    }
+
+    pub fn from_value(v: &Value) -> Self {
+        // Serializing a `Value` cannot fail (its keys are strings).
+        Self(serde_json::value::to_raw_value(v).unwrap_or_else(|_| RawValue::NULL.to_owned()))
+    }
+
+    /// The result's JSON text, as the device wrote it.
+    pub fn text(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The text, without a copy.
+    pub fn into_text(self) -> String {
+        Box::<str>::from(self.0).into_string()
+    }
+
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
+    }
+}
+
+/// Two results are equal when they hold the same JSON, however it is spaced.
+impl PartialEq for RawResult {
+    fn eq(&self, other: &Self) -> bool {
+        self.text() == other.text() || self.to_value() == other.to_value()
     }
 }
 
