@@ -2,7 +2,7 @@
 //! Known types are parsed; unknown ones are kept, never dropped silently.
 
 use serde::Deserialize;
-use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -122,9 +122,9 @@ pub fn fast_response(text: &str) -> Option<(Id, &RawValue)> {
     fn present<'de, D: de::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
         <&RawValue>::deserialize(d).map(Some)
     }
-    // A `\u` escape may spell a key (`"typ\u0065"`) or hold a lone surrogate a `Value` refuses;
-    // a derived struct also reads an array as its fields in order. Both are left to `parse`.
-    if text.contains("\\u") || !text.trim_start().starts_with('{') || !parses_as_value(text) {
+    // A derived struct also reads an array as its fields in order: left to `parse`, as is
+    // anything a `Value` might not read as the structs do.
+    if !text.trim_start().starts_with('{') || !value_would_read(text) {
         return None;
     }
     let envelope: Envelope = serde_json::from_str(text).ok()?;
@@ -139,50 +139,53 @@ pub fn fast_response(text: &str) -> Option<(Id, &RawValue)> {
     Some((id, payload.result?))
 }
 
-/// Whether `serde_json` would read `text` as a [`Value`]: the same checks (numbers in range,
-/// strings that decode, nesting within its limit), without building anything.
-fn parses_as_value(text: &str) -> bool {
-    struct Check;
-    impl<'de> Deserialize<'de> for Check {
-        fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            d.deserialize_any(Check)
-        }
-    }
-    impl<'de> Visitor<'de> for Check {
-        type Value = Check;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("any JSON value")
-        }
-        fn visit_bool<E>(self, _: bool) -> Result<Check, E> {
-            Ok(Check)
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<Check, E> {
-            Ok(Check)
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<Check, E> {
-            Ok(Check)
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<Check, E> {
-            Ok(Check)
-        }
-        fn visit_str<E>(self, _: &str) -> Result<Check, E> {
-            Ok(Check)
-        }
-        fn visit_unit<E>(self) -> Result<Check, E> {
-            Ok(Check)
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Check, A::Error> {
-            while seq.next_element::<Check>()?.is_some() {}
-            Ok(Check)
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Check, A::Error> {
-            while map.next_key::<IgnoredAny>()?.is_some() {
-                map.next_value::<Check>()?;
+/// Whether `serde_json` would read `text` as a [`Value`] wherever the derived structs of
+/// [`fast_response`] read it as JSON (they check its syntax, escapes and control characters, but
+/// skip what they ignore without a depth limit and read numbers as text): nesting within
+/// serde_json's 127 levels, and no number that could be out of `f64`'s range (one with an
+/// exponent, or a run of more than 300 digits). No `\u` escape either: it may spell a key
+/// (`"typ\u0065"`) that a struct would not see, or hold a lone surrogate a `Value` refuses. One
+/// pass over the bytes, building nothing; `false` where in doubt, since [`parse`] then decides.
+fn value_would_read(text: &str) -> bool {
+    /// serde_json's recursion limit: a `Value` holds at most 127 levels of arrays and objects.
+    const MAX_DEPTH: usize = 127;
+    const MAX_DIGITS: usize = 300;
+    let (mut depth, mut digits, mut in_string, mut escaped, mut prev) = (0usize, 0usize, false, false, 0u8);
+    for &b in text.as_bytes() {
+        if in_string {
+            if escaped {
+                if b == b'u' {
+                    return false;
+                }
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
             }
-            Ok(Check)
+            continue;
         }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return false;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            // In JSON an `e` right after a digit can only be an exponent (`true` and `false`
+            // never follow a digit).
+            b'e' | b'E' if prev.is_ascii_digit() => return false,
+            _ => {}
+        }
+        digits = if b.is_ascii_digit() { digits + 1 } else { 0 };
+        if digits > MAX_DIGITS {
+            return false;
+        }
+        prev = b;
     }
-    serde_json::from_str::<Check>(text).is_ok()
+    true
 }
 
 #[cfg(test)]
@@ -204,6 +207,8 @@ mod tests {
             r#"{"session_id":"s","type":"mcp","payload":{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"a\nb"}],"isError":false}}}"#.to_string(),
             r#" { "type" : "mcp" , "payload" : { "id" : "x" , "result" : null } } "#.to_string(),
             r#"{"type":"mcp","payload":{"id":2.0,"result":[1,2]}}"#.to_string(),
+            // Literals, fractions, and what only looks like a number or an escape inside a string.
+            r#"{"type":"mcp","payload":{"id":3,"result":{"a":true,"b":false,"c":-1.25,"d":"1e400 \\u0041 \" ]]]"}}}"#.to_string(),
             // Nesting: the envelope's two levels and the result's 125 are serde_json's 127.
             deep(125),
         ];
@@ -226,6 +231,9 @@ mod tests {
             r#"{"typ\u0065":"mcp","payload":{"id":1,"result":{}}}"#.to_string(),
             r#"{"type":"mcp","payload":{"id":1,"result":"\ud800"}}"#.to_string(),
             r#"{"type":"mcp","payload":{"id":1,"result":1e400}}"#.to_string(),
+            // An exponent, or a run of digits long enough to leave `f64`'s range: `parse` decides.
+            r#"{"type":"mcp","payload":{"id":1,"result":1E5}}"#.to_string(),
+            format!(r#"{{"type":"mcp","payload":{{"id":1,"result":{}}}}}"#, "9".repeat(400)),
             r#"["mcp",{"id":1,"result":{}}]"#.to_string(),
             r#"{"type":"mcp","payload":{"id":1,"result":{}}} trailing"#.to_string(),
             deep(126),
