@@ -17,7 +17,6 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{Response, StatusCode, header};
-use axum::middleware::{self, Next};
 use axum::routing::{any, get, post};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -27,6 +26,7 @@ use super::direct::{Direct, SESSION_ID};
 use super::sse::{self, SseSessions};
 use super::{Bridge, BridgeConfig, Scope, Shared};
 use crate::hub::Hub;
+use crate::hub::check_layer::CheckLayer;
 use crate::links::upgrade::plain;
 use crate::wire::identity::{bearer_token, format_mac, parse_mac};
 
@@ -84,22 +84,24 @@ fn routes(endpoints: Arc<Endpoints>) -> Router {
         .route("/messages", post(all_messages))
         .route("/devices/{id}/sse", get(device_sse))
         .route("/devices/{id}/messages", post(device_messages))
-        .layer(middleware::from_fn_with_state(endpoints.clone(), require_token))
+        .layer(CheckLayer::new({
+            let e = endpoints.clone();
+            move |req: &Request| refuse_without_token(&e, req)
+        }))
         .with_state(endpoints)
 }
 
-async fn require_token(State(e): State<Arc<Endpoints>>, req: Request, next: Next) -> Response<Body> {
-    if let Some(expected) = &e.shared.config.token {
-        let given = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(bearer_token);
-        if given.as_deref() != Some(expected.as_str()) {
-            return Response::builder()
-                .status(StatusCode::UNAUTHORIZED)
-                .header(header::WWW_AUTHENTICATE, "Bearer")
-                .body(Body::from("this endpoint needs Authorization: Bearer <token> (the hub's MCPDEV_MCP_TOKEN)\n"))
-                .expect("static response");
-        }
-    }
-    next.run(req).await
+/// With a token configured, a request without it gets a 401.
+fn refuse_without_token(e: &Endpoints, req: &Request) -> Option<Response<Body>> {
+    let expected = e.shared.config.token.as_ref()?;
+    let given = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(bearer_token);
+    (given.as_deref() != Some(expected.as_str())).then(|| {
+        Response::builder()
+            .status(StatusCode::UNAUTHORIZED)
+            .header(header::WWW_AUTHENTICATE, "Bearer")
+            .body(Body::from("this endpoint needs Authorization: Bearer <token> (the hub's MCPDEV_MCP_TOKEN)\n"))
+            .expect("static response")
+    })
 }
 
 async fn all_streamable(State(e): State<Arc<Endpoints>>, req: Request) -> Response<Body> {

@@ -21,6 +21,7 @@
 
 pub mod admission;
 pub mod budget;
+pub mod check_layer;
 pub mod control;
 pub mod cors;
 pub mod devices;
@@ -38,9 +39,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{StatusCode, header};
-use axum::middleware::{self, Next};
+use axum::middleware;
 use axum::response::Response;
 use axum::routing::any;
 use tokio::net::TcpListener;
@@ -252,7 +253,10 @@ impl BoundHub {
             .route_layer(middleware::from_fn_with_state(hub.control.clone(), owner::require_token));
         let host_app = control_route
             .merge(host_routes)
-            .layer(middleware::from_fn_with_state(hub.clone(), front_door));
+            .layer(check_layer::CheckLayer::new({
+                let hub = hub.clone();
+                move |req: &Request| front_door(&hub, req)
+            }));
         supervise("host listener", listener::serve(host_listener, host_app, listener::Side::Host, limits, "host"));
         RunningHub { hub, device_addr, host_addr }
     }
@@ -312,11 +316,8 @@ fn check_remote_use(config: &HubConfig) -> anyhow::Result<()> {
 /// another local user's connection is refused first ([`owner::refuse_other_user`]); then, as
 /// DNS-rebinding and cross-site protection, the `Host` must be a loopback name (or allowed), and
 /// an `Origin`, when present, a loopback origin (or allowed). Otherwise 403.
-async fn front_door(State(hub): State<Arc<Hub>>, req: Request, next: Next) -> Response {
-    if let Some(refusal) = owner::refuse_other_user(&req).or_else(|| refuse(&hub.config, req.headers())) {
-        return refusal;
-    }
-    next.run(req).await
+fn front_door(hub: &Hub, req: &Request) -> Option<Response> {
+    owner::refuse_other_user(req).or_else(|| refuse(&hub.config, req.headers()))
 }
 
 /// The 403 for a request whose `Host` or `Origin` is not allowed, if it is not.
