@@ -79,12 +79,14 @@ impl PeerUser {
     }
 }
 
-/// This process's effective user.
+/// This process's effective user. mcpdev never changes its user, so it is read once: the
+/// owner check asks for it on every request to the host listener.
 pub fn my_uid() -> Option<u32> {
     #[cfg(unix)]
     {
+        static UID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
         // SAFETY: geteuid has no preconditions and cannot fail.
-        Some(unsafe { libc::geteuid() })
+        Some(*UID.get_or_init(|| unsafe { libc::geteuid() }))
     }
     #[cfg(not(unix))]
     None
