@@ -8,7 +8,7 @@
 //! - devices in a process of their own (`mcpdev sim --count 8`), as real devices are, with
 //!   keep-alive clients: the targets are judged on this run.
 //!
-//! Each run warms up, then each client makes `CALLS` sequential calls of
+//! Each run warms up, then each client makes 1,000 (`MCP_BENCH_CALLS`) sequential calls of
 //! `dev-…self.audio_speaker.set_volume` on its own device (client k → device k mod 8). Prints
 //! throughput, the latency distribution of every call, the hub's CPU time per call and the
 //! clients' (this process's). Targets (issue 14): at least 15,000 calls/s with p99 at most
@@ -30,7 +30,13 @@ const BIN: &str = env!("CARGO_BIN_EXE_mcpdev");
 const CLIENTS: usize = 64;
 const DEVICES: usize = 8;
 const WARMUP: usize = 20;
-const CALLS: usize = 300;
+/// Calls each client makes in a timed run (`MCP_BENCH_CALLS` to change): 1,000 make a run of a
+/// few seconds, long enough that one slow moment of the machine does not decide its figures.
+const CALLS: usize = 1000;
+
+fn calls() -> usize {
+    std::env::var("MCP_BENCH_CALLS").ok().and_then(|n| n.parse().ok()).filter(|n| *n > 0).unwrap_or(CALLS)
+}
 
 fn client_config() -> ClientConfig {
     ClientConfig::new(ClientCapabilities::default(), Implementation::new("mcpdev-bench", "0"))
@@ -187,7 +193,7 @@ fn own_cpu_time() -> Duration {
     time(usage.ru_utime) + time(usage.ru_stime)
 }
 
-/// Warms up, then times `CALLS` sequential calls from each of `CLIENTS` sessions; prints a row.
+/// Warms up, then times [`calls`] sequential calls from each of `CLIENTS` sessions; prints a row.
 async fn run(hub: &Running, devices: Devices, connections: Connections) -> anyhow::Result<Figures> {
     let Running { url, hub_pid, .. } = hub;
     let hub_pid = *hub_pid;
@@ -210,10 +216,11 @@ async fn run(hub: &Running, devices: Devices, connections: Connections) -> anyho
     let own_before = own_cpu_time();
     let started = Instant::now();
     let mut tasks = Vec::new();
+    let calls = calls();
     for (c, tool) in clients.iter() {
         tasks.push(async move {
-            let mut latencies = Vec::with_capacity(CALLS);
-            for i in 0..CALLS {
+            let mut latencies = Vec::with_capacity(calls);
+            for i in 0..calls {
                 let t = Instant::now();
                 call(c, tool, i).await?;
                 latencies.push(t.elapsed());
