@@ -174,19 +174,21 @@ async fn open_hub(args: &DeviceArgs, global: &GlobalArgs) -> anyhow::Result<(Tar
     let client = connect_hub(args, global).await?;
     let device = crate::config::resolve_alias(args.device.as_deref());
     let spinner = super::output::spinner(global, args.wait.is_some(), "waiting for the device");
-    // Without --wait, a device that is not connected is an answer at once; one that is connected
-    // may still be onboarding, which takes milliseconds, so it gets SETTLE. With --wait, the wait
-    // covers both (and the hub's start, above).
-    let wait = match args.wait {
-        Some(w) => w.saturating_sub(started.elapsed()),
-        None => match client.call(json!({"op": "device", "device": device, "wait_ms": 0})).await {
+    // Without --wait, a device that is not connected is an answer at once, and one that is ready
+    // is the answer itself; one that is connected may still be onboarding, which takes
+    // milliseconds, so it gets SETTLE. With --wait, the wait covers both (and the hub's start,
+    // above).
+    let ask = |wait: Duration| client.call(json!({"op": "device", "device": device, "wait_ms": wait.as_millis() as u64}));
+    let reply = match args.wait {
+        Some(w) => ask(w.saturating_sub(started.elapsed())).await,
+        None => match ask(Duration::ZERO).await {
             Err(e) if matches!(e.kind.as_str(), "no_devices" | "not_found") => {
                 return Err(select_failure(e, None, &args.hub, &client).await.into());
             }
-            _ => SETTLE,
+            Ok(ready) => Ok(ready),
+            Err(_) => ask(SETTLE).await,
         },
     };
-    let reply = client.call(json!({"op": "device", "device": device, "wait_ms": wait.as_millis() as u64})).await;
     if let Some(s) = spinner {
         s.finish_and_clear();
     }
