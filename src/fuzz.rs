@@ -45,7 +45,8 @@ pub fn run(target: &str, data: &[u8]) -> bool {
 /// failure or a cancel), and never after it ended; every frame sent is JSON; nothing is overdue
 /// after a tick; the pending-request map holds at most the open callers' requests plus one
 /// onboarding request and one keepalive; every text frame that
-/// [`crate::wire::envelope::fast_response`] reads, it reads as the full parse does, and every
+/// [`crate::wire::envelope::fast_response`] reads, it reads as the full parse does (see
+/// [`crate::wire::envelope::fuzz_fast_response`]), and every
 /// result a caller gets parses as a `Value`.
 pub fn envelope_session(data: &[u8]) {
     let mut d = SessionDriver::new();
@@ -56,20 +57,6 @@ pub fn envelope_session(data: &[u8]) {
     d.check(out);
     let open: Vec<u64> = d.tickets.iter().filter(|(_, s)| **s == Ticket::Open).map(|(t, _)| *t).collect();
     assert!(open.is_empty(), "callers {open:?} never got an answer though the link dropped");
-}
-
-/// Panics unless the fast read of a device frame ([`crate::wire::envelope::fast_response`])
-/// agrees with the full one (`parse`, then `classify`) wherever it reads one at all.
-pub fn fast_response_agrees(text: &str) {
-    use crate::wire::envelope::{DeviceMessage, fast_response, parse};
-    use crate::wire::jsonrpc::{RpcMessage, classify};
-    let Some((id, result)) = fast_response(text) else { return };
-    let full = match parse(text) {
-        Ok(DeviceMessage::Mcp { payload, .. }) => classify(payload),
-        other => panic!("the fast read took {text:?}, which the full parse reads as {other:?}"),
-    };
-    let result: Value = serde_json::from_str(result.get()).unwrap_or_else(|e| panic!("the fast read's result is not a Value ({e}): {text:?}"));
-    assert_eq!(full, Ok(RpcMessage::Response { id, outcome: Ok(result) }), "the fast and full reads disagree on {text:?}");
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +93,7 @@ impl SessionDriver {
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         let out = match op {
             b'>' => {
-                fast_response_agrees(&text(rest));
+                crate::wire::envelope::fuzz_fast_response(&text(rest));
                 self.session.on_text(&text(rest), self.now)
             }
             b'+' => {
@@ -127,7 +114,7 @@ impl SessionDriver {
                     format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32602,"message":"{body}"}}}}"#)
                 };
                 let frame = format!(r#"{{"session_id":"fz","type":"mcp","payload":{payload}}}"#);
-                fast_response_agrees(&frame);
+                crate::wire::envelope::fuzz_fast_response(&frame);
                 self.session.on_text(&frame, self.now)
             }
             b'c' => {
@@ -161,7 +148,7 @@ impl SessionDriver {
                 Vec::new()
             }
             _ => {
-                fast_response_agrees(&text(line));
+                crate::wire::envelope::fuzz_fast_response(&text(line));
                 self.session.on_text(&text(line), self.now)
             }
         };
