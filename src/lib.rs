@@ -6,13 +6,14 @@
 //! 2. [`session`]: one connected device as an I/O-free state machine (onboarding with retries
 //!    and re-lists that survive gateways, request correlation for every consumer, timeouts, late
 //!    replies, keepalive, caps and rate limits on what a device can make the hub hold or send,
-//!    events; tool lists shared between devices that list the same tools).
+//!    events; tool lists shared between devices that list the same tools). A caller gets a
+//!    device's result as the JSON text the device sent.
 //! 3. [`links`]: how frames reach a device (a WebSocket or MQTT task per device driving its
 //!    session, the WebSocket's task owning its socket; the CLI's relay through a hub; the CLI as a
 //!    client of any MCP server).
 //! 4. [`hub`]: `mcpdev serve` (device listener with OTA and vision, device admission, registry,
 //!    control API; accept loops with deadlines and a connection budget; an owner-only host
-//!    listener). It knows neither the bridge nor MQTT: it is bound, they are attached, then it
+//!    listener, whose checks run in front of every route as plain functions). It knows neither the bridge nor MQTT: it is bound, they are attached, then it
 //!    serves.
 //! 5. [`bridge`]: the hub's MCP endpoints for MCP hosts (rmcp, plus legacy SSE; a session's
 //!    device tool calls answered directly, without rmcp's session worker); [`mqtt`]'s hub
