@@ -62,8 +62,11 @@ pub struct Direct {
     /// When rmcp last served each session.
     served: Mutex<Served>,
     /// The calls in flight here, by session and request id, to cancel.
-    in_flight: Mutex<HashMap<(Arc<str>, Box<str>), CancellationToken>>,
+    in_flight: InFlightTable,
 }
+
+/// The calls in flight on the direct path, by session and request id (its text).
+type InFlightTable = Mutex<HashMap<(Arc<str>, Box<str>), CancellationToken>>;
 
 #[derive(Default)]
 struct Served {
@@ -167,7 +170,7 @@ impl Direct {
 /// Takes a call off the in-flight table however it ends (answered, or dropped with its
 /// connection).
 struct InFlight<'a> {
-    table: &'a Mutex<HashMap<(Arc<str>, Box<str>), CancellationToken>>,
+    table: &'a InFlightTable,
     key: (Arc<str>, Box<str>),
 }
 

@@ -100,7 +100,7 @@ mod tests {
             let fast = from_device(&raw(text));
             let tree = from_tree(serde_json::from_str(text).unwrap());
             assert_eq!(serde_json::to_value(&fast).unwrap(), serde_json::to_value(&tree).unwrap(), "{text}");
-            assert_eq!(fast.is_error.is_some(), true, "{text}");
+            assert!(fast.is_error.is_some(), "{text}");
         }
     }
 
