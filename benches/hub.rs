@@ -173,9 +173,11 @@ async fn onboard(scratch: &Scratch, n: usize) -> anyhow::Result<Vec<Row>> {
     // With 100 extra tools, so `/mcp`'s first page is a full one, alone as with the fleet (the
     // probe's Device-Id sorts first, so it is the same page).
     let probe_args = ["sim", "--quiet", "--url", &hub.device_url, "--count", "1", "--device-id", DEVICE, "--extra-tools", "100"];
-    let _probe_device = scratch.command(&probe_args, true).stdout(Stdio::null()).stderr(Stdio::inherit()).spawn().context("starting the probe device")?;
+    let probe_device = scratch.command(&probe_args, true).stdout(Stdio::null()).stderr(Stdio::inherit()).spawn().context("starting the probe device")?;
     let wait = json!({"op": "device", "device": DEVICE, "wait_ms": DEADLINE.as_millis() as u64});
     timeout(DEADLINE, client.call(wait)).await?.map_err(|e| anyhow::anyhow!("{e}")).context("the probe device did not onboard")?;
+    let probe_pid = probe_device.id().context("the probe device's pid")?;
+    settle(&[hub.pid, probe_pid]).await?;
     let alone = op_costs::measure(&hub.host_url, &client, DEVICE).await.context("operations with one device")?;
     let mut events = watch(&hub.host_url).await?;
     // Let the hub settle with its control connections open: they are not per-device memory.
@@ -242,8 +244,10 @@ async fn onboard(scratch: &Scratch, n: usize) -> anyhow::Result<Vec<Row>> {
             }
         }
     }
-    // RSS once the fleet is idle (every device onboarded, nothing in flight).
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // RSS once the fleet is idle (every device onboarded, its confirmation re-list done).
+    let mut busy: Vec<u32> = sims.iter().filter_map(Child::id).collect();
+    busy.extend([hub.pid, probe_pid]);
+    let settled_after = settle(&busy).await?;
     let rss_after = proc_kb(hub.pid, "VmRSS")?;
     let hwm = proc_kb(hub.pid, "VmHWM")?;
     let cpu = cpu_time(hub.pid)? - cpu_before;
@@ -271,9 +275,10 @@ async fn onboard(scratch: &Scratch, n: usize) -> anyhow::Result<Vec<Row>> {
     };
     rows.push(onboarded);
     rows.push(Row::new(&label, "first / half ready", format!("{} / {}", first.map_or("-".into(), ms), half.map_or("-".into(), ms))));
+    rows.push(Row::new(&label, "idle again (confirmation re-lists done) after the last ready", secs(settled_after)));
     rows.push(Row::new(
         &label,
-        "CPU while onboarding: hub / simulators",
+        "CPU while onboarding and re-listing: hub / simulators",
         format!("{} / {} ({:.0} / {:.0} µs per device)", secs(cpu), secs(sim_cpu), micros(cpu) / n as f64, micros(sim_cpu) / n as f64),
     ));
     rows.push(Row::new(&label, format!("simulator VmRSS per device ({} processes)", sims.len()), format!("{:.1} KB", sim_rss as f64 / n as f64)));
@@ -290,6 +295,32 @@ async fn onboard(scratch: &Scratch, n: usize) -> anyhow::Result<Vec<Row>> {
         );
     }
     Ok(rows)
+}
+
+/// Waits until every process in `pids` is idle: at most one clock tick of CPU in a quarter of a
+/// second, twice in a row. A fleet that has just onboarded still has work in flight (each
+/// device's confirmation re-list comes 1.5 s after its first listing), and a measurement taken
+/// during it measures that too. Returns how long it waited; past 20 s it stops waiting, says so
+/// on stderr, and the measurement goes ahead.
+async fn settle(pids: &[u32]) -> anyhow::Result<Duration> {
+    const WINDOW: Duration = Duration::from_millis(250);
+    const LIMIT: Duration = Duration::from_secs(20);
+    // SAFETY: sysconf has no preconditions.
+    let tick = Duration::from_secs_f64(1.0 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64);
+    let busy = || pids.iter().map(|pid| cpu_time(*pid)).sum::<anyhow::Result<Duration>>();
+    let start = Instant::now();
+    let (mut quiet, mut last) = (0, busy()?);
+    while quiet < 2 {
+        if start.elapsed() > LIMIT {
+            eprintln!("hub bench: still busy after {} s; measuring anyway", LIMIT.as_secs());
+            break;
+        }
+        tokio::time::sleep(WINDOW).await;
+        let now = busy()?;
+        quiet = if now.saturating_sub(last) <= tick { quiet + 1 } else { 0 };
+        last = now;
+    }
+    Ok(start.elapsed())
 }
 
 /// The fleet split across simulator processes: (index of its first device, how many).
