@@ -357,7 +357,7 @@ impl Session {
                         if self.may_answer("requests", now) {
                             // Never echo unbounded device input: the method is cut to 64 characters.
                             let error = json!({"code": -32601, "message": format!("mcpdev does not handle {} requests", truncate(&method, 64))});
-                            self.send_payload(json!({"jsonrpc": "2.0", "id": id.to_value(), "error": error}), now);
+                            self.send_payload(&json!({"jsonrpc": "2.0", "id": id.to_value(), "error": error}), now);
                         }
                     }
                     Err(why) => {
@@ -568,7 +568,7 @@ impl Session {
             Origin::Initialize(_) => match outcome {
                 Ok(result) => {
                     self.info.set_initialize(&result.into_value());
-                    self.send_payload(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), now);
+                    self.send_payload(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), now);
                     self.onboarding = onboarding::Listing::default();
                     self.list_tools(now);
                 }
@@ -842,19 +842,15 @@ impl Session {
             self.pending.retain(|_, p| kind(p.origin) != Some(k));
         }
         self.pending.insert(id, Pending { origin, sent_at: now, deadline: now + timeout, timeout });
-        // Written straight from its parts: a tree is built only for a trace.
-        let request = OutgoingRequest { jsonrpc: "2.0", id, method, params: params.as_ref() };
-        let text = envelope::mcp_text(&self.cfg.session_id, &request);
-        if self.trace {
-            let payload = serde_json::to_value(&request).unwrap_or_default();
-            self.emit(Event::Traffic { direction: Direction::Out, payload, latency_ms: None });
-        }
-        self.send_text(text, now);
+        self.send_payload(&OutgoingRequest { jsonrpc: "2.0", id, method, params: params.as_ref() }, now);
     }
 
-    fn send_payload(&mut self, payload: Value, now: Instant) {
-        let text = envelope::mcp_text(&self.cfg.session_id, &payload);
+    /// Sends a JSON-RPC payload in an `mcp` envelope, written straight from `payload`; a tree of
+    /// it is built only for a trace.
+    fn send_payload(&mut self, payload: &impl serde::Serialize, now: Instant) {
+        let text = envelope::mcp_text(&self.cfg.session_id, payload);
         if self.trace {
+            let payload = serde_json::to_value(payload).unwrap_or_default();
             self.emit(Event::Traffic { direction: Direction::Out, payload, latency_ms: None });
         }
         self.send_text(text, now);

@@ -56,7 +56,8 @@ pub fn mcp_text(session_id: &str, payload: &impl serde::Serialize) -> String {
         kind: &'static str,
         payload: &'a P,
     }
-    // Serializing a `Value` with string keys cannot fail.
+    // Serializing the session's payloads cannot fail: a `Value` or a struct of strings and
+    // numbers, with string keys.
     serde_json::to_string(&Envelope { session_id, kind: "mcp", payload }).unwrap_or_default()
 }
 
