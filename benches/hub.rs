@@ -297,27 +297,30 @@ async fn onboard(scratch: &Scratch, n: usize) -> anyhow::Result<Vec<Row>> {
     Ok(rows)
 }
 
-/// Waits until every process in `pids` is idle: at most one clock tick of CPU in a quarter of a
-/// second, twice in a row. A fleet that has just onboarded still has work in flight (each
-/// device's confirmation re-list comes 1.5 s after its first listing), and a measurement taken
-/// during it measures that too. Returns how long it waited; past 20 s it stops waiting, says so
-/// on stderr, and the measurement goes ahead.
+/// Waits until every process in `pids` has been idle (at most one clock tick of CPU in each
+/// quarter second) for longer than a session's confirmation re-list delay: a device re-lists its
+/// tools that long after its first listing, so a fleet that has just onboarded still has work to
+/// come even when it is quiet for a moment, and a measurement taken during it measures that too.
+/// Called after the last device is ready, the quiet span then includes the last re-list. Returns
+/// how long it waited; past 20 s it stops waiting, says so on stderr, and the measurement goes
+/// ahead.
 async fn settle(pids: &[u32]) -> anyhow::Result<Duration> {
     const WINDOW: Duration = Duration::from_millis(250);
     const LIMIT: Duration = Duration::from_secs(20);
-    // SAFETY: sysconf has no preconditions.
-    let tick = Duration::from_secs_f64(1.0 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64);
+    let relist = mcpdev::session::SessionConfig::new("bench", String::new()).confirm_relist.unwrap_or_default();
+    let quiet_needed = relist + 2 * WINDOW;
+    let tick = clock_tick();
     let busy = || pids.iter().map(|pid| cpu_time(*pid)).sum::<anyhow::Result<Duration>>();
     let start = Instant::now();
-    let (mut quiet, mut last) = (0, busy()?);
-    while quiet < 2 {
+    let (mut quiet, mut last) = (Duration::ZERO, busy()?);
+    while quiet < quiet_needed {
         if start.elapsed() > LIMIT {
             eprintln!("hub bench: still busy after {} s; measuring anyway", LIMIT.as_secs());
             break;
         }
         tokio::time::sleep(WINDOW).await;
         let now = busy()?;
-        quiet = if now.saturating_sub(last) <= tick { quiet + 1 } else { 0 };
+        quiet = if now.saturating_sub(last) <= tick { quiet + WINDOW } else { Duration::ZERO };
         last = now;
     }
     Ok(start.elapsed())
@@ -824,9 +827,13 @@ fn cpu_time(pid: u32) -> anyhow::Result<Duration> {
     let rest = stat.rsplit_once(')').context("malformed stat")?.1;
     let fields: Vec<&str> = rest.split_whitespace().collect();
     let ticks: u64 = fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
+    Ok(clock_tick() * u32::try_from(ticks)?)
+}
+
+/// The unit of a process's CPU times in /proc (one clock tick).
+fn clock_tick() -> Duration {
     // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    Ok(Duration::from_secs_f64(ticks as f64 / hz as f64))
+    Duration::from_secs_f64(1.0 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64)
 }
 
 /// Raises the soft open-file limit to the hard one: 10,000 devices are 10,000 sockets in the hub
