@@ -168,27 +168,18 @@ pub fn response(now_ms: u64, timezone_offset: i32, websocket: Option<Value>, mqt
 
 async fn check_version(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectInfo<DevicePeer>, headers: HeaderMap, body: Bytes) -> Response<Body> {
     let remote = peer.remote;
-    let h = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let system_info: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => return plain(StatusCode::BAD_REQUEST, &format!("the body is not the device's system info JSON: {e}")),
-    };
-    let raw_id = h("device-id").or_else(|| system_info.get("mac_address").and_then(Value::as_str));
-    let Some(mac) = raw_id.and_then(|id| parse_mac(id).ok()) else {
-        warn!(%remote, "OTA request without a usable Device-Id");
-        return plain(StatusCode::BAD_REQUEST, "send the Device-Id header (the MAC, aa:bb:cc:dd:ee:ff)");
-    };
-    let device_id = format_mac(&mac);
-    let client_id: Option<String> = h("client-id").or_else(|| system_info.get("uuid").and_then(Value::as_str)).map(|c| c.chars().take(64).collect());
-    let key_hash = match device_key(&headers) {
-        Ok(k) => k,
-        Err(e) => return plain(StatusCode::BAD_REQUEST, &e),
+    let CheckInRequest { device_id, client_id, key_hash, system_info, reported } = match read_check_in(&|name| headers.get(name).and_then(|v| v.to_str().ok()), &body) {
+        Ok(r) => r,
+        Err(e) => {
+            warn!(%remote, "OTA check-in refused: {e}");
+            return plain(StatusCode::BAD_REQUEST, &e);
+        }
     };
     let ota = &hub.config.ota;
     // From configuration or the hub's own address this request came in on: never the Host header.
     let name = hub.public_name(peer.local.map(|a| a.ip()));
     let base = format!("{name}:{}", hub.device_port);
-    let requester = Requester { device_id: &device_id, via: Via::Ota, client_id: client_id.as_deref(), key_hash, remote: Some(remote), reported: Some(reported(&system_info, h("user-agent"))) };
+    let requester = Requester { device_id: &device_id, via: Via::Ota, client_id: client_id.as_deref(), key_hash, remote: Some(remote), reported: Some(reported) };
     let check_in = match hub.admission.check_in(&requester) {
         Ok(c) => c,
         Err(busy) => {
@@ -231,12 +222,35 @@ async fn check_version(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
         .expect("static response")
 }
 
+/// What an OTA check-in says, read from its headers and body (no I/O: the admission fuzz target
+/// drives it with arbitrary input).
+#[derive(Debug)]
+pub struct CheckInRequest {
+    /// The canonical MAC (`Device-Id`, else the body's `mac_address`).
+    pub device_id: String,
+    /// `Client-Id`, else the body's `uuid`; at most 64 characters.
+    pub client_id: Option<String>,
+    /// The hash of `Mcpdev-Device-Key`, when sent.
+    pub key_hash: Option<String>,
+    pub system_info: Value,
+    /// Board, chip and firmware as reported, each capped (see [`reported`]).
+    pub reported: Value,
+}
+
+/// Reads a check-in, or says what is wrong with it.
+pub fn read_check_in<'a>(header: &dyn Fn(&str) -> Option<&'a str>, body: &[u8]) -> Result<CheckInRequest, String> {
+    let system_info: Value = serde_json::from_slice(body).map_err(|e| format!("the body is not the device's system info JSON: {e}"))?;
+    let raw_id = header("device-id").or_else(|| system_info.get("mac_address").and_then(Value::as_str));
+    let mac = raw_id.and_then(|id| parse_mac(id).ok()).ok_or("send the Device-Id header (the MAC, aa:bb:cc:dd:ee:ff)")?;
+    let client_id: Option<String> = header("client-id").or_else(|| system_info.get("uuid").and_then(Value::as_str)).map(|c| c.chars().take(64).collect());
+    let key_hash = device_key(header)?;
+    let reported = reported(&system_info, header("user-agent"));
+    Ok(CheckInRequest { device_id: format_mac(&mac), client_id, key_hash, system_info, reported })
+}
+
 /// The hash of the device key a client sent (`Mcpdev-Device-Key`), or why it is not usable.
-fn device_key(headers: &HeaderMap) -> Result<Option<String>, String> {
-    match headers.get(DEVICE_KEY_HEADER) {
-        None => Ok(None),
-        Some(v) => v.to_str().map_err(|_| format!("the {DEVICE_KEY_HEADER} header is not ASCII")).and_then(key_hash).map(Some),
-    }
+fn device_key<'a>(header: &dyn Fn(&str) -> Option<&'a str>) -> Result<Option<String>, String> {
+    header(DEVICE_KEY_HEADER).map(key_hash).transpose()
 }
 
 /// What an unauthenticated check-in says about itself, for the person approving: board, chip and
@@ -278,7 +292,7 @@ async fn activate(State(hub): State<Arc<Hub>>, ConnectInfo(remote): ConnectInfo<
         warn!(%remote, "activation request without a usable Device-Id");
         return plain(StatusCode::BAD_REQUEST, "send the Device-Id header (the MAC, aa:bb:cc:dd:ee:ff)");
     };
-    let key_hash = match device_key(&headers) {
+    let key_hash = match device_key(&h) {
         Ok(k) => k,
         Err(e) => return plain(StatusCode::BAD_REQUEST, &e),
     };
