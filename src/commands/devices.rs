@@ -85,7 +85,7 @@ fn connected(global: &GlobalArgs, answer: &Value) {
 }
 
 fn approved(global: &GlobalArgs, a: &Value) {
-    let id = a["device_id"].as_str().unwrap_or_default();
+    let id = super::output::text(a["device_id"].as_str().unwrap_or_default());
     match a["token"].as_str() {
         // Printed to stdout only: the person passes it on to the device.
         Some(token) => {
@@ -105,7 +105,7 @@ fn approved(global: &GlobalArgs, a: &Value) {
 }
 
 fn revoked(global: &GlobalArgs, a: &Value) {
-    let id = a["device_id"].as_str().unwrap_or_default();
+    let id = super::output::text(a["device_id"].as_str().unwrap_or_default());
     outln!("{id}");
     if !global.quiet {
         let was = if a["revoked"] == true { "revoked" } else { "was not admitted" };

@@ -43,7 +43,7 @@ pub async fn run(global: &GlobalArgs, args: WatchArgs) -> anyhow::Result<()> {
         let confirmation = ev["event"] == "watching";
         if global.json {
             // The `watching` line tells a script the subscription is live.
-            outln!("{ev}");
+            outln!("{}", crate::commands::output::json_line(&ev));
         } else if !confirmation {
             outln!("{}", describe(&ev, color));
         }
@@ -132,7 +132,8 @@ pub(crate) fn stamp(ev: &mut Value, now: std::time::SystemTime) {
 /// frames are coloured by direction, and trouble is red or yellow.
 pub(crate) fn describe(ev: &Value, color: bool) -> String {
     use console::Style;
-    let paint = |style: Style, text: String| style.force_styling(color).apply_to(text).to_string();
+    // Every piece may carry the device's text: escaped before it is painted (one line per event).
+    let paint = |style: Style, text: String| style.force_styling(color).apply_to(crate::commands::terminal_text::cell(&text)).to_string();
     let id = ev["device_id"].as_str().unwrap_or("-");
     let s = |k: &str| ev[k].as_str().unwrap_or_default().to_string();
     let event = ev["event"].as_str().unwrap_or_default();
