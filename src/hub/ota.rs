@@ -31,7 +31,7 @@ use super::Hub;
 use super::admission::{Pending, Via};
 use super::devices::DevicePeer;
 use crate::links::upgrade::plain;
-use crate::wire::identity::{format_mac, parse_mac};
+use crate::wire::identity::{check_fields, format_mac, parse_mac};
 
 /// The device WebSocket path (served by `devices`); here because the OTA answer points to it and
 /// `devices` mounts these routes, so the dependency runs one way: devices -> ota.
@@ -167,6 +167,11 @@ async fn check_version(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
         Ok(v) => v,
         Err(e) => return plain(StatusCode::BAD_REQUEST, &format!("the body is not the device's system info JSON: {e}")),
     };
+    let uuid = system_info.get("uuid").and_then(Value::as_str);
+    if let Err(e) = check_fields([("Device-Id", h("device-id")), ("Client-Id", h("client-id")), ("uuid", uuid)]) {
+        super::devices::log_identity_refusal(remote, "OTA check-in", &e);
+        return plain(StatusCode::BAD_REQUEST, &e.to_string());
+    }
     let raw_id = h("device-id").or_else(|| system_info.get("mac_address").and_then(Value::as_str));
     let Some(mac) = raw_id.and_then(|id| parse_mac(id).ok()) else {
         warn!(%remote, "OTA request without a usable Device-Id");
