@@ -15,9 +15,8 @@ use crate::links::hub_client::{ControlError, HubClient};
 const DEADLINE: Duration = Duration::from_secs(15);
 
 pub async fn run(global: &GlobalArgs, args: DevicesArgs) -> anyhow::Result<()> {
-    let client = HubClient::connect(&args.hub).await.map_err(|e| {
-        CodedError::new(Exit::Unreachable, format!("cannot reach the hub at {}: {e}", args.hub)).with_help("is `mcpdev serve` running? (--hub or MCPDEV_HUB names another hub)")
-    })?;
+    // A refusal, or a hub the local token is not for, is exit 3; an unreachable hub 4.
+    let client = HubClient::open(&args.hub).await?;
     let request = match &args.command {
         None => json!({"op": "devices"}),
         Some(DevicesCommand::Approve { target }) => json!({"op": "approve", "target": target}),
