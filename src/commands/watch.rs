@@ -72,7 +72,7 @@ struct Recorder {
 
 impl Recorder {
     async fn create(path: &std::path::Path, client: &HubClient, device: Option<&str>) -> anyhow::Result<Self> {
-        let file = std::fs::File::create(path).map_err(|e| CodedError::new(Exit::Usage, format!("cannot write {}: {e}", path.display())))?;
+        let file = open_record(path)?;
         let mut r = Self { file: std::io::BufWriter::new(file), path: path.to_path_buf(), client_id: None, transport: None, has_identity: false };
         if let Ok(info) = client.call(serde_json::json!({"op": "device", "device": device, "wait_ms": 0})).await
             && info["hello"].is_object()
@@ -112,6 +112,25 @@ impl Recorder {
             _ => Ok(()),
         }
     }
+}
+
+/// Opens `watch --record`'s file for writing: created private (0600: the traffic carries the
+/// vision token the hub hands the device), or an existing regular file truncated. A symbolic link
+/// planted at the path (another user pointing it at a file of ours, in a shared /tmp) is never
+/// followed: the open fails and nothing is written anywhere.
+fn open_record(path: &std::path::Path) -> Result<std::fs::File, CodedError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    }
+    options.open(path).map_err(|e| {
+        let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+        let why = if link { "it is a symbolic link, which --record never follows; remove it or record elsewhere".to_string() } else { e.to_string() };
+        CodedError::new(Exit::Usage, format!("cannot write {}: {why}", path.display()))
+    })
 }
 
 /// The raw frame of a device notification (`--traffic`): its `notification` event shows it.
