@@ -378,9 +378,9 @@ pub struct ServeArgs {
     /// capabilities.vision.token for --vision-url (default: each device gets its own token for the hub's own endpoint)
     #[arg(long, env = "MCPDEV_VISION_TOKEN", hide_env_values = true)]
     pub vision_token: Option<String>,
-    /// Where the hub's vision endpoint saves uploaded photos
-    #[arg(long, default_value = "mcpdev-vision")]
-    pub vision_dir: std::path::PathBuf,
+    /// Where the hub's vision endpoint saves uploaded photos, private to this user (folder 0700, files 0600) [default: vision/ in the state directory]
+    #[arg(long, value_name = "DIR")]
+    pub vision_dir: Option<std::path::PathBuf>,
     /// Photos the vision folder keeps (the oldest are removed first)
     #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub vision_max_files: u32,

@@ -238,7 +238,10 @@ async fn the_control_api_needs_the_hubs_token_even_from_a_localhost_page() {
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
     }
-    let token = std::fs::read_to_string(&file).unwrap();
+    // The token, then the address the hub bound (the CLI sends the token only there).
+    let contents = std::fs::read_to_string(&file).unwrap();
+    let token = contents.lines().next().unwrap().to_string();
+    assert_eq!(contents.lines().nth(1), Some(addr_of(&hub.host_url).to_string().as_str()), "{contents}");
     let (status, body) = status_of(control_request(&hub.host_url, Some("http://localhost:1234"), None)).await;
     assert_eq!(status, 401, "{body}");
     assert!(body.contains(&file.display().to_string()), "the refusal says where the CLI looks: {body}");
@@ -343,7 +346,8 @@ async fn another_local_user_is_refused_by_the_control_api_and_mcp() {
     assert_eq!(code, Some(3), "nobody through the control API: {stderr}");
     assert!(stderr.contains("403") && stderr.contains("serves only the user who started it"), "{stderr}");
     // Even the token does not help another user on this machine.
-    let token = std::fs::read_to_string(runtime.join(format!("control-{}.token", addr_of(&hub.host_url).port()))).unwrap();
+    let contents = std::fs::read_to_string(runtime.join(format!("control-{}.token", addr_of(&hub.host_url).port()))).unwrap();
+    let token = contents.lines().next().unwrap();
     let mut argv = prefix.clone();
     argv.push(bin.display().to_string());
     argv.extend(hub_list());

@@ -15,9 +15,8 @@ use crate::links::hub_client::{ControlError, HubClient};
 const DEADLINE: Duration = Duration::from_secs(15);
 
 pub async fn run(global: &GlobalArgs, args: DevicesArgs) -> anyhow::Result<()> {
-    let client = HubClient::connect(&args.hub).await.map_err(|e| {
-        CodedError::new(Exit::Unreachable, format!("cannot reach the hub at {}: {e}", args.hub)).with_help("is `mcpdev serve` running? (--hub or MCPDEV_HUB names another hub)")
-    })?;
+    // A refusal, or a hub the local token is not for, is exit 3; an unreachable hub 4.
+    let client = HubClient::open(&args.hub).await?;
     let request = match &args.command {
         None => json!({"op": "devices"}),
         Some(DevicesCommand::Approve { target, rebind }) => json!({"op": "approve", "target": target, "rebind": rebind}),
@@ -87,11 +86,11 @@ fn connected(global: &GlobalArgs, answer: &Value) {
 }
 
 fn approved(global: &GlobalArgs, a: &Value) {
-    let id = a["device_id"].as_str().unwrap_or_default();
+    let id = super::output::text(a["device_id"].as_str().unwrap_or_default());
     if !global.quiet
         && let Some(replaced) = a["replaced"].as_str()
     {
-        eprintln!("re-bound {id}: replaced {replaced}; its old tokens no longer work");
+        eprintln!("re-bound {id}: replaced {}; its old tokens no longer work", super::output::text(replaced));
     }
     match a["token"].as_str() {
         // Printed to stdout only, once: the person passes it on to the device.
@@ -115,7 +114,7 @@ fn approved(global: &GlobalArgs, a: &Value) {
 }
 
 fn denied(global: &GlobalArgs, p: &Value) {
-    let id = p["device_id"].as_str().unwrap_or_default();
+    let id = super::output::text(p["device_id"].as_str().unwrap_or_default());
     outln!("{id}");
     if !global.quiet {
         eprintln!("denied the request of {id} (code {}); it may ask again with a new code", text(&p["code"]));
@@ -123,7 +122,7 @@ fn denied(global: &GlobalArgs, p: &Value) {
 }
 
 fn revoked(global: &GlobalArgs, a: &Value) {
-    let id = a["device_id"].as_str().unwrap_or_default();
+    let id = super::output::text(a["device_id"].as_str().unwrap_or_default());
     outln!("{id}");
     if !global.quiet {
         let was = if a["revoked"] == true { "revoked" } else { "was not admitted" };

@@ -23,7 +23,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         },
         vision_url: args.vision_url.clone(),
         vision_token: args.vision_token.clone(),
-        vision_dir: args.vision_dir.clone(),
+        vision_dir: args.vision_dir.clone().unwrap_or_else(crate::hub::vision::default_dir),
         vision_max_files: args.vision_max_files as usize,
         vision_max_bytes: u64::from(args.vision_max_mb) * 1024 * 1024,
         keepalive: args.keepalive,

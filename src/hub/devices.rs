@@ -45,7 +45,7 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
     let identity = match identity::identify(header, req.uri().query()) {
         Ok(id) => id,
         Err(e) => {
-            warn!(%remote, "device refused: {e}");
+            log_identity_refusal(remote, "device", &e);
             return plain(StatusCode::BAD_REQUEST, &format!("{e}"));
         }
     };
@@ -73,6 +73,16 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
         }
     });
     response
+}
+
+/// Logs a refused identity (a bad Device-Id, a control character in a Client-Id, …) at most
+/// once every 5 s for the whole device listener, with the count of those not logged: a peer can
+/// send such requests at will. The message names the field, never its raw value.
+pub fn log_identity_refusal(remote: SocketAddr, what: &str, e: &identity::IdentityError) {
+    static LOG: std::sync::LazyLock<super::budget::RateLimited> = std::sync::LazyLock::new(|| super::budget::RateLimited::new(std::time::Duration::from_secs(5)));
+    if let Some(suppressed) = LOG.allow() {
+        warn!(%remote, suppressed, "{what} refused: {e}");
+    }
 }
 
 /// Runs a device's link and keeps it in the registry while it lives. A device that reconnects

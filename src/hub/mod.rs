@@ -94,7 +94,7 @@ impl Default for HubConfig {
             admission: admission::AdmissionConfig::default(),
             vision_url: None,
             vision_token: None,
-            vision_dir: PathBuf::from("mcpdev-vision"),
+            vision_dir: vision::default_dir(),
             vision_max_files: vision::DEFAULT_MAX_FILES,
             vision_max_bytes: vision::DEFAULT_MAX_BYTES,
             keepalive: Duration::from_secs(60),
@@ -215,7 +215,7 @@ pub async fn bind(config: HubConfig) -> anyhow::Result<BoundHub> {
         .map_err(|e| bind_error("for the CLI and MCP hosts", config.host_addr, "--host-addr", &e))?;
     let device_addr = device_listener.local_addr()?;
     let host_addr = host_listener.local_addr()?;
-    let control = Arc::new(owner::ControlToken::create(host_addr.port())?);
+    let control = Arc::new(owner::ControlToken::create(host_addr)?);
     let admission = admission::Admission::load(&config.admission, &config.device_tokens)?;
     let secret = admission.secret();
     let vision = vision::VisionStore::new(config.vision_dir.clone(), config.vision_max_files, config.vision_max_bytes);

@@ -35,7 +35,7 @@ use super::Hub;
 use super::admission::{Activation, CheckIn, DEVICE_KEY_HEADER, Pending, Requester, Via, key_hash};
 use super::devices::DevicePeer;
 use crate::links::upgrade::plain;
-use crate::wire::identity::{format_mac, parse_mac};
+use crate::wire::identity::{check_fields, format_mac, parse_mac};
 
 /// The device WebSocket path (served by `devices`); here because the OTA answer points to it and
 /// `devices` mounts these routes, so the dependency runs one way: devices -> ota.
@@ -240,6 +240,9 @@ pub struct CheckInRequest {
 /// Reads a check-in, or says what is wrong with it.
 pub fn read_check_in<'a>(header: &dyn Fn(&str) -> Option<&'a str>, body: &[u8]) -> Result<CheckInRequest, String> {
     let system_info: Value = serde_json::from_slice(body).map_err(|e| format!("the body is not the device's system info JSON: {e}"))?;
+    // Control characters in identity fields are refused at the door (they would reach terminals).
+    let uuid = system_info.get("uuid").and_then(Value::as_str);
+    check_fields([("Device-Id", header("device-id")), ("Client-Id", header("client-id")), ("uuid", uuid)]).map_err(|e| e.to_string())?;
     let raw_id = header("device-id").or_else(|| system_info.get("mac_address").and_then(Value::as_str));
     let mac = raw_id.and_then(|id| parse_mac(id).ok()).ok_or("send the Device-Id header (the MAC, aa:bb:cc:dd:ee:ff)")?;
     let client_id: Option<String> = header("client-id").or_else(|| system_info.get("uuid").and_then(Value::as_str)).map(|c| c.chars().take(64).collect());

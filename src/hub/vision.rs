@@ -7,6 +7,11 @@
 //! by the hub only (the MAC's hex digits, a timestamp and a counter), created inside the folder
 //! without following links, and the folder is capped in files and bytes, the oldest uploads
 //! removed first. The answer names the file, never the server-side path.
+//!
+//! Photos are private to the hub's user: the folder (by default `vision/` under
+//! [`crate::paths::state_dir`], never the current directory) is created 0700 and each photo 0600;
+//! a folder that other users can enter (a `--vision-dir` that exists with group or other
+//! permissions) is refused, never silently changed.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -66,10 +71,21 @@ impl VisionStore {
         let stamp = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis());
         let hexmac: String = mac.iter().map(|b| format!("{b:02x}")).collect();
         let name = format!("{hexmac}-{stamp}-{}.{ext}", *seq);
-        std::fs::create_dir_all(&self.dir).map_err(|e| SaveError::Io(format!("cannot create the vision folder: {e}")))?;
+        create_private_dir(&self.dir).map_err(|e| SaveError::Io(format!("cannot create the vision folder: {e}")))?;
         let meta = std::fs::symlink_metadata(&self.dir).map_err(|e| SaveError::Io(e.to_string()))?;
         if !meta.is_dir() {
             return Err(SaveError::Io("the vision folder is a link or not a folder; refusing to write through it".into()));
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                return Err(SaveError::Io(format!(
+                    "the vision folder {} is open to other users (mode {mode:o}); run `chmod 700` on it or choose another --vision-dir",
+                    self.dir.display()
+                )));
+            }
         }
         self.prune(self.max_files - 1, self.max_bytes - bytes.len() as u64);
         write_new(&self.dir.join(&name), bytes).map_err(|e| SaveError::Io(format!("cannot save the photo: {e}")))?;
@@ -131,10 +147,34 @@ fn upload_age(n: &str) -> Option<(u128, u64)> {
 
 /// Creates `path` and writes `bytes` to it. `create_new` (O_CREAT|O_EXCL) never opens an existing
 /// file and never follows a link planted at that name.
+/// Creates a photo that only the hub's user can read (0600), never through a link or over a file.
 fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
-    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(path)?;
-    f.write_all(bytes)
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path)?.write_all(bytes)
+}
+
+/// Creates the folder (and missing parents) 0700; an existing one is left as it is.
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
+/// Where photos go without `--vision-dir`: `vision/` in the state directory.
+pub fn default_dir() -> PathBuf {
+    crate::paths::state_dir().join("vision")
 }
 
 pub async fn explain(State(hub): State<Arc<Hub>>, headers: HeaderMap, mut form: Multipart) -> (StatusCode, Json<Value>) {
