@@ -327,7 +327,9 @@ mcpdev serve --approve-all     # a lab bench: every device is admitted\n\n\
 Devices are admitted, not merely connected: a new device gets a 6-digit code (its OTA check-in \
 shows it; a refused WebSocket names it) and is let in once you run `mcpdev devices approve CODE`; \
 it then connects with its own token. Approvals are kept in the state directory \
-($MCPDEV_STATE_DIR, else $XDG_STATE_HOME/mcpdev or ~/.local/state/mcpdev).")]
+($MCPDEV_STATE_DIR, else $XDG_STATE_HOME/mcpdev or ~/.local/state/mcpdev).\n\n\
+SIGINT (Ctrl-C) and SIGTERM stop the hub alike: each device gets a goodbye (MQTT `goodbye`, \
+WebSocket close 1001), the control token and --ready-file are removed, and it exits 130.")]
 pub struct ServeArgs {
     /// Where devices connect (WebSocket /xiaozhi/v1/)
     #[arg(long, env = "MCPDEV_DEVICE_ADDR", default_value = "0.0.0.0:8000")]

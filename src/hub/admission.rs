@@ -497,7 +497,7 @@ pub async fn revoke_and_disconnect(hub: &super::Hub, id: &str) -> Result<serde_j
     if let Some(h) = handle {
         info!(device = %device_id, "admission revoked: disconnecting the device");
         // A device that does not drain its socket must not hold the CLI up.
-        if tokio::time::timeout(Duration::from_secs(5), h.close()).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(5), h.close(crate::links::handle::CloseReason::Revoked)).await.is_err() {
             warn!(device = %device_id, "the revoked device's session did not close within 5 s");
         }
     }
