@@ -226,7 +226,10 @@ pub struct CallArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Checks: hello (headers, fields, features.mcp), initialize, tools/list (paging, order, \
 withUserTools, cursors, page size, declarations), JSON-RPC hygiene (error codes, ids, ping, 8 in flight, escaping, \
-malformed JSON, notifications), opt-in calls (--call) and fuzzing (--fuzz), timing.\n\n\
+malformed JSON, notifications), the envelope (type, session_id echoed), opt-in calls (--call) and fuzzing \
+(--fuzz), timing.\n\n\
+fail: what real backends trip on; warn: a deviation they tolerate; one missing answer is counted once, \
+other checks that met it are skipped naming it. Every check with its severity and reference: docs/check.md.\n\n\
 Exit code 10 when a check failed (or warned, with --strict).\n\n\
 Examples:\n  mcpdev check --listen 0.0.0.0:8000\n  mcpdev check -d aa:bb   # through a running hub: raw-frame checks are skipped\n  mcpdev check --mqtt mqtt://broker.lan:1883 -d aa:bb:cc:dd:ee:ff   # no hub: hello checks are skipped\n  mcpdev check --listen 0.0.0.0:8000 --call 'self.audio_speaker.*' --junit check.xml")]
 pub struct CheckArgs {
