@@ -226,7 +226,10 @@ pub struct CallArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Checks: hello (headers, fields, features.mcp), initialize, tools/list (paging, order, \
 withUserTools, cursors, page size, declarations), JSON-RPC hygiene (error codes, ids, ping, 8 in flight, escaping, \
-malformed JSON, notifications), opt-in calls (--call) and fuzzing (--fuzz), timing.\n\n\
+malformed JSON, notifications), the envelope (type, session_id echoed), opt-in calls (--call) and fuzzing \
+(--fuzz), timing.\n\n\
+fail: what real backends trip on; warn: a deviation they tolerate; one missing answer is counted once, \
+other checks that met it are skipped naming it. Every check with its severity and reference: docs/check.md.\n\n\
 Exit code 10 when a check failed (or warned, with --strict).\n\n\
 Examples:\n  mcpdev check --listen 0.0.0.0:8000\n  mcpdev check -d aa:bb   # through a running hub: raw-frame checks are skipped\n  mcpdev check --mqtt mqtt://broker.lan:1883 -d aa:bb:cc:dd:ee:ff   # no hub: hello checks are skipped\n  mcpdev check --listen 0.0.0.0:8000 --call 'self.audio_speaker.*' --junit check.xml")]
 pub struct CheckArgs {
@@ -338,7 +341,9 @@ mcpdev serve --approve-all     # a lab bench: every device is admitted\n\n\
 Devices are admitted, not merely connected: a new device gets a 6-digit code (its OTA check-in \
 shows it; a refused WebSocket names it) and is let in once you run `mcpdev devices approve CODE`; \
 it then connects with its own token. Approvals are kept in the state directory \
-($MCPDEV_STATE_DIR, else $XDG_STATE_HOME/mcpdev or ~/.local/state/mcpdev).")]
+($MCPDEV_STATE_DIR, else $XDG_STATE_HOME/mcpdev or ~/.local/state/mcpdev).\n\n\
+SIGINT (Ctrl-C) and SIGTERM stop the hub alike: each device gets a goodbye (MQTT `goodbye`, \
+WebSocket close 1001), the control token and --ready-file are removed, and it exits 130.")]
 pub struct ServeArgs {
     /// Where devices connect (WebSocket /xiaozhi/v1/)
     #[arg(long, env = "MCPDEV_DEVICE_ADDR", default_value = "0.0.0.0:8000")]

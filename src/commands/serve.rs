@@ -1,4 +1,9 @@
 //! `mcpdev serve`: the hub, optionally with virtual devices attached (`--demo`).
+//!
+//! SIGINT (Ctrl-C) and SIGTERM (`kill`, systemd, docker) run the same shutdown: MQTT devices get
+//! a `goodbye`, WebSocket devices a close frame (1001, going away), each bounded so a device that
+//! does not read cannot hold the hub up; then the control token and `--ready-file` are removed,
+//! and the hub exits 130 (interrupted) whichever signal stopped it.
 
 use crate::cli::{GlobalArgs, MqttServeArgs, ServeArgs};
 use crate::exit::{CodedError, Exit};
@@ -7,6 +12,7 @@ use crate::hub::listener::Limits;
 use crate::hub::admission::AdmissionConfig;
 use crate::hub::ota::OtaSettings;
 use crate::hub::{self, HubConfig};
+use crate::links::handle::CloseReason;
 use crate::mqtt::conn::BrokerUrl;
 use crate::mqtt::hub::{BrokerChoice, MqttSettings};
 use crate::sim::{SimConfig, run_device};
@@ -115,26 +121,51 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         eprintln!("  mcpdev watch{hub_flag}");
         eprintln!("  mcpdev tools list --device 02:00:00:00:00:01 --wait 5s{hub_flag}");
         eprintln!("  mcpdev call self.audio_speaker.set_volume volume=50 --device 02:00:00:00:00:01{hub_flag}");
-        eprintln!("Point a device at {} (Ctrl-C stops the hub).", reach[0]);
+        eprintln!("Point a device at {} (Ctrl-C or SIGTERM stops the hub).", reach[0]);
     }
     {
         use std::io::IsTerminal;
         let color = super::output::use_color(global.color, std::io::stderr().is_terminal());
         super::serve_report::spawn_event_log(running.hub.clone(), global.json, global.quiet, color);
     }
-    tokio::signal::ctrl_c().await?;
+    let signal = stop_signal().await?;
     if !global.quiet && !global.json {
-        eprintln!("shutting down");
+        eprintln!("shutting down ({signal})");
     }
+    tracing::info!("{signal}: shutting down");
     if let Some(m) = mqtt {
         m.shutdown().await;
+    }
+    let left = running.hub.registry.close_all(CloseReason::Shutdown, GOODBYE_LIMIT).await;
+    if left > 0 {
+        tracing::warn!("{left} device(s) did not take their goodbye within {GOODBYE_LIMIT:?}; leaving them");
     }
     running.hub.control.remove();
     if let Some(path) = &args.ready_file {
         let _ = std::fs::remove_file(path);
     }
-    // Stopped by Ctrl-C, as every long-running command is: 130, like a shell reports SIGINT.
+    // Stopped by a signal, as every long-running command is: 130, like a shell reports SIGINT,
+    // for SIGTERM too (a script sees one code for "stopped on request").
     Err(CodedError::interrupted().into())
+}
+
+/// Longest the shutdown waits for every device to take its goodbye.
+const GOODBYE_LIMIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Waits for SIGINT or SIGTERM and says which came.
+async fn stop_signal() -> std::io::Result<&'static str> {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.map(|()| "SIGINT"),
+            _ = term.recv() => Ok("SIGTERM"),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await.map(|()| "Ctrl-C")
+    }
 }
 
 /// `--mqtt embedded|URL` and its companions as hub settings (`None` without `--mqtt`).

@@ -114,7 +114,7 @@ pub fn attach(hub: Arc<Hub>, ws: upgrade::DeviceSocket, identity: Identity, loca
     info!(device = %device_id, "device connected");
     if let Some(old) = hub.registry.insert(handle.clone()) {
         info!(device = %device_id, "replacing the previous session of this device");
-        tokio::spawn(async move { old.close().await });
+        tokio::spawn(async move { old.close(crate::links::handle::CloseReason::Replaced).await });
     }
     // A link that ended before it was registered found nothing to remove when it ended.
     if !handle.is_connected() {

@@ -31,6 +31,7 @@ pub mod owner;
 pub mod registry;
 pub mod secret;
 pub mod vision;
+pub mod vision_upload;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::broadcast;
 
-use crate::links::handle::{EventSender, Tracing, bump_tools_epoch};
+use crate::links::handle::{CloseReason, EventSender, Tracing, bump_tools_epoch};
 use crate::links::DeviceHandle;
 use crate::session::{DeviceInfo, Phase};
 
@@ -101,6 +101,26 @@ impl Registry {
             drop(devices);
             bump_tools_epoch();
             self.membership.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// Closes every device's link, saying `why`, and waits until each has ended (said its
+    /// goodbye) or `limit` is over; returns how many were still connected then. A device that
+    /// connects meanwhile is closed too.
+    pub async fn close_all(&self, why: CloseReason, limit: Duration) -> usize {
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut membership = self.membership.subscribe();
+        loop {
+            membership.mark_unchanged();
+            let handles = self.handles();
+            if handles.is_empty() {
+                return 0;
+            }
+            let closing = handles.iter().filter(|h| h.is_connected()).map(|h| h.close(why));
+            let _ = tokio::time::timeout_at(deadline, futures_util::future::join_all(closing)).await;
+            if tokio::time::timeout_at(deadline, membership.changed()).await.is_err() {
+                return self.len();
+            }
         }
     }
 

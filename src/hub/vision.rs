@@ -1,4 +1,5 @@
-//! The hub's own vision endpoint: a camera tool uploads a photo (multipart `question` + `file`),
+//! The hub's own vision endpoint: a camera tool uploads a photo (multipart `question` + a file
+//! part, whatever its name: [`super::vision_upload`]),
 //! the hub saves it to a folder and answers with a short description of it, so a camera can be
 //! tried with no AI service.
 //!
@@ -193,26 +194,12 @@ pub async fn explain(State(hub): State<Arc<Hub>>, headers: HeaderMap, mut form: 
         warn!(%device, "vision upload refused: missing or wrong vision token");
         return fail(StatusCode::UNAUTHORIZED, "missing or wrong vision token: send the one this device got in `initialize` (Authorization: Bearer …)".into());
     }
-    let mut question = String::new();
-    let mut photo: Option<(String, Vec<u8>)> = None;
-    loop {
-        match form.next_field().await {
-            Ok(Some(field)) => {
-                let name = field.name().unwrap_or_default().to_string();
-                let file_name: String = field.file_name().unwrap_or("photo").chars().filter(|c| !c.is_control()).take(80).collect();
-                match field.bytes().await {
-                    Ok(bytes) if name == "question" => question = String::from_utf8_lossy(&bytes).chars().take(500).collect(),
-                    Ok(bytes) if name == "file" => photo = Some((file_name, bytes.to_vec())),
-                    Ok(_) => {}
-                    Err(e) => return fail(e.status(), format!("cannot read the upload: {}", e.body_text())),
-                }
-            }
-            Ok(None) => break,
-            Err(e) => return fail(e.status(), format!("not a multipart upload: {}", e.body_text())),
+    let (question, file_name, bytes) = match super::vision_upload::read(&mut form, upload_limit(hub.config.vision_max_bytes)).await {
+        Ok(u) => (u.question, u.file_name, u.bytes),
+        Err((status, message)) => {
+            warn!(%device, "vision upload refused: {message}");
+            return fail(status, message);
         }
-    }
-    let Some((file_name, bytes)) = photo else {
-        return fail(StatusCode::BAD_REQUEST, "no `file` field in the upload".into());
     };
     let format = image_format(&bytes);
     let len = bytes.len();

@@ -58,8 +58,43 @@ impl LinkEvent {
 pub(crate) enum Command {
     Request(Request),
     Cancel(u64),
-    Close,
+    Close(CloseReason),
 }
+
+/// Why the hub closes a device's link: said in the log and the `disconnected` event, and (over
+/// WebSocket) in the close frame's code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseReason {
+    /// A newer connection with the same Device-Id took its place.
+    Replaced,
+    /// `mcpdev devices revoke` withdrew its approval.
+    Revoked,
+    /// The hub is shutting down (SIGINT or SIGTERM).
+    Shutdown,
+}
+
+impl CloseReason {
+    /// The reason, as the log and the `disconnected` event say it.
+    pub fn says(self) -> &'static str {
+        match self {
+            CloseReason::Replaced => "replaced by a newer connection of the same device",
+            CloseReason::Revoked => "its approval was revoked (mcpdev devices revoke)",
+            CloseReason::Shutdown => "the hub is shutting down",
+        }
+    }
+
+    /// The WebSocket close code (RFC 6455 §7.4.1): 1001 going away, 1008 policy violation.
+    pub fn close_code(self) -> Option<u16> {
+        match self {
+            CloseReason::Replaced => None,
+            CloseReason::Revoked => Some(1008),
+            CloseReason::Shutdown => Some(1001),
+        }
+    }
+}
+
+/// Why a link ends when its handles are all gone (nobody can reach it any more).
+pub(crate) const HANDLES_DROPPED: &str = "shut down by the hub";
 
 /// A link's queue of commands, as its task reads it.
 pub(crate) type Commands = mailbox::Receiver<Box<Command>>;
@@ -171,9 +206,10 @@ impl DeviceHandle {
         self.info.get().map(|i| i.phase)
     }
 
-    /// Closes the device's connection (e.g. replaced by a newer one with the same Device-Id).
-    pub async fn close(&self) {
-        let _ = tokio::time::timeout(QUEUE_GRACE, self.commands.send(Box::new(Command::Close))).await;
+    /// Closes the device's connection, saying `why` (a newer one with the same Device-Id, a
+    /// revocation, the hub's shutdown).
+    pub async fn close(&self, why: CloseReason) {
+        let _ = tokio::time::timeout(QUEUE_GRACE, self.commands.send(Box::new(Command::Close(why)))).await;
     }
 
     pub fn is_connected(&self) -> bool {

@@ -145,7 +145,8 @@ async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: In
                     out
                 }
                 Some(Command::Cancel(ticket)) => { waiting.remove(&ticket); session.cancel(ticket); continue; }
-                Some(Command::Close) | None => break "replaced or shut down by the hub".to_string(),
+                Some(Command::Close(why)) => break why.says().to_string(),
+                None => break super::handle::HANDLES_DROPPED.to_string(),
             },
             changed = setup.broker_up.changed() => {
                 if changed.is_err() {

@@ -63,7 +63,8 @@ where
         let mut malformed = MalformedLog::new(&device_id);
         // The device did not read (`stalled`), or broke a rule: say so at warning level.
         let (mut stalled, mut refused) = (false, false);
-        // What the device's close frame said, to be echoed (RFC 6455 §5.5.1).
+        // What the device's close frame said, to be echoed (RFC 6455 §5.5.1), or the hub's own
+        // code when it closes the link (1001 at shutdown).
         let mut close_code: Option<u16> = None;
         let reason = loop {
             session.trace = tracing.enabled();
@@ -127,7 +128,11 @@ where
                         session.request(ticket, &method, params, timeout, Instant::now())
                     }
                     Some(Command::Cancel(ticket)) => { waiting.remove(&ticket); session.cancel(ticket); continue; }
-                    Some(Command::Close) | None => break "replaced or shut down by the hub".to_string(),
+                    Some(Command::Close(why)) => {
+                        close_code = why.close_code();
+                        break why.says().to_string();
+                    }
+                    None => break super::handle::HANDLES_DROPPED.to_string(),
                 },
                 _ = sleep_until(timer) => {
                     let now = tokio::time::Instant::now();

@@ -613,7 +613,7 @@ impl Dispatcher {
         info!(device = %device_id, key, "MQTT device attached");
         if let Some(old) = hub.registry.insert(handle) {
             info!(device = %device_id, "replacing the previous session of this device");
-            tokio::spawn(async move { old.close().await });
+            tokio::spawn(async move { old.close(crate::links::handle::CloseReason::Replaced).await });
         }
         let (registry_hub, control, key_owned) = (hub.clone(), self.control.clone(), key.to_string());
         tokio::spawn(async move {

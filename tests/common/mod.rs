@@ -4,6 +4,7 @@
 
 pub mod mqtt;
 pub mod ota;
+pub mod vision;
 pub mod ws;
 
 use std::process::Stdio;

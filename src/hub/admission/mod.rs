@@ -624,7 +624,7 @@ fn describe(a: &Admitted) -> String {
 pub async fn revoke_and_disconnect(hub: &super::Hub, id: &str) -> Result<Value, String> {
     let revoked = hub.admission.revoke(id)?;
     let device_id = device_id(id)?;
-    let disconnected = cut_off(hub, &device_id, "admission revoked").await;
+    let disconnected = cut_off(hub, &device_id, crate::links::handle::CloseReason::Revoked).await;
     Ok(serde_json::json!({"device_id": device_id, "revoked": revoked, "disconnected": disconnected}))
 }
 
@@ -633,23 +633,23 @@ pub async fn revoke_and_disconnect(hub: &super::Hub, id: &str) -> Result<Value, 
 pub async fn approve_and_cut_over(hub: &super::Hub, target: &str, rebind: bool) -> Result<Approval, String> {
     let approval = hub.admission.approve(target, rebind)?;
     if approval.replaced.is_some() {
-        cut_off(hub, &approval.device_id, "re-bound to another requester").await;
+        cut_off(hub, &approval.device_id, crate::links::handle::CloseReason::Revoked).await;
     }
     Ok(approval)
 }
 
 /// Closes `device_id`'s WebSocket or MQTT session, its embedded-broker connection and its MQTT
 /// link. Whether it had any.
-async fn cut_off(hub: &super::Hub, device_id: &str, why: &str) -> bool {
+async fn cut_off(hub: &super::Hub, device_id: &str, reason: crate::links::handle::CloseReason) -> bool {
     let handle = hub.registry.get(device_id);
     let mut disconnected = handle.is_some();
     if let Some(m) = hub.mqtt.get() {
         disconnected |= m.cut_off(device_id);
     }
     if let Some(h) = handle {
-        info!(device = %device_id, "{why}: disconnecting the device");
+        info!(device = %device_id, ?reason, "admission changed: disconnecting the device");
         // A device that does not drain its socket must not hold the CLI up.
-        if tokio::time::timeout(Duration::from_secs(5), h.close()).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(5), h.close(reason)).await.is_err() {
             warn!(device = %device_id, "the device's session did not close within 5 s");
         }
     }
