@@ -43,6 +43,7 @@ pub mod flash;
 pub mod fuzz;
 pub mod hub;
 pub mod links;
+pub mod metrics;
 pub mod mqtt;
 pub mod paths;
 pub mod session;

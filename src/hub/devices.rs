@@ -46,6 +46,7 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
         Ok(id) => id,
         Err(e) => {
             warn!(%remote, "device refused: {e}");
+            crate::metrics::refused(crate::metrics::Refused::BadIdentity);
             return plain(StatusCode::BAD_REQUEST, &format!("{e}"));
         }
     };
@@ -53,6 +54,7 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
     // it cannot take over the session of a connected device with the same Device-Id either.
     if let Err(why) = hub.check_device_token(&identity, Some(&remote.to_string())) {
         hub.admission.log_refusal(Some(remote.ip()), &format!("device {}", identity.device_id), &why);
+        crate::metrics::refused(crate::metrics::Refused::NotAdmitted);
         return Response::builder()
             .status(StatusCode::UNAUTHORIZED)
             .header(header::WWW_AUTHENTICATE, "Bearer")
