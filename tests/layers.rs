@@ -24,6 +24,7 @@ const RANKS: &[(&str, u8)] = &[
     ("flash", 6),
     ("fuzz", 6),
     ("cli", 7),
+    ("dashboard", 7),
     ("commands", 8),
 ];
 
