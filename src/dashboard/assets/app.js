@@ -414,7 +414,7 @@
       const sum = (pairs) => pairs.reduce((a, [, v]) => a + v, 0);
       const perFive = (series) => { const out = []; for (let i = 0; i < series.length; i += 5) out.push(series.slice(i, i + 5).reduce((a, b) => a + b, 0) / 5); return out; };
       box.replaceChildren(el('div', { class: 'grid' },
-        el('section', { class: 'panel' }, el('h2', { text: 'Listeners' }), el('table', {}, el('tbody', {}, h.listeners.map((l) => el('tr', {}, el('th', { scope: 'row', text: l.name }), el('td', {}, el('code', { text: l.addr })), el('td', { text: l.what })))))),
+        el('section', { class: 'panel' }, el('h2', { text: 'Listeners' }), el('table', {}, el('tbody', {}, h.listeners.map((l) => el('tr', {}, el('th', { scope: 'row', text: l.name }), el('td', {}, el('code', { text: l.addr })), el('td', { text: l.what }))))),
           el('p', { text: `MQTT: ${h.mqtt ? 'on' : 'off'} · ${h.devices} devices · uptime ${Math.floor(n.uptime_s / 60)} min ${n.uptime_s % 60} s · memory ${bytes(n.resident_bytes)}` })),
         el('section', { class: 'panel' }, el('h2', { text: 'Caps and use' }), el('table', {}, el('tbody', {}, h.caps.map((c) => el('tr', {}, el('th', { scope: 'row', text: c.name }),
           el('td', { class: 'num', text: c.used == null ? '' : `${c.used} / ${c.cap}` }), el('td', {}, c.used == null ? el('span', { class: 'muted', text: `cap ${c.cap}` }) : el('meter', { min: 0, max: c.cap, value: c.used }))))))),
