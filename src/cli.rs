@@ -54,6 +54,8 @@ pub enum ColorChoice {
 pub enum Command {
     /// Run the hub: devices connect here; the CLI and MCP hosts reach them through it
     Serve(ServeArgs),
+    /// Print a fresh one-time log-in link to the hub's dashboard (and open it in a browser where one is available)
+    Dashboard(DashboardArgs),
     /// Show a device's hello: identity, transport, features, audio parameters
     Hello(HelloArgs),
     /// Show the device's MCP `initialize` answer: protocol version, serverInfo, capabilities
@@ -86,7 +88,7 @@ impl Command {
     /// Whether the command does one exchange and exits, so one thread serves it: starting
     /// worker threads (and their allocator arenas) would cost it more than the work.
     pub fn is_one_shot(&self) -> bool {
-        matches!(self, Command::Hello(_) | Command::Init(_) | Command::Tools { .. } | Command::Call(_) | Command::Devices(_) | Command::Man(_) | Command::Completions(_))
+        matches!(self, Command::Dashboard(_) | Command::Hello(_) | Command::Init(_) | Command::Tools { .. } | Command::Call(_) | Command::Devices(_) | Command::Man(_) | Command::Completions(_))
     }
 }
 
@@ -271,6 +273,18 @@ pub struct CheckArgs {
     /// Also write the results as JUnit XML to FILE
     #[arg(long, value_name = "FILE")]
     pub junit: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "The link works once: opening it sets a session cookie and drops the token from the address.\n\
+Examples:\n  mcpdev dashboard\n  mcpdev dashboard --no-open --hub http://127.0.0.1:8001")]
+pub struct DashboardArgs {
+    /// The hub's host listener
+    #[arg(long, env = "MCPDEV_HUB", default_value = "http://127.0.0.1:8001")]
+    pub hub: String,
+    /// Only print the link; do not open a browser
+    #[arg(long)]
+    pub no_open: bool,
 }
 
 #[derive(Debug, Args)]

@@ -36,6 +36,7 @@ pub mod check;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod dashboard;
 pub mod exit;
 pub mod flash;
 /// The cargo-fuzz entry points (`fuzz/`), replayed by `tests/fuzz_corpora.rs`; not an API.
@@ -43,6 +44,7 @@ pub mod flash;
 pub mod fuzz;
 pub mod hub;
 pub mod links;
+pub mod metrics;
 pub mod mqtt;
 pub mod paths;
 pub mod session;

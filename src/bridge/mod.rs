@@ -138,13 +138,15 @@ pub struct Bridge {
     shared: Arc<Shared>,
     scope: Scope,
     session: u64,
+    /// Counts this session in `mcpdev_mcp_sessions` until it ends.
+    _open: Arc<crate::metrics::SessionGuard>,
 }
 
 static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
 
 impl Bridge {
     pub fn new(shared: Arc<Shared>, scope: Scope) -> Self {
-        Self { shared, scope, session: NEXT_SESSION.fetch_add(1, Ordering::Relaxed) }
+        Self { shared, scope, session: NEXT_SESSION.fetch_add(1, Ordering::Relaxed), _open: Arc::new(crate::metrics::SessionGuard::open()) }
     }
 
     /// Every tool this endpoint offers, in a stable order (kept, not rebuilt per request).

@@ -56,7 +56,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         token: args.mcp_token.clone().filter(|t| !t.is_empty()),
     };
     let stack = super::hub_stack::start(super::hub_stack::StackConfig { hub: config, bridge, mqtt: mqtt_settings(&args.mqtt)? }).await?;
-    let (running, mqtt) = (stack.running, stack.mqtt);
+    let (running, mqtt, dashboard) = (stack.running, stack.mqtt, stack.dashboard);
     let admission = &running.hub.admission;
     if admission.approve_all() {
         tracing::warn!("--approve-all: every device is admitted, whatever it is; use this on a lab bench only");
@@ -98,6 +98,9 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
             .map_err(|e| CodedError::new(Exit::Usage, format!("cannot write --ready-file {}: {e}", path.display())))?;
     }
     if global.json {
+        // The one-time dashboard link goes to stdout only, never into the --ready-file.
+        let mut listening = listening;
+        listening["dashboard"] = serde_json::Value::String(dashboard.login_url());
         println!("{listening}");
     } else if !global.quiet {
         eprintln!("mcpdev hub");
@@ -105,6 +108,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         eprintln!("  CLI and MCP hosts    {host_url}  (loopback; --allowed-host for LAN)");
         eprintln!("  MCP endpoint         {host_url}/mcp  (legacy SSE: {host_url}/sse; one device: {host_url}/devices/<id>/mcp)");
         eprintln!("  OTA (device setup)   {ota_url}");
+        eprintln!("  dashboard            {}  (one-time log-in link; `mcpdev dashboard` prints a fresh one)", dashboard.login_url());
         if admission.approve_all() {
             eprintln!("  admission            OFF (--approve-all): every device is admitted");
         } else {

@@ -229,6 +229,21 @@ async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<String>) ->
     })
 }
 
+/// One request answered outside a connection (the dashboard's admission page): the same ops,
+/// read the same way, with the same answers. A `watch` needs a connection and is refused.
+pub async fn answer_once(hub: Arc<Hub>, text: &str) -> String {
+    match accept(text, 0, &mut 0) {
+        Ok(ControlRequest { id, op: Op::Watch { .. } | Op::Stats }) => {
+            json!({"id": id, "error": {"kind": "bad_request", "message": "this op needs a control connection"}}).to_string()
+        }
+        Ok(req) => {
+            let (tx, _events) = mpsc::channel(1);
+            handle(hub, req, tx).await.unwrap_or_default()
+        }
+        Err(answer) => answer.to_string(),
+    }
+}
+
 /// The JSON text of an answer. Serializing these types cannot fail (string keys, no floats
 /// that JSON cannot hold); should it ever, the client gets `null` rather than a broken frame.
 fn text_of(value: &impl serde::Serialize) -> String {

@@ -46,6 +46,7 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
         Ok(id) => id,
         Err(e) => {
             log_identity_refusal(remote, "device", &e);
+            crate::metrics::refused(crate::metrics::Refused::BadIdentity);
             return plain(StatusCode::BAD_REQUEST, &format!("{e}"));
         }
     };
@@ -54,6 +55,7 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
     if let Err(why) = hub.check_device_token(&identity, Some(remote)) {
         hub.admission.log_refusal(Some(remote.ip()), &format!("device {}", identity.device_id), &why);
         let status = if matches!(why, super::admission::Refusal::Busy { .. }) { StatusCode::TOO_MANY_REQUESTS } else { StatusCode::UNAUTHORIZED };
+        crate::metrics::refused(crate::metrics::Refused::NotAdmitted);
         return Response::builder()
             .status(status)
             .header(header::WWW_AUTHENTICATE, "Bearer")

@@ -90,6 +90,7 @@ pub async fn serve(listener: TcpListener, app: Router, side: Side, limits: Limit
             Side::Devices(budget) => match budget.admit(remote.ip()) {
                 Ok(pair) => Some(pair),
                 Err(why) => {
+                    crate::metrics::refused(crate::metrics::Refused::ConnectionCap);
                     if let Some(skipped) = refusals.allow() {
                         tracing::warn!(listener = name, %remote, skipped, "connection refused: {why}");
                     }

@@ -201,6 +201,7 @@ pub struct BoundHub {
 /// Binds both listeners and builds the hub (nothing is served yet).
 pub async fn bind(config: HubConfig) -> anyhow::Result<BoundHub> {
     check_remote_use(&config)?;
+    crate::metrics::start();
     let fd_limit = budget::raise_fd_limit();
     let caps = config.caps.within_fd_limit(fd_limit);
     tracing::info!(
@@ -318,7 +319,11 @@ fn check_remote_use(config: &HubConfig) -> anyhow::Result<()> {
 /// DNS-rebinding and cross-site protection, the `Host` must be a loopback name (or allowed), and
 /// an `Origin`, when present, a loopback origin (or allowed). Otherwise 403.
 fn front_door(hub: &Hub, req: &Request) -> Option<Response> {
-    owner::refuse_other_user(req).or_else(|| refuse(&hub.config, req.headers()))
+    if let Some(refusal) = owner::refuse_other_user(req) {
+        crate::metrics::refused(crate::metrics::Refused::OtherUser);
+        return Some(refusal);
+    }
+    refuse(&hub.config, req.headers())
 }
 
 /// The 403 for a request whose `Host` or `Origin` is not allowed, if it is not.
@@ -327,12 +332,14 @@ pub fn refuse(config: &HubConfig, headers: &axum::http::HeaderMap) -> Option<Res
     if let Some(host) = get(header::HOST)
         && !host_allowed(host, &config.allowed_hosts)
     {
+        crate::metrics::refused(crate::metrics::Refused::Host);
         let hint = format!("Host {host:?} is not allowed; start the hub with --allowed-host {}", host_name(host));
         return Some(plain(StatusCode::FORBIDDEN, &hint));
     }
     if let Some(origin) = get(header::ORIGIN)
         && !origin_allowed(origin, &config.allowed_origins)
     {
+        crate::metrics::refused(crate::metrics::Refused::Origin);
         let hint = format!("Origin {origin:?} is not allowed; start the hub with --allowed-origin {origin}");
         return Some(plain(StatusCode::FORBIDDEN, &hint));
     }

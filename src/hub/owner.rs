@@ -280,6 +280,7 @@ pub async fn require_token(State(token): State<Arc<ControlToken>>, req: Request,
         other => {
             let what = if other.is_some() { "a wrong token" } else { "no token" };
             tracing::warn!(path = %req.uri().path(), "control API refused: {what}");
+            crate::metrics::refused(crate::metrics::Refused::ControlToken);
             let message = unauthorized_message(&token.path, other.is_some());
             let mut resp = plain(StatusCode::UNAUTHORIZED, &message);
             resp.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));

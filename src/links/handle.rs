@@ -162,6 +162,8 @@ pub struct DeviceHandle {
     pub generation: u64,
     pub(crate) commands: mailbox::Sender<Box<Command>>,
     info: Arc<Published>,
+    /// This connection's calls, for the dashboard (counted in [`Self::request`]).
+    pub calls: Arc<crate::metrics::DeviceCalls>,
 }
 
 impl DeviceHandle {
@@ -170,6 +172,21 @@ impl DeviceHandle {
     /// second at most), whatever the device does. Dropping the future cancels the wait (a late
     /// reply is then dropped by the session).
     pub async fn request(&self, method: &str, params: Option<Value>, timeout: Duration) -> Result<RawResult, CallError> {
+        let started = std::time::Instant::now();
+        let outcome = self.request_uncounted(method, params, timeout).await;
+        let counted = match &outcome {
+            Ok(_) => crate::metrics::Outcome::Ok,
+            Err(CallError::Device(_)) => crate::metrics::Outcome::DeviceError,
+            Err(CallError::Timeout(_)) => crate::metrics::Outcome::Timeout,
+            Err(CallError::Disconnected) => crate::metrics::Outcome::Disconnected,
+            Err(CallError::Link(_)) => crate::metrics::Outcome::LinkDown,
+        };
+        crate::metrics::call_done(counted, started.elapsed());
+        self.calls.record(outcome.is_ok(), started.elapsed());
+        outcome
+    }
+
+    async fn request_uncounted(&self, method: &str, params: Option<Value>, timeout: Duration) -> Result<RawResult, CallError> {
         let deadline = tokio::time::Instant::now() + timeout;
         let ticket = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
         let (reply, rx) = oneshot::channel();
@@ -264,7 +281,7 @@ where
         bump_tools_epoch();
         on_end();
     }));
-    DeviceHandle { device_id, generation, commands, info }
+    DeviceHandle { device_id, generation, commands, info, calls: Arc::default() }
 }
 
 /// Longest a description's counters may lag behind the device (tools and phase never lag).

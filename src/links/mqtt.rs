@@ -87,6 +87,7 @@ async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: In
     let events = setup.link.events.clone();
     let mut malformed = MalformedLog::new(&device_id);
     let emit = move |event: LinkEvent| {
+        crate::metrics::device_event(event.name());
         let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event }));
     };
     let mut session = Session::new(setup.link.identity.clone(), "mqtt", setup.link.session.clone(), Instant::now());

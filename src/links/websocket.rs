@@ -57,6 +57,7 @@ where
     let hello_deadline = hello_timeout.map(|d| (tokio::time::Instant::now() + d, d));
     async move {
         let emit = |event: LinkEvent| {
+            crate::metrics::device_event(event.name());
             let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event }));
         };
         let mut waiting: Waiting = HashMap::new();

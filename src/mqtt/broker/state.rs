@@ -160,6 +160,7 @@ impl State {
         // Stock firmware never subscribes: subscribe it to its downlink, as EMQX auto_subscribe would.
         let subs = if topics::valid_key(client_id) { HashSet::from([topics::downlink(client_id)]) } else { HashSet::new() };
         self.clients.insert(client_id.to_string(), Client { conn, role, tx, subs, shared: HashSet::new(), kick: Some(kick), will });
+        crate::metrics::set_broker_clients(self.clients.len());
         Ok(conn)
     }
 
@@ -191,6 +192,7 @@ impl State {
             return;
         }
         let Some(c) = self.clients.remove(client_id) else { return };
+        crate::metrics::set_broker_clients(self.clients.len());
         self.leave_groups(client_id, &c.shared);
         if !goodbye && let Some(w) = c.will {
             self.route(&w.topic, w.payload, w.retain);
@@ -381,6 +383,7 @@ impl State {
     /// Disconnects a client now (no will).
     fn kick(&mut self, client_id: &str, why: &str) {
         let Some(mut c) = self.clients.remove(client_id) else { return };
+        crate::metrics::set_broker_clients(self.clients.len());
         warn_limited!(client = %client_id, why, "embedded broker: disconnecting a client");
         if let Some(k) = c.kick.take() {
             let _ = k.send(());
