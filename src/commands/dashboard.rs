@@ -6,20 +6,19 @@
 
 use crate::cli::{DashboardArgs, GlobalArgs};
 use crate::exit::{CodedError, Exit};
-use crate::links::control_token::{HUB_TOKEN_ENV, for_client};
+use crate::links::control_token::{ForHub, for_client};
 
 pub async fn run(global: &GlobalArgs, args: DashboardArgs) -> anyhow::Result<()> {
     let base = args.hub.trim_end_matches('/');
     let url = reqwest::Url::parse(base).map_err(|e| CodedError::new(Exit::Usage, format!("--hub {base:?} is not a URL: {e}")))?;
     let port = url.port_or_known_default().unwrap_or(8001);
     let host = url.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
-    let loopback = host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
-    let token = match std::env::var(HUB_TOKEN_ENV).ok().filter(|t| !t.trim().is_empty()) {
-        Some(t) => t.trim().to_string(),
-        None if !loopback => {
-            return Err(CodedError::new(Exit::Usage, format!("{base} is not this machine: set {HUB_TOKEN_ENV} to that hub's control token (the local token file is sent only to a loopback hub)")).into());
-        }
-        None => for_client(port).map_err(|e| CodedError::new(Exit::Unreachable, e))?,
+    // The token file's token goes only to the loopback hub that wrote it (MCPDEV_HUB_TOKEN otherwise).
+    let host = if host == "localhost" { "127.0.0.1" } else { host };
+    let token = match for_client(host, port) {
+        ForHub::Send(t) => t,
+        ForHub::Missing(why) => return Err(CodedError::new(Exit::Unreachable, why).into()),
+        ForHub::NotThisHub(why) => return Err(CodedError::new(Exit::Auth, why).into()),
     };
     crate::tls::install_crypto_provider();
     let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(10)).redirect(reqwest::redirect::Policy::none()).build()?;

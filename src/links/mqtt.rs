@@ -12,6 +12,12 @@
 //! answers (the stock firmware with an error, which counts), so nothing heard for
 //! [`SILENT_PERIODS`] keepalive periods while the broker was up means the device is gone. It comes
 //! back with its next message.
+//!
+//! Where the broker does tell (the hub's embedded one, [`Inbound::Closed`]), the link ends the
+//! moment the device's connection closes or a new connection with its client id starts: a
+//! restarted device is a new instance and gets a link and an onboarding of its own, and no
+//! call waits on a device that is gone. An OTA check-in ([`Inbound::CheckedIn`]) marks the device
+//! as possibly restarted: its next message onboards it again.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -48,6 +54,11 @@ pub enum Inbound {
     Audio(usize),
     /// Start onboarding without a hello (the device is reachable while idle).
     Begin,
+    /// The device checked in at the OTA endpoint (it booted): its next message onboards it again.
+    CheckedIn,
+    /// The broker saw the device's connection end, or a new one start: the link ends at once,
+    /// for this reason.
+    Closed(String),
 }
 
 /// Everything an MQTT link needs: what every link does (its `remote` shows the broker and the
@@ -120,6 +131,8 @@ async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: In
                     }
                     Some(Inbound::Audio(n)) => { session.on_binary(n); Vec::new() }
                     Some(Inbound::Begin) => session.begin(Instant::now()),
+                    Some(Inbound::CheckedIn) => { session.may_have_restarted(); continue; }
+                    Some(Inbound::Closed(why)) => break why,
                     None => break "the hub stopped serving this device".to_string(),
                 }
             }

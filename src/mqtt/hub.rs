@@ -23,6 +23,7 @@ use tracing::{debug, info, warn};
 
 use super::cluster::{Claims, Route};
 use super::conn::{self, BrokerUrl, ConnEvent};
+use super::instances::{Instances, LinkAction};
 use super::{broker, topics, udp};
 use crate::hub::Hub;
 use crate::links::handle::LinkSetup;
@@ -112,6 +113,8 @@ enum Control {
     Settled(String),
     /// The device was revoked: drop its link now.
     CutOff(String),
+    /// The device checked in at the OTA endpoint.
+    CheckedIn(String),
     Ended { key: String, generation: u64 },
     Shutdown(tokio::sync::oneshot::Sender<()>),
 }
@@ -149,6 +152,10 @@ impl MqttHub {
     /// and 20 s), so that an idle device is onboarded without waiting for its hello.
     pub fn probe(self: &Arc<Self>, device_id: &str) {
         let Ok(key) = topics::key_for(device_id) else { return };
+        // A device that checks in has booted: a link it has may be its old instance's.
+        if self.control.try_send(Control::CheckedIn(key.clone())).is_err() {
+            warn!(%key, "the MQTT dispatcher is behind; an OTA check-in was not passed on to the device's link");
+        }
         self.heard.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&key);
         let me = self.clone();
         tokio::spawn(async move {
@@ -239,6 +246,8 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
     let tokens = hub.config.device_tokens.clone();
     let max_packet = (settings.max_payload * 4).max(1 << 20);
     let mut broker_clients = None;
+    // Device connections starting and ending, from the embedded broker (none from another one).
+    let mut client_events = None;
     let (url, endpoint_host, endpoint_port) = match &settings.broker {
         BrokerChoice::Embedded { listen } => {
             // The hub's own connections log in with a password only this run knows.
@@ -250,7 +259,9 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
                 // Admission decides: a device's own token, or a shared one (with --approve-all too).
                 device_auth(hub.clone(), hub_password.clone())
             };
-            let b = broker::start(broker::BrokerConfig { addr: *listen, authenticate, max_packet, limits: broker::Limits::default() })
+            let (events_tx, events_rx) = mpsc::channel(4096);
+            client_events = Some(events_rx);
+            let b = broker::start(broker::BrokerConfig { addr: *listen, authenticate, max_packet, limits: broker::Limits::default(), events: Some(events_tx) })
                 .await
                 .map_err(|e| anyhow::anyhow!("cannot start the embedded MQTT broker on {listen}: {e}"))?;
             watch_broker(b.stopped.clone());
@@ -313,8 +324,9 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         subscribed: subscribed_tx,
         acks_due: 0,
         stopped: None,
+        instances: Instances::default(),
     };
-    tokio::spawn(dispatcher.run(connection.events, control_rx));
+    tokio::spawn(dispatcher.run(connection.events, control_rx, client_events));
     Ok(mqtt)
 }
 
@@ -374,12 +386,29 @@ struct Dispatcher {
     acks_due: usize,
     /// Told once the connection has closed after a shutdown.
     stopped: Option<tokio::sync::oneshot::Sender<()>>,
+    /// Device connections as the embedded broker reports them, and onboarding budgets.
+    instances: Instances,
+}
+
+/// The next event from the embedded broker; never, for another broker.
+async fn next_client_event(events: &mut Option<mpsc::Receiver<broker::ClientEvent>>) -> Option<broker::ClientEvent> {
+    match events {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 impl Dispatcher {
-    async fn run(mut self, mut events: mpsc::Receiver<ConnEvent>, mut control: mpsc::Receiver<Control>) {
+    async fn run(mut self, mut events: mpsc::Receiver<ConnEvent>, mut control: mpsc::Receiver<Control>, mut client_events: Option<mpsc::Receiver<broker::ClientEvent>>) {
         loop {
             tokio::select! {
+                // First: a connection's start is queued before anything it publishes can reach the
+                // hub's own connection, so its messages go to the link this starts.
+                biased;
+                ev = next_client_event(&mut client_events) => match ev {
+                    Some(ev) => self.on_client_event(ev),
+                    None => client_events = None,
+                },
                 ev = events.recv() => match ev {
                     Some(ConnEvent::Up) => self.on_up(),
                     Some(ConnEvent::Down(why)) => {
@@ -402,6 +431,11 @@ impl Dispatcher {
                 c = control.recv() => match c {
                     Some(Control::Settled(key)) => self.settle(&key),
                     Some(Control::CutOff(key)) => self.drop_link(&key),
+                    Some(Control::CheckedIn(key)) => {
+                        if let Some(l) = self.links.get(&key) {
+                            let _ = l.inbound.try_send(Inbound::CheckedIn);
+                        }
+                    }
                     Some(Control::Ended { key, generation }) => {
                         if self.links.get(&key).is_some_and(|l| l.generation == generation)
                             && let Some(l) = self.links.remove(&key)
@@ -523,6 +557,9 @@ impl Dispatcher {
         let Some(held) = self.pending.remove(key) else { return };
         match self.claims.route(key) {
             Route::Mine => {
+                if held.is_empty() && !self.links.contains_key(key) {
+                    self.start_link(key, true);
+                }
                 for text in held {
                     self.deliver(key, text.into_bytes());
                 }
@@ -560,6 +597,37 @@ impl Dispatcher {
         }
     }
 
+    /// The embedded broker saw a device's connection start or end: see [`super::instances`].
+    fn on_client_event(&mut self, event: broker::ClientEvent) {
+        let has_link = |key: &str| self.links.get(key).is_some_and(|l| !l.inbound.is_closed());
+        let key = match &event {
+            broker::ClientEvent::Connected { client_id, .. } | broker::ClientEvent::Closed { client_id, .. } => client_id.clone(),
+        };
+        let (_, action) = self.instances.on_event(event, has_link(&key), std::time::Instant::now());
+        match action {
+            LinkAction::Nothing => {}
+            LinkAction::End(why) => self.end_link(&key, why),
+            LinkAction::Restart(why) => {
+                if !why.is_empty() {
+                    self.end_link(&key, why);
+                }
+                // Only a device this hub serves; a new one waits for its first message (and claim).
+                if self.claims.route(&key) == Route::Mine && !self.pending.contains_key(&key) {
+                    self.start_link(&key, true);
+                }
+            }
+        }
+    }
+
+    /// Ends a device's link now, saying why (a dropped sender would say only that the hub stopped).
+    fn end_link(&mut self, key: &str, why: String) {
+        if let Some(l) = self.links.get(key) {
+            info!(key, %why, "ending the device's MQTT link");
+            let _ = l.inbound.try_send(Inbound::Closed(why));
+        }
+        self.drop_link(key);
+    }
+
     /// Creates the device's link and registers it; `begin` starts onboarding without a hello.
     fn start_link(&mut self, key: &str, begin: bool) -> bool {
         let Some(device_id) = topics::device_id_of(key) else {
@@ -588,6 +656,10 @@ impl Dispatcher {
         cfg.keepalive = hub.config.keepalive;
         cfg.onboarding_timeout = hub.config.onboarding_timeout;
         cfg.system_info = ota.map(|r| r.system_info);
+        // Only the embedded broker tells the hub about connections; through another, any hello may
+        // be a new instance's.
+        cfg.hello_may_be_new_instance = !matches!(self.mqtt.settings.broker, BrokerChoice::Embedded { .. });
+        cfg.onboard_budget = self.instances.budget(key, std::time::Instant::now(), cfg.max_onboardings, cfg.onboarding_window);
         let generation = hub.registry.next_generation();
         let setup = MqttLinkSetup {
             link: LinkSetup {

@@ -9,5 +9,6 @@ pub mod cluster;
 pub mod conn;
 pub mod direct;
 pub mod hub;
+mod instances;
 pub mod topics;
 pub mod udp;

@@ -68,6 +68,7 @@ use serde_json::{Value, json};
 
 pub use events::{Direction, Event};
 pub use info::{Counters, DeviceInfo, OnboardingStatus, Phase, ToolEntry};
+pub use limits::OnboardBudget;
 pub use tool_list::ToolList;
 
 /// The method a caller sends to make the session list the device's tools again (or, after a
@@ -111,8 +112,20 @@ pub struct SessionConfig {
     pub max_tool_bytes: usize,
     /// Hellos and device requests answered per second at most.
     pub max_answers_per_sec: u32,
-    /// After a failed onboarding, a hello starts it over at most this often.
-    pub restart_on_hello_after: Duration,
+    /// The link cannot tell a new instance of the device from the old one (MQTT through a broker
+    /// the hub does not run: it sees no CONNECT), so every hello may come from a new instance and
+    /// onboards the device again, as xiaozhi-esp32-server does on each new session.
+    pub hello_may_be_new_instance: bool,
+    /// Onboardings (first and again) one device may cause: at most `max_onboardings` per
+    /// `onboarding_window`; the next one waits for the window to end.
+    pub max_onboardings: u32,
+    pub onboarding_window: Duration,
+    /// What the device's earlier links spent of that budget (a link that replaces another hands
+    /// it on; fresh by default).
+    pub onboard_budget: limits::OnboardBudget,
+    /// After an onboarding that needed a retry, the wait before each listing that must agree
+    /// with the one before.
+    pub agreement_relist: Duration,
     /// Request ids start after this (a CLI that talks to a device some hub also serves picks a
     /// random base, so the two never take each other's replies).
     pub id_base: i64,
@@ -141,7 +154,11 @@ impl SessionConfig {
             max_tools: 1000,
             max_tool_bytes: 1 << 20,
             max_answers_per_sec: 20,
-            restart_on_hello_after: Duration::from_secs(30),
+            hello_may_be_new_instance: false,
+            max_onboardings: 4,
+            onboarding_window: Duration::from_secs(30),
+            onboard_budget: limits::OnboardBudget::default(),
+            agreement_relist: Duration::from_millis(1500),
             id_base: 0,
             system_info: None,
         }
@@ -265,9 +282,17 @@ pub struct Session {
     truncation_relists: u32,
     /// A failed onboarding step to send again, and when.
     retry_step: Option<(Instant, Planned)>,
-    last_onboarding_start: Option<Instant>,
-    /// The link was down since onboarding (an MQTT broker outage): a hello onboards again.
-    link_interrupted: bool,
+    /// The device may be a new instance (the link was down, it said goodbye, it checked in at
+    /// OTA): its next message onboards it again.
+    maybe_new_instance: bool,
+    /// Onboardings spent in this window, and one put off until the window ends.
+    onboard_budget: limits::OnboardBudget,
+    deferred_onboarding: Option<Instant>,
+    /// This onboarding needed a retry: `ready` only once two listings in a row agree; the list
+    /// waiting for its agreement, and the listings spent on agreeing.
+    needs_agreement: bool,
+    unconfirmed: Option<Vec<ToolEntry>>,
+    agreement_relists: u32,
     waiters: Vec<Waiter>,
     answers: limits::RateLimit,
     cap_logged: bool,
@@ -283,6 +308,7 @@ impl Session {
     pub fn new(identity: Identity, transport: &str, cfg: SessionConfig, now: Instant) -> Self {
         let mut info = DeviceInfo::new(identity, transport, &cfg.session_id);
         info.set_system_info(cfg.system_info.as_ref());
+        let onboard_budget = cfg.onboard_budget;
         Self {
             next_id: cfg.id_base,
             cfg,
@@ -298,8 +324,12 @@ impl Session {
             short_seen: None,
             truncation_relists: 0,
             retry_step: None,
-            last_onboarding_start: None,
-            link_interrupted: false,
+            maybe_new_instance: false,
+            onboard_budget,
+            deferred_onboarding: None,
+            needs_agreement: false,
+            unconfirmed: None,
+            agreement_relists: 0,
             waiters: Vec::new(),
             answers: limits::RateLimit::new(now),
             cap_logged: false,
@@ -332,12 +362,15 @@ impl Session {
         self.now = now;
         self.info.touch();
         self.info.counters.frames_in += 1;
+        // Marked before this message (a goodbye marks the one after it).
+        let marked = self.maybe_new_instance;
         // A response with a result, unless traced (a trace shows the payload as a tree), is read
         // without building one: a caller gets the result's text as the device sent it.
         if !self.trace
             && let Some((id, result)) = envelope::fast_response(text)
         {
             self.on_response(id, Ok(Answer::Text(result)), now);
+            self.after_message(marked, now);
             return self.drained();
         }
         match envelope::parse(text) {
@@ -376,13 +409,30 @@ impl Session {
             }
             Ok(DeviceMessage::Goodbye { .. }) => {
                 // The device ended its session (an MQTT device before it reboots or sleeps): what
-                // says hello next may be new firmware with other tools, so it is onboarded again.
-                self.link_interrupted = true;
+                // it sends next may be new firmware with other tools, so it is onboarded again.
+                self.maybe_new_instance = self.info.phase != Phase::AwaitingHello;
                 self.emit(Event::Message { kind: "goodbye".into(), message: json!({"type":"goodbye"}) })
             }
             Ok(DeviceMessage::Other { kind, raw }) => self.emit(Event::Message { kind, message: raw }),
         }
+        self.after_message(marked, now);
         self.drained()
+    }
+
+    /// A message from a device that may be a new instance, and was not a hello (which decides
+    /// for itself): onboard it again now.
+    fn after_message(&mut self, marked: bool, now: Instant) {
+        if marked && std::mem::take(&mut self.maybe_new_instance) {
+            self.onboard(now, "it may have restarted");
+        }
+    }
+
+    /// The device may have restarted (it checked in at the OTA endpoint, which devices do at
+    /// boot): its next message, whatever it is, onboards it again.
+    pub fn may_have_restarted(&mut self) {
+        if self.info.phase != Phase::AwaitingHello {
+            self.maybe_new_instance = true;
+        }
     }
 
     /// Starts onboarding without waiting for a hello: an MQTT device answers MCP while idle, and
@@ -391,7 +441,7 @@ impl Session {
     pub fn begin(&mut self, now: Instant) -> Vec<Output> {
         self.now = now;
         if self.info.phase == Phase::AwaitingHello {
-            self.start_onboarding(now);
+            self.onboard(now, "first");
         }
         self.drained()
     }
@@ -399,7 +449,7 @@ impl Session {
     /// Ends every waiting caller with `error` (the link is down for now); the session stays, and
     /// the next hello onboards the device again (it may have restarted meanwhile).
     pub fn fail_callers(&mut self, error: CallError) -> Vec<Output> {
-        self.link_interrupted = true;
+        self.maybe_new_instance = self.info.phase != Phase::AwaitingHello;
         let callers: Vec<i64> = self.pending.iter().filter(|(_, p)| matches!(p.origin, Origin::Caller(_))).map(|(id, _)| *id).collect();
         for id in callers {
             if let Some(Pending { origin: Origin::Caller(ticket), .. }) = self.pending.remove(&id) {
@@ -500,6 +550,10 @@ impl Session {
         if self.onboarding.retry_due(now) {
             self.list_tools(now);
         }
+        if self.deferred_onboarding.is_some_and(|at| at <= now) {
+            self.deferred_onboarding = None;
+            self.onboard(now, "put off");
+        }
         if self.relist_at.is_some_and(|at| at <= now) {
             self.relist_at = None;
             self.start_relist(now);
@@ -522,7 +576,7 @@ impl Session {
         let pending = self.pending.values().map(|p| p.deadline).min();
         let keepalive = (self.info.phase == Phase::Ready).then(|| self.last_sent + self.cfg.keepalive);
         let waiters = self.waiters.iter().map(|w| w.deadline).min();
-        [pending, keepalive, self.onboarding.retry_at(), self.retry_step.map(|(at, _)| at), self.relist_at, waiters].into_iter().flatten().min()
+        [pending, keepalive, self.onboarding.retry_at(), self.retry_step.map(|(at, _)| at), self.relist_at, waiters, self.deferred_onboarding].into_iter().flatten().min()
     }
 
     /// The link is gone: every waiting caller gets `Disconnected`.
@@ -537,6 +591,7 @@ impl Session {
         }
         self.retry_step = None;
         self.relist_at = None;
+        self.deferred_onboarding = None;
         self.info.set_phase(Phase::Disconnected);
         self.drained()
     }
@@ -589,9 +644,8 @@ impl Session {
         self.emit(Event::Notification { method, params: params.unwrap_or(Value::Null) });
     }
 
-    /// A hello: answered with the server hello (rate-limited); onboarding starts on the first one
-    /// only, or over again after the link was down (the device may have restarted) or after a
-    /// failed onboarding (at most once per `restart_on_hello_after`).
+    /// A hello: answered with the server hello (rate-limited). It onboards the device (again)
+    /// when it may be a new instance: see the module docs.
     fn on_hello(&mut self, hello: &Value, now: Instant) {
         if !self.may_answer("hellos", now) {
             return;
@@ -599,10 +653,44 @@ impl Session {
         self.info.set_hello(hello);
         self.emit(Event::Hello { hello: hello.clone() });
         self.send_text(self.cfg.server_hello.clone(), now);
-        let restart_allowed = self.last_onboarding_start.is_none_or(|t| now.duration_since(t) >= self.cfg.restart_on_hello_after);
-        let interrupted = std::mem::take(&mut self.link_interrupted);
-        if self.info.phase == Phase::AwaitingHello || interrupted || (self.info.onboarding.failed && restart_allowed) {
-            self.start_onboarding(now);
+        let marked = std::mem::take(&mut self.maybe_new_instance);
+        let onboarding = matches!(self.info.phase, Phase::Initializing | Phase::Listing);
+        let why = match () {
+            _ if self.info.phase == Phase::AwaitingHello => "first",
+            _ if marked => "it may have restarted",
+            _ if self.cfg.hello_may_be_new_instance => "a hello the hub cannot tell from a new instance's",
+            _ if onboarding => "a hello while it was being onboarded",
+            _ if self.info.onboarding.failed => "a hello after a failed onboarding",
+            _ => return,
+        };
+        self.onboard(now, why);
+    }
+
+    /// Onboards the device (again) within its budget: beyond `max_onboardings` per
+    /// `onboarding_window`, the onboarding waits for the window to end (one is planned at most),
+    /// and that is logged.
+    fn onboard(&mut self, now: Instant, why: &str) {
+        if self.deferred_onboarding.is_some() {
+            return;
+        }
+        match self.onboard_budget.take(now, self.cfg.max_onboardings, self.cfg.onboarding_window) {
+            Ok(()) => {
+                if self.info.phase != Phase::AwaitingHello {
+                    tracing::info!(device = %self.info.device_id, "onboarding again: {why}");
+                }
+                self.start_onboarding(now);
+            }
+            Err(at) => {
+                self.deferred_onboarding = Some(at);
+                let message = format!(
+                    "the device asks to be onboarded more than {} times in {} s ({why}); the next onboarding waits {} ms",
+                    self.cfg.max_onboardings,
+                    self.cfg.onboarding_window.as_secs(),
+                    at.saturating_duration_since(now).as_millis()
+                );
+                tracing::warn!(device = %self.info.device_id, "{message}");
+                self.emit(Event::Warning { message });
+            }
         }
     }
 
@@ -628,11 +716,20 @@ impl Session {
     /// Starts onboarding (over): fresh attempts, `initialize` now.
     fn start_onboarding(&mut self, now: Instant) {
         self.generation += 1;
-        self.last_onboarding_start = Some(now);
         self.background = false;
         self.relisting = false;
+        self.relist_again = false;
         self.retry_step = None;
         self.relist_at = None;
+        self.deferred_onboarding = None;
+        self.maybe_new_instance = false;
+        // A new instance gets its own confirmation re-list, and agrees on its own lists.
+        self.confirm_planned = false;
+        self.short_seen = None;
+        self.truncation_relists = 0;
+        self.needs_agreement = false;
+        self.unconfirmed = None;
+        self.agreement_relists = 0;
         self.onboarding = onboarding::Listing::default();
         self.info.onboarding_error = None;
         self.info.onboarding = OnboardingStatus { attempt: 1, max_attempts: self.cfg.onboarding_attempts.max(1), last_error: None, failed: false };
@@ -697,6 +794,7 @@ impl Session {
                 }
                 let tools = self.onboarding.take_tools();
                 if tools.is_empty() && !self.background && self.onboarding.schedule_retry(now, &self.cfg) {
+                    self.needs_agreement = true;
                     self.info.set_phase(Phase::Listing);
                     return;
                 }
@@ -711,8 +809,29 @@ impl Session {
         }
     }
 
-    /// The end of onboarding: ready at once; one confirmation re-list planned.
+    /// The end of onboarding: ready at once (one confirmation re-list planned), or, after an
+    /// onboarding that needed a retry, once two listings in a row agree. False while a list waits
+    /// for its agreement.
     fn first_list_done(&mut self, tools: Vec<ToolEntry>, now: Instant) -> bool {
+        if self.needs_agreement {
+            let agreed = self.unconfirmed.take().is_some_and(|before| tool_list::same(&before, &tools));
+            if !agreed && self.agreement_relists < self.cfg.max_relists {
+                self.agreement_relists += 1;
+                tracing::debug!(device = %self.info.device_id, tools = tools.len(), "onboarding needed a retry: listing again until two listings agree");
+                self.unconfirmed = Some(tools);
+                self.onboarding = onboarding::Listing::default();
+                self.retry_step = Some((now + self.cfg.agreement_relist, Planned::ListPage));
+                return false;
+            }
+            if !agreed {
+                let warning = format!("no two listings in a row agreed ({} listings); took the last, {} tools", self.agreement_relists + 1, tools.len());
+                tracing::warn!(device = %self.info.device_id, "{warning}");
+                self.info.tools_warning = Some(warning.clone());
+                self.emit(Event::Warning { message: warning });
+            }
+            // Agreed: that was the confirmation.
+            self.confirm_planned = true;
+        }
         let changed = self.info.phase_was_ready_once;
         self.info.set_tools(tools);
         self.info.set_phase(Phase::Ready);
@@ -807,6 +926,7 @@ impl Session {
             status.attempt += 1;
             let (attempt, of) = (status.attempt, status.max_attempts);
             self.info.bump();
+            self.needs_agreement = true;
             self.retry_step = Some((now + delay, planned));
             self.emit(Event::OnboardingRetry { attempt, of, error: what, retry_in_ms: delay.as_millis() as u64 });
             return;

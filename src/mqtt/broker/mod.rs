@@ -17,6 +17,10 @@
 //! connection task catches its own failure, and the accept loop is supervised
 //! ([`RunningBroker::stopped`]).
 //!
+//! The owner hears when a device's connection starts and ends ([`ClientEvent`], through
+//! [`BrokerConfig::events`]): the event is queued before the CONNACK is, so it comes before
+//! anything the connection publishes; a full queue drops the event, and that is logged.
+//!
 //! Packets are read and written with rumqttc's codec.
 
 pub mod acl;
@@ -54,6 +58,27 @@ pub struct BrokerConfig {
     /// The largest packet accepted or sent.
     pub max_packet: usize,
     pub limits: Limits,
+    /// Where device clients' connections starting and ending are told (`None`: nowhere).
+    pub events: Option<mpsc::Sender<ClientEvent>>,
+}
+
+/// A device client's connection (a [`Role::Device`]) started or ended. `conn` tells one
+/// connection of a client id from the next: a connection taken over ends after the new one
+/// started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientEvent {
+    Connected { client_id: String, conn: u64 },
+    Closed { client_id: String, conn: u64 },
+}
+
+/// Queues an event without waiting; a full queue loses it, logged.
+fn tell(events: Option<&mpsc::Sender<ClientEvent>>, event: ClientEvent) {
+    if let Some(tx) = events
+        && tx.try_send(event).is_err()
+        && !tx.is_closed()
+    {
+        warn_limited!("embedded broker: the hub is behind on connection events; one was dropped");
+    }
 }
 
 impl std::fmt::Debug for BrokerConfig {
@@ -159,12 +184,15 @@ async fn refuse(wr: &mut tokio::net::tcp::OwnedWriteHalf, code: ConnectReturnCod
     }
 }
 
-/// Removes the client from the state if its task ends without [`Registered::end`] (a panic).
+/// Removes the client from the state if its task ends without [`Registered::end`] (a panic),
+/// and tells a device's end either way.
 struct Registered {
     state: Shared,
     client_id: String,
     conn: u64,
     ended: bool,
+    /// Set for a device client.
+    events: Option<mpsc::Sender<ClientEvent>>,
 }
 
 impl Registered {
@@ -179,6 +207,7 @@ impl Drop for Registered {
         if !self.ended {
             lock(&self.state).end(&self.client_id, self.conn, true);
         }
+        tell(self.events.as_ref(), ClientEvent::Closed { client_id: std::mem::take(&mut self.client_id), conn: self.conn });
     }
 }
 
@@ -214,6 +243,7 @@ async fn serve(state: Shared, cfg: Arc<BrokerConfig>, stream: TcpStream, remote:
     let client_id = if connect.client_id.is_empty() { format!("anon-{}", uuid::Uuid::new_v4().simple()) } else { connect.client_id.clone() };
     let (tx, mut rx) = mpsc::channel::<Packet>(cfg.limits.queue_for(&role));
     let (kick_tx, mut kick_rx) = oneshot::channel();
+    let device = matches!(role, Role::Device { .. });
     let connected = lock(&state).connect(&client_id, &connect, role, tx, kick_tx);
     let conn = match connected {
         Ok(conn) => conn,
@@ -222,7 +252,10 @@ async fn serve(state: Shared, cfg: Arc<BrokerConfig>, stream: TcpStream, remote:
             return refuse(&mut wr, code).await;
         }
     };
-    let registered = Registered { state: state.clone(), client_id: client_id.clone(), conn, ended: false };
+    // Told before the writer starts, so before the client has its CONNACK.
+    let events = cfg.events.clone().filter(|_| device);
+    tell(events.as_ref(), ClientEvent::Connected { client_id: client_id.clone(), conn });
+    let registered = Registered { state: state.clone(), client_id: client_id.clone(), conn, ended: false, events };
     debug!(%remote, client = %client_id, "embedded broker: client connected");
     let max = cfg.max_packet;
     let mut writer = tokio::spawn(async move {
