@@ -417,12 +417,18 @@ pub struct LimitArgs {
     /// A WebSocket device that has not said hello this long after connecting is closed
     #[arg(long, env = "MCPDEV_HELLO_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub hello_timeout: std::time::Duration,
-    /// Connections from one address that have not said hello yet; more are closed at once
+    /// Connections from one address that have not said hello yet; more wait their turn (--accept-queue-timeout)
     #[arg(long, env = "MCPDEV_MAX_PRE_HELLO_PER_PEER", value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_pre_hello_per_peer: u32,
-    /// Device-side connections that have not said hello yet, in total; more are closed at once
+    /// Device-side connections that have not said hello yet, in total; more wait their turn
     #[arg(long, env = "MCPDEV_MAX_PRE_HELLO", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_pre_hello: u32,
+    /// How long a connection over those caps waits for its turn before it is closed
+    #[arg(long, env = "MCPDEV_ACCEPT_QUEUE_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub accept_queue_timeout: std::time::Duration,
+    /// Connections from one address waiting for their turn; more are closed at once [default: half of the device-connection cap]
+    #[arg(long, env = "MCPDEV_MAX_QUEUED_PER_PEER", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_queued_per_peer: Option<u32>,
     /// Device-side connections in total (also kept 256 below the open-file limit, for the host listener)
     #[arg(long, env = "MCPDEV_MAX_DEVICE_CONNECTIONS", value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_device_connections: u32,
