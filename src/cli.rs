@@ -292,6 +292,7 @@ pub struct WatchArgs {
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  mcpdev devices                  # connected devices\n  \
+mcpdev devices --ndjson         # one JSON object per device and line, as pages arrive\n  \
 mcpdev devices pending          # devices waiting to be admitted, with their codes\n  \
 mcpdev devices approve 123456   # the code the device shows (or its Device-Id)\n  \
 mcpdev devices revoke aa:bb:cc:dd:ee:ff")]
@@ -299,6 +300,13 @@ pub struct DevicesArgs {
     /// The hub's host listener
     #[arg(long, env = "MCPDEV_HUB", default_value = "http://127.0.0.1:8001", global = true)]
     pub hub: String,
+    /// The listing as NDJSON: one device object per line, written as the hub's pages arrive
+    /// (--json keeps one array)
+    #[arg(long)]
+    pub ndjson: bool,
+    /// Devices per request to the hub when listing (at most 1000)
+    #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub page_size: u32,
     #[command(subcommand)]
     pub command: Option<DevicesCommand>,
 }
