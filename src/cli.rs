@@ -115,11 +115,15 @@ pub struct SimArgs {
     /// Which tools the virtual devices offer
     #[arg(long, value_enum, default_value_t = crate::sim::Profile::StockTools)]
     pub profile: crate::sim::Profile,
+    /// Connect from these local addresses, the devices spread over them in turn (e.g.
+    /// 127.0.0.2,127.0.0.3): one source address reaches a hub through about 28,000 ports at most
+    #[arg(long, value_name = "ADDR[,ADDR…]", value_delimiter = ',', conflicts_with_all = ["mqtt", "ota"])]
+    pub source_addr: Vec<std::net::IpAddr>,
     #[command(flatten)]
     pub bootstrap: SimBootstrapArgs,
     /// Play back a session recorded with `watch --record FILE`: one device with the recorded
     /// identity and hello, answering each request with the recorded reply
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["count", "extra_tools", "profile", "mqtt", "ota"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["count", "extra_tools", "profile", "mqtt", "ota", "source_addr"])]
     pub replay: Option<std::path::PathBuf>,
     /// With --replay: answer after the recorded latencies
     #[arg(long, requires = "replay")]
