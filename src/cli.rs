@@ -117,11 +117,15 @@ pub struct SimArgs {
     /// Which tools the virtual devices offer
     #[arg(long, value_enum, default_value_t = crate::sim::Profile::StockTools)]
     pub profile: crate::sim::Profile,
+    /// Connect from these local addresses, the devices spread over them in turn (e.g.
+    /// 127.0.0.2,127.0.0.3): one source address reaches a hub through about 28,000 ports at most
+    #[arg(long, value_name = "ADDR[,ADDR…]", value_delimiter = ',', conflicts_with_all = ["mqtt", "ota"])]
+    pub source_addr: Vec<std::net::IpAddr>,
     #[command(flatten)]
     pub bootstrap: SimBootstrapArgs,
     /// Play back a session recorded with `watch --record FILE`: one device with the recorded
     /// identity and hello, answering each request with the recorded reply
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["count", "extra_tools", "profile", "mqtt", "ota"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["count", "extra_tools", "profile", "mqtt", "ota", "source_addr"])]
     pub replay: Option<std::path::PathBuf>,
     /// With --replay: answer after the recorded latencies
     #[arg(long, requires = "replay")]
@@ -309,6 +313,7 @@ pub struct WatchArgs {
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  mcpdev devices                  # connected devices\n  \
+mcpdev devices --ndjson         # one JSON object per device and line, as pages arrive\n  \
 mcpdev devices pending          # devices waiting to be admitted, with their codes\n  \
 mcpdev devices approve 123456   # the code the device shows (or its Device-Id)\n  \
 mcpdev devices deny 123456      # refuse a request\n  \
@@ -317,6 +322,13 @@ pub struct DevicesArgs {
     /// The hub's host listener
     #[arg(long, env = "MCPDEV_HUB", default_value = "http://127.0.0.1:8001", global = true)]
     pub hub: String,
+    /// The listing as NDJSON: one device object per line, written as the hub's pages arrive
+    /// (--json keeps one array)
+    #[arg(long)]
+    pub ndjson: bool,
+    /// Devices per request to the hub when listing (at most 1000)
+    #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub page_size: u32,
     #[command(subcommand)]
     pub command: Option<DevicesCommand>,
 }
@@ -452,12 +464,18 @@ pub struct LimitArgs {
     /// A WebSocket device that has not said hello this long after connecting is closed
     #[arg(long, env = "MCPDEV_HELLO_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub hello_timeout: std::time::Duration,
-    /// Connections from one address that have not said hello yet; more are closed at once
+    /// Connections from one address that have not said hello yet; more wait their turn (--accept-queue-timeout)
     #[arg(long, env = "MCPDEV_MAX_PRE_HELLO_PER_PEER", value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_pre_hello_per_peer: u32,
-    /// Device-side connections that have not said hello yet, in total; more are closed at once
+    /// Device-side connections that have not said hello yet, in total; more wait their turn
     #[arg(long, env = "MCPDEV_MAX_PRE_HELLO", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_pre_hello: u32,
+    /// How long a connection over those caps waits for its turn before it is closed
+    #[arg(long, env = "MCPDEV_ACCEPT_QUEUE_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub accept_queue_timeout: std::time::Duration,
+    /// Connections from one address waiting for their turn; more are closed at once [default: half of the device-connection cap]
+    #[arg(long, env = "MCPDEV_MAX_QUEUED_PER_PEER", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_queued_per_peer: Option<u32>,
     /// Device-side connections in total (also kept 256 below the open-file limit, for the host listener)
     #[arg(long, env = "MCPDEV_MAX_DEVICE_CONNECTIONS", value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_device_connections: u32,

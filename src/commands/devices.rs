@@ -1,7 +1,14 @@
 //! `mcpdev devices`: the connected devices; `approve`, `revoke`, `pending` and `admitted` manage
 //! which devices the hub admits ([`crate::hub::admission`]), through the control API.
+//!
+//! The listing is read a page at a time (`--page-size` devices per request, in Device-Id order),
+//! and written as each page arrives: the hub never builds the whole fleet's answer, and the first
+//! line comes after one page whatever the fleet. `--json` keeps its shape (one array of every
+//! device, one device per line), `--ndjson` writes one device object per line. A hub too old to
+//! page answers with the whole list at once; that is read as the only page.
 
 use super::output::outln;
+use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -18,29 +25,105 @@ pub async fn run(global: &GlobalArgs, args: DevicesArgs) -> anyhow::Result<()> {
     // A refusal, or a hub the local token is not for, is exit 3; an unreachable hub 4.
     let client = HubClient::open(&args.hub).await?;
     let request = match &args.command {
-        None => json!({"op": "devices"}),
+        None => return list(global, &args, &client).await,
         Some(DevicesCommand::Approve { target, rebind }) => json!({"op": "approve", "target": target, "rebind": rebind}),
         Some(DevicesCommand::Deny { code }) => json!({"op": "deny", "code": code}),
         Some(DevicesCommand::Revoke { device }) => json!({"op": "revoke", "device": device}),
         Some(DevicesCommand::Pending) => json!({"op": "pending"}),
         Some(DevicesCommand::Admitted) => json!({"op": "admitted"}),
     };
-    let answer = match tokio::time::timeout(DEADLINE, client.call(request)).await {
-        Err(_) => return Err(CodedError::new(Exit::Timeout, format!("the hub did not answer within {DEADLINE:?}")).into()),
-        Ok(Err(e)) => return Err(refused(e).into()),
-        Ok(Ok(v)) => v,
-    };
+    let answer = ask(&client, request).await?;
     if global.json {
         print_json(&answer);
         return Ok(());
     }
     match args.command {
-        None => connected(global, &answer),
+        None => unreachable!("listed above"),
         Some(DevicesCommand::Approve { .. }) => approved(global, &answer),
         Some(DevicesCommand::Deny { .. }) => denied(global, &answer),
         Some(DevicesCommand::Revoke { .. }) => revoked(global, &answer),
         Some(DevicesCommand::Pending) => pending(global, &answer),
         Some(DevicesCommand::Admitted) => admitted(global, &answer),
+    }
+    Ok(())
+}
+
+async fn ask(client: &HubClient, request: Value) -> Result<Value, CodedError> {
+    match tokio::time::timeout(DEADLINE, client.call(request)).await {
+        Err(_) => Err(CodedError::new(Exit::Timeout, format!("the hub did not answer within {DEADLINE:?}"))),
+        Ok(Err(e)) => Err(refused(e)),
+        Ok(Ok(v)) => Ok(v),
+    }
+}
+
+/// How the listing is written.
+enum Listing {
+    Table(super::output::Table, HashMap<String, String>),
+    /// The JSON array, one device per line; the device held back until the next one says
+    /// whether it needs a comma.
+    Array(Option<Value>),
+    Ndjson,
+}
+
+/// Plain `mcpdev devices`: every connected device (issue 13), a page at a time (issue 24).
+async fn list(global: &GlobalArgs, args: &DevicesArgs, client: &HubClient) -> anyhow::Result<()> {
+    let mut out = if args.ndjson {
+        Listing::Ndjson
+    } else if global.json {
+        Listing::Array(None)
+    } else {
+        // Alias -> Device-Id, read once; looked up by Device-Id per row.
+        let mut by_id = HashMap::new();
+        for (alias, id) in crate::config::aliases() {
+            let id = id.to_ascii_lowercase();
+            if by_id.get(&id).is_none_or(|a: &String| alias < *a) {
+                by_id.insert(id, alias);
+            }
+        }
+        Listing::Table(table(global, &["device", "alias", "transport", "state", "tools", "connected since", "address"]), by_id)
+    };
+    let (mut count, mut after) = (0usize, None::<String>);
+    loop {
+        let answer = ask(client, json!({"op": "devices", "limit": args.page_size, "after": after})).await?;
+        let (devices, next) = match answer {
+            // A hub that does not page: everything at once.
+            Value::Array(all) => (all, None),
+            mut page => (page["devices"].take().as_array_mut().map(std::mem::take).unwrap_or_default(), page["next"].as_str().map(str::to_string)),
+        };
+        // A cursor that does not move on would loop for ever: a broken hub, said as such.
+        if next.is_some() && next == after {
+            return Err(CodedError::new(Exit::Unreachable, "the hub's device listing did not move past its cursor").into());
+        }
+        count += devices.len();
+        for d in devices {
+            match &mut out {
+                Listing::Ndjson => outln!("{}", super::output::json_line(&d)),
+                Listing::Array(held) => match held.replace(d) {
+                    Some(prev) => outln!("  {},", super::output::json_line(&prev)),
+                    None => outln!("["),
+                },
+                Listing::Table(t, aliases) => {
+                    t.add_row(row(&d, aliases));
+                }
+            }
+        }
+        match next {
+            Some(n) => after = Some(n),
+            None => break,
+        }
+    }
+    match out {
+        Listing::Ndjson => {}
+        Listing::Array(Some(last)) => outln!("  {}\n]", super::output::json_line(&last)),
+        Listing::Array(None) => outln!("[]"),
+        Listing::Table(t, _) => {
+            if count > 0 {
+                outln!("{}", render(&t));
+            }
+        }
+    }
+    if !global.quiet && !global.json && !args.ndjson {
+        eprintln!("{count} device(s) connected");
     }
     Ok(())
 }
@@ -58,31 +141,20 @@ fn text(v: &Value) -> String {
     v.as_str().map(str::to_string).unwrap_or_else(|| if v.is_null() { "-".into() } else { v.to_string() })
 }
 
-/// Plain `mcpdev devices`: every connected device (issue 13).
-fn connected(global: &GlobalArgs, answer: &Value) {
-    let devices = answer.as_array().cloned().unwrap_or_default();
-    let aliases = crate::config::aliases();
-    let mut t = table(global, &["device", "alias", "transport", "state", "tools", "connected since", "address"]);
-    for d in &devices {
-        let id = d["device_id"].as_str().unwrap_or_default();
-        let alias = aliases.iter().filter(|(_, v)| v.eq_ignore_ascii_case(id)).map(|(k, _)| k.as_str()).min().unwrap_or("-");
-        let state = match d["phase"].as_str() {
-            Some("ready") => "ready",
-            _ if d["onboarding_error"].is_string() => "failed",
-            Some("disconnected") => "disconnected",
-            _ => "onboarding",
-        };
-        let tools = d["tools"].as_array().map_or(0, Vec::len);
-        let since = d["connected_at_ms"].as_u64().map_or_else(|| "-".into(), local_time);
-        let address = d["remote"].as_str().unwrap_or("-");
-        t.add_row(vec![id.to_string(), alias.to_string(), text(&d["transport"]), state.to_string(), tools.to_string(), since, address.to_string()]);
-    }
-    if !devices.is_empty() {
-        outln!("{}", render(&t));
-    }
-    if !global.quiet {
-        eprintln!("{} device(s) connected", devices.len());
-    }
+/// A device's row in the table.
+fn row(d: &Value, aliases: &HashMap<String, String>) -> Vec<String> {
+    let id = d["device_id"].as_str().unwrap_or_default();
+    let alias = aliases.get(&id.to_ascii_lowercase()).map_or("-", String::as_str);
+    let state = match d["phase"].as_str() {
+        Some("ready") => "ready",
+        _ if d["onboarding_error"].is_string() => "failed",
+        Some("disconnected") => "disconnected",
+        _ => "onboarding",
+    };
+    let tools = d["tools"].as_array().map_or(0, Vec::len);
+    let since = d["connected_at_ms"].as_u64().map_or_else(|| "-".into(), local_time);
+    let address = d["remote"].as_str().unwrap_or("-");
+    vec![id.to_string(), alias.to_string(), text(&d["transport"]), state.to_string(), tools.to_string(), since, address.to_string()]
 }
 
 fn approved(global: &GlobalArgs, a: &Value) {

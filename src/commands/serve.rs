@@ -43,6 +43,8 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
             max_connections: args.limits.max_device_connections as usize,
             pre_hello_per_peer: args.limits.max_pre_hello_per_peer as usize,
             pre_hello_total: args.limits.max_pre_hello as usize,
+            queued_per_peer: args.limits.max_queued_per_peer.map_or(0, |n| n as usize),
+            queue_timeout: args.limits.accept_queue_timeout,
         },
         hello_timeout: args.limits.hello_timeout,
         // Set from the bridge's token by the stack.
@@ -90,7 +92,8 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         let (broker, udp) = mqtt.as_ref().map(|m| (m.broker.clone(), m.udp.addr.port())).unzip();
         serde_json::json!({"event": "listening", "devices": devices_url, "device_urls": reach, "host": host_url, "mcp": mcp,
             "demo_devices": args.demo.unwrap_or(0), "ota": ota_url, "mqtt": broker, "udp_port": udp,
-            "approve_all": admission.approve_all(), "admitted_file": admission.file()})
+            "approve_all": admission.approve_all(), "admitted_file": admission.file(),
+            "max_device_connections": running.hub.budget.caps().max_connections, "fd_limit": running.hub.budget.fd_limit()})
     };
     if let Some(path) = &args.ready_file {
         // Written whole (a reader never sees half of it), after every listener is up.
@@ -109,6 +112,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         eprintln!("  MCP endpoint         {host_url}/mcp  (legacy SSE: {host_url}/sse; one device: {host_url}/devices/<id>/mcp)");
         eprintln!("  OTA (device setup)   {ota_url}");
         eprintln!("  dashboard            {}  (one-time log-in link; `mcpdev dashboard` prints a fresh one)", dashboard.login_url());
+        eprintln!("  device connections   {}", super::serve_report::device_ceiling(&running.hub.budget));
         if admission.approve_all() {
             eprintln!("  admission            OFF (--approve-all): every device is admitted");
         } else {

@@ -74,6 +74,15 @@ fn lan_addresses() -> Vec<IpAddr> {
 
 /// The `--hub` a suggested command needs to reach this hub: none on the default address, where
 /// every command looks first.
+/// The device ceiling as the banner says it: how many devices the hub takes, and what sets it.
+pub fn device_ceiling(budget: &crate::hub::budget::Budget) -> String {
+    let max = budget.caps().max_connections;
+    match budget.fd_limit() {
+        Some(fds) if fds != u64::MAX => format!("up to {max} (open-file limit {fds}; to raise it see docs/hub.md, \"Descriptor limits\")"),
+        _ => format!("up to {max} (--max-device-connections)"),
+    }
+}
+
 pub fn hub_flag(host_addr: SocketAddr) -> String {
     if host_addr.port() == 8001 && (host_addr.ip().is_loopback() || host_addr.ip().is_unspecified()) {
         return String::new();

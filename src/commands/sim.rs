@@ -11,6 +11,9 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
     }
     let first = parse_mac(&args.device_id).map_err(anyhow::Error::msg)?;
     let base = u64::from_be_bytes([0, 0, first[0], first[1], first[2], first[3], first[4], first[5]]);
+    for ip in &args.source_addr {
+        crate::sim::check_source_addr(*ip, &args.url).map_err(|e| CodedError::new(Exit::Usage, e))?;
+    }
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..u64::from(args.count) {
         let mac = (base + i).to_be_bytes();
@@ -26,6 +29,7 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
         cfg.profile = args.profile;
         cfg.protocol_version = args.protocol_version;
         cfg.ota = args.bootstrap.ota.clone();
+        cfg.source_addr = (!args.source_addr.is_empty()).then(|| args.source_addr[i as usize % args.source_addr.len()]);
         if let Some(url) = &args.bootstrap.mqtt {
             let broker = crate::mqtt::conn::BrokerUrl::parse(url).map_err(anyhow::Error::msg)?;
             cfg.mqtt = Some(crate::sim::mqtt::MqttTarget::direct(broker, &cfg.device_id).map_err(anyhow::Error::msg)?);

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! {"id":1,"op":"devices"}                                      -> {"id":1,"ok":[DeviceInfo…]}
+//! {"id":1,"op":"devices","limit":200,"after":"aa:bb…"}         -> {"id":1,"ok":{"devices":[DeviceInfo…],"next":"aa:bc…"|null}}
 //! {"id":2,"op":"device","device":"aa:bb","wait_ms":5000}        -> {"id":2,"ok":DeviceInfo}
 //! {"id":3,"op":"rpc","device":"aa:bb","method":"tools/call","params":{…},"timeout_ms":30000}
 //!                                                               -> {"id":3,"ok":result} | {"id":3,"error":{…}}
@@ -15,6 +16,11 @@
 //! ```
 //! Errors: `{"kind": "no_devices|not_found|ambiguous|not_ready|timeout|device_error|disconnected|link_down|bad_request|busy",
 //! "message": …, "rpc": {code,message,data}?}`.
+//!
+//! `devices` with a `limit` is one page, in Device-Id order, after the Device-Id `after`; `next`
+//! is the `after` of the page that follows (null at the end). A page holds at most
+//! [`MAX_DEVICES_PAGE`] devices, so what the hub builds for one answer is bounded whatever the
+//! fleet; without a `limit` the answer is every device at once (the shape older clients read).
 //!
 //! One connection serves its requests concurrently in its own task, which also writes their
 //! answers to the socket: at most [`MAX_IN_FLIGHT`] at a time (watches included; beyond that the
@@ -45,6 +51,8 @@ use crate::wire::ws_frame::{self, Incoming};
 pub const MAX_IN_FLIGHT: usize = 256;
 /// Longest request text.
 pub const MAX_REQUEST_BYTES: usize = 1 << 20;
+/// Most devices in one page of `devices`.
+pub const MAX_DEVICES_PAGE: usize = 1000;
 /// Longest the hub waits for a client to take one answer.
 pub const WRITE_DEADLINE: Duration = Duration::from_secs(30);
 
@@ -58,7 +66,7 @@ struct ControlRequest {
 #[derive(Debug, PartialEq, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 enum Op {
-    Devices,
+    Devices { #[serde(default)] after: Option<String>, #[serde(default)] limit: Option<usize> },
     Device { device: Option<String>, #[serde(default)] wait_ms: u64 },
     Rpc { device: Option<String>, method: String, params: Option<Value>, timeout_ms: u64 },
     Watch { device: Option<String>, #[serde(default)] traffic: bool },
@@ -208,7 +216,8 @@ fn rpc_request(text: &str) -> Option<ControlRequest> {
 async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<String>) -> Option<String> {
     let id = req.id;
     let reply = match req.op {
-        Op::Devices => Ok(text_of(&hub.registry.snapshots().iter().map(|i| &**i).collect::<Vec<_>>())),
+        Op::Devices { after, limit: None } if after.is_none() => Ok(text_of(&hub.registry.snapshots().iter().map(|i| &**i).collect::<Vec<_>>())),
+        Op::Devices { after, limit } => Ok(devices_page(&hub, after.as_deref(), limit.unwrap_or(MAX_DEVICES_PAGE))),
         Op::Device { device, wait_ms } => device_info(&hub, device.as_deref(), wait_ms).await,
         Op::Rpc { device, method, params, timeout_ms } => rpc(&hub, device.as_deref(), &method, params, timeout_ms).await.map(RawResult::into_text),
         Op::Watch { device, traffic } => {
@@ -242,6 +251,17 @@ pub async fn answer_once(hub: Arc<Hub>, text: &str) -> String {
         }
         Err(answer) => answer.to_string(),
     }
+}
+
+/// One page of `devices`: `{"devices":[…],"next":…}`.
+fn devices_page(hub: &Hub, after: Option<&str>, limit: usize) -> String {
+    #[derive(serde::Serialize)]
+    struct Page<'a> {
+        devices: Vec<&'a crate::session::DeviceInfo>,
+        next: Option<String>,
+    }
+    let (infos, next) = hub.registry.page(after, limit.clamp(1, MAX_DEVICES_PAGE));
+    text_of(&Page { devices: infos.iter().map(|i| &**i).collect(), next })
 }
 
 /// The JSON text of an answer. Serializing these types cannot fail (string keys, no floats
@@ -337,6 +357,7 @@ mod tests {
         }
         let left_to_the_full_read = [
             r#"{"id":1,"op":"devices"}"#,
+            r#"{"id":1,"op":"devices","limit":5,"after":"aa"}"#,
             r#"{"id":1,"op":"rp\u0063","method":"ping","timeout_ms":10}"#,
             r#"{"id":1,"op":"rpc","op":"rpc","method":"ping","timeout_ms":10}"#,
             r#"{"id":1,"op":"rpc","method":"ping"}"#,

@@ -203,14 +203,23 @@ pub async fn bind(config: HubConfig) -> anyhow::Result<BoundHub> {
     check_remote_use(&config)?;
     crate::metrics::start();
     let fd_limit = budget::raise_fd_limit();
-    let caps = config.caps.within_fd_limit(fd_limit);
+    let budget = budget::Budget::under_fd_limit(config.caps, fd_limit);
+    let caps = budget.caps();
     tracing::info!(
         fd_limit = %fd_limit.map_or_else(|| "unknown".to_string(), |l| l.to_string()),
         device_connections = caps.max_connections,
         pre_hello_per_peer = caps.pre_hello_per_peer,
         pre_hello_total = caps.pre_hello_total,
+        queued_per_peer = caps.queued_per_peer(),
         "open-file limit raised to the hard limit; device-side connections capped below it"
     );
+    if budget.limited_by_descriptors(config.caps.max_connections) {
+        tracing::warn!(
+            "the open-file limit ({}) allows {} devices at most; raise it for more (docs/hub.md, \"Descriptor limits\": LimitNOFILE, ulimit -n, fs.nr_open)",
+            fd_limit.unwrap_or_default(),
+            caps.max_connections
+        );
+    }
     let device_listener = listener::bind(config.device_addr, listener::DEVICE_BACKLOG)
         .map_err(|e| bind_error("for devices", config.device_addr, "--device-addr", &e))?;
     let host_listener = listener::bind(config.host_addr, listener::HOST_BACKLOG)
@@ -231,7 +240,7 @@ pub async fn bind(config: HubConfig) -> anyhow::Result<BoundHub> {
         device_ip: Some(device_addr.ip()).filter(|ip| !ip.is_unspecified()).or_else(default_route_ip),
         mqtt: std::sync::OnceLock::new(),
         control,
-        budget: budget::Budget::new(caps),
+        budget,
     });
     Ok(BoundHub { hub, device_addr, host_addr, device_listener, host_listener })
 }

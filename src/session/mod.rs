@@ -94,6 +94,10 @@ pub struct SessionConfig {
     /// Send an MCP `ping` when nothing was sent for this long (the device drops a link after 120 s
     /// without incoming data; WebSocket pings are not relied on).
     pub keepalive: Duration,
+    /// Each session pings a little earlier than `keepalive`, by up to this percentage, drawn from
+    /// its session id ([`spread_keepalive`]): a fleet onboarded in one burst does not ping in one
+    /// burst every minute, and the sessions' periods differ, so they drift further apart.
+    pub keepalive_jitter_pct: u8,
     /// Give up listing after this many pages.
     pub max_pages: usize,
     /// When the list comes back empty, list again after this delay, up to `empty_list_retries` times.
@@ -144,6 +148,7 @@ impl SessionConfig {
             vision_token: String::new(),
             onboarding_timeout: Duration::from_secs(10),
             keepalive: Duration::from_secs(60),
+            keepalive_jitter_pct: 25,
             max_pages: 100,
             empty_list_retry: Duration::from_secs(2),
             empty_list_retries: 3,
@@ -163,6 +168,15 @@ impl SessionConfig {
             system_info: None,
         }
     }
+}
+
+/// The keepalive period of the session `session_id`: `every`, less up to `jitter_pct` % of it,
+/// spread evenly over sessions by a hash of the id (FNV-1a), never more than `every` (the device's
+/// inactivity limit is what `every` is chosen against).
+pub fn spread_keepalive(every: Duration, jitter_pct: u8, session_id: &str) -> Duration {
+    let hash = session_id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let fraction = (hash >> 11) as f64 / (1u64 << 53) as f64;
+    every.saturating_sub(every.mul_f64(f64::from(jitter_pct.min(90)) / 100.0 * fraction))
 }
 
 /// Why a call did not produce a result.
@@ -305,7 +319,8 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn new(identity: Identity, transport: &str, cfg: SessionConfig, now: Instant) -> Self {
+    pub fn new(identity: Identity, transport: &str, mut cfg: SessionConfig, now: Instant) -> Self {
+        cfg.keepalive = spread_keepalive(cfg.keepalive, cfg.keepalive_jitter_pct, &cfg.session_id);
         let mut info = DeviceInfo::new(identity, transport, &cfg.session_id);
         info.set_system_info(cfg.system_info.as_ref());
         let onboard_budget = cfg.onboard_budget;

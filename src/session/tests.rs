@@ -10,6 +10,8 @@ fn identity() -> Identity {
 
 fn config() -> SessionConfig {
     let mut cfg = SessionConfig::new("s1", r#"{"type":"hello","transport":"websocket","session_id":"s1"}"#.into());
+    // Exact times below; the spread has its own tests.
+    cfg.keepalive_jitter_pct = 0;
     cfg.vision_url = "http://hub/vision".into();
     cfg.vision_token = "vt".into();
     cfg
@@ -746,4 +748,44 @@ fn after_a_retry_a_partial_first_list_is_never_ready() {
         now = s.next_deadline().unwrap();
         list = sent(&s.on_tick(now))[0]["payload"].clone();
     }
+/// Issue 24: a fleet onboarded in one burst pings spread over a quarter of the keepalive, evenly,
+/// never later than the keepalive itself.
+#[test]
+fn keepalives_of_a_fleet_onboarded_at_once_are_spread() {
+    let every = Duration::from_secs(60);
+    let periods: Vec<Duration> = (0..10_000).map(|_| super::spread_keepalive(every, 25, &uuid::Uuid::new_v4().to_string())).collect();
+    assert!(periods.iter().all(|p| *p <= every && *p >= Duration::from_secs(45)), "outside [45 s, 60 s]");
+    // In 100 ms buckets over the 15 s window, 150 buckets of about 67 pings each: none holds
+    // more than twice its share (all at once would be 10,000 in one).
+    let mut buckets = [0u32; 151];
+    for p in &periods {
+        buckets[((every - *p).as_millis() / 100) as usize] += 1;
+    }
+    let max = *buckets.iter().max().unwrap();
+    assert!(max <= 2 * 10_000 / 150, "a 100 ms bucket holds {max} pings");
+    assert!(buckets[..150].iter().all(|&n| n > 0), "a gap in the spread");
+    // The same session keeps its period (a hash, not a draw), and without jitter it is exact.
+    assert_eq!(super::spread_keepalive(every, 25, "abc"), super::spread_keepalive(every, 25, "abc"));
+    assert_eq!(super::spread_keepalive(every, 0, "abc"), every);
+}
+
+/// The session's own schedule uses its spread period: the first ping is due within it.
+#[test]
+fn a_session_pings_at_its_own_spread_period() {
+    let now = Instant::now();
+    let mut cfg = config();
+    cfg.keepalive_jitter_pct = 25;
+    let expected = super::spread_keepalive(cfg.keepalive, 25, &cfg.session_id);
+    assert!(expected < Duration::from_secs(60), "s1's period is jittered: {expected:?}");
+    let mut s = Session::new(identity(), "websocket", cfg, now);
+    let out = sent(&s.on_text(r#"{"type":"hello"}"#, now));
+    let out = sent(&s.on_text(&reply(&out[1]["payload"]["id"], json!({})), now));
+    s.on_text(&reply(&out[1]["payload"]["id"], json!({"tools":[tool("a")]})), now);
+    assert_eq!(s.info().phase, Phase::Ready);
+    let confirm = sent(&s.on_tick(now + Duration::from_millis(1500)));
+    let at = now + Duration::from_millis(1500);
+    s.on_text(&reply(&confirm[0]["payload"]["id"], json!({"tools":[tool("a")]})), at);
+    assert_eq!(s.next_deadline(), Some(at + expected));
+    assert!(s.on_tick(at + expected - Duration::from_millis(1)).is_empty());
+    assert_eq!(sent(&s.on_tick(at + expected))[0]["payload"]["method"], "ping");
 }

@@ -34,6 +34,8 @@ pub struct SimConfig {
     pub mqtt: Option<super::mqtt::MqttTarget>,
     /// Bootstrap from this OTA URL first (the answer decides WebSocket or MQTT).
     pub ota: Option<String>,
+    /// Connect from this local address ([`super::source`]; `ws://` only).
+    pub source_addr: Option<std::net::IpAddr>,
 }
 
 impl SimConfig {
@@ -52,6 +54,7 @@ impl SimConfig {
             max_backoff: Duration::from_secs(30),
             mqtt: None,
             ota: None,
+            source_addr: None,
         }
     }
 }
@@ -172,7 +175,15 @@ pub(crate) fn device_request(
 /// One connection. `Ok(true)` if the server said hello (the backoff starts over).
 async fn session(cfg: &SimConfig, link: &mut DeviceLink<SimState>) -> anyhow::Result<bool> {
     let request = device_request(&cfg.url, cfg.token.as_deref(), &cfg.device_id, Some(&cfg.client_id), cfg.protocol_version)?;
-    let (ws, _) = tokio_tungstenite::connect_async_with_config(request, Some(ws_config()), true).await.map_err(anyhow::Error::new)?;
+    let (ws, _) = match cfg.source_addr {
+        None => tokio_tungstenite::connect_async_with_config(request, Some(ws_config()), true).await.map_err(anyhow::Error::new)?,
+        Some(from) => {
+            let host = request.uri().host().unwrap_or("127.0.0.1").to_string();
+            let port = request.uri().port_u16().unwrap_or(80);
+            let tcp = super::source::connect_from(from, &host, port).await?;
+            tokio_tungstenite::client_async_with_config(request, tokio_tungstenite::MaybeTlsStream::Plain(tcp), Some(ws_config())).await.map_err(anyhow::Error::new)?
+        }
+    };
     let (mut tx, mut rx) = ws.split();
     tx.send(Message::text(link.hello())).await?;
     let mut greeted = false;
