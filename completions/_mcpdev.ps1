@@ -67,6 +67,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--mcp-timeout', '--mcp-timeout', [CompletionResultType]::ParameterName, 'How long an MCP tools/call waits for the device')
             [CompletionResult]::new('--mcp-names', '--mcp-names', [CompletionResultType]::ParameterName, 'Tool names on /mcp: prefixed by device (`<alias>.<tool>`, stable) or the devices'' own')
             [CompletionResult]::new('--mcp-page-size', '--mcp-page-size', [CompletionResultType]::ParameterName, 'Tools per tools/list page on the MCP endpoints')
+            [CompletionResult]::new('--mcp-max-sessions', '--mcp-max-sessions', [CompletionResultType]::ParameterName, 'Open MCP sessions (/mcp, /sse, /devices/*/mcp and /sse) allowed in total; a new one beyond it is refused with 503 until sessions end or expire (5 min idle)')
+            [CompletionResult]::new('--mcp-max-sessions-per-peer', '--mcp-max-sessions-per-peer', [CompletionResultType]::ParameterName, 'Open MCP sessions allowed from one peer address (on loopback, every local MCP host is one peer)')
             [CompletionResult]::new('--mqtt', '--mqtt', [CompletionResultType]::ParameterName, 'Serve MQTT devices: `embedded` runs a broker in this process; or a broker URL (mqtt://[user@]host[:port], mqtts://…; a password in MCPDEV_MQTT_PASSWORD)')
             [CompletionResult]::new('--mqtt-listen', '--mqtt-listen', [CompletionResultType]::ParameterName, 'Where the embedded broker listens')
             [CompletionResult]::new('--mqtt-group', '--mqtt-group', [CompletionResultType]::ParameterName, 'Shared-subscription group: hubs on one broker with the same group share the devices')

@@ -63,6 +63,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --mcp-timeout 'How long an MCP tools/call waits for the device'
             cand --mcp-names 'Tool names on /mcp: prefixed by device (`<alias>.<tool>`, stable) or the devices'' own'
             cand --mcp-page-size 'Tools per tools/list page on the MCP endpoints'
+            cand --mcp-max-sessions 'Open MCP sessions (/mcp, /sse, /devices/*/mcp and /sse) allowed in total; a new one beyond it is refused with 503 until sessions end or expire (5 min idle)'
+            cand --mcp-max-sessions-per-peer 'Open MCP sessions allowed from one peer address (on loopback, every local MCP host is one peer)'
             cand --mqtt 'Serve MQTT devices: `embedded` runs a broker in this process; or a broker URL (mqtt://[user@]host[:port], mqtts://…; a password in MCPDEV_MQTT_PASSWORD)'
             cand --mqtt-listen 'Where the embedded broker listens'
             cand --mqtt-group 'Shared-subscription group: hubs on one broker with the same group share the devices'
