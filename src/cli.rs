@@ -445,6 +445,13 @@ pub struct ServeArgs {
     /// Tools per tools/list page on the MCP endpoints
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub mcp_page_size: u32,
+    /// Open MCP sessions (/mcp, /sse, /devices/*/mcp and /sse) allowed in total; a new one
+    /// beyond it is refused with 503 until sessions end or expire (5 min idle)
+    #[arg(long, env = "MCPDEV_MCP_MAX_SESSIONS", value_name = "N", default_value_t = crate::bridge::sessions::DEFAULT_TOTAL, value_parser = clap::value_parser!(u32).range(1..))]
+    pub mcp_max_sessions: u32,
+    /// Open MCP sessions allowed from one peer address (on loopback, every local MCP host is one peer)
+    #[arg(long, env = "MCPDEV_MCP_MAX_SESSIONS_PER_PEER", value_name = "N", default_value_t = crate::bridge::sessions::DEFAULT_PER_PEER, value_parser = clap::value_parser!(u32).range(1..))]
+    pub mcp_max_sessions_per_peer: u32,
     #[command(flatten)]
     pub mqtt: MqttServeArgs,
     #[command(flatten)]

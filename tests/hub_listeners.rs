@@ -8,24 +8,13 @@ use std::net::SocketAddr;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::raw_http::{addr_of, connect_from};
 use common::{HubProcess, mcpdev};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 const DEADLINE: Duration = Duration::from_secs(20);
-
-fn addr_of(url: &str) -> SocketAddr {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    rest.split('/').next().unwrap().parse().unwrap()
-}
-
-/// A TCP connection to `to` from the loopback address `from` (another "peer" on this machine).
-async fn connect_from(from: &str, to: SocketAddr) -> TcpStream {
-    let socket = TcpSocket::new_v4().unwrap();
-    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
-    tokio::time::timeout(DEADLINE, socket.connect(to)).await.expect("connect in time").unwrap()
-}
 
 /// Reads until the hub closes the connection; fails the test if it does not within `within`.
 /// Returns what was read.

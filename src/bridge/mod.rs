@@ -12,6 +12,8 @@
 //!   per-session worker and SSE stream; everything else, and anything unusual, goes to rmcp.
 //! - Tools are dynamic: `tools.listChanged` is declared and every open session hears when a
 //!   device connects, disconnects or changes its tools.
+//! - Open sessions are capped in total and per peer address, on every endpoint and transport
+//!   ([`sessions`]).
 //! - Device notifications become resources: `mcpdev://devices/<id>/notifications` (subscribe
 //!   to get `notifications/resources/updated`), beside `mcpdev://devices/<id>` (its description).
 
@@ -21,6 +23,7 @@ pub mod http;
 pub mod naming;
 pub mod notifier;
 pub mod results;
+pub mod sessions;
 pub mod sse;
 
 use std::sync::Arc;
@@ -61,11 +64,22 @@ pub struct BridgeConfig {
     pub page_size: usize,
     /// A bearer token MCP clients must send; none means loopback access is enough.
     pub token: Option<String>,
+    /// Open MCP sessions allowed, in total and per peer address ([`sessions`]).
+    pub max_sessions: u32,
+    pub max_sessions_per_peer: u32,
 }
 
 impl Default for BridgeConfig {
     fn default() -> Self {
-        Self { call_timeout: Duration::from_secs(60), naming: Naming::Prefixed, user_tools: false, page_size: 100, token: None }
+        Self {
+            call_timeout: Duration::from_secs(60),
+            naming: Naming::Prefixed,
+            user_tools: false,
+            page_size: 100,
+            token: None,
+            max_sessions: sessions::DEFAULT_TOTAL,
+            max_sessions_per_peer: sessions::DEFAULT_PER_PEER,
+        }
     }
 }
 
@@ -76,6 +90,8 @@ pub struct Shared {
     pub notifier: Arc<Notifier>,
     /// Every endpoint's tools, kept up to date on change.
     pub catalogues: Catalogues,
+    /// The open sessions of every endpoint, within their caps.
+    pub sessions: Arc<sessions::SessionCaps>,
 }
 
 impl Shared {
@@ -140,13 +156,15 @@ pub struct Bridge {
     session: u64,
     /// Counts this session in `mcpdev_mcp_sessions` until it ends.
     _open: Arc<crate::metrics::SessionGuard>,
+    /// The session's place within the session caps, given back when rmcp drops the handler.
+    _slot: Option<Arc<sessions::Slot>>,
 }
 
 static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
 
 impl Bridge {
-    pub fn new(shared: Arc<Shared>, scope: Scope) -> Self {
-        Self { shared, scope, session: NEXT_SESSION.fetch_add(1, Ordering::Relaxed), _open: Arc::new(crate::metrics::SessionGuard::open()) }
+    pub fn new(shared: Arc<Shared>, scope: Scope, slot: Option<sessions::Slot>) -> Self {
+        Self { shared, scope, session: NEXT_SESSION.fetch_add(1, Ordering::Relaxed), _open: Arc::new(crate::metrics::SessionGuard::open()), _slot: slot.map(Arc::new) }
     }
 
     /// Every tool this endpoint offers, in a stable order (kept, not rebuilt per request).

@@ -56,6 +56,8 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         user_tools: args.mcp_user_tools,
         page_size: args.mcp_page_size as usize,
         token: args.mcp_token.clone().filter(|t| !t.is_empty()),
+        max_sessions: args.mcp_max_sessions,
+        max_sessions_per_peer: args.mcp_max_sessions_per_peer,
     };
     let stack = super::hub_stack::start(super::hub_stack::StackConfig { hub: config, bridge, mqtt: mqtt_settings(&args.mqtt)? }).await?;
     let (running, mqtt, dashboard) = (stack.running, stack.mqtt, stack.dashboard);
