@@ -748,6 +748,8 @@ fn after_a_retry_a_partial_first_list_is_never_ready() {
         now = s.next_deadline().unwrap();
         list = sent(&s.on_tick(now))[0]["payload"].clone();
     }
+}
+
 /// Issue 24: a fleet onboarded in one burst pings spread over a quarter of the keepalive, evenly,
 /// never later than the keepalive itself.
 #[test]

@@ -221,7 +221,10 @@ impl State {
                     QoS::AtLeastOnce => reply(Packet::PubAck(PubAck::new(p.pkid))),
                     QoS::ExactlyOnce => reply(Packet::PubRec(PubRec::new(p.pkid))),
                 };
-                self.route(&p.topic, p.payload, p.retain);
+                // A device's uplink is a live message, never state to replay: a retained one would be
+                // handed to every hub that subscribes later (a stale hello, a stale answer).
+                let retain = p.retain && matches!(role, Role::Hub);
+                self.route(&p.topic, p.payload, retain);
                 next
             }
             Packet::PubRel(r) => reply(Packet::PubComp(PubComp::new(r.pkid))),
