@@ -4,6 +4,7 @@
 
 pub mod mqtt;
 pub mod ota;
+pub mod pty;
 pub mod ws;
 
 use std::process::Stdio;
