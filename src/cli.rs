@@ -294,6 +294,7 @@ pub struct WatchArgs {
 #[command(after_help = "Examples:\n  mcpdev devices                  # connected devices\n  \
 mcpdev devices pending          # devices waiting to be admitted, with their codes\n  \
 mcpdev devices approve 123456   # the code the device shows (or its Device-Id)\n  \
+mcpdev devices deny 123456      # refuse a request\n  \
 mcpdev devices revoke aa:bb:cc:dd:ee:ff")]
 pub struct DevicesArgs {
     /// The hub's host listener
@@ -305,10 +306,20 @@ pub struct DevicesArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum DevicesCommand {
-    /// Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id
+    /// Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id,
+    /// which prints a token for you to give the device (never handed out over OTA)
     Approve {
         #[arg(value_name = "CODE|DEVICE-ID")]
         target: String,
+        /// Replace the binding of a device that is admitted already (a new board or a reset one
+        /// with the same MAC): the old binding's tokens stop working and its session is cut off
+        #[arg(long)]
+        rebind: bool,
+    },
+    /// Refuse a pending request by its code (the device may ask again, with a new code)
+    Deny {
+        #[arg(value_name = "CODE")]
+        code: String,
     },
     /// Withdraw a device's admission and disconnect it
     Revoke {
@@ -352,6 +363,11 @@ pub struct ServeArgs {
     /// prefer per-device admission)
     #[arg(long = "device-token", env = "MCPDEV_DEVICE_TOKEN", hide_env_values = true, value_delimiter = ',')]
     pub device_tokens: Vec<String>,
+    /// Gateway credentials, comma-separated (the xiaozhi MQTT gateway sends one bearer token for
+    /// every device): accepted in place of the device token of Device-Ids a person approved; the
+    /// others wait in `mcpdev devices pending`
+    #[arg(long = "gateway-token", env = "MCPDEV_GATEWAY_TOKEN", hide_env_values = true, value_delimiter = ',')]
+    pub gateway_tokens: Vec<String>,
     /// Admit every device (a lab bench). By default a device is admitted once approved with
     /// `mcpdev devices approve`, and must present its own token
     #[arg(long)]
@@ -481,6 +497,7 @@ pub struct SimBootstrapArgs {
 /// `ps` shows them to every user of the machine.
 const SECRET_FLAGS: &[(&str, &str, &str)] = &[
     ("device_tokens", "--device-token", "MCPDEV_DEVICE_TOKEN"),
+    ("gateway_tokens", "--gateway-token", "MCPDEV_GATEWAY_TOKEN"),
     ("token", "--token", "MCPDEV_DEVICE_TOKEN"),
     ("vision_token", "--vision-token", "MCPDEV_VISION_TOKEN"),
     ("mcp_token", "--mcp-token", "MCPDEV_MCP_TOKEN"),

@@ -13,7 +13,7 @@ use crate::wire::identity::Identity;
 
 /// Every target [`run`] knows, by the name of its `fuzz/fuzz_targets/<name>.rs` and
 /// `fuzz/corpus/<name>/`.
-pub const TARGETS: &[&str] = &["envelope_session", "args", "broker_packets", "ws_frames", "mcp_direct"];
+pub const TARGETS: &[&str] = &["envelope_session", "args", "broker_packets", "ws_frames", "mcp_direct", "admission_requests"];
 
 /// Runs `data` through the target named `target`; `false` when no target has that name.
 pub fn run(target: &str, data: &[u8]) -> bool {
@@ -23,6 +23,7 @@ pub fn run(target: &str, data: &[u8]) -> bool {
         "broker_packets" => crate::mqtt::broker::fuzz_packets(data),
         "ws_frames" => ws_frames(data),
         "mcp_direct" => mcp_direct(data),
+        "admission_requests" => crate::hub::admission::fuzz::admission_requests(data),
         _ => return false,
     }
     true

@@ -83,7 +83,12 @@ async fn the_stock_activation_flow_approves_a_device_by_its_code() {
     assert!(act["challenge"].as_str().is_some_and(|c| !c.is_empty()), "{act}");
     assert!(act["message"].as_str().unwrap().contains(&code), "{act}");
     assert!(act["timeout_ms"].as_u64().is_some_and(|t| t > 0), "{act}");
-    assert!(r.get("websocket").is_none() && r.get("mqtt").is_none(), "no credentials before approval: {r}");
+    // Settings come with the first answer (py-xiaozhi connects with them), but the token is bound
+    // to this request: refused until its code is approved.
+    let first_token = r["websocket"]["token"].as_str().expect("a token bound to this request").to_string();
+    let (status, body) = refused(connect(&hub, A, Some(&first_token)).await);
+    assert_eq!(status, 401);
+    assert!(body.contains(&code), "the refusal names the request's code: {body}");
     assert_eq!(check_in(&hub, "hub.lan:8000", A).await["activation"]["code"], code.as_str(), "the code stays the same while it lives");
 
     // /activate: 202 while pending; a device that never checked in has nothing pending.
@@ -102,10 +107,14 @@ async fn the_stock_activation_flow_approves_a_device_by_its_code() {
     let r = check_in(hub, "hub.lan:8000", A).await;
     assert!(r.get("activation").is_none(), "{r}");
     let token = r["websocket"]["token"].as_str().unwrap().to_string();
-    assert_eq!(token.len(), 32, "{r}");
-    // The same Device-Id with another Client-Id does not get it.
+    assert_eq!(token, first_token, "the token of the first answer is the one approved");
+    // The same Device-Id with another Client-Id does not get it: its own request and a token the
+    // hub refuses.
     let other = check_in_as(hub, "hub.lan:8000", A, "another-uuid").await;
-    assert!(other.get("websocket").is_none() && other["activation"]["code"].is_string(), "{other}");
+    assert!(other["activation"]["code"].is_string() && other["activation"]["code"] != code.as_str(), "{other}");
+    let other_token = other["websocket"]["token"].as_str().unwrap();
+    assert_ne!(other_token, token);
+    assert_eq!(refused(connect(hub, A, Some(other_token)).await).0, 401);
 
     let _ws = connect(hub, A, Some(&token)).await.expect("A connects with its own token");
     assert!(connected(hub).await.contains(&A.to_string()));
@@ -122,7 +131,7 @@ async fn tokens_are_bound_to_their_device_and_revoke_disconnects() {
 
     let (status, body) = refused(connect(&hub, B, Some(&token_a)).await);
     assert_eq!(status, 401);
-    assert!(body.contains("not this device's token"), "{body}");
+    assert!(body.contains("not this device's current token"), "{body}");
     let (status, body) = refused(connect(&hub, A, None).await);
     assert_eq!(status, 401);
     assert!(body.contains("sent no token"), "{body}");
@@ -138,7 +147,12 @@ async fn tokens_are_bound_to_their_device_and_revoke_disconnects() {
     closed(&mut ws).await;
     let (status, body) = refused(connect(&hub, A, Some(&token_a)).await);
     assert_eq!(status, 401);
-    assert!(body.contains("is not admitted"), "{body}");
+    assert!(body.contains("was revoked"), "{body}");
+    // A new approval issues a new token; the old one stays dead.
+    let again = approve_id(&hub, A).await;
+    assert_ne!(again, token_a);
+    assert_eq!(refused(connect(&hub, A, Some(&token_a)).await).0, 401);
+    connect(&hub, A, Some(&again)).await.expect("the new token works");
 }
 
 #[tokio::test]

@@ -19,7 +19,8 @@ pub async fn run(global: &GlobalArgs, args: DevicesArgs) -> anyhow::Result<()> {
     let client = HubClient::open(&args.hub).await?;
     let request = match &args.command {
         None => json!({"op": "devices"}),
-        Some(DevicesCommand::Approve { target }) => json!({"op": "approve", "target": target}),
+        Some(DevicesCommand::Approve { target, rebind }) => json!({"op": "approve", "target": target, "rebind": rebind}),
+        Some(DevicesCommand::Deny { code }) => json!({"op": "deny", "code": code}),
         Some(DevicesCommand::Revoke { device }) => json!({"op": "revoke", "device": device}),
         Some(DevicesCommand::Pending) => json!({"op": "pending"}),
         Some(DevicesCommand::Admitted) => json!({"op": "admitted"}),
@@ -36,6 +37,7 @@ pub async fn run(global: &GlobalArgs, args: DevicesArgs) -> anyhow::Result<()> {
     match args.command {
         None => connected(global, &answer),
         Some(DevicesCommand::Approve { .. }) => approved(global, &answer),
+        Some(DevicesCommand::Deny { .. }) => denied(global, &answer),
         Some(DevicesCommand::Revoke { .. }) => revoked(global, &answer),
         Some(DevicesCommand::Pending) => pending(global, &answer),
         Some(DevicesCommand::Admitted) => admitted(global, &answer),
@@ -85,21 +87,37 @@ fn connected(global: &GlobalArgs, answer: &Value) {
 
 fn approved(global: &GlobalArgs, a: &Value) {
     let id = super::output::text(a["device_id"].as_str().unwrap_or_default());
+    if !global.quiet
+        && let Some(replaced) = a["replaced"].as_str()
+    {
+        eprintln!("re-bound {id}: replaced {}; its old tokens no longer work", super::output::text(replaced));
+    }
     match a["token"].as_str() {
-        // Printed to stdout only: the person passes it on to the device.
+        // Printed to stdout only, once: the person passes it on to the device.
         Some(token) => {
             outln!("{token}");
             if !global.quiet {
-                eprintln!("approved {id}. It cannot learn its token from an OTA check-in: give it the token above, e.g.");
-                eprintln!("  MCPDEV_DEVICE_TOKEN=<token> mcpdev sim --device-id {id} --url ws://HUB:8000/xiaozhi/v1/");
+                let how = if a["via"] == "websocket" { "it asked over WebSocket" } else { "it was approved by its Device-Id" };
+                eprintln!("approved {id}; {how}, so it cannot learn this token from an OTA check-in. Give the device the token above: its WebSocket `Authorization: Bearer <token>` (and its MQTT password), e.g.");
+                eprintln!("  MCPDEV_DEVICE_TOKEN=<token> mcpdev sim --device-id {id} --url ws://<hub>:<device port>/xiaozhi/v1/");
+                eprintln!("A device that checks in at OTA should be approved by the code it shows instead.");
             }
         }
         None => {
             if !global.quiet {
-                eprintln!("approved {id}: its next activation poll or OTA check-in gets its token");
+                let next = if a["via"] == "gateway" { "its gateway's next connection for it gets in" } else { "its activation poll or next OTA check-in gets its token" };
+                eprintln!("approved {id}: {next}");
             }
             outln!("{id}");
         }
+    }
+}
+
+fn denied(global: &GlobalArgs, p: &Value) {
+    let id = super::output::text(p["device_id"].as_str().unwrap_or_default());
+    outln!("{id}");
+    if !global.quiet {
+        eprintln!("denied the request of {id} (code {}); it may ask again with a new code", text(&p["code"]));
     }
 }
 
@@ -115,27 +133,35 @@ fn revoked(global: &GlobalArgs, a: &Value) {
 
 fn pending(global: &GlobalArgs, answer: &Value) {
     let list = answer.as_array().cloned().unwrap_or_default();
-    let mut t = table(global, &["code", "device", "via", "client id", "address", "since", "expires in"]);
+    let mut t = table(global, &["code", "device", "via", "client id", "address", "reported", "since", "expires in", "conflict"]);
     for p in &list {
         let since = p["since_ms"].as_u64().map_or_else(|| "-".into(), local_time);
         let expires = p["expires_in_ms"].as_u64().map_or_else(|| "-".into(), |ms| format!("{}s", ms / 1000));
-        t.add_row(vec![text(&p["code"]), text(&p["device_id"]), text(&p["via"]), text(&p["client_id"]), text(&p["remote"]), since, expires]);
+        let reported = p["reported"].as_object().map_or_else(|| "-".into(), |r| r.values().filter_map(Value::as_str).collect::<Vec<_>>().join(", "));
+        let conflict = p["conflicts"].as_array().filter(|c| !c.is_empty()).map_or_else(|| "-".into(), |c| c.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; "));
+        t.add_row(vec![text(&p["code"]), text(&p["device_id"]), text(&p["via"]), text(&p["client_id"]), text(&p["remote"]), reported, since, expires, conflict]);
     }
     if !list.is_empty() {
         outln!("{}", render(&t));
     }
     if !global.quiet {
-        let hint = if list.is_empty() { "" } else { "; admit one with `mcpdev devices approve CODE`" };
-        eprintln!("{} device(s) waiting{hint}", list.len());
+        let conflicts = list.iter().filter(|p| p["conflicts"].as_array().is_some_and(|c| !c.is_empty())).count();
+        if conflicts > 0 {
+            eprintln!("warning: {conflicts} request(s) conflict: the same Device-Id asked from another Client-Id, device key or address, or is admitted already. Approve only the code the device itself shows");
+        }
+        let hint = if list.is_empty() { "" } else { "; admit one with `mcpdev devices approve CODE` (the code on the device's screen or in its refusal)" };
+        eprintln!("{} request(s) waiting{hint}", list.len());
     }
 }
 
 fn admitted(global: &GlobalArgs, answer: &Value) {
     let list = answer["devices"].as_array().cloned().unwrap_or_default();
-    let mut t = table(global, &["device", "client id", "approved at"]);
+    let mut t = table(global, &["device", "client id", "via", "device key", "approved at"]);
     for a in &list {
         let at = a["approved_at_ms"].as_u64().map_or_else(|| "-".into(), local_time);
-        t.add_row(vec![text(&a["device_id"]), text(&a["client_id"]), at]);
+        let key = if a["device_key"] == true { "yes" } else { "-" };
+        let via = a["via"].as_str().unwrap_or("device id");
+        t.add_row(vec![text(&a["device_id"]), text(&a["client_id"]), via.to_string(), key.to_string(), at]);
     }
     if !list.is_empty() {
         outln!("{}", render(&t));

@@ -16,7 +16,11 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         device_addr: args.device_addr,
         host_addr: args.host_addr,
         device_tokens: args.device_tokens.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect(),
-        admission: AdmissionConfig { approve_all: args.approve_all, state_dir: Some(crate::paths::state_dir()) },
+        admission: AdmissionConfig {
+            approve_all: args.approve_all,
+            state_dir: Some(crate::paths::state_dir()),
+            gateway_tokens: args.gateway_tokens.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect(),
+        },
         vision_url: args.vision_url.clone(),
         vision_token: args.vision_token.clone(),
         vision_dir: args.vision_dir.clone().unwrap_or_else(crate::hub::vision::default_dir),

@@ -62,7 +62,8 @@ enum Op {
     Device { device: Option<String>, #[serde(default)] wait_ms: u64 },
     Rpc { device: Option<String>, method: String, params: Option<Value>, timeout_ms: u64 },
     Watch { device: Option<String>, #[serde(default)] traffic: bool },
-    Approve { target: String },
+    Approve { target: String, #[serde(default)] rebind: bool },
+    Deny { code: String },
     Revoke { device: String },
     Pending,
     Admitted,
@@ -214,10 +215,11 @@ async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<String>) ->
             watch(&hub, id, device, traffic, tx).await;
             return None;
         }
-        Op::Approve { target } => hub.admission.approve(&target).map(|a| text_of(&a)).map_err(bad_request),
+        Op::Approve { target, rebind } => super::admission::approve_and_cut_over(&hub, &target, rebind).await.map(|a| text_of(&a)).map_err(bad_request),
+        Op::Deny { code } => hub.admission.deny(&code).map(|p| text_of(&p)).map_err(bad_request),
         Op::Revoke { device } => super::admission::revoke_and_disconnect(&hub, &device).await.map(|v| v.to_string()).map_err(bad_request),
         Op::Pending => Ok(text_of(&hub.admission.pending())),
-        Op::Admitted => Ok(json!({"approve_all": hub.admission.approve_all(), "devices": hub.admission.admitted()}).to_string()),
+        Op::Admitted => Ok(json!({"approve_all": hub.admission.approve_all(), "devices": hub.admission.admitted().iter().map(super::admission::Admitted::public).collect::<Vec<_>>()}).to_string()),
         Op::Stats => Err(json!({"kind": "bad_request", "message": "stats is answered by the connection"})),
     };
     Some(match reply {

@@ -52,10 +52,11 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
     };
     // Admission comes before the upgrade: a device that is not admitted never gets a session, so
     // it cannot take over the session of a connected device with the same Device-Id either.
-    if let Err(why) = hub.check_device_token(&identity, Some(&remote.to_string())) {
+    if let Err(why) = hub.check_device_token(&identity, Some(remote)) {
         hub.admission.log_refusal(Some(remote.ip()), &format!("device {}", identity.device_id), &why);
+        let status = if matches!(why, super::admission::Refusal::Busy { .. }) { StatusCode::TOO_MANY_REQUESTS } else { StatusCode::UNAUTHORIZED };
         return Response::builder()
-            .status(StatusCode::UNAUTHORIZED)
+            .status(status)
             .header(header::WWW_AUTHENTICATE, "Bearer")
             .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
             .body(Body::from(format!("{why}\n")))

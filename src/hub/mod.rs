@@ -142,21 +142,21 @@ pub struct RunningHub {
 }
 
 impl Hub {
-    /// Whether a connecting device is admitted: approved, with its own token (or a shared one;
-    /// or `--approve-all`). A device that is not approved gets a pending request and its code.
-    pub fn check_device_token(&self, id: &Identity, remote: Option<&str>) -> Result<(), admission::Refusal> {
+    /// Whether a connecting device is admitted: approved, with its approval's token (or a gateway
+    /// credential for an approved Device-Id, or a shared token; or `--approve-all`). A device that
+    /// is not approved gets a pending request of its own and its code.
+    pub fn check_device_token(&self, id: &Identity, remote: Option<SocketAddr>) -> Result<(), admission::Refusal> {
+        if let Some(through_gateway) = self.admission.admits_through_gateway(&id.device_id, id.token.as_deref(), id.client_id.as_deref(), remote) {
+            return through_gateway;
+        }
         match self.admission.admits(&id.device_id, id.token.as_deref()) {
-            Err(admission::Refusal::NotAdmitted { device_id, .. }) => {
-                let p = self.admission.request(&device_id, admission::Via::Websocket, id.client_id.as_deref(), remote);
+            Err(admission::Refusal::NotAdmitted { device_id, code: None }) => {
+                let r = admission::Requester { device_id: &device_id, via: admission::Via::Websocket, client_id: id.client_id.as_deref(), key_hash: None, remote, reported: None };
+                let p = self.admission.request(&r)?;
                 Err(admission::Refusal::NotAdmitted { device_id, code: Some(p.code) })
             }
             other => other,
         }
-    }
-
-    /// The device's own token (MQTT password, WebSocket bearer) derived from the hub secret.
-    pub fn device_token(&self, device_id: &str) -> String {
-        self.secret.token(secret::Purpose::Device, device_id)
     }
 
     /// The name devices reach this hub by, for URLs the hub hands out: `--public-host`, else the
@@ -183,7 +183,7 @@ impl Hub {
             return (url.clone(), self.config.vision_token.clone().unwrap_or_default());
         }
         let url = format!("http://{}:{}{}", self.public_name(local), self.device_port, devices::VISION_PATH);
-        (url, self.secret.token(secret::Purpose::Vision, device_id))
+        (url, self.admission.vision_token(device_id))
     }
 }
 

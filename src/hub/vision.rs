@@ -2,7 +2,7 @@
 //! the hub saves it to a folder and answers with a short description of it, so a camera can be
 //! tried with no AI service.
 //!
-//! Each device has its own vision token ([`Purpose::Vision`] of its Device-Id, sent in its
+//! Each device has its own vision token ([`super::secret::Purpose::Vision`] of its approval, sent in its
 //! `initialize`); an upload must carry the token of the Device-Id it names. File names are made
 //! by the hub only (the MAC's hex digits, a timestamp and a counter), created inside the folder
 //! without following links, and the folder is capped in files and bytes, the oldest uploads
@@ -24,7 +24,6 @@ use serde_json::{Value, json};
 use tracing::{info, warn};
 
 use super::Hub;
-use super::secret::Purpose;
 use crate::wire::identity::{bearer_token, format_mac, parse_mac};
 
 /// Files the folder keeps by default.
@@ -194,7 +193,9 @@ pub async fn explain(State(hub): State<Arc<Hub>>, headers: HeaderMap, mut form: 
     let device = format_mac(&mac);
     let token = headers.get("authorization").and_then(|v| v.to_str().ok()).map(bearer_token).unwrap_or_default();
     let configured = hub.config.vision_url.is_none() && hub.config.vision_token.as_deref().is_some_and(|t| !t.is_empty() && t == token);
-    if !configured && !hub.secret.verify(Purpose::Vision, &device, &token) {
+    // A revoked device's uploads stop, whatever token it holds.
+    let configured = configured && !hub.admission.is_revoked(&device);
+    if !configured && !hub.admission.verify_vision(&device, &token) {
         warn!(%device, "vision upload refused: missing or wrong vision token");
         return fail(StatusCode::UNAUTHORIZED, "missing or wrong vision token: send the one this device got in `initialize` (Authorization: Bearer …)".into());
     }

@@ -95,6 +95,8 @@ pub struct MqttHub {
     /// Keys heard from (any uplink, any claim): the OTA probe stops once a device is heard.
     heard: Arc<Mutex<HashSet<String>>>,
     control: mpsc::Sender<Control>,
+    /// The embedded broker's clients (a revocation kicks the device's connection).
+    broker_clients: Option<broker::Clients>,
 }
 
 /// The MQTT login the OTA answer gives devices.
@@ -108,6 +110,8 @@ enum DeviceLogin {
 
 enum Control {
     Settled(String),
+    /// The device was revoked: drop its link now.
+    CutOff(String),
     Ended { key: String, generation: u64 },
     Shutdown(tokio::sync::oneshot::Sender<()>),
 }
@@ -165,6 +169,18 @@ impl MqttHub {
         });
     }
 
+    /// A revocation: kicks `device_id`'s broker connection (embedded broker) and drops its link;
+    /// the broker's login check and [`Dispatcher::start_link`]'s admission check keep it out.
+    /// Whether anything was cut.
+    pub fn cut_off(&self, device_id: &str) -> bool {
+        let kicked = self.broker_clients.as_ref().map_or(0, |c| c.kick_device(device_id));
+        if kicked > 0 {
+            info!(device = %device_id, kicked, "revoked: its embedded-broker connection is closed");
+        }
+        let linked = topics::key_for(device_id).is_ok_and(|key| self.control.try_send(Control::CutOff(key)).is_ok());
+        kicked > 0 || linked
+    }
+
     /// Says goodbye to every device, clears this hub's presence and disconnects.
     pub async fn shutdown(&self) {
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -213,12 +229,16 @@ impl crate::hub::ota::MqttOffer for Arc<MqttHub> {
     fn probe(&self, device_id: &str) {
         MqttHub::probe(self, device_id);
     }
+    fn cut_off(&self, device_id: &str) -> bool {
+        MqttHub::cut_off(self, device_id)
+    }
 }
 
 pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<MqttHub>> {
     let hub_id = uuid::Uuid::new_v4().simple().to_string()[..12].to_string();
     let tokens = hub.config.device_tokens.clone();
     let max_packet = (settings.max_payload * 4).max(1 << 20);
+    let mut broker_clients = None;
     let (url, endpoint_host, endpoint_port) = match &settings.broker {
         BrokerChoice::Embedded { listen } => {
             // The hub's own connections log in with a password only this run knows.
@@ -234,6 +254,7 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
                 .await
                 .map_err(|e| anyhow::anyhow!("cannot start the embedded MQTT broker on {listen}: {e}"))?;
             watch_broker(b.stopped.clone());
+            broker_clients = Some(b.clients.clone());
             let port = b.addr.port();
             if let Err(e) = broker::acl::write_hub_credential(port, &hub_password) {
                 warn!("cannot write the embedded broker's credential for the CLI ({}): {e}; `mcpdev … --mqtt` through it needs MCPDEV_MQTT_PASSWORD", broker::acl::hub_credential_path(port).display());
@@ -278,6 +299,7 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         udp,
         heard: Arc::default(),
         control: control.clone(),
+        broker_clients,
         settings,
     });
     info!(broker = %mqtt.broker, hub = %hub_id, "MQTT: connecting");
@@ -379,6 +401,7 @@ impl Dispatcher {
                 },
                 c = control.recv() => match c {
                     Some(Control::Settled(key)) => self.settle(&key),
+                    Some(Control::CutOff(key)) => self.drop_link(&key),
                     Some(Control::Ended { key, generation }) => {
                         if self.links.get(&key).is_some_and(|l| l.generation == generation)
                             && let Some(l) = self.links.remove(&key)
@@ -468,6 +491,10 @@ impl Dispatcher {
     }
 
     fn on_uplink(&mut self, key: &str, payload: Vec<u8>) {
+        // Neither claimed nor held for a device that is not admitted.
+        if !self.links.contains_key(key) && topics::device_id_of(key).is_some_and(|id| !self.hub.admission.may_serve(&id)) {
+            return;
+        }
         if self.pending.contains_key(key) {
             return self.hold(key, payload);
         }
@@ -540,6 +567,14 @@ impl Dispatcher {
             return false;
         };
         let hub = &self.hub;
+        // No link for a device that is not admitted (an external broker checks no device token;
+        // a revoked device may still hold a broker connection somewhere).
+        if !hub.admission.may_serve(&device_id) {
+            let refusal = crate::hub::admission::Refusal::NotAdmitted { device_id: device_id.clone(), code: None };
+            // One line per window for all MQTT refusals (they all come from the broker).
+            hub.admission.log_refusal(Some(std::net::Ipv4Addr::UNSPECIFIED.into()), &format!("MQTT uplink of {key}"), &refusal);
+            return false;
+        }
         let ota = hub.registry.ota.get(&device_id);
         // From the hub's configuration only: nothing a device posted (its check-in) picks the
         // address another device's audio and photos go to.

@@ -19,6 +19,8 @@ pub struct SimConfig {
     pub url: String,
     pub device_id: String,
     pub client_id: String,
+    /// The secret sent with OTA check-ins and activation polls ([`super::identity`]).
+    pub device_key: Option<String>,
     /// Sent as `Authorization: Bearer <token>` when not empty (a token with a space verbatim).
     pub token: Option<String>,
     pub extra_tools: usize,
@@ -36,11 +38,12 @@ pub struct SimConfig {
 
 impl SimConfig {
     pub fn new(url: impl Into<String>, device_id: impl Into<String>) -> Self {
-        let device_id = device_id.into();
+        let identity = super::identity::SimIdentity::random();
         Self {
             url: url.into(),
-            client_id: client_id_for(&device_id),
-            device_id,
+            device_id: device_id.into(),
+            client_id: identity.client_id,
+            device_key: Some(identity.device_key),
             token: None,
             extra_tools: 0,
             profile: super::tools::Profile::StockTools,
@@ -51,11 +54,6 @@ impl SimConfig {
             ota: None,
         }
     }
-}
-
-/// A stable Client-Id for a Device-Id (a UUID v5 of the MAC), so a reconnect looks like the same board.
-pub fn client_id_for(device_id: &str) -> String {
-    uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, device_id.as_bytes()).to_string()
 }
 
 /// Small buffers: a hub benchmark runs thousands of these in one process.

@@ -3,6 +3,7 @@
 
 pub mod client;
 pub mod conformance;
+pub mod identity;
 pub mod mqtt;
 pub mod ota;
 pub mod replay;

@@ -67,6 +67,19 @@ pub struct RunningBroker {
     pub addr: SocketAddr,
     /// `None` while the accept loop serves; `Some(why)` once it ended (already logged as an error).
     pub stopped: watch::Receiver<Option<String>>,
+    /// Reaches the broker's clients from outside (a revocation).
+    pub clients: Clients,
+}
+
+/// The embedded broker's clients, for the hub.
+#[derive(Clone)]
+pub struct Clients(Shared);
+
+impl Clients {
+    /// Disconnects `device_id`'s clients at once; see [`State::kick_device`].
+    pub fn kick_device(&self, device_id: &str) -> usize {
+        lock(&self.0).kick_device(device_id)
+    }
 }
 
 type Shared = Arc<Mutex<State>>;
@@ -83,6 +96,7 @@ pub async fn start(cfg: BrokerConfig) -> std::io::Result<RunningBroker> {
     let addr = listener.local_addr()?;
     let state: Shared = Arc::new(Mutex::new(State::new(cfg.limits.clone())));
     let cfg = Arc::new(cfg);
+    let clients = Clients(state.clone());
     let accept = tokio::spawn(async move {
         loop {
             match listener.accept().await {
@@ -113,7 +127,7 @@ pub async fn start(cfg: BrokerConfig) -> std::io::Result<RunningBroker> {
         stopped_tx.send_replace(Some(why));
     });
     info!(%addr, "embedded MQTT broker listening");
-    Ok(RunningBroker { addr, stopped })
+    Ok(RunningBroker { addr, stopped, clients })
 }
 
 fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {

@@ -163,6 +163,27 @@ impl State {
         Ok(conn)
     }
 
+    /// Disconnects every device client whose client id names `device_id` (a revocation; no
+    /// will is published) and returns how many there were. Its later CONNECTs are refused by the
+    /// authentication hook.
+    pub fn kick_device(&mut self, device_id: &str) -> usize {
+        let ids: Vec<String> = self
+            .clients
+            .iter()
+            .filter(|(_, c)| matches!(&c.role, Role::Device { client_id } if topics::device_id_of(client_id).as_deref() == Some(device_id)))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &ids {
+            if let Some(mut c) = self.clients.remove(id) {
+                if let Some(k) = c.kick.take() {
+                    let _ = k.send(());
+                }
+                self.leave_groups(id, &c.shared);
+            }
+        }
+        ids.len()
+    }
+
     /// The connection `conn` of `client_id` ended; unless it said goodbye (or was taken over or
     /// kicked, which removed it already), its will is published.
     pub fn end(&mut self, client_id: &str, conn: u64, goodbye: bool) {
