@@ -54,9 +54,10 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--demo-extra-tools', '--demo-extra-tools', [CompletionResultType]::ParameterName, 'Extra generated tools per demo device')
             [CompletionResult]::new('--demo-profile', '--demo-profile', [CompletionResultType]::ParameterName, 'Which tools the demo devices offer')
             [CompletionResult]::new('--device-token', '--device-token', [CompletionResultType]::ParameterName, 'Shared device tokens, comma-separated, accepted for any Device-Id (not bound to a device; prefer per-device admission)')
+            [CompletionResult]::new('--gateway-token', '--gateway-token', [CompletionResultType]::ParameterName, 'Gateway credentials, comma-separated (the xiaozhi MQTT gateway sends one bearer token for every device): accepted in place of the device token of Device-Ids a person approved; the others wait in `mcpdev devices pending`')
             [CompletionResult]::new('--vision-url', '--vision-url', [CompletionResultType]::ParameterName, 'capabilities.vision.url for initialize (default: the hub''s own vision endpoint)')
             [CompletionResult]::new('--vision-token', '--vision-token', [CompletionResultType]::ParameterName, 'capabilities.vision.token for --vision-url (default: each device gets its own token for the hub''s own endpoint)')
-            [CompletionResult]::new('--vision-dir', '--vision-dir', [CompletionResultType]::ParameterName, 'Where the hub''s vision endpoint saves uploaded photos')
+            [CompletionResult]::new('--vision-dir', '--vision-dir', [CompletionResultType]::ParameterName, 'Where the hub''s vision endpoint saves uploaded photos, private to this user (folder 0700, files 0600) [default: vision/ in the state directory]')
             [CompletionResult]::new('--vision-max-files', '--vision-max-files', [CompletionResultType]::ParameterName, 'Photos the vision folder keeps (the oldest are removed first)')
             [CompletionResult]::new('--vision-max-mb', '--vision-max-mb', [CompletionResultType]::ParameterName, 'Megabytes the vision folder keeps (the oldest photos are removed first)')
             [CompletionResult]::new('--keepalive', '--keepalive', [CompletionResultType]::ParameterName, 'Send an MCP ping to a device after this long without traffic (its limit is 120 s)')
@@ -258,7 +259,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
-            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id')
+            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)')
+            [CompletionResult]::new('deny', 'deny', [CompletionResultType]::ParameterValue, 'Refuse a pending request by its code (the device may ask again, with a new code)')
             [CompletionResult]::new('revoke', 'revoke', [CompletionResultType]::ParameterValue, 'Withdraw a device''s admission and disconnect it')
             [CompletionResult]::new('pending', 'pending', [CompletionResultType]::ParameterValue, 'Devices waiting to be admitted, with their codes')
             [CompletionResult]::new('admitted', 'admitted', [CompletionResultType]::ParameterValue, 'Devices that are admitted')
@@ -266,6 +268,21 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;devices;approve' {
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--rebind', '--rebind', [CompletionResultType]::ParameterName, 'Replace the binding of a device that is admitted already (a new board or a reset one with the same MAC): the old binding''s tokens stop working and its session is cut off')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;devices;deny' {
             [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
@@ -322,7 +339,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;devices;help' {
-            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id')
+            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)')
+            [CompletionResult]::new('deny', 'deny', [CompletionResultType]::ParameterValue, 'Refuse a pending request by its code (the device may ask again, with a new code)')
             [CompletionResult]::new('revoke', 'revoke', [CompletionResultType]::ParameterValue, 'Withdraw a device''s admission and disconnect it')
             [CompletionResult]::new('pending', 'pending', [CompletionResultType]::ParameterValue, 'Devices waiting to be admitted, with their codes')
             [CompletionResult]::new('admitted', 'admitted', [CompletionResultType]::ParameterValue, 'Devices that are admitted')
@@ -330,6 +348,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;devices;help;approve' {
+            break
+        }
+        'mcpdev;devices;help;deny' {
             break
         }
         'mcpdev;devices;help;revoke' {
@@ -494,13 +515,17 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;help;devices' {
-            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id')
+            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)')
+            [CompletionResult]::new('deny', 'deny', [CompletionResultType]::ParameterValue, 'Refuse a pending request by its code (the device may ask again, with a new code)')
             [CompletionResult]::new('revoke', 'revoke', [CompletionResultType]::ParameterValue, 'Withdraw a device''s admission and disconnect it')
             [CompletionResult]::new('pending', 'pending', [CompletionResultType]::ParameterValue, 'Devices waiting to be admitted, with their codes')
             [CompletionResult]::new('admitted', 'admitted', [CompletionResultType]::ParameterValue, 'Devices that are admitted')
             break
         }
         'mcpdev;help;devices;approve' {
+            break
+        }
+        'mcpdev;help;devices;deny' {
             break
         }
         'mcpdev;help;devices;revoke' {

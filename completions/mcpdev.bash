@@ -61,6 +61,9 @@ _mcpdev() {
             mcpdev__subcmd__devices,approve)
                 cmd="mcpdev__subcmd__devices__subcmd__approve"
                 ;;
+            mcpdev__subcmd__devices,deny)
+                cmd="mcpdev__subcmd__devices__subcmd__deny"
+                ;;
             mcpdev__subcmd__devices,help)
                 cmd="mcpdev__subcmd__devices__subcmd__help"
                 ;;
@@ -75,6 +78,9 @@ _mcpdev() {
                 ;;
             mcpdev__subcmd__devices__subcmd__help,approve)
                 cmd="mcpdev__subcmd__devices__subcmd__help__subcmd__approve"
+                ;;
+            mcpdev__subcmd__devices__subcmd__help,deny)
+                cmd="mcpdev__subcmd__devices__subcmd__help__subcmd__deny"
                 ;;
             mcpdev__subcmd__devices__subcmd__help,help)
                 cmd="mcpdev__subcmd__devices__subcmd__help__subcmd__help"
@@ -129,6 +135,9 @@ _mcpdev() {
                 ;;
             mcpdev__subcmd__help__subcmd__devices,approve)
                 cmd="mcpdev__subcmd__help__subcmd__devices__subcmd__approve"
+                ;;
+            mcpdev__subcmd__help__subcmd__devices,deny)
+                cmd="mcpdev__subcmd__help__subcmd__devices__subcmd__deny"
                 ;;
             mcpdev__subcmd__help__subcmd__devices,pending)
                 cmd="mcpdev__subcmd__help__subcmd__devices__subcmd__pending"
@@ -326,7 +335,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__devices)
-            opts="-q -v -h -V --hub --json --quiet --verbose --color --help --version approve revoke pending admitted help"
+            opts="-q -v -h -V --hub --json --quiet --verbose --color --help --version approve deny revoke pending admitted help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -370,6 +379,28 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__devices__subcmd__approve)
+            opts="-q -v -h -V --rebind --hub --json --quiet --verbose --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --hub)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__devices__subcmd__deny)
             opts="-q -v -h -V --hub --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -392,7 +423,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__devices__subcmd__help)
-            opts="approve revoke pending admitted help"
+            opts="approve deny revoke pending admitted help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -420,6 +451,20 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__devices__subcmd__help__subcmd__approve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__devices__subcmd__help__subcmd__deny)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -716,7 +761,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__help__subcmd__devices)
-            opts="approve revoke pending admitted"
+            opts="approve deny revoke pending admitted"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -744,6 +789,20 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__help__subcmd__devices__subcmd__approve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__help__subcmd__devices__subcmd__deny)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1014,7 +1073,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__serve)
-            opts="-q -v -h -V --device-addr --host-addr --ready-file --demo --demo-extra-tools --demo-profile --device-token --approve-all --vision-url --vision-token --vision-dir --vision-max-files --vision-max-mb --keepalive --onboarding-timeout --allowed-host --allowed-origin --mcp-token --mcp-timeout --mcp-names --mcp-user-tools --mcp-page-size --mqtt --mqtt-listen --mqtt-group --mqtt-max-payload --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --header-timeout --body-timeout --hello-timeout --max-pre-hello-per-peer --max-pre-hello --max-device-connections --json --quiet --verbose --color --help --version"
+            opts="-q -v -h -V --device-addr --host-addr --ready-file --demo --demo-extra-tools --demo-profile --device-token --gateway-token --approve-all --vision-url --vision-token --vision-dir --vision-max-files --vision-max-mb --keepalive --onboarding-timeout --allowed-host --allowed-origin --mcp-token --mcp-timeout --mcp-names --mcp-user-tools --mcp-page-size --mqtt --mqtt-listen --mqtt-group --mqtt-max-payload --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --header-timeout --body-timeout --hello-timeout --max-pre-hello-per-peer --max-pre-hello --max-device-connections --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1045,6 +1104,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --device-token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gateway-token)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

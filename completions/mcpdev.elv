@@ -50,9 +50,10 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --demo-extra-tools 'Extra generated tools per demo device'
             cand --demo-profile 'Which tools the demo devices offer'
             cand --device-token 'Shared device tokens, comma-separated, accepted for any Device-Id (not bound to a device; prefer per-device admission)'
+            cand --gateway-token 'Gateway credentials, comma-separated (the xiaozhi MQTT gateway sends one bearer token for every device): accepted in place of the device token of Device-Ids a person approved; the others wait in `mcpdev devices pending`'
             cand --vision-url 'capabilities.vision.url for initialize (default: the hub''s own vision endpoint)'
             cand --vision-token 'capabilities.vision.token for --vision-url (default: each device gets its own token for the hub''s own endpoint)'
-            cand --vision-dir 'Where the hub''s vision endpoint saves uploaded photos'
+            cand --vision-dir 'Where the hub''s vision endpoint saves uploaded photos, private to this user (folder 0700, files 0600) [default: vision/ in the state directory]'
             cand --vision-max-files 'Photos the vision folder keeps (the oldest are removed first)'
             cand --vision-max-mb 'Megabytes the vision folder keeps (the oldest photos are removed first)'
             cand --keepalive 'Send an MCP ping to a device after this long without traffic (its limit is 120 s)'
@@ -244,13 +245,28 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
-            cand approve 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id'
+            cand approve 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)'
+            cand deny 'Refuse a pending request by its code (the device may ask again, with a new code)'
             cand revoke 'Withdraw a device''s admission and disconnect it'
             cand pending 'Devices waiting to be admitted, with their codes'
             cand admitted 'Devices that are admitted'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpdev;devices;approve'= {
+            cand --hub 'The hub''s host listener'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --rebind 'Replace the binding of a device that is admitted already (a new board or a reset one with the same MAC): the old binding''s tokens stop working and its session is cut off'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;devices;deny'= {
             cand --hub 'The hub''s host listener'
             cand --color 'When to use colour (NO_COLOR is honoured under auto)'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
@@ -303,13 +319,16 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --version 'Print version'
         }
         &'mcpdev;devices;help'= {
-            cand approve 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id'
+            cand approve 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)'
+            cand deny 'Refuse a pending request by its code (the device may ask again, with a new code)'
             cand revoke 'Withdraw a device''s admission and disconnect it'
             cand pending 'Devices waiting to be admitted, with their codes'
             cand admitted 'Devices that are admitted'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpdev;devices;help;approve'= {
+        }
+        &'mcpdev;devices;help;deny'= {
         }
         &'mcpdev;devices;help;revoke'= {
         }
@@ -456,12 +475,15 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         &'mcpdev;help;watch'= {
         }
         &'mcpdev;help;devices'= {
-            cand approve 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id'
+            cand approve 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)'
+            cand deny 'Refuse a pending request by its code (the device may ask again, with a new code)'
             cand revoke 'Withdraw a device''s admission and disconnect it'
             cand pending 'Devices waiting to be admitted, with their codes'
             cand admitted 'Devices that are admitted'
         }
         &'mcpdev;help;devices;approve'= {
+        }
+        &'mcpdev;help;devices;deny'= {
         }
         &'mcpdev;help;devices;revoke'= {
         }

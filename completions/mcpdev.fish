@@ -54,9 +54,10 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo-profile -d 
 conformance\t'The stock tools plus the MCP conformance suite\'s fixture tools'
 stock\t'The stock tools with the stock firmware 2.4.2\'s deviations from MCP (see `sim::stock`): no answer to string ids, `Method not implemented` for `ping`, errors without a `code`, unescaped error messages, `nextCursor:""`, wrong types silently defaulted'"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l device-token -d 'Shared device tokens, comma-separated, accepted for any Device-Id (not bound to a device; prefer per-device admission)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l gateway-token -d 'Gateway credentials, comma-separated (the xiaozhi MQTT gateway sends one bearer token for every device): accepted in place of the device token of Device-Ids a person approved; the others wait in `mcpdev devices pending`' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-url -d 'capabilities.vision.url for initialize (default: the hub\'s own vision endpoint)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-token -d 'capabilities.vision.token for --vision-url (default: each device gets its own token for the hub\'s own endpoint)' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-dir -d 'Where the hub\'s vision endpoint saves uploaded photos' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-dir -d 'Where the hub\'s vision endpoint saves uploaded photos, private to this user (folder 0700, files 0600) [default: vision/ in the state directory]' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-max-files -d 'Photos the vision folder keeps (the oldest are removed first)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-max-mb -d 'Megabytes the vision folder keeps (the oldest photos are removed first)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l keepalive -d 'Send an MCP ping to a device after this long without traffic (its limit is 120 s)' -r
@@ -203,29 +204,40 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s q -l quiet -d 'P
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s V -l version -d 'Print version'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -l hub -d 'The hub\'s host listener' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l hub -d 'The hub\'s host listener' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -s q -l quiet -d 'Print only results (no progress or hints)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -s h -l help -d 'Print help'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -s V -l version -d 'Print version'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -f -a "approve" -d 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -f -a "revoke" -d 'Withdraw a device\'s admission and disconnect it'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -f -a "pending" -d 'Devices waiting to be admitted, with their codes'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -f -a "admitted" -d 'Devices that are admitted'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -f -a "approve" -d 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -f -a "deny" -d 'Refuse a pending request by its code (the device may ask again, with a new code)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -f -a "revoke" -d 'Withdraw a device\'s admission and disconnect it'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -f -a "pending" -d 'Devices waiting to be admitted, with their codes'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -f -a "admitted" -d 'Devices that are admitted'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l rebind -d 'Replace the binding of a device that is admitted already (a new board or a reset one with the same MAC): the old binding\'s tokens stop working and its session is cut off'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -l hub -d 'The hub\'s host listener' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
@@ -253,7 +265,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_s
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -s V -l version -d 'Print version'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "approve" -d 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "approve" -d 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "deny" -d 'Refuse a pending request by its code (the device may ask again, with a new code)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "revoke" -d 'Withdraw a device\'s admission and disconnect it'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "pending" -d 'Devices waiting to be admitted, with their codes'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "admitted" -d 'Devices that are admitted'
@@ -356,7 +369,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim check flash man completions help" -f -a "completions" -d 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim check flash man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from tools" -f -a "list" -d 'Every tool, all pages, as a table (full schemas with --json)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "approve" -d 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "approve" -d 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "deny" -d 'Refuse a pending request by its code (the device may ask again, with a new code)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "revoke" -d 'Withdraw a device\'s admission and disconnect it'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "pending" -d 'Devices waiting to be admitted, with their codes'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "admitted" -d 'Devices that are admitted'
