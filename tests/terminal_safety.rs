@@ -244,11 +244,15 @@ async fn identity_fields_with_controls_are_refused_at_the_door() {
     let (code, out) = run_async(&["devices", "pending"], &env, 250).await;
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("0 request(s) waiting") || out.contains("0 device(s) waiting"), "a refused request is not pending: {out}");
-    let (status, _) = http(&hub, "POST", "/xiaozhi/ota/", &[("Device-Id", mac), ("Client-Id", "7d4e3f9a-1c2b-4a5d-9e8f-0a1b2c3d4e5f")], &info("7d4e3f9a-1c2b-4a5d-9e8f-0a1b2c3d4e5f")).await;
+    // What a check-in reports beside its identity (board, chip, firmware) is taken, and shown escaped.
+    let reported = json!({"mac_address": mac, "uuid": "7d4e3f9a-1c2b-4a5d-9e8f-0a1b2c3d4e5f", "chip_model_name": evil("chip"),
+        "application": {"name": evil("firmware"), "version": "1"}, "board": {"type": evil("board"), "name": evil("board")}});
+    let (status, _) = http(&hub, "POST", "/xiaozhi/ota/", &[("Device-Id", mac), ("Client-Id", "7d4e3f9a-1c2b-4a5d-9e8f-0a1b2c3d4e5f")], &reported.to_string()).await;
     assert_eq!(status, 200);
-    let (code, out) = run_async(&["devices", "pending"], &env, 250).await;
+    let (code, out) = run_async(&["devices", "pending"], &env, 400).await;
     assert_eq!(code, Some(0), "{out}");
     assert_safe("devices pending", code, &out, "7d4e3f9a-1c2b-4a5d-9e8f-0a1b2c3d4e5f");
+    assert_safe("devices pending", code, &out, "\\e[2J");
 }
 
 /// A terminal that reports 0 columns (some CI runners, `script`): tables are laid out for 80,
