@@ -242,3 +242,50 @@ async fn a_failed_onboarding_is_reported_not_hidden() {
     assert_eq!(refreshed.code, 0, "{refreshed:?}");
     assert_eq!(refreshed.json()["tools"][0]["name"], "self.back");
 }
+
+/// Issue 22 item 8: photos are private to the hub's user. Without `--vision-dir` they go to
+/// `vision/` in the state directory (never the current directory), the folder 0700 and each
+/// photo 0600; a `--vision-dir` that other users can enter is refused, not changed.
+#[cfg(unix)]
+#[tokio::test]
+async fn vision_photos_are_private_and_kept_under_the_state_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let state = tempfile::tempdir().unwrap();
+    let hub = HubProcess::start(&[], &[("MCPDEV_STATE_DIR", state.path().to_str().unwrap())]).await;
+    let (_dev, url, token) = vision_of(&hub, "aa:00:00:00:00:0e").await;
+    let (status, body) = upload(&url, &token, "q", &[0xff, 0xd8, 0xff, 0xe0, 1]).await;
+    assert_eq!(status, 200, "{body}");
+    let folder = state.path().join("vision");
+    let photo = folder.join(body["file"].as_str().unwrap());
+    assert!(photo.is_file(), "the photo is under the state directory: {body}");
+    assert_eq!(mode(&folder), 0o700, "the folder");
+    assert_eq!(mode(&photo), 0o600, "the photo");
+    assert!(!std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("mcpdev-vision").join(body["file"].as_str().unwrap()).exists(), "nothing in the current directory");
+
+    // A folder of ours that others can enter (`mkdir photos`, 0755) is made private; the shared
+    // /tmp (sticky, another user's) is refused and left as it is.
+    let mine = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(mine.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let hub = HubProcess::start(&["--vision-dir", mine.path().to_str().unwrap()], &[]).await;
+    let (_dev, url, token) = vision_of(&hub, "aa:00:00:00:00:0e").await;
+    let (status, body) = upload(&url, &token, "q", &[0xff, 0xd8, 0xff, 0xe0, 1]).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!((mode(mine.path()), mode(&mine.path().join(body["file"].as_str().unwrap()))), (0o700, 0o600));
+    // Another user's folder: refused and left as it is (as root, a folder given to `nobody`).
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let theirs = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(theirs.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::chown(theirs.path(), Some(65534), Some(65534)).unwrap();
+        let hub = HubProcess::start(&["--vision-dir", theirs.path().to_str().unwrap()], &[]).await;
+        let (_dev, url, token) = vision_of(&hub, "aa:00:00:00:00:0e").await;
+        let (status, body) = upload(&url, &token, "q", &[0xff, 0xd8, 0xff, 0xe0, 1]).await;
+        assert_eq!(status, 500, "{body}");
+        assert!(!body.to_string().contains(theirs.path().to_str().unwrap()), "no server path to the device: {body}");
+        assert_eq!(mode(theirs.path()), 0o755, "another user's folder is never changed");
+        assert_eq!(std::fs::read_dir(theirs.path()).unwrap().count(), 0, "nothing saved there");
+    } else {
+        eprintln!("vision_photos_are_private…: not root, so another user's folder is not tried");
+    }
+}

@@ -41,7 +41,8 @@ pub fn router(hub: Arc<Hub>) -> Router {
 async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectInfo<DevicePeer>, mut req: Request<Body>) -> Response<Body> {
     let remote = peer.remote;
     let headers = req.headers().clone();
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    // UTF-8, not only visible ASCII: a Client-Id carrying a bidi override is refused, not ignored.
+    let header = |name: &str| headers.get(name).and_then(|v| std::str::from_utf8(v.as_bytes()).ok());
     let identity = match identity::identify(header, req.uri().query()) {
         Ok(id) => id,
         Err(e) => {

@@ -11,8 +11,8 @@
 //!
 //! Photos are private to the hub's user: the folder (by default `vision/` under
 //! [`crate::paths::state_dir`], never the current directory) is created 0700 and each photo 0600;
-//! a folder that other users can enter (a `--vision-dir` that exists with group or other
-//! permissions) is refused, never silently changed.
+//! an existing `--vision-dir` of this user's that others can enter is made 0700 (and logged),
+//! one of another user's (or a shared one such as /tmp) is refused.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -79,13 +79,19 @@ impl VisionStore {
         }
         #[cfg(unix)]
         {
-            use std::os::unix::fs::PermissionsExt;
+            use std::os::unix::fs::{MetadataExt, PermissionsExt};
             let mode = meta.permissions().mode() & 0o777;
             if mode & 0o077 != 0 {
-                return Err(SaveError::Io(format!(
-                    "the vision folder {} is open to other users (mode {mode:o}); run `chmod 700` on it or choose another --vision-dir",
-                    self.dir.display()
-                )));
+                // Ours (a `mkdir`ed --vision-dir): made private. Another user's, or a shared one
+                // such as /tmp: refused, never changed.
+                if Some(meta.uid()) != super::owner::my_uid() || meta.permissions().mode() & 0o1000 != 0 {
+                    return Err(SaveError::Io(format!(
+                        "the vision folder {} is open to other users (mode {mode:o}) and not this user's own; choose another --vision-dir",
+                        self.dir.display()
+                    )));
+                }
+                std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| SaveError::Io(format!("cannot make the vision folder private: {e}")))?;
+                info!(dir = %self.dir.display(), was = %format!("{mode:o}"), "vision folder made private to this user (0700)");
             }
         }
         self.prune(self.max_files - 1, self.max_bytes - bytes.len() as u64);

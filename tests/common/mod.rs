@@ -6,6 +6,7 @@ pub mod mqtt;
 pub mod ota;
 pub mod vision;
 pub mod raw_http;
+pub mod pty;
 pub mod ws;
 
 use std::process::Stdio;
