@@ -354,7 +354,7 @@ fn control_request(host_url: &str) -> anyhow::Result<tokio_tungstenite::tungsten
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
     let url = format!("{}/api/v1/link", host_url.replacen("http://", "ws://", 1));
     let mut req = url.into_client_request()?;
-    let token = mcpdev::links::control_token::for_client(req.uri().port_u16().unwrap_or(80)).map_err(anyhow::Error::msg)?;
+    let token = mcpdev::links::control_token::for_client(req.uri().host().unwrap_or_default(), req.uri().port_u16().unwrap_or(80)).token().map_err(anyhow::Error::msg)?;
     req.headers_mut().insert("Authorization", format!("Bearer {token}").parse()?);
     Ok(req)
 }
@@ -500,7 +500,7 @@ async fn relay_vs_bare(scratch: &Scratch, hub: &HubProcess, client: &HubClient) 
     let local = hub::start(HubConfig {
         device_addr: "127.0.0.1:0".parse()?,
         host_addr: "127.0.0.1:0".parse()?,
-        admission: mcpdev::hub::admission::AdmissionConfig { approve_all: true, state_dir: None },
+        admission: mcpdev::hub::admission::AdmissionConfig { approve_all: true, state_dir: None, gateway_tokens: Vec::new() },
         ..HubConfig::default()
     })
     .await?;

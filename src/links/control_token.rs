@@ -60,6 +60,16 @@ pub enum ForHub {
     NotThisHub(String),
 }
 
+impl ForHub {
+    /// The token to send, or why there is none.
+    pub fn token(self) -> Result<String, String> {
+        match self {
+            Self::Send(token) => Ok(token),
+            Self::Missing(why) | Self::NotThisHub(why) => Err(why),
+        }
+    }
+}
+
 /// The control token to send to the hub at `host:port` (`host` as the URL spells it; IPv6 in
 /// brackets or not).
 pub fn for_client(host: &str, port: u16) -> ForHub {
