@@ -28,8 +28,6 @@
 //!   data behind one mutex, and disk writes happen with the state they write.
 
 pub mod book;
-#[doc(hidden)]
-pub mod fuzz;
 pub mod refusal;
 pub mod requests;
 
