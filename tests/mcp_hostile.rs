@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use common::HubProcess;
 use common::raw_http::{self, MCP_HEADERS, addr_of, initialize, request};
+use serde_json::json;
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -81,4 +82,118 @@ async fn mcp_sessions_are_capped_per_peer_and_in_total_and_come_back_when_they_e
     let log = hub.stderr.as_ref().unwrap().lock().unwrap().clone();
     let lines = log.lines().filter(|l| l.contains("MCP session refused")).count();
     assert!((1..=2).contains(&lines), "refusals logged {lines} times:\n{log}");
+}
+
+/// A legacy SSE session (`GET /sse`), read as raw bytes: what the hub sent on its stream.
+struct SseSession {
+    tcp: tokio::net::TcpStream,
+    from: &'static str,
+    to: std::net::SocketAddr,
+    post_path: String,
+    seen: String,
+}
+
+impl SseSession {
+    /// Opens the stream from `from`, initializes the session.
+    async fn open(hub: &HubProcess, from: &'static str) -> Self {
+        let to = addr_of(&hub.host_url);
+        let mut tcp = raw_http::connect_from(from, to).await;
+        raw_http::send(&mut tcp, "GET", "/sse", &[("Accept", "text/event-stream")], "").await;
+        assert_eq!(raw_http::read_head(&mut tcp).await.0, 200);
+        let mut s = Self { tcp, from, to, post_path: String::new(), seen: String::new() };
+        s.read_until("the endpoint event", |seen| seen.contains("?sessionId=")).await;
+        let data = s.seen.lines().find_map(|l| l.strip_prefix("data: ").filter(|d| d.contains("sessionId"))).unwrap();
+        s.post_path = data.trim().to_string();
+        s.post(&initialize(1)).await;
+        s.read_until("the initialize answer", |seen| seen.contains("\"id\":1")).await;
+        s.post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+        s
+    }
+
+    async fn post(&self, body: &str) {
+        let a = request(self.from, self.to, "POST", &self.post_path, &[("Content-Type", "application/json")], body).await;
+        assert_eq!(a.status, 202, "{a:?}");
+    }
+
+    /// Reads the stream until `done` holds for what was seen, within [`DEADLINE`].
+    async fn read_until(&mut self, what: &str, done: impl Fn(&str) -> bool) {
+        let until = tokio::time::Instant::now() + DEADLINE;
+        while !done(&self.seen) {
+            self.read_some(until).await.unwrap_or_else(|| panic!("not within {DEADLINE:?}: {what}; seen {}", self.seen));
+        }
+    }
+
+    /// Reads what comes until `until`.
+    async fn read_for(&mut self, until: tokio::time::Instant) {
+        while self.read_some(until).await.is_some() {}
+    }
+
+    async fn read_some(&mut self, until: tokio::time::Instant) -> Option<()> {
+        use tokio::io::AsyncReadExt;
+        let mut buf = [0u8; 16384];
+        match tokio::time::timeout_at(until, self.tcp.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => {
+                self.seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+                Some(())
+            }
+            Ok(_) => panic!("the hub closed the SSE stream"),
+            Err(_) => None,
+        }
+    }
+
+    fn count(&self, needle: &str) -> usize {
+        self.seen.matches(needle).count()
+    }
+}
+
+const LIST_CHANGED: &str = "notifications/tools/list_changed";
+
+/// Issue 22 item 9: a device that floods `notifications/tools/list_changed` (and answers each
+/// listing at once, with a list that changes every time) is listed about once a second, and MCP
+/// sessions hear `list_changed` about once a second, not once per notification.
+#[tokio::test]
+async fn a_list_changed_storm_is_coalesced_to_about_one_relist_and_one_notification_a_second() {
+    use common::fake_device::{FakeDevice, tool};
+    use futures_util::StreamExt;
+    let hub = HubProcess::start(&[], &[]).await;
+    let mut sse = SseSession::open(&hub, "127.0.0.1").await;
+    let mut dev = FakeDevice::connect(&hub.device_url, "02:00:00:00:00:41", vec![tool("a")]).await;
+    sse.read_until("list_changed for the device that joined", |s| s.contains(LIST_CHANGED)).await;
+    let before = sse.count(LIST_CHANGED);
+
+    let storm = Duration::from_secs(4);
+    let start = tokio::time::Instant::now();
+    let mut pace = tokio::time::interval(Duration::from_millis(2));
+    let (mut notifications, mut listings) = (0u32, 0u32);
+    let changed = json!({"session_id": dev.session_id, "type": "mcp", "payload": {"jsonrpc": "2.0", "method": LIST_CHANGED}});
+    while start.elapsed() < storm {
+        tokio::select! {
+            _ = pace.tick() => {
+                dev.send(changed.clone()).await;
+                notifications += 1;
+            }
+            m = dev.ws.next() => {
+                let Some(Ok(tokio_tungstenite::tungstenite::Message::Text(t))) = m else { panic!("the device's link ended: {m:?}") };
+                let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+                if v["payload"]["method"] == "tools/list" {
+                    listings += 1;
+                    let tools: Vec<_> = (0..=listings).map(|i| tool(&format!("t{i}"))).collect();
+                    dev.reply(&v["payload"]["id"], json!({"tools": tools})).await;
+                } else if v["payload"]["method"] == "ping" {
+                    dev.reply(&v["payload"]["id"], json!({})).await;
+                }
+            }
+        }
+    }
+    // Whatever was still planned goes out within a second; then count.
+    sse.read_for(tokio::time::Instant::now() + Duration::from_millis(2500)).await;
+    let heard = sse.count(LIST_CHANGED) - before;
+    eprintln!("{notifications} list_changed in {storm:?}: {listings} listings, {heard} list_changed to the MCP session");
+    assert!(notifications > 500, "the storm was a storm: {notifications} notifications");
+    // 4 s of storm: a listing a second (plus the confirmation re-list and one planned at the end).
+    assert!((3..=7).contains(&listings), "{listings} listings for {notifications} list_changed in {storm:?}");
+    assert!((3..=8).contains(&heard), "the MCP session heard list_changed {heard} times in {storm:?}");
+    // The session still works, with the device's latest tools.
+    let out = common::mcpdev(&hub, &["tools", "list", "-d", "02:00:00:00:00:41", "--json"]).await;
+    assert_eq!(out.code, 0, "{out:?}");
 }

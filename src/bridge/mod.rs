@@ -11,7 +11,7 @@
 //! - A session's plain `tools/call` of a device tool is answered by [`direct`], without rmcp's
 //!   per-session worker and SSE stream; everything else, and anything unusual, goes to rmcp.
 //! - Tools are dynamic: `tools.listChanged` is declared and every open session hears when a
-//!   device connects, disconnects or changes its tools.
+//!   device connects, disconnects or changes its tools, at most once a second ([`notifier`]).
 //! - Open sessions are capped in total and per peer address, on every endpoint and transport
 //!   ([`sessions`]).
 //! - Device notifications become resources: `mcpdev://devices/<id>/notifications` (subscribe
@@ -251,7 +251,7 @@ impl ServerHandler for Bridge {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.shared.notifier.add_peer(self.scope.clone(), context.peer);
+        self.shared.notifier.add_peer(self.scope.clone(), self.session, context.peer);
     }
 
     fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
@@ -348,8 +348,14 @@ impl ServerHandler for Bridge {
 
     #[allow(deprecated)]
     async fn subscribe(&self, request: SubscribeRequestParams, cx: RequestContext<RoleServer>) -> Result<(), McpError> {
-        self.shared.notifier.subscribe(request.uri.to_string(), self.session, cx.peer);
-        Ok(())
+        if self.shared.notifier.subscribe(self.scope.clone(), request.uri.to_string(), self.session, cx.peer) {
+            Ok(())
+        } else {
+            Err(McpError::invalid_request(
+                format!("this session holds {} resource subscriptions, the most it may; unsubscribe from some first", notifier::MAX_SUBSCRIPTIONS),
+                None,
+            ))
+        }
     }
 
     #[allow(deprecated)]
