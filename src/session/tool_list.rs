@@ -27,6 +27,12 @@ impl ToolList {
         }
         Self(intern(tools))
     }
+
+    /// The very same list (one allocation): what a catalogue compares to tell that a device's
+    /// tools did not change, without reading them.
+    pub fn same_list(&self, other: &ToolList) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl Deref for ToolList {
