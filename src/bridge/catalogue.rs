@@ -13,6 +13,9 @@
 //!   re-lists keeps its place. A `tools/list` cursor names the next entry's place, not an index,
 //!   so a listing in progress while devices come and go has no duplicates, never shows a tool of
 //!   a device that left, and reaches devices that joined behind it.
+//! - **Equal lists converted once.** Devices running the same firmware list the same tools (one
+//!   interned list): its tools are converted to MCP tools once, and each device's entries share
+//!   their schemas (`Arc`), differing only by name.
 //! - **Names never move.** With `--mcp-names plain` a device gets its tool's own name if no
 //!   connected device holds it, and keeps it while it stays connected (also across re-lists);
 //!   a device that joins later with the same tool gets `<prefix>.<tool>`, and keeps that. A
@@ -70,6 +73,15 @@ pub struct Catalogue {
     devices: HashMap<String, Joined>,
     entries: BTreeMap<Place, Arc<Offered>>,
     index: HashMap<String, Place>,
+    /// Each distinct tool list in use, as MCP tools, by the list's identity.
+    templates: HashMap<usize, Template>,
+}
+
+/// A tool list's tools as MCP tools (`None`: not a valid MCP tool), and how many devices use it.
+struct Template {
+    _list: ToolList,
+    tools: Arc<[Option<Tool>]>,
+    users: usize,
 }
 
 /// A `tools/list` page: its tools and the next page's cursor.
@@ -108,7 +120,8 @@ impl Catalogue {
         if self.next_seq == 0 {
             self.next_seq = 1;
             if *rules.scope == Scope::All {
-                self.insert((0, 0), "list_devices".into(), None, "list_devices".into(), &list_devices_tool());
+                let tool = to_tool("list_devices", &list_devices_tool());
+                self.insert((0, 0), "list_devices".into(), None, "list_devices".into(), tool);
             }
         }
         self.epoch = epoch;
@@ -135,6 +148,12 @@ impl Catalogue {
 
     fn remove_device(&mut self, device_id: &str) -> Option<Joined> {
         let joined = self.devices.remove(device_id)?;
+        if let Some(t) = self.templates.get_mut(&joined.tools.identity()) {
+            t.users -= 1;
+            if t.users == 0 {
+                self.templates.remove(&joined.tools.identity());
+            }
+        }
         let places: Vec<Place> = self.entries.range((joined.seq, 0)..(joined.seq + 1, 0)).map(|(p, _)| *p).collect();
         for p in places {
             if let Some(o) = self.entries.remove(&p) {
@@ -156,6 +175,7 @@ impl Catalogue {
             }
         };
         let prefix = naming::prefix_for(&handle.device_id, rules.aliases);
+        let template = self.template(&tools);
         let mut names = HashMap::new();
         for (i, tool) in tools.iter().enumerate().filter(|(_, t)| rules.user_tools || !t.user_only) {
             let name = match kept.get(&tool.name) {
@@ -169,7 +189,8 @@ impl Catalogue {
                 }
                 Some(name) => {
                     names.insert(tool.name.clone(), name.clone());
-                    self.insert((seq, i as u32 + 1), name, Some(handle.clone()), tool.name.clone(), &tool.value());
+                    let converted = template.get(i).cloned().flatten();
+                    self.insert((seq, i as u32 + 1), name, Some(handle.clone()), tool.name.clone(), converted);
                 }
                 None => tracing::warn!(device = %handle.device_id, tool = %tool.name, "tool name does not fit MCP's name rules; not offered"),
             }
@@ -193,11 +214,23 @@ impl Catalogue {
         }
     }
 
-    fn insert(&mut self, place: Place, name: String, device: Option<DeviceHandle>, device_name: String, device_tool: &Value) {
-        let Some(tool) = to_tool(&name, device_tool) else {
+    /// The list's tools as MCP tools, converted on the first device that lists it; one more user.
+    fn template(&mut self, tools: &ToolList) -> Arc<[Option<Tool>]> {
+        let t = self.templates.entry(tools.identity()).or_insert_with(|| Template {
+            _list: tools.clone(),
+            tools: tools.iter().map(|t| to_tool(&t.name, &t.value())).collect(),
+            users: 0,
+        });
+        t.users += 1;
+        t.tools.clone()
+    }
+
+    fn insert(&mut self, place: Place, name: String, device: Option<DeviceHandle>, device_name: String, converted: Option<Tool>) {
+        let Some(mut tool) = converted else {
             tracing::warn!(tool = %device_name, "the device's tool declaration is not a valid MCP tool; not offered");
             return;
         };
+        tool.name = name.clone().into();
         self.index.insert(name.clone(), place);
         self.entries.insert(place, Arc::new(Offered { name, device, device_name, tool }));
     }

@@ -33,6 +33,12 @@ impl ToolList {
     pub fn same_list(&self, other: &ToolList) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
+
+    /// The list's identity (its allocation's address), to key what is derived from it once for
+    /// every device that lists it; valid while this list is held.
+    pub fn identity(&self) -> usize {
+        Arc::as_ptr(&self.0).cast::<ToolEntry>() as usize
+    }
 }
 
 impl Deref for ToolList {
