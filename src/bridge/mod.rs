@@ -11,7 +11,7 @@
 //! - A session's plain `tools/call` of a device tool is answered by [`direct`], without rmcp's
 //!   per-session worker and SSE stream; everything else, and anything unusual, goes to rmcp.
 //! - Tools are dynamic: `tools.listChanged` is declared and every open session hears when a
-//!   device connects, disconnects or changes its tools.
+//!   device connects, disconnects or changes its tools, at most once a second ([`notifier`]).
 //! - Open sessions are capped in total and per peer address, on every endpoint and transport
 //!   ([`sessions`]).
 //! - Device notifications become resources: `mcpdev://devices/<id>/notifications` (subscribe
@@ -104,10 +104,19 @@ impl Shared {
         }
     }
 
-    /// Every tool an endpoint offers, in a stable order (kept, not rebuilt per request).
-    fn catalogue(&self, scope: &Scope) -> Arc<Catalogue> {
+    /// Reads the tools an endpoint offers (kept and updated per device, not rebuilt per request).
+    fn catalogue<T>(&self, scope: &Scope, f: impl FnOnce(&Catalogue) -> T) -> T {
         let rules = Rules { scope, naming: self.config.naming, user_tools: self.config.user_tools, aliases: &self.hub.config.aliases };
-        self.catalogues.get(&rules, || self.devices(scope))
+        let devices = || match scope {
+            Scope::All => self.hub.registry.unsorted(),
+            Scope::Device(id) => self.hub.registry.get(id).into_iter().collect(),
+        };
+        self.catalogues.read(&rules, devices, f)
+    }
+
+    /// The tool an endpoint offers under `name`.
+    fn offered(&self, scope: &Scope, name: &str) -> Option<Arc<Offered>> {
+        self.catalogue(scope, |c| c.get(name))
     }
 
     /// Relays a device's tool call for an MCP client ([`prepare_call`] checked it first). It
@@ -165,11 +174,6 @@ static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
 impl Bridge {
     pub fn new(shared: Arc<Shared>, scope: Scope, slot: Option<sessions::Slot>) -> Self {
         Self { shared, scope, session: NEXT_SESSION.fetch_add(1, Ordering::Relaxed), _open: Arc::new(crate::metrics::SessionGuard::open()), _slot: slot.map(Arc::new) }
-    }
-
-    /// Every tool this endpoint offers, in a stable order (kept, not rebuilt per request).
-    fn catalogue(&self) -> Arc<Catalogue> {
-        self.shared.catalogue(&self.scope)
     }
 
     fn devices(&self) -> Vec<DeviceHandle> {
@@ -253,7 +257,7 @@ impl ServerHandler for Bridge {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.shared.notifier.add_peer(self.scope.clone(), context.peer);
+        self.shared.notifier.add_peer(self.scope.clone(), self.session, context.peer);
     }
 
     fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
@@ -268,35 +272,25 @@ impl ServerHandler for Bridge {
     }
 
     async fn list_tools(&self, request: Option<PaginatedRequestParams>, _cx: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
-        let catalogue = self.catalogue();
-        let start = match request.and_then(|r| r.cursor) {
-            None => 0,
-            Some(c) => c
-                .parse::<usize>()
-                .ok()
-                .filter(|n| *n <= catalogue.len())
-                .ok_or_else(|| McpError::invalid_params(format!("Invalid cursor: {c}"), None))?,
-        };
-        let end = (start + self.shared.config.page_size.max(1)).min(catalogue.len());
-        let tools = catalogue.page(start, end).iter().map(|o| o.tool.clone()).collect();
-        let next_cursor = (end < catalogue.len()).then(|| end.to_string());
-        Ok(ListToolsResult { tools, next_cursor, ..Default::default() }.with_ttl_ms(0).with_cache_scope(CacheScope::Public))
+        let cursor = request.and_then(|r| r.cursor);
+        let page = self.shared.catalogue(&self.scope, |c| c.page(cursor.as_deref(), self.shared.config.page_size));
+        let page = page.map_err(|why| McpError::invalid_params(why, None))?;
+        Ok(ListToolsResult { tools: page.tools, next_cursor: page.next_cursor, ..Default::default() }.with_ttl_ms(0).with_cache_scope(CacheScope::Public))
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, cx: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
-        let catalogue = self.catalogue();
-        let Some(offered) = catalogue.get(&request.name) else {
+        let Some(offered) = self.shared.offered(&self.scope, &request.name) else {
             return match self.unavailable(&request.name) {
                 Some(why) => Ok(CallToolResult::error(vec![ContentBlock::text(why)]).into()),
                 None => Err(McpError::invalid_params(format!("Unknown tool: {}", request.name), None)),
             };
         };
-        let call = match prepare_call(offered, request.arguments) {
+        let call = match prepare_call(&offered, request.arguments) {
             None => return Ok(self.list_devices().await.into()),
             Some(Err(refused)) => return Ok(refused.into()),
             Some(Ok(call)) => call,
         };
-        drop(catalogue);
+        drop(offered);
         // notifications/cancelled: stop waiting.
         self.shared.relay_call(call, cx.ct.cancelled()).await.map(Into::into)
     }
@@ -350,8 +344,14 @@ impl ServerHandler for Bridge {
 
     #[allow(deprecated)]
     async fn subscribe(&self, request: SubscribeRequestParams, cx: RequestContext<RoleServer>) -> Result<(), McpError> {
-        self.shared.notifier.subscribe(request.uri.to_string(), self.session, cx.peer);
-        Ok(())
+        if self.shared.notifier.subscribe(self.scope.clone(), request.uri.to_string(), self.session, cx.peer) {
+            Ok(())
+        } else {
+            Err(McpError::invalid_request(
+                format!("this session holds {} resource subscriptions, the most it may; unsubscribe from some first", notifier::MAX_SUBSCRIPTIONS),
+                None,
+            ))
+        }
     }
 
     #[allow(deprecated)]

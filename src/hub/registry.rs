@@ -147,6 +147,12 @@ impl Registry {
         (handles.iter().filter_map(DeviceHandle::snapshot).collect(), next)
     }
 
+    /// Every connected device, in no particular order (no sort: for a caller that only looks
+    /// each one up).
+    pub fn unsorted(&self) -> Vec<DeviceHandle> {
+        self.read().values().cloned().collect()
+    }
+
     /// A connected device for which `matches` holds (any one, without sorting the fleet).
     pub fn find(&self, matches: impl Fn(&DeviceHandle) -> bool) -> Option<DeviceHandle> {
         self.read().values().find(|h| matches(h)).cloned()

@@ -32,7 +32,9 @@
 //!   list before is not believed at once: it is listed again after 1 s, and the shorter list is
 //!   taken only when two listings in a row agree on it (or after `max_relists` tries).
 //! - **`notifications/tools/list_changed`** re-lists in the background; several during one
-//!   listing give one more listing, not one each.
+//!   listing give one more listing, not one each, and re-lists start at most once per
+//!   `min_relist_interval` (1 s): a device that floods `list_changed` gets one listing a second,
+//!   so the hub's work (and the bridge's catalogue and `list_changed` to MCP hosts) stays there.
 //! - **Refresh on demand.** A caller's request for [`REFRESH_METHOD`] is not sent to the device:
 //!   the session re-lists (or, after a failed onboarding, starts onboarding over) and answers
 //!   `{"tools":[…], "onboarding_error"?, "refresh_error"?}` when it is done. `mcpdev tools list
@@ -111,6 +113,8 @@ pub struct SessionConfig {
     pub confirm_relist: Option<Duration>,
     /// Re-lists after a list that looked truncated, per session.
     pub max_relists: u32,
+    /// Background re-lists start at most this often (later requests are coalesced into one).
+    pub min_relist_interval: Duration,
     /// Caps on what one device's tool list may hold.
     pub max_tools: usize,
     pub max_tool_bytes: usize,
@@ -156,6 +160,7 @@ impl SessionConfig {
             retry_backoff: vec![Duration::from_millis(50), Duration::from_millis(200), Duration::from_secs(1), Duration::from_secs(3)],
             confirm_relist: Some(Duration::from_millis(1500)),
             max_relists: 3,
+            min_relist_interval: Duration::from_secs(1),
             max_tools: 1000,
             max_tool_bytes: 1 << 20,
             max_answers_per_sec: 20,
@@ -290,6 +295,8 @@ pub struct Session {
     relist_again: bool,
     /// A planned re-list (confirmation, or after a list that looked truncated).
     relist_at: Option<Instant>,
+    /// When the last background re-list started.
+    last_relist: Option<Instant>,
     confirm_planned: bool,
     /// The length of a shorter list not believed yet, and how many re-lists that cost.
     short_seen: Option<usize>,
@@ -335,6 +342,7 @@ impl Session {
             relisting: false,
             relist_again: false,
             relist_at: None,
+            last_relist: None,
             confirm_planned: false,
             short_seen: None,
             truncation_relists: 0,
@@ -793,6 +801,14 @@ impl Session {
             self.relist_again = true;
             return;
         }
+        if let Some(next) = self.last_relist.map(|at| at + self.cfg.min_relist_interval)
+            && now < next
+        {
+            // Too soon after the last one: one re-list then, whatever asks meanwhile.
+            self.relist_at = Some(self.relist_at.map_or(next, |at| at.min(next)));
+            return;
+        }
+        self.last_relist = Some(now);
         self.generation += 1;
         self.background = true;
         self.relisting = true;

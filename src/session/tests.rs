@@ -452,10 +452,13 @@ fn a_shorter_relist_is_believed_only_when_two_listings_agree() {
     let out = sent(&s.on_tick(again));
     assert!(s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": [tool("a"), tool("b"), tool("c")]})), again).is_empty());
     assert_eq!(s.info().tools.len(), 3);
-    // Really shorter: two listings in a row say so.
-    let out = sent(&s.on_text(changed, again));
-    s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": [tool("a")]})), again);
-    let later = again + Duration::from_secs(1);
+    // Really shorter: two listings in a row say so (a list_changed within a second of the last
+    // listing waits for the second's end).
+    assert!(sent(&s.on_text(changed, again)).is_empty());
+    let next = again + Duration::from_secs(1);
+    let out = sent(&s.on_tick(next));
+    s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": [tool("a")]})), next);
+    let later = next + Duration::from_secs(1);
     let out = sent(&s.on_tick(later));
     let out = s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": [tool("a")]})), later);
     assert_eq!(events(&out), vec![Event::ToolsChanged { tools: 1 }]);
@@ -471,9 +474,40 @@ fn list_changed_floods_during_a_listing_give_one_more_listing() {
     for _ in 0..100 {
         assert!(sent(&s.on_text(changed, t0)).is_empty(), "no new listing while one runs");
     }
-    let out = sent(&s.on_text(&reply(&first[0]["payload"]["id"], json!({"tools": [tool("a")]})), t0));
+    assert!(sent(&s.on_text(&reply(&first[0]["payload"]["id"], json!({"tools": [tool("a")]})), t0)).is_empty(), "not again within a second");
+    let next = t0 + Duration::from_secs(1);
+    assert_eq!(s.next_deadline(), Some(next));
+    let out = sent(&s.on_tick(next));
     assert_eq!(out.len(), 1, "exactly one more listing: {out:?}");
-    assert!(sent(&s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": [tool("a")]})), t0)).is_empty());
+    assert!(sent(&s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": [tool("a")]})), next)).is_empty());
+}
+
+/// Issue 22 item 9: a device that sends `list_changed` without end, and answers every listing at
+/// once, is listed at most once a second, and its tools are replaced only when they changed.
+#[test]
+fn a_list_changed_storm_is_listed_at_most_once_a_second() {
+    let t0 = Instant::now();
+    let mut s = onboard(t0, &[vec!["a"]]);
+    let changed = r#"{"type":"mcp","payload":{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}}"#;
+    let (mut listings, mut changes) = (0, 0);
+    // Ten seconds of a notification every 5 ms, each listing answered at once, with a list that
+    // flips between two versions.
+    for step in 0..2000u64 {
+        let now = t0 + Duration::from_millis(5 * step);
+        let mut out = s.on_text(changed, now);
+        out.extend(s.on_tick(now));
+        for frame in sent(&out) {
+            if frame["payload"]["method"] == "tools/list" {
+                listings += 1;
+                let tools = if listings % 2 == 0 { json!([tool("a")]) } else { json!([tool("a"), tool("b")]) };
+                let answered = s.on_text(&reply(&frame["payload"]["id"], json!({"tools": tools})), now);
+                changes += events(&answered).iter().filter(|e| matches!(e, Event::ToolsChanged { .. })).count();
+            }
+        }
+    }
+    assert!((9..=11).contains(&listings), "{listings} listings in 10 s of list_changed");
+    assert!(changes <= listings, "{changes} tool changes for {listings} listings");
+    assert!(changes >= 2, "the changed lists were taken: {changes}");
 }
 
 #[test]
