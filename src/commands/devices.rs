@@ -73,7 +73,7 @@ fn connected(global: &GlobalArgs, answer: &Value) {
         };
         let tools = d["tools"].as_array().map_or(0, Vec::len);
         let since = d["connected_at_ms"].as_u64().map_or_else(|| "-".into(), local_time);
-        let address = d["remote"].as_str().unwrap_or("-");
+        let address = d["address"].as_str().unwrap_or("-");
         t.add_row(vec![id.to_string(), alias.to_string(), text(&d["transport"]), state.to_string(), tools.to_string(), since, address.to_string()]);
     }
     if !devices.is_empty() {
@@ -91,8 +91,12 @@ fn approved(global: &GlobalArgs, a: &Value) {
         Some(token) => {
             outln!("{token}");
             if !global.quiet {
-                eprintln!("approved {id}. It cannot learn its token from an OTA check-in: give it the token above, e.g.");
-                eprintln!("  MCPDEV_DEVICE_TOKEN=<token> mcpdev sim --device-id {id} --url ws://HUB:8000/xiaozhi/v1/");
+                // The hub's own device URL (an older hub does not say it).
+                let url = a["device_url"].as_str().unwrap_or("ws://HUB:PORT/xiaozhi/v1/");
+                eprintln!("approved {id}. It cannot learn its token from an OTA check-in: give it the token above.");
+                eprintln!("  Any device: connect to {url} with the header `Authorization: Bearer <token>`");
+                eprintln!("  (a browser page: the query parameter `authorization=<token>`; stock firmware: its `websocket.token` setting).");
+                eprintln!("  A virtual device: MCPDEV_DEVICE_TOKEN=<token> mcpdev sim --device-id {id} --url {url}");
             }
         }
         None => {
