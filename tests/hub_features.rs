@@ -4,9 +4,9 @@
 mod common;
 
 use common::fake_device::{FakeDevice, tool};
+use common::vision::{self, post_parts, text, vision_of};
 use common::{HubProcess, mcpdev};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// POSTs a multipart upload the way the stock firmware's `self.camera.take_photo` does; returns
 /// the status code and the body.
@@ -16,27 +16,7 @@ async fn upload(url: &str, token: &str, question: &str, photo: &[u8]) -> (u16, V
 
 /// [`upload`] with any `Device-Id` header.
 async fn upload_as(url: &str, device_id: &str, token: &str, question: &str, photo: &[u8]) -> (u16, Value) {
-    let rest = url.strip_prefix("http://").unwrap();
-    let (authority, path) = rest.split_once('/').unwrap();
-    let boundary = "----mcpdevtestboundary";
-    let mut body = Vec::new();
-    body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"question\"\r\n\r\n{question}\r\n").as_bytes());
-    body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"camera.jpg\"\r\nContent-Type: image/jpeg\r\n\r\n").as_bytes());
-    body.extend_from_slice(photo);
-    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-    let head = format!(
-        "POST /{path} HTTP/1.1\r\nHost: {authority}\r\nDevice-Id: {device_id}\r\nAuthorization: Bearer {token}\r\n\
-         Content-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let mut s = tokio::net::TcpStream::connect(authority).await.unwrap();
-    s.write_all(head.as_bytes()).await.unwrap();
-    s.write_all(&body).await.unwrap();
-    let mut response = String::new();
-    s.read_to_string(&mut response).await.unwrap();
-    let status: u16 = response.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let json_body = response.split("\r\n\r\n").nth(1).unwrap_or_default();
-    (status, serde_json::from_str(json_body).unwrap_or(Value::Null))
+    post_parts(url, device_id, token, &[text("question", question), vision::photo("file", photo)]).await
 }
 
 #[tokio::test]
@@ -60,20 +40,6 @@ async fn the_vision_endpoint_saves_photos_for_devices_that_have_its_token() {
 
     let (status, body) = upload(url, "wrong", "q", &jpeg).await;
     assert_eq!((status, body["success"].clone()), (401, json!(false)));
-}
-
-/// Connects `device_id` over WebSocket and returns the vision URL and token its `initialize` carries.
-async fn vision_of(hub: &HubProcess, device_id: &str) -> (FakeDevice, String, String) {
-    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(hub.device_url.as_str()).unwrap();
-    req.headers_mut().insert("Device-Id", device_id.parse().unwrap());
-    let (ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
-    let mut dev = FakeDevice { ws, session_id: String::new() };
-    dev.send(json!({"type":"hello","version":1,"features":{"mcp":true},"transport":"websocket"})).await;
-    assert_eq!(dev.recv().await["type"], "hello");
-    let init = dev.recv_request("initialize").await;
-    let vision = &init["params"]["capabilities"]["vision"];
-    let (url, token) = (vision["url"].as_str().unwrap().to_string(), vision["token"].as_str().unwrap().to_string());
-    (dev, url, token)
 }
 
 /// Every file under `root`, recursively.

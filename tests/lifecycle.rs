@@ -60,17 +60,7 @@ async fn stop_with(signal: i32, stuck: bool) -> Stopped {
     let started = std::time::Instant::now();
     // SAFETY: sending a signal to our own child process.
     unsafe { libc::kill(running.child.id().unwrap() as i32, signal) };
-    let ws_close = tokio::time::timeout(DEADLINE, async {
-        loop {
-            match ws.ws.next().await {
-                Some(Ok(Message::Close(frame))) => return frame.map(|f| f.code),
-                Some(Ok(_)) => {}
-                None | Some(Err(_)) => return None,
-            }
-        }
-    })
-    .await
-    .expect("the WebSocket device heard the end in time");
+    let ws_close = close_code(&mut ws).await;
     let mqtt_goodbye = tokio::time::timeout(DEADLINE, async {
         loop {
             let m = mq.recv().await;

@@ -89,7 +89,7 @@ async fn call_one(conn: &mut Conn, tool: &Value, r: &mut Results) {
     match failed {
         None => r.pass(&id, "answered with valid arguments (defaults, minimum, maximum)", REF_CALL),
         // This check owns the tool's missing answer: hygiene and fuzz calls of it count it no more.
-        Some((Some(silence), why)) => r.silence(&silence, Asked::Tool(name.to_string()), true, &id, Status::Fail, why, REF_CALL),
+        Some((Some(silence), why)) => r.silence(&silence, Asked::Tool(name.to_string()), &id, Status::Fail, why, REF_CALL),
         Some((None, why)) => r.warn(&id, format!("an error for valid arguments: {why}"), REF_CALL),
     }
     wrong_type_with_default(conn, tool, r).await;
@@ -118,6 +118,6 @@ async fn wrong_type_with_default(conn: &mut Conn, tool: &Value, r: &mut Results)
             r.pass(id, format!("{prop}={wrong} (wrong type) is refused"), REF_CALL)
         }
         Ok(_) => r.warn(id, format!("{prop}={wrong} (wrong type) is accepted: the default is used silently"), REF_CALL),
-        Err(why) => r.silence(&why, Asked::Tool(name.to_string()), false, id, Status::Fail, format!("{prop}={wrong} (wrong type): {why}"), REF_CALL),
+        Err(why) => r.silence(&why, Asked::Tool(name.to_string()), id, Status::Fail, format!("{prop}={wrong} (wrong type): {why}"), REF_CALL),
     }
 }

@@ -80,7 +80,7 @@ pub async fn check(conn: &mut Conn, tool: &Value, n: usize, r: &mut Results) {
                     return r.fail(id, format!("{what} is accepted: {:.120}", reply.payload["result"].to_string()), REF);
                 }
             }
-            Err(why) => return r.silence(&why, Asked::Tool(name.to_string()), false, id, Status::Fail, format!("{what}: {why}"), REF),
+            Err(why) => return r.silence(&why, Asked::Tool(name.to_string()), id, Status::Fail, format!("{what}: {why}"), REF),
         }
     }
     r.pass(id, format!("{total} generated argument sets: each answered, out-of-range and incomplete ones refused"), REF)

@@ -27,7 +27,7 @@ pub async fn check(conn: &mut Conn, tools: &[Value], callable: &[Value], r: &mut
             None if reply.payload.get("error").is_some() => r.warn("hygiene.unknown_method", "an unknown method gets an error without a code", REF_JSONRPC),
             None => r.fail("hygiene.unknown_method", format!("an unknown method got a result: {:.120}", reply.payload.to_string()), REF_JSONRPC),
         },
-        Err(why) => r.silence(&why, Asked::UnknownMethod, true, "hygiene.unknown_method", Status::Fail, format!("an unknown method: {why}"), REF_JSONRPC),
+        Err(why) => r.silence(&why, Asked::UnknownMethod, "hygiene.unknown_method", Status::Fail, format!("an unknown method: {why}"), REF_JSONRPC),
     }
     match conn.request("tools/call", json!({"name": "mcpdev-check.no-such-tool", "arguments": {}})).await {
         Ok(reply) if reply.payload["result"]["isError"] == true => r.pass("hygiene.unknown_tool", "an unknown tool gets an isError result", REF_TOOL_ERRORS),
@@ -37,7 +37,7 @@ pub async fn check(conn: &mut Conn, tools: &[Value], callable: &[Value], r: &mut
             None if reply.payload.get("error").is_some() => r.warn("hygiene.unknown_tool", "an unknown tool gets an error without a code", REF_TOOL_ERRORS),
             None => r.fail("hygiene.unknown_tool", format!("an unknown tool got a success: {:.120}", reply.payload.to_string()), REF_TOOL_ERRORS),
         },
-        Err(why) => r.silence(&why, Asked::UnknownTool, true, "hygiene.unknown_tool", Status::Fail, format!("an unknown tool: {why}"), REF_TOOL_ERRORS),
+        Err(why) => r.silence(&why, Asked::UnknownTool, "hygiene.unknown_tool", Status::Fail, format!("an unknown tool: {why}"), REF_TOOL_ERRORS),
     }
     invalid_params(conn, tools, callable, r).await;
     ids(conn, r).await;
@@ -46,7 +46,7 @@ pub async fn check(conn: &mut Conn, tools: &[Value], callable: &[Value], r: &mut
         Ok(reply) => r.warn("hygiene.ping", format!("ping gets no empty result: {:.120}", reply.payload.to_string()), REF_PING),
         // On a device without ping, ping is an unknown method: one that gets no answer is counted
         // by hygiene.unknown_method when every unknown method goes unanswered.
-        Err(Silence::Timeout) => r.unanswered(Asked::UnknownMethod, false, "hygiene.ping", Status::Warn, "ping is not answered (stock firmware: backends must not rely on ping)", REF_PING),
+        Err(Silence::Timeout) => r.unanswered(Asked::UnknownMethod, "hygiene.ping", Status::Warn, "ping is not answered (stock firmware: backends must not rely on ping)", REF_PING),
         Err(why) => r.fail("hygiene.ping", format!("ping: {why}"), REF_PING),
     }
     in_flight(conn, r).await;
@@ -96,13 +96,13 @@ async fn invalid_params(conn: &mut Conn, tools: &[Value], callable: &[Value], r:
             Err(why @ Silence::Timeout) if if_silent == Status::Warn => {
                 warned.get_or_insert((format!("{what}: {why} ({tolerated})"), Some(asked)));
             }
-            Err(why) => return r.silence(&why, asked, false, id, Status::Fail, format!("{what}: {why}"), REF_TOOL_ERRORS),
+            Err(why) => return r.silence(&why, asked, id, Status::Fail, format!("{what}: {why}"), REF_TOOL_ERRORS),
         }
     }
     match warned {
         None => r.pass(id, "invalid arguments get -32602 or isError", REF_TOOL_ERRORS),
         Some((why, None)) => r.warn(id, why, REF_TOOL_ERRORS),
-        Some((why, Some(asked))) => r.unanswered(asked, false, id, Status::Warn, why, REF_TOOL_ERRORS),
+        Some((why, Some(asked))) => r.unanswered(asked, id, Status::Warn, why, REF_TOOL_ERRORS),
     }
 }
 
@@ -174,7 +174,7 @@ async fn escaping(conn: &mut Conn, r: &mut Results) {
                 r.pass(id, "error messages are escaped (valid JSON)", REF_ESCAPING);
             } else {
                 // The same missing answer as an unknown tool's, when that one gets none either.
-                r.unanswered(Asked::UnknownTool, false, id, Status::Fail, "a call of a tool named with \" and \\ got no answer", REF_ESCAPING);
+                r.unanswered(Asked::UnknownTool, id, Status::Fail, "a call of a tool named with \" and \\ got no answer", REF_ESCAPING);
             }
         }
         Err(why) => r.fail(id, format!("after a call of a tool named with \" and \\: {why}"), REF_ESCAPING),

@@ -100,6 +100,17 @@ pub enum Asked {
 }
 
 impl Asked {
+    /// The check that counts a missing answer of this kind whatever ran first (for a disconnect,
+    /// the first check that saw it).
+    fn owner(&self) -> Option<String> {
+        match self {
+            Asked::UnknownMethod => Some("hygiene.unknown_method".into()),
+            Asked::UnknownTool => Some("hygiene.unknown_tool".into()),
+            Asked::Tool(name) => Some(format!("calls.{name}")),
+            Asked::Gone => None,
+        }
+    }
+
     fn key(&self) -> String {
         match self {
             Asked::UnknownMethod => "an unknown method".into(),
@@ -138,14 +149,15 @@ impl Results {
         self.add(id, Status::Skip, reason, reference);
     }
 
-    /// Reports a check whose request got no answer: `asked` says what kind of request it was, and
-    /// `owner` whether this check is the one that counts such a request. [`Results::settle`] then
-    /// keeps one of the checks that saw the same missing answer and skips the others.
-    pub fn unanswered(&mut self, asked: Asked, owner: bool, id: impl Into<String>, status: Status, reason: impl Into<String>, reference: &'static str) {
+    /// Reports a check whose request got no answer: `asked` says what kind of request it was.
+    /// [`Results::settle`] then keeps one of the checks that saw the same missing answer (its
+    /// owner, [`Asked::owner`], else the first) and skips the others.
+    pub fn unanswered(&mut self, asked: Asked, id: impl Into<String>, status: Status, reason: impl Into<String>, reference: &'static str) {
+        let id = id.into();
         // Once the device is gone, every later silence is that one.
         let (key, owner) = match self.counted(&Asked::Gone) {
             Some(_) => (Asked::Gone.key(), false),
-            None => (asked.key(), owner || asked == Asked::Gone),
+            None => (asked.key(), asked == Asked::Gone || asked.owner().is_some_and(|o| o == id)),
         };
         self.1.push(Unanswered { key, index: self.0.len(), owner });
         self.push(id, status, reason.into(), reference);
@@ -153,9 +165,9 @@ impl Results {
 
     /// Reports a check's request that ended in `why`: a timeout is a missing answer of kind
     /// `asked`, a disconnect is [`Asked::Gone`].
-    pub fn silence(&mut self, why: &conn::Silence, asked: Asked, owner: bool, id: impl Into<String>, status: Status, reason: impl Into<String>, reference: &'static str) {
+    pub fn silence(&mut self, why: &conn::Silence, asked: Asked, id: impl Into<String>, status: Status, reason: impl Into<String>, reference: &'static str) {
         let asked = if matches!(why, conn::Silence::Gone(_)) { Asked::Gone } else { asked };
-        self.unanswered(asked, owner, id, status, reason, reference);
+        self.unanswered(asked, id, status, reason, reference);
     }
 
     /// The check that already counted a missing answer of this kind, if one did (a later check
@@ -289,14 +301,14 @@ mod tests {
         let mut r = Results::default();
         let timeout = conn::Silence::Timeout;
         // A non-owner meets tool t's silence first; the owner (calls.t) still counts it.
-        r.silence(&timeout, Asked::Tool("t".into()), false, "hygiene.invalid_params", Status::Fail, "no answer", "ref");
-        r.silence(&timeout, Asked::Tool("t".into()), true, "calls.t", Status::Fail, "no answer", "ref");
+        r.silence(&timeout, Asked::Tool("t".into()), "hygiene.invalid_params", Status::Fail, "no answer", "ref");
+        r.silence(&timeout, Asked::Tool("t".into()), "calls.t", Status::Fail, "no answer", "ref");
         assert_eq!(r.counted(&Asked::Tool("t".into())), Some("calls.t"));
         // Another kind is counted apart; a kind with no owner keeps its first.
-        r.unanswered(Asked::UnknownMethod, false, "hygiene.ping", Status::Warn, "no answer", "ref");
+        r.unanswered(Asked::UnknownMethod, "hygiene.ping", Status::Warn, "no answer", "ref");
         // A disconnect: the first failure that says so counts it; later ones, of any kind, are it.
         r.fail("hygiene.malformed_json", format!("after a malformed frame: {}", conn::Silence::Gone("closed".into())), "ref");
-        r.silence(&timeout, Asked::UnknownTool, true, "hygiene.unknown_tool", Status::Fail, "no answer", "ref");
+        r.silence(&timeout, Asked::UnknownTool, "hygiene.unknown_tool", Status::Fail, "no answer", "ref");
         r.fail("calls.u", format!("defaults: {}", conn::Silence::Gone("closed".into())), "ref");
         r.settle();
         let got: Vec<(&str, Status)> = r.0.iter().map(|c| (c.id.as_str(), c.status)).collect();

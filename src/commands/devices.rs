@@ -153,7 +153,7 @@ fn row(d: &Value, aliases: &HashMap<String, String>) -> Vec<String> {
     };
     let tools = d["tools"].as_array().map_or(0, Vec::len);
     let since = d["connected_at_ms"].as_u64().map_or_else(|| "-".into(), local_time);
-    let address = d["remote"].as_str().unwrap_or("-");
+    let address = d["address"].as_str().or_else(|| d["remote"].as_str()).unwrap_or("-");
     vec![id.to_string(), alias.to_string(), text(&d["transport"]), state.to_string(), tools.to_string(), since, address.to_string()]
 }
 
@@ -170,8 +170,12 @@ fn approved(global: &GlobalArgs, a: &Value) {
             outln!("{token}");
             if !global.quiet {
                 let how = if a["via"] == "websocket" { "it asked over WebSocket" } else { "it was approved by its Device-Id" };
-                eprintln!("approved {id}; {how}, so it cannot learn this token from an OTA check-in. Give the device the token above: its WebSocket `Authorization: Bearer <token>` (and its MQTT password), e.g.");
-                eprintln!("  MCPDEV_DEVICE_TOKEN=<token> mcpdev sim --device-id {id} --url ws://<hub>:<device port>/xiaozhi/v1/");
+                // The hub's own device URL (an older hub does not say it).
+                let url = a["device_url"].as_str().unwrap_or("ws://HUB:PORT/xiaozhi/v1/");
+                eprintln!("approved {id}; {how}, so it cannot learn this token from an OTA check-in: give it the token above.");
+                eprintln!("  Any device: connect to {url} with the header `Authorization: Bearer <token>`");
+                eprintln!("  (a browser page: the query parameter `authorization=<token>`; stock firmware: its `websocket.token` setting).");
+                eprintln!("  A virtual device: MCPDEV_DEVICE_TOKEN=<token> mcpdev sim --device-id {id} --url {url}");
                 eprintln!("A device that checks in at OTA should be approved by the code it shows instead.");
             }
         }

@@ -129,8 +129,9 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         eprintln!();
         eprintln!("Try, in another terminal:");
         eprintln!("  mcpdev watch{hub_flag}");
-        eprintln!("  mcpdev tools list --device 02:00:00:00:00:01 --wait 5s{hub_flag}");
-        eprintln!("  mcpdev call self.audio_speaker.set_volume volume=50 --device 02:00:00:00:00:01{hub_flag}");
+        for line in super::serve_report::try_lines(args.demo.unwrap_or(0), &hub_flag) {
+            eprintln!("  {line}");
+        }
         eprintln!("Point a device at {} (Ctrl-C or SIGTERM stops the hub).", reach[0]);
     }
     {

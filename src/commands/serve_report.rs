@@ -91,6 +91,22 @@ pub fn hub_flag(host_addr: SocketAddr) -> String {
     format!(" --hub http://{}", SocketAddr::new(ip, host_addr.port()))
 }
 
+/// The commands the start-up banner suggests after `mcpdev watch`: with `demo` virtual devices,
+/// calls to the first of them (which exists, with that tool); without any, commands that work
+/// for whichever device connects, naming no device that is not there.
+pub fn try_lines(demo: u32, hub_flag: &str) -> Vec<String> {
+    if demo > 0 {
+        return vec![
+            format!("mcpdev tools list --device 02:00:00:00:00:01 --wait 5s{hub_flag}"),
+            format!("mcpdev call self.audio_speaker.set_volume volume=50 --device 02:00:00:00:00:01{hub_flag}"),
+        ];
+    }
+    vec![
+        format!("mcpdev devices{hub_flag}                 # the devices connected, and their addresses"),
+        format!("mcpdev tools list --wait 60s{hub_flag}   # the tools of the first device to connect (--device ID for one of several)"),
+    ]
+}
+
 /// Which device events the hub reports by default: a device's life, not its traffic.
 fn reported(event: &str) -> bool {
     matches!(event, "connected" | "ready" | "tools_changed" | "disconnected" | "warning") || event.contains("fail") || event.starts_with("onboarding")

@@ -8,7 +8,7 @@
 //! {"id":3,"op":"rpc","device":"aa:bb","method":"tools/call","params":{…},"timeout_ms":30000}
 //!                                                               -> {"id":3,"ok":result} | {"id":3,"error":{…}}
 //! {"id":4,"op":"watch","device":null,"traffic":true}           -> {"id":4,"event":{…}} …
-//! {"id":5,"op":"approve","target":"123456"|"aa:bb:…"}          -> {"id":5,"ok":{device_id,via,token?}}
+//! {"id":5,"op":"approve","target":"123456"|"aa:bb:…"}          -> {"id":5,"ok":{device_id,via,token?,device_url}}
 //! {"id":6,"op":"revoke","device":"aa:bb:…"}                    -> {"id":6,"ok":{device_id,revoked,disconnected}}
 //! {"id":7,"op":"pending"}                                      -> {"id":7,"ok":[Pending…]}
 //! {"id":8,"op":"admitted"}                                     -> {"id":8,"ok":{"approve_all":bool,"devices":[Admitted…]}}
@@ -224,7 +224,7 @@ async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<String>) ->
             watch(&hub, id, device, traffic, tx).await;
             return None;
         }
-        Op::Approve { target, rebind } => super::admission::approve_and_cut_over(&hub, &target, rebind).await.map(|a| text_of(&a)).map_err(bad_request),
+        Op::Approve { target, rebind } => super::admission::approve_and_cut_over(&hub, &target, rebind).await.map(|a| with_device_url(&hub, &a)).map_err(bad_request),
         Op::Deny { code } => hub.admission.deny(&code).map(|p| text_of(&p)).map_err(bad_request),
         Op::Revoke { device } => super::admission::revoke_and_disconnect(&hub, &device).await.map(|v| v.to_string()).map_err(bad_request),
         Op::Pending => Ok(text_of(&hub.admission.pending())),
@@ -266,6 +266,15 @@ fn devices_page(hub: &Hub, after: Option<&str>, limit: usize) -> String {
 
 /// The JSON text of an answer. Serializing these types cannot fail (string keys, no floats
 /// that JSON cannot hold); should it ever, the client gets `null` rather than a broken frame.
+/// An approval's answer with the URL devices connect to (`approve` names it in its hint).
+fn with_device_url(hub: &Hub, approved: &impl serde::Serialize) -> String {
+    let mut v = serde_json::to_value(approved).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        o.insert("device_url".into(), json!(hub.device_url()));
+    }
+    v.to_string()
+}
+
 fn text_of(value: &impl serde::Serialize) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_string())
 }

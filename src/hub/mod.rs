@@ -176,6 +176,12 @@ impl Hub {
         }
     }
 
+    /// The WebSocket URL devices connect to, as the hub names it to people (`approve`'s hint):
+    /// this hub's own port, and the name of [`Hub::public_name`].
+    pub fn device_url(&self) -> String {
+        format!("ws://{}:{}{}", self.public_name(None), self.device_port, ota::DEVICE_PATH)
+    }
+
     /// The vision URL and token for `device_id`, which came in on `local` (see [`Hub::public_name`]).
     /// With `--vision-url`, the external service and its configured token; otherwise the hub's
     /// own endpoint and the device's own vision token ([`secret::Purpose::Vision`]).

@@ -102,6 +102,7 @@ async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: In
         let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event }));
     };
     let mut session = Session::new(setup.link.identity.clone(), "mqtt", setup.link.session.clone(), Instant::now());
+    session.set_address(setup.link.remote.clone());
     publisher.update(session.info(), Instant::now());
     emit(LinkEvent::Link(Lifecycle::Connected {
         transport: "mqtt".into(),

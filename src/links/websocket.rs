@@ -51,6 +51,7 @@ where
     let mut socket = Socket::new(io);
     let client_id = identity.client_id.clone();
     let mut session = Session::new(identity, "websocket", session_config, Instant::now());
+    session.set_address(remote.clone());
     publisher.update(session.info(), Instant::now());
     let connected = Lifecycle::Connected { transport: "websocket".into(), client_id, remote };
     let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event: LinkEvent::Link(connected) }));

@@ -363,6 +363,11 @@ impl Session {
         }
     }
 
+    /// Records where the device connects from (its link knows; shown by `devices`).
+    pub fn set_address(&mut self, address: Option<String>) {
+        self.info.set_address(address);
+    }
+
     pub fn info(&self) -> &DeviceInfo {
         &self.info
     }
