@@ -585,8 +585,10 @@ impl Dispatcher {
                     self.end_link(&key, why);
                 }
                 // Only a device this hub serves; a new one waits for its first message (and claim).
-                if self.claims.route(&key) == Route::Mine && !self.pending.contains_key(&key) {
-                    self.start_link(&key, true);
+                if self.claims.route(&key) == Route::Mine && !self.pending.contains_key(&key) && self.start_link(&key, false)
+                    && let Some(l) = self.links.get(&key)
+                {
+                    let _ = l.inbound.try_send(Inbound::BeginSoon);
                 }
             }
         }

@@ -288,6 +288,8 @@ pub struct Session {
     /// Onboardings spent in this window, and one put off until the window ends.
     onboard_budget: limits::OnboardBudget,
     deferred_onboarding: Option<Instant>,
+    /// An onboarding without a hello, planned for a device that just connected.
+    begin_at: Option<Instant>,
     /// This onboarding needed a retry: `ready` only once two listings in a row agree; the list
     /// waiting for its agreement, and the listings spent on agreeing.
     needs_agreement: bool,
@@ -327,6 +329,7 @@ impl Session {
             maybe_new_instance: false,
             onboard_budget,
             deferred_onboarding: None,
+            begin_at: None,
             needs_agreement: false,
             unconfirmed: None,
             agreement_relists: 0,
@@ -446,6 +449,14 @@ impl Session {
         self.drained()
     }
 
+    /// [`Self::begin`] at `at`, unless a hello came first (a device that just connected may be
+    /// about to say hello: one onboarding, not two).
+    pub fn begin_at(&mut self, at: Instant) {
+        if self.info.phase == Phase::AwaitingHello {
+            self.begin_at = Some(at);
+        }
+    }
+
     /// Ends every waiting caller with `error` (the link is down for now); the session stays, and
     /// the next hello onboards the device again (it may have restarted meanwhile).
     pub fn fail_callers(&mut self, error: CallError) -> Vec<Output> {
@@ -550,6 +561,12 @@ impl Session {
         if self.onboarding.retry_due(now) {
             self.list_tools(now);
         }
+        if self.begin_at.is_some_and(|at| at <= now) {
+            self.begin_at = None;
+            if self.info.phase == Phase::AwaitingHello {
+                self.onboard(now, "first");
+            }
+        }
         if self.deferred_onboarding.is_some_and(|at| at <= now) {
             self.deferred_onboarding = None;
             self.onboard(now, "put off");
@@ -576,7 +593,7 @@ impl Session {
         let pending = self.pending.values().map(|p| p.deadline).min();
         let keepalive = (self.info.phase == Phase::Ready).then(|| self.last_sent + self.cfg.keepalive);
         let waiters = self.waiters.iter().map(|w| w.deadline).min();
-        [pending, keepalive, self.onboarding.retry_at(), self.retry_step.map(|(at, _)| at), self.relist_at, waiters, self.deferred_onboarding].into_iter().flatten().min()
+        [pending, keepalive, self.onboarding.retry_at(), self.retry_step.map(|(at, _)| at), self.relist_at, waiters, self.deferred_onboarding, self.begin_at].into_iter().flatten().min()
     }
 
     /// The link is gone: every waiting caller gets `Disconnected`.
@@ -592,6 +609,7 @@ impl Session {
         self.retry_step = None;
         self.relist_at = None;
         self.deferred_onboarding = None;
+        self.begin_at = None;
         self.info.set_phase(Phase::Disconnected);
         self.drained()
     }
@@ -654,12 +672,10 @@ impl Session {
         self.emit(Event::Hello { hello: hello.clone() });
         self.send_text(self.cfg.server_hello.clone(), now);
         let marked = std::mem::take(&mut self.maybe_new_instance);
-        let onboarding = matches!(self.info.phase, Phase::Initializing | Phase::Listing);
         let why = match () {
             _ if self.info.phase == Phase::AwaitingHello => "first",
             _ if marked => "it may have restarted",
             _ if self.cfg.hello_may_be_new_instance => "a hello the hub cannot tell from a new instance's",
-            _ if onboarding => "a hello while it was being onboarded",
             _ if self.info.onboarding.failed => "a hello after a failed onboarding",
             _ => return,
         };
@@ -722,6 +738,7 @@ impl Session {
         self.retry_step = None;
         self.relist_at = None;
         self.deferred_onboarding = None;
+        self.begin_at = None;
         self.maybe_new_instance = false;
         // A new instance gets its own confirmation re-list, and agrees on its own lists.
         self.confirm_planned = false;
