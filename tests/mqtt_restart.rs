@@ -182,3 +182,39 @@ async fn a_closed_embedded_broker_connection_ends_the_device_link_at_once() {
     assert_eq!(call.code, 4, "{call:?}");
     assert!(killed.elapsed() < Duration::from_secs(10), "at once, not after a timeout: {:?}", killed.elapsed());
 }
+
+/// Attacker: a device that reconnects and says hello in a loop, to make the hub onboard it
+/// again and again. Four onboardings in 30 s, counted across its connections; the fifth instance
+/// gets its server hello but no `initialize`, and the hub warns.
+#[tokio::test]
+async fn a_device_that_reconnects_in_a_loop_is_onboarded_at_most_four_times_in_30_s() {
+    use tokio::io::AsyncBufReadExt;
+    const D: &str = "aa:00:00:00:07:41";
+    let hub = HubProcess::start(&["--mqtt", "embedded", "--mqtt-listen", "127.0.0.1:0"], &[]).await;
+    let mut watch = common::spawn_mcpdev(&["watch", "--json", "-d", D], &[("MCPDEV_HUB", hub.host_url.as_str()), ("MCPDEV_RUNTIME_DIR", hub.runtime_dir.as_str())]);
+    let mut events = tokio::io::BufReader::new(watch.child.stdout.take().unwrap()).lines();
+    let first: Value = serde_json::from_str(&events.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(first["event"], "watching");
+    for _ in 0..4 {
+        let mut dev = connect(&hub, D).await;
+        dev.hello().await;
+        answer_initialize(&mut dev).await;
+        dev.killer().kill();
+    }
+    let mut fifth = connect(&hub, D).await;
+    fifth.hello().await;
+    let warned = async {
+        while let Some(line) = events.next_line().await.unwrap() {
+            let ev: Value = serde_json::from_str(&line).unwrap();
+            if ev["event"] == "warning" && ev["message"].as_str().is_some_and(|m| m.contains("more than 4 times in 30 s")) {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), warned).await.expect("no warning about the onboarding budget");
+    // The warning comes from the fifth instance's hello, after its server hello: nothing was sent.
+    let hello = mcpdev(&hub, &["hello", "-d", D, "--json"]).await;
+    assert_eq!(hello.code, 4, "{hello:?}");
+    assert!(hello.stderr.contains("(awaiting_hello, 0 tools)"), "{}", hello.stderr);
+    assert!(fifth.rx.try_recv().is_err(), "the fifth instance got no initialize");
+}
