@@ -641,16 +641,21 @@ fn initialize_in(out: &[Output]) -> Value {
     init["payload"].clone()
 }
 
+/// An MQTT session through a broker the hub does not run (no confirmation re-list).
+fn external_broker_session(now: Instant) -> Session {
+    let mut cfg = config();
+    cfg.confirm_relist = None;
+    cfg.hello_may_be_new_instance = true;
+    Session::new(identity(), "mqtt", cfg, now)
+}
+
 /// A restart during onboarding, through a broker the hub does not run: the old instance never
 /// answers, the new one says hello. It is onboarded from `initialize` and ends with every tool,
 /// not at 0 tools or a failed onboarding.
 #[test]
 fn a_hello_while_onboarding_starts_it_over_and_the_new_instance_ends_fully_onboarded() {
     let t0 = Instant::now();
-    let mut cfg = config();
-    cfg.confirm_relist = None;
-    cfg.hello_may_be_new_instance = true;
-    let mut s = Session::new(identity(), "mqtt", cfg, t0);
+    let mut s = external_broker_session(t0);
     let old = initialize_in(&s.on_text(HELLO, t0));
     let t1 = t0 + Duration::from_secs(3);
     let init = initialize_in(&s.on_text(HELLO, t1));
@@ -670,10 +675,7 @@ fn a_hello_while_onboarding_starts_it_over_and_the_new_instance_ends_fully_onboa
 #[test]
 fn through_a_broker_the_hub_does_not_run_every_hello_onboards_again_with_the_new_tools() {
     let t0 = Instant::now();
-    let mut cfg = config();
-    cfg.confirm_relist = None;
-    cfg.hello_may_be_new_instance = true;
-    let mut s = Session::new(identity(), "mqtt", cfg, t0);
+    let mut s = external_broker_session(t0);
     let init = initialize_in(&s.on_text(HELLO, t0));
     let out = sent(&s.on_text(&reply(&init["id"], INIT_RESULT()), t0));
     s.on_text(&reply(&out[1]["payload"]["id"], json!({"tools": tools(7)})), t0);
