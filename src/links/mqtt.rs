@@ -45,6 +45,9 @@ pub fn publish(client: &AsyncClient, topic: String, payload: impl Into<Vec<u8>>)
 /// taken for gone.
 pub const SILENT_PERIODS: u32 = 3;
 
+/// How long a device that just connected has to say hello before it is onboarded without one.
+pub const BEGIN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What reaches a device's link besides commands.
 #[derive(Debug)]
 pub enum Inbound {
@@ -54,6 +57,8 @@ pub enum Inbound {
     Audio(usize),
     /// Start onboarding without a hello (the device is reachable while idle).
     Begin,
+    /// As `Begin`, after [`BEGIN_GRACE`] unless the device says hello first (it just connected).
+    BeginSoon,
     /// The device checked in at the OTA endpoint (it booted): its next message onboards it again.
     CheckedIn,
     /// The broker saw the device's connection end, or a new one start: the link ends at once,
@@ -132,6 +137,7 @@ async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: In
                     }
                     Some(Inbound::Audio(n)) => { session.on_binary(n); Vec::new() }
                     Some(Inbound::Begin) => session.begin(Instant::now()),
+                    Some(Inbound::BeginSoon) => { session.begin_at(Instant::now() + BEGIN_GRACE); continue; }
                     Some(Inbound::CheckedIn) => { session.may_have_restarted(); continue; }
                     Some(Inbound::Closed(why)) => break why,
                     None => break "the hub stopped serving this device".to_string(),

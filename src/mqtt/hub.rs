@@ -6,7 +6,12 @@
 //! A device's first message creates its link; if that message is not a hello, onboarding starts
 //! at once (an MQTT device answers MCP while idle). After a device's OTA check-in the hub also
 //! sends it an `initialize` a few times until it hears from it, so an idle stock device that
-//! never says hello still shows up.
+//! never says hello still shows up, and tells the device's link that it may have restarted.
+//!
+//! With the embedded broker the dispatcher also hears device connections start and end, first
+//! (before any message they carry): a closed connection ends the device's link at once, a new
+//! one starts a new link (see [`super::instances`]). Through another broker every hello may be a
+//! new instance's, and the link onboards the device again on each (see [`crate::session`]).
 //!
 //! On every (re)connect the hub subscribes again, republishes its presence and its claims; the
 //! registry is kept across broker outages.
@@ -612,8 +617,10 @@ impl Dispatcher {
                     self.end_link(&key, why);
                 }
                 // Only a device this hub serves; a new one waits for its first message (and claim).
-                if self.claims.route(&key) == Route::Mine && !self.pending.contains_key(&key) {
-                    self.start_link(&key, true);
+                if self.claims.route(&key) == Route::Mine && !self.pending.contains_key(&key) && self.start_link(&key, false)
+                    && let Some(l) = self.links.get(&key)
+                {
+                    let _ = l.inbound.try_send(Inbound::BeginSoon);
                 }
             }
         }

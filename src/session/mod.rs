@@ -23,11 +23,16 @@
 //!   `init` and `call` exit with code 9. The state (attempt k of n, last error, failed) is in
 //!   [`DeviceInfo::onboarding`] and in [`Event::OnboardingRetry`] / [`Event::OnboardingFailed`].
 //! - **An empty list is listed again** after `empty_list_retry` (2 s), up to `empty_list_retries`.
-//! - **One confirmation re-list.** `confirm_relist` (1.5 s) after the first complete listing,
-//!   the tools are listed once more in the background. The device is `ready` at once; the re-list
-//!   only replaces the tools when they differ ([`Event::ToolsChanged`]), and its failure is only a
-//!   warning. A direct device pays one `tools/list` frame, nothing visible; a device behind the
-//!   gateway that got a partial first list ends with the full one.
+//! - **After a retry, two listings must agree.** An onboarding that needed a retry (a failed
+//!   step, or an empty list) is not `ready` on its first complete list: the tools are listed again
+//!   `agreement_relist` (1.5 s) later, and again until two listings in a row agree (at most
+//!   `max_relists` more; then the last is taken, with a warning). Until then the phase stays
+//!   `listing` and no tools are shown, so `tools list --wait` never returns the partial list a
+//!   gateway gives after a retried `initialize`.
+//! - **One confirmation re-list.** `confirm_relist` (1.5 s) after the first complete listing of a
+//!   clean onboarding, the tools are listed once more in the background. The device is `ready` at
+//!   once; the re-list only replaces the tools when they differ ([`Event::ToolsChanged`]), and its
+//!   failure is only a warning. A direct device pays one `tools/list` frame, nothing visible.
 //! - **A list that looks truncated is listed again.** A re-list that finds fewer tools than the
 //!   list before is not believed at once: it is listed again after 1 s, and the shorter list is
 //!   taken only when two listings in a row agree on it (or after `max_relists` tries).
@@ -43,16 +48,35 @@
 //! A well-behaved device is onboarded with no delay at all: hello, `initialize`,
 //! `notifications/initialized`, `tools/list` back to back, `ready` on the last page.
 //!
+//! # Onboarding again: the device may be a new instance
+//!
+//! A device that restarted may run other firmware (other tools) and reads `capabilities.vision`
+//! only in `initialize`, so it is onboarded again (from `initialize`; `ready` waits for the new
+//! list) whenever it may be a new instance:
+//!
+//! - **every hello, on a link that cannot see the device's connections**
+//!   (`hello_may_be_new_instance`: MQTT through a broker the hub does not run), as
+//!   xiaozhi-esp32-server does on each session; also a hello during an onboarding, whose instance
+//!   may be gone. Where the link sees connections (WebSocket, the embedded broker), a new
+//!   instance comes on a new connection and gets a new session, so a hello on the same one is a
+//!   new voice session and gets the server hello only;
+//! - **the next message of any kind** after the link was down (an MQTT broker outage), a
+//!   `goodbye`, or an OTA check-in ([`Session::may_have_restarted`]);
+//! - a hello after a failed onboarding.
+//!
+//! Each onboarding, the first included, is taken from a budget of `max_onboardings` (4) per
+//! `onboarding_window` (30 s), which a link hands on to the device's next link
+//! (`onboard_budget`). Beyond it, one onboarding is planned for the end of the window, and that is
+//! logged and shown as a warning: a device that says hello (or reconnects) in a loop costs at most
+//! that, and no restart is missed.
+//!
 //! # What a device can make the hub hold or send
 //!
 //! - Tools per device (`max_tools`, 1,000), bytes of the cached tool list (`max_tool_bytes`,
 //!   1 MiB) and pages (`max_pages`, 100): beyond a cap the listing stops, what fits is kept,
 //!   `tools_warning` says so and it is logged once.
-//! - A hello on a session that is onboarding or onboarded gets the server hello again (stock
-//!   devices say hello again when a voice session reopens) but no new `initialize`. A hello starts
-//!   onboarding over only after the link was down meanwhile (an MQTT broker outage: the device
-//!   may have restarted) or the device said `goodbye` (it ended its session, e.g. to reboot), or
-//!   after a failed onboarding, at most once per `restart_on_hello_after` (30 s).
+//! - Every hello gets the server hello (stock devices say hello again when a voice session
+//!   reopens); what it onboards again, and how often, is above.
 //! - Device requests get a -32601 error that never echoes more than 64 characters of the method.
 //!   Hellos and requests together are answered at most `max_answers_per_sec` (20) times a
 //!   second; the rest are counted (`counters.unanswered`) and logged once a second.
@@ -309,6 +333,8 @@ pub struct Session {
     /// Onboardings spent in this window, and one put off until the window ends.
     onboard_budget: limits::OnboardBudget,
     deferred_onboarding: Option<Instant>,
+    /// An onboarding without a hello, planned for a device that just connected.
+    begin_at: Option<Instant>,
     /// This onboarding needed a retry: `ready` only once two listings in a row agree; the list
     /// waiting for its agreement, and the listings spent on agreeing.
     needs_agreement: bool,
@@ -350,6 +376,7 @@ impl Session {
             maybe_new_instance: false,
             onboard_budget,
             deferred_onboarding: None,
+            begin_at: None,
             needs_agreement: false,
             unconfirmed: None,
             agreement_relists: 0,
@@ -474,6 +501,14 @@ impl Session {
         self.drained()
     }
 
+    /// [`Self::begin`] at `at`, unless a hello came first (a device that just connected may be
+    /// about to say hello: one onboarding, not two).
+    pub fn begin_at(&mut self, at: Instant) {
+        if self.info.phase == Phase::AwaitingHello {
+            self.begin_at = Some(at);
+        }
+    }
+
     /// Ends every waiting caller with `error` (the link is down for now); the session stays, and
     /// the next hello onboards the device again (it may have restarted meanwhile).
     pub fn fail_callers(&mut self, error: CallError) -> Vec<Output> {
@@ -578,6 +613,12 @@ impl Session {
         if self.onboarding.retry_due(now) {
             self.list_tools(now);
         }
+        if self.begin_at.is_some_and(|at| at <= now) {
+            self.begin_at = None;
+            if self.info.phase == Phase::AwaitingHello {
+                self.onboard(now, "first");
+            }
+        }
         if self.deferred_onboarding.is_some_and(|at| at <= now) {
             self.deferred_onboarding = None;
             self.onboard(now, "put off");
@@ -604,7 +645,7 @@ impl Session {
         let pending = self.pending.values().map(|p| p.deadline).min();
         let keepalive = (self.info.phase == Phase::Ready).then(|| self.last_sent + self.cfg.keepalive);
         let waiters = self.waiters.iter().map(|w| w.deadline).min();
-        [pending, keepalive, self.onboarding.retry_at(), self.retry_step.map(|(at, _)| at), self.relist_at, waiters, self.deferred_onboarding].into_iter().flatten().min()
+        [pending, keepalive, self.onboarding.retry_at(), self.retry_step.map(|(at, _)| at), self.relist_at, waiters, self.deferred_onboarding, self.begin_at].into_iter().flatten().min()
     }
 
     /// The link is gone: every waiting caller gets `Disconnected`.
@@ -620,6 +661,7 @@ impl Session {
         self.retry_step = None;
         self.relist_at = None;
         self.deferred_onboarding = None;
+        self.begin_at = None;
         self.info.set_phase(Phase::Disconnected);
         self.drained()
     }
@@ -682,12 +724,10 @@ impl Session {
         self.emit(Event::Hello { hello: hello.clone() });
         self.send_text(self.cfg.server_hello.clone(), now);
         let marked = std::mem::take(&mut self.maybe_new_instance);
-        let onboarding = matches!(self.info.phase, Phase::Initializing | Phase::Listing);
         let why = match () {
             _ if self.info.phase == Phase::AwaitingHello => "first",
             _ if marked => "it may have restarted",
             _ if self.cfg.hello_may_be_new_instance => "a hello the hub cannot tell from a new instance's",
-            _ if onboarding => "a hello while it was being onboarded",
             _ if self.info.onboarding.failed => "a hello after a failed onboarding",
             _ => return,
         };
@@ -750,6 +790,7 @@ impl Session {
         self.retry_step = None;
         self.relist_at = None;
         self.deferred_onboarding = None;
+        self.begin_at = None;
         self.maybe_new_instance = false;
         // A new instance gets its own confirmation re-list, and agrees on its own lists.
         self.confirm_planned = false;

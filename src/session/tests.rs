@@ -238,11 +238,10 @@ fn mqtt_begin_id_base_fail_callers_and_oversize() {
     let id = sent(&out)[0]["payload"]["id"].clone();
     let failed = s.fail_callers(CallError::Link("broker gone".into()));
     assert_eq!(failed, vec![Output::Reply { ticket: 7, outcome: Err(CallError::Link("broker gone".into())) }]);
-    assert!(s.on_text(&reply(&id, json!({})), now).iter().any(|o| matches!(o, Output::Event(Event::LateReply { .. }))));
-
-    // After the link was down, the device's next hello onboards it again (it may have restarted).
-    let out = sent(&s.on_text(HELLO, now));
-    assert_eq!(out[1]["payload"]["method"], "initialize");
+    let out = s.on_text(&reply(&id, json!({})), now);
+    assert!(out.iter().any(|o| matches!(o, Output::Event(Event::LateReply { .. }))));
+    // After the link was down, the device's next message onboards it again (it may have restarted).
+    assert_eq!(sent(&out)[0]["payload"]["method"], "initialize");
 
     let out = s.request(8, "tools/call", Some(json!({"name": "t"})), Duration::from_secs(60), now);
     let id = sent(&out)[0]["payload"]["id"].clone();
@@ -545,6 +544,10 @@ fn repeated_hellos_get_the_server_hello_but_never_restart_onboarding_and_floods_
     let mut s = session(t0);
     let out = sent(&s.on_text(HELLO, t0));
     assert_eq!(out[1]["payload"]["method"], "initialize");
+    // A second hello on the same connection (a link that sees connections: the same instance)
+    // while initializing: server hello only.
+    let again = sent(&s.on_text(HELLO, t0));
+    assert_eq!((again.len(), again[0]["type"].as_str()), (1, Some("hello")));
     let out = sent(&s.on_text(&reply(&out[1]["payload"]["id"], INIT_RESULT()), t0));
     s.on_text(&reply(&out[1]["payload"]["id"], json!({"tools": tools(1)})), t0);
     assert_eq!(s.info().phase, Phase::Ready);
@@ -674,12 +677,21 @@ fn initialize_in(out: &[Output]) -> Value {
     init["payload"].clone()
 }
 
-/// A restart during onboarding: the old instance never answers, the new one says hello. It is
-/// onboarded from `initialize` and ends with every tool, not at 0 tools or a failed onboarding.
+/// An MQTT session through a broker the hub does not run (no confirmation re-list).
+fn external_broker_session(now: Instant) -> Session {
+    let mut cfg = config();
+    cfg.confirm_relist = None;
+    cfg.hello_may_be_new_instance = true;
+    Session::new(identity(), "mqtt", cfg, now)
+}
+
+/// A restart during onboarding, through a broker the hub does not run: the old instance never
+/// answers, the new one says hello. It is onboarded from `initialize` and ends with every tool,
+/// not at 0 tools or a failed onboarding.
 #[test]
 fn a_hello_while_onboarding_starts_it_over_and_the_new_instance_ends_fully_onboarded() {
     let t0 = Instant::now();
-    let mut s = session(t0);
+    let mut s = external_broker_session(t0);
     let old = initialize_in(&s.on_text(HELLO, t0));
     let t1 = t0 + Duration::from_secs(3);
     let init = initialize_in(&s.on_text(HELLO, t1));
@@ -699,10 +711,7 @@ fn a_hello_while_onboarding_starts_it_over_and_the_new_instance_ends_fully_onboa
 #[test]
 fn through_a_broker_the_hub_does_not_run_every_hello_onboards_again_with_the_new_tools() {
     let t0 = Instant::now();
-    let mut cfg = config();
-    cfg.confirm_relist = None;
-    cfg.hello_may_be_new_instance = true;
-    let mut s = Session::new(identity(), "mqtt", cfg, t0);
+    let mut s = external_broker_session(t0);
     let init = initialize_in(&s.on_text(HELLO, t0));
     let out = sent(&s.on_text(&reply(&init["id"], INIT_RESULT()), t0));
     s.on_text(&reply(&out[1]["payload"]["id"], json!({"tools": tools(7)})), t0);
@@ -824,4 +833,21 @@ fn a_session_pings_at_its_own_spread_period() {
     assert_eq!(s.next_deadline(), Some(at + expected));
     assert!(s.on_tick(at + expected - Duration::from_millis(1)).is_empty());
     assert_eq!(sent(&s.on_tick(at + expected))[0]["payload"]["method"], "ping");
+}
+
+/// A device that just connected is onboarded without a hello after a grace time, or by its
+/// hello if that comes first: one onboarding either way.
+#[test]
+fn begin_at_onboards_a_silent_device_later_and_a_hello_first_onboards_it_once() {
+    let t0 = Instant::now();
+    let at = t0 + Duration::from_secs(1);
+    let mut silent = session(t0);
+    silent.begin_at(at);
+    assert_eq!(silent.next_deadline(), Some(at));
+    assert!(silent.on_tick(at - Duration::from_millis(1)).is_empty());
+    initialize_in(&silent.on_tick(at));
+    let mut talker = session(t0);
+    talker.begin_at(at);
+    initialize_in(&talker.on_text(HELLO, t0));
+    assert!(sent(&talker.on_tick(at)).is_empty(), "no second initialize");
 }
