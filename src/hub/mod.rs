@@ -30,6 +30,7 @@ pub mod ota;
 pub mod owner;
 pub mod registry;
 pub mod secret;
+pub mod trim;
 pub mod vision;
 
 use std::collections::HashMap;
@@ -267,6 +268,7 @@ impl BoundHub {
                 move |req: &Request| front_door(&hub, req)
             }));
         supervise("host listener", listener::serve(host_listener, host_app, listener::Side::Host, limits, "host"));
+        trim::spawn(hub.clone());
         RunningHub { hub, device_addr, host_addr }
     }
 }
