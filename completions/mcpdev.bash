@@ -326,13 +326,17 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__devices)
-            opts="-q -v -h -V --hub --json --quiet --verbose --color --help --version approve revoke pending admitted help"
+            opts="-q -v -h -V --hub --ndjson --page-size --json --quiet --verbose --color --help --version approve revoke pending admitted help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --hub)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --page-size)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1014,7 +1018,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__serve)
-            opts="-q -v -h -V --device-addr --host-addr --ready-file --demo --demo-extra-tools --demo-profile --device-token --approve-all --vision-url --vision-token --vision-dir --vision-max-files --vision-max-mb --keepalive --onboarding-timeout --allowed-host --allowed-origin --mcp-token --mcp-timeout --mcp-names --mcp-user-tools --mcp-page-size --mqtt --mqtt-listen --mqtt-group --mqtt-max-payload --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --header-timeout --body-timeout --hello-timeout --max-pre-hello-per-peer --max-pre-hello --max-device-connections --json --quiet --verbose --color --help --version"
+            opts="-q -v -h -V --device-addr --host-addr --ready-file --demo --demo-extra-tools --demo-profile --device-token --approve-all --vision-url --vision-token --vision-dir --vision-max-files --vision-max-mb --keepalive --onboarding-timeout --allowed-host --allowed-origin --mcp-token --mcp-timeout --mcp-names --mcp-user-tools --mcp-page-size --mqtt --mqtt-listen --mqtt-group --mqtt-max-payload --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --header-timeout --body-timeout --hello-timeout --max-pre-hello-per-peer --max-pre-hello --accept-queue-timeout --max-queued-per-peer --max-device-connections --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1160,6 +1164,14 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --accept-queue-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-queued-per-peer)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --max-device-connections)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1176,7 +1188,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__sim)
-            opts="-q -v -h -V --url --device-id --count --token --extra-tools --protocol-version --profile --mqtt --ota --replay --replay-timing --json --quiet --verbose --color --help --version"
+            opts="-q -v -h -V --url --device-id --count --token --extra-tools --protocol-version --profile --source-addr --mqtt --ota --replay --replay-timing --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1208,6 +1220,10 @@ _mcpdev() {
                     ;;
                 --profile)
                     COMPREPLY=($(compgen -W "stock-tools conformance stock" -- "${cur}"))
+                    return 0
+                    ;;
+                --source-addr)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --mqtt)

@@ -81,8 +81,10 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l timezone-offset 
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l header-timeout -d 'A request\'s headers must arrive within this (both listeners)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l body-timeout -d 'A request\'s body must arrive within this (both listeners)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l hello-timeout -d 'A WebSocket device that has not said hello this long after connecting is closed' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-pre-hello-per-peer -d 'Connections from one address that have not said hello yet; more are closed at once' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-pre-hello -d 'Device-side connections that have not said hello yet, in total; more are closed at once' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-pre-hello-per-peer -d 'Connections from one address that have not said hello yet; more wait their turn (--accept-queue-timeout)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-pre-hello -d 'Device-side connections that have not said hello yet, in total; more wait their turn' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l accept-queue-timeout -d 'How long a connection over those caps waits for its turn before it is closed' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-queued-per-peer -d 'Connections from one address waiting for their turn; more are closed at once [default: half of the device-connection cap]' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-device-connections -d 'Device-side connections in total (also kept 256 below the open-file limit, for the host listener)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
@@ -204,9 +206,11 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s v -l verbose -d 
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -l hub -d 'The hub\'s host listener' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -l page-size -d 'Devices per request to the hub when listing (at most 1000)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -l ndjson -d 'The listing as NDJSON: one device object per line, written as the hub\'s pages arrive (--json keeps one array)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -267,6 +271,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l protocol-version -
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l profile -d 'Which tools the virtual devices offer' -r -f -a "stock-tools\t'The stock xiaozhi common and user-only tools, served the standard way'
 conformance\t'The stock tools plus the MCP conformance suite\'s fixture tools'
 stock\t'The stock tools with the stock firmware 2.4.2\'s deviations from MCP (see `sim::stock`): no answer to string ids, `Method not implemented` for `ping`, errors without a `code`, unescaped error messages, `nextCursor:""`, wrong types silently defaulted'"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l source-addr -d 'Connect from these local addresses, the devices spread over them in turn (e.g. 127.0.0.2,127.0.0.3): one source address reaches a hub through about 28,000 ports at most' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l mqtt -d 'Connect over MQTT through this broker instead of WebSocket (mqtt://host:1883)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l ota -d 'Bootstrap like a stock device: POST the system info to this OTA URL, then connect over what the answer says (MQTT if it has an mqtt section, else WebSocket)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l replay -d 'Play back a session recorded with `watch --record FILE`: one device with the recorded identity and hello, answering each request with the recorded reply' -r -F
