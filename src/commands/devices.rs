@@ -58,7 +58,7 @@ async fn ask(client: &HubClient, request: Value) -> Result<Value, CodedError> {
 
 /// How the listing is written.
 enum Listing {
-    Table(super::output::Table, HashMap<String, String>),
+    Table(Box<super::output::Table>, HashMap<String, String>),
     /// The JSON array, one device per line; the device held back until the next one says
     /// whether it needs a comma.
     Array(Option<Value>),
@@ -80,7 +80,7 @@ async fn list(global: &GlobalArgs, args: &DevicesArgs, client: &HubClient) -> an
                 by_id.insert(id, alias);
             }
         }
-        Listing::Table(table(global, &["device", "alias", "transport", "state", "tools", "connected since", "address"]), by_id)
+        Listing::Table(Box::new(table(global, &["device", "alias", "transport", "state", "tools", "connected since", "address"])), by_id)
     };
     let (mut count, mut after) = (0usize, None::<String>);
     loop {

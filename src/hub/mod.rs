@@ -30,6 +30,7 @@ pub mod ota;
 pub mod owner;
 pub mod registry;
 pub mod secret;
+pub mod trim;
 pub mod vision;
 pub mod vision_upload;
 
@@ -275,6 +276,7 @@ impl BoundHub {
                 move |req: &Request| front_door(&hub, req)
             }));
         supervise("host listener", listener::serve(host_listener, host_app, listener::Side::Host, limits, "host"));
+        trim::spawn(hub.clone());
         RunningHub { hub, device_addr, host_addr }
     }
 }

@@ -65,6 +65,11 @@ impl Registry {
         self.generation.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// How many device connections were attached so far (each takes a generation).
+    pub fn generations(&self) -> u64 {
+        self.generation.load(Ordering::Relaxed)
+    }
+
     /// Adds a device; returns the session it replaces (same Device-Id), which the caller closes.
     pub fn insert(&self, handle: DeviceHandle) -> Option<DeviceHandle> {
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).add(&handle.device_id);
