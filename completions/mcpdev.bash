@@ -25,6 +25,9 @@ _mcpdev() {
             mcpdev,completions)
                 cmd="mcpdev__subcmd__completions"
                 ;;
+            mcpdev,dashboard)
+                cmd="mcpdev__subcmd__dashboard"
+                ;;
             mcpdev,devices)
                 cmd="mcpdev__subcmd__devices"
                 ;;
@@ -94,6 +97,9 @@ _mcpdev() {
             mcpdev__subcmd__help,completions)
                 cmd="mcpdev__subcmd__help__subcmd__completions"
                 ;;
+            mcpdev__subcmd__help,dashboard)
+                cmd="mcpdev__subcmd__help__subcmd__dashboard"
+                ;;
             mcpdev__subcmd__help,devices)
                 cmd="mcpdev__subcmd__help__subcmd__devices"
                 ;;
@@ -158,7 +164,7 @@ _mcpdev() {
 
     case "${cmd}" in
         mcpdev)
-            opts="-q -v -h -V --json --quiet --verbose --color --help --version serve hello init tools call watch devices sim check flash man completions help"
+            opts="-q -v -h -V --json --quiet --verbose --color --help --version serve dashboard hello init tools call watch devices sim check flash man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -314,6 +320,28 @@ _mcpdev() {
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__dashboard)
+            opts="-q -v -h -V --hub --no-open --json --quiet --verbose --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --hub)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -660,7 +688,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__help)
-            opts="serve hello init tools call watch devices sim check flash man completions help"
+            opts="serve dashboard hello init tools call watch devices sim check flash man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -702,6 +730,20 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__help__subcmd__completions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__help__subcmd__dashboard)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -29,6 +29,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
             cand serve 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it'
+            cand dashboard 'Print a fresh one-time log-in link to the hub''s dashboard (and open it in a browser where one is available)'
             cand hello 'Show a device''s hello: identity, transport, features, audio parameters'
             cand init 'Show the device''s MCP `initialize` answer: protocol version, serverInfo, capabilities (through a hub: the answer to the hub''s initialize at onboarding; --live sends a new one)'
             cand tools 'List a device''s tools'
@@ -89,6 +90,20 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;dashboard'= {
+            cand --hub 'The hub''s host listener'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --no-open 'Only print the link; do not open a browser'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
         }
@@ -427,6 +442,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         }
         &'mcpdev;help'= {
             cand serve 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it'
+            cand dashboard 'Print a fresh one-time log-in link to the hub''s dashboard (and open it in a browser where one is available)'
             cand hello 'Show a device''s hello: identity, transport, features, audio parameters'
             cand init 'Show the device''s MCP `initialize` answer: protocol version, serverInfo, capabilities (through a hub: the answer to the hub''s initialize at onboarding; --live sends a new one)'
             cand tools 'List a device''s tools'
@@ -441,6 +457,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpdev;help;serve'= {
+        }
+        &'mcpdev;help;dashboard'= {
         }
         &'mcpdev;help;hello'= {
         }

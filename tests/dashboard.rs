@@ -46,6 +46,8 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
 }
 
+type Headers<'a> = Vec<(&'a str, &'a str)>;
+
 /// A logged-in browser, as the hub sees it: its cookie and anti-forgery token.
 struct Browser {
     cookie: String,
@@ -137,7 +139,7 @@ async fn changes_without_the_session_the_origin_or_the_anti_forgery_token_are_re
     let cookie = b.cookie.as_str();
     let origin = b.origin.as_str();
     let forged = "mcpdev_session_1=00".to_string();
-    let attempts: [(&str, Vec<(&str, &str)>, u16); 6] = [
+    let attempts: [(&str, Headers, u16); 6] = [
         ("no cookie", vec![("Origin", origin), ("x-mcpdev-csrf", csrf)], 401),
         ("a forged cookie", vec![("Cookie", forged.as_str()), ("Origin", origin), ("x-mcpdev-csrf", csrf)], 401),
         ("another Origin", vec![("Cookie", cookie), ("Origin", "https://evil.example"), ("x-mcpdev-csrf", csrf)], 403),
