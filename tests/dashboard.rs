@@ -303,3 +303,32 @@ async fn prometheus_scrapes_the_hub_and_sees_calls_counted() {
     assert_eq!(devices, 2.0);
     server.kill().await.ok();
 }
+
+/// The device page's check button: `mcpdev check` through the hub, its report as `--json` gives it;
+/// a second one while the first runs is refused, not queued.
+#[tokio::test]
+async fn the_check_button_runs_mcpdev_check_on_the_device() {
+    let hub = demo_hub().await;
+    let b = log_in(&hub, hub.info["dashboard"].as_str().unwrap()).await;
+    let h = [("Cookie", b.cookie.as_str()), ("Origin", b.origin.as_str()), ("x-mcpdev-csrf", b.csrf.as_str()), ("Content-Type", "application/json")];
+    let body = json!({"device": DEV}).to_string();
+    let (first, second) = tokio::join!(http(&hub, "POST", "/dashboard/api/check", &h, &body), async {
+        // Polls until the first check holds the slot, then asks again.
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let (status, _, answer) = http(&hub, "POST", "/dashboard/api/check", &h, &body).await;
+            if status == 429 || Instant::now() > deadline {
+                return (status, answer);
+            }
+        }
+    });
+    let (status, _, report) = first;
+    let report: Value = serde_json::from_str(&report).unwrap();
+    // Either request may have taken the slot first; one ran, the other was refused.
+    let (ran, refused) = if status == 200 { (report, second) } else { (serde_json::from_str(&second.1).unwrap(), (status, String::new())) };
+    assert_eq!(refused.0, 429, "a second check at once is refused");
+    assert_eq!(ran["device_id"], DEV, "{ran}");
+    let results = ran["results"].as_array().unwrap();
+    assert!(results.iter().any(|c| c["id"].as_str().unwrap().starts_with("initialize") && c["status"] == "pass"), "{ran}");
+    assert_eq!(ran["summary"]["fail"], 0, "{ran}");
+}
