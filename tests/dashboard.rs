@@ -139,13 +139,16 @@ async fn changes_without_the_session_the_origin_or_the_anti_forgery_token_are_re
     let cookie = b.cookie.as_str();
     let origin = b.origin.as_str();
     let forged = "mcpdev_session_1=00".to_string();
-    let attempts: [(&str, Headers, u16); 6] = [
+    let other_local_page = "http://127.0.0.1:1";
+    let attempts: [(&str, Headers, u16); 7] = [
         ("no cookie", vec![("Origin", origin), ("x-mcpdev-csrf", csrf)], 401),
         ("a forged cookie", vec![("Cookie", forged.as_str()), ("Origin", origin), ("x-mcpdev-csrf", csrf)], 401),
         ("another Origin", vec![("Cookie", cookie), ("Origin", "https://evil.example"), ("x-mcpdev-csrf", csrf)], 403),
         ("no anti-forgery token", vec![("Cookie", cookie), ("Origin", origin)], 403),
         ("a wrong anti-forgery token", vec![("Cookie", cookie), ("Origin", origin), ("x-mcpdev-csrf", "00")], 403),
         ("no Origin", vec![("Cookie", cookie), ("x-mcpdev-csrf", csrf)], 403),
+        // A page on another local port passes the front door (loopback) but is not the dashboard.
+        ("another local page", vec![("Cookie", cookie), ("Origin", other_local_page), ("x-mcpdev-csrf", csrf)], 403),
     ];
     for (what, headers, want) in &attempts {
         let mut h = headers.clone();
