@@ -46,6 +46,8 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
 }
 
+type Headers<'a> = Vec<(&'a str, &'a str)>;
+
 /// A logged-in browser, as the hub sees it: its cookie and anti-forgery token.
 struct Browser {
     cookie: String,
@@ -137,13 +139,16 @@ async fn changes_without_the_session_the_origin_or_the_anti_forgery_token_are_re
     let cookie = b.cookie.as_str();
     let origin = b.origin.as_str();
     let forged = "mcpdev_session_1=00".to_string();
-    let attempts: [(&str, Vec<(&str, &str)>, u16); 6] = [
+    let other_local_page = "http://127.0.0.1:1";
+    let attempts: [(&str, Headers, u16); 7] = [
         ("no cookie", vec![("Origin", origin), ("x-mcpdev-csrf", csrf)], 401),
         ("a forged cookie", vec![("Cookie", forged.as_str()), ("Origin", origin), ("x-mcpdev-csrf", csrf)], 401),
         ("another Origin", vec![("Cookie", cookie), ("Origin", "https://evil.example"), ("x-mcpdev-csrf", csrf)], 403),
         ("no anti-forgery token", vec![("Cookie", cookie), ("Origin", origin)], 403),
         ("a wrong anti-forgery token", vec![("Cookie", cookie), ("Origin", origin), ("x-mcpdev-csrf", "00")], 403),
         ("no Origin", vec![("Cookie", cookie), ("x-mcpdev-csrf", csrf)], 403),
+        // A page on another local port passes the front door (loopback) but is not the dashboard.
+        ("another local page", vec![("Cookie", cookie), ("Origin", other_local_page), ("x-mcpdev-csrf", csrf)], 403),
     ];
     for (what, headers, want) in &attempts {
         let mut h = headers.clone();
@@ -300,4 +305,33 @@ async fn prometheus_scrapes_the_hub_and_sees_calls_counted() {
     let devices = until("sum(mcpdev_devices{state=\"ready\"})", Box::new(|v| v == 2.0)).await;
     assert_eq!(devices, 2.0);
     server.kill().await.ok();
+}
+
+/// The device page's check button: `mcpdev check` through the hub, its report as `--json` gives it;
+/// a second one while the first runs is refused, not queued.
+#[tokio::test]
+async fn the_check_button_runs_mcpdev_check_on_the_device() {
+    let hub = demo_hub().await;
+    let b = log_in(&hub, hub.info["dashboard"].as_str().unwrap()).await;
+    let h = [("Cookie", b.cookie.as_str()), ("Origin", b.origin.as_str()), ("x-mcpdev-csrf", b.csrf.as_str()), ("Content-Type", "application/json")];
+    let body = json!({"device": DEV}).to_string();
+    let (first, second) = tokio::join!(http(&hub, "POST", "/dashboard/api/check", &h, &body), async {
+        // Polls until the first check holds the slot, then asks again.
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let (status, _, answer) = http(&hub, "POST", "/dashboard/api/check", &h, &body).await;
+            if status == 429 || Instant::now() > deadline {
+                return (status, answer);
+            }
+        }
+    });
+    let (status, _, report) = first;
+    let report: Value = serde_json::from_str(&report).unwrap();
+    // Either request may have taken the slot first; one ran, the other was refused.
+    let (ran, refused) = if status == 200 { (report, second) } else { (serde_json::from_str(&second.1).unwrap(), (status, String::new())) };
+    assert_eq!(refused.0, 429, "a second check at once is refused");
+    assert_eq!(ran["device_id"], DEV, "{ran}");
+    let results = ran["results"].as_array().unwrap();
+    assert!(results.iter().any(|c| c["id"].as_str().unwrap().starts_with("initialize") && c["status"] == "pass"), "{ran}");
+    assert_eq!(ran["summary"]["fail"], 0, "{ran}");
 }

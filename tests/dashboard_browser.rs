@@ -210,8 +210,14 @@ async fn a_hostile_devices_text_is_shown_inertly() {
     assert_eq!(listed.code, 0, "{listed:?}");
     // The device answers every call with markup and escapes, and an "image" that is SVG script.
     let answering = tokio::spawn(async move {
-        loop {
-            let call = device.recv_request("tools/call").await;
+        // No deadline here: the browser takes its time to get to the call.
+        while let Some(Ok(message)) = futures_util::StreamExt::next(&mut device.ws).await {
+            let tokio_tungstenite::tungstenite::Message::Text(text) = message else { continue };
+            let call: Value = serde_json::from_str(&text).unwrap_or_default();
+            if call["type"] != "mcp" || call["payload"]["method"] != "tools/call" {
+                continue;
+            }
+            let call = call["payload"].clone();
             let svg = base64_svg();
             device
                 .reply(&call["id"], json!({"content": [

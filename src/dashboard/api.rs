@@ -266,6 +266,32 @@ pub async fn traffic(State(d): State<Arc<Dashboard>>, Query(q): Query<DeviceQuer
     Sse::new(tokio_stream::wrappers::ReceiverStream::new(rx)).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))).into_response()
 }
 
+/// `/dashboard/api/check` (POST `{"device"}`): `mcpdev check` on the device through this hub (no
+/// tool calls, no fuzzing: the checks that change nothing), one run at a time, within
+/// [`CHECK_DEADLINE`]; the report as `mcpdev check --json` gives it.
+pub async fn check(State(d): State<Arc<Dashboard>>, Json(body): Json<Value>) -> Response {
+    let Some(device) = body["device"].as_str().map(str::to_string) else {
+        return error(StatusCode::BAD_REQUEST, "check needs {\"device\": Device-Id}");
+    };
+    let Ok(_one) = d.checks.clone().try_acquire_owned() else {
+        return error(StatusCode::TOO_MANY_REQUESTS, "a check is running already; wait for its report");
+    };
+    let hub_url = format!("http://{}", d.host_addr);
+    let run = async {
+        let (conn, greeting) = crate::check::conn::through_hub(&hub_url, Some(&device), Duration::ZERO, Duration::from_secs(10)).await.map_err(|e| format!("{e:#}"))?;
+        let opts = crate::check::Options { call: Vec::new(), max_onboarding: Duration::from_secs(10), fuzz: 0 };
+        Ok::<_, String>(crate::check::run(conn, greeting, std::time::Instant::now(), &opts).await)
+    };
+    match tokio::time::timeout(CHECK_DEADLINE, run).await {
+        Ok(Ok(report)) => ok(crate::check::report::json(&report, false)),
+        Ok(Err(why)) => error(StatusCode::BAD_GATEWAY, &format!("the check could not run: {why}")),
+        Err(_) => error(StatusCode::GATEWAY_TIMEOUT, &format!("the check took longer than {} s", CHECK_DEADLINE.as_secs())),
+    }
+}
+
+/// Longest a check from the dashboard may take.
+const CHECK_DEADLINE: Duration = Duration::from_secs(120);
+
 /// The answer of one control API op, as JSON.
 async fn control_op(d: &Dashboard, request: Value) -> Result<Value, Response> {
     let text = crate::hub::control::answer_once(d.hub.clone(), &request.to_string()).await;

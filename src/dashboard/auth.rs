@@ -8,8 +8,10 @@
 //!   port (two hubs on one machine keep their own), valid for [`SESSION_TTL`]; at most
 //!   [`MAX_SESSIONS`] live (the oldest goes first).
 //! - A request changing anything (any method but GET/HEAD) made with the cookie needs the
-//!   session's anti-forgery token in [`CSRF_HEADER`] and an `Origin` header (the host
-//!   listener's front door has already checked that the `Origin` is allowed).
+//!   session's anti-forgery token in [`CSRF_HEADER`] and an `Origin` that is the dashboard's own
+//!   (`http://` plus the request's `Host`): the front door lets every loopback origin through (MCP
+//!   web clients), but a page on another local port is the same *site* as the dashboard for
+//!   `SameSite`, so the cookie alone would go with its requests.
 //! - Scripts use `Authorization: Bearer` with the control token or the MCP token instead; such
 //!   requests carry no ambient credential, so they need no anti-forgery token.
 //! - Every token is compared in constant time; every refusal is counted and logged.
@@ -154,7 +156,9 @@ impl Auth {
         };
         if !matches!(*method, Method::GET | Method::HEAD) {
             let token_ok = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()).is_some_and(|t| constant_time_eq(t.as_bytes(), csrf.as_bytes()));
-            if !token_ok || !headers.contains_key(header::ORIGIN) {
+            let text = |name| headers.get(name).and_then(|v: &axum::http::HeaderValue| v.to_str().ok());
+            let own_origin = matches!((text(header::ORIGIN), text(header::HOST)), (Some(origin), Some(host)) if origin.strip_prefix("http://") == Some(host));
+            if !token_ok || !own_origin {
                 return Err(Denied::Forgery);
             }
         }
@@ -198,10 +202,16 @@ mod tests {
         let Ok(Who::Session { csrf }) = a.check(&Method::GET, &h) else { panic!() };
         assert_eq!(a.check(&Method::POST, &h), Err(Denied::Forgery), "no token");
         h.insert(CSRF_HEADER, HeaderValue::from_static("wrong"));
+        h.insert(header::HOST, HeaderValue::from_static("127.0.0.1:8001"));
         h.insert(header::ORIGIN, HeaderValue::from_static("http://127.0.0.1:8001"));
         assert_eq!(a.check(&Method::POST, &h), Err(Denied::Forgery), "a wrong token");
         h.insert(CSRF_HEADER, HeaderValue::from_str(&csrf).unwrap());
         assert!(a.check(&Method::POST, &h).is_ok());
+        // Another page on this machine: the same site for SameSite, but not the dashboard's origin.
+        h.insert(header::ORIGIN, HeaderValue::from_static("http://127.0.0.1:3000"));
+        assert_eq!(a.check(&Method::POST, &h), Err(Denied::Forgery), "another local origin");
+        h.insert(header::ORIGIN, HeaderValue::from_static("http://localhost:8001"));
+        assert_eq!(a.check(&Method::POST, &h), Err(Denied::Forgery), "another name than the page was loaded by");
         h.remove(header::ORIGIN);
         assert_eq!(a.check(&Method::POST, &h), Err(Denied::Forgery), "no Origin");
     }

@@ -42,6 +42,8 @@ pub struct Dashboard {
     pub timeline: Arc<timeline::Timeline>,
     /// Traffic streams open now.
     pub streams: Arc<tokio::sync::Semaphore>,
+    /// One `check` at a time.
+    pub checks: Arc<tokio::sync::Semaphore>,
     /// The host listener's address, for log-in links.
     pub host_addr: std::net::SocketAddr,
     /// The device listener's address, for the hub page.
@@ -54,7 +56,7 @@ impl Dashboard {
         let timeline = Arc::new(timeline::Timeline::default());
         timeline.follow(&hub);
         let auth = auth::Auth::new(host_addr.port(), hub.control.token.clone(), mcp_token);
-        Arc::new(Self { hub, auth, timeline, streams: Arc::new(tokio::sync::Semaphore::new(api::MAX_STREAMS)), host_addr, device_addr })
+        Arc::new(Self { hub, auth, timeline, streams: Arc::new(tokio::sync::Semaphore::new(api::MAX_STREAMS)), checks: Arc::new(tokio::sync::Semaphore::new(1)), host_addr, device_addr })
     }
 
     /// A fresh one-time log-in URL.
@@ -78,6 +80,7 @@ pub fn router(d: Arc<Dashboard>) -> Router {
         .route("/dashboard/api/device", get(api::device))
         .route("/dashboard/api/validate", post(api::validate))
         .route("/dashboard/api/call", post(api::call))
+        .route("/dashboard/api/check", post(api::check))
         .route("/dashboard/api/traffic", get(api::traffic))
         .route("/dashboard/api/admission", get(api::admission))
         .route("/dashboard/api/admission/{op}", post(api::admission_op))

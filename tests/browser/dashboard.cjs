@@ -7,6 +7,7 @@
 // node dashboard.cjs PLAYWRIGHT_CORE_DIR CHROMIUM USER_DATA_DIR LOGIN_URL SCENARIO ARG
 //   SCENARIO main:    ARG = the path of the device page's screenshot
 //   SCENARIO hostile: ARG = the hostile device's id
+//   SCENARIO measure: ARG = how many loads of the devices page to time (benches/dashboard.rs)
 'use strict';
 
 const [playwrightDir, chromiumPath, userDataDir, loginUrl, scenario, arg] = process.argv.slice(2);
@@ -117,6 +118,31 @@ async function hostile(page) {
   say('hostile', { list: listText, names, descriptions, result, traffic, dom });
 }
 
+// The devices page, loaded `arg` times (the first cold, the rest with the assets cached): the time
+// from navigation to the first rendered rows, and the bytes the page moved to get there.
+async function measure(page) {
+  const runs = [];
+  await page.goto(loginUrl);
+  for (let i = 0; i < Number(arg); i++) {
+    if (i > 0) await page.reload();
+    await page.waitForSelector('#device-rows tr', { timeout: 60000 });
+    runs.push(await page.evaluate(() => {
+      const nav = performance.getEntriesByType('navigation')[0];
+      const resources = performance.getEntriesByType('resource');
+      const sum = (list, key) => list.reduce((a, e) => a + (e[key] || 0), 0);
+      return {
+        first_render_ms: performance.now() - (nav ? nav.startTime : 0),
+        transferred: (nav ? nav.transferSize : 0) + sum(resources, 'transferSize'),
+        decoded: (nav ? nav.decodedBodySize : 0) + sum(resources, 'decodedBodySize'),
+        resources: resources.map((e) => ({ name: new URL(e.name).pathname, transferred: e.transferSize, decoded: e.decodedBodySize, ms: e.duration })),
+        rows: document.querySelectorAll('#device-rows tr').length,
+        count: document.getElementById('device-count').textContent,
+      };
+    }));
+  }
+  say('measure', { runs });
+}
+
 (async () => {
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: chromiumPath,
@@ -129,7 +155,7 @@ async function hostile(page) {
   page.on('console', (m) => { if (m.type() === 'error') seen.consoleErrors.push(m.text()); });
   page.on('pageerror', (e) => seen.pageErrors.push(String(e)));
   try {
-    if (scenario === 'hostile') await hostile(page); else await main(page, context);
+    if (scenario === 'hostile') await hostile(page); else if (scenario === 'measure') await measure(page); else await main(page, context);
     say('done', seen);
   } catch (e) {
     say('failed', { error: String(e && e.stack || e), ...seen });

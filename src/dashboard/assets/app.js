@@ -310,6 +310,25 @@
     }));
   }
 
+  // `mcpdev check` through the hub (the checks that change nothing), and its report.
+  function checkPane(deviceId) {
+    const run = el('button', { type: 'button', id: 'run-check', text: 'Run mcpdev check' });
+    const out = el('div', { id: 'check-report', 'aria-live': 'polite' });
+    run.addEventListener('click', async () => {
+      run.disabled = true;
+      out.replaceChildren(el('p', { class: 'muted', text: 'checking… (initialize, tools/list, hygiene, timing)' }));
+      try {
+        const r = await post('/dashboard/api/check', { device: deviceId });
+        const s = r.summary || {};
+        out.replaceChildren(el('p', { class: s.failed ? 'bad' : 'state-ready', text: `${s.pass} pass, ${s.warn} warn, ${s.fail} fail, ${s.skip} skip` }),
+          el('table', { 'aria-label': 'Check results' }, el('thead', {}, el('tr', {}, ['Check', 'Result', 'Reason', 'Reference'].map((h) => el('th', { scope: 'col', text: h })))),
+            el('tbody', {}, (r.results || []).map((c) => el('tr', {}, el('td', {}, el('code', { text: c.id })),
+              el('td', { class: c.status === 'fail' ? 'bad' : c.status === 'pass' ? 'state-ready' : 'muted', text: c.status }), el('td', { text: c.reason }), el('td', { class: 'muted', text: c.reference }))))));
+      } catch (e) { out.replaceChildren(el('p', { class: 'bad', text: e.message })); } finally { run.disabled = false; }
+    });
+    return el('section', { class: 'panel', 'aria-labelledby': 'check-h' }, el('h2', { id: 'check-h', text: 'Check' }), run, out);
+  }
+
   async function devicePage(main, id) {
     const info = await get('/dashboard/api/device?id=' + encodeURIComponent(id));
     const head = el('p', { id: 'device-head' });
@@ -331,7 +350,8 @@
           timeline)),
       el('section', { class: 'panel', 'aria-labelledby': 'tools-h' }, el('h2', { id: 'tools-h', text: `Tools (${tools.length})` }),
         info.tools_warning ? el('p', { class: 'bad', text: info.tools_warning }) : '', tools.map((t) => toolForm(info.device_id, t))),
-      trafficPane(info.device_id, info));
+      trafficPane(info.device_id, info),
+      checkPane(info.device_id));
     document.body.dataset.rendered = 'device';
     let first = true;
     every(2000, async () => {
