@@ -29,7 +29,8 @@
 //! [`flash`] (building, imaging, provisioning and flashing `firmware/`), [`args`] (`k=v` typed by
 //! a tool's inputSchema, and validated: directly for the shapes devices declare, by `jsonschema`
 //! otherwise), [`metrics`] (the hub's counters, counted where things happen, for `/metrics` and
-//! the dashboard), [`config`] (`mcpdev.toml`), [`paths`] (the private state and runtime directories), [`tls`] (the rustls provider of the HTTP clients), [`exit`] (the exit codes), and [`cli`] (the
+//! the dashboard), [`config`] (`mcpdev.toml`), [`paths`] (the private state and runtime directories), [`device_identity`] (a device's random
+//! Client-Id and device key, kept per MAC for `sim` and `flash`), [`tls`] (the rustls provider of the HTTP clients), [`exit`] (the exit codes), and [`cli`] (the
 //! clap definitions the binary, the man pages and the shell completions share).
 #![allow(clippy::result_large_err, reason = "an HTTP response is the error type of axum handlers and tungstenite handshake callbacks")]
 
@@ -40,6 +41,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod dashboard;
+pub mod device_identity;
 pub mod exit;
 pub mod flash;
 /// The cargo-fuzz entry points (`fuzz/`), replayed by `tests/fuzz_corpora.rs`; not an API.

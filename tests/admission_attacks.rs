@@ -7,29 +7,13 @@ mod common;
 
 use common::mqtt::{Mosquitto, MqttDevice};
 use common::ota::{check_in_as, http};
+use common::ws::{DeviceWs as Ws, device_upgrade as ws};
 use common::{HubProcess, Outcome, mcpdev};
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite;
 
 const VICTIM: &str = "aa:bb:cc:00:22:01";
 const VICTIM_UUID: &str = "11111111-2222-4333-8444-555555555555";
 const THIEF_UUID: &str = "66666666-7777-4888-8999-aaaaaaaaaaaa";
-
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn ws(hub: &HubProcess, device: &str, client_id: &str, token: Option<&str>) -> Result<Ws, (u16, String)> {
-    let mut req = tungstenite::client::IntoClientRequest::into_client_request(hub.device_url.as_str()).unwrap();
-    req.headers_mut().insert("Device-Id", device.parse().unwrap());
-    req.headers_mut().insert("Client-Id", client_id.parse().unwrap());
-    if let Some(t) = token {
-        req.headers_mut().insert("Authorization", format!("Bearer {t}").parse().unwrap());
-    }
-    match tokio::time::timeout(common::ws::DEADLINE, tokio_tungstenite::connect_async(req)).await.expect("the hub answers the upgrade") {
-        Ok((ws, _)) => Ok(ws),
-        Err(tungstenite::Error::Http(resp)) => Err((resp.status().as_u16(), String::from_utf8_lossy(resp.body().as_deref().unwrap_or_default()).into_owned())),
-        Err(e) => panic!("unexpected WebSocket error: {e}"),
-    }
-}
 
 async fn ok(hub: &HubProcess, args: &[&str]) -> Outcome {
     let out = mcpdev(hub, args).await;

@@ -14,6 +14,7 @@ const RANKS: &[(&str, u8)] = &[
     ("args", 0),
     ("metrics", 0),
     ("wire", 1),
+    ("device_identity", 1),
     ("session", 2),
     ("links", 3),
     ("hub", 4),

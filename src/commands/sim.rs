@@ -20,7 +20,7 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
         let device_id = format_mac(&[mac[2], mac[3], mac[4], mac[5], mac[6], mac[7]]);
         let mut cfg = SimConfig::new(&args.url, device_id);
         // The same board across runs, as stock firmware keeps its UUID in NVS.
-        match crate::sim::identity::SimIdentity::load_or_create(&crate::paths::state_dir(), &cfg.device_id) {
+        match crate::device_identity::DeviceIdentity::load_or_create(&crate::paths::state_dir().join(crate::device_identity::SIM_DIR), &cfg.device_id) {
             Ok(id) => (cfg.client_id, cfg.device_key) = (id.client_id, Some(id.device_key)),
             Err(e) => tracing::warn!(device = %cfg.device_id, "{e}; this run uses a fresh Client-Id and device key"),
         }

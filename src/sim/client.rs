@@ -40,7 +40,7 @@ pub struct SimConfig {
 
 impl SimConfig {
     pub fn new(url: impl Into<String>, device_id: impl Into<String>) -> Self {
-        let identity = super::identity::SimIdentity::random();
+        let identity = crate::device_identity::DeviceIdentity::random();
         Self {
             url: url.into(),
             device_id: device_id.into(),

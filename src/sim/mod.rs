@@ -3,7 +3,6 @@
 
 pub mod client;
 pub mod conformance;
-pub mod identity;
 pub mod mqtt;
 pub mod ota;
 pub mod replay;

@@ -80,7 +80,7 @@ fn with_headers(cfg: &SimConfig, request: reqwest::RequestBuilder) -> reqwest::R
         .header("Accept-Language", "en-US")
         .header("Content-Type", "application/json");
     match &cfg.device_key {
-        Some(key) => request.header(super::identity::DEVICE_KEY_HEADER, key),
+        Some(key) => request.header(crate::hub::admission::DEVICE_KEY_HEADER, key),
         None => request,
     }
 }
