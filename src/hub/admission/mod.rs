@@ -418,6 +418,10 @@ impl Admission {
     pub fn activation(&self, device_id: &str, client_id: Option<&str>, key_hash: Option<&str>, challenge: Option<&str>) -> Activation {
         let now = Instant::now();
         let state = lock(&self.state);
+        // A lab bench asks for no activation: whoever polls is done (unless revoked).
+        if self.approve_all && !state.book.admitted.contains_key(device_id) && !state.book.revoked.contains_key(device_id) {
+            return Activation::Approved;
+        }
         if let Some(a) = state.book.admitted.get(device_id)
             && !state.book.revoked.contains_key(device_id)
             && a.matches(client_id, key_hash)
