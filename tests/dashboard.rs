@@ -248,7 +248,12 @@ async fn prometheus_scrapes_the_hub_and_sees_calls_counted() {
     let prometheus = installed("MCPDEV_TEST_PROMETHEUS", PathBuf::from("/usr/bin/prometheus"), "Prometheus (Debian package prometheus)");
     let hub = demo_hub().await;
     let dir = tempfile::tempdir().unwrap();
-    let token_file = PathBuf::from(&hub.runtime_dir).join(format!("control-{}.token", hub.host_url.rsplit(':').next().unwrap()));
+    // The control token file holds the token and, on its second line, the address the hub bound:
+    // Prometheus's credentials file must hold the token alone.
+    let control_file = PathBuf::from(&hub.runtime_dir).join(format!("control-{}.token", hub.host_url.rsplit(':').next().unwrap()));
+    let token = mcpdev::links::control_token::token_of(&std::fs::read(&control_file).unwrap());
+    let token_file = dir.path().join("mcpdev.token");
+    std::fs::write(&token_file, &token).unwrap();
     let target = hub.host_url.trim_start_matches("http://");
     let config = format!(
         "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: mcpdev\n    authorization:\n      credentials_file: {}\n    static_configs:\n      - targets: ['{target}']\n",

@@ -318,13 +318,14 @@ pub async fn admission(State(d): State<Arc<Dashboard>>) -> Response {
     ok(json!({"pending": pending, "admitted": admitted}))
 }
 
-/// `/dashboard/api/admission/{approve|revoke}` (POST `{"target"}` / `{"device"}`): the control
+/// `/dashboard/api/admission/{approve|deny|revoke}` (POST `{"target"}` / `{"code"}` / `{"device"}`): the control
 /// API's op of that name.
 pub async fn admission_op(State(d): State<Arc<Dashboard>>, Path(op): Path<String>, Json(body): Json<Value>) -> Response {
     let request = match (op.as_str(), &body) {
         ("approve", b) if b["target"].is_string() => json!({"id": 1, "op": "approve", "target": b["target"]}),
         ("revoke", b) if b["device"].is_string() => json!({"id": 1, "op": "revoke", "device": b["device"]}),
-        _ => return error(StatusCode::BAD_REQUEST, "admission ops: approve {\"target\": CODE or Device-Id}, revoke {\"device\": Device-Id}"),
+        ("deny", b) if b["code"].is_string() => json!({"id": 1, "op": "deny", "code": b["code"]}),
+        _ => return error(StatusCode::BAD_REQUEST, "admission ops: approve {\"target\": CODE or Device-Id}, deny {\"code\": CODE}, revoke {\"device\": Device-Id}"),
     };
     tracing::info!(op = %op, "admission change from the dashboard");
     match control_op(&d, request).await {

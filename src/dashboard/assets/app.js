@@ -406,7 +406,10 @@
       pendingBox.replaceChildren(pending.length ? tableOf('Devices waiting for approval', pending, (it) => {
         const b = el('button', { type: 'button', class: 'primary', text: 'Approve ' + (it.code || it.device_id) });
         b.addEventListener('click', () => act('/dashboard/api/admission/approve', { target: String(it.code || it.device_id) }, 'Approved'));
-        return b;
+        if (!it.code) return b;
+        const d = el('button', { type: 'button', class: 'danger', text: 'Deny ' + it.code });
+        d.addEventListener('click', () => act('/dashboard/api/admission/deny', { code: String(it.code) }, 'Denied'));
+        return el('span', {}, b, ' ', d);
       }) : el('p', { class: 'muted', text: 'No device is waiting.' }));
       const admitted = data.admitted && Array.isArray(data.admitted.devices) ? data.admitted.devices : [];
       admittedBox.replaceChildren(data.admitted && data.admitted.approve_all ? el('p', { class: 'bad', text: 'Admission is off (--approve-all): every device gets in.' }) : '',
