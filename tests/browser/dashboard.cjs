@@ -80,7 +80,9 @@ async function main(page, context) {
   await pending.waitFor({ timeout: 1000 });
   const pendingMs = Date.now() - t1;
   const pendingText = await pending.innerText();
-  await pending.locator('button').click();
+  // Beside it, Deny: the row offers both, and this test approves.
+  await pending.locator('button', { hasText: 'Deny' }).waitFor({ timeout: 1000 });
+  await pending.locator('button', { hasText: 'Approve' }).click();
   const outcome = page.locator('#admission-outcome pre');
   await outcome.waitFor({ timeout: 15000 });
   say('approved', { pending_ms: pendingMs, pending: pendingText, answer: JSON.parse(await outcome.innerText()) });
