@@ -88,7 +88,7 @@ fn with_headers(cfg: &SimConfig, request: reqwest::RequestBuilder) -> reqwest::R
 async fn check_in_until_answered(cfg: &SimConfig, url: &str) -> Result<Value, super::client::Stopped> {
     let mut wait = Duration::from_secs(1);
     loop {
-        match check_version(&cfg, url).await {
+        match check_version(cfg, url).await {
             Ok(v) => return Ok(v),
             Err(e) => {
                 if let Some(stop) = final_refusal(url, &e) {

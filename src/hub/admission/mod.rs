@@ -89,7 +89,7 @@ pub enum CheckIn {
     Admitted { token: String },
     /// Not (yet) approved: its request and a token bound to that request, refused until the
     /// request's code is approved.
-    Pending { pending: Pending, token: String },
+    Pending { pending: Box<Pending>, token: String },
 }
 
 /// Where an `/activate` poll stands.
@@ -384,7 +384,7 @@ impl Admission {
         }
         let pending = self.request(r)?;
         let token = self.token_for(Purpose::Device, id, &pending.nonce);
-        Ok(CheckIn::Pending { pending, token })
+        Ok(CheckIn::Pending { pending: Box::new(pending), token })
     }
 
     /// Records (or refreshes) a request for admission and returns it with its code.
@@ -393,7 +393,7 @@ impl Admission {
         let opened = lock(&self.state).requests.open(r, now, now_ms(), &mut random_u64);
         let ip = r.remote.map(|a| a.ip());
         match opened {
-            Ok(Opened::Existing(p)) => Ok(p),
+            Ok(Opened::Existing(p)) => Ok(*p),
             Ok(Opened::New { pending, evicted }) => {
                 if let Some(suppressed) = self.may_log(ip) {
                     if let Some(gone) = evicted {
@@ -402,7 +402,7 @@ impl Admission {
                     warn!(device = %pending.device_id, via = ?pending.via, remote = pending.remote.as_deref().unwrap_or("-"), suppressed,
                         "a device asks to be admitted: `mcpdev devices pending` shows it; approve it with `mcpdev devices approve {}`", pending.code);
                 }
-                Ok(pending)
+                Ok(*pending)
             }
             Err(refusal) => {
                 if let Some(suppressed) = self.may_log(ip) {
@@ -675,7 +675,7 @@ mod tests {
 
     fn pending(c: CheckIn) -> (Pending, String) {
         match c {
-            CheckIn::Pending { pending, token } => (pending, token),
+            CheckIn::Pending { pending, token } => (*pending, token),
             CheckIn::Admitted { .. } => panic!("admitted, expected pending"),
         }
     }

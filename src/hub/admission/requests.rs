@@ -130,9 +130,9 @@ pub struct Requests {
 /// What [`Requests::open`] did.
 pub enum Opened {
     /// A new request; `evicted` names the code it pushed out, if any.
-    New { pending: Pending, evicted: Option<Pending> },
+    New { pending: Box<Pending>, evicted: Option<Box<Pending>> },
     /// The requester's own live request, refreshed.
-    Existing(Pending),
+    Existing(Box<Pending>),
 }
 
 impl Requests {
@@ -147,7 +147,7 @@ impl Requests {
             if r.reported.is_some() {
                 p.reported = r.reported.clone();
             }
-            return Ok(Opened::Existing(p.clone().with_expiry(now)));
+            return Ok(Opened::Existing(Box::new(p.clone().with_expiry(now))));
         }
         let ip = r.remote.map(|a| a.ip());
         if let Some(ip) = ip {
@@ -157,10 +157,10 @@ impl Requests {
         if let Some(ip) = ip
             && self.by_code.values().filter(|p| p.ip == Some(ip)).count() >= MAX_PER_PEER
         {
-            evicted = self.evict_oldest_of(Some(ip));
+            evicted = self.evict_oldest_of(Some(ip)).map(Box::new);
         }
         if self.by_code.len() >= MAX_PENDING {
-            evicted = self.evict_oldest_of(self.busiest_peer());
+            evicted = self.evict_oldest_of(self.busiest_peer()).map(Box::new);
         }
         let code = loop {
             let c = format!("{:06}", random() % 1_000_000);
@@ -186,7 +186,7 @@ impl Requests {
             since: now,
         };
         self.by_code.insert(code, p.clone());
-        Ok(Opened::New { pending: p.with_expiry(now), evicted })
+        Ok(Opened::New { pending: Box::new(p.with_expiry(now)), evicted })
     }
 
     fn take_token(&mut self, ip: IpAddr, now: Instant) -> Result<(), Refusal> {
@@ -263,7 +263,7 @@ mod tests {
 
     fn code_of(o: Opened) -> String {
         match o {
-            Opened::New { pending, .. } | Opened::Existing(pending) => pending.code,
+            Opened::New { pending, .. } | Opened::Existing(pending) => pending.code.clone(),
         }
     }
 
