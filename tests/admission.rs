@@ -4,8 +4,8 @@
 mod common;
 
 use common::ota::{CLIENT_ID, check_in, check_in_as, http};
+use common::ws::{closed, refused};
 use common::{HubProcess, Outcome, mcpdev, spawn_mcpdev};
-use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_tungstenite::tungstenite;
@@ -13,29 +13,10 @@ use tokio_tungstenite::tungstenite;
 const A: &str = "aa:bb:cc:dd:ee:a1";
 const B: &str = "aa:bb:cc:dd:ee:b2";
 
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-/// A WebSocket to the device listener as `device` with `token`: the socket, or the refusal's
-/// status and body.
-async fn connect(hub: &HubProcess, device: &str, token: Option<&str>) -> Result<Ws, (u16, String)> {
-    let mut req = tungstenite::client::IntoClientRequest::into_client_request(hub.device_url.as_str()).unwrap();
-    req.headers_mut().insert("Device-Id", device.parse().unwrap());
-    req.headers_mut().insert("Client-Id", CLIENT_ID.parse().unwrap());
-    if let Some(t) = token {
-        req.headers_mut().insert("Authorization", format!("Bearer {t}").parse().unwrap());
-    }
-    match tokio::time::timeout(common::ws::DEADLINE, tokio_tungstenite::connect_async(req)).await.expect("the hub answers the upgrade") {
-        Ok((ws, _)) => Ok(ws),
-        Err(tungstenite::Error::Http(resp)) => Err((resp.status().as_u16(), String::from_utf8_lossy(resp.body().as_deref().unwrap_or_default()).into_owned())),
-        Err(e) => panic!("unexpected WebSocket error: {e}"),
-    }
-}
-
-fn refused(r: Result<Ws, (u16, String)>) -> (u16, String) {
-    match r {
-        Ok(_) => panic!("the hub let the device in"),
-        Err(e) => e,
-    }
+/// A WebSocket to the device listener as `device` (with the stock Client-Id) and `token`: the
+/// socket, or the refusal's status and body.
+async fn connect(hub: &HubProcess, device: &str, token: Option<&str>) -> Result<common::ws::DeviceWs, (u16, String)> {
+    common::ws::device_upgrade(hub, device, CLIENT_ID, token).await
 }
 
 async fn ok(hub: &HubProcess, args: &[&str]) -> Outcome {
@@ -55,19 +36,6 @@ async fn approve_id(hub: &HubProcess, device: &str) -> String {
     let token = ok(hub, &["devices", "approve", device]).await.stdout.trim().to_string();
     assert_eq!(token.len(), 32, "approve prints the device's token: {token:?}");
     token
-}
-
-/// Waits until the hub has closed `ws` (a close frame or the end of the stream).
-async fn closed(ws: &mut Ws) {
-    let ended = tokio::time::timeout(common::ws::DEADLINE, async {
-        while let Some(Ok(msg)) = ws.next().await {
-            if msg.is_close() {
-                break;
-            }
-        }
-    })
-    .await;
-    assert!(ended.is_ok(), "the hub did not close the revoked device's socket");
 }
 
 #[tokio::test]

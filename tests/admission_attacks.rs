@@ -7,21 +7,13 @@ mod common;
 
 use common::mqtt::{Mosquitto, MqttDevice};
 use common::ota::{check_in_as, http};
-use common::ws::{DeviceWs as Ws, device_upgrade as ws};
+use common::ws::{closed, device_upgrade as ws, refused};
 use common::{HubProcess, Outcome, mcpdev};
 use serde_json::{Value, json};
 
 const VICTIM: &str = "aa:bb:cc:00:22:01";
 const VICTIM_UUID: &str = "11111111-2222-4333-8444-555555555555";
 const THIEF_UUID: &str = "66666666-7777-4888-8999-aaaaaaaaaaaa";
-
-/// The refusal's status and body; a socket means the hub let the device in, which is the bug.
-fn refused(r: Result<Ws, (u16, String)>) -> (u16, String) {
-    match r {
-        Ok(_) => panic!("the hub let the device in"),
-        Err(e) => e,
-    }
-}
 
 async fn ok(hub: &HubProcess, args: &[&str]) -> Outcome {
     let out = mcpdev(hub, args).await;
@@ -124,22 +116,9 @@ async fn an_approval_by_device_id_never_hands_the_token_out_over_ota() {
     assert!(rebound.stderr.contains("replaced"), "says what it replaces: {rebound:?}");
     let new = rebound.stdout.trim().to_string();
     assert_ne!(new, token);
-    common_closed(&mut live).await;
+    closed(&mut live).await;
     assert_eq!(ws(&hub, DEV, VICTIM_UUID, Some(&token)).await.err().map(|e| e.0), Some(401), "the old token is dead");
     ws(&hub, DEV, VICTIM_UUID, Some(&new)).await.expect("the new one works");
-}
-
-async fn common_closed(ws: &mut Ws) {
-    use futures_util::StreamExt;
-    let ended = tokio::time::timeout(common::ws::DEADLINE, async {
-        while let Some(Ok(msg)) = ws.next().await {
-            if msg.is_close() {
-                break;
-            }
-        }
-    })
-    .await;
-    assert!(ended.is_ok(), "the hub did not close the session");
 }
 
 /// Defect 10, both client styles, with MQTT on the embedded broker: py-xiaozhi checks in once,

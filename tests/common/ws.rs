@@ -110,3 +110,24 @@ pub async fn device_upgrade(hub: &super::HubProcess, device: &str, client_id: &s
         Err(e) => panic!("unexpected WebSocket error: {e}"),
     }
 }
+
+/// The refusal's status and body; a socket means the hub let the device in, which is the bug.
+pub fn refused(r: Result<DeviceWs, (u16, String)>) -> (u16, String) {
+    match r {
+        Ok(_) => panic!("the hub let the device in"),
+        Err(e) => e,
+    }
+}
+
+/// Waits until the hub has closed `ws` (a close frame or the end of the stream).
+pub async fn closed(ws: &mut DeviceWs) {
+    let ended = tokio::time::timeout(DEADLINE, async {
+        while let Some(Ok(msg)) = ws.next().await {
+            if msg.is_close() {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the hub did not close the device's session");
+}
