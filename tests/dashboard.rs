@@ -14,32 +14,15 @@ use std::time::{Duration, Instant};
 
 use common::{HubProcess, installed, mcpdev};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 const DEV: &str = "02:00:00:00:00:01";
 const DEADLINE: Duration = Duration::from_secs(30);
 
 /// One HTTP/1.1 exchange with the host listener: status, headers (lower-case names), body.
 async fn http(hub: &HubProcess, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, Vec<(String, String)>, String) {
-    let addr = hub.host_url.trim_start_matches("http://").to_string();
-    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-        req.push_str(&format!("Host: {addr}\r\n"));
-    }
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut out = Vec::new();
-    tokio::time::timeout(DEADLINE, s.read_to_end(&mut out)).await.expect("no answer in time").unwrap();
-    let split = out.windows(4).position(|w| w == b"\r\n\r\n").expect("an HTTP response");
-    let head = String::from_utf8_lossy(&out[..split]).to_string();
-    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let headers = head.lines().skip(1).filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string())).collect();
-    (status, headers, String::from_utf8_lossy(&out[split + 4..]).into_owned())
+    let (status, headers, body) = common::ota::exchange(hub.host_url.trim_start_matches("http://"), method, path, headers, body, DEADLINE).await;
+    (status, headers, String::from_utf8_lossy(&body).into_owned())
 }
 
 fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
