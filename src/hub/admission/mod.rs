@@ -160,9 +160,7 @@ pub fn key_hash(key: &str) -> Result<String, String> {
     Ok(digest.as_ref().iter().map(|b| format!("{b:02x}")).collect())
 }
 
-pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    super::secret::constant_time_eq(a, b)
-}
+pub(crate) use super::secret::constant_time_eq;
 
 /// The token name an approval's nonce gives a Device-Id (`id` alone for files from before bindings,
 /// demo devices and `--approve-all`).
