@@ -142,3 +142,63 @@ async fn watch_record_never_follows_a_planted_symlink() {
     assert!(first.contains("watching"), "{first}");
     assert_eq!(std::fs::metadata(&plain).unwrap().permissions().mode() & 0o777, 0o600);
 }
+
+/// A hub killed with SIGKILL leaves its token file behind. A file of an older hub says no address;
+/// one of this mcpdev holds a token no hub accepts any more. Neither stops the CLI: with no hub
+/// there it is unreachable (exit 4, not 3), and `--wait` waits until a hub starts on that port
+/// and then gets in with the new hub's token.
+#[tokio::test]
+async fn a_token_file_left_by_a_killed_hub_does_not_stop_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = dir.path().to_str().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let file = dir.path().join(format!("control-{port}.token"));
+    let hub_url = format!("http://127.0.0.1:{port}");
+    let write_private = |contents: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(&file, contents).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    };
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+
+    for stale in ["an-old-hubs-token\n".to_string(), format!("a-killed-hubs-token\n127.0.0.1:{port}\n")] {
+        write_private(&stale);
+        let (code, stderr) = devices(runtime, &hub_url, &[]).await;
+        assert_eq!(code, Some(4), "no hub is there: unreachable, not refused ({stale:?}): {stderr}");
+    }
+
+    // The addressless file of an older hub, then `--wait`: the CLI retries until a hub starts.
+    write_private("an-old-hubs-token\n");
+    let mut cli = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"));
+    cli.args(["-v", "tools", "list", "-d", "02:00:00:00:00:01", "--hub", &hub_url, "--wait", "60s"])
+        .env("MCPDEV_RUNTIME_DIR", runtime)
+        .env_remove("MCPDEV_HUB_TOKEN")
+        .env_remove("MCPDEV_HUB")
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut cli = cli.spawn().unwrap();
+    let mut said = tokio::io::BufReader::new(cli.stderr.take().unwrap()).lines();
+    use tokio::io::AsyncBufReadExt;
+    let retrying = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Ok(Some(line)) = said.next_line().await {
+            if line.contains("not reachable yet") {
+                return true;
+            }
+        }
+        false
+    });
+    assert!(retrying.await.unwrap_or(false), "the CLI waits for the hub instead of refusing the stale file");
+    tokio::spawn(async move { while let Ok(Some(_)) = said.next_line().await {} });
+
+    let state = tempfile::tempdir().unwrap();
+    let host_addr = format!("127.0.0.1:{port}");
+    let _hub = common::spawn_mcpdev(
+        &["serve", "--demo", "1", "--device-addr", "127.0.0.1:0", "--host-addr", &host_addr],
+        &[("MCPDEV_RUNTIME_DIR", runtime), ("MCPDEV_STATE_DIR", state.path().to_str().unwrap())],
+    );
+    let out = tokio::time::timeout(Duration::from_secs(60), cli.wait_with_output()).await.expect("the CLI ended within its wait").unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("set_volume"), "the demo device's tools: {}", String::from_utf8_lossy(&out.stdout));
+}

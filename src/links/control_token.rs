@@ -11,8 +11,11 @@
 //!   bound ([`pin_localhost`]): the CLI connects to that address, not to whatever `localhost`
 //!   resolves to first.
 //!   Anything else (another host, a name that may resolve anywhere, another loopback address
-//!   than the one the hub bound, a file without an address) gets nothing: the CLI stops with
-//!   exit 3 and says to set `MCPDEV_HUB_TOKEN` ([`ForHub::NotThisHub`]).
+//!   than the one the hub bound) gets nothing: the CLI stops with exit 3 and says to set
+//!   `MCPDEV_HUB_TOKEN` ([`ForHub::NotThisHub`]). A file without an address (left by an older
+//!   hub that was killed) is as no file: nothing is sent ([`ForHub::Missing`]).
+//! - A file left by a killed hub holds a token no hub accepts: when the hub refuses it, the CLI
+//!   reads the file once more, and tries again if a new hub has written another token since.
 //!
 //! Adversaries:
 //! - **Another host** (`--hub http://10.0.0.9:8001`, a typo, a hostile `MCPDEV_HUB` in a shared
@@ -94,7 +97,10 @@ pub fn for_client(host: &str, port: u16) -> ForHub {
     match bound {
         Some(bound) if ips.iter().all(|ip| covers(bound, *ip, port)) => ForHub::Send(token_of(&contents)),
         Some(bound) => not_this(format!("the hub that wrote its token for port {port} listens on {bound}, not on {host}")),
-        None => not_this(format!("{} does not say which address its hub listens on (a hub older than this mcpdev?)", path.display())),
+        // Every hub of this mcpdev writes its address, so such a file is a killed older hub's,
+        // left behind: nothing is sent, as if there were no file (a hub that is starting there
+        // is waited for, and one that answers says it wants a token).
+        None => ForHub::Missing(format!("{} does not say which address its hub listens on (left by an older, killed hub?); set {HUB_TOKEN_ENV}, or restart that hub", path.display())),
     }
 }
 

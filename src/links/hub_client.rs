@@ -129,7 +129,9 @@ impl HubClient {
             match tokio_tungstenite::connect_async_with_config(request, Some(ws_config()), true).await {
                 Ok((ws, _)) => break ws,
                 Err(tungstenite::Error::Http(resp)) if matches!(resp.status().as_u16(), 401 | 403) => {
-                    if token.is_err() && attempts == 1 && token_for_hub().is_ok_and(|t| t.is_ok()) {
+                    // No token yet, or one left by a killed hub: a hub that is starting writes its
+                    // own a moment later. Read the file again and retry once if it changed.
+                    if attempts == 1 && token_for_hub().is_ok_and(|now| now.is_ok() && now.as_ref().ok() != token.as_ref().ok()) {
                         continue;
                     }
                     let said = resp.body().as_deref().map(String::from_utf8_lossy).map(|b| b.trim().to_string()).unwrap_or_default();
