@@ -158,3 +158,39 @@ async fn a_revoked_device_is_told_and_logged_as_revoked_and_a_replaced_one_as_re
     assert!(why.contains("revoked") && !why.contains("replaced") && !why.contains("shut"), "{why}");
     assert_eq!(close_code(&mut second).await, Some(CloseCode::Policy), "a revoked device hears 1008 (policy)");
 }
+
+/// The client side stops as the hub does: `sim` and `watch` end on SIGTERM (systemd, docker,
+/// a test harness) with 130 as for Ctrl-C, not the shell's 143 of a process killed outright.
+#[tokio::test]
+async fn sim_and_watch_stop_on_sigterm_with_130() {
+    use tokio::io::AsyncBufReadExt;
+    let hub = HubProcess::start(&[], &[]).await;
+    let state = tempfile::tempdir().unwrap();
+    let spawn = |args: &[&str]| {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"));
+        cmd.args(args).env("MCPDEV_RUNTIME_DIR", &hub.runtime_dir).env("MCPDEV_STATE_DIR", state.path()).env_remove("MCPDEV_HUB").env("NO_COLOR", "1");
+        cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).kill_on_drop(true);
+        cmd.spawn().unwrap()
+    };
+    let mut sim = spawn(&["sim", "--url", &hub.device_url, "--device-id", "02:00:00:00:0a:21"]);
+    let out = mcpdev(&hub, &["tools", "list", "-d", "02:00:00:00:0a:21", "--wait", "20s"]).await;
+    assert_eq!(out.code, 0, "the virtual device is onboarded: {out:?}");
+    let mut watch = spawn(&["watch", "--hub", &hub.host_url]);
+    let mut said = tokio::io::BufReader::new(watch.stderr.take().unwrap()).lines();
+    let started = tokio::time::timeout(DEADLINE, async {
+        while let Ok(Some(line)) = said.next_line().await {
+            if line.starts_with("watching") {
+                return true;
+            }
+        }
+        false
+    });
+    assert!(started.await.unwrap_or(false), "watch says it is watching");
+
+    for (what, child) in [("sim", &mut sim), ("watch", &mut watch)] {
+        // SAFETY: sending a signal to our own child process.
+        unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGTERM) };
+        let status = tokio::time::timeout(DEADLINE, child.wait()).await.expect("it ends").unwrap();
+        assert_eq!(status.code(), Some(130), "{what} on SIGTERM");
+    }
+}

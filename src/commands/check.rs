@@ -23,12 +23,12 @@ pub async fn run(global: &GlobalArgs, args: CheckArgs) -> anyhow::Result<()> {
             }
             tokio::select! {
                 accepted = check::conn::accept(&listener, args.wait.unwrap_or(std::time::Duration::from_secs(3600)), args.timeout) => accepted.map_err(|e| CodedError::new(Exit::Unreachable, format!("{e:#}")))?,
-                _ = tokio::signal::ctrl_c() => return Err(CodedError::interrupted().into()),
+                _ = super::stop_signal::stop_signal() => return Err(CodedError::interrupted().into()),
             }
         }
         (None, Some(url)) => tokio::select! {
             reached = check::conn::through_broker(url, args.device.as_deref(), args.wait, args.timeout) => reached?,
-            _ = tokio::signal::ctrl_c() => return Err(CodedError::interrupted().into()),
+            _ = super::stop_signal::stop_signal() => return Err(CodedError::interrupted().into()),
         },
         (None, None) => {
             let device = crate::config::resolve_alias(args.device.as_deref());
@@ -41,7 +41,7 @@ pub async fn run(global: &GlobalArgs, args: CheckArgs) -> anyhow::Result<()> {
     let opts = Options { call: args.call.clone(), max_onboarding: args.max_onboarding, fuzz: args.fuzz as usize };
     let report = tokio::select! {
         r = check::run(conn, greeting, since_hello, &opts) => r,
-        _ = tokio::signal::ctrl_c() => return Err(CodedError::interrupted().into()),
+        _ = super::stop_signal::stop_signal() => return Err(CodedError::interrupted().into()),
     };
     if let Some(path) = &args.junit {
         std::fs::write(path, report::junit(&report, args.strict)).with_context(|| format!("writing {}", path.display()))?;

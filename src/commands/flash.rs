@@ -21,7 +21,7 @@ pub async fn run(g: &GlobalArgs, args: FlashArgs) -> anyhow::Result<()> {
         let port = port::select(args.port.as_deref(), &port::available())?;
         let (stop, mut worker) = start_monitor(g, &port.name, args.monitor_baud);
         tokio::select! {
-            signal = tokio::signal::ctrl_c() => signal?,
+            signal = super::stop_signal::stop_signal() => { signal?; }
             // The monitor ends by itself only on an error reading the port.
             ended = &mut worker => {
                 ended.context("the monitor panicked")?.context("reading the serial log")?;
@@ -41,7 +41,7 @@ pub async fn run(g: &GlobalArgs, args: FlashArgs) -> anyhow::Result<()> {
         wait_device(g, &hub, flashed.device_id, wait).await?;
     }
     if let Some((stop, worker)) = log {
-        tokio::signal::ctrl_c().await?;
+        super::stop_signal::stop_signal().await?;
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         worker.await.context("the monitor panicked")?.context("reading the serial log")?;
         return Err(crate::exit::CodedError::interrupted().into());

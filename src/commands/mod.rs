@@ -13,6 +13,7 @@ pub mod output;
 pub mod serve;
 pub mod serve_report;
 pub mod sim;
+pub mod stop_signal;
 pub mod target;
 pub mod terminal_text;
 pub mod tools;

@@ -139,7 +139,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         let color = super::output::use_color(global.color, std::io::stderr().is_terminal());
         super::serve_report::spawn_event_log(running.hub.clone(), global.json, global.quiet, color);
     }
-    let signal = stop_signal().await?;
+    let signal = super::stop_signal::stop_signal().await?;
     if !global.quiet && !global.json {
         eprintln!("shutting down ({signal})");
     }
@@ -162,22 +162,6 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
 
 /// Longest the shutdown waits for every device to take its goodbye.
 const GOODBYE_LIMIT: std::time::Duration = std::time::Duration::from_secs(3);
-
-/// Waits for SIGINT or SIGTERM and says which came.
-async fn stop_signal() -> std::io::Result<&'static str> {
-    #[cfg(unix)]
-    {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r.map(|()| "SIGINT"),
-            _ = term.recv() => Ok("SIGTERM"),
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        tokio::signal::ctrl_c().await.map(|()| "Ctrl-C")
-    }
-}
 
 /// `--mqtt embedded|URL` and its companions as hub settings (`None` without `--mqtt`).
 fn mqtt_settings(a: &MqttServeArgs) -> anyhow::Result<Option<MqttSettings>> {

@@ -40,7 +40,10 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
         let target = args.bootstrap.mqtt.as_deref().or(args.bootstrap.ota.as_deref()).unwrap_or(&args.url);
         eprintln!("mcpdev sim: {} virtual device(s) from {} -> {target} (Ctrl-C to stop)", args.count, args.device_id);
     }
-    // Runs until Ctrl-C, or until the backend refuses a device for good (every device would be).
+    // Runs until Ctrl-C or SIGTERM, or until the backend refuses a device for good (every device
+    // would be). One signal listener for the whole run: none is missed between two task ends.
+    let signalled = super::stop_signal::stop_signal();
+    tokio::pin!(signalled);
     loop {
         tokio::select! {
             done = tasks.join_next() => match done {
@@ -53,7 +56,7 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
                 Some(Err(e)) => return Err(anyhow::anyhow!("a virtual device task failed: {e}")),
                 None => return Ok(()),
             },
-            signal = tokio::signal::ctrl_c() => {
+            signal = &mut signalled => {
                 signal?;
                 tasks.shutdown().await;
                 return Err(CodedError::interrupted().into());
@@ -69,6 +72,8 @@ async fn replay(global: &GlobalArgs, args: &SimArgs, path: &std::path::Path) -> 
     if !global.quiet {
         eprintln!("mcpdev sim: replaying {} ({} recorded requests) as {} -> {} (Ctrl-C to stop)", path.display(), rec.exchanges.len(), rec.identity["device_id"], args.url);
     }
+    let signalled = super::stop_signal::stop_signal();
+    tokio::pin!(signalled);
     loop {
         tokio::select! {
             done = crate::sim::replay::run(&args.url, &rec, args.token.as_deref(), args.replay_timing) => {
@@ -77,7 +82,7 @@ async fn replay(global: &GlobalArgs, args: &SimArgs, path: &std::path::Path) -> 
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(500)).await;
             }
-            signal = tokio::signal::ctrl_c() => {
+            signal = &mut signalled => {
                 signal?;
                 return Err(CodedError::interrupted().into());
             }

@@ -25,13 +25,16 @@ pub async fn run(global: &GlobalArgs, args: WatchArgs) -> anyhow::Result<()> {
     use std::io::{IsTerminal, Write};
     let color = crate::commands::output::use_color(global.color, std::io::stdout().is_terminal());
     let mut seen = 0u64;
+    // One listener for the whole watch: a signal that comes between two events is not missed.
+    let signalled = super::stop_signal::stop_signal();
+    tokio::pin!(signalled);
     loop {
         let mut ev = tokio::select! {
             ev = events.recv() => match ev {
                 Some(ev) => ev,
                 None => return Err(CodedError::new(Exit::Unreachable, "the hub closed the connection").into()),
             },
-            _ = tokio::signal::ctrl_c() => return Err(CodedError::interrupted().into()),
+            _ = &mut signalled => return Err(CodedError::interrupted().into()),
         };
         stamp(&mut ev, std::time::SystemTime::now());
         if let Some(r) = recorder.as_mut() {
