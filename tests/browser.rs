@@ -14,18 +14,13 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::Stdio;
-use std::time::Duration;
 
-use common::{HubProcess, installed, mcpdev, repo_path};
+use common::browser::BrowserDriver;
+use common::{HubProcess, mcpdev};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::process::{Child, ChildStdout};
 
-/// Chromium starts in about a second; past this a step is a failure.
-const STEP_DEADLINE: Duration = Duration::from_secs(60);
 const DEVICE: &str = "02:b0:00:00:00:01";
 
 
@@ -62,60 +57,9 @@ async fn serve_file(mut sock: TcpStream) {
     let _ = sock.write_all(resp.as_bytes()).await;
 }
 
-/// The driver process (tests/browser/drive.cjs) and the lines it prints.
-struct Browser {
-    child: Child,
-    lines: Lines<BufReader<ChildStdout>>,
-    seen: Vec<String>,
-}
-
-impl Browser {
-    fn open(page_url: &str, profile: &std::path::Path) -> Self {
-        let node = installed("MCPDEV_TEST_NODE22", repo_path(".ci/node22/node_modules/node/bin/node"), "Node 22 (npm package node@22)");
-        let playwright = installed("MCPDEV_TEST_NODE_BROWSER", repo_path(".ci/browser/node_modules/playwright-core"), "playwright-core (npm)");
-        let chromium = installed("MCPDEV_TEST_CHROMIUM", PathBuf::from("/usr/bin/chromium"), "Chromium (Debian package chromium)");
-        let mut child = tokio::process::Command::new(node)
-            .arg(repo_path("tests/browser/drive.cjs"))
-            .arg(playwright)
-            .arg(chromium)
-            .arg(profile)
-            .arg(page_url)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("run the browser driver");
-        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        Self { child, lines, seen: Vec::new() }
-    }
-
-    /// Waits for the page's report of `step` and returns it; a failed step or a silent browser
-    /// fails the test with everything the page and the driver said.
-    async fn step(&mut self, step: &str) -> Value {
-        let deadline = tokio::time::Instant::now() + STEP_DEADLINE;
-        loop {
-            let line = match tokio::time::timeout_at(deadline, self.lines.next_line()).await {
-                Ok(Ok(Some(line))) => line,
-                Ok(_) => panic!("the browser driver exited before the page reported {step:?}; it said:\n{}", self.seen.join("\n")),
-                Err(_) => panic!("the page did not report {step:?} within {STEP_DEADLINE:?}; it said:\n{}", self.seen.join("\n")),
-            };
-            self.seen.push(line.clone());
-            let Some(report) = line.strip_prefix("MCPDEV ") else { continue };
-            let v: Value = serde_json::from_str(report).unwrap();
-            let got = v["step"].as_str().unwrap_or_default();
-            if got == step {
-                return v;
-            }
-            assert!(!got.ends_with("-failed") && got != "ws-error", "the page failed at {got:?} while waiting for {step:?}:\n{}", self.seen.join("\n"));
-        }
-    }
-
-    /// Closes the driver's stdin (it closes Chromium and exits) and waits for it.
-    async fn close(mut self) {
-        drop(self.child.stdin.take());
-        let _ = tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await;
-    }
+/// The driver (tests/browser/drive.cjs) loading the device page; the page reports each step.
+fn open_browser(page_url: &str, profile: &std::path::Path) -> BrowserDriver {
+    BrowserDriver::open("tests/browser/drive.cjs", profile, &[page_url], "MCPDEV ", |got| got.ends_with("-failed") || got == "ws-error")
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -127,7 +71,7 @@ async fn a_page_from_another_origin_is_a_device_of_the_hub() {
     let page_origin = serve_page().await;
     assert!(!ota.starts_with(&page_origin), "the page must come from another origin than the hub ({ota})");
     let page = format!("{page_origin}/device.html?ota={}&device={DEVICE}", urlencode(&ota));
-    let mut browser = Browser::open(&page, profile.path());
+    let mut browser = open_browser(&page, profile.path());
 
     assert_eq!(browser.step("ota").await["status"], 200);
     browser.step("hello").await;

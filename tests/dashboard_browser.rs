@@ -18,78 +18,18 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Stdio;
-use std::time::Duration;
 
 use common::fake_device::FakeDevice;
-use common::{HubProcess, installed, mcpdev, repo_path, spawn_mcpdev};
+use common::browser::BrowserDriver;
+use common::{HubProcess, mcpdev, repo_path, spawn_mcpdev};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdout};
+use tokio::io::AsyncWriteExt;
 
-const STEP_DEADLINE: Duration = Duration::from_secs(60);
 const DEV: &str = "02:00:00:00:00:01";
 
-struct Driver {
-    child: Child,
-    lines: Lines<BufReader<ChildStdout>>,
-    seen: Vec<String>,
-}
-
-impl Driver {
-    fn open(login_url: &str, scenario: &str, arg: &str, profile: &std::path::Path) -> Self {
-        let node = installed("MCPDEV_TEST_NODE22", repo_path(".ci/node22/node_modules/node/bin/node"), "Node 22 (npm package node@22)");
-        let playwright = installed("MCPDEV_TEST_NODE_BROWSER", repo_path(".ci/browser/node_modules/playwright-core"), "playwright-core (npm)");
-        let chromium = installed("MCPDEV_TEST_CHROMIUM", PathBuf::from("/usr/bin/chromium"), "Chromium (Debian package chromium)");
-        let mut child = tokio::process::Command::new(node)
-            .arg(repo_path("tests/browser/dashboard.cjs"))
-            .arg(playwright)
-            .arg(chromium)
-            .arg(profile)
-            .arg(login_url)
-            .arg(scenario)
-            .arg(arg)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("run the dashboard driver");
-        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        Self { child, lines, seen: Vec::new() }
-    }
-
-    /// The driver's report of `step`; a failed scenario or a silent driver fails the test with
-    /// everything it said.
-    async fn step(&mut self, step: &str) -> Value {
-        let deadline = tokio::time::Instant::now() + STEP_DEADLINE;
-        loop {
-            let line = match tokio::time::timeout_at(deadline, self.lines.next_line()).await {
-                Ok(Ok(Some(line))) => line,
-                Ok(_) => panic!("the driver exited before {step:?}; it said:\n{}", self.seen.join("\n")),
-                Err(_) => panic!("no {step:?} within {STEP_DEADLINE:?}; the driver said:\n{}", self.seen.join("\n")),
-            };
-            self.seen.push(line.clone());
-            let Some(report) = line.strip_prefix("STEP ") else { continue };
-            let v: Value = serde_json::from_str(report).unwrap();
-            let got = v["step"].as_str().unwrap_or_default();
-            assert_ne!(got, "failed", "the browser failed while waiting for {step:?}:\n{}", self.seen.join("\n"));
-            if got == step {
-                return v;
-            }
-        }
-    }
-
-    async fn go(&mut self, v: Value) {
-        let stdin = self.child.stdin.as_mut().unwrap();
-        stdin.write_all(format!("GO {v}\n").as_bytes()).await.unwrap();
-        stdin.flush().await.unwrap();
-    }
-
-    async fn close(mut self) {
-        drop(self.child.stdin.take());
-        let _ = tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await;
-    }
+/// The driver (tests/browser/dashboard.cjs) running `scenario` from the log-in link on.
+fn open_dashboard(login_url: &str, scenario: &str, arg: &str, profile: &std::path::Path) -> BrowserDriver {
+    BrowserDriver::open("tests/browser/dashboard.cjs", profile, &[login_url, scenario, arg], "STEP ", |got| got == "failed")
 }
 
 async fn volume(hub: &HubProcess) -> u64 {
@@ -118,7 +58,7 @@ async fn the_dashboard_end_to_end_in_chromium() {
     assert_eq!(mcpdev(&hub, &["tools", "list", "-d", DEV, "--wait", "20s", "--json"]).await.code, 0);
     let link = hub.info["dashboard"].as_str().expect("serve prints a log-in link").to_string();
     let screenshot = repo_path("docs/dashboard.png");
-    let mut b = Driver::open(&link, "main", screenshot.to_str().unwrap(), profile.path());
+    let mut b = open_dashboard(&link, "main", screenshot.to_str().unwrap(), profile.path());
 
     let login = b.step("login").await;
     let url = login["url"].as_str().unwrap();
@@ -137,7 +77,7 @@ async fn the_dashboard_end_to_end_in_chromium() {
     assert!(fifty["result"].as_str().unwrap().contains("true"), "{fifty}");
     assert_eq!(volume(&hub).await, 50, "the form's call changed the device");
     let calls_before = calls_counted(&hub).await;
-    b.go(json!({})).await;
+    b.send(&format!("GO {}", json!({}))).await;
 
     let refused = b.step("volume-500").await;
     let cli = mcpdev(&hub, &["call", "self.audio_speaker.set_volume", "volume=500", "-d", DEV]).await;
@@ -151,7 +91,7 @@ async fn the_dashboard_end_to_end_in_chromium() {
 
     let call = mcpdev(&hub, &["call", "self.audio_speaker.set_volume", "volume=33", "-d", DEV]).await;
     assert_eq!(call.code, 0, "{call:?}");
-    b.go(json!({})).await;
+    b.send(&format!("GO {}", json!({}))).await;
     let traffic = b.step("traffic").await;
     assert!(traffic["ms"].as_u64().unwrap() <= 1000, "{traffic}");
     assert!(traffic["row"].as_str().unwrap().contains("tools/call"), "{traffic}");
@@ -172,7 +112,7 @@ async fn the_dashboard_end_to_end_in_chromium() {
     };
     let code: String = refusal.split("devices approve ").nth(1).unwrap_or_default().chars().take_while(char::is_ascii_digit).collect();
     assert_eq!(code.len(), 6, "{refusal}");
-    b.go(json!({"code": code})).await;
+    b.send(&format!("GO {}", json!({"code": code}))).await;
     let approved = b.step("approved").await;
     assert!(approved["pending_ms"].as_u64().unwrap() <= 1000, "{approved}");
     assert!(approved["pending"].as_str().unwrap().contains(NEW), "{approved}");
@@ -181,7 +121,7 @@ async fn the_dashboard_end_to_end_in_chromium() {
     let _sim = spawn_mcpdev(&["sim", "--url", &hub.device_url, "--device-id", NEW], &[("MCPDEV_DEVICE_TOKEN", &token)]);
     let ready = mcpdev(&hub, &["tools", "list", "-d", NEW, "--wait", "20s", "--json"]).await;
     assert_eq!(ready.code, 0, "the approved device is in: {ready:?}");
-    b.go(json!({"device": NEW})).await;
+    b.send(&format!("GO {}", json!({"device": NEW}))).await;
     b.step("in").await;
     let done = b.step("done").await;
     assert_eq!(done["dialogs"], json!([]), "{done}");
@@ -229,7 +169,7 @@ async fn a_hostile_devices_text_is_shown_inertly() {
         }
     });
     let link = hub.info["dashboard"].as_str().unwrap().to_string();
-    let mut b = Driver::open(&link, "hostile", BAD, profile.path());
+    let mut b = open_dashboard(&link, "hostile", BAD, profile.path());
     let seen = b.step("hostile").await;
     let done = b.step("done").await;
     b.close().await;

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 #![allow(clippy::result_large_err, reason = "tungstenite handshake callbacks return an HTTP response as their error")]
 
+pub mod browser;
 pub mod mqtt;
 pub mod ota;
 pub mod vision;
