@@ -103,3 +103,31 @@ async fn a_device_that_insists_on_a_complete_mqtt_block_connects_to_mosquitto() 
     assert_eq!(m["endpoint"], format!("127.0.0.1:{}", broker.port));
     connects_with_the_block_and_is_called(&hub, "02:00:00:00:0b:04", &m).await;
 }
+
+/// After an OTA check-in the hub probes an MQTT device with `initialize` until it is heard from.
+/// A device that checks in over and over (a boot loop, a flood) is probed once per schedule, not
+/// once per check-in: ten check-ins within a second bring one first probe, not ten.
+#[tokio::test]
+async fn a_device_checking_in_again_and_again_is_probed_once() {
+    let hub = HubProcess::start(&["--mqtt", "embedded", "--mqtt-listen", "127.0.0.1:0"], &[]).await;
+    let device = "02:00:00:00:0b:11";
+    let m = complete_mqtt_block(&hub, device).await;
+    let (host, port) = m["endpoint"].as_str().unwrap().rsplit_once(':').unwrap();
+    let login = BrokerUrl { host: host.to_string(), port: port.parse().unwrap(), tls: false, username: m["username"].as_str().map(str::to_string), password: m["password"].as_str().map(str::to_string) };
+    // Listening on its topic, never saying hello: the hub's probe is all it hears.
+    let mut dev = MqttDevice::connect_to(&login, m["client_id"].as_str().unwrap()).await;
+    for _ in 0..9 {
+        complete_mqtt_block(&hub, device).await;
+    }
+    // The schedule's first probe (id 2000000000, 2 s after the check-in), then its second (5 s).
+    let mut first = 0;
+    loop {
+        let got = dev.recv().await;
+        match got["payload"]["id"].as_i64() {
+            Some(2_000_000_000) => first += 1,
+            Some(2_000_000_001) => break,
+            _ => {}
+        }
+    }
+    assert_eq!(first, 1, "ten check-ins, one probe schedule");
+}

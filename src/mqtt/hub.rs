@@ -100,6 +100,9 @@ pub struct MqttHub {
     pub udp: Arc<udp::UdpSink>,
     /// Keys heard from (any uplink, any claim): the OTA probe stops once a device is heard.
     heard: Arc<Mutex<HashSet<String>>>,
+    /// Keys with a probe under way: one per device, however often it checks in (a device in a
+    /// check-in loop must not multiply the `initialize`s published to it).
+    probing: Arc<Mutex<HashSet<String>>>,
     control: mpsc::Sender<Control>,
     /// The embedded broker's clients (a revocation kicks the device's connection).
     broker_clients: Option<broker::Clients>,
@@ -162,23 +165,33 @@ impl MqttHub {
             warn!(%key, "the MQTT dispatcher is behind; an OTA check-in was not passed on to the device's link");
         }
         self.heard.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&key);
+        if !self.probing.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.clone()) {
+            debug!(%key, "a probe of this device is already under way");
+            return;
+        }
         let me = self.clone();
         tokio::spawn(async move {
-            for (i, wait) in [2u64, 3, 5, 10].into_iter().enumerate() {
-                tokio::time::sleep(Duration::from_secs(wait)).await;
-                if me.heard.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(&key) {
-                    return;
-                }
-                if *me.up.borrow() {
-                    let probe = json!({"session_id": "", "type": "mcp", "payload": {
-                        "jsonrpc": "2.0", "id": 2_000_000_000 + i as i64, "method": "initialize",
-                        "params": {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "mcpdev", "version": env!("CARGO_PKG_VERSION")}},
-                    }});
-                    debug!(%key, "probing a device after its OTA check-in");
-                    crate::links::mqtt::publish(&me.client, topics::downlink(&key), probe.to_string());
-                }
-            }
+            me.probe_until_heard(&key).await;
+            me.probing.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&key);
         });
+    }
+
+    /// The probe's schedule: `initialize` at 2, 5, 10 and 20 s after the check-in, until heard.
+    async fn probe_until_heard(&self, key: &str) {
+        for (i, wait) in [2u64, 3, 5, 10].into_iter().enumerate() {
+            tokio::time::sleep(Duration::from_secs(wait)).await;
+            if self.heard.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(key) {
+                return;
+            }
+            if *self.up.borrow() {
+                let probe = json!({"session_id": "", "type": "mcp", "payload": {
+                    "jsonrpc": "2.0", "id": 2_000_000_000 + i as i64, "method": "initialize",
+                    "params": {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "mcpdev", "version": env!("CARGO_PKG_VERSION")}},
+                }});
+                debug!(%key, "probing a device after its OTA check-in");
+                crate::links::mqtt::publish(&self.client, topics::downlink(key), probe.to_string());
+            }
+        }
     }
 
     /// A revocation: kicks `device_id`'s broker connection (embedded broker) and drops its link;
@@ -314,6 +327,7 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         subscribed,
         udp,
         heard: Arc::default(),
+        probing: Arc::default(),
         control: control.clone(),
         broker_clients,
         settings,
