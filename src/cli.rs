@@ -445,6 +445,11 @@ pub struct ServeArgs {
     /// Tools per tools/list page on the MCP endpoints
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub mcp_page_size: u32,
+    /// Devices connected above which /mcp and /sse offer fleet tools (search_devices,
+    /// list_device_tools, call_device_tool) instead of every device's tools; they turn back at a
+    /// quarter below. /devices/<id>/mcp always offers that device's own tools
+    #[arg(long, env = "MCPDEV_MCP_FLEET_THRESHOLD", value_name = "N", default_value_t = crate::bridge::fleet::DEFAULT_THRESHOLD)]
+    pub mcp_fleet_threshold: u32,
     /// Open MCP sessions (/mcp, /sse, /devices/*/mcp and /sse) allowed in total; a new one
     /// beyond it is refused with 503 until sessions end or expire (5 min idle)
     #[arg(long, env = "MCPDEV_MCP_MAX_SESSIONS", value_name = "N", default_value_t = crate::bridge::sessions::DEFAULT_TOTAL, value_parser = clap::value_parser!(u32).range(1..))]
