@@ -23,7 +23,9 @@
 //! - **A call is a device's call.** [`CALL`] checks the arguments against the tool's
 //!   `inputSchema`, waits `--mcp-timeout` as a direct call does, and answers with the device's
 //!   own result; a device that is gone, still onboarding, or has no such tool is a typed tool
-//!   error (`structuredContent.error.kind`) naming the device.
+//!   error naming the device (`structuredContent.error.kind`: `device_not_connected`,
+//!   `device_onboarding`, `unknown_tool`, `unknown_device` for a selector that names none,
+//!   `invalid_arguments`, `invalid_cursor`, `query_too_long`, `too_long`).
 //! - **Device text is data.** Names and descriptions are passed on as JSON string values, never
 //!   spliced into the fleet tools' own text.
 
@@ -394,7 +396,7 @@ fn resolve(shared: &Shared, selector: &str) -> Result<DeviceHandle, CallToolResu
     match naming::device_for_prefix(selector, &shared.hub.config.aliases) {
         Some(id) => registry.get(&id).ok_or_else(|| gone(&id)),
         None => Err(refusal(
-            "device_not_connected",
+            "unknown_device",
             format!("no connected device is {selector:?}; {SEARCH} finds connected devices (give its device_id or prefix)"),
             json!({"device": selector}),
         )),
