@@ -41,6 +41,7 @@ use serde_json::{Map, Value, json};
 use super::{Shared, naming, prepare};
 use crate::links::DeviceHandle;
 use crate::session::{DeviceInfo, Phase};
+use crate::wire::identity;
 
 pub const SEARCH: &str = "search_devices";
 pub const LIST_TOOLS: &str = "list_device_tools";
@@ -393,7 +394,13 @@ fn resolve(shared: &Shared, selector: &str) -> Result<DeviceHandle, CallToolResu
     if let Some(h) = registry.get(selector).or_else(|| registry.get(&lower)) {
         return Ok(h);
     }
-    match naming::device_for_prefix(selector, &shared.hub.config.aliases) {
+    // A MAC in any spelling, a prefix, or an id the hub has seen: a device that is not here now.
+    let named = identity::parse_mac(selector)
+        .ok()
+        .map(|mac| identity::format_mac(&mac))
+        .or_else(|| naming::device_for_prefix(selector, &shared.hub.config.aliases))
+        .or_else(|| registry.was_seen(selector).then(|| selector.to_string()));
+    match named {
         Some(id) => registry.get(&id).ok_or_else(|| gone(&id)),
         None => Err(refusal(
             "unknown_device",

@@ -269,7 +269,6 @@ impl ServerHandler for Bridge {
                 // without listing the fleet.
                 let mut fleet = JsonObject::new();
                 fleet.insert("tools".into(), json!(fleet::NAMES));
-                fleet.insert("threshold".into(), json!(self.shared.config.fleet_threshold));
                 capabilities.experimental = Some([(fleet::CAPABILITY.to_string(), fleet)].into_iter().collect());
                 format!(
                     "Tools of voice/IoT devices connected to an mcpdev hub; each runs on a device. With more than {} devices connected, the hub offers {} (search first), {} and {} instead of every device's tools.",
