@@ -209,7 +209,10 @@ pub struct ToolsListArgs {
 #[command(after_help = "Arguments:\n  key=value     typed by the tool's inputSchema: zip=01234 stays a string, volume=50 is an integer\n  \
 a.b=value     nested object {\"a\":{\"b\":…}}\n  key:=JSON     raw JSON, no typing (opts:='{\"x\":[1,2]}')\n\n\
 Examples:\n  mcpdev call self.audio_speaker.set_volume volume=50\n  mcpdev call self.screen.set_theme theme=dark --device aa:bb\n  \
-mcpdev call self.get_device_status --json | jq .")]
+mcpdev call self.get_device_status --json | jq .\n  \
+mcpdev call dev-020000000001.self.get_device_status --url http://127.0.0.1:8001/mcp\n\n\
+With --url, a server's tools are listed only up to the page that holds the tool; on an mcpdev hub's /mcp, \
+`<prefix>.<tool>` is looked up in that device's tools alone, however large the fleet.")]
 pub struct CallArgs {
     /// The tool's name
     pub tool: String,
