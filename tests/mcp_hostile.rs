@@ -393,7 +393,7 @@ async fn a_fleet_search_in_progress_survives_churn_without_duplicates_or_departe
         devices.insert(i, FakeDevice::connect(&hub.device_url, &mac(i), vec![tool_of("t", &mac(i))]).await);
     }
     let search = |cursor: Option<String>| json!({"name": "search_devices", "arguments": {"limit": 2, "cursor": cursor}});
-    let mut connected = |want: usize| {
+    let connected = |want: usize| {
         let hub = &hub;
         async move {
             let v = McpSession::open(hub).await.rpc("tools/call", json!({"name": "search_devices", "arguments": {"limit": 1}})).await;

@@ -30,7 +30,7 @@
 //!   spliced into the fleet tools' own text.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher, RandomState};
+use std::hash::{BuildHasher, RandomState};
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
@@ -133,9 +133,7 @@ impl Fleet {
 
     /// A cursor's tag: keyed per hub process, over its listing and its place.
     fn tag(&self, kind: char, context: &str, place: &str) -> u64 {
-        let mut h = self.keys.build_hasher();
-        (kind, context, place).hash(&mut h);
-        h.finish()
+        self.keys.hash_one((kind, context, place))
     }
 
     fn cursor(&self, kind: char, context: &str, place: &str) -> String {
