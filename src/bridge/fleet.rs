@@ -363,24 +363,41 @@ impl Listed<'_> {
         info.tools.iter().filter(move |t| user_tools || !t.user_only)
     }
 
-    /// The device's search entry, if it matches `query` (lower case; empty matches all).
+    /// The device's search entry, if it matches `query` (lower case; empty matches all). Costs
+    /// no allocation for a device that does not match an ASCII query but its prefix: the
+    /// device's serverInfo is parsed only where its raw JSON could hold the query.
     fn matching(&self, info: &DeviceInfo, query: &str) -> Option<Value> {
-        let prefix = naming::prefix_for(&info.device_id, self.aliases);
-        let name = info.server_name();
-        let has = |s: &str| s.to_lowercase().contains(query);
+        let has = |s: &str| contains_folded(s, query);
         let matching_tools: Vec<&str> = if query.is_empty() { Vec::new() } else { self.offered(info).map(|t| t.name.as_str()).filter(|n| has(n)).take(MATCHING_TOOLS_MAX).collect() };
-        let matches = query.is_empty() || has(&info.device_id) || has(&prefix) || name.as_deref().is_some_and(has) || !matching_tools.is_empty();
+        let prefix = naming::prefix_for(&info.device_id, self.aliases);
+        let name_may_match = || info.server_info.as_ref().is_some_and(|raw| raw.get().contains('\\') || has(raw.get()));
+        let matches = query.is_empty()
+            || has(&info.device_id)
+            || has(&prefix)
+            || !matching_tools.is_empty()
+            || (name_may_match() && info.server_name().is_some_and(|n| has(&n)));
         matches.then(|| {
             json!({
                 "device_id": info.device_id,
                 "prefix": prefix,
-                "name": name,
+                "name": info.server_name(),
                 "phase": info.phase,
                 "tools": self.offered(info).count(),
                 "matching_tools": matching_tools,
             })
         })
     }
+}
+
+/// Whether `hay` holds `needle` (already lower case), whatever the case.
+fn contains_folded(hay: &str, needle: &str) -> bool {
+    if needle.is_empty() {
+        return true;
+    }
+    if needle.is_ascii() {
+        return hay.as_bytes().windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle.as_bytes()));
+    }
+    hay.to_lowercase().contains(needle)
 }
 
 /// The connected device a selector names (Device-Id, alias or `dev-<hex>` prefix), looked up,
@@ -568,6 +585,14 @@ mod tests {
         assert_eq!(tools.iter().map(|t| t.name.to_string()).collect::<Vec<_>>(), NAMES);
         assert!(NAMES.iter().all(|n| naming::is_valid(n) && is_fleet_tool(n)));
         assert!(tools.iter().all(|t| t.description.as_deref().is_some_and(|d| d.len() > 80)));
+    }
+
+    #[test]
+    fn matching_ignores_case() {
+        assert!(contains_folded("self.Screen.SET_brightness", "set_bright"));
+        assert!(contains_folded("Küche", "kü"));
+        assert!(!contains_folded("kitchen", "kitchens"));
+        assert!(contains_folded("", ""));
     }
 
     #[test]
