@@ -9,7 +9,11 @@ two devices, alternating, and prints the medians (and the slowest) of wall time 
 peak RSS (from wait4). The same binary runs the hub, the fleet and the CLI; run it once per
 binary, in the same minutes, to compare.
 
-    benches/call_url.py target/release/mcpdev 10000 [REPS]
+    benches/call_url.py target/release/mcpdev 10000 [REPS] [--search]
+
+With --search (a binary with the fleet tools), it also times `call --url … search_devices` with a
+query that matches no device (the whole fleet scanned), one that matches one, and none (the
+first page).
 """
 
 import json
@@ -32,7 +36,7 @@ def ready_devices(host, state):
     return sum(int(n) for n in re.findall(r'^mcpdev_devices\{[^}]*state="ready"[^}]*\} (\d+)', text, re.M))
 
 
-def timed(cmd, env):
+def timed(cmd, env, expect=b"audio_speaker"):
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     out = p.stdout.read()
@@ -41,14 +45,16 @@ def timed(cmd, env):
     wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{cmd} failed: {err.decode()}")
-    if b"audio_speaker" not in out:
+    if expect not in out:
         raise SystemExit(f"{cmd}: unexpected answer {out[:200]!r}")
     return wall, usage.ru_maxrss / 1024
 
 
 def main():
     binary, n = os.path.abspath(sys.argv[1]), int(sys.argv[2])
-    reps = int(sys.argv[3]) if len(sys.argv) > 3 else 10
+    search = "--search" in sys.argv
+    args = [a for a in sys.argv[3:] if a != "--search"]
+    reps = int(args[0]) if args else 10
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     state = tempfile.mkdtemp()
@@ -73,9 +79,14 @@ def main():
         for _ in range(reps):
             first.append(timed([binary, "call", tool(0), "--url", url], env))
             last.append(timed([binary, "call", tool(n - 1), "--url", url], env))
+        searches = {}
+        if search:
+            for label, query in [("no_match", ["query=zzz"]), ("one_match", [f"query={n - 1:04x}"]), ("first_page", [])]:
+                searches[label] = [timed([binary, "call", "search_devices", *query, "--url", url], env, b"connected") for _ in range(reps)]
         row = lambda xs: {"median_ms": round(statistics.median(w for w, _ in xs) * 1000, 1), "max_ms": round(max(w for w, _ in xs) * 1000, 1),
                           "peak_rss_mb": round(statistics.median(r for _, r in xs), 1)}
         print(json.dumps({"binary": binary, "devices": n, "reps": reps, "first": row(first), "last": row(last),
+                          **{f"search_{k}": row(v) for k, v in searches.items()},
                           "loadavg": open("/proc/loadavg").read().split()[:3]}))
     finally:
         for p in procs:
