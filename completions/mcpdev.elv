@@ -65,6 +65,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --mcp-timeout 'How long an MCP tools/call waits for the device'
             cand --mcp-names 'Tool names on /mcp: prefixed by device (`<alias>.<tool>`, stable) or the devices'' own'
             cand --mcp-page-size 'Tools per tools/list page on the MCP endpoints'
+            cand --mcp-fleet-threshold 'Devices connected above which /mcp and /sse offer fleet tools (search_devices, list_device_tools, call_device_tool) instead of every device''s tools; they turn back at a quarter below. /devices/<id>/mcp always offers that device''s own tools'
             cand --mcp-max-sessions 'Open MCP sessions (/mcp, /sse, /devices/*/mcp and /sse) allowed in total; a new one beyond it is refused with 503 until sessions end or expire (5 min idle)'
             cand --mcp-max-sessions-per-peer 'Open MCP sessions allowed from one peer address (on loopback, every local MCP host is one peer)'
             cand --mqtt 'Serve MQTT devices: `embedded` runs a broker in this process; or a broker URL (mqtt://[user@]host[:port], mqtts://…; a password in MCPDEV_MQTT_PASSWORD)'

@@ -70,6 +70,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-timeout -d '
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-names -d 'Tool names on /mcp: prefixed by device (`<alias>.<tool>`, stable) or the devices\' own' -r -f -a "prefixed\t'`<alias>.<tool>`: stable names, however many devices connect'
 plain\t'The device\'s own names; a name already taken by another device gets the prefix'"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-page-size -d 'Tools per tools/list page on the MCP endpoints' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-fleet-threshold -d 'Devices connected above which /mcp and /sse offer fleet tools (search_devices, list_device_tools, call_device_tool) instead of every device\'s tools; they turn back at a quarter below. /devices/<id>/mcp always offers that device\'s own tools' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-max-sessions -d 'Open MCP sessions (/mcp, /sse, /devices/*/mcp and /sse) allowed in total; a new one beyond it is refused with 503 until sessions end or expire (5 min idle)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-max-sessions-per-peer -d 'Open MCP sessions allowed from one peer address (on loopback, every local MCP host is one peer)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt -d 'Serve MQTT devices: `embedded` runs a broker in this process; or a broker URL (mqtt://[user@]host[:port], mqtts://…; a password in MCPDEV_MQTT_PASSWORD)' -r

@@ -209,7 +209,10 @@ pub struct ToolsListArgs {
 #[command(after_help = "Arguments:\n  key=value     typed by the tool's inputSchema: zip=01234 stays a string, volume=50 is an integer\n  \
 a.b=value     nested object {\"a\":{\"b\":…}}\n  key:=JSON     raw JSON, no typing (opts:='{\"x\":[1,2]}')\n\n\
 Examples:\n  mcpdev call self.audio_speaker.set_volume volume=50\n  mcpdev call self.screen.set_theme theme=dark --device aa:bb\n  \
-mcpdev call self.get_device_status --json | jq .")]
+mcpdev call self.get_device_status --json | jq .\n  \
+mcpdev call dev-020000000001.self.get_device_status --url http://127.0.0.1:8001/mcp\n\n\
+With --url, a server's tools are listed only up to the page that holds the tool; on an mcpdev hub's /mcp, \
+`<prefix>.<tool>` is looked up in that device's tools alone, however large the fleet.")]
 pub struct CallArgs {
     /// The tool's name
     pub tool: String,
@@ -445,6 +448,11 @@ pub struct ServeArgs {
     /// Tools per tools/list page on the MCP endpoints
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub mcp_page_size: u32,
+    /// Devices connected above which /mcp and /sse offer fleet tools (search_devices,
+    /// list_device_tools, call_device_tool) instead of every device's tools; they turn back at a
+    /// quarter below. /devices/<id>/mcp always offers that device's own tools
+    #[arg(long, env = "MCPDEV_MCP_FLEET_THRESHOLD", value_name = "N", default_value_t = crate::bridge::fleet::DEFAULT_THRESHOLD)]
+    pub mcp_fleet_threshold: u32,
     /// Open MCP sessions (/mcp, /sse, /devices/*/mcp and /sse) allowed in total; a new one
     /// beyond it is refused with 503 until sessions end or expire (5 min idle)
     #[arg(long, env = "MCPDEV_MCP_MAX_SESSIONS", value_name = "N", default_value_t = crate::bridge::sessions::DEFAULT_TOTAL, value_parser = clap::value_parser!(u32).range(1..))]

@@ -11,6 +11,7 @@
 //! device_addr = "0.0.0.0:8000"    # serve --device-addr / MCPDEV_DEVICE_ADDR
 //! host_addr = "127.0.0.1:8001"    # serve --host-addr / MCPDEV_HOST_ADDR
 //! sim_url = "ws://…/xiaozhi/v1/"  # sim --url / MCPDEV_SIM_URL
+//! mcp_fleet_threshold = 32        # serve --mcp-fleet-threshold / MCPDEV_MCP_FLEET_THRESHOLD
 //! [aliases]
 //! kitchen = "aa:bb:cc:dd:ee:ff"   # --device kitchen
 //! ```
@@ -30,23 +31,25 @@ pub struct FileConfig {
     pub device_addr: Option<String>,
     pub host_addr: Option<String>,
     pub sim_url: Option<String>,
+    pub mcp_fleet_threshold: Option<u32>,
     #[serde(default)]
     pub aliases: HashMap<String, String>,
 }
 
 impl FileConfig {
     /// The environment variable each key stands in for.
-    fn defaults(&self) -> Vec<(&'static str, &str)> {
+    fn defaults(&self) -> Vec<(&'static str, String)> {
         [
-            ("MCPDEV_HUB", &self.hub),
-            ("MCPDEV_DEVICE", &self.device),
-            ("MCPDEV_TIMEOUT", &self.timeout),
-            ("MCPDEV_DEVICE_ADDR", &self.device_addr),
-            ("MCPDEV_HOST_ADDR", &self.host_addr),
-            ("MCPDEV_SIM_URL", &self.sim_url),
+            ("MCPDEV_HUB", self.hub.clone()),
+            ("MCPDEV_DEVICE", self.device.clone()),
+            ("MCPDEV_TIMEOUT", self.timeout.clone()),
+            ("MCPDEV_DEVICE_ADDR", self.device_addr.clone()),
+            ("MCPDEV_HOST_ADDR", self.host_addr.clone()),
+            ("MCPDEV_SIM_URL", self.sim_url.clone()),
+            ("MCPDEV_MCP_FLEET_THRESHOLD", self.mcp_fleet_threshold.map(|n| n.to_string())),
         ]
         .into_iter()
-        .filter_map(|(env, v)| v.as_deref().map(|v| (env, v)))
+        .filter_map(|(env, v)| v.map(|v| (env, v)))
         .collect()
     }
 }
@@ -92,7 +95,7 @@ pub fn apply(cmd: clap::Command, cfg: &FileConfig) -> clap::Command {
     apply_to(cmd, &defaults)
 }
 
-fn apply_to(mut cmd: clap::Command, defaults: &[(&'static str, &str)]) -> clap::Command {
+fn apply_to(mut cmd: clap::Command, defaults: &[(&'static str, String)]) -> clap::Command {
     let ids: Vec<(clap::Id, String)> = cmd
         .get_arguments()
         .filter_map(|a| {

@@ -1,6 +1,8 @@
 //! `mcpdev tools list / call / init --url` against a third-party MCP server built with the
 //! official Python SDK, over Streamable HTTP and the legacy SSE transport.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Stdio;
 
@@ -136,4 +138,86 @@ async fn a_redirect_to_another_host_is_not_followed_and_gets_no_headers() {
     assert_ne!(code, 0, "a redirect is not an answer: {err}");
     assert!(err.contains("MCP server"), "the error names what failed: {err}");
     assert!(reached.lock().unwrap().is_empty(), "the other host got requests: {:?}", reached.lock().unwrap());
+}
+
+/// The JSON-RPC requests a proxy saw that were about tools (`tools/list`, `tools/call <tool>`).
+fn tool_requests(served: &[String]) -> Vec<&str> {
+    served.iter().map(String::as_str).filter(|m| m.starts_with("tools/")).collect()
+}
+
+async fn cli(args: &[&str]) -> (i32, String, String) {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    tokio::task::spawn_blocking(move || mcpdev(&args.iter().map(String::as_str).collect::<Vec<_>>())).await.unwrap()
+}
+
+/// Issue 24: `call --url` against mcpdev's own hub reads only the named device's tools (one
+/// `list_device_tools`, then `call_device_tool`), whatever the device's place in the sort order
+/// and whatever the hub's face; `tools list --url` still reads every page. Against a server
+/// that is not an mcpdev hub (a device's own endpoint, which pages one tool at a time here), it
+/// reads pages until the one that holds the tool, no further. Counted by a proxy in front of
+/// the hub: what the hub was asked.
+#[tokio::test]
+async fn call_url_reaches_a_hubs_device_without_listing_the_fleet() {
+    let hub = common::HubProcess::start(&["--mcp-page-size", "1"], &[]).await;
+    let _sims = common::spawn_mcpdev(&["sim", "--quiet", "--url", &hub.device_url, "--count", "5"], &[]);
+    let last = "02:00:00:00:00:05";
+    for d in ["02:00:00:00:00:01", last] {
+        assert_eq!(common::mcpdev(&hub, &["hello", "-d", d, "--wait", "20s"]).await.code, 0);
+    }
+    let proxy = common::mcp_proxy::Proxy::start(&hub.host_url).await;
+    let url = format!("{}/mcp", proxy.url);
+
+    let (code, out, err) = cli(&["tools", "list", "--url", &url, "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let listed = serde_json::from_str::<Value>(&out).unwrap()["tools"].as_array().unwrap().len();
+    assert_eq!(listed, 1 + 5 * 4, "list_devices and every device's tools");
+    assert_eq!(tool_requests(&proxy.served()), vec!["tools/list"; listed], "one tool a page, every page");
+
+    // The device that sorts last, and the first: the same two requests, no listing.
+    for (prefix, volume) in [("dev-020000000005", "9"), ("dev-020000000001", "8")] {
+        let before = proxy.served().len();
+        let (code, out, err) = cli(&["call", &format!("{prefix}.self.audio_speaker.set_volume"), &format!("volume={volume}"), "--url", &url]).await;
+        assert_eq!((code, out.trim()), (0, "true"), "{err}");
+        let (code, out, err) = cli(&["call", &format!("{prefix}.self.get_device_status"), "--url", &url, "--json"]).await;
+        assert_eq!(code, 0, "{err}");
+        let status: Value = serde_json::from_str(serde_json::from_str::<Value>(&out).unwrap()["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(status["audio_speaker"]["volume"].to_string(), volume, "the named device ran it: {out}");
+        let asked = proxy.served()[before..].to_vec();
+        let pair = ["tools/call list_device_tools", "tools/call call_device_tool"];
+        assert_eq!(tool_requests(&asked), [pair, pair].concat(), "{prefix}");
+    }
+    // Arguments the schema refuses: typed from the device's own listing, nothing is called.
+    let before = proxy.served().len();
+    let (code, _, err) = cli(&["call", "dev-020000000005.self.audio_speaker.set_volume", "volume=101", "--url", &url]).await;
+    assert_eq!(code, 7, "exit 7, invalid call: {err}");
+    assert!(err.contains("at most 100"), "{err}");
+    assert_eq!(tool_requests(&proxy.served()[before..]), ["tools/call list_device_tools"]);
+    // A device that is not connected: said in the hub's words.
+    let (code, _, err) = cli(&["call", "dev-0200000000ff.self.get_device_status", "--url", &url]).await;
+    assert_ne!(code, 0);
+    assert!(err.contains("device 02:00:00:00:00:ff is not connected"), "{err}");
+
+    // Not an mcpdev hub's /mcp: pages until the tool's, no further (the brightness tool is the
+    // third of the device's four).
+    let own = format!("{}/devices/{last}/mcp", proxy.url);
+    let before = proxy.served().len();
+    let (code, out, err) = cli(&["call", "self.screen.set_brightness", "brightness=40", "--url", &own]).await;
+    assert_eq!((code, out.trim()), (0, "true"), "{err}");
+    assert_eq!(tool_requests(&proxy.served()[before..]), ["tools/list", "tools/list", "tools/list", "tools/call self.screen.set_brightness"]);
+}
+
+/// `tools list --url` on a hub that shows its fleet face lists the fleet tools and says how to
+/// reach one device's tools; `call --url` works the same there.
+#[tokio::test]
+async fn tools_list_url_explains_a_hubs_fleet_face() {
+    let hub = common::HubProcess::start(&["--demo", "3", "--mcp-fleet-threshold", "2"], &[]).await;
+    assert_eq!(common::mcpdev(&hub, &["hello", "-d", "02:00:00:00:00:03", "--wait", "20s"]).await.code, 0);
+    let url = format!("{}/mcp", hub.host_url);
+    let (code, out, err) = cli(&["tools", "list", "--url", &url]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("search_devices") && out.contains("call_device_tool"), "{out}");
+    assert!(err.contains("this mcpdev hub offers its fleet tools") && err.contains("/devices/<id>/mcp"), "{err}");
+    let (code, out, err) = cli(&["call", "dev-020000000003.self.get_device_status", "--url", &url]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("audio_speaker"), "{out}");
 }

@@ -298,28 +298,6 @@ async fn wait_for_a_device_that_connects_later_and_listen_without_a_hub() {
     assert_eq!(out.json()["tools"].as_array().unwrap().len(), 4);
 }
 
-/// `call --url` lists a server's tools only until the page that holds the tool it calls (a hub
-/// with 40,000 tools took 153 s to list before each call), while `tools list --url` reads every
-/// page. The pages read are counted in the CLI's own debug log.
-#[tokio::test]
-async fn call_url_pages_only_until_its_tool() {
-    let hub = HubProcess::start(&["--demo", "1", "--mcp-page-size", "1"], &[]).await;
-    assert_eq!(mcpdev(&hub, &["hello", "-d", D1, "--wait", "10s"]).await.code, 0);
-    let url = format!("{}/mcp", hub.host_url);
-    let pages_read = |stderr: &str| stderr.matches("tools/list page").count();
-    let list = mcpdev(&hub, &["tools", "list", "--url", &url, "--json", "-vv"]).await;
-    assert_eq!(list.code, 0, "{list:?}");
-    let names: Vec<String> = list.json()["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
-    assert!(names.len() >= 4, "{names:?}");
-    assert_eq!(pages_read(&list.stderr), names.len(), "one tool per page: {}", list.stderr);
-    let status = names.iter().position(|n| n.ends_with("get_device_status")).expect("the status tool");
-    assert!(status + 1 < names.len(), "the status tool is not on the last page: {names:?}");
-    let call = mcpdev(&hub, &["call", &names[status], "--url", &url, "--json", "-vv"]).await;
-    assert_eq!(call.code, 0, "{call:?}");
-    assert!(call.json()["content"][0]["text"].as_str().is_some_and(|t| t.contains("audio_speaker")), "{call:?}");
-    assert_eq!(pages_read(&call.stderr), status + 1, "pages up to the tool's, no further: {}", call.stderr);
-}
-
 /// `mcpdev devices` describes every device with its tools: with a large fleet (or large tool
 /// lists) the answer is larger than a WebSocket frame's default 16 MiB limit, and must still
 /// arrive whole.

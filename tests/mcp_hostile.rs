@@ -378,3 +378,90 @@ async fn a_listing_in_progress_survives_churn_without_duplicates_or_departed_dev
     }
     assert!(seen.contains(&"list_devices".to_string()));
 }
+
+/// Issue 24, the fleet face: a `search_devices` listing in progress (2 devices a page) while
+/// devices leave and join returns no device twice, no device that had left before its page was
+/// read, and every device that stayed or joined behind the cursor.
+#[tokio::test]
+async fn a_fleet_search_in_progress_survives_churn_without_duplicates_or_departed_devices() {
+    use common::fake_device::FakeDevice;
+    let hub = HubProcess::start(&["--mcp-fleet-threshold", "2"], &[]).await;
+    let mut mcp = McpSession::open(&hub).await;
+    let mac = |i: u32| format!("02:00:00:00:02:{i:02x}");
+    let mut devices: std::collections::BTreeMap<u32, FakeDevice> = std::collections::BTreeMap::new();
+    for i in 0..8 {
+        devices.insert(i, FakeDevice::connect(&hub.device_url, &mac(i), vec![tool_of("t", &mac(i))]).await);
+    }
+    let search = |cursor: Option<String>| json!({"name": "search_devices", "arguments": {"limit": 2, "cursor": cursor}});
+    let connected = |want: usize| {
+        let hub = &hub;
+        async move {
+            let v = McpSession::open(hub).await.rpc("tools/call", json!({"name": "search_devices", "arguments": {"limit": 1}})).await;
+            v["result"]["structuredContent"]["connected"] == want
+        }
+    };
+    eventually("eight devices connected", || connected(8)).await;
+    let (tools, _) = mcp.page(None).await;
+    assert_eq!(tools.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["search_devices", "list_device_tools", "call_device_tool"]);
+
+    let (mut seen, mut departed, mut next_new) = (Vec::<String>::new(), Vec::<String>::new(), 8u32);
+    let mut cursor: Option<String> = None;
+    for step in 0.. {
+        let v = mcp.rpc("tools/call", search(cursor.clone())).await;
+        let answer = &v["result"]["structuredContent"];
+        for d in answer["devices"].as_array().unwrap_or_else(|| panic!("{v}")) {
+            let id = d["device_id"].as_str().unwrap().to_string();
+            assert!(!departed.contains(&id), "{id} had left, at step {step}");
+            assert!(!seen.contains(&id), "{id} listed twice");
+            seen.push(id);
+        }
+        cursor = answer["next_cursor"].as_str().map(str::to_string);
+        if cursor.is_none() {
+            break;
+        }
+        if step < 3 {
+            // A device not reached yet and one already listed leave, in turn; one joins behind.
+            let leaving = if step % 2 == 0 { *devices.keys().next_back().unwrap() } else { *devices.keys().next().unwrap() };
+            drop(devices.remove(&leaving));
+            departed.push(mac(leaving));
+            devices.insert(next_new, FakeDevice::connect(&hub.device_url, &mac(next_new), vec![tool_of("t", &mac(next_new))]).await);
+            next_new += 1;
+            let want = devices.len();
+            eventually("the hub saw the churn", || connected(want)).await;
+        }
+    }
+    for i in devices.keys() {
+        assert!(seen.contains(&mac(*i)), "{} missing from the search: {seen:?}", mac(*i));
+    }
+}
+
+/// Issue 24: with `--mcp-names plain`, a device whose tools are named like the hub's fleet tools
+/// (and `list_devices`) gets them prefixed; the plain names stay the hub's, on the direct path too.
+#[tokio::test]
+async fn fleet_tool_names_cannot_be_squatted_with_plain_names() {
+    use common::fake_device::FakeDevice;
+    let hub = HubProcess::start(&["--mcp-names", "plain"], &[]).await;
+    let s = "02:00:00:00:00:5a";
+    let names = ["search_devices", "list_device_tools", "call_device_tool", "list_devices"];
+    let mut dev = FakeDevice::connect(&hub.device_url, s, names.iter().map(|n| tool_of(n, s)).collect()).await;
+    let mut mcp = McpSession::open(&hub).await;
+    eventually("the device's tools are offered", || async { McpSession::open(&hub).await.all().await.len() == 5 }).await;
+    let all = mcp.all().await;
+    for n in names {
+        assert_eq!(all[&format!("dev-02000000005a.{n}")], format!("{n} of {s}"), "{all:?}");
+    }
+    assert!(!all["list_devices"].contains(s), "{all:?}");
+    assert!(!all.contains_key("search_devices"), "the fleet tools are not listed below the threshold: {all:?}");
+    // The plain name is the hub's: its answer, not the device's (which would wait for a reply).
+    let v = mcp.rpc("tools/call", json!({"name": "search_devices", "arguments": {"query": "5a"}})).await;
+    assert_eq!(v["result"]["structuredContent"]["devices"][0]["device_id"], s, "{v}");
+    // The device's own tool of that name, through the fleet tool.
+    let device_answers = async {
+        let call = dev.recv_request("tools/call").await;
+        assert_eq!(call["params"], json!({"name": "search_devices", "arguments": {}}));
+        dev.reply(&call["id"], json!({"content": [{"type": "text", "text": "the device's own"}]})).await;
+    };
+    let call = json!({"name": "call_device_tool", "arguments": {"device": s, "tool": "search_devices"}});
+    let (v, ()) = tokio::join!(mcp.rpc("tools/call", call), device_answers);
+    assert_eq!(v["result"]["content"][0]["text"], "the device's own", "{v}");
+}

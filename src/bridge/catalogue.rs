@@ -20,7 +20,8 @@
 //!   connected device holds it, and keeps it while it stays connected (also across re-lists);
 //!   a device that joins later with the same tool gets `<prefix>.<tool>`, and keeps that. A
 //!   plain name that looks like another device's prefixed name (`dev-<hex>.…`, `<alias>.…`) is
-//!   never given, so no device can squat another's tools.
+//!   never given, so no device can squat another's tools; nor is a fleet tool's name
+//!   (`search_devices`, …), so none can squat the hub's.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
@@ -209,6 +210,7 @@ impl Catalogue {
             Scope::All => {
                 rules.naming == Naming::Plain
                     && !self.index.contains_key(name)
+                    && !super::fleet::is_fleet_tool(name)
                     && name.split_once('.').is_none_or(|(prefix, _)| naming::device_for_prefix(prefix, rules.aliases).is_none())
             }
         }

@@ -79,10 +79,11 @@ pub fn router(hub: Arc<Hub>, config: BridgeConfig) -> Router {
 }
 
 fn endpoints(hub: Arc<Hub>, config: BridgeConfig) -> Arc<Endpoints> {
+    let fleet = Arc::new(super::fleet::Fleet::new(config.fleet_threshold));
     let notifier = Arc::new(super::notifier::Notifier::default());
-    notifier.spawn(&hub);
+    notifier.spawn(&hub, fleet.clone());
     let sessions = SessionCaps::new(config.max_sessions, config.max_sessions_per_peer);
-    let shared = Arc::new(Shared { hub, config, notifier, catalogues: Default::default(), sessions });
+    let shared = Arc::new(Shared { hub, config, notifier, catalogues: Default::default(), sessions, fleet });
     Arc::new(Endpoints {
         all: endpoint(&shared, Scope::All),
         shared,

@@ -7,7 +7,8 @@
 //! `2024-11-05`: the bridge translates.
 //!
 //! - `/mcp` offers every connected device's tools as `<alias>.<tool>`, plus `list_devices`;
-//!   `/devices/<id>/mcp` offers one device's tools under their own names.
+//!   above `--mcp-fleet-threshold` devices it offers the fleet tools instead ([`fleet`]);
+//!   `/devices/<id>/mcp` always offers one device's tools under their own names.
 //! - A session's plain `tools/call` of a device tool is answered by [`direct`], without rmcp's
 //!   per-session worker and SSE stream; everything else, and anything unusual, goes to rmcp.
 //! - Tools are dynamic: `tools.listChanged` is declared and every open session hears when a
@@ -19,6 +20,7 @@
 
 pub mod catalogue;
 pub mod direct;
+pub mod fleet;
 pub mod http;
 pub mod naming;
 pub mod notifier;
@@ -67,6 +69,9 @@ pub struct BridgeConfig {
     /// Open MCP sessions allowed, in total and per peer address ([`sessions`]).
     pub max_sessions: u32,
     pub max_sessions_per_peer: u32,
+    /// Devices connected above which `/mcp` offers the fleet tools instead of every device's
+    /// tools ([`fleet`]).
+    pub fleet_threshold: usize,
 }
 
 impl Default for BridgeConfig {
@@ -79,6 +84,7 @@ impl Default for BridgeConfig {
             token: None,
             max_sessions: sessions::DEFAULT_TOTAL,
             max_sessions_per_peer: sessions::DEFAULT_PER_PEER,
+            fleet_threshold: fleet::DEFAULT_THRESHOLD as usize,
         }
     }
 }
@@ -92,6 +98,8 @@ pub struct Shared {
     pub catalogues: Catalogues,
     /// The open sessions of every endpoint, within their caps.
     pub sessions: Arc<sessions::SessionCaps>,
+    /// The face `/mcp` shows, and the key of the fleet tools' cursors.
+    pub fleet: Arc<fleet::Fleet>,
 }
 
 impl Shared {
@@ -135,22 +143,27 @@ impl Shared {
     }
 }
 
-/// A device tool's call, ready to relay: its device and the request's params. The arguments are
-/// checked against the tool's `inputSchema` first, since the stock firmware truncates floats
-/// and silently substitutes defaults; arguments that fail are the call's answer, and nothing is
-/// sent. `None` for a tool that is not a device's (`list_devices`).
+/// A device tool's call, ready to relay: its device and the request's params. `None` for a
+/// tool that is not a device's (`list_devices`); see [`prepare`].
 fn prepare_call(offered: &Offered, arguments: Option<JsonObject>) -> Option<Result<(DeviceHandle, Value), CallToolResult>> {
     let device = offered.device.clone()?;
+    Some(prepare(device, &offered.device_name, &offered.tool.input_schema, arguments))
+}
+
+/// A call of the device's tool `name`, ready to relay. The arguments are checked against the
+/// tool's `inputSchema` first, since the stock firmware truncates floats and silently
+/// substitutes defaults; arguments that fail are the call's answer, and nothing is sent.
+fn prepare(device: DeviceHandle, name: &str, schema: &JsonObject, arguments: Option<JsonObject>) -> Result<(DeviceHandle, Value), CallToolResult> {
     let arguments = Value::Object(arguments.unwrap_or_default());
-    if let Err(errors) = crate::args::validate_object(&offered.tool.input_schema, &arguments) {
+    if let Err(errors) = crate::args::validate_object(schema, &arguments) {
         let text = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
-        return Some(Err(CallToolResult::error(vec![ContentBlock::text(format!("invalid arguments, nothing was sent:\n{text}"))])));
+        return Err(CallToolResult::error(vec![ContentBlock::text(format!("invalid arguments, nothing was sent:\n{text}"))]));
     }
     // Built by hand: `json!` would copy the arguments into a new tree.
     let mut params = JsonObject::new();
-    params.insert("name".into(), Value::String(offered.device_name.clone()));
+    params.insert("name".into(), Value::String(name.to_string()));
     params.insert("arguments".into(), arguments);
-    Some(Ok((device, Value::Object(params))))
+    Ok((device, Value::Object(params)))
 }
 
 /// How long past `--mcp-timeout` a call may take before the bridge stops waiting for the
@@ -178,6 +191,11 @@ impl Bridge {
 
     fn devices(&self) -> Vec<DeviceHandle> {
         self.shared.devices(&self.scope)
+    }
+
+    /// Whether this endpoint shows the fleet face now (only `/mcp` and `/sse` ever do).
+    fn fleet_face(&self) -> bool {
+        self.scope == Scope::All && self.shared.fleet.is_fleet(self.shared.hub.registry.len())
     }
 
     /// Why a name that is in no catalogue cannot be called, when its prefix (`dev-<hex>`, an
@@ -244,16 +262,27 @@ impl ServerHandler for Bridge {
             Scope::All => "mcpdev hub".to_string(),
             Scope::Device(id) => format!("mcpdev device {id}"),
         };
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .enable_resources()
-                .enable_resources_subscribe()
-                .build(),
-        )
-        .with_server_info(Implementation::new(name, env!("CARGO_PKG_VERSION")))
-        .with_instructions("Tools of voice/IoT devices connected to an mcpdev hub. Each tool runs on a device; list_devices shows which are connected.")
+        let mut capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_resources().enable_resources_subscribe().build();
+        let instructions = match &self.scope {
+            Scope::All => {
+                // Tells a client (`mcpdev call --url`) that it can reach one device's tool
+                // without listing the fleet.
+                let mut fleet = JsonObject::new();
+                fleet.insert("tools".into(), json!(fleet::NAMES));
+                capabilities.experimental = Some([(fleet::CAPABILITY.to_string(), fleet)].into_iter().collect());
+                format!(
+                    "Tools of voice/IoT devices connected to an mcpdev hub; each runs on a device. With more than {} devices connected, the hub offers {} (search first), {} and {} instead of every device's tools.",
+                    self.shared.config.fleet_threshold,
+                    fleet::SEARCH,
+                    fleet::LIST_TOOLS,
+                    fleet::CALL
+                )
+            }
+            Scope::Device(_) => "The tools of one voice/IoT device connected to an mcpdev hub.".to_string(),
+        };
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(name, env!("CARGO_PKG_VERSION")))
+            .with_instructions(instructions)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -273,12 +302,26 @@ impl ServerHandler for Bridge {
 
     async fn list_tools(&self, request: Option<PaginatedRequestParams>, _cx: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
         let cursor = request.and_then(|r| r.cursor);
+        if self.fleet_face() {
+            if cursor.is_some() {
+                return Err(McpError::invalid_params(
+                    "this listing's cursor is of every device's tools, but the hub now offers its fleet tools (tools/list_changed said so); list again without a cursor",
+                    None,
+                ));
+            }
+            return Ok(ListToolsResult { tools: fleet::tools(), next_cursor: None, ..Default::default() }.with_ttl_ms(0).with_cache_scope(CacheScope::Public));
+        }
         let page = self.shared.catalogue(&self.scope, |c| c.page(cursor.as_deref(), self.shared.config.page_size));
         let page = page.map_err(|why| McpError::invalid_params(why, None))?;
         Ok(ListToolsResult { tools: page.tools, next_cursor: page.next_cursor, ..Default::default() }.with_ttl_ms(0).with_cache_scope(CacheScope::Public))
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, cx: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
+        // The fleet tools answer on `/mcp` in either face: a host that listed them keeps them
+        // working across a switch, and their names are no device's there.
+        if self.scope == Scope::All && fleet::is_fleet_tool(&request.name) {
+            return Ok(fleet::call(&self.shared, &request.name, request.arguments, cx.ct.cancelled()).await.into());
+        }
         let Some(offered) = self.shared.offered(&self.scope, &request.name) else {
             return match self.unavailable(&request.name) {
                 Some(why) => Ok(CallToolResult::error(vec![ContentBlock::text(why)]).into()),

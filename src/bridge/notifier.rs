@@ -5,6 +5,7 @@
 //! - **`list_changed` at most once a second.** Devices that join, leave or change their tools
 //!   mark their scope; the marks are sent out at most once per [`FANOUT_EVERY`], one
 //!   `notifications/tools/list_changed` per concerned session whatever the number of changes.
+//!   `/mcp` in its fleet face is concerned only when the face switches ([`super::fleet`]).
 //! - **Bounded per session.** Each session has a mailbox with one send under way at most; what
 //!   comes meanwhile is coalesced: one `list_changed`, and each resource URI once (at most
 //!   [`MAILBOX_URIS`]; more are dropped and counted). A send that does not complete within
@@ -248,9 +249,10 @@ impl Notifier {
 
     /// Follows the hub's events until the hub is gone; tool changes go out at most once per
     /// [`FANOUT_EVERY`].
-    pub fn spawn(self: &Arc<Self>, hub: &Arc<Hub>) {
+    pub fn spawn(self: &Arc<Self>, hub: &Arc<Hub>, fleet: Arc<super::fleet::Fleet>) {
         let mut events = hub.registry.events.subscribe();
         let me = self.clone();
+        let hub = hub.clone();
         tokio::spawn(async move {
             let mut changed: HashSet<String> = HashSet::new();
             let mut last_fanout: Option<tokio::time::Instant> = None;
@@ -267,7 +269,9 @@ impl Notifier {
                     () = due => {
                         fanout_at = None;
                         last_fanout = Some(tokio::time::Instant::now());
-                        me.tools_changed(&std::mem::take(&mut changed));
+                        // `/mcp` in its fleet face hears only of a switch of face.
+                        let all = fleet.announce(hub.registry.len());
+                        me.tools_changed(all, &std::mem::take(&mut changed));
                         continue;
                     }
                 };
@@ -294,8 +298,9 @@ impl Notifier {
         });
     }
 
-    /// One `list_changed` to every session whose scope holds a device that changed.
-    fn tools_changed(&self, devices: &HashSet<String>) {
+    /// One `list_changed` to every session whose scope holds a device that changed (`/mcp`'s
+    /// sessions when `all`).
+    fn tools_changed(&self, all: bool, devices: &HashSet<String>) {
         if devices.is_empty() {
             return;
         }
@@ -303,7 +308,7 @@ impl Notifier {
         let concerned: Vec<Arc<Outlet>> = {
             let mut outlets = lock(&self.outlets);
             outlets.by_key.retain(|_, o| !o.target.closed());
-            outlets.by_key.values().filter(|o| o.concerned(true, devices)).cloned().collect()
+            outlets.by_key.values().filter(|o| o.concerned(all, devices)).cloned().collect()
         };
         for o in concerned {
             o.deliver(Note::ListChanged);

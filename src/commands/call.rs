@@ -27,7 +27,9 @@ pub async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<()> {
             s => format!("; did you mean {}?", s.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(" or ")),
         };
         let owner = if matches!(target, Target::Mcp { .. }) { "the MCP server at" } else { "device" };
-        return Err(CodedError::new(Exit::InvalidCall, format!("{owner} {} has no tool '{}'{hint}", target.device_id(), args.tool)).into());
+        // What an mcpdev hub said of the device the name's prefix names (it left, say).
+        let hub_said = info["fleet_note"].as_str().map(|n| format!("\n{}", super::output::text(n))).unwrap_or_default();
+        return Err(CodedError::new(Exit::InvalidCall, format!("{owner} {} has no tool '{}'{hint}{hub_said}", target.device_id(), args.tool)).into());
     };
     let schema = &tool["inputSchema"];
     let arguments = crate::args::build_arguments(schema, &args.args, args.args_json.as_deref())

@@ -58,6 +58,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         token: args.mcp_token.clone().filter(|t| !t.is_empty()),
         max_sessions: args.mcp_max_sessions,
         max_sessions_per_peer: args.mcp_max_sessions_per_peer,
+        fleet_threshold: args.mcp_fleet_threshold as usize,
     };
     let stack = super::hub_stack::start(super::hub_stack::StackConfig { hub: config, bridge, mqtt: mqtt_settings(&args.mqtt)? }).await?;
     let (running, mqtt, dashboard) = (stack.running, stack.mqtt, stack.dashboard);

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
+use crate::bridge::fleet::{CALL as FLEET_CALL, CAPABILITY as FLEET_CAPABILITY, LIST_TOOLS as FLEET_LIST_TOOLS};
 use crate::cli::{DeviceArgs, GlobalArgs};
 use crate::exit::{CodedError, Exit};
 use crate::links::handle::{LinkEvent, Tracing};
@@ -25,8 +26,17 @@ const SETTLE: Duration = Duration::from_secs(10);
 pub enum Target {
     Hub { client: HubClient, device_id: String },
     Direct { handle: DeviceHandle },
-    /// Any MCP server (`--url`).
-    Mcp { conn: McpConnection, url: String },
+    /// Any MCP server (`--url`); `fleet` when the tool to call was found through an mcpdev
+    /// hub's fleet tools.
+    Mcp { conn: McpConnection, url: String, fleet: Option<FleetRoute> },
+}
+
+/// A tool of an mcpdev hub's `/mcp` reached through its fleet tools: the name asked for, and
+/// the device and tool it names there.
+pub struct FleetRoute {
+    name: String,
+    device: String,
+    tool: String,
 }
 
 /// A device whose onboarding failed (after every retry): exit 9, with the failed step named.
@@ -112,11 +122,15 @@ impl Target {
                 CallError::Disconnected => CallFailure::Gone(format!("device {} disconnected before answering", handle.device_id)),
                 CallError::Link(why) => CallFailure::Gone(format!("device {}: {why}", handle.device_id)),
             }),
-            Target::Mcp { conn, .. } => match method {
+            Target::Mcp { conn, fleet, .. } => match method {
                 "tools/call" => {
                     let params = params.unwrap_or(Value::Null);
                     let name = params["name"].as_str().unwrap_or_default();
-                    conn.call_tool(name, params["arguments"].clone(), timeout).await.map_err(|e| match e {
+                    let call = match fleet.as_ref().filter(|f| f.name == name) {
+                        Some(f) => conn.call_tool(FLEET_CALL, json!({"device": f.device, "tool": f.tool, "arguments": params["arguments"]}), timeout),
+                        None => conn.call_tool(name, params["arguments"].clone(), timeout),
+                    };
+                    call.await.map_err(|e| match e {
                         McpFailure::Rpc { code, message, data } => {
                             let rpc = json!({"code": code, "message": message, "data": data});
                             CallFailure::Device { code: Some(code.into()), message, rpc }
@@ -156,8 +170,16 @@ async fn open_url(url: &str, args: &DeviceArgs, wanted: Option<&str>) -> anyhow:
         CodedError::new(exit, e.to_string()).into()
     };
     let conn = McpConnection::connect(url, &headers, args.transport, args.timeout).await.map_err(mcp_error)?;
-    let tools = conn.list_tools_until(args.timeout, wanted).await.map_err(mcp_error)?;
     let init = conn.server_info();
+    let found = match wanted {
+        Some(name) if init.pointer(&format!("/capabilities/experimental/{}", FLEET_CAPABILITY.replace('/', "~1"))).is_some() => Some(fleet_lookup(&conn, name, args.timeout).await),
+        _ => None,
+    };
+    let (tools, fleet, fleet_note) = match found {
+        Some(Ok((tool, route))) => (vec![tool], Some(route), None),
+        Some(Err(note)) => (conn.list_tools_until(args.timeout, wanted).await.map_err(mcp_error)?, None, note),
+        None => (conn.list_tools_until(args.timeout, wanted).await.map_err(mcp_error)?, None, None),
+    };
     let info = json!({
         "device_id": url,
         "transport": "mcp",
@@ -165,8 +187,42 @@ async fn open_url(url: &str, args: &DeviceArgs, wanted: Option<&str>) -> anyhow:
         "mcp_protocol_version": init["protocolVersion"],
         "server_info": init["serverInfo"],
         "capabilities": init["capabilities"],
+        "fleet_note": fleet_note,
     });
-    Ok((Target::Mcp { conn, url: url.to_string() }, info))
+    Ok((Target::Mcp { conn, url: url.to_string(), fleet }, info))
+}
+
+
+/// Most pages of one device's tools read while looking for one tool.
+const FLEET_PAGES_MAX: usize = 64;
+
+/// On an mcpdev hub's `/mcp` (which declares [`FLEET_CAPABILITY`]), the tool `<prefix>.<tool>`
+/// is `<tool>` of the device with that prefix, whatever the face and the naming: its
+/// declaration comes from that device's listing alone, not from the fleet's (so reaching the
+/// device that sorts last costs what reaching the first does). An error when the name names no
+/// connected device's tool that way (a plain name, a device that left), with what the hub said
+/// of the device: the caller then pages the server's own listing, as for any MCP server.
+async fn fleet_lookup(conn: &McpConnection, name: &str, timeout: Duration) -> Result<(Value, FleetRoute), Option<String>> {
+    let (prefix, tool) = name.split_once('.').ok_or(None)?;
+    let mut cursor: Option<String> = None;
+    for _ in 0..FLEET_PAGES_MAX {
+        let page = conn.call_tool(FLEET_LIST_TOOLS, json!({"device": prefix, "cursor": cursor}), timeout).await.map_err(|_| None)?;
+        let listing = &page["structuredContent"];
+        if page["isError"] == true {
+            // Said only of a prefix that names a device (`dev-<hex>`, an alias): "self" in
+            // `self.get_device_status` is a plain name's part (`unknown_device`).
+            let named = listing["error"]["kind"] == "device_not_connected";
+            return Err(named.then(|| page["content"][0]["text"].as_str().map(str::to_string)).flatten());
+        }
+        if let Some(found) = listing["tools"].as_array().and_then(|tools| tools.iter().find(|t| t["name"] == tool)) {
+            let mut declared = found.clone();
+            declared["name"] = json!(name);
+            let device = listing["device_id"].as_str().ok_or(None)?.to_string();
+            return Ok((declared, FleetRoute { name: name.to_string(), device, tool: tool.to_string() }));
+        }
+        cursor = Some(listing["next_cursor"].as_str().ok_or(None)?.to_string());
+    }
+    Err(None)
 }
 
 async fn open_hub(args: &DeviceArgs, global: &GlobalArgs) -> anyhow::Result<(Target, Value)> {

@@ -47,6 +47,18 @@ pub async fn list(global: &GlobalArgs, args: ToolsListArgs) -> anyhow::Result<()
     if !global.quiet {
         let note = if hidden > 0 && !args.user_tools { format!(" ({hidden} user-only hidden; --user-tools shows them)") } else { String::new() };
         eprintln!("{} tool(s) on {}{note}", tools.len(), target.device_id());
+        if fleet_face(&info, &tools) {
+            eprintln!(
+                "this mcpdev hub offers its fleet tools: search_devices finds a device; `mcpdev tools list --url …/devices/<id>/mcp` lists one device's tools, and `mcpdev call --url …/mcp <prefix>.<tool>` calls one"
+            );
+        }
     }
     Ok(())
+}
+
+/// Whether an MCP server's listing is an mcpdev hub's fleet face (its fleet tools, declared by
+/// its capability, instead of every device's tools).
+fn fleet_face(info: &Value, tools: &[&Value]) -> bool {
+    let declared = info.pointer(&format!("/capabilities/experimental/{}", crate::bridge::fleet::CAPABILITY.replace('/', "~1"))).is_some();
+    declared && crate::bridge::fleet::NAMES.iter().all(|n| tools.iter().any(|t| t["name"] == *n))
 }

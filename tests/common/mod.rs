@@ -9,6 +9,7 @@ pub mod vision;
 pub mod raw_http;
 pub mod pty;
 pub mod ws;
+pub mod mcp_proxy;
 
 use std::process::Stdio;
 
