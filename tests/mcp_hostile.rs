@@ -465,3 +465,41 @@ async fn fleet_tool_names_cannot_be_squatted_with_plain_names() {
     let (v, ()) = tokio::join!(mcp.rpc("tools/call", call), device_answers);
     assert_eq!(v["result"]["content"][0]["text"], "the device's own", "{v}");
 }
+
+/// Issue 24: `resources/list` on `/mcp` (two resources a device) is paged by Device-Id, so a
+/// fleet's listing is many small answers, never one of every device; a cursor stays valid while
+/// devices leave; a cursor that is not the hub's (control characters, or too long) is refused.
+#[tokio::test]
+async fn resources_are_listed_page_by_page_and_a_foreign_cursor_is_refused() {
+    use common::fake_device::FakeDevice;
+    let hub = HubProcess::start(&["--mcp-page-size", "4"], &[]).await;
+    let mac = |i: u32| format!("02:00:00:00:02:{i:02x}");
+    let mut devices: Vec<FakeDevice> = Vec::new();
+    for i in 0..5 {
+        devices.push(FakeDevice::connect(&hub.device_url, &mac(i), vec![tool_of("t", &mac(i))]).await);
+    }
+    eventually("five devices listed", || async { McpSession::open(&hub).await.devices().await.len() == 5 }).await;
+    let mut mcp = McpSession::open(&hub).await;
+
+    let first = mcp.rpc("resources/list", json!({})).await;
+    let uris = |v: &serde_json::Value| v["result"]["resources"].as_array().unwrap_or_else(|| panic!("{v}")).iter().map(|r| r["uri"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(uris(&first), [0, 0, 1, 1].map(|i| mac(i)).iter().enumerate().map(|(k, m)| if k % 2 == 0 { format!("mcpdev://devices/{m}") } else { format!("mcpdev://devices/{m}/notifications") }).collect::<Vec<_>>());
+    let cursor = first["result"]["nextCursor"].as_str().expect("more pages follow").to_string();
+
+    // A device of a later page leaves between two pages: the listing goes on without it.
+    drop(devices.remove(2));
+    eventually("the hub saw it leave", || async { McpSession::open(&hub).await.devices().await.len() == 4 }).await;
+    let (mut rest, mut cursor) = (Vec::new(), Some(cursor));
+    while let Some(c) = cursor {
+        let page = mcp.rpc("resources/list", json!({"cursor": c})).await;
+        rest.extend(uris(&page));
+        cursor = page["result"]["nextCursor"].as_str().map(str::to_string);
+    }
+    assert_eq!(rest, [3, 4].iter().flat_map(|i| [format!("mcpdev://devices/{}", mac(*i)), format!("mcpdev://devices/{}/notifications", mac(*i))]).collect::<Vec<_>>());
+
+    for forged in ["\u{1b}[2Jx".to_string(), "x".repeat(4096)] {
+        let refused = mcp.rpc("resources/list", json!({"cursor": forged})).await;
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+        assert!(refused["error"]["message"].as_str().unwrap().contains("start again without a cursor"), "{refused}");
+    }
+}

@@ -169,6 +169,8 @@ fn prepare(device: DeviceHandle, name: &str, schema: &JsonObject, arguments: Opt
 /// How long past `--mcp-timeout` a call may take before the bridge stops waiting for the
 /// device's link itself (the link times the call out first; this is the backstop).
 const CALL_GRACE: Duration = Duration::from_secs(2);
+/// Longest `resources/list` cursor accepted: a Device-Id, far shorter.
+const RESOURCE_CURSOR_MAX: usize = 128;
 
 /// One MCP session's handler (rmcp makes one per session).
 #[derive(Clone)]
@@ -345,9 +347,22 @@ impl ServerHandler for Bridge {
         Err(McpError::method_not_found::<ListPromptsRequestMethod>())
     }
 
-    async fn list_resources(&self, _request: Option<PaginatedRequestParams>, _cx: RequestContext<RoleServer>) -> Result<ListResourcesResult, McpError> {
+    /// Two resources a device, paged by Device-Id (half a tools page of devices a page): a
+    /// cursor is the last Device-Id of the page before, so it stays valid while devices come and
+    /// go, and a page costs its own devices, never the fleet's.
+    async fn list_resources(&self, request: Option<PaginatedRequestParams>, _cx: RequestContext<RoleServer>) -> Result<ListResourcesResult, McpError> {
+        let cursor = request.and_then(|r| r.cursor).filter(|c| !c.is_empty());
+        if let Some(c) = &cursor
+            && (c.len() > RESOURCE_CURSOR_MAX || c.chars().any(char::is_control))
+        {
+            return Err(McpError::invalid_params(format!("this resources/list cursor is not one the hub gave ({} bytes); start again without a cursor", c.len()), None));
+        }
+        let (devices, next_cursor) = match &self.scope {
+            Scope::All => self.shared.hub.registry.handles_after(cursor.as_deref(), (self.shared.config.page_size / 2).max(1)),
+            Scope::Device(_) => (self.devices(), None),
+        };
         let mut resources = Vec::new();
-        for h in self.devices() {
+        for h in devices {
             resources.push(
                 Resource::new(device_uri(&h.device_id), format!("device {}", h.device_id))
                     .with_description("The device: hello, serverInfo, tools, counters")
@@ -359,7 +374,7 @@ impl ServerHandler for Bridge {
                     .with_mime_type("application/json"),
             );
         }
-        Ok(ListResourcesResult { resources, ..Default::default() })
+        Ok(ListResourcesResult { resources, next_cursor, ..Default::default() })
     }
 
     async fn read_resource(&self, request: ReadResourceRequestParams, _cx: RequestContext<RoleServer>) -> Result<ReadResourceResponse, McpError> {

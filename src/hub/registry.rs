@@ -143,13 +143,20 @@ impl Registry {
     /// included), and the cursor of the next page when more follow. Costs O(limit), whatever the
     /// fleet: the lock is held while `limit + 1` handles are cloned, never while a page is written.
     pub fn page(&self, after: Option<&str>, limit: usize) -> (Vec<Arc<DeviceInfo>>, Option<String>) {
+        let (handles, next) = self.handles_after(after, limit);
+        (handles.iter().filter_map(DeviceHandle::snapshot).collect(), next)
+    }
+
+    /// Up to `limit` (at least 1) handles in Device-Id order after the Device-Id `after`, and the
+    /// cursor of the next page when more follow; O(limit), as [`Self::page`].
+    pub fn handles_after(&self, after: Option<&str>, limit: usize) -> (Vec<DeviceHandle>, Option<String>) {
         let limit = limit.max(1);
         let start = after.map_or(Bound::Unbounded, Bound::Excluded);
         let mut handles: Vec<DeviceHandle> = self.read().range::<str, _>((start, Bound::Unbounded)).take(limit + 1).map(|(_, h)| h.clone()).collect();
         let more = handles.len() > limit;
         handles.truncate(limit);
         let next = more.then(|| handles.last().map(|h| h.device_id.clone())).flatten();
-        (handles.iter().filter_map(DeviceHandle::snapshot).collect(), next)
+        (handles, next)
     }
 
     /// Every connected device, in no particular order (no sort: for a caller that only looks
