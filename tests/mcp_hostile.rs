@@ -503,3 +503,25 @@ async fn resources_are_listed_page_by_page_and_a_foreign_cursor_is_refused() {
         assert!(refused["error"]["message"].as_str().unwrap().contains("start again without a cursor"), "{refused}");
     }
 }
+
+/// Issue 24: `list_devices` (kept callable in the fleet face) never answers with the whole
+/// fleet: past 100 devices (or the threshold, if higher) it lists the first ones by Device-Id,
+/// says it was truncated and points at `search_devices`.
+#[tokio::test]
+async fn list_devices_is_capped_and_says_where_the_rest_are() {
+    let hub = HubProcess::start(&["--mcp-fleet-threshold", "2"], &[]).await;
+    let state = tempfile::tempdir().unwrap();
+    let _sims = common::spawn_mcpdev(&["sim", "--quiet", "--url", &hub.device_url, "--count", "103", "--device-id", "02:00:00:00:03:00"], &[("MCPDEV_STATE_DIR", state.path().to_str().unwrap())]);
+    eventually("103 devices connected", || async {
+        let out = common::mcpdev(&hub, &["devices", "--ndjson"]).await;
+        out.stdout.lines().count() == 103
+    })
+    .await;
+    let mut mcp = McpSession::open(&hub).await;
+    let v = mcp.rpc("tools/call", json!({"name": "list_devices", "arguments": {}})).await;
+    let listed = &v["result"]["structuredContent"];
+    assert_eq!(listed["devices"].as_array().map(Vec::len), Some(100), "{listed}");
+    assert_eq!(listed["devices"][0]["device_id"], "02:00:00:00:03:00");
+    assert_eq!(listed["truncated"], true);
+    assert!(listed["more"].as_str().unwrap().contains("search_devices"), "{listed}");
+}

@@ -228,9 +228,16 @@ impl Bridge {
         }
     }
 
+    /// Every device of a fleet below the threshold; above it the first
+    /// max(threshold, [`fleet::DEVICES_PAGE_MAX`]) by Device-Id, with `truncated` and where to
+    /// look for the rest (`search_devices` pages through them): never one answer of 10,000.
     async fn list_devices(&self) -> CallToolResult {
+        let (handles, more) = match &self.scope {
+            Scope::All => self.shared.hub.registry.handles_after(None, self.shared.config.fleet_threshold.max(fleet::DEVICES_PAGE_MAX)),
+            Scope::Device(_) => (self.devices(), None),
+        };
         let mut devices = Vec::new();
-        for h in self.devices() {
+        for h in handles {
             if let Some(info) = h.snapshot() {
                 devices.push(json!({
                     "device_id": info.device_id,
@@ -243,7 +250,11 @@ impl Bridge {
                 }));
             }
         }
-        let value = json!({"devices": devices});
+        let mut value = json!({"devices": devices});
+        if more.is_some() {
+            value["truncated"] = json!(true);
+            value["more"] = json!(format!("only the first {} devices are listed; {} finds and pages through every device", devices.len(), fleet::SEARCH));
+        }
         let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
         result.structured_content = Some(value);
         result
