@@ -61,7 +61,13 @@ fn text(v: &Value) -> String {
 fn connected(global: &GlobalArgs, answer: &Value) {
     let devices = answer.as_array().cloned().unwrap_or_default();
     let aliases = crate::config::aliases();
-    let mut t = table(global, &["device", "alias", "transport", "state", "tools", "connected since", "address"]);
+    // In a cluster every row names the hub that serves the device ([`crate::hub::remote`]).
+    let cluster = devices.iter().any(|d| d["hub"].is_string());
+    let mut columns = vec!["device", "alias", "transport", "state", "tools", "connected since", "address"];
+    if cluster {
+        columns.push("hub");
+    }
+    let mut t = table(global, &columns);
     for d in &devices {
         let id = d["device_id"].as_str().unwrap_or_default();
         let alias = aliases.iter().filter(|(_, v)| v.eq_ignore_ascii_case(id)).map(|(k, _)| k.as_str()).min().unwrap_or("-");
@@ -71,10 +77,14 @@ fn connected(global: &GlobalArgs, answer: &Value) {
             Some("disconnected") => "disconnected",
             _ => "onboarding",
         };
-        let tools = d["tools"].as_array().map_or(0, Vec::len);
+        let tools = d["tools"].as_array().map(|t| t.len() as u64).or_else(|| d["tool_count"].as_u64()).unwrap_or(0);
         let since = d["connected_at_ms"].as_u64().map_or_else(|| "-".into(), local_time);
         let address = d["remote"].as_str().unwrap_or("-");
-        t.add_row(vec![id.to_string(), alias.to_string(), text(&d["transport"]), state.to_string(), tools.to_string(), since, address.to_string()]);
+        let mut row = vec![id.to_string(), alias.to_string(), text(&d["transport"]), state.to_string(), tools.to_string(), since, address.to_string()];
+        if cluster {
+            row.push(text(&d["hub"]));
+        }
+        t.add_row(row);
     }
     if !devices.is_empty() {
         outln!("{}", render(&t));

@@ -1,0 +1,292 @@
+//! The cluster as one (issue 26), with real processes: Mosquitto (one broker per test) and three
+//! `mcpdev serve` on it. MQTT devices are spread among the hubs by their claims, one WebSocket
+//! device is attached to one hub; everything is reached through any hub. Then a hub is killed
+//! (`kill -9`): its devices answer through the survivors within the bound, a call in flight ends
+//! with a typed error, and no device is ever served by two hubs. Revocation through one hub cuts
+//! a device off on the hub that serves it.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use common::fake_device::tool;
+use common::mqtt::{Counts, Mosquitto, MqttDevice};
+use common::{HubProcess, Outcome, mcpdev, spawn_mcpdev};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// How soon the survivors take over a dead hub's MQTT devices (docs/cluster.md).
+const TAKEOVER_BOUND: Duration = Duration::from_secs(5);
+
+async fn three_hubs(broker: &Mosquitto, admitting: bool) -> Vec<HubProcess> {
+    let mut hubs = Vec::new();
+    for _ in 0..3 {
+        hubs.push(if admitting {
+            HubProcess::start_admitting(&["--mqtt", &broker.url()], &[]).await
+        } else {
+            HubProcess::start(&["--mqtt", &broker.url()], &[]).await
+        });
+    }
+    hubs
+}
+
+/// `devices --json` through `hub`.
+async fn devices(hub: &HubProcess) -> Vec<Value> {
+    let out = mcpdev(hub, &["devices", "--json"]).await;
+    assert_eq!(out.code, 0, "{out:?}");
+    out.json().as_array().cloned().unwrap_or_default()
+}
+
+/// The hub id `hub` gives itself: the `hub` of the devices it lists as its own (it lists them
+/// with their full description, which has a `session_id`; other hubs' rows do not).
+fn local_rows(rows: &[Value]) -> Vec<&Value> {
+    rows.iter().filter(|d| d.get("session_id").is_some()).collect()
+}
+
+/// Polls `devices` through `hub` until `ids` are all listed ready, within `limit`; the rows.
+async fn until_listed(hub: &HubProcess, ids: &[String], limit: Duration) -> Vec<Value> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let rows = devices(hub).await;
+        let ready: HashSet<&str> = rows.iter().filter(|d| d["phase"] == "ready").filter_map(|d| d["device_id"].as_str()).collect();
+        if ids.iter().all(|id| ready.contains(id.as_str())) {
+            return rows;
+        }
+        assert!(Instant::now() < deadline, "not every device listed ready within {limit:?}: {rows:#?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Which hub serves each device, by asking every hub for its own devices; panics if two hubs
+/// serve one device.
+async fn owners(hubs: &[&HubProcess]) -> HashMap<String, usize> {
+    let mut owner = HashMap::new();
+    for (i, hub) in hubs.iter().enumerate() {
+        for d in local_rows(&devices(hub).await) {
+            let id = d["device_id"].as_str().unwrap().to_string();
+            if let Some(other) = owner.insert(id.clone(), i) {
+                panic!("{id} is served by hub {other} and hub {i} at once");
+            }
+        }
+    }
+    owner
+}
+
+fn mqtt_ids(prefix: &str, n: usize) -> Vec<String> {
+    (1..=n).map(|i| format!("{prefix}:{i:02x}")).collect()
+}
+
+async fn mqtt_devices(broker: &Mosquitto, ids: &[String]) -> Vec<Counts> {
+    let mut counts = Vec::new();
+    for id in ids {
+        let mut dev = MqttDevice::connect(&broker.url(), id).await;
+        dev.hello().await;
+        counts.push(dev.respond_forever(vec![tool("t.echo")]));
+    }
+    counts
+}
+
+fn call_ok(out: &Outcome, id: &str) {
+    assert_eq!(out.code, 0, "{id}: {out:?}");
+    assert_eq!(out.json()["content"][0]["text"], "ok", "{id}: {out:?}");
+}
+
+/// From one hub: `devices` lists every device of the cluster with the hub that serves it,
+/// `hello`, `tools list`, `call` and `watch` reach each of them (the WebSocket device attached
+/// to another hub included), each call reaching its device exactly once.
+#[tokio::test]
+async fn any_hub_reaches_every_device_of_the_cluster() {
+    let broker = Mosquitto::start().await;
+    let hubs = three_hubs(&broker, false).await;
+    let ids = mqtt_ids("ca:00:00:00:00", 6);
+    let counts = mqtt_devices(&broker, &ids).await;
+    const WS: &str = "ca:00:00:00:01:01";
+    let _ws = spawn_mcpdev(&["sim", "--url", &hubs[2].device_url, "--device-id", WS], &[]);
+    let mut all = ids.clone();
+    all.push(WS.to_string());
+
+    let rows = until_listed(&hubs[0], &all, Duration::from_secs(20)).await;
+    assert_eq!(rows.len(), all.len(), "each device listed once: {rows:#?}");
+    let hub_ids: Vec<String> = {
+        let mut v = Vec::new();
+        for h in &hubs {
+            // Every hub lists the whole cluster; its own rows carry its own id.
+            let rows = until_listed(h, &all, Duration::from_secs(10)).await;
+            let own: HashSet<&str> = local_rows(&rows).iter().map(|d| d["hub"].as_str().unwrap()).collect();
+            v.push(own.into_iter().next().unwrap_or_default().to_string());
+        }
+        v
+    };
+    let ws_row = rows.iter().find(|d| d["device_id"] == WS).unwrap();
+    assert_eq!(ws_row["hub"].as_str(), Some(hub_ids[2].as_str()), "the WebSocket device is listed with its hub");
+    assert_eq!((ws_row["transport"].as_str(), ws_row["tool_count"].as_u64().is_some()), (Some("websocket"), true), "{ws_row}");
+    let owner = owners(&hubs.iter().collect::<Vec<_>>()).await;
+    assert_eq!(owner.len(), all.len(), "every device is served by exactly one hub: {owner:?}");
+    assert!(owner.values().any(|h| *h != 0), "some devices are served by the other hubs: {owner:?}");
+    for d in &rows {
+        let id = d["device_id"].as_str().unwrap();
+        assert_eq!(d["hub"].as_str(), Some(hub_ids[owner[id]].as_str()), "{id} is listed with the hub that serves it");
+    }
+
+    // The table names the hub too.
+    let table = mcpdev(&hubs[0], &["devices"]).await;
+    assert!(table.stdout.contains(&hub_ids[2]) && table.stdout.contains("hub"), "{table:?}");
+
+    for (id, c) in ids.iter().zip(&counts) {
+        let out = mcpdev(&hubs[0], &["call", "t.echo", "n=1", "-d", id, "--json"]).await;
+        call_ok(&out, id);
+        assert_eq!(c.get("tools/call"), 1, "{id}: the call reached the device once");
+        assert_eq!(c.get("initialize"), 1, "{id}: onboarded once, by one hub");
+        let hello = mcpdev(&hubs[0], &["hello", "-d", id, "--json"]).await;
+        assert_eq!(hello.code, 0, "{hello:?}");
+        assert_eq!((hello.json()["transport"].as_str(), hello.json()["hub"].as_str()), (Some("mqtt"), Some(hub_ids[owner[id.as_str()]].as_str())));
+    }
+    // The WebSocket device on hub 2, through hub 0: the simulator's own tool.
+    let status = mcpdev(&hubs[0], &["call", "self.get_device_status", "-d", WS, "--json"]).await;
+    assert_eq!(status.code, 0, "{status:?}");
+    assert!(status.json()["content"][0]["text"].as_str().unwrap().contains("audio_speaker"), "{status:?}");
+    let listed = mcpdev(&hubs[0], &["tools", "list", "-d", WS, "--json"]).await;
+    assert!(listed.json()["tools"].as_array().unwrap().iter().any(|t| t["name"] == "self.audio_speaker.set_volume"), "{listed:?}");
+    // A prefix that only another hub's device matches works as it does locally.
+    let by_prefix = mcpdev(&hubs[0], &["hello", "-d", "ca0000000101", "--json"]).await;
+    assert_eq!(by_prefix.json()["device_id"].as_str(), Some(WS), "{by_prefix:?}");
+    // A device no hub serves is still "not found" (exit 4), not a hang.
+    let absent = mcpdev(&hubs[0], &["call", "t.echo", "-d", "ca:00:00:00:09:99", "--wait", "0s"]).await;
+    assert_eq!(absent.code, 4, "{absent:?}");
+
+    // watch through hub 0 of the WebSocket device on hub 2: the traffic of a call made through hub 1.
+    let mut watch = spawn_mcpdev(&["watch", "--json", "--traffic", "-d", WS], &[("MCPDEV_HUB", hubs[0].host_url.as_str()), ("MCPDEV_RUNTIME_DIR", hubs[0].runtime_dir.as_str())]);
+    let mut lines = BufReader::new(watch.child.stdout.take().unwrap()).lines();
+    let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(first["event"], "watching", "{first}");
+    let set = mcpdev(&hubs[1], &["call", "self.audio_speaker.set_volume", "volume=33", "-d", WS, "--json"]).await;
+    assert_eq!(set.code, 0, "{set:?}");
+    let seen = async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["event"] == "traffic" && v["payload"]["params"]["arguments"]["volume"] == 33 {
+                return v;
+            }
+        }
+        panic!("watch ended");
+    };
+    let ev = tokio::time::timeout(Duration::from_secs(15), seen).await.expect("the call's traffic was not watched through another hub");
+    assert_eq!(ev["device_id"].as_str(), Some(WS));
+    watch.child.kill().await.unwrap();
+}
+
+/// `kill -9` of a hub: every MQTT device it served answers through the survivors within the
+/// bound, idle ones included; a call in flight through a survivor ends at once with a typed
+/// error; no device is ever served by two hubs.
+#[tokio::test]
+async fn a_dead_hubs_devices_answer_through_the_survivors_within_the_bound() {
+    let broker = Mosquitto::start().await;
+    let mut hubs = three_hubs(&broker, false).await;
+    let ids = mqtt_ids("cb:00:00:00:00", 9);
+    let counts = mqtt_devices(&broker, &ids).await;
+    // A device that takes its time: its call is in flight when its hub dies.
+    const SLOW: &str = "cb:00:00:00:01:ff";
+    let mut slow = MqttDevice::connect(&broker.url(), SLOW).await;
+    slow.hello().await;
+    slow.onboard(vec![tool("t.slow")]).await;
+    let mut all = ids.clone();
+    all.push(SLOW.to_string());
+    until_listed(&hubs[0], &all, Duration::from_secs(20)).await;
+    let owner = owners(&hubs.iter().collect::<Vec<_>>()).await;
+    let victim = owner[SLOW];
+    let (a, b) = ((victim + 1) % 3, (victim + 2) % 3);
+    // Through a survivor, to the device on the victim.
+    until_listed(&hubs[a], &all, Duration::from_secs(10)).await;
+    let in_flight = tokio::spawn(mcpdev(&hubs[a], &["call", "t.slow", "n=1", "-d", SLOW, "--timeout", "60s"]));
+    slow.recv_request("tools/call").await;
+    let orphans: Vec<String> = all.iter().filter(|id| owner[id.as_str()] == victim).cloned().collect();
+    let slow_counts = slow.respond_forever(vec![tool("t.slow")]);
+
+    hubs[victim].running.child.kill().await.unwrap();
+    let killed = Instant::now();
+    let out = in_flight.await.unwrap();
+    assert_eq!(out.code, 4, "the call in flight ends with an error: {out:?}");
+    assert!(out.stderr.contains("went away before answering"), "a typed, explained error: {}", out.stderr);
+    assert!(killed.elapsed() < Duration::from_secs(10), "ended by the hub's death, not by its 60 s timeout");
+
+    // Every device of the dead hub answers through each survivor within the bound.
+    let mut left: Vec<String> = orphans.clone();
+    while !left.is_empty() {
+        let mut still = Vec::new();
+        for id in left {
+            let tool = if id == SLOW { "t.slow" } else { "t.echo" };
+            let out = mcpdev(&hubs[a], &["call", tool, "n=2", "-d", &id, "--json", "--timeout", "2s"]).await;
+            if out.code != 0 {
+                still.push(id);
+            }
+        }
+        left = still;
+        assert!(killed.elapsed() < TAKEOVER_BOUND || left.is_empty(), "not taken over within {TAKEOVER_BOUND:?}: {left:?}");
+    }
+    let took = killed.elapsed();
+    eprintln!("{} device(s) of the dead hub answered again {took:?} after kill -9", orphans.len());
+    let survivors = [&hubs[a], &hubs[b]];
+    let after = owners(&survivors).await;
+    for id in &all {
+        assert!(after.contains_key(id), "{id} is served by a survivor: {after:?}");
+    }
+    for id in &orphans {
+        let out = mcpdev(&hubs[b], &["call", if id == SLOW { "t.slow" } else { "t.echo" }, "n=3", "-d", id, "--json"]).await;
+        assert_eq!(out.code, 0, "{id} through the other survivor: {out:?}");
+    }
+    // Devices of the survivors were not touched: onboarded once.
+    for (id, c) in ids.iter().zip(&counts) {
+        let expected = if orphans.contains(id) { 2 } else { 1 };
+        assert_eq!(c.get("initialize"), expected, "{id}: onboarded by one hub, then once by its new one if it moved");
+    }
+    assert_eq!(slow_counts.get("initialize"), 1, "the slow device was onboarded again once, by one survivor");
+}
+
+/// Approvals and revocations made through one hub hold on every hub; a revocation through one
+/// hub cuts the device off on the hub that serves it.
+#[tokio::test]
+async fn a_revocation_through_one_hub_cuts_the_device_off_where_it_is_served() {
+    let broker = Mosquitto::start().await;
+    let hubs = three_hubs(&broker, true).await;
+    let ids = mqtt_ids("cc:00:00:00:00", 6);
+    let _counts = mqtt_devices(&broker, &ids).await;
+    until_listed(&hubs[0], &ids, Duration::from_secs(20)).await;
+    let owner = owners(&hubs.iter().collect::<Vec<_>>()).await;
+    // A device served by another hub than the one we talk to.
+    let (target, served_by) = ids.iter().map(|id| (id.clone(), owner[id.as_str()])).find(|(_, h)| *h != 0).expect("some device on hubs 1 or 2");
+
+    let approved = mcpdev(&hubs[0], &["devices", "approve", &target, "--json"]).await;
+    assert_eq!(approved.code, 0, "{approved:?}");
+    for (i, hub) in hubs.iter().enumerate() {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let list = mcpdev(hub, &["devices", "admitted", "--json"]).await;
+            if list.json()["devices"].as_array().unwrap().iter().any(|d| d["device_id"] == target.as_str()) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the approval through hub 0 did not reach hub {i}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    let revoked = mcpdev(&hubs[0], &["devices", "revoke", &target, "--json"]).await;
+    assert_eq!(revoked.code, 0, "{revoked:?}");
+    let r = revoked.json();
+    assert_eq!((r["revoked"].as_bool(), r["disconnected"].as_bool()), (Some(true), Some(true)), "cut off on the hub that serves it: {r}");
+    // Gone from the hub that served it, at once; no approval left on any hub.
+    assert!(!local_rows(&devices(&hubs[served_by]).await).iter().any(|d| d["device_id"] == target.as_str()), "still served after its revocation");
+    let call = mcpdev(&hubs[served_by], &["call", "t.echo", "-d", &target, "--wait", "0s"]).await;
+    assert_eq!(call.code, 4, "{call:?}");
+    for (i, hub) in hubs.iter().enumerate() {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let list = mcpdev(hub, &["devices", "admitted", "--json"]).await;
+            if !list.json()["devices"].as_array().unwrap().iter().any(|d| d["device_id"] == target.as_str()) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the revocation through hub 0 did not reach hub {i}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
