@@ -17,7 +17,8 @@
 //!    serves.
 //! 5. [`bridge`]: the hub's MCP endpoints for MCP hosts (rmcp, plus legacy SSE; a session's
 //!    device tool calls answered directly, without rmcp's session worker); [`mqtt`]'s hub
-//!    side: MQTT devices through a broker (topics, connections, embedded broker, cluster claims).
+//!    side: MQTT devices through a broker (topics, connections, embedded broker), and the cluster
+//!    of hubs on one broker (claims, presence, hub-to-hub requests, failover: docs/cluster.md).
 //! 6. [`commands`]: one module per subcommand; thin: parse, call the layers, render
 //!    (`commands::hub_stack` assembles the hub with its MQTT side and bridge).
 //!

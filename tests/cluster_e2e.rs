@@ -174,6 +174,33 @@ async fn any_hub_reaches_every_device_of_the_cluster() {
     let ev = tokio::time::timeout(Duration::from_secs(15), seen).await.expect("the call's traffic was not watched through another hub");
     assert_eq!(ev["device_id"].as_str(), Some(WS));
     watch.child.kill().await.unwrap();
+
+    // An MCP SDK client on hub 0 calls a device hub 1 or 2 serves, through its endpoint there.
+    let (remote, c) = ids.iter().zip(&counts).find(|(id, _)| owner[id.as_str()] != 0).unwrap();
+    let before = c.get("tools/call");
+    let steps = serde_json::json!([{"op": "list_tools"}, {"op": "call", "name": "t.echo", "arguments": {"n": 5}}, {"op": "call", "name": "t.nope", "arguments": {}}]);
+    let lines = mcp_sdk_client(&format!("{}/devices/{remote}/mcp", hubs[0].host_url), &steps).await;
+    assert_eq!(lines[0]["op"], "connect", "{lines:?}");
+    assert_eq!(lines[1]["pages"], serde_json::json!([["t.echo"]]), "the remote device's tools: {lines:?}");
+    assert_eq!(lines[2]["result"]["content"][0]["text"], "ok", "{lines:?}");
+    assert!(lines[3].get("error").is_some() || lines[3]["result"]["isError"] == true, "an unknown tool is refused: {lines:?}");
+    assert_eq!(c.get("tools/call"), before + 1, "the SDK's call reached the device once");
+}
+
+/// The official MCP Python SDK 2.x (`.ci/venv-mcp2`, `MCPDEV_TEST_MCP2_PYTHON`) against `url`,
+/// running `steps` (tests/interop/mcp_client.py); its output lines.
+async fn mcp_sdk_client(url: &str, steps: &Value) -> Vec<Value> {
+    let python = common::installed("MCPDEV_TEST_MCP2_PYTHON", common::repo_path(".ci/venv-mcp2/bin/python"), "the MCP Python SDK 2.x (.ci/test creates .ci/venv-mcp2)");
+    let out = tokio::process::Command::new(python)
+        .arg(common::repo_path("tests/interop/mcp_client.py"))
+        .args(["--url", url, "--transport", "http", "--commands", &steps.to_string()])
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(120), out).await.expect("the MCP client hung").unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "the MCP client failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
+    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))).collect()
 }
 
 /// `kill -9` of a hub: every MQTT device it served answers through the survivors within the
@@ -289,4 +316,67 @@ async fn a_revocation_through_one_hub_cuts_the_device_off_where_it_is_served() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
+}
+
+/// The adversary: a broker client that is not a hub forges hub-to-hub requests. A request that
+/// does not name a live hub as its sender is dropped (the device never sees it); a flood in the
+/// name of a live hub is capped per peer, the excess answered `busy`. (Forging a live hub's name
+/// is stopped by the broker's ACL: docs/cluster.md.)
+#[tokio::test]
+async fn forged_and_flooding_cluster_requests_are_refused() {
+    let broker = Mosquitto::start().await;
+    let hubs = three_hubs(&broker, false).await;
+    let ids = mqtt_ids("cd:00:00:00:00", 1);
+    let counts = mqtt_devices(&broker, &ids).await;
+    let rows = until_listed(&hubs[0], &ids, Duration::from_secs(20)).await;
+    let owner_hub = rows[0]["hub"].as_str().unwrap().to_string();
+    // Every live hub id, from their retained presence.
+    let url = mcpdev::mqtt::conn::BrokerUrl::parse(&broker.url()).unwrap();
+    let mut c = mcpdev::mqtt::conn::connect(url.options("intruder", Duration::from_secs(30), 1 << 20), None);
+    let mut live = HashSet::new();
+    let mut busy = 0;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while live.len() < 3 {
+        match tokio::time::timeout_at(deadline, c.events.recv()).await.expect("three presence records").unwrap() {
+            mcpdev::mqtt::conn::ConnEvent::Up => c.client.subscribe("mcpdev/hubs/+", rumqttc::QoS::AtLeastOnce).await.unwrap(),
+            mcpdev::mqtt::conn::ConnEvent::Message(p) if !p.payload.is_empty() => {
+                live.insert(p.topic.trim_start_matches("mcpdev/hubs/").to_string());
+            }
+            _ => {}
+        }
+    }
+    let peer = live.iter().find(|h| **h != owner_hub).unwrap().clone();
+    let rpc = serde_json::json!({"op": "rpc", "device": ids[0], "method": "tools/call", "params": {"name": "t.echo", "arguments": {"n": 1}}, "timeout_ms": 5000});
+    // Forged sender: dropped.
+    let forged = serde_json::json!({"c": 1, "from": "intruder", "op": rpc});
+    c.client.publish(format!("mcpdev/rpc/{owner_hub}/q"), rumqttc::QoS::AtMostOnce, false, forged.to_string()).await.unwrap();
+    let out = mcpdev(&hubs[0], &["call", "t.echo", "n=1", "-d", &ids[0], "--json"]).await;
+    call_ok(&out, &ids[0]);
+    assert_eq!(counts[0].get("tools/call"), 1, "only the real call reached the device");
+
+    // A flood in a live hub's name: watches (which stay under way), 300 of them.
+    c.client.subscribe(format!("mcpdev/rpc/{peer}/a"), rumqttc::QoS::AtMostOnce).await.unwrap();
+    for n in 0..300u64 {
+        let w = serde_json::json!({"c": 1_000_000 + n, "from": peer, "op": {"op": "watch", "device": null, "traffic": false}});
+        c.client.publish(format!("mcpdev/rpc/{owner_hub}/q"), rumqttc::QoS::AtMostOnce, false, w.to_string()).await.unwrap();
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    let mut watching = 0;
+    while busy + watching < 300 {
+        match tokio::time::timeout_at(deadline, c.events.recv()).await.expect("an answer to every request").unwrap() {
+            mcpdev::mqtt::conn::ConnEvent::Message(p) if p.topic.ends_with("/a") => {
+                let v: Value = serde_json::from_slice(&p.payload).unwrap();
+                if v["error"]["kind"] == "busy" {
+                    busy += 1;
+                } else if v["ok"].get("watching").is_some() {
+                    watching += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    assert_eq!((watching, busy), (256, 300 - 256), "256 under way per peer, the rest refused");
+    // The hub still serves everyone else.
+    let out = mcpdev(&hubs[0], &["call", "t.echo", "n=2", "-d", &ids[0], "--json"]).await;
+    call_ok(&out, &ids[0]);
 }

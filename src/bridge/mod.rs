@@ -84,7 +84,8 @@ impl Shared {
     fn devices(&self, scope: &Scope) -> Vec<DeviceHandle> {
         match scope {
             Scope::All => self.hub.registry.handles(),
-            Scope::Device(id) => self.hub.registry.get(id).into_iter().collect(),
+            // A device another hub serves: its proxy, while it lives (docs/cluster.md).
+            Scope::Device(id) => self.hub.registry.get(id).or_else(|| crate::hub::remote::of(&self.hub)?.cached_proxy(id)).into_iter().collect(),
         }
     }
 

@@ -21,6 +21,7 @@ use serde_json::value::RawValue;
 use tokio::sync::{mpsc, watch};
 
 use super::Hub;
+use crate::links::DeviceHandle;
 
 /// A control answer: the `ok` part as JSON text, or the `error` object.
 pub type Answer = Result<String, Value>;
@@ -69,6 +70,11 @@ pub trait Cluster: Send + Sync {
     fn peers(&self) -> Vec<String>;
     /// Tells every hub of the cluster that an approval or a revocation was made here.
     fn admission_changed(&self, device_id: &str, approved: bool);
+    /// A device another hub serves, as a local handle (its requests are forwarded), made with
+    /// its description if needed; `None` if no live hub serves it.
+    fn proxy(&self, device_id: &str) -> BoxFuture<'static, Option<DeviceHandle>>;
+    /// The proxy [`Self::proxy`] made for a device, while it lives.
+    fn cached_proxy(&self, device_id: &str) -> Option<DeviceHandle>;
 }
 
 /// The cluster of a hub, if it runs in one.

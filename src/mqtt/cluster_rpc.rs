@@ -100,6 +100,8 @@ pub struct ClusterNode {
     applied: Mutex<HashMap<String, String>>,
     /// This node, for the tasks it spawns (they must not keep it alive).
     this: Weak<ClusterNode>,
+    /// Other hubs' devices offered through this hub's MCP endpoints.
+    proxies: super::proxy::Proxies,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -142,6 +144,7 @@ impl ClusterNode {
             changed: watch::Sender::new(0),
             next: AtomicU64::new(1),
             applied: Mutex::default(),
+            proxies: Default::default(),
         })
     }
 
@@ -281,6 +284,8 @@ impl ClusterNode {
         let (client, to, c) = (self.client.clone(), req.from.clone(), req.c);
         let topic = format!("{}{to}/a", topics::RPC);
         let node = self.this.clone();
+        // Registered before the task can end (its end takes the same lock).
+        let mut calls = lock(&self.calls);
         let task = tokio::spawn(async move {
             let (tx, mut events) = mpsc::channel::<String>(256);
             let served = control::serve_forwarded(hub, &text, tx);
@@ -300,10 +305,6 @@ impl ClusterNode {
                 node.served_done(&to, c);
             }
         });
-        let mut calls = lock(&self.calls);
-        if task.is_finished() {
-            return;
-        }
         calls.served.insert(key, task.abort_handle());
     }
 
@@ -475,6 +476,19 @@ impl Cluster for ClusterNode {
 
     fn peers(&self) -> Vec<String> {
         lock(&self.view).peers()
+    }
+
+    fn proxy(&self, device_id: &str) -> BoxFuture<'static, Option<crate::links::DeviceHandle>> {
+        let (node, device_id) = (self.this.upgrade(), device_id.to_string());
+        async move {
+            let node = node?;
+            node.proxies.make(&node, &device_id).await
+        }
+        .boxed()
+    }
+
+    fn cached_proxy(&self, device_id: &str) -> Option<crate::links::DeviceHandle> {
+        self.proxies.get(device_id)
     }
 
     fn admission_changed(&self, device_id: &str, approved: bool) {

@@ -12,5 +12,6 @@ pub mod conn;
 pub mod direct;
 pub mod hub;
 pub mod presence;
+pub mod proxy;
 pub mod topics;
 pub mod udp;
