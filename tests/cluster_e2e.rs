@@ -185,6 +185,20 @@ async fn any_hub_reaches_every_device_of_the_cluster() {
     assert_eq!(lines[2]["result"]["content"][0]["text"], "ok", "{lines:?}");
     assert!(lines[3].get("error").is_some() || lines[3]["result"]["isError"] == true, "an unknown tool is refused: {lines:?}");
     assert_eq!(c.get("tools/call"), before + 1, "the SDK's call reached the device once");
+
+    // /mcp on hub 0 offers every device of the cluster; its call of the remote device's tool.
+    let name = format!("{}.t.echo", mcpdev::bridge::naming::prefix_for(remote, &HashMap::new()));
+    let ws_tool = format!("{}.self.get_device_status", mcpdev::bridge::naming::prefix_for(WS, &HashMap::new()));
+    let steps = serde_json::json!([{"op": "list_tools"}, {"op": "call", "name": name, "arguments": {"n": 6}}, {"op": "call", "name": ws_tool, "arguments": {}}]);
+    let lines = mcp_sdk_client(&format!("{}/mcp", hubs[0].host_url), &steps).await;
+    let offered: Vec<String> = serde_json::from_value(lines[1]["pages"].clone()).map(|p: Vec<Vec<String>>| p.concat()).unwrap_or_default();
+    for id in &all {
+        let prefix = mcpdev::bridge::naming::prefix_for(id, &HashMap::new());
+        assert!(offered.iter().any(|t| t.starts_with(&format!("{prefix}."))), "/mcp offers {id}'s tools: {offered:?}");
+    }
+    assert_eq!(lines[2]["result"]["content"][0]["text"], "ok", "{lines:?}");
+    assert_eq!(c.get("tools/call"), before + 2, "the /mcp call reached the device once");
+    assert!(lines[3]["result"]["content"][0]["text"].as_str().unwrap_or_default().contains("audio_speaker"), "the WebSocket device on hub 2: {lines:?}");
 }
 
 /// The official MCP Python SDK 2.x (`.ci/venv-mcp2`, `MCPDEV_TEST_MCP2_PYTHON`) against `url`,
@@ -285,17 +299,7 @@ async fn a_revocation_through_one_hub_cuts_the_device_off_where_it_is_served() {
 
     let approved = mcpdev(&hubs[0], &["devices", "approve", &target, "--json"]).await;
     assert_eq!(approved.code, 0, "{approved:?}");
-    for (i, hub) in hubs.iter().enumerate() {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let list = mcpdev(hub, &["devices", "admitted", "--json"]).await;
-            if list.json()["devices"].as_array().unwrap().iter().any(|d| d["device_id"] == target.as_str()) {
-                break;
-            }
-            assert!(Instant::now() < deadline, "the approval through hub 0 did not reach hub {i}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
+    admitted_everywhere(&hubs, &target, true).await;
 
     let revoked = mcpdev(&hubs[0], &["devices", "revoke", &target, "--json"]).await;
     assert_eq!(revoked.code, 0, "{revoked:?}");
@@ -305,14 +309,19 @@ async fn a_revocation_through_one_hub_cuts_the_device_off_where_it_is_served() {
     assert!(!local_rows(&devices(&hubs[served_by]).await).iter().any(|d| d["device_id"] == target.as_str()), "still served after its revocation");
     let call = mcpdev(&hubs[served_by], &["call", "t.echo", "-d", &target, "--wait", "0s"]).await;
     assert_eq!(call.code, 4, "{call:?}");
+    admitted_everywhere(&hubs, &target, false).await;
+}
+
+/// Polls every hub's `devices admitted` until `device` is (or is not) in it, within 5 s.
+async fn admitted_everywhere(hubs: &[HubProcess], device: &str, admitted: bool) {
     for (i, hub) in hubs.iter().enumerate() {
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
             let list = mcpdev(hub, &["devices", "admitted", "--json"]).await;
-            if !list.json()["devices"].as_array().unwrap().iter().any(|d| d["device_id"] == target.as_str()) {
+            if list.json()["devices"].as_array().unwrap().iter().any(|d| d["device_id"] == device) == admitted {
                 break;
             }
-            assert!(Instant::now() < deadline, "the revocation through hub 0 did not reach hub {i}");
+            assert!(Instant::now() < deadline, "hub {i} did not learn that {device} is {}admitted", if admitted { "" } else { "no longer " });
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }

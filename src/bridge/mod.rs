@@ -83,7 +83,14 @@ impl Shared {
     /// fleet's size).
     fn devices(&self, scope: &Scope) -> Vec<DeviceHandle> {
         match scope {
-            Scope::All => self.hub.registry.handles(),
+            // This hub's devices, then the other hubs' ready ones (docs/cluster.md).
+            Scope::All => {
+                let mut all = self.hub.registry.handles();
+                if let Some(c) = crate::hub::remote::of(&self.hub) {
+                    all.extend(c.proxies().into_iter().filter(|p| self.hub.registry.get(&p.device_id).is_none()));
+                }
+                all
+            }
             // A device another hub serves: its proxy, while it lives (docs/cluster.md).
             Scope::Device(id) => self.hub.registry.get(id).or_else(|| crate::hub::remote::of(&self.hub)?.cached_proxy(id)).into_iter().collect(),
         }

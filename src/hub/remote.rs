@@ -75,6 +75,9 @@ pub trait Cluster: Send + Sync {
     fn proxy(&self, device_id: &str) -> BoxFuture<'static, Option<DeviceHandle>>;
     /// The proxy [`Self::proxy`] made for a device, while it lives.
     fn cached_proxy(&self, device_id: &str) -> Option<DeviceHandle>;
+    /// Every live proxy: the other hubs' ready devices, as `/mcp` offers them (made in the
+    /// background as the index changes, up to a cap).
+    fn proxies(&self) -> Vec<DeviceHandle>;
 }
 
 /// The cluster of a hub, if it runs in one.

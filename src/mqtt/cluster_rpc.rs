@@ -49,6 +49,8 @@ pub const MAX_SERVED_PER_PEER: usize = 256;
 pub const MAX_WAITING: usize = 4096;
 /// Longest request text taken from a peer.
 pub const MAX_REQUEST_BYTES: usize = 1 << 20;
+/// How long after an index arrives the proxies for `/mcp` are brought up to date.
+const OFFER_DELAY: Duration = Duration::from_millis(200);
 /// One log line per kind of refusal in this window.
 const LOG_WINDOW: Duration = Duration::from_secs(10);
 
@@ -102,6 +104,8 @@ pub struct ClusterNode {
     this: Weak<ClusterNode>,
     /// Other hubs' devices offered through this hub's MCP endpoints.
     proxies: super::proxy::Proxies,
+    /// A pass that makes proxies for the other hubs' ready devices is scheduled.
+    offering: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -145,6 +149,7 @@ impl ClusterNode {
             next: AtomicU64::new(1),
             applied: Mutex::default(),
             proxies: Default::default(),
+            offering: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -188,6 +193,11 @@ impl ClusterNode {
         }
     }
 
+    /// Where the index places a device: its hub and row.
+    pub fn row(&self, device_id: &str) -> Option<(String, presence::Row)> {
+        lock(&self.view).row(device_id)
+    }
+
     /// After reconnecting: presence is learned again.
     pub fn forget_presence(&self) {
         lock(&self.view).forget_presence();
@@ -206,6 +216,26 @@ impl ClusterNode {
         });
     }
 
+    /// Makes proxies for the other hubs' ready devices that have none, so that `/mcp` offers
+    /// them ([`super::proxy`]); at most one pass at a time, [`OFFER_DELAY`] after an index came.
+    fn offer_later(&self) {
+        if self.offering.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let node = self.this.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(OFFER_DELAY).await;
+            let Some(node) = node.upgrade() else { return };
+            node.offering.store(false, Ordering::Release);
+            let wanted = lock(&node.view).remote_ready(super::proxy::MAX_PROXIES);
+            for device_id in wanted {
+                if node.proxies.get(&device_id).is_none() {
+                    node.proxies.make(&node, &device_id).await;
+                }
+            }
+        });
+    }
+
     /// A message on one of [`Self::subscriptions`]; `false` if the topic is not the cluster's.
     pub fn on_message(&self, topic: &str, payload: &[u8]) -> bool {
         if let Some(hub) = topic.strip_prefix(topics::INDEX) {
@@ -220,6 +250,7 @@ impl ClusterNode {
                     self.clear_later(hub);
                 }
                 self.bump();
+                self.offer_later();
             }
         } else if let Some(rest) = topic.strip_prefix(topics::RPC) {
             match rest.strip_prefix(self.me.as_str()) {
@@ -489,6 +520,10 @@ impl Cluster for ClusterNode {
 
     fn cached_proxy(&self, device_id: &str) -> Option<crate::links::DeviceHandle> {
         self.proxies.get(device_id)
+    }
+
+    fn proxies(&self) -> Vec<crate::links::DeviceHandle> {
+        self.proxies.all()
     }
 
     fn admission_changed(&self, device_id: &str, approved: bool) {

@@ -186,6 +186,18 @@ impl View {
         out
     }
 
+    /// The index row of a device and the live hub that lists it.
+    pub fn row(&self, device_id: &str) -> Option<(String, Row)> {
+        let hub = self.by_device.get(device_id).filter(|h| self.alive.contains(*h))?;
+        let row = self.indexes.get(hub)?.iter().find(|r| r.device_id == device_id)?;
+        Some((hub.clone(), row.clone()))
+    }
+
+    /// The other live hubs' ready devices (at most `max`).
+    pub fn remote_ready(&self, max: usize) -> Vec<String> {
+        self.peers_rows().filter(|(_, r)| r.phase == "ready").map(|(_, r)| r.device_id.clone()).take(max).collect()
+    }
+
     /// Where another hub serves the device `selector` names (see [`Located`]).
     pub fn locate(&self, selector: Option<&str>, aliases: &HashMap<String, String>) -> Located {
         let remote = |hub: &String| *hub != self.me;

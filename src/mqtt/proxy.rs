@@ -5,8 +5,8 @@
 //! forwarded `device` request) and turns each request into a forwarded `rpc`
 //! ([`super::cluster_rpc`]), so the same deadlines and caps hold. Rules:
 //! - a proxy ends, and its handle says the device is gone, as soon as the cluster index no longer
-//!   places the device on that hub (it moved, or the hub died), or after [`IDLE`] without a
-//!   request (a later request makes a new one);
+//!   lists the device as it was when the proxy was made (it moved, its hub died, its tools or its
+//!   session changed); a new one is made with the new description;
 //! - at most [`MAX_PROXIES`] live at once: beyond that no proxy is made, and the endpoint says
 //!   the device is not reachable from this hub;
 //! - every request ends within its timeout plus the hop's grace, with the device's answer or a
@@ -29,8 +29,6 @@ use crate::wire::jsonrpc::{RawResult, RpcError};
 
 /// Proxies alive at once.
 pub const MAX_PROXIES: usize = 1024;
-/// A proxy nobody used for this long ends.
-pub const IDLE: Duration = Duration::from_secs(600);
 /// How long fetching the device's description may take.
 const FETCH: Duration = Duration::from_secs(5);
 /// The hop's grace beyond a request's own timeout.
@@ -50,12 +48,20 @@ impl Proxies {
         self.lock().get(device_id).filter(|h| h.is_connected()).cloned()
     }
 
+    /// Every live proxy, by Device-Id.
+    pub fn all(&self) -> Vec<DeviceHandle> {
+        let mut v: Vec<DeviceHandle> = self.lock().values().filter(|h| h.is_connected()).cloned().collect();
+        v.sort_by(|a, b| a.device_id.cmp(&b.device_id));
+        v
+    }
+
     /// The device's proxy, made (with its description fetched from its hub) if needed.
     pub async fn make(&self, node: &Arc<ClusterNode>, device_id: &str) -> Option<DeviceHandle> {
         if let Some(h) = self.get(device_id) {
             return Some(h);
         }
         let Located::Remote { hub, device_id } = node.locate(Some(device_id), &HashMap::new()) else { return None };
+        let row = node.row(&device_id)?;
         {
             let mut map = self.lock();
             map.retain(|_, h| h.is_connected());
@@ -66,7 +72,7 @@ impl Proxies {
         }
         let answer = node.forward(&hub, json!({"op": "device", "device": device_id, "wait_ms": 0}), FETCH).await.ok()?;
         let info = description(&serde_json::from_str(&answer).ok()?)?;
-        let handle = spawn(node.clone(), hub, info);
+        let handle = spawn(node.clone(), row, info);
         let mut map = self.lock();
         // Another caller may have made one meanwhile: keep the first.
         if let Some(h) = map.get(&device_id).filter(|h| h.is_connected()) {
@@ -101,17 +107,17 @@ fn description(v: &Value) -> Option<DeviceInfo> {
     Some(info)
 }
 
-fn spawn(node: Arc<ClusterNode>, hub: String, info: DeviceInfo) -> DeviceHandle {
+/// The proxy's task; it lives while the index lists the device as `listed` (hub and row).
+fn spawn(node: Arc<ClusterNode>, listed: (String, super::presence::Row), info: DeviceInfo) -> DeviceHandle {
     let device_id = info.device_id.clone();
+    let hub = listed.0.clone();
     spawn_link(device_id.clone(), 0, move |mut commands, mut publisher| async move {
         publisher.update(&info, Instant::now());
         let mut changed = node.changed();
-        let mut idle_until = tokio::time::Instant::now() + IDLE;
         loop {
             tokio::select! {
                 cmd = commands.recv() => match cmd.map(|c| *c) {
                     Some(Command::Request(r)) => {
-                        idle_until = tokio::time::Instant::now() + IDLE;
                         let op = json!({"op": "rpc", "device": device_id, "method": r.method, "params": r.params, "timeout_ms": r.timeout.as_millis() as u64});
                         let call = node.forward(&hub, op, r.timeout + HOP_GRACE);
                         let timeout = r.timeout;
@@ -124,12 +130,10 @@ fn spawn(node: Arc<ClusterNode>, hub: String, info: DeviceInfo) -> DeviceHandle 
                     Some(Command::Close) | None => break,
                 },
                 r = changed.changed() => {
-                    let here = matches!(node.locate(Some(&device_id), &HashMap::new()), Located::Remote { hub: ref h, .. } if *h == hub);
-                    if r.is_err() || !here {
+                    if r.is_err() || node.row(&device_id).as_ref() != Some(&listed) {
                         break;
                     }
                 }
-                () = tokio::time::sleep_until(idle_until) => break,
             }
         }
         publisher.gone();
