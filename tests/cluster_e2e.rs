@@ -310,6 +310,19 @@ async fn a_revocation_through_one_hub_cuts_the_device_off_where_it_is_served() {
     let call = mcpdev(&hubs[served_by], &["call", "t.echo", "-d", &target, "--wait", "0s"]).await;
     assert_eq!(call.code, 4, "{call:?}");
     admitted_everywhere(&hubs, &target, false).await;
+
+    // A stock device checks in with hub 2 and shows its code; the person approves the code
+    // through hub 0, which never saw it.
+    const STOCK: &str = "cc:00:00:00:02:01";
+    let act = common::ota::check_in(&hubs[2], "hub.lan:8000", STOCK).await;
+    let code = act["activation"]["code"].as_str().expect("an activation code").to_string();
+    let approved = mcpdev(&hubs[0], &["devices", "approve", &code, "--json"]).await;
+    assert_eq!(approved.code, 0, "{approved:?}");
+    assert_eq!(approved.json()["device_id"], STOCK);
+    admitted_everywhere(&hubs, STOCK, true).await;
+    let wrong = mcpdev(&hubs[0], &["devices", "approve", "000000"]).await;
+    assert_ne!(wrong.code, 0, "a code no hub handed out is refused: {wrong:?}");
+    assert!(wrong.stderr.contains("no other hub of the cluster has it either"), "{}", wrong.stderr);
 }
 
 /// Polls every hub's `devices admitted` until `device` is (or is not) in it, within 5 s.

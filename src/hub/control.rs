@@ -16,6 +16,10 @@
 //! Errors: `{"kind": "no_devices|not_found|ambiguous|not_ready|timeout|device_error|disconnected|link_down|bad_request|busy",
 //! "message": …, "rpc": {code,message,data}?}`.
 //!
+//! In a cluster of hubs ([`super::remote`]), `devices` lists every hub's devices (each with its
+//! `hub`), and `device`, `rpc`, `watch` and `revoke` for a device another hub serves are passed to
+//! that hub; approvals and revocations reach every hub.
+//!
 //! One connection serves its requests concurrently in its own task, which also writes their
 //! answers to the socket: at most [`MAX_IN_FLIGHT`] at a time (watches included; beyond that the
 //! answer is `busy`), each at most [`MAX_REQUEST_BYTES`] long. A client that does not read its
@@ -231,12 +235,7 @@ async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<String>, cl
             }
             return None;
         }
-        Op::Approve { target } => hub.admission.approve(&target).map(|a| {
-            if let Some(c) = cluster {
-                c.admission_changed(&a.device_id, true);
-            }
-            text_of(&a)
-        }).map_err(bad_request),
+        Op::Approve { target } => cluster_approve(&hub, cluster, &target).await,
         Op::Revoke { device } => cluster_revoke(&hub, cluster, &device).await,
         Op::Pending => Ok(text_of(&hub.admission.pending())),
         Op::Admitted => Ok(json!({"approve_all": hub.admission.approve_all(), "devices": hub.admission.admitted()}).to_string()),
@@ -327,7 +326,7 @@ fn call_error(device: &str, e: CallError) -> Value {
 // The cluster (issue 26): requests for devices other hubs serve.
 
 /// A request another hub of the cluster forwarded: served here only, never forwarded again.
-/// Only the device ops are taken (`device`, `rpc`, `watch`, `revoke`, `devices`); the answer is
+/// Only the device ops are taken (`device`, `rpc`, `watch`, `revoke`, `approve`, `devices`); the answer is
 /// the control answer's text, or `None` for a watch (its events go to `tx`).
 pub async fn serve_forwarded(hub: Arc<Hub>, request: &str, tx: mpsc::Sender<String>) -> Option<String> {
     let mut refused = 0;
@@ -335,7 +334,7 @@ pub async fn serve_forwarded(hub: Arc<Hub>, request: &str, tx: mpsc::Sender<Stri
         Ok(req) => req,
         Err(answer) => return Some(answer.to_string()),
     };
-    if !matches!(req.op, Op::Device { .. } | Op::Rpc { .. } | Op::Watch { .. } | Op::Revoke { .. } | Op::Devices) {
+    if !matches!(req.op, Op::Device { .. } | Op::Rpc { .. } | Op::Watch { .. } | Op::Revoke { .. } | Op::Approve { .. } | Op::Devices) {
         return Some(json!({"id": req.id, "error": {"kind": "bad_request", "message": "this op is not served for another hub"}}).to_string());
     }
     handle(hub, req, tx, None).await
@@ -415,6 +414,35 @@ async fn remote_watch(c: &Arc<dyn Cluster>, to: String, id: u64, op: Value, tx: 
         }
     };
     tokio::join!(running, relay);
+}
+
+/// `approve` in a cluster: here, or, for an activation code this hub did not hand out, on the
+/// hub the device checked in with; then on every hub (the retained record).
+async fn cluster_approve(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, target: &str) -> Result<String, Value> {
+    let here = hub.admission.approve(target);
+    let Some(c) = cluster else { return here.map(|a| text_of(&a)).map_err(bad_request) };
+    let (text, device_id) = match here {
+        Ok(a) => (text_of(&a), a.device_id),
+        Err(e) if super::admission::is_code(target.trim()) => {
+            let mut found = None;
+            for peer in c.peers() {
+                if let Ok(text) = c.forward(&peer, json!({"op": "approve", "target": target}), Duration::from_secs(5)).await {
+                    found = Some(text);
+                    break;
+                }
+            }
+            let text = found.ok_or_else(|| bad_request(format!("{e} (no other hub of the cluster has it either)")))?;
+            let device_id = serde_json::from_str::<Value>(&text).ok().and_then(|v| v["device_id"].as_str().map(str::to_string)).unwrap_or_default();
+            // Here too: this hub skips its own record.
+            hub.admission.approve(&device_id).map_err(bad_request)?;
+            (text, device_id)
+        }
+        Err(e) => return Err(bad_request(e)),
+    };
+    if !device_id.is_empty() {
+        c.admission_changed(&device_id, true);
+    }
+    Ok(text)
 }
 
 /// `revoke` in a cluster: withdrawn here and on every hub (through the broker), and the device
