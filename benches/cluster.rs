@@ -197,7 +197,30 @@ async fn run() {
 
     // 3. kill -9 of the hub with more devices.
     let (victim, survivor, moving) = if own_a.len() >= own_b.len() { (0, &cb, own_a.len()) } else { (1, &ca, own_b.len()) };
-    hubs[victim].0.kill().await.unwrap();
-    let took = until(Duration::from_secs(120), "the survivor serves every device", async || listing(survivor).await.0.len() > devices).await;
-    println!("\n## takeover: kill -9 of the hub serving {moving} devices; the survivor serves all {} (ready again) {took:.2?} after the kill", devices + 1);
+    let moved = takeover(&mut hubs[victim], survivor, moving).await;
+    println!("\n## takeover: kill -9 of the hub serving {moving} devices; the survivor serves all {} (ready again) {moved}", devices + 1);
+
+    // 3b. A third hub joins; the hub that now serves every device is killed: the newcomer takes
+    // all of them over.
+    let (hub_c, url_c) = hub(&url, &dir.path().join("c")).await;
+    let cc = HubClient::connect(&url_c).await.unwrap();
+    until(Duration::from_secs(60), "the new hub sees the cluster", async || listing(&cc).await.1 > devices).await;
+    let _keep = hub_c;
+    let moved = takeover(&mut hubs[1 - victim], &cc, devices + 1).await;
+    println!("## takeover: a hub joins, then kill -9 of the hub serving all {} devices; the new hub serves them all (ready again) {moved}", devices + 1);
+}
+
+/// `kill -9` of `victim`; how long until `survivor` serves the `moving` devices it served, with
+/// the times of the first and of half of them (where the time goes).
+async fn takeover(victim: &mut Proc, survivor: &HubClient, moving: usize) -> String {
+    let before_kill = listing(survivor).await.0.len();
+    victim.0.kill().await.unwrap();
+    let killed = Instant::now();
+    let mut marks = Vec::new();
+    for (label, share) in [("first", 1), ("half", moving / 2), ("all", moving)] {
+        let share = share.max(1);
+        until(Duration::from_secs(120), "the survivor serves every device", async || listing(survivor).await.0.len() >= before_kill + share).await;
+        marks.push(format!("{label} {:.2?}", killed.elapsed()));
+    }
+    format!("{:.2?} after the kill ({})", killed.elapsed(), marks.join(", "))
 }

@@ -85,6 +85,11 @@ const PEAK_RATIO_TARGET: f64 = 1.5;
 const ONBOARD_TARGET: Duration = Duration::from_secs(8);
 /// One device's operations with the fleet connected, over the same with that device alone.
 const OP_RATIO_TARGET: f64 = 1.3;
+/// Issue 24: a fleet from one address, default caps, all ready within this, with no reset.
+const STORM_TARGET: Duration = Duration::from_secs(5);
+/// Issue 24: `devices --json` at 10,000 devices.
+const LISTING_FIRST_LINE_TARGET: Duration = Duration::from_millis(50);
+const LISTING_EXTRA_KB_TARGET: u64 = 5 * 1024;
 const CALL_MEDIAN_TARGET: Duration = Duration::from_millis(4);
 /// The relay's median over the forwarding floor's (issue 14).
 const RELAY_FLOOR_TARGET: f64 = 1.3;
@@ -129,7 +134,10 @@ fn main() -> anyhow::Result<()> {
     let scratch = Scratch::new()?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     println!("hub benchmark: {}", machine());
-    println!("binary: {BIN}; open-file limit {fds}; load average {}\n", load_average());
+    println!("binary: {}; open-file limit {fds}; load average {}\n", bin(), load_average());
+    if default_caps() {
+        println!("HUB_BENCH_CAPS=default: the fleet meets the default pre-hello caps (16 per address, 512 in total)\n");
+    }
 
     let mut rows = Vec::new();
     runtime.block_on(async {
@@ -187,14 +195,25 @@ async fn onboard(scratch: &Scratch, n: usize) -> anyhow::Result<Vec<Row>> {
 
     let start = Instant::now();
     let mut sims = Vec::new();
+    let failures = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     for (first, count) in fleet_chunks(n) {
         let (id, count) = (fleet_id(first), count.to_string());
-        let sim = scratch
+        let mut sim = scratch
             .command(&["sim", "--quiet", "--url", &hub.device_url, "--count", &count, "--device-id", &id], true)
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .context("starting mcpdev sim")?;
+        // What the devices saw: each failed connection (reset, refused) is a warning line.
+        let mut lines = BufReader::new(sim.stderr.take().context("sim stderr")?).lines();
+        let failures = failures.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if line.contains("connection failed") {
+                    failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        });
         sims.push(sim);
     }
 
@@ -255,8 +274,9 @@ async fn onboard(scratch: &Scratch, n: usize) -> anyhow::Result<Vec<Row>> {
     let sim_cpu: Duration = sims.iter().filter_map(Child::id).map(|pid| cpu_time(pid).unwrap_or_default()).sum();
     let listed = ready_count(&client).await?.saturating_sub(1);
     let with_fleet = op_costs::measure(&hub.host_url, &client, DEVICE).await.context("operations with the fleet connected")?;
+    let listing = devices_listing(scratch, &hub).await.context("devices --json with the fleet connected")?;
 
-    let label = format!("{n} devices");
+    let label = if default_caps() { format!("{n} devices, one address, default caps") } else { format!("{n} devices") };
     let kb_per_device = (rss_after.saturating_sub(rss_before)) as f64 / n as f64;
     let peak_ratio = hwm.saturating_sub(rss_before) as f64 / rss_after.saturating_sub(rss_before).max(1) as f64;
     let mut rows = vec![
@@ -274,6 +294,13 @@ async fn onboard(scratch: &Scratch, n: usize) -> anyhow::Result<Vec<Row>> {
         .target("≤ 8 s", false),
     };
     rows.push(onboarded);
+    let failed = failures.load(std::sync::atomic::Ordering::Relaxed);
+    rows.push(Row::new(&label, "connections failed, as the devices saw them (reset, refused)", failed.to_string()).target("0", failed == 0));
+    if default_caps() {
+        let met = all.is_some_and(|t| t <= STORM_TARGET) && failed == 0;
+        rows.push(Row::new(&label, "all ready with no reset (issue 24)", all.map_or("-".into(), secs)).target("≤ 5 s, 0 resets", met));
+    }
+    rows.extend(listing.rows(&label));
     rows.push(Row::new(&label, "first / half ready", format!("{} / {}", first.map_or("-".into(), ms), half.map_or("-".into(), ms))));
     rows.push(Row::new(&label, "idle again (confirmation re-lists done) after the last ready", secs(settled_after)));
     rows.push(Row::new(
@@ -295,6 +322,46 @@ async fn onboard(scratch: &Scratch, n: usize) -> anyhow::Result<Vec<Row>> {
         );
     }
     Ok(rows)
+}
+
+/// `mcpdev devices --json` against the hub with its fleet: the time to the first line and to the
+/// end, and how far the hub's memory went above where it was (its peak is reset first, through
+/// `/proc/PID/clear_refs`).
+struct Listing {
+    first_line: Duration,
+    total: Duration,
+    lines: usize,
+    extra_kb: Option<u64>,
+}
+
+impl Listing {
+    fn rows(&self, label: &str) -> Vec<Row> {
+        let extra = self.extra_kb.map_or("- (cannot reset the peak)".to_string(), |kb| format!("{} MB", mb(kb)));
+        vec![
+            Row::new(label, "devices --json: first line / all lines", format!("{} / {} ({} lines)", ms(self.first_line), ms(self.total), self.lines))
+                .target("≤ 50 ms to the first line", self.first_line <= LISTING_FIRST_LINE_TARGET),
+            Row::new(label, "devices --json: hub memory above its settled size", extra).target("≤ 5 MB", self.extra_kb.is_some_and(|kb| kb <= LISTING_EXTRA_KB_TARGET)),
+        ]
+    }
+}
+
+async fn devices_listing(scratch: &Scratch, hub: &HubProcess) -> anyhow::Result<Listing> {
+    let rss = proc_kb(hub.pid, "VmRSS")?;
+    let reset = std::fs::write(format!("/proc/{}/clear_refs", hub.pid), "5").is_ok();
+    let start = Instant::now();
+    let mut child = scratch.command(&["devices", "--json", "--hub", &hub.host_url], false).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn()?;
+    let mut out = BufReader::new(child.stdout.take().context("devices stdout")?).lines();
+    let mut first_line = None;
+    let mut lines = 0;
+    while let Some(_line) = timeout(DEADLINE, out.next_line()).await.context("devices --json stalled")?? {
+        first_line.get_or_insert(start.elapsed());
+        lines += 1;
+    }
+    let status = timeout(DEADLINE, child.wait()).await??;
+    ensure!(status.success(), "devices --json failed: {status}");
+    let total = start.elapsed();
+    let hwm = proc_kb(hub.pid, "VmHWM")?;
+    Ok(Listing { first_line: first_line.unwrap_or(total), total, lines, extra_kb: reset.then(|| hwm.saturating_sub(rss)) })
 }
 
 /// Waits until every process in `pids` has been idle (at most one clock tick of CPU in each
@@ -354,7 +421,7 @@ fn control_request(host_url: &str) -> anyhow::Result<tokio_tungstenite::tungsten
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
     let url = format!("{}/api/v1/link", host_url.replacen("http://", "ws://", 1));
     let mut req = url.into_client_request()?;
-    let token = mcpdev::links::control_token::for_client(req.uri().port_u16().unwrap_or(80)).map_err(anyhow::Error::msg)?;
+    let token = mcpdev::links::control_token::for_client(req.uri().host().unwrap_or_default(), req.uri().port_u16().unwrap_or(80)).token().map_err(anyhow::Error::msg)?;
     req.headers_mut().insert("Authorization", format!("Bearer {token}").parse()?);
     Ok(req)
 }
@@ -500,7 +567,7 @@ async fn relay_vs_bare(scratch: &Scratch, hub: &HubProcess, client: &HubClient) 
     let local = hub::start(HubConfig {
         device_addr: "127.0.0.1:0".parse()?,
         host_addr: "127.0.0.1:0".parse()?,
-        admission: mcpdev::hub::admission::AdmissionConfig { approve_all: true, state_dir: None },
+        admission: mcpdev::hub::admission::AdmissionConfig { approve_all: true, state_dir: None, gateway_tokens: Vec::new() },
         ..HubConfig::default()
     })
     .await?;
@@ -732,7 +799,7 @@ impl Scratch {
     /// `mcpdev ARGS` with a clean environment, killed when its handle is dropped; `tied` also
     /// has the kernel kill it if this process dies (for the long-running hub and simulator).
     fn command(&self, args: &[&str], tied: bool) -> Command {
-        self.command_for(BIN.as_ref(), args, tied)
+        self.command_for(bin().as_ref(), args, tied)
     }
 
     fn command_for(&self, program: &std::ffi::OsStr, args: &[&str], tied: bool) -> Command {
@@ -796,10 +863,10 @@ impl HubProcess {
         // have not said hello yet (16, against slow-loris floods) would throttle the fleet, as no
         // real fleet (one address per device) is. The total cap is raised with it.
         let cap = fleet.max(4096).to_string();
-        let args = [
-            "serve", "--json", "--approve-all", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0",
-            "--max-pre-hello-per-peer", &cap, "--max-pre-hello", &cap,
-        ];
+        let mut args = vec!["serve", "--json", "--approve-all", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0"];
+        if !default_caps() {
+            args.extend(["--max-pre-hello-per-peer", &cap, "--max-pre-hello", &cap]);
+        }
         let mut child = scratch.command(&args, true).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().context("starting mcpdev serve")?;
         let pid = child.id().context("hub pid")?;
         let mut stdout = BufReader::new(child.stdout.take().context("hub stdout")?).lines();
@@ -811,6 +878,18 @@ impl HubProcess {
         let drain = tokio::spawn(async move { while let Ok(Some(_)) = stdout.next_line().await {} });
         Ok(Self { device_url, host_url, _child: child, _drain: drain, pid })
     }
+}
+
+/// The `mcpdev` binary the children run: `HUB_BENCH_BIN` (another build, for a before/after in
+/// the same minutes), else the one cargo built with this bench.
+fn bin() -> String {
+    std::env::var("HUB_BENCH_BIN").unwrap_or_else(|_| BIN.to_string())
+}
+
+/// Whether the fleet meets the hub's default pre-hello caps (`HUB_BENCH_CAPS=default`): every
+/// simulated device comes from 127.0.0.1, as a fleet behind one NAT does after a hub restart.
+fn default_caps() -> bool {
+    std::env::var("HUB_BENCH_CAPS").is_ok_and(|v| v == "default")
 }
 
 /// A `/proc/PID/status` field in KB (`VmRSS`, `VmHWM`).

@@ -41,7 +41,7 @@ async fn run(name: &str, broker: Option<BrokerChoice>) {
     let config = HubConfig {
         device_addr: "127.0.0.1:0".parse().expect("address"),
         host_addr: "127.0.0.1:0".parse().expect("address"),
-        admission: mcpdev::hub::admission::AdmissionConfig { approve_all: true, state_dir: None },
+        admission: mcpdev::hub::admission::AdmissionConfig { approve_all: true, state_dir: None, gateway_tokens: Vec::new() },
         ..HubConfig::default()
     };
     let stack = hub_stack::start(hub_stack::StackConfig { hub: config, bridge: Default::default(), mqtt: broker.map(MqttSettings::new) }).await.expect("hub starts");

@@ -32,6 +32,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it')
+            [CompletionResult]::new('dashboard', 'dashboard', [CompletionResultType]::ParameterValue, 'Print a fresh one-time log-in link to the hub''s dashboard (and open it in a browser where one is available)')
             [CompletionResult]::new('hello', 'hello', [CompletionResultType]::ParameterValue, 'Show a device''s hello: identity, transport, features, audio parameters')
             [CompletionResult]::new('init', 'init', [CompletionResultType]::ParameterValue, 'Show the device''s MCP `initialize` answer: protocol version, serverInfo, capabilities (through a hub: the answer to the hub''s initialize at onboarding; --live sends a new one)')
             [CompletionResult]::new('tools', 'tools', [CompletionResultType]::ParameterValue, 'List a device''s tools')
@@ -54,9 +55,10 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--demo-extra-tools', '--demo-extra-tools', [CompletionResultType]::ParameterName, 'Extra generated tools per demo device')
             [CompletionResult]::new('--demo-profile', '--demo-profile', [CompletionResultType]::ParameterName, 'Which tools the demo devices offer')
             [CompletionResult]::new('--device-token', '--device-token', [CompletionResultType]::ParameterName, 'Shared device tokens, comma-separated, accepted for any Device-Id (not bound to a device; prefer per-device admission)')
+            [CompletionResult]::new('--gateway-token', '--gateway-token', [CompletionResultType]::ParameterName, 'Gateway credentials, comma-separated (the xiaozhi MQTT gateway sends one bearer token for every device): accepted in place of the device token of Device-Ids a person approved; the others wait in `mcpdev devices pending`')
             [CompletionResult]::new('--vision-url', '--vision-url', [CompletionResultType]::ParameterName, 'capabilities.vision.url for initialize (default: the hub''s own vision endpoint)')
             [CompletionResult]::new('--vision-token', '--vision-token', [CompletionResultType]::ParameterName, 'capabilities.vision.token for --vision-url (default: each device gets its own token for the hub''s own endpoint)')
-            [CompletionResult]::new('--vision-dir', '--vision-dir', [CompletionResultType]::ParameterName, 'Where the hub''s vision endpoint saves uploaded photos')
+            [CompletionResult]::new('--vision-dir', '--vision-dir', [CompletionResultType]::ParameterName, 'Where the hub''s vision endpoint saves uploaded photos, private to this user (folder 0700, files 0600) [default: vision/ in the state directory]')
             [CompletionResult]::new('--vision-max-files', '--vision-max-files', [CompletionResultType]::ParameterName, 'Photos the vision folder keeps (the oldest are removed first)')
             [CompletionResult]::new('--vision-max-mb', '--vision-max-mb', [CompletionResultType]::ParameterName, 'Megabytes the vision folder keeps (the oldest photos are removed first)')
             [CompletionResult]::new('--keepalive', '--keepalive', [CompletionResultType]::ParameterName, 'Send an MCP ping to a device after this long without traffic (its limit is 120 s)')
@@ -67,6 +69,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--mcp-timeout', '--mcp-timeout', [CompletionResultType]::ParameterName, 'How long an MCP tools/call waits for the device')
             [CompletionResult]::new('--mcp-names', '--mcp-names', [CompletionResultType]::ParameterName, 'Tool names on /mcp: prefixed by device (`<alias>.<tool>`, stable) or the devices'' own')
             [CompletionResult]::new('--mcp-page-size', '--mcp-page-size', [CompletionResultType]::ParameterName, 'Tools per tools/list page on the MCP endpoints')
+            [CompletionResult]::new('--mcp-max-sessions', '--mcp-max-sessions', [CompletionResultType]::ParameterName, 'Open MCP sessions (/mcp, /sse, /devices/*/mcp and /sse) allowed in total; a new one beyond it is refused with 503 until sessions end or expire (5 min idle)')
+            [CompletionResult]::new('--mcp-max-sessions-per-peer', '--mcp-max-sessions-per-peer', [CompletionResultType]::ParameterName, 'Open MCP sessions allowed from one peer address (on loopback, every local MCP host is one peer)')
             [CompletionResult]::new('--mqtt', '--mqtt', [CompletionResultType]::ParameterName, 'Serve MQTT devices: `embedded` runs a broker in this process; or a broker URL (mqtt://[user@]host[:port], mqtts://…; a password in MCPDEV_MQTT_PASSWORD)')
             [CompletionResult]::new('--mqtt-listen', '--mqtt-listen', [CompletionResultType]::ParameterName, 'Where the embedded broker listens')
             [CompletionResult]::new('--mqtt-group', '--mqtt-group', [CompletionResultType]::ParameterName, 'Shared-subscription group: hubs on one broker with the same group share the devices')
@@ -80,8 +84,10 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--header-timeout', '--header-timeout', [CompletionResultType]::ParameterName, 'A request''s headers must arrive within this (both listeners)')
             [CompletionResult]::new('--body-timeout', '--body-timeout', [CompletionResultType]::ParameterName, 'A request''s body must arrive within this (both listeners)')
             [CompletionResult]::new('--hello-timeout', '--hello-timeout', [CompletionResultType]::ParameterName, 'A WebSocket device that has not said hello this long after connecting is closed')
-            [CompletionResult]::new('--max-pre-hello-per-peer', '--max-pre-hello-per-peer', [CompletionResultType]::ParameterName, 'Connections from one address that have not said hello yet; more are closed at once')
-            [CompletionResult]::new('--max-pre-hello', '--max-pre-hello', [CompletionResultType]::ParameterName, 'Device-side connections that have not said hello yet, in total; more are closed at once')
+            [CompletionResult]::new('--max-pre-hello-per-peer', '--max-pre-hello-per-peer', [CompletionResultType]::ParameterName, 'Connections from one address that have not said hello yet; more wait their turn (--accept-queue-timeout)')
+            [CompletionResult]::new('--max-pre-hello', '--max-pre-hello', [CompletionResultType]::ParameterName, 'Device-side connections that have not said hello yet, in total; more wait their turn')
+            [CompletionResult]::new('--accept-queue-timeout', '--accept-queue-timeout', [CompletionResultType]::ParameterName, 'How long a connection over those caps waits for its turn before it is closed')
+            [CompletionResult]::new('--max-queued-per-peer', '--max-queued-per-peer', [CompletionResultType]::ParameterName, 'Connections from one address waiting for their turn; more are closed at once [default: half of the device-connection cap]')
             [CompletionResult]::new('--max-device-connections', '--max-device-connections', [CompletionResultType]::ParameterName, 'Device-side connections in total (also kept 256 below the open-file limit, for the host listener)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
             [CompletionResult]::new('--approve-all', '--approve-all', [CompletionResultType]::ParameterName, 'Admit every device (a lab bench). By default a device is admitted once approved with `mcpdev devices approve`, and must present its own token')
@@ -93,6 +99,21 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;dashboard' {
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--no-open', '--no-open', [CompletionResultType]::ParameterName, 'Only print the link; do not open a browser')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
@@ -248,7 +269,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
         }
         'mcpdev;devices' {
             [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
+            [CompletionResult]::new('--page-size', '--page-size', [CompletionResultType]::ParameterName, 'Devices per request to the hub when listing (at most 1000)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ndjson', '--ndjson', [CompletionResultType]::ParameterName, 'The listing as NDJSON: one device object per line, written as the hub''s pages arrive (--json keeps one array)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
@@ -258,7 +281,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
-            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id')
+            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)')
+            [CompletionResult]::new('deny', 'deny', [CompletionResultType]::ParameterValue, 'Refuse a pending request by its code (the device may ask again, with a new code)')
             [CompletionResult]::new('revoke', 'revoke', [CompletionResultType]::ParameterValue, 'Withdraw a device''s admission and disconnect it')
             [CompletionResult]::new('pending', 'pending', [CompletionResultType]::ParameterValue, 'Devices waiting to be admitted, with their codes')
             [CompletionResult]::new('admitted', 'admitted', [CompletionResultType]::ParameterValue, 'Devices that are admitted')
@@ -266,6 +290,21 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;devices;approve' {
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--rebind', '--rebind', [CompletionResultType]::ParameterName, 'Replace the binding of a device that is admitted already (a new board or a reset one with the same MAC): the old binding''s tokens stop working and its session is cut off')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;devices;deny' {
             [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
@@ -322,7 +361,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;devices;help' {
-            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id')
+            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)')
+            [CompletionResult]::new('deny', 'deny', [CompletionResultType]::ParameterValue, 'Refuse a pending request by its code (the device may ask again, with a new code)')
             [CompletionResult]::new('revoke', 'revoke', [CompletionResultType]::ParameterValue, 'Withdraw a device''s admission and disconnect it')
             [CompletionResult]::new('pending', 'pending', [CompletionResultType]::ParameterValue, 'Devices waiting to be admitted, with their codes')
             [CompletionResult]::new('admitted', 'admitted', [CompletionResultType]::ParameterValue, 'Devices that are admitted')
@@ -330,6 +370,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;devices;help;approve' {
+            break
+        }
+        'mcpdev;devices;help;deny' {
             break
         }
         'mcpdev;devices;help;revoke' {
@@ -352,6 +395,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--extra-tools', '--extra-tools', [CompletionResultType]::ParameterName, 'Extra generated tools per device, to exercise paging')
             [CompletionResult]::new('--protocol-version', '--protocol-version', [CompletionResultType]::ParameterName, 'Binary protocol version announced in `Protocol-Version` and the hello')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Which tools the virtual devices offer')
+            [CompletionResult]::new('--source-addr', '--source-addr', [CompletionResultType]::ParameterName, 'Connect from these local addresses, the devices spread over them in turn (e.g. 127.0.0.2,127.0.0.3): one source address reaches a hub through about 28,000 ports at most')
             [CompletionResult]::new('--mqtt', '--mqtt', [CompletionResultType]::ParameterName, 'Connect over MQTT through this broker instead of WebSocket (mqtt://host:1883)')
             [CompletionResult]::new('--ota', '--ota', [CompletionResultType]::ParameterName, 'Bootstrap like a stock device: POST the system info to this OTA URL, then connect over what the answer says (MQTT if it has an mqtt section, else WebSocket)')
             [CompletionResult]::new('--replay', '--replay', [CompletionResultType]::ParameterName, 'Play back a session recorded with `watch --record FILE`: one device with the recorded identity and hello, answering each request with the recorded reply')
@@ -457,6 +501,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
         }
         'mcpdev;help' {
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it')
+            [CompletionResult]::new('dashboard', 'dashboard', [CompletionResultType]::ParameterValue, 'Print a fresh one-time log-in link to the hub''s dashboard (and open it in a browser where one is available)')
             [CompletionResult]::new('hello', 'hello', [CompletionResultType]::ParameterValue, 'Show a device''s hello: identity, transport, features, audio parameters')
             [CompletionResult]::new('init', 'init', [CompletionResultType]::ParameterValue, 'Show the device''s MCP `initialize` answer: protocol version, serverInfo, capabilities (through a hub: the answer to the hub''s initialize at onboarding; --live sends a new one)')
             [CompletionResult]::new('tools', 'tools', [CompletionResultType]::ParameterValue, 'List a device''s tools')
@@ -472,6 +517,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;help;serve' {
+            break
+        }
+        'mcpdev;help;dashboard' {
             break
         }
         'mcpdev;help;hello' {
@@ -494,13 +542,17 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;help;devices' {
-            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id')
+            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)')
+            [CompletionResult]::new('deny', 'deny', [CompletionResultType]::ParameterValue, 'Refuse a pending request by its code (the device may ask again, with a new code)')
             [CompletionResult]::new('revoke', 'revoke', [CompletionResultType]::ParameterValue, 'Withdraw a device''s admission and disconnect it')
             [CompletionResult]::new('pending', 'pending', [CompletionResultType]::ParameterValue, 'Devices waiting to be admitted, with their codes')
             [CompletionResult]::new('admitted', 'admitted', [CompletionResultType]::ParameterValue, 'Devices that are admitted')
             break
         }
         'mcpdev;help;devices;approve' {
+            break
+        }
+        'mcpdev;help;devices;deny' {
             break
         }
         'mcpdev;help;devices;revoke' {

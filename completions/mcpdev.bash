@@ -25,6 +25,9 @@ _mcpdev() {
             mcpdev,completions)
                 cmd="mcpdev__subcmd__completions"
                 ;;
+            mcpdev,dashboard)
+                cmd="mcpdev__subcmd__dashboard"
+                ;;
             mcpdev,devices)
                 cmd="mcpdev__subcmd__devices"
                 ;;
@@ -61,6 +64,9 @@ _mcpdev() {
             mcpdev__subcmd__devices,approve)
                 cmd="mcpdev__subcmd__devices__subcmd__approve"
                 ;;
+            mcpdev__subcmd__devices,deny)
+                cmd="mcpdev__subcmd__devices__subcmd__deny"
+                ;;
             mcpdev__subcmd__devices,help)
                 cmd="mcpdev__subcmd__devices__subcmd__help"
                 ;;
@@ -75,6 +81,9 @@ _mcpdev() {
                 ;;
             mcpdev__subcmd__devices__subcmd__help,approve)
                 cmd="mcpdev__subcmd__devices__subcmd__help__subcmd__approve"
+                ;;
+            mcpdev__subcmd__devices__subcmd__help,deny)
+                cmd="mcpdev__subcmd__devices__subcmd__help__subcmd__deny"
                 ;;
             mcpdev__subcmd__devices__subcmd__help,help)
                 cmd="mcpdev__subcmd__devices__subcmd__help__subcmd__help"
@@ -93,6 +102,9 @@ _mcpdev() {
                 ;;
             mcpdev__subcmd__help,completions)
                 cmd="mcpdev__subcmd__help__subcmd__completions"
+                ;;
+            mcpdev__subcmd__help,dashboard)
+                cmd="mcpdev__subcmd__help__subcmd__dashboard"
                 ;;
             mcpdev__subcmd__help,devices)
                 cmd="mcpdev__subcmd__help__subcmd__devices"
@@ -130,6 +142,9 @@ _mcpdev() {
             mcpdev__subcmd__help__subcmd__devices,approve)
                 cmd="mcpdev__subcmd__help__subcmd__devices__subcmd__approve"
                 ;;
+            mcpdev__subcmd__help__subcmd__devices,deny)
+                cmd="mcpdev__subcmd__help__subcmd__devices__subcmd__deny"
+                ;;
             mcpdev__subcmd__help__subcmd__devices,pending)
                 cmd="mcpdev__subcmd__help__subcmd__devices__subcmd__pending"
                 ;;
@@ -158,7 +173,7 @@ _mcpdev() {
 
     case "${cmd}" in
         mcpdev)
-            opts="-q -v -h -V --json --quiet --verbose --color --help --version serve hello init tools call watch devices sim check flash man completions help"
+            opts="-q -v -h -V --json --quiet --verbose --color --help --version serve dashboard hello init tools call watch devices sim check flash man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -325,14 +340,40 @@ _mcpdev() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcpdev__subcmd__devices)
-            opts="-q -v -h -V --hub --json --quiet --verbose --color --help --version approve revoke pending admitted help"
+        mcpdev__subcmd__dashboard)
+            opts="-q -v -h -V --hub --no-open --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --hub)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__devices)
+            opts="-q -v -h -V --hub --ndjson --page-size --json --quiet --verbose --color --help --version approve deny revoke pending admitted help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --hub)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --page-size)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -370,6 +411,28 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__devices__subcmd__approve)
+            opts="-q -v -h -V --rebind --hub --json --quiet --verbose --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --hub)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__devices__subcmd__deny)
             opts="-q -v -h -V --hub --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -392,7 +455,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__devices__subcmd__help)
-            opts="approve revoke pending admitted help"
+            opts="approve deny revoke pending admitted help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -420,6 +483,20 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__devices__subcmd__help__subcmd__approve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__devices__subcmd__help__subcmd__deny)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -660,7 +737,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__help)
-            opts="serve hello init tools call watch devices sim check flash man completions help"
+            opts="serve dashboard hello init tools call watch devices sim check flash man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -715,8 +792,22 @@ _mcpdev() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        mcpdev__subcmd__help__subcmd__dashboard)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         mcpdev__subcmd__help__subcmd__devices)
-            opts="approve revoke pending admitted"
+            opts="approve deny revoke pending admitted"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -744,6 +835,20 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__help__subcmd__devices__subcmd__approve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__help__subcmd__devices__subcmd__deny)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1014,7 +1119,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__serve)
-            opts="-q -v -h -V --device-addr --host-addr --ready-file --demo --demo-extra-tools --demo-profile --device-token --approve-all --vision-url --vision-token --vision-dir --vision-max-files --vision-max-mb --keepalive --onboarding-timeout --allowed-host --allowed-origin --mcp-token --mcp-timeout --mcp-names --mcp-user-tools --mcp-page-size --mqtt --mqtt-listen --mqtt-group --mqtt-max-payload --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --header-timeout --body-timeout --hello-timeout --max-pre-hello-per-peer --max-pre-hello --max-device-connections --json --quiet --verbose --color --help --version"
+            opts="-q -v -h -V --device-addr --host-addr --ready-file --demo --demo-extra-tools --demo-profile --device-token --gateway-token --approve-all --vision-url --vision-token --vision-dir --vision-max-files --vision-max-mb --keepalive --onboarding-timeout --allowed-host --allowed-origin --mcp-token --mcp-timeout --mcp-names --mcp-user-tools --mcp-page-size --mcp-max-sessions --mcp-max-sessions-per-peer --mqtt --mqtt-listen --mqtt-group --mqtt-max-payload --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --header-timeout --body-timeout --hello-timeout --max-pre-hello-per-peer --max-pre-hello --accept-queue-timeout --max-queued-per-peer --max-device-connections --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1045,6 +1150,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --device-token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gateway-token)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1097,6 +1206,14 @@ _mcpdev() {
                     return 0
                     ;;
                 --mcp-page-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mcp-max-sessions)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mcp-max-sessions-per-peer)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1160,6 +1277,14 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --accept-queue-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-queued-per-peer)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --max-device-connections)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1176,7 +1301,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__sim)
-            opts="-q -v -h -V --url --device-id --count --token --extra-tools --protocol-version --profile --mqtt --ota --replay --replay-timing --json --quiet --verbose --color --help --version"
+            opts="-q -v -h -V --url --device-id --count --token --extra-tools --protocol-version --profile --source-addr --mqtt --ota --replay --replay-timing --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1208,6 +1333,10 @@ _mcpdev() {
                     ;;
                 --profile)
                     COMPREPLY=($(compgen -W "stock-tools conformance stock" -- "${cur}"))
+                    return 0
+                    ;;
+                --source-addr)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --mqtt)

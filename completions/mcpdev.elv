@@ -29,6 +29,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
             cand serve 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it'
+            cand dashboard 'Print a fresh one-time log-in link to the hub''s dashboard (and open it in a browser where one is available)'
             cand hello 'Show a device''s hello: identity, transport, features, audio parameters'
             cand init 'Show the device''s MCP `initialize` answer: protocol version, serverInfo, capabilities (through a hub: the answer to the hub''s initialize at onboarding; --live sends a new one)'
             cand tools 'List a device''s tools'
@@ -50,9 +51,10 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --demo-extra-tools 'Extra generated tools per demo device'
             cand --demo-profile 'Which tools the demo devices offer'
             cand --device-token 'Shared device tokens, comma-separated, accepted for any Device-Id (not bound to a device; prefer per-device admission)'
+            cand --gateway-token 'Gateway credentials, comma-separated (the xiaozhi MQTT gateway sends one bearer token for every device): accepted in place of the device token of Device-Ids a person approved; the others wait in `mcpdev devices pending`'
             cand --vision-url 'capabilities.vision.url for initialize (default: the hub''s own vision endpoint)'
             cand --vision-token 'capabilities.vision.token for --vision-url (default: each device gets its own token for the hub''s own endpoint)'
-            cand --vision-dir 'Where the hub''s vision endpoint saves uploaded photos'
+            cand --vision-dir 'Where the hub''s vision endpoint saves uploaded photos, private to this user (folder 0700, files 0600) [default: vision/ in the state directory]'
             cand --vision-max-files 'Photos the vision folder keeps (the oldest are removed first)'
             cand --vision-max-mb 'Megabytes the vision folder keeps (the oldest photos are removed first)'
             cand --keepalive 'Send an MCP ping to a device after this long without traffic (its limit is 120 s)'
@@ -63,6 +65,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --mcp-timeout 'How long an MCP tools/call waits for the device'
             cand --mcp-names 'Tool names on /mcp: prefixed by device (`<alias>.<tool>`, stable) or the devices'' own'
             cand --mcp-page-size 'Tools per tools/list page on the MCP endpoints'
+            cand --mcp-max-sessions 'Open MCP sessions (/mcp, /sse, /devices/*/mcp and /sse) allowed in total; a new one beyond it is refused with 503 until sessions end or expire (5 min idle)'
+            cand --mcp-max-sessions-per-peer 'Open MCP sessions allowed from one peer address (on loopback, every local MCP host is one peer)'
             cand --mqtt 'Serve MQTT devices: `embedded` runs a broker in this process; or a broker URL (mqtt://[user@]host[:port], mqtts://…; a password in MCPDEV_MQTT_PASSWORD)'
             cand --mqtt-listen 'Where the embedded broker listens'
             cand --mqtt-group 'Shared-subscription group: hubs on one broker with the same group share the devices'
@@ -76,8 +80,10 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --header-timeout 'A request''s headers must arrive within this (both listeners)'
             cand --body-timeout 'A request''s body must arrive within this (both listeners)'
             cand --hello-timeout 'A WebSocket device that has not said hello this long after connecting is closed'
-            cand --max-pre-hello-per-peer 'Connections from one address that have not said hello yet; more are closed at once'
-            cand --max-pre-hello 'Device-side connections that have not said hello yet, in total; more are closed at once'
+            cand --max-pre-hello-per-peer 'Connections from one address that have not said hello yet; more wait their turn (--accept-queue-timeout)'
+            cand --max-pre-hello 'Device-side connections that have not said hello yet, in total; more wait their turn'
+            cand --accept-queue-timeout 'How long a connection over those caps waits for its turn before it is closed'
+            cand --max-queued-per-peer 'Connections from one address waiting for their turn; more are closed at once [default: half of the device-connection cap]'
             cand --max-device-connections 'Device-side connections in total (also kept 256 below the open-file limit, for the host listener)'
             cand --color 'When to use colour (NO_COLOR is honoured under auto)'
             cand --approve-all 'Admit every device (a lab bench). By default a device is admitted once approved with `mcpdev devices approve`, and must present its own token'
@@ -89,6 +95,20 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;dashboard'= {
+            cand --hub 'The hub''s host listener'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --no-open 'Only print the link; do not open a browser'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
         }
@@ -234,7 +254,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         }
         &'mcpdev;devices'= {
             cand --hub 'The hub''s host listener'
+            cand --page-size 'Devices per request to the hub when listing (at most 1000)'
             cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ndjson 'The listing as NDJSON: one device object per line, written as the hub''s pages arrive (--json keeps one array)'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
@@ -244,13 +266,28 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
-            cand approve 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id'
+            cand approve 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)'
+            cand deny 'Refuse a pending request by its code (the device may ask again, with a new code)'
             cand revoke 'Withdraw a device''s admission and disconnect it'
             cand pending 'Devices waiting to be admitted, with their codes'
             cand admitted 'Devices that are admitted'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpdev;devices;approve'= {
+            cand --hub 'The hub''s host listener'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --rebind 'Replace the binding of a device that is admitted already (a new board or a reset one with the same MAC): the old binding''s tokens stop working and its session is cut off'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;devices;deny'= {
             cand --hub 'The hub''s host listener'
             cand --color 'When to use colour (NO_COLOR is honoured under auto)'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
@@ -303,13 +340,16 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --version 'Print version'
         }
         &'mcpdev;devices;help'= {
-            cand approve 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id'
+            cand approve 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)'
+            cand deny 'Refuse a pending request by its code (the device may ask again, with a new code)'
             cand revoke 'Withdraw a device''s admission and disconnect it'
             cand pending 'Devices waiting to be admitted, with their codes'
             cand admitted 'Devices that are admitted'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpdev;devices;help;approve'= {
+        }
+        &'mcpdev;devices;help;deny'= {
         }
         &'mcpdev;devices;help;revoke'= {
         }
@@ -327,6 +367,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --extra-tools 'Extra generated tools per device, to exercise paging'
             cand --protocol-version 'Binary protocol version announced in `Protocol-Version` and the hello'
             cand --profile 'Which tools the virtual devices offer'
+            cand --source-addr 'Connect from these local addresses, the devices spread over them in turn (e.g. 127.0.0.2,127.0.0.3): one source address reaches a hub through about 28,000 ports at most'
             cand --mqtt 'Connect over MQTT through this broker instead of WebSocket (mqtt://host:1883)'
             cand --ota 'Bootstrap like a stock device: POST the system info to this OTA URL, then connect over what the answer says (MQTT if it has an mqtt section, else WebSocket)'
             cand --replay 'Play back a session recorded with `watch --record FILE`: one device with the recorded identity and hello, answering each request with the recorded reply'
@@ -427,6 +468,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         }
         &'mcpdev;help'= {
             cand serve 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it'
+            cand dashboard 'Print a fresh one-time log-in link to the hub''s dashboard (and open it in a browser where one is available)'
             cand hello 'Show a device''s hello: identity, transport, features, audio parameters'
             cand init 'Show the device''s MCP `initialize` answer: protocol version, serverInfo, capabilities (through a hub: the answer to the hub''s initialize at onboarding; --live sends a new one)'
             cand tools 'List a device''s tools'
@@ -442,6 +484,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         }
         &'mcpdev;help;serve'= {
         }
+        &'mcpdev;help;dashboard'= {
+        }
         &'mcpdev;help;hello'= {
         }
         &'mcpdev;help;init'= {
@@ -456,12 +500,15 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         &'mcpdev;help;watch'= {
         }
         &'mcpdev;help;devices'= {
-            cand approve 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id'
+            cand approve 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)'
+            cand deny 'Refuse a pending request by its code (the device may ask again, with a new code)'
             cand revoke 'Withdraw a device''s admission and disconnect it'
             cand pending 'Devices waiting to be admitted, with their codes'
             cand admitted 'Devices that are admitted'
         }
         &'mcpdev;help;devices;approve'= {
+        }
+        &'mcpdev;help;devices;deny'= {
         }
         &'mcpdev;help;devices;revoke'= {
         }

@@ -33,6 +33,7 @@ complete -c mcpdev -n "__fish_mcpdev_needs_command" -s v -l verbose -d 'More log
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "serve" -d 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it'
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "dashboard" -d 'Print a fresh one-time log-in link to the hub\'s dashboard (and open it in a browser where one is available)'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "hello" -d 'Show a device\'s hello: identity, transport, features, audio parameters'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "init" -d 'Show the device\'s MCP `initialize` answer: protocol version, serverInfo, capabilities (through a hub: the answer to the hub\'s initialize at onboarding; --live sends a new one)'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "tools" -d 'List a device\'s tools'
@@ -54,9 +55,10 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l demo-profile -d 
 conformance\t'The stock tools plus the MCP conformance suite\'s fixture tools'
 stock\t'The stock tools with the stock firmware 2.4.2\'s deviations from MCP (see `sim::stock`): no answer to string ids, `Method not implemented` for `ping`, errors without a `code`, unescaped error messages, `nextCursor:""`, wrong types silently defaulted'"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l device-token -d 'Shared device tokens, comma-separated, accepted for any Device-Id (not bound to a device; prefer per-device admission)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l gateway-token -d 'Gateway credentials, comma-separated (the xiaozhi MQTT gateway sends one bearer token for every device): accepted in place of the device token of Device-Ids a person approved; the others wait in `mcpdev devices pending`' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-url -d 'capabilities.vision.url for initialize (default: the hub\'s own vision endpoint)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-token -d 'capabilities.vision.token for --vision-url (default: each device gets its own token for the hub\'s own endpoint)' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-dir -d 'Where the hub\'s vision endpoint saves uploaded photos' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-dir -d 'Where the hub\'s vision endpoint saves uploaded photos, private to this user (folder 0700, files 0600) [default: vision/ in the state directory]' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-max-files -d 'Photos the vision folder keeps (the oldest are removed first)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l vision-max-mb -d 'Megabytes the vision folder keeps (the oldest photos are removed first)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l keepalive -d 'Send an MCP ping to a device after this long without traffic (its limit is 120 s)' -r
@@ -68,6 +70,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-timeout -d '
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-names -d 'Tool names on /mcp: prefixed by device (`<alias>.<tool>`, stable) or the devices\' own' -r -f -a "prefixed\t'`<alias>.<tool>`: stable names, however many devices connect'
 plain\t'The device\'s own names; a name already taken by another device gets the prefix'"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-page-size -d 'Tools per tools/list page on the MCP endpoints' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-max-sessions -d 'Open MCP sessions (/mcp, /sse, /devices/*/mcp and /sse) allowed in total; a new one beyond it is refused with 503 until sessions end or expire (5 min idle)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-max-sessions-per-peer -d 'Open MCP sessions allowed from one peer address (on loopback, every local MCP host is one peer)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt -d 'Serve MQTT devices: `embedded` runs a broker in this process; or a broker URL (mqtt://[user@]host[:port], mqtts://…; a password in MCPDEV_MQTT_PASSWORD)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-listen -d 'Where the embedded broker listens' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-group -d 'Shared-subscription group: hubs on one broker with the same group share the devices' -r
@@ -81,8 +85,10 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l timezone-offset 
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l header-timeout -d 'A request\'s headers must arrive within this (both listeners)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l body-timeout -d 'A request\'s body must arrive within this (both listeners)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l hello-timeout -d 'A WebSocket device that has not said hello this long after connecting is closed' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-pre-hello-per-peer -d 'Connections from one address that have not said hello yet; more are closed at once' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-pre-hello -d 'Device-side connections that have not said hello yet, in total; more are closed at once' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-pre-hello-per-peer -d 'Connections from one address that have not said hello yet; more wait their turn (--accept-queue-timeout)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-pre-hello -d 'Device-side connections that have not said hello yet, in total; more wait their turn' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l accept-queue-timeout -d 'How long a connection over those caps waits for its turn before it is closed' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-queued-per-peer -d 'Connections from one address waiting for their turn; more are closed at once [default: half of the device-connection cap]' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-device-connections -d 'Device-side connections in total (also kept 256 below the open-file limit, for the host listener)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
@@ -94,6 +100,16 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s q -l quiet -d 'P
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -l hub -d 'The hub\'s host listener' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -l no-open -d 'Only print the link; do not open a browser'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s d -l device -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l listen -d 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit' -r
@@ -203,29 +219,42 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s q -l quiet -d 'P
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s V -l version -d 'Print version'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -l hub -d 'The hub\'s host listener' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l hub -d 'The hub\'s host listener' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l page-size -d 'Devices per request to the hub when listing (at most 1000)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -s q -l quiet -d 'Print only results (no progress or hints)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -s h -l help -d 'Print help'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -s V -l version -d 'Print version'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -f -a "approve" -d 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -f -a "revoke" -d 'Withdraw a device\'s admission and disconnect it'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -f -a "pending" -d 'Devices waiting to be admitted, with their codes'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -f -a "admitted" -d 'Devices that are admitted'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve revoke pending admitted help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l ndjson -d 'The listing as NDJSON: one device object per line, written as the hub\'s pages arrive (--json keeps one array)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -f -a "approve" -d 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -f -a "deny" -d 'Refuse a pending request by its code (the device may ask again, with a new code)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -f -a "revoke" -d 'Withdraw a device\'s admission and disconnect it'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -f -a "pending" -d 'Devices waiting to be admitted, with their codes'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -f -a "admitted" -d 'Devices that are admitted'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l rebind -d 'Replace the binding of a device that is admitted already (a new board or a reset one with the same MAC): the old binding\'s tokens stop working and its session is cut off'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -l hub -d 'The hub\'s host listener' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
@@ -253,7 +282,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_s
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -s V -l version -d 'Print version'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "approve" -d 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "approve" -d 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "deny" -d 'Refuse a pending request by its code (the device may ask again, with a new code)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "revoke" -d 'Withdraw a device\'s admission and disconnect it'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "pending" -d 'Devices waiting to be admitted, with their codes'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "admitted" -d 'Devices that are admitted'
@@ -267,6 +297,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l protocol-version -
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l profile -d 'Which tools the virtual devices offer' -r -f -a "stock-tools\t'The stock xiaozhi common and user-only tools, served the standard way'
 conformance\t'The stock tools plus the MCP conformance suite\'s fixture tools'
 stock\t'The stock tools with the stock firmware 2.4.2\'s deviations from MCP (see `sim::stock`): no answer to string ids, `Method not implemented` for `ping`, errors without a `code`, unescaped error messages, `nextCursor:""`, wrong types silently defaulted'"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l source-addr -d 'Connect from these local addresses, the devices spread over them in turn (e.g. 127.0.0.2,127.0.0.3): one source address reaches a hub through about 28,000 ports at most' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l mqtt -d 'Connect over MQTT through this broker instead of WebSocket (mqtt://host:1883)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l ota -d 'Bootstrap like a stock device: POST the system info to this OTA URL, then connect over what the answer says (MQTT if it has an mqtt section, else WebSocket)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l replay -d 'Play back a session recorded with `watch --record FILE`: one device with the recorded identity and hello, answering each request with the recorded reply' -r -F
@@ -342,21 +373,23 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -s q -l quiet
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim check flash man completions help" -f -a "serve" -d 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim check flash man completions help" -f -a "hello" -d 'Show a device\'s hello: identity, transport, features, audio parameters'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim check flash man completions help" -f -a "init" -d 'Show the device\'s MCP `initialize` answer: protocol version, serverInfo, capabilities (through a hub: the answer to the hub\'s initialize at onboarding; --live sends a new one)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim check flash man completions help" -f -a "tools" -d 'List a device\'s tools'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim check flash man completions help" -f -a "call" -d 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim check flash man completions help" -f -a "watch" -d 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim check flash man completions help" -f -a "devices" -d 'List connected devices; approve, revoke and list devices waiting to be admitted'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim check flash man completions help" -f -a "sim" -d 'Run virtual devices (the firmware\'s own MCP core) against a backend'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim check flash man completions help" -f -a "check" -d 'Check a device\'s firmware: conformance and robustness, each check pass/warn/fail'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim check flash man completions help" -f -a "flash" -d 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim check flash man completions help" -f -a "man" -d 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim check flash man completions help" -f -a "completions" -d 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve hello init tools call watch devices sim check flash man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "serve" -d 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "dashboard" -d 'Print a fresh one-time log-in link to the hub\'s dashboard (and open it in a browser where one is available)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "hello" -d 'Show a device\'s hello: identity, transport, features, audio parameters'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "init" -d 'Show the device\'s MCP `initialize` answer: protocol version, serverInfo, capabilities (through a hub: the answer to the hub\'s initialize at onboarding; --live sends a new one)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "tools" -d 'List a device\'s tools'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "call" -d 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "watch" -d 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "devices" -d 'List connected devices; approve, revoke and list devices waiting to be admitted'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "sim" -d 'Run virtual devices (the firmware\'s own MCP core) against a backend'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "check" -d 'Check a device\'s firmware: conformance and robustness, each check pass/warn/fail'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "flash" -d 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "man" -d 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "completions" -d 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from tools" -f -a "list" -d 'Every tool, all pages, as a table (full schemas with --json)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "approve" -d 'Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "approve" -d 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "deny" -d 'Refuse a pending request by its code (the device may ask again, with a new code)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "revoke" -d 'Withdraw a device\'s admission and disconnect it'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "pending" -d 'Devices waiting to be admitted, with their codes'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "admitted" -d 'Devices that are admitted'

@@ -54,6 +54,8 @@ pub enum ColorChoice {
 pub enum Command {
     /// Run the hub: devices connect here; the CLI and MCP hosts reach them through it
     Serve(ServeArgs),
+    /// Print a fresh one-time log-in link to the hub's dashboard (and open it in a browser where one is available)
+    Dashboard(DashboardArgs),
     /// Show a device's hello: identity, transport, features, audio parameters
     Hello(HelloArgs),
     /// Show the device's MCP `initialize` answer: protocol version, serverInfo, capabilities
@@ -86,7 +88,7 @@ impl Command {
     /// Whether the command does one exchange and exits, so one thread serves it: starting
     /// worker threads (and their allocator arenas) would cost it more than the work.
     pub fn is_one_shot(&self) -> bool {
-        matches!(self, Command::Hello(_) | Command::Init(_) | Command::Tools { .. } | Command::Call(_) | Command::Devices(_) | Command::Man(_) | Command::Completions(_))
+        matches!(self, Command::Dashboard(_) | Command::Hello(_) | Command::Init(_) | Command::Tools { .. } | Command::Call(_) | Command::Devices(_) | Command::Man(_) | Command::Completions(_))
     }
 }
 
@@ -115,11 +117,15 @@ pub struct SimArgs {
     /// Which tools the virtual devices offer
     #[arg(long, value_enum, default_value_t = crate::sim::Profile::StockTools)]
     pub profile: crate::sim::Profile,
+    /// Connect from these local addresses, the devices spread over them in turn (e.g.
+    /// 127.0.0.2,127.0.0.3): one source address reaches a hub through about 28,000 ports at most
+    #[arg(long, value_name = "ADDR[,ADDR…]", value_delimiter = ',', conflicts_with_all = ["mqtt", "ota"])]
+    pub source_addr: Vec<std::net::IpAddr>,
     #[command(flatten)]
     pub bootstrap: SimBootstrapArgs,
     /// Play back a session recorded with `watch --record FILE`: one device with the recorded
     /// identity and hello, answering each request with the recorded reply
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["count", "extra_tools", "profile", "mqtt", "ota"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["count", "extra_tools", "profile", "mqtt", "ota", "source_addr"])]
     pub replay: Option<std::path::PathBuf>,
     /// With --replay: answer after the recorded latencies
     #[arg(long, requires = "replay")]
@@ -226,7 +232,10 @@ pub struct CallArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Checks: hello (headers, fields, features.mcp), initialize, tools/list (paging, order, \
 withUserTools, cursors, page size, declarations), JSON-RPC hygiene (error codes, ids, ping, 8 in flight, escaping, \
-malformed JSON, notifications), opt-in calls (--call) and fuzzing (--fuzz), timing.\n\n\
+malformed JSON, notifications), the envelope (type, session_id echoed), opt-in calls (--call) and fuzzing \
+(--fuzz), timing.\n\n\
+fail: what real backends trip on; warn: a deviation they tolerate; one missing answer is counted once, \
+other checks that met it are skipped naming it. Every check with its severity and reference: docs/check.md.\n\n\
 Exit code 10 when a check failed (or warned, with --strict).\n\n\
 Examples:\n  mcpdev check --listen 0.0.0.0:8000\n  mcpdev check -d aa:bb   # through a running hub: raw-frame checks are skipped\n  mcpdev check --mqtt mqtt://broker.lan:1883 -d aa:bb:cc:dd:ee:ff   # no hub: hello checks are skipped\n  mcpdev check --listen 0.0.0.0:8000 --call 'self.audio_speaker.*' --junit check.xml")]
 pub struct CheckArgs {
@@ -271,6 +280,18 @@ pub struct CheckArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "The link works once: opening it sets a session cookie and drops the token from the address.\n\
+Examples:\n  mcpdev dashboard\n  mcpdev dashboard --no-open --hub http://127.0.0.1:8001")]
+pub struct DashboardArgs {
+    /// The hub's host listener
+    #[arg(long, env = "MCPDEV_HUB", default_value = "http://127.0.0.1:8001")]
+    pub hub: String,
+    /// Only print the link; do not open a browser
+    #[arg(long)]
+    pub no_open: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct WatchArgs {
     /// Only this device (id, prefix or alias); all devices when left out
     #[arg(short, long, env = "MCPDEV_DEVICE")]
@@ -292,23 +313,42 @@ pub struct WatchArgs {
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  mcpdev devices                  # connected devices\n  \
+mcpdev devices --ndjson         # one JSON object per device and line, as pages arrive\n  \
 mcpdev devices pending          # devices waiting to be admitted, with their codes\n  \
 mcpdev devices approve 123456   # the code the device shows (or its Device-Id)\n  \
+mcpdev devices deny 123456      # refuse a request\n  \
 mcpdev devices revoke aa:bb:cc:dd:ee:ff")]
 pub struct DevicesArgs {
     /// The hub's host listener
     #[arg(long, env = "MCPDEV_HUB", default_value = "http://127.0.0.1:8001", global = true)]
     pub hub: String,
+    /// The listing as NDJSON: one device object per line, written as the hub's pages arrive
+    /// (--json keeps one array)
+    #[arg(long)]
+    pub ndjson: bool,
+    /// Devices per request to the hub when listing (at most 1000)
+    #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub page_size: u32,
     #[command(subcommand)]
     pub command: Option<DevicesCommand>,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum DevicesCommand {
-    /// Admit a device: the 6-digit code it shows (or that its refusal named), or its Device-Id
+    /// Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id,
+    /// which prints a token for you to give the device (never handed out over OTA)
     Approve {
         #[arg(value_name = "CODE|DEVICE-ID")]
         target: String,
+        /// Replace the binding of a device that is admitted already (a new board or a reset one
+        /// with the same MAC): the old binding's tokens stop working and its session is cut off
+        #[arg(long)]
+        rebind: bool,
+    },
+    /// Refuse a pending request by its code (the device may ask again, with a new code)
+    Deny {
+        #[arg(value_name = "CODE")]
+        code: String,
     },
     /// Withdraw a device's admission and disconnect it
     Revoke {
@@ -327,7 +367,9 @@ mcpdev serve --approve-all     # a lab bench: every device is admitted\n\n\
 Devices are admitted, not merely connected: a new device gets a 6-digit code (its OTA check-in \
 shows it; a refused WebSocket names it) and is let in once you run `mcpdev devices approve CODE`; \
 it then connects with its own token. Approvals are kept in the state directory \
-($MCPDEV_STATE_DIR, else $XDG_STATE_HOME/mcpdev or ~/.local/state/mcpdev).")]
+($MCPDEV_STATE_DIR, else $XDG_STATE_HOME/mcpdev or ~/.local/state/mcpdev).\n\n\
+SIGINT (Ctrl-C) and SIGTERM stop the hub alike: each device gets a goodbye (MQTT `goodbye`, \
+WebSocket close 1001), the control token and --ready-file are removed, and it exits 130.")]
 pub struct ServeArgs {
     /// Where devices connect (WebSocket /xiaozhi/v1/)
     #[arg(long, env = "MCPDEV_DEVICE_ADDR", default_value = "0.0.0.0:8000")]
@@ -352,6 +394,11 @@ pub struct ServeArgs {
     /// prefer per-device admission)
     #[arg(long = "device-token", env = "MCPDEV_DEVICE_TOKEN", hide_env_values = true, value_delimiter = ',')]
     pub device_tokens: Vec<String>,
+    /// Gateway credentials, comma-separated (the xiaozhi MQTT gateway sends one bearer token for
+    /// every device): accepted in place of the device token of Device-Ids a person approved; the
+    /// others wait in `mcpdev devices pending`
+    #[arg(long = "gateway-token", env = "MCPDEV_GATEWAY_TOKEN", hide_env_values = true, value_delimiter = ',')]
+    pub gateway_tokens: Vec<String>,
     /// Admit every device (a lab bench). By default a device is admitted once approved with
     /// `mcpdev devices approve`, and must present its own token
     #[arg(long)]
@@ -362,9 +409,9 @@ pub struct ServeArgs {
     /// capabilities.vision.token for --vision-url (default: each device gets its own token for the hub's own endpoint)
     #[arg(long, env = "MCPDEV_VISION_TOKEN", hide_env_values = true)]
     pub vision_token: Option<String>,
-    /// Where the hub's vision endpoint saves uploaded photos
-    #[arg(long, default_value = "mcpdev-vision")]
-    pub vision_dir: std::path::PathBuf,
+    /// Where the hub's vision endpoint saves uploaded photos, private to this user (folder 0700, files 0600) [default: vision/ in the state directory]
+    #[arg(long, value_name = "DIR")]
+    pub vision_dir: Option<std::path::PathBuf>,
     /// Photos the vision folder keeps (the oldest are removed first)
     #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub vision_max_files: u32,
@@ -398,6 +445,13 @@ pub struct ServeArgs {
     /// Tools per tools/list page on the MCP endpoints
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub mcp_page_size: u32,
+    /// Open MCP sessions (/mcp, /sse, /devices/*/mcp and /sse) allowed in total; a new one
+    /// beyond it is refused with 503 until sessions end or expire (5 min idle)
+    #[arg(long, env = "MCPDEV_MCP_MAX_SESSIONS", value_name = "N", default_value_t = crate::bridge::sessions::DEFAULT_TOTAL, value_parser = clap::value_parser!(u32).range(1..))]
+    pub mcp_max_sessions: u32,
+    /// Open MCP sessions allowed from one peer address (on loopback, every local MCP host is one peer)
+    #[arg(long, env = "MCPDEV_MCP_MAX_SESSIONS_PER_PEER", value_name = "N", default_value_t = crate::bridge::sessions::DEFAULT_PER_PEER, value_parser = clap::value_parser!(u32).range(1..))]
+    pub mcp_max_sessions_per_peer: u32,
     #[command(flatten)]
     pub mqtt: MqttServeArgs,
     #[command(flatten)]
@@ -417,12 +471,18 @@ pub struct LimitArgs {
     /// A WebSocket device that has not said hello this long after connecting is closed
     #[arg(long, env = "MCPDEV_HELLO_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub hello_timeout: std::time::Duration,
-    /// Connections from one address that have not said hello yet; more are closed at once
+    /// Connections from one address that have not said hello yet; more wait their turn (--accept-queue-timeout)
     #[arg(long, env = "MCPDEV_MAX_PRE_HELLO_PER_PEER", value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_pre_hello_per_peer: u32,
-    /// Device-side connections that have not said hello yet, in total; more are closed at once
+    /// Device-side connections that have not said hello yet, in total; more wait their turn
     #[arg(long, env = "MCPDEV_MAX_PRE_HELLO", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_pre_hello: u32,
+    /// How long a connection over those caps waits for its turn before it is closed
+    #[arg(long, env = "MCPDEV_ACCEPT_QUEUE_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub accept_queue_timeout: std::time::Duration,
+    /// Connections from one address waiting for their turn; more are closed at once [default: half of the device-connection cap]
+    #[arg(long, env = "MCPDEV_MAX_QUEUED_PER_PEER", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_queued_per_peer: Option<u32>,
     /// Device-side connections in total (also kept 256 below the open-file limit, for the host listener)
     #[arg(long, env = "MCPDEV_MAX_DEVICE_CONNECTIONS", value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_device_connections: u32,
@@ -481,6 +541,7 @@ pub struct SimBootstrapArgs {
 /// `ps` shows them to every user of the machine.
 const SECRET_FLAGS: &[(&str, &str, &str)] = &[
     ("device_tokens", "--device-token", "MCPDEV_DEVICE_TOKEN"),
+    ("gateway_tokens", "--gateway-token", "MCPDEV_GATEWAY_TOKEN"),
     ("token", "--token", "MCPDEV_DEVICE_TOKEN"),
     ("vision_token", "--vision-token", "MCPDEV_VISION_TOKEN"),
     ("mcp_token", "--mcp-token", "MCPDEV_MCP_TOKEN"),

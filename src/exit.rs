@@ -64,7 +64,7 @@ Exit codes:
   9    onboarding failed: the device is connected but initialize or tools/list failed
        after every retry (the message names the step; tools list --refresh starts over)
   10   check failed: mcpdev check found a failure (or a warning, with --strict)
-  130  interrupted
+  130  interrupted: Ctrl-C (SIGINT), or SIGTERM to serve, which shuts down cleanly either way
   141  output closed: the reader of stdout went away (e.g. `| head -1`)";
 
 /// Writes command output to stdout, for every layer that prints results (commands, flash

@@ -19,7 +19,9 @@
 //!    device tool calls answered directly, without rmcp's session worker); [`mqtt`]'s hub
 //!    side: MQTT devices through a broker (topics, connections, embedded broker), and the cluster
 //!    of hubs on one broker (claims, presence, hub-to-hub requests, failover: docs/cluster.md).
-//! 6. [`commands`]: one module per subcommand; thin: parse, call the layers, render
+//! 6. [`dashboard`]: the live dashboard and `/metrics` on the host listener (log-in links, a
+//!    session cookie, pages embedded in the binary); beside [`cli`].
+//! 7. [`commands`]: one module per subcommand; thin: parse, call the layers, render
 //!    (`commands::hub_stack` assembles the hub with its MQTT side and bridge).
 //!
 //! Beside them: [`sim`] (virtual devices running the firmware's own MCP core, `mcp-device`; the
@@ -27,7 +29,9 @@
 //! and robustness checks of a device's firmware),
 //! [`flash`] (building, imaging, provisioning and flashing `firmware/`), [`args`] (`k=v` typed by
 //! a tool's inputSchema, and validated: directly for the shapes devices declare, by `jsonschema`
-//! otherwise), [`config`] (`mcpdev.toml`), [`paths`] (the private state and runtime directories), [`tls`] (the rustls provider of the HTTP clients), [`exit`] (the exit codes), and [`cli`] (the
+//! otherwise), [`metrics`] (the hub's counters, counted where things happen, for `/metrics` and
+//! the dashboard), [`config`] (`mcpdev.toml`), [`paths`] (the private state and runtime directories), [`device_identity`] (a device's random
+//! Client-Id and device key, kept per MAC for `sim` and `flash`), [`tls`] (the rustls provider of the HTTP clients), [`exit`] (the exit codes), and [`cli`] (the
 //! clap definitions the binary, the man pages and the shell completions share).
 #![allow(clippy::result_large_err, reason = "an HTTP response is the error type of axum handlers and tungstenite handshake callbacks")]
 
@@ -37,6 +41,8 @@ pub mod check;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod dashboard;
+pub mod device_identity;
 pub mod exit;
 pub mod flash;
 /// The cargo-fuzz entry points (`fuzz/`), replayed by `tests/fuzz_corpora.rs`; not an API.
@@ -44,6 +50,7 @@ pub mod flash;
 pub mod fuzz;
 pub mod hub;
 pub mod links;
+pub mod metrics;
 pub mod mqtt;
 pub mod paths;
 pub mod session;

@@ -4,8 +4,8 @@
 mod common;
 
 use common::ota::{CLIENT_ID, check_in, check_in_as, http};
+use common::ws::{closed, refused};
 use common::{HubProcess, Outcome, mcpdev, spawn_mcpdev};
-use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_tungstenite::tungstenite;
@@ -13,29 +13,10 @@ use tokio_tungstenite::tungstenite;
 const A: &str = "aa:bb:cc:dd:ee:a1";
 const B: &str = "aa:bb:cc:dd:ee:b2";
 
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-/// A WebSocket to the device listener as `device` with `token`: the socket, or the refusal's
-/// status and body.
-async fn connect(hub: &HubProcess, device: &str, token: Option<&str>) -> Result<Ws, (u16, String)> {
-    let mut req = tungstenite::client::IntoClientRequest::into_client_request(hub.device_url.as_str()).unwrap();
-    req.headers_mut().insert("Device-Id", device.parse().unwrap());
-    req.headers_mut().insert("Client-Id", CLIENT_ID.parse().unwrap());
-    if let Some(t) = token {
-        req.headers_mut().insert("Authorization", format!("Bearer {t}").parse().unwrap());
-    }
-    match tokio::time::timeout(common::ws::DEADLINE, tokio_tungstenite::connect_async(req)).await.expect("the hub answers the upgrade") {
-        Ok((ws, _)) => Ok(ws),
-        Err(tungstenite::Error::Http(resp)) => Err((resp.status().as_u16(), String::from_utf8_lossy(resp.body().as_deref().unwrap_or_default()).into_owned())),
-        Err(e) => panic!("unexpected WebSocket error: {e}"),
-    }
-}
-
-fn refused(r: Result<Ws, (u16, String)>) -> (u16, String) {
-    match r {
-        Ok(_) => panic!("the hub let the device in"),
-        Err(e) => e,
-    }
+/// A WebSocket to the device listener as `device` (with the stock Client-Id) and `token`: the
+/// socket, or the refusal's status and body.
+async fn connect(hub: &HubProcess, device: &str, token: Option<&str>) -> Result<common::ws::DeviceWs, (u16, String)> {
+    common::ws::device_upgrade(hub, device, CLIENT_ID, token).await
 }
 
 async fn ok(hub: &HubProcess, args: &[&str]) -> Outcome {
@@ -57,19 +38,6 @@ async fn approve_id(hub: &HubProcess, device: &str) -> String {
     token
 }
 
-/// Waits until the hub has closed `ws` (a close frame or the end of the stream).
-async fn closed(ws: &mut Ws) {
-    let ended = tokio::time::timeout(common::ws::DEADLINE, async {
-        while let Some(Ok(msg)) = ws.next().await {
-            if msg.is_close() {
-                break;
-            }
-        }
-    })
-    .await;
-    assert!(ended.is_ok(), "the hub did not close the revoked device's socket");
-}
-
 #[tokio::test]
 async fn the_stock_activation_flow_approves_a_device_by_its_code() {
     let hub = HubProcess::start_admitting(&[], &[]).await;
@@ -83,7 +51,12 @@ async fn the_stock_activation_flow_approves_a_device_by_its_code() {
     assert!(act["challenge"].as_str().is_some_and(|c| !c.is_empty()), "{act}");
     assert!(act["message"].as_str().unwrap().contains(&code), "{act}");
     assert!(act["timeout_ms"].as_u64().is_some_and(|t| t > 0), "{act}");
-    assert!(r.get("websocket").is_none() && r.get("mqtt").is_none(), "no credentials before approval: {r}");
+    // Settings come with the first answer (py-xiaozhi connects with them), but the token is bound
+    // to this request: refused until its code is approved.
+    let first_token = r["websocket"]["token"].as_str().expect("a token bound to this request").to_string();
+    let (status, body) = refused(connect(&hub, A, Some(&first_token)).await);
+    assert_eq!(status, 401);
+    assert!(body.contains(&code), "the refusal names the request's code: {body}");
     assert_eq!(check_in(&hub, "hub.lan:8000", A).await["activation"]["code"], code.as_str(), "the code stays the same while it lives");
 
     // /activate: 202 while pending; a device that never checked in has nothing pending.
@@ -102,10 +75,14 @@ async fn the_stock_activation_flow_approves_a_device_by_its_code() {
     let r = check_in(hub, "hub.lan:8000", A).await;
     assert!(r.get("activation").is_none(), "{r}");
     let token = r["websocket"]["token"].as_str().unwrap().to_string();
-    assert_eq!(token.len(), 32, "{r}");
-    // The same Device-Id with another Client-Id does not get it.
+    assert_eq!(token, first_token, "the token of the first answer is the one approved");
+    // The same Device-Id with another Client-Id does not get it: its own request and a token the
+    // hub refuses.
     let other = check_in_as(hub, "hub.lan:8000", A, "another-uuid").await;
-    assert!(other.get("websocket").is_none() && other["activation"]["code"].is_string(), "{other}");
+    assert!(other["activation"]["code"].is_string() && other["activation"]["code"] != code.as_str(), "{other}");
+    let other_token = other["websocket"]["token"].as_str().unwrap();
+    assert_ne!(other_token, token);
+    assert_eq!(refused(connect(hub, A, Some(other_token)).await).0, 401);
 
     let _ws = connect(hub, A, Some(&token)).await.expect("A connects with its own token");
     assert!(connected(hub).await.contains(&A.to_string()));
@@ -122,7 +99,7 @@ async fn tokens_are_bound_to_their_device_and_revoke_disconnects() {
 
     let (status, body) = refused(connect(&hub, B, Some(&token_a)).await);
     assert_eq!(status, 401);
-    assert!(body.contains("not this device's token"), "{body}");
+    assert!(body.contains("not this device's current token"), "{body}");
     let (status, body) = refused(connect(&hub, A, None).await);
     assert_eq!(status, 401);
     assert!(body.contains("sent no token"), "{body}");
@@ -138,7 +115,12 @@ async fn tokens_are_bound_to_their_device_and_revoke_disconnects() {
     closed(&mut ws).await;
     let (status, body) = refused(connect(&hub, A, Some(&token_a)).await);
     assert_eq!(status, 401);
-    assert!(body.contains("is not admitted"), "{body}");
+    assert!(body.contains("was revoked"), "{body}");
+    // A new approval issues a new token; the old one stays dead.
+    let again = approve_id(&hub, A).await;
+    assert_ne!(again, token_a);
+    assert_eq!(refused(connect(&hub, A, Some(&token_a)).await).0, 401);
+    connect(&hub, A, Some(&again)).await.expect("the new token works");
 }
 
 #[tokio::test]

@@ -13,9 +13,10 @@ const D1: &str = "02:00:00:00:00:01";
 const SCRIPTED: &str = "0a:00:00:00:00:42";
 
 /// The checks that send raw frames: through a hub they are skipped, with `--mqtt` they run.
-const RAW_FRAME_CHECKS: [&str; 7] =
-    ["hygiene.error_escaping", "hygiene.ids", "hygiene.in_flight", "hygiene.malformed_json", "hygiene.notification_no_reply", "initialize.initialized_no_reply", "timing.onboarding"];
-const HELLO_CHECKS: [&str; 3] = ["hello.features_mcp", "hello.fields", "hello.headers"];
+const RAW_FRAME_CHECKS: [&str; 8] =
+    ["envelope.type", "hygiene.error_escaping", "hygiene.ids", "hygiene.in_flight", "hygiene.malformed_json", "hygiene.notification_no_reply", "initialize.initialized_no_reply", "timing.onboarding"];
+/// Skipped over MQTT: the hello checks, and the session_id echo (the check sends no server hello).
+const HELLO_CHECKS: [&str; 4] = ["envelope.session_id", "hello.features_mcp", "hello.fields", "hello.headers"];
 
 /// Runs `mcpdev check --json --mqtt BROKER -d DEVICE ARGS` (`--wait 30s --timeout 5s` unless
 /// given) with no hub (and the runtime dir of

@@ -10,7 +10,9 @@
 //! - is refused by the embedded broker with a wrong token (and says to check it), and let in with
 //!   the right one;
 //! - on a hub in admission mode, does the activation dance: prints the code the OTA answer names,
-//!   polls until `mcpdev devices approve CODE`, then connects with its own token.
+//!   polls until `mcpdev devices approve CODE`, then connects with its own token;
+//! - with a device key (as `mcpdev flash` provisions), is approved by its code, while a stranger with
+//!   its MAC and its Client-Id but not its key gets no token that opens anything, before or after.
 
 mod common;
 
@@ -20,6 +22,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use common::mqtt::Mosquitto;
+use common::ota::{check_in_as, http};
+use common::ws::device_upgrade;
 use common::{HubProcess, mcpdev, spawn_mcpdev};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
@@ -57,8 +61,16 @@ struct HostDevice {
 
 impl HostDevice {
     fn start(url: &str, token: &str, mac: &str) -> Self {
+        Self::start_with(url, token, mac, &[])
+    }
+
+    /// [`HostDevice::start`] with extra environment (`MCPDEV_DEVICE_KEY`: secrets never in argv).
+    fn start_with(url: &str, token: &str, mac: &str, env: &[(&str, &str)]) -> Self {
         let mut child = tokio::process::Command::new(host_device_binary())
             .args([url, token, mac])
+            .env_remove("MCPDEV_DEVICE_KEY")
+            .env_remove("MCPDEV_CLIENT_ID")
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -222,4 +234,58 @@ async fn the_firmware_activates_with_its_code_and_comes_up_once_approved() {
     let h = hello(&hub, DEV).await;
     assert_eq!(h["transport"], "websocket", "{h}");
     set_volume_and_read_it_back(&hub, DEV, 9).await;
+}
+
+/// Issue 22 ("bind to a per-request secret"): the firmware sends its provisioned device key with
+/// the check-in and the `/activate` polls. The stranger knows the MAC and the Client-Id (here the
+/// MAC-derived one, which anyone can compute; a flashed board's is random but travels in clear
+/// text) and checks in over raw HTTP with no key: its request is its own, its polls never see the
+/// device's approval, and no token it is handed opens the device's WebSocket.
+#[tokio::test]
+async fn a_keyed_firmware_is_approved_by_its_code_and_a_stranger_without_the_key_gets_nothing() {
+    const DEV: &str = "02:00:00:fe:10:06";
+    const KEY: &str = "fw-key-0123456789abcdef0123456789";
+    let hub = HubProcess::start_admitting(&[], &[]).await;
+    let ota = hub.info["ota"].as_str().unwrap().to_string();
+    let mut device = HostDevice::start_with(&ota, "", DEV, &[("MCPDEV_DEVICE_KEY", KEY)]);
+    let intro = device.line_with("Client-Id").await;
+    assert!(intro.contains("with a device key") && !intro.contains(KEY), "{intro}");
+    let client_id: String = intro.split("Client-Id ").nth(1).unwrap_or_default().chars().take_while(|c| *c != ',').collect();
+    assert_eq!(client_id.len(), 36, "{intro}");
+
+    let line = device.line_with("activation code").await;
+    let code: String = line.split("activation code ").nth(1).unwrap_or_default().chars().take_while(char::is_ascii_digit).collect();
+    assert_eq!(code.len(), 6, "{line}");
+
+    // Before the approval: the stranger's check-in is another request, with another code.
+    let early = check_in_as(&hub, "hub.lan:8000", DEV, &client_id).await;
+    let early_code = early["activation"]["code"].as_str().unwrap_or_else(|| panic!("the stranger is not admitted: {early}"));
+    assert_ne!(early_code, code, "the keyless check-in did not refresh the keyed request: {early}");
+    assert!(early["websocket"]["token"].is_string(), "a first answer carries settings (py-xiaozhi style): {early}");
+    let pending = mcpdev(&hub, &["devices", "pending", "--json"]).await.json();
+    let keyed = pending.as_array().unwrap().iter().find(|p| p["code"] == code.as_str()).unwrap_or_else(|| panic!("{pending}"));
+    assert_eq!(keyed["device_key"], true, "the firmware's request is bound to its key: {keyed}");
+
+    let approved = mcpdev(&hub, &["devices", "approve", &code]).await;
+    assert_eq!(approved.code, 0, "{approved:?}");
+    assert!(device.line_with("activated").await.contains("checking in again"));
+    let h = hello(&hub, DEV).await;
+    assert_eq!(h["transport"], "websocket", "{h}");
+
+    // After it: the stranger's poll is not answered 200, its new check-in is still not admitted,
+    // and neither token it was handed opens the device's WebSocket.
+    let poll = http(&hub, "POST", "/xiaozhi/ota/activate", &[("Device-Id", DEV), ("Client-Id", &client_id)], "{}").await.0;
+    assert_ne!(poll, 200, "the stranger's poll saw the device's approval");
+    let late = check_in_as(&hub, "hub.lan:8000", DEV, &client_id).await;
+    assert!(late["activation"]["code"].is_string(), "a keyless check-in is not the admitted device: {late}");
+    for answer in [&early, &late] {
+        if let Some(token) = answer["websocket"]["token"].as_str() {
+            let refused = device_upgrade(&hub, DEV, &client_id, Some(token)).await.err().map(|e| e.0);
+            assert_eq!(refused, Some(401), "a token handed to the stranger opens the device's WebSocket: {answer}");
+        }
+    }
+    let bare = device_upgrade(&hub, DEV, &client_id, None).await.err().map(|e| e.0);
+    assert_eq!(bare, Some(401), "no token, no way in");
+    // The device is not disturbed: still the same one, still answering.
+    set_volume_and_read_it_back(&hub, DEV, 17).await;
 }

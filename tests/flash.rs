@@ -89,7 +89,11 @@ fn images_for(chip: &str, chip_id: u32) {
     assert_eq!(record.wifi_password, PASSWORD);
     assert_eq!(record.hub_url, URL);
     assert_eq!(record.token, TOKEN);
-    assert_eq!(record.client_id, None);
+    // A merged image for no board in particular carries a fresh random identity (never one
+    // derived from a MAC): a Client-Id that is a random UUID, and a device key.
+    let client_id = record.client_id.expect("a Client-Id in the record");
+    assert_eq!(client_id[6] >> 4, 4, "a random (version 4) UUID: {}", provisioning::format_uuid(&client_id));
+    assert!(record.device_key.len() >= 16, "a device key in the record");
     // A flipped byte inside the record is caught by its CRC.
     sector[12] ^= 0x01;
     assert!(matches!(provisioning::decode(&sector), Err(provisioning::DecodeError::BadCrc { .. })), "{:?}", provisioning::decode(&sector));

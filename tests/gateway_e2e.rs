@@ -1,6 +1,8 @@
 //! Devices behind the xiaozhi MQTT gateway, end to end through `mcpdev serve`: a scripted
 //! chat-server-side peer that behaves like the gateway with a cold cache (an id-only answer to
-//! the first `initialize`, an empty first list, then a partial one) ends fully onboarded.
+//! the first `initialize`, an empty first list, then a partial one) ends fully onboarded, and
+//! `tools list --wait` never returns a partial list: an onboarding that needed a retry is
+//! `ready` only once two listings in a row agree.
 
 mod common;
 
@@ -19,8 +21,8 @@ fn tools(n: usize) -> Vec<Value> {
 }
 
 /// Answers like the gateway while its cache fills: initialize #1 gets `{"jsonrpc":"2.0","id":N}`,
-/// tools/list #1 an empty list, #2 the first 8 tools (no cursor), later ones all 32.
-async fn gateway(mut dev: FakeDevice, lists: Arc<AtomicUsize>) {
+/// tools/list #k the first `sizes[k]` tools (no cursor), the ones after the last size all 32.
+async fn gateway(mut dev: FakeDevice, lists: Arc<AtomicUsize>, sizes: &'static [usize]) {
     let mut inits = 0;
     loop {
         let m = dev.recv().await;
@@ -37,11 +39,7 @@ async fn gateway(mut dev: FakeDevice, lists: Arc<AtomicUsize>) {
                 }
             }
             Some("tools/list") => {
-                let n = match lists.fetch_add(1, Ordering::SeqCst) {
-                    0 => 0,
-                    1 => 8,
-                    _ => FULL,
-                };
+                let n = sizes.get(lists.fetch_add(1, Ordering::SeqCst)).copied().unwrap_or(FULL);
                 dev.reply(&id, json!({"tools": tools(n)})).await;
             }
             _ => {}
@@ -49,24 +47,56 @@ async fn gateway(mut dev: FakeDevice, lists: Arc<AtomicUsize>) {
     }
 }
 
-#[tokio::test]
-async fn a_device_behind_a_cold_gateway_cache_ends_with_every_tool() {
-    let hub = HubProcess::start(&[], &[]).await;
-    let id = "aa:00:00:00:00:61";
+/// Connects as `id` through the gateway peer, says hello; the peer then answers by itself.
+async fn connect(hub: &HubProcess, id: &str, sizes: &'static [usize]) -> (tokio::task::JoinHandle<()>, Arc<AtomicUsize>) {
     let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(hub.device_url.as_str()).unwrap();
     req.headers_mut().insert("Device-Id", id.parse().unwrap());
     let (ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
     let mut dev = FakeDevice { ws, session_id: String::new() };
-    let started = Instant::now();
     dev.send(json!({"type": "hello", "version": 1, "features": {"mcp": true}, "transport": "websocket"})).await;
     let hello = dev.recv().await;
     assert_eq!(hello["type"], "hello");
     dev.session_id = hello["session_id"].as_str().unwrap().to_string();
     let lists = Arc::new(AtomicUsize::new(0));
-    let peer = tokio::spawn(gateway(dev, lists.clone()));
+    (tokio::spawn(gateway(dev, lists.clone(), sizes)), lists)
+}
 
-    // Ready as soon as a list is complete; the confirmation re-list brings the rest. Polled with a
-    // deadline: the hub must get there on its own, with nobody asking for a refresh.
+/// The case: `initialize` needed a retry, then the first list had 20 of 32 tools. Every
+/// `tools list --wait`, from right after the hello on, returns all 32.
+#[tokio::test]
+async fn after_a_retried_initialize_tools_list_wait_never_returns_the_partial_list() {
+    let hub = HubProcess::start(&[], &[]).await;
+    let id = "aa:00:00:00:00:62";
+    let started = Instant::now();
+    let (peer, lists) = connect(&hub, id, &[20]).await;
+    let mut seen = Vec::new();
+    while started.elapsed() < Duration::from_secs(4) {
+        let list = mcpdev(&hub, &["tools", "list", "-d", id, "--wait", "10s", "--json"]).await;
+        assert_eq!(list.code, 0, "{list:?}");
+        seen.push(list.json()["tools"].as_array().unwrap().len());
+    }
+    assert!(seen.iter().all(|&n| n == FULL), "a partial list was returned: {seen:?}");
+    assert!(!peer.is_finished(), "the scripted gateway failed: {:?}", peer.await);
+    // Partial, full, full (the two that agreed): nothing more.
+    assert_eq!(lists.load(Ordering::SeqCst), 3);
+
+    // A device that onboards cleanly is ready on its first list, with no agreement wait.
+    let clean = "aa:00:00:00:00:63";
+    let _dev = common::fake_device::FakeDevice::connect(&hub.device_url, clean, tools(2)).await;
+    let at_once = Instant::now();
+    let list = mcpdev(&hub, &["tools", "list", "-d", clean, "--wait", "10s", "--json"]).await;
+    assert_eq!(list.json()["tools"].as_array().unwrap().len(), 2, "{list:?}");
+    assert!(at_once.elapsed() < Duration::from_millis(1500), "{:?}", at_once.elapsed());
+}
+
+#[tokio::test]
+async fn a_device_behind_a_cold_gateway_cache_ends_with_every_tool() {
+    let hub = HubProcess::start(&[], &[]).await;
+    let id = "aa:00:00:00:00:61";
+    let started = Instant::now();
+    let (peer, lists) = connect(&hub, id, &[0, 8]).await;
+
+    // Ready once two listings agree, with nobody asking for a refresh.
     let deadline = started + Duration::from_secs(15);
     let last = loop {
         let list = mcpdev(&hub, &["tools", "list", "-d", id, "--wait", "10s", "--json"]).await;
@@ -84,6 +114,6 @@ async fn a_device_behind_a_cold_gateway_cache_ends_with_every_tool() {
     let onboarding = &hello.json()["onboarding"];
     assert_eq!((onboarding["attempt"].as_u64(), onboarding["failed"].as_bool()), (Some(2), Some(false)), "{}", hello.stdout);
     assert_eq!(onboarding["last_error"], "initialize: the reply has neither result nor error");
-    // Empty, partial, full: three listings, not a flood.
-    assert_eq!(lists.load(Ordering::SeqCst), 3);
+    // Empty, partial, full, full again (the agreement): four listings, not a flood.
+    assert_eq!(lists.load(Ordering::SeqCst), 4);
 }

@@ -4,9 +4,9 @@
 mod common;
 
 use common::fake_device::{FakeDevice, tool};
+use common::vision::{self, post_parts, text, vision_of};
 use common::{HubProcess, mcpdev};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// POSTs a multipart upload the way the stock firmware's `self.camera.take_photo` does; returns
 /// the status code and the body.
@@ -16,27 +16,7 @@ async fn upload(url: &str, token: &str, question: &str, photo: &[u8]) -> (u16, V
 
 /// [`upload`] with any `Device-Id` header.
 async fn upload_as(url: &str, device_id: &str, token: &str, question: &str, photo: &[u8]) -> (u16, Value) {
-    let rest = url.strip_prefix("http://").unwrap();
-    let (authority, path) = rest.split_once('/').unwrap();
-    let boundary = "----mcpdevtestboundary";
-    let mut body = Vec::new();
-    body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"question\"\r\n\r\n{question}\r\n").as_bytes());
-    body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"camera.jpg\"\r\nContent-Type: image/jpeg\r\n\r\n").as_bytes());
-    body.extend_from_slice(photo);
-    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-    let head = format!(
-        "POST /{path} HTTP/1.1\r\nHost: {authority}\r\nDevice-Id: {device_id}\r\nAuthorization: Bearer {token}\r\n\
-         Content-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let mut s = tokio::net::TcpStream::connect(authority).await.unwrap();
-    s.write_all(head.as_bytes()).await.unwrap();
-    s.write_all(&body).await.unwrap();
-    let mut response = String::new();
-    s.read_to_string(&mut response).await.unwrap();
-    let status: u16 = response.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let json_body = response.split("\r\n\r\n").nth(1).unwrap_or_default();
-    (status, serde_json::from_str(json_body).unwrap_or(Value::Null))
+    post_parts(url, device_id, token, &[text("question", question), vision::photo("file", photo)]).await
 }
 
 #[tokio::test]
@@ -60,20 +40,6 @@ async fn the_vision_endpoint_saves_photos_for_devices_that_have_its_token() {
 
     let (status, body) = upload(url, "wrong", "q", &jpeg).await;
     assert_eq!((status, body["success"].clone()), (401, json!(false)));
-}
-
-/// Connects `device_id` over WebSocket and returns the vision URL and token its `initialize` carries.
-async fn vision_of(hub: &HubProcess, device_id: &str) -> (FakeDevice, String, String) {
-    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(hub.device_url.as_str()).unwrap();
-    req.headers_mut().insert("Device-Id", device_id.parse().unwrap());
-    let (ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
-    let mut dev = FakeDevice { ws, session_id: String::new() };
-    dev.send(json!({"type":"hello","version":1,"features":{"mcp":true},"transport":"websocket"})).await;
-    assert_eq!(dev.recv().await["type"], "hello");
-    let init = dev.recv_request("initialize").await;
-    let vision = &init["params"]["capabilities"]["vision"];
-    let (url, token) = (vision["url"].as_str().unwrap().to_string(), vision["token"].as_str().unwrap().to_string());
-    (dev, url, token)
 }
 
 /// Every file under `root`, recursively.
@@ -241,4 +207,51 @@ async fn a_failed_onboarding_is_reported_not_hidden() {
     let refreshed = refreshed.await.unwrap();
     assert_eq!(refreshed.code, 0, "{refreshed:?}");
     assert_eq!(refreshed.json()["tools"][0]["name"], "self.back");
+}
+
+/// Issue 22 item 8: photos are private to the hub's user. Without `--vision-dir` they go to
+/// `vision/` in the state directory (never the current directory), the folder 0700 and each
+/// photo 0600; a `--vision-dir` that other users can enter is refused, not changed.
+#[cfg(unix)]
+#[tokio::test]
+async fn vision_photos_are_private_and_kept_under_the_state_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let state = tempfile::tempdir().unwrap();
+    let hub = HubProcess::start(&[], &[("MCPDEV_STATE_DIR", state.path().to_str().unwrap())]).await;
+    let (_dev, url, token) = vision_of(&hub, "aa:00:00:00:00:0e").await;
+    let (status, body) = upload(&url, &token, "q", &[0xff, 0xd8, 0xff, 0xe0, 1]).await;
+    assert_eq!(status, 200, "{body}");
+    let folder = state.path().join("vision");
+    let photo = folder.join(body["file"].as_str().unwrap());
+    assert!(photo.is_file(), "the photo is under the state directory: {body}");
+    assert_eq!(mode(&folder), 0o700, "the folder");
+    assert_eq!(mode(&photo), 0o600, "the photo");
+    assert!(!std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("mcpdev-vision").join(body["file"].as_str().unwrap()).exists(), "nothing in the current directory");
+
+    // A folder of ours that others can enter (`mkdir photos`, 0755) is made private; the shared
+    // /tmp (sticky, another user's) is refused and left as it is.
+    let mine = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(mine.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let hub = HubProcess::start(&["--vision-dir", mine.path().to_str().unwrap()], &[]).await;
+    let (_dev, url, token) = vision_of(&hub, "aa:00:00:00:00:0e").await;
+    let (status, body) = upload(&url, &token, "q", &[0xff, 0xd8, 0xff, 0xe0, 1]).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!((mode(mine.path()), mode(&mine.path().join(body["file"].as_str().unwrap()))), (0o700, 0o600));
+    // Another user's folder: refused and left as it is (as root, a folder given to `nobody`).
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let theirs = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(theirs.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::chown(theirs.path(), Some(65534), Some(65534)).unwrap();
+        let hub = HubProcess::start(&["--vision-dir", theirs.path().to_str().unwrap()], &[]).await;
+        let (_dev, url, token) = vision_of(&hub, "aa:00:00:00:00:0e").await;
+        let (status, body) = upload(&url, &token, "q", &[0xff, 0xd8, 0xff, 0xe0, 1]).await;
+        assert_eq!(status, 500, "{body}");
+        assert!(!body.to_string().contains(theirs.path().to_str().unwrap()), "no server path to the device: {body}");
+        assert_eq!(mode(theirs.path()), 0o755, "another user's folder is never changed");
+        assert_eq!(std::fs::read_dir(theirs.path()).unwrap().count(), 0, "nothing saved there");
+    } else {
+        eprintln!("vision_photos_are_private…: not root, so another user's folder is not tried");
+    }
 }

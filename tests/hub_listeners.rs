@@ -8,24 +8,13 @@ use std::net::SocketAddr;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::raw_http::{addr_of, connect_from};
 use common::{HubProcess, mcpdev};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 const DEADLINE: Duration = Duration::from_secs(20);
-
-fn addr_of(url: &str) -> SocketAddr {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    rest.split('/').next().unwrap().parse().unwrap()
-}
-
-/// A TCP connection to `to` from the loopback address `from` (another "peer" on this machine).
-async fn connect_from(from: &str, to: SocketAddr) -> TcpStream {
-    let socket = TcpSocket::new_v4().unwrap();
-    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
-    tokio::time::timeout(DEADLINE, socket.connect(to)).await.expect("connect in time").unwrap()
-}
 
 /// Reads until the hub closes the connection; fails the test if it does not within `within`.
 /// Returns what was read.
@@ -146,7 +135,16 @@ async fn websockets_that_never_say_hello_are_closed_at_the_hello_deadline() {
 
 #[tokio::test]
 async fn a_flood_of_pre_hello_connections_from_one_peer_locks_out_nobody_else() {
-    let hub = HubProcess::start(&[], &[("MCPDEV_MAX_PRE_HELLO_PER_PEER", "4"), ("MCPDEV_HELLO_TIMEOUT", "60s")]).await;
+    let hub = HubProcess::start(
+        &[],
+        &[
+            ("MCPDEV_MAX_PRE_HELLO_PER_PEER", "4"),
+            ("MCPDEV_MAX_QUEUED_PER_PEER", "4"),
+            ("MCPDEV_ACCEPT_QUEUE_TIMEOUT", "3s"),
+            ("MCPDEV_HELLO_TIMEOUT", "60s"),
+        ],
+    )
+    .await;
     let devices = addr_of(&hub.device_url);
     let mut held = Vec::new();
     for i in 0..4 {
@@ -154,18 +152,69 @@ async fn a_flood_of_pre_hello_connections_from_one_peer_locks_out_nobody_else() 
         assert!(head.starts_with("HTTP/1.1 101"), "within the cap: {head}");
         held.push(tcp);
     }
-    // Beyond the cap, the same peer's connections are closed at once, before any HTTP.
-    for i in 4..12 {
+    // Beyond the cap, the same peer's next 4 connections wait their turn: their requests are not
+    // read while the peer's 4 silent connections hold its slots.
+    let queued_at = Instant::now();
+    let mut queued = Vec::new();
+    for i in 4..8 {
         let mut tcp = connect_from("127.0.0.2", devices).await;
-        let got = closed_within(&mut tcp, Duration::from_secs(3)).await;
-        assert!(got.is_empty(), "connection {i} beyond the cap got an answer: {:?}", String::from_utf8_lossy(&got));
+        let req = format!("GET /xiaozhi/v1/ HTTP/1.1\r\nHost: {devices}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nDevice-Id: 02:00:00:00:02:{i:02x}\r\n\r\n");
+        tcp.write_all(req.as_bytes()).await.unwrap();
+        queued.push(tcp);
     }
+    // Beyond its share of the queue, a connection is closed at once, before any HTTP.
+    for i in 8..16 {
+        let mut tcp = connect_from("127.0.0.2", devices).await;
+        let got = closed_within(&mut tcp, Duration::from_secs(2)).await;
+        assert!(got.is_empty(), "connection {i} beyond the queue got an answer: {:?}", String::from_utf8_lossy(&got));
+    }
+    assert!(queued_at.elapsed() < Duration::from_secs(3), "the refusals beyond the queue were not immediate");
     // Another peer (the virtual device from 127.0.0.1) still onboards, and /mcp still answers.
     let _sim = common::spawn_mcpdev(&["sim", "--url", &hub.device_url, "--device-id", "02:00:00:00:00:77"], &[]);
     let out = mcpdev(&hub, &["tools", "list", "-d", "02:00:00:00:00:77", "--wait", "20s", "--json"]).await;
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(post_mcp_initialize(&hub.host_url).await, 200);
+    // The waiting ones never got a turn (the flood held its slots): closed at the queue deadline,
+    // with no answer, and not before it.
+    for tcp in &mut queued {
+        let got = closed_within(tcp, Duration::from_secs(10)).await;
+        assert!(got.is_empty(), "a queued connection was served while its peer's slots were held: {:?}", String::from_utf8_lossy(&got));
+    }
+    assert!(queued_at.elapsed() >= Duration::from_millis(2900), "closed before the queue deadline: {:?}", queued_at.elapsed());
     drop(held);
+}
+
+#[tokio::test]
+async fn a_fleet_behind_one_address_waits_its_turn_instead_of_being_reset() {
+    // Caps far below the fleet: 60 devices from 127.0.0.1, 2 at a time before hello.
+    let hub = HubProcess::start(&[], &[("MCPDEV_MAX_PRE_HELLO_PER_PEER", "2"), ("MCPDEV_MAX_PRE_HELLO", "3")]).await;
+    let mut sim = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"));
+    sim.args(["sim", "--url", &hub.device_url, "--device-id", "02:00:00:00:10:00", "--count", "60"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut sim = sim.spawn().unwrap();
+    let mut stderr = sim.stderr.take().unwrap();
+    let sim_log = tokio::spawn(async move {
+        let mut all = Vec::new();
+        let _ = stderr.read_to_end(&mut all).await;
+        String::from_utf8_lossy(&all).into_owned()
+    });
+    let deadline = Instant::now() + DEADLINE;
+    let ready = loop {
+        let out = mcpdev(&hub, &["devices", "--json"]).await;
+        let ready = out.json().as_array().map_or(0, |a| a.iter().filter(|d| d["phase"] == "ready").count());
+        if ready == 60 || Instant::now() > deadline {
+            break ready;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(ready, 60, "not every device onboarded in time");
+    let _ = sim.start_kill();
+    let log = tokio::time::timeout(DEADLINE, sim_log).await.expect("the simulator's log ends").unwrap();
+    // No device saw its connection reset or refused: each one waited, then got in at once.
+    assert!(!log.contains("connection failed"), "{log}");
 }
 
 #[tokio::test]
@@ -201,6 +250,12 @@ async fn the_host_listener_keeps_a_descriptor_reserve_under_a_device_flood() {
     let _ = child.start_kill();
     let stderr = tokio::time::timeout(DEADLINE, log).await.expect("log ends with the hub").unwrap();
     assert!(stderr.contains("fd_limit=300") && stderr.contains("device_connections=44"), "{stderr}");
+    // The ceiling speaks: at start-up, what the limit allows and where to read how to raise it;
+    // then the refusals at it, rate-limited (hundreds refused, a line or two written).
+    assert!(stderr.contains("the open-file limit (300) allows 44 devices at most") && stderr.contains("Descriptor limits"), "{stderr}");
+    let refusals = stderr.lines().filter(|l| l.contains("device refused at the connection ceiling")).count();
+    assert!((1..=2).contains(&refusals), "{refusals} refusal lines: {stderr}");
+    assert!(info["max_device_connections"] == 44 && info["fd_limit"] == 300, "the listening line says the ceiling: {info}");
 }
 
 // ---- Item 7: the host listener serves only the hub's user.
@@ -238,7 +293,10 @@ async fn the_control_api_needs_the_hubs_token_even_from_a_localhost_page() {
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
     }
-    let token = std::fs::read_to_string(&file).unwrap();
+    // The token, then the address the hub bound (the CLI sends the token only there).
+    let contents = std::fs::read_to_string(&file).unwrap();
+    let token = contents.lines().next().unwrap().to_string();
+    assert_eq!(contents.lines().nth(1), Some(addr_of(&hub.host_url).to_string().as_str()), "{contents}");
     let (status, body) = status_of(control_request(&hub.host_url, Some("http://localhost:1234"), None)).await;
     assert_eq!(status, 401, "{body}");
     assert!(body.contains(&file.display().to_string()), "the refusal says where the CLI looks: {body}");
@@ -343,7 +401,8 @@ async fn another_local_user_is_refused_by_the_control_api_and_mcp() {
     assert_eq!(code, Some(3), "nobody through the control API: {stderr}");
     assert!(stderr.contains("403") && stderr.contains("serves only the user who started it"), "{stderr}");
     // Even the token does not help another user on this machine.
-    let token = std::fs::read_to_string(runtime.join(format!("control-{}.token", addr_of(&hub.host_url).port()))).unwrap();
+    let contents = std::fs::read_to_string(runtime.join(format!("control-{}.token", addr_of(&hub.host_url).port()))).unwrap();
+    let token = contents.lines().next().unwrap();
     let mut argv = prefix.clone();
     argv.push(bin.display().to_string());
     argv.extend(hub_list());

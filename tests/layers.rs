@@ -12,7 +12,9 @@ const RANKS: &[(&str, u8)] = &[
     ("tls", 0),
     ("config", 0),
     ("args", 0),
+    ("metrics", 0),
     ("wire", 1),
+    ("device_identity", 1),
     ("session", 2),
     ("links", 3),
     ("hub", 4),
@@ -23,6 +25,7 @@ const RANKS: &[(&str, u8)] = &[
     ("flash", 6),
     ("fuzz", 6),
     ("cli", 7),
+    ("dashboard", 7),
     ("commands", 8),
 ];
 

@@ -300,11 +300,13 @@ async fn the_hub_says_goodbye_with_the_session_id_when_it_stops() {
 
 /// MQTT says nothing when a device is switched off: a device that answers the keepalive pings
 /// stays, one that falls silent leaves the registry after three keepalive periods, and comes back
-/// with its next message.
+/// with its next message. Through Mosquitto: the embedded broker would tell the hub the
+/// connection closed, which ends the link at once (tests/mqtt_restart.rs).
 #[tokio::test]
 async fn a_silent_mqtt_device_leaves_the_registry_and_comes_back() {
-    let hub = HubProcess::start(&["--mqtt", "embedded", "--mqtt-listen", "127.0.0.1:0", "--keepalive", "2s"], &[]).await;
-    let broker = broker_of(&hub);
+    let mosquitto = Mosquitto::start().await;
+    let broker = mosquitto.url();
+    let hub = HubProcess::start(&["--mqtt", &broker, "--keepalive", "2s"], &[]).await;
     let sim = spawn_mcpdev(&["sim", "--mqtt", &broker], &[]);
     assert_eq!(mcpdev(&hub, &["hello", "-d", D1, "--wait", "10s"]).await.code, 0);
 

@@ -37,7 +37,10 @@ async fn sim_walks_the_whole_client_flow() {
     assert_eq!(conn.header("authorization"), Some("Bearer s3cret"));
     assert_eq!(conn.header("protocol-version"), Some("1"));
     assert_eq!(conn.header("device-id"), Some(MAC));
-    assert_eq!(conn.header("client-id"), Some(mcpdev::sim::client::client_id_for(MAC).as_str()));
+    // A random Client-Id (not derived from the MAC, which anyone knows), kept in the state directory.
+    let client_id = conn.header("client-id").expect("a Client-Id").to_string();
+    assert!(uuid::Uuid::parse_str(&client_id).is_ok(), "{client_id}");
+    assert_ne!(client_id, uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, MAC.as_bytes()).to_string());
     greet(&mut conn).await;
 
     // initialize: the stock reply, whatever version is asked for.

@@ -1,11 +1,29 @@
-//! The tools an endpoint offers, kept rather than rebuilt: a catalogue is built once per change
-//! of any device's tools, phase or presence (the links' tools epoch,
-//! [`tools_epoch`](crate::links::handle::tools_epoch)) and shared by every session of its
-//! endpoint, with an index by exposed name, so a `tools/list` page costs what the page holds
-//! and a call finds its tool in one lookup.
+//! The tools an endpoint offers, kept and updated per device rather than rebuilt: each endpoint
+//! (`/mcp`, each `/devices/<id>/mcp` in use) holds one catalogue, shared by all its sessions.
+//!
+//! Rules:
+//! - **Updated by what changed.** When the links' tools epoch
+//!   ([`tools_epoch`](crate::links::handle::tools_epoch)) moved, the catalogue compares each
+//!   device's connection and tool list by identity (a pointer: lists are interned, see
+//!   [`ToolList`](crate::session::ToolList)) with what it holds, and only a device that joined,
+//!   left, reconnected or changed its tools has its entries removed and added again: the cost is
+//!   that device's tools, plus a pointer comparison per device.
+//! - **Stable order, stable cursors.** Entries are ordered by when their device joined (devices
+//!   that join together in device-id order), then by the device's own order; a device that
+//!   re-lists keeps its place. A `tools/list` cursor names the next entry's place, not an index,
+//!   so a listing in progress while devices come and go has no duplicates, never shows a tool of
+//!   a device that left, and reaches devices that joined behind it.
+//! - **Equal lists converted once.** Devices running the same firmware list the same tools (one
+//!   interned list): its tools are converted to MCP tools once, and each device's entries share
+//!   their schemas (`Arc`), differing only by name.
+//! - **Names never move.** With `--mcp-names plain` a device gets its tool's own name if no
+//!   connected device holds it, and keeps it while it stays connected (also across re-lists);
+//!   a device that joins later with the same tool gets `<prefix>.<tool>`, and keeps that. A
+//!   plain name that looks like another device's prefixed name (`dev-<hex>.…`, `<alias>.…`) is
+//!   never given, so no device can squat another's tools.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, RwLock};
 
 use rmcp::model::Tool;
 use serde_json::{Value, json};
@@ -13,6 +31,7 @@ use serde_json::{Value, json};
 use super::{Naming, Scope, naming};
 use crate::links::DeviceHandle;
 use crate::links::handle::tools_epoch;
+use crate::session::ToolList;
 
 /// One tool as an endpoint offers it.
 pub struct Offered {
@@ -26,11 +45,49 @@ pub struct Offered {
     pub tool: Tool,
 }
 
-/// Every tool of one endpoint, in a stable order.
+/// An entry's place: the join order of its device, then its order on the device.
+type Place = (u64, u32);
+
+/// What decides which tools an endpoint offers, and under which names.
+pub struct Rules<'a> {
+    pub scope: &'a Scope,
+    pub naming: Naming,
+    pub user_tools: bool,
+    pub aliases: &'a HashMap<String, String>,
+}
+
+/// A device as the catalogue holds it.
+struct Joined {
+    seq: u64,
+    generation: u64,
+    tools: ToolList,
+    /// Its tools' exposed names, by their names on the device.
+    names: HashMap<String, String>,
+}
+
+/// Every tool of one endpoint.
+#[derive(Default)]
 pub struct Catalogue {
     epoch: u64,
-    entries: Vec<Offered>,
-    index: HashMap<String, usize>,
+    next_seq: u64,
+    devices: HashMap<String, Joined>,
+    entries: BTreeMap<Place, Arc<Offered>>,
+    index: HashMap<String, Place>,
+    /// Each distinct tool list in use, as MCP tools, by the list's identity.
+    templates: HashMap<usize, Template>,
+}
+
+/// A tool list's tools as MCP tools (`None`: not a valid MCP tool), and how many devices use it.
+struct Template {
+    _list: ToolList,
+    tools: Arc<[Option<Tool>]>,
+    users: usize,
+}
+
+/// A `tools/list` page: its tools and the next page's cursor.
+pub struct Page {
+    pub tools: Vec<Tool>,
+    pub next_cursor: Option<String>,
 }
 
 impl Catalogue {
@@ -42,51 +99,192 @@ impl Catalogue {
         self.entries.is_empty()
     }
 
-    pub fn page(&self, start: usize, end: usize) -> &[Offered] {
-        &self.entries[start.min(self.entries.len())..end.min(self.entries.len())]
+    pub fn get(&self, name: &str) -> Option<Arc<Offered>> {
+        self.index.get(name).and_then(|p| self.entries.get(p)).cloned()
     }
 
-    pub fn get(&self, name: &str) -> Option<&Offered> {
-        self.index.get(name).map(|&i| &self.entries[i])
+    /// Up to `size` tools from `cursor` on; an unreadable cursor is the error.
+    pub fn page(&self, cursor: Option<&str>, size: usize) -> Result<Page, String> {
+        let start = match cursor {
+            None => (0, 0),
+            Some(c) => parse_cursor(c).ok_or_else(|| format!("Invalid cursor: {c}"))?,
+        };
+        let mut range = self.entries.range(start..);
+        let tools = range.by_ref().take(size.max(1)).map(|(_, o)| o.tool.clone()).collect();
+        let next_cursor = range.next().map(|(p, _)| format!("{}.{}", p.0, p.1));
+        Ok(Page { tools, next_cursor })
+    }
+
+    /// Brings the catalogue up to date with `devices` (the endpoint's connected devices).
+    fn sync(&mut self, epoch: u64, rules: &Rules<'_>, devices: Vec<DeviceHandle>) {
+        if self.next_seq == 0 {
+            self.next_seq = 1;
+            if *rules.scope == Scope::All {
+                let tool = to_tool("list_devices", &list_devices_tool());
+                self.insert((0, 0), "list_devices".into(), None, "list_devices".into(), tool);
+            }
+        }
+        self.epoch = epoch;
+        let mut present: HashMap<&str, ()> = HashMap::with_capacity(devices.len());
+        let mut joining: Vec<(DeviceHandle, ToolList)> = Vec::new();
+        for handle in &devices {
+            let Some(info) = handle.snapshot() else { continue };
+            present.insert(&handle.device_id, ());
+            let same = self.devices.get(&handle.device_id).is_some_and(|j| j.generation == handle.generation && j.tools.same_list(&info.tools));
+            if !same {
+                joining.push((handle.clone(), info.tools.clone()));
+            }
+        }
+        let gone: Vec<String> = self.devices.keys().filter(|id| !present.contains_key(id.as_str())).cloned().collect();
+        for id in gone {
+            self.remove_device(&id);
+        }
+        // Devices that join together take their places in device-id order.
+        joining.sort_by(|a, b| a.0.device_id.cmp(&b.0.device_id));
+        for (handle, tools) in joining {
+            self.add_device(rules, handle, tools);
+        }
+    }
+
+    fn remove_device(&mut self, device_id: &str) -> Option<Joined> {
+        let joined = self.devices.remove(device_id)?;
+        if let Some(t) = self.templates.get_mut(&joined.tools.identity()) {
+            t.users -= 1;
+            if t.users == 0 {
+                self.templates.remove(&joined.tools.identity());
+            }
+        }
+        let places: Vec<Place> = self.entries.range((joined.seq, 0)..(joined.seq + 1, 0)).map(|(p, _)| *p).collect();
+        for p in places {
+            if let Some(o) = self.entries.remove(&p) {
+                self.index.remove(&o.name);
+            }
+        }
+        Some(joined)
+    }
+
+    /// Adds (or adds again, after a re-list) a device's tools.
+    fn add_device(&mut self, rules: &Rules<'_>, handle: DeviceHandle, tools: ToolList) {
+        // A re-list on the same connection keeps the device's place and its names.
+        let before = self.remove_device(&handle.device_id).filter(|j| j.generation == handle.generation);
+        let (seq, kept) = match before {
+            Some(j) => (j.seq, j.names),
+            None => {
+                self.next_seq += 1;
+                (self.next_seq - 1, HashMap::new())
+            }
+        };
+        let prefix = naming::prefix_for(&handle.device_id, rules.aliases);
+        let template = self.template(&tools);
+        let mut names = HashMap::new();
+        for (i, tool) in tools.iter().enumerate().filter(|(_, t)| rules.user_tools || !t.user_only) {
+            let name = match kept.get(&tool.name) {
+                Some(name) if !self.index.contains_key(name) => Some(name.clone()),
+                _ if self.plain_allowed(rules, &tool.name) => Some(tool.name.clone()),
+                _ => naming::qualify(&prefix, &tool.name),
+            };
+            match name {
+                Some(name) if self.index.contains_key(&name) => {
+                    tracing::warn!(device = %handle.device_id, tool = %tool.name, "the device lists this tool twice; offering the first")
+                }
+                Some(name) => {
+                    names.insert(tool.name.clone(), name.clone());
+                    let converted = template.get(i).cloned().flatten();
+                    self.insert((seq, i as u32 + 1), name, Some(handle.clone()), tool.name.clone(), converted);
+                }
+                None => tracing::warn!(device = %handle.device_id, tool = %tool.name, "tool name does not fit MCP's name rules; not offered"),
+            }
+        }
+        self.devices.insert(handle.device_id.clone(), Joined { seq, generation: handle.generation, tools, names });
+    }
+
+    /// Whether a tool may be offered under its own name: always on a device's own endpoint; on
+    /// `/mcp` with plain naming, if no device holds the name and it does not look prefixed.
+    fn plain_allowed(&self, rules: &Rules<'_>, name: &str) -> bool {
+        if !naming::is_valid(name) {
+            return false;
+        }
+        match rules.scope {
+            Scope::Device(_) => true,
+            Scope::All => {
+                rules.naming == Naming::Plain
+                    && !self.index.contains_key(name)
+                    && name.split_once('.').is_none_or(|(prefix, _)| naming::device_for_prefix(prefix, rules.aliases).is_none())
+            }
+        }
+    }
+
+    /// The list's tools as MCP tools, converted on the first device that lists it; one more user.
+    fn template(&mut self, tools: &ToolList) -> Arc<[Option<Tool>]> {
+        let t = self.templates.entry(tools.identity()).or_insert_with(|| Template {
+            _list: tools.clone(),
+            tools: tools.iter().map(|t| to_tool(&t.name, &t.value())).collect(),
+            users: 0,
+        });
+        t.users += 1;
+        t.tools.clone()
+    }
+
+    fn insert(&mut self, place: Place, name: String, device: Option<DeviceHandle>, device_name: String, converted: Option<Tool>) {
+        let Some(mut tool) = converted else {
+            tracing::warn!(tool = %device_name, "the device's tool declaration is not a valid MCP tool; not offered");
+            return;
+        };
+        tool.name = name.clone().into();
+        self.index.insert(name.clone(), place);
+        self.entries.insert(place, Arc::new(Offered { name, device, device_name, tool }));
     }
 }
 
-/// What decides which tools an endpoint offers, and under which names.
-pub struct Rules<'a> {
-    pub scope: &'a Scope,
-    pub naming: Naming,
-    pub user_tools: bool,
-    pub aliases: &'a HashMap<String, String>,
+fn parse_cursor(c: &str) -> Option<Place> {
+    let (seq, i) = c.split_once('.')?;
+    Some((seq.parse().ok()?, i.parse().ok()?))
 }
 
 /// Most catalogues kept at once (one per endpoint: `/mcp` and each `/devices/<id>/mcp` in use);
-/// beyond it, outdated ones are dropped.
+/// beyond it, those of devices no longer connected are dropped.
 const KEPT_MAX: usize = 1024;
 
 /// The catalogues of every endpoint, by scope.
 #[derive(Default)]
 pub struct Catalogues {
-    by_scope: Mutex<HashMap<Scope, Arc<Catalogue>>>,
+    by_scope: Mutex<HashMap<Scope, Arc<RwLock<Catalogue>>>>,
 }
 
+/// A catalogue, read-locked: nothing that can panic runs while it is held.
+pub type Reading<'a> = std::sync::RwLockReadGuard<'a, Catalogue>;
+
 impl Catalogues {
-    /// The endpoint's catalogue, built again only if a device's tools changed since.
-    pub fn get(&self, rules: &Rules<'_>, devices: impl FnOnce() -> Vec<DeviceHandle>) -> Arc<Catalogue> {
-        // Read the epoch first: a change while building makes the next caller build again.
+    /// The endpoint's catalogue, brought up to date first if a device changed since.
+    pub fn read<T>(&self, rules: &Rules<'_>, devices: impl FnOnce() -> Vec<DeviceHandle>, f: impl FnOnce(&Catalogue) -> T) -> T {
+        // Read the epoch first: a change while updating makes the next caller update again.
         let epoch = tools_epoch();
-        if let Some(c) = self.lock().get(rules.scope).filter(|c| c.epoch == epoch) {
-            return c.clone();
-        }
-        let built = Arc::new(build(epoch, rules, devices()));
-        let mut kept = self.lock();
-        if kept.len() >= KEPT_MAX {
-            kept.retain(|_, c| c.epoch == epoch);
-            if kept.len() >= KEPT_MAX {
-                kept.clear();
+        let kept = self.kept_for(rules.scope);
+        {
+            let c = kept.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if c.epoch == epoch && c.next_seq != 0 {
+                return f(&c);
             }
         }
-        kept.insert(rules.scope.clone(), built.clone());
-        built
+        let mut c = kept.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if c.epoch != epoch || c.next_seq == 0 {
+            c.sync(epoch, rules, devices());
+        }
+        f(&c)
+    }
+
+    fn kept_for(&self, scope: &Scope) -> Arc<RwLock<Catalogue>> {
+        let mut kept = self.lock();
+        if let Some(c) = kept.get(scope) {
+            return c.clone();
+        }
+        if kept.len() >= KEPT_MAX {
+            kept.retain(|s, c| *s == Scope::All || c.read().is_ok_and(|c| !c.devices.is_empty()));
+            if kept.len() >= KEPT_MAX {
+                kept.retain(|s, _| *s == Scope::All);
+            }
+        }
+        kept.entry(scope.clone()).or_default().clone()
     }
 
     /// How many catalogues are kept (for tests).
@@ -95,41 +293,9 @@ impl Catalogues {
     }
 
     // Nothing that can panic runs under this lock.
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Scope, Arc<Catalogue>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Scope, Arc<RwLock<Catalogue>>>> {
         self.by_scope.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
-
-fn build(epoch: u64, rules: &Rules<'_>, devices: Vec<DeviceHandle>) -> Catalogue {
-    let mut c = Catalogue { epoch, entries: Vec::new(), index: HashMap::new() };
-    if *rules.scope == Scope::All {
-        add(&mut c, "list_devices".into(), None, "list_devices".into(), &list_devices_tool());
-    }
-    for handle in devices {
-        let Some(info) = handle.snapshot() else { continue };
-        let prefix = naming::prefix_for(&handle.device_id, rules.aliases);
-        for tool in info.tools.iter().filter(|t| rules.user_tools || !t.user_only) {
-            let plain = *rules.scope != Scope::All || (rules.naming == Naming::Plain && !c.index.contains_key(&tool.name));
-            let name = if plain && naming::is_valid(&tool.name) { Some(tool.name.clone()) } else { naming::qualify(&prefix, &tool.name) };
-            match name {
-                Some(name) if c.index.contains_key(&name) => {
-                    tracing::warn!(device = %handle.device_id, tool = %tool.name, "the device lists this tool twice; offering the first")
-                }
-                Some(name) => add(&mut c, name, Some(handle.clone()), tool.name.clone(), &tool.value()),
-                None => tracing::warn!(device = %handle.device_id, tool = %tool.name, "tool name does not fit MCP's name rules; not offered"),
-            }
-        }
-    }
-    c
-}
-
-fn add(c: &mut Catalogue, name: String, device: Option<DeviceHandle>, device_name: String, device_tool: &Value) {
-    let Some(tool) = to_tool(&name, device_tool) else {
-        tracing::warn!(tool = %device_name, "the device's tool declaration is not a valid MCP tool; not offered");
-        return;
-    };
-    c.index.insert(name.clone(), c.entries.len());
-    c.entries.push(Offered { name, device, device_name, tool });
 }
 
 pub fn list_devices_tool() -> Value {

@@ -139,12 +139,12 @@ impl Direct {
     }
 
     async fn call(&self, session: &Arc<str>, id: &RawValue, name: &str, arguments: Option<JsonObject>) -> Option<Response<Body>> {
-        let catalogue = self.shared.catalogue(&self.scope);
-        let call = match prepare_call(catalogue.get(name)?, arguments)? {
+        let offered = self.shared.offered(&self.scope, name)?;
+        let call = match prepare_call(&offered, arguments)? {
             Err(refused) => return Some(json_answer(id, Ok(refused))),
             Ok(call) => call,
         };
-        drop(catalogue);
+        drop(offered);
         let key = (session.clone(), Box::<str>::from(id.get()));
         let cancel = CancellationToken::new();
         {

@@ -3,6 +3,7 @@ use rmcp::transport::streamable_http_server::session::SessionManager;
 
 use super::*;
 use crate::hub::{HubConfig, start};
+use crate::bridge::sessions::SessionCaps;
 
 fn body(v: serde_json::Value) -> Bytes {
     Bytes::from(v.to_string())
@@ -100,7 +101,7 @@ fn only_headers_rmcp_accepts_on_a_session_are_taken() {
 async fn direct(sessions: Arc<LocalSessionManager>) -> Direct {
     let config = HubConfig { device_addr: "127.0.0.1:0".parse().unwrap(), host_addr: "127.0.0.1:0".parse().unwrap(), ..Default::default() };
     let running = start(config).await.unwrap();
-    let shared = Arc::new(Shared { hub: running.hub.clone(), config: Default::default(), notifier: Default::default(), catalogues: Default::default() });
+    let shared = Arc::new(Shared { hub: running.hub.clone(), config: Default::default(), notifier: Default::default(), catalogues: Default::default(), sessions: SessionCaps::new(8, 8) });
     Direct::new(shared, Scope::All, sessions)
 }
 

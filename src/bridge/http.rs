@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{ConnectInfo, Path, Query, Request, State};
 use axum::http::{Response, StatusCode, header};
 use axum::routing::{any, get, post};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -23,6 +23,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tower::ServiceExt as _;
 
 use super::direct::{Direct, SESSION_ID};
+use super::sessions::{Refused, SessionCaps, Slot};
 use super::sse::{self, SseSessions};
 use super::{Bridge, BridgeConfig, Scope, Shared};
 use crate::hub::Hub;
@@ -38,6 +39,13 @@ type Service = StreamableHttpService<Bridge, LocalSessionManager>;
 struct Endpoint {
     service: Service,
     direct: Arc<Direct>,
+    caps: Arc<SessionCaps>,
+}
+
+tokio::task_local! {
+    /// The slot a new session's handler takes: rmcp makes the handler in the task that serves
+    /// the `initialize`, within [`streamable`]'s scope.
+    static NEW_SLOT: std::cell::Cell<Option<Slot>>;
 }
 
 /// Most per-device MCP services kept at once.
@@ -56,8 +64,13 @@ fn endpoint(shared: &Arc<Shared>, scope: Scope) -> Endpoint {
     let shared = shared.clone();
     // Host and Origin are checked once, for every route, by the host listener.
     let config = StreamableHttpServerConfig::default().disable_allowed_hosts().disable_allowed_origins();
-    let service = StreamableHttpService::new(move || Ok(Bridge::new(shared.clone(), scope.clone())), sessions, config);
-    Endpoint { service, direct }
+    let caps = shared.sessions.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(Bridge::new(shared.clone(), scope.clone(), NEW_SLOT.try_with(std::cell::Cell::take).ok().flatten())),
+        sessions,
+        config,
+    );
+    Endpoint { service, direct, caps }
 }
 
 /// The MCP routes, to merge into the host listener's router.
@@ -68,7 +81,8 @@ pub fn router(hub: Arc<Hub>, config: BridgeConfig) -> Router {
 fn endpoints(hub: Arc<Hub>, config: BridgeConfig) -> Arc<Endpoints> {
     let notifier = Arc::new(super::notifier::Notifier::default());
     notifier.spawn(&hub);
-    let shared = Arc::new(Shared { hub, config, notifier, catalogues: Default::default() });
+    let sessions = SessionCaps::new(config.max_sessions, config.max_sessions_per_peer);
+    let shared = Arc::new(Shared { hub, config, notifier, catalogues: Default::default(), sessions });
     Arc::new(Endpoints {
         all: endpoint(&shared, Scope::All),
         shared,
@@ -122,7 +136,14 @@ async fn streamable(endpoint: Endpoint, req: Request) -> Response<Body> {
     };
     let delete = req.method() == axum::http::Method::DELETE;
     let session = req.headers().get(&SESSION_ID).cloned();
-    let mut resp = endpoint.service.oneshot(req).await.unwrap_or_else(|never| match never {}).map(Body::new);
+    // A POST without a session makes one (or is a sessionless request): within the caps.
+    let slot = match (req.method() == axum::http::Method::POST && session.is_none()).then(|| endpoint.caps.acquire(peer_ip(&req))) {
+        Some(Err(why)) => return refuse_session(req, why).await,
+        Some(Ok(slot)) => Some(slot),
+        None => None,
+    };
+    let served = NEW_SLOT.scope(std::cell::Cell::new(slot), endpoint.service.oneshot(req));
+    let mut resp = served.await.unwrap_or_else(|never| match never {}).map(Body::new);
     if let Some(session) = session
         && resp.status().is_success()
         && !delete
@@ -134,6 +155,28 @@ async fn streamable(endpoint: Endpoint, req: Request) -> Response<Body> {
         *resp.body_mut() = Body::empty();
     }
     resp
+}
+
+/// The address of the peer that sent a request (loopback when the listener did not say, as in
+/// in-process tests).
+fn peer_ip(req: &Request) -> std::net::IpAddr {
+    req.extensions().get::<ConnectInfo<std::net::SocketAddr>>().map_or(std::net::Ipv6Addr::LOCALHOST.into(), |c| c.0.ip())
+}
+
+/// A new session over a cap: 503, `Retry-After`, and a JSON-RPC error answering the request's
+/// id when it has one the hub can read.
+async fn refuse_session(req: Request, why: Refused) -> Response<Body> {
+    let id = match axum::body::to_bytes(req.into_body(), 64 * 1024).await {
+        Ok(body) => serde_json::from_slice::<serde_json::Value>(&body).ok().and_then(|v| v.get("id").cloned()).unwrap_or_default(),
+        Err(_) => serde_json::Value::Null,
+    };
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": why.0}});
+    Response::builder()
+        .status(StatusCode::SERVICE_UNAVAILABLE)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::RETRY_AFTER, "5")
+        .body(Body::from(body.to_string()))
+        .expect("static response")
 }
 
 /// A device by id, unique prefix or alias; a device that is not connected is accepted if it was
@@ -204,11 +247,11 @@ async fn device_streamable(State(e): State<Arc<Endpoints>>, Path(id): Path<Strin
     }
 }
 
-async fn all_sse(State(e): State<Arc<Endpoints>>) -> Response<Body> {
-    sse::open(&e.sse, Bridge::new(e.shared.clone(), Scope::All), "/messages")
+async fn all_sse(State(e): State<Arc<Endpoints>>, req: Request) -> Response<Body> {
+    open_sse(&e, Scope::All, "/messages", peer_ip(&req))
 }
 
-async fn device_sse(State(e): State<Arc<Endpoints>>, Path(id): Path<String>) -> Response<Body> {
+async fn device_sse(State(e): State<Arc<Endpoints>>, Path(id): Path<String>, req: Request) -> Response<Body> {
     let scope = match remote_device(&e, &id).await {
         Some(device_id) => Ok(device_id),
         None => device_scope(&e, &id),
@@ -216,9 +259,21 @@ async fn device_sse(State(e): State<Arc<Endpoints>>, Path(id): Path<String>) -> 
     match scope {
         Ok(device_id) => {
             let path = format!("/devices/{device_id}/messages");
-            sse::open(&e.sse, Bridge::new(e.shared.clone(), Scope::Device(device_id)), &path)
+            open_sse(&e, Scope::Device(device_id), &path, peer_ip(&req))
         }
         Err(resp) => resp,
+    }
+}
+
+/// A legacy SSE session, within the session caps.
+fn open_sse(e: &Endpoints, scope: Scope, messages_path: &str, peer: std::net::IpAddr) -> Response<Body> {
+    match e.shared.sessions.acquire(peer) {
+        Ok(slot) => sse::open(&e.sse, Bridge::new(e.shared.clone(), scope, Some(slot)), messages_path),
+        Err(why) => {
+            let mut resp = plain(StatusCode::SERVICE_UNAVAILABLE, &why.0);
+            resp.headers_mut().insert(header::RETRY_AFTER, axum::http::HeaderValue::from_static("5"));
+            resp
+        }
     }
 }
 

@@ -11,7 +11,9 @@
 //! - A session's plain `tools/call` of a device tool is answered by [`direct`], without rmcp's
 //!   per-session worker and SSE stream; everything else, and anything unusual, goes to rmcp.
 //! - Tools are dynamic: `tools.listChanged` is declared and every open session hears when a
-//!   device connects, disconnects or changes its tools.
+//!   device connects, disconnects or changes its tools, at most once a second ([`notifier`]).
+//! - Open sessions are capped in total and per peer address, on every endpoint and transport
+//!   ([`sessions`]).
 //! - Device notifications become resources: `mcpdev://devices/<id>/notifications` (subscribe
 //!   to get `notifications/resources/updated`), beside `mcpdev://devices/<id>` (its description).
 
@@ -21,6 +23,7 @@ pub mod http;
 pub mod naming;
 pub mod notifier;
 pub mod results;
+pub mod sessions;
 pub mod sse;
 
 use std::sync::Arc;
@@ -61,11 +64,22 @@ pub struct BridgeConfig {
     pub page_size: usize,
     /// A bearer token MCP clients must send; none means loopback access is enough.
     pub token: Option<String>,
+    /// Open MCP sessions allowed, in total and per peer address ([`sessions`]).
+    pub max_sessions: u32,
+    pub max_sessions_per_peer: u32,
 }
 
 impl Default for BridgeConfig {
     fn default() -> Self {
-        Self { call_timeout: Duration::from_secs(60), naming: Naming::Prefixed, user_tools: false, page_size: 100, token: None }
+        Self {
+            call_timeout: Duration::from_secs(60),
+            naming: Naming::Prefixed,
+            user_tools: false,
+            page_size: 100,
+            token: None,
+            max_sessions: sessions::DEFAULT_TOTAL,
+            max_sessions_per_peer: sessions::DEFAULT_PER_PEER,
+        }
     }
 }
 
@@ -76,30 +90,53 @@ pub struct Shared {
     pub notifier: Arc<Notifier>,
     /// Every endpoint's tools, kept up to date on change.
     pub catalogues: Catalogues,
+    /// The open sessions of every endpoint, within their caps.
+    pub sessions: Arc<sessions::SessionCaps>,
 }
 
 impl Shared {
     /// The devices an endpoint offers (one lookup for a device's own endpoint, whatever the
-    /// fleet's size).
+    /// fleet's size), in Device-Id order.
     fn devices(&self, scope: &Scope) -> Vec<DeviceHandle> {
+        self.listing(scope, true)
+    }
+
+    /// The bridge's one device listing (everything the endpoints offer, call and describe comes
+    /// from it): this hub's devices and, in a cluster, the other hubs' ready devices as local
+    /// stand-ins (docs/cluster.md); a device served here is never also offered as a stand-in.
+    /// `sorted`: in Device-Id order (else in no order, without sorting the fleet).
+    fn listing(&self, scope: &Scope, sorted: bool) -> Vec<DeviceHandle> {
         match scope {
-            // This hub's devices, then the other hubs' ready ones (docs/cluster.md).
             Scope::All => {
-                let mut all = self.hub.registry.handles();
+                let registry = &self.hub.registry;
+                let mut all = if sorted { registry.handles() } else { registry.unsorted() };
                 if let Some(c) = crate::hub::remote::of(&self.hub) {
-                    all.extend(c.proxies().into_iter().filter(|p| self.hub.registry.get(&p.device_id).is_none()));
+                    let before = all.len();
+                    all.extend(c.proxies().into_iter().filter(|p| registry.get(&p.device_id).is_none()));
+                    if sorted && all.len() > before {
+                        all.sort_by(|a, b| a.device_id.cmp(&b.device_id));
+                    }
                 }
                 all
             }
-            // A device another hub serves: its proxy, while it lives (docs/cluster.md).
-            Scope::Device(id) => self.hub.registry.get(id).or_else(|| crate::hub::remote::of(&self.hub)?.cached_proxy(id)).into_iter().collect(),
+            Scope::Device(id) => self.device(id).into_iter().collect(),
         }
     }
 
-    /// Every tool an endpoint offers, in a stable order (kept, not rebuilt per request).
-    fn catalogue(&self, scope: &Scope) -> Arc<Catalogue> {
+    /// One device of the listing, by Device-Id: served here, or another hub's stand-in.
+    fn device(&self, device_id: &str) -> Option<DeviceHandle> {
+        self.hub.registry.get(device_id).or_else(|| crate::hub::remote::of(&self.hub)?.cached_proxy(device_id))
+    }
+
+    /// Reads the tools an endpoint offers (kept and updated per device, not rebuilt per request).
+    fn catalogue<T>(&self, scope: &Scope, f: impl FnOnce(&Catalogue) -> T) -> T {
         let rules = Rules { scope, naming: self.config.naming, user_tools: self.config.user_tools, aliases: &self.hub.config.aliases };
-        self.catalogues.get(&rules, || self.devices(scope))
+        self.catalogues.read(&rules, || self.listing(scope, false), f)
+    }
+
+    /// The tool an endpoint offers under `name`.
+    fn offered(&self, scope: &Scope, name: &str) -> Option<Arc<Offered>> {
+        self.catalogue(scope, |c| c.get(name))
     }
 
     /// Relays a device's tool call for an MCP client ([`prepare_call`] checked it first). It
@@ -146,18 +183,17 @@ pub struct Bridge {
     shared: Arc<Shared>,
     scope: Scope,
     session: u64,
+    /// Counts this session in `mcpdev_mcp_sessions` until it ends.
+    _open: Arc<crate::metrics::SessionGuard>,
+    /// The session's place within the session caps, given back when rmcp drops the handler.
+    _slot: Option<Arc<sessions::Slot>>,
 }
 
 static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
 
 impl Bridge {
-    pub fn new(shared: Arc<Shared>, scope: Scope) -> Self {
-        Self { shared, scope, session: NEXT_SESSION.fetch_add(1, Ordering::Relaxed) }
-    }
-
-    /// Every tool this endpoint offers, in a stable order (kept, not rebuilt per request).
-    fn catalogue(&self) -> Arc<Catalogue> {
-        self.shared.catalogue(&self.scope)
+    pub fn new(shared: Arc<Shared>, scope: Scope, slot: Option<sessions::Slot>) -> Self {
+        Self { shared, scope, session: NEXT_SESSION.fetch_add(1, Ordering::Relaxed), _open: Arc::new(crate::metrics::SessionGuard::open()), _slot: slot.map(Arc::new) }
     }
 
     fn devices(&self) -> Vec<DeviceHandle> {
@@ -180,7 +216,7 @@ impl Bridge {
                 }
             }
         };
-        match registry.get(&device_id).map(|h| h.phase()) {
+        match self.shared.device(&device_id).map(|h| h.phase()) {
             None | Some(None) => Some(format!(
                 "device {device_id} is not connected, so {name} cannot run now; nothing was sent. Call it again once the device is back (list_devices shows the connected devices)."
             )),
@@ -241,7 +277,7 @@ impl ServerHandler for Bridge {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.shared.notifier.add_peer(self.scope.clone(), context.peer);
+        self.shared.notifier.add_peer(self.scope.clone(), self.session, context.peer);
     }
 
     fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
@@ -256,35 +292,25 @@ impl ServerHandler for Bridge {
     }
 
     async fn list_tools(&self, request: Option<PaginatedRequestParams>, _cx: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
-        let catalogue = self.catalogue();
-        let start = match request.and_then(|r| r.cursor) {
-            None => 0,
-            Some(c) => c
-                .parse::<usize>()
-                .ok()
-                .filter(|n| *n <= catalogue.len())
-                .ok_or_else(|| McpError::invalid_params(format!("Invalid cursor: {c}"), None))?,
-        };
-        let end = (start + self.shared.config.page_size.max(1)).min(catalogue.len());
-        let tools = catalogue.page(start, end).iter().map(|o| o.tool.clone()).collect();
-        let next_cursor = (end < catalogue.len()).then(|| end.to_string());
-        Ok(ListToolsResult { tools, next_cursor, ..Default::default() }.with_ttl_ms(0).with_cache_scope(CacheScope::Public))
+        let cursor = request.and_then(|r| r.cursor);
+        let page = self.shared.catalogue(&self.scope, |c| c.page(cursor.as_deref(), self.shared.config.page_size));
+        let page = page.map_err(|why| McpError::invalid_params(why, None))?;
+        Ok(ListToolsResult { tools: page.tools, next_cursor: page.next_cursor, ..Default::default() }.with_ttl_ms(0).with_cache_scope(CacheScope::Public))
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, cx: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
-        let catalogue = self.catalogue();
-        let Some(offered) = catalogue.get(&request.name) else {
+        let Some(offered) = self.shared.offered(&self.scope, &request.name) else {
             return match self.unavailable(&request.name) {
                 Some(why) => Ok(CallToolResult::error(vec![ContentBlock::text(why)]).into()),
                 None => Err(McpError::invalid_params(format!("Unknown tool: {}", request.name), None)),
             };
         };
-        let call = match prepare_call(offered, request.arguments) {
+        let call = match prepare_call(&offered, request.arguments) {
             None => return Ok(self.list_devices().await.into()),
             Some(Err(refused)) => return Ok(refused.into()),
             Some(Ok(call)) => call,
         };
-        drop(catalogue);
+        drop(offered);
         // notifications/cancelled: stop waiting.
         self.shared.relay_call(call, cx.ct.cancelled()).await.map(Into::into)
     }
@@ -319,7 +345,7 @@ impl ServerHandler for Bridge {
         // endpoint offers it.
         let named = uri.strip_prefix("mcpdev://devices/").map(|rest| rest.strip_suffix("/notifications").unwrap_or(rest));
         let offered = named.filter(|id| matches!(&self.scope, Scope::All) || matches!(&self.scope, Scope::Device(own) if own == id));
-        let text = offered.and_then(|id| self.shared.hub.registry.get(id)).and_then(|h| {
+        let text = offered.and_then(|id| self.shared.device(id)).and_then(|h| {
             if uri == device_uri(&h.device_id) {
                 h.snapshot().map(|info| serde_json::to_string_pretty(&info).unwrap_or_default())
             } else if uri == notifications_uri(&h.device_id) {
@@ -338,8 +364,14 @@ impl ServerHandler for Bridge {
 
     #[allow(deprecated)]
     async fn subscribe(&self, request: SubscribeRequestParams, cx: RequestContext<RoleServer>) -> Result<(), McpError> {
-        self.shared.notifier.subscribe(request.uri.to_string(), self.session, cx.peer);
-        Ok(())
+        if self.shared.notifier.subscribe(self.scope.clone(), request.uri.to_string(), self.session, cx.peer) {
+            Ok(())
+        } else {
+            Err(McpError::invalid_request(
+                format!("this session holds {} resource subscriptions, the most it may; unsubscribe from some first", notifier::MAX_SUBSCRIPTIONS),
+                None,
+            ))
+        }
     }
 
     #[allow(deprecated)]

@@ -42,6 +42,10 @@ pub enum Frame {
     Invalid(String),
 }
 
+/// How a reason says the device was gone ([`Silence::Gone`]): [`super::Results`] counts every
+/// failure that says it as one missing answer.
+pub const GONE: &str = "the device disconnected";
+
 /// Why no answer came.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Silence {
@@ -53,7 +57,7 @@ impl std::fmt::Display for Silence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Silence::Timeout => write!(f, "no answer within the timeout"),
-            Silence::Gone(why) => write!(f, "the device disconnected ({why})"),
+            Silence::Gone(why) => write!(f, "{GONE} ({why})"),
         }
     }
 }
@@ -89,6 +93,59 @@ pub struct Conn {
     pub gone: Option<String>,
     /// Round trips per method, for the timing section.
     pub latencies: Vec<(String, Duration)>,
+    /// What the device's messages looked like, for the envelope checks.
+    pub envelopes: Envelopes,
+    /// Whether the device got a server hello (with [`Conn::session_id`]) to echo.
+    pub hello_sent: bool,
+}
+
+/// The shape of the device's JSON messages after its hello: `type` and `session_id` (reference
+/// §1.3, §1.5), counted with the first example of each deviation.
+#[derive(Debug, Clone, Default)]
+pub struct Envelopes {
+    pub messages: usize,
+    /// Messages without a string `type` (or not a JSON object at all).
+    pub untyped: Vec<String>,
+    /// `mcp` messages whose `payload` is not an object.
+    pub bad_payload: Vec<String>,
+    /// `session_id` of the server hello, echoed.
+    pub echoed: usize,
+    /// An empty `session_id`.
+    pub empty: usize,
+    /// No `session_id` at all.
+    pub missing: usize,
+    /// Another `session_id` (first seen kept).
+    pub other: Vec<String>,
+}
+
+/// Examples kept per deviation.
+const EXAMPLES: usize = 3;
+
+impl Envelopes {
+    fn note(&mut self, v: &Value, session_id: &str) {
+        self.messages += 1;
+        let keep = |list: &mut Vec<String>, what: String| {
+            if list.len() < EXAMPLES {
+                list.push(what.chars().take(120).collect());
+            }
+        };
+        if !v["type"].is_string() {
+            keep(&mut self.untyped, v.to_string());
+        } else if v["type"] == "mcp" && !v["payload"].is_object() {
+            keep(&mut self.bad_payload, v.to_string());
+        }
+        match v.get("session_id") {
+            None => self.missing += 1,
+            Some(Value::String(s)) if s == session_id => self.echoed += 1,
+            Some(Value::String(s)) if s.is_empty() => self.empty += 1,
+            Some(other) => keep(&mut self.other, other.to_string()),
+        }
+    }
+
+    /// Messages with another `session_id` than the server hello's (not kept beyond the examples).
+    pub fn others(&self) -> usize {
+        self.messages - self.echoed - self.empty - self.missing
+    }
 }
 
 /// Accepts the next device on `listener` (a failed handshake is logged and the next one taken),
@@ -125,6 +182,7 @@ pub async fn accept(listener: &TcpListener, wait: Duration, timeout: Duration) -
         let hello = conn.read_hello().await?;
         let server_hello = crate::links::websocket::server_hello(&conn.session_id);
         conn.send_text(server_hello).await;
+        conn.hello_sent = true;
         let greeting = Greeting { headers, hello, remote: remote.to_string(), no_hello: None };
         return Ok((conn, greeting, Instant::now()));
     }
@@ -168,7 +226,20 @@ pub async fn through_broker(url: &str, device: Option<&str>, wait: Option<Durati
 impl Conn {
     fn new(raw: Option<Raw>, hub: Option<(crate::links::hub_client::HubClient, String)>, timeout: Duration) -> Self {
         let session_id = uuid::Uuid::new_v4().to_string();
-        Conn { raw, hub, session_id, next_id: 1, first_id: 1, named_ids: Vec::new(), pending: VecDeque::new(), timeout, gone: None, latencies: Vec::new() }
+        Conn {
+            raw,
+            hub,
+            session_id,
+            next_id: 1,
+            first_id: 1,
+            named_ids: Vec::new(),
+            pending: VecDeque::new(),
+            timeout,
+            gone: None,
+            latencies: Vec::new(),
+            envelopes: Envelopes::default(),
+            hello_sent: false,
+        }
     }
 
     /// Whether raw frames can be sent (`--listen`, `--mqtt`), not only requests through a hub.
@@ -251,6 +322,11 @@ impl Conn {
         format!("{{\"session_id\":{},\"type\":\"mcp\",\"payload\":{payload}}}", json!(self.session_id))
     }
 
+    /// The session id of the server hello (what the device should echo).
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
     pub fn fresh_id(&mut self) -> i64 {
         let id = self.next_id;
         self.next_id += 1;
@@ -286,8 +362,12 @@ impl Conn {
             };
             match serde_json::from_str::<Value>(&text) {
                 Ok(v) if v["type"] == "mcp" && matches!(self.raw, Some(Raw::Mqtt(_))) && !self.ours(&v["payload"]) => continue,
-                Ok(v) if v["type"] == "mcp" => return Ok(Frame::Mcp(v["payload"].clone())),
-                Ok(_) => continue,
+                Ok(v) => {
+                    self.envelopes.note(&v, &self.session_id);
+                    if v["type"] == "mcp" {
+                        return Ok(Frame::Mcp(v["payload"].clone()));
+                    }
+                }
                 Err(_) => return Ok(Frame::Invalid(text)),
             }
         }

@@ -5,6 +5,7 @@ use super::Results;
 
 const REF_HEADERS: &str = "xiaozhi-protocol.md §1.1";
 const REF_HELLO: &str = "xiaozhi-protocol.md §1.2";
+const REF_HELLO_FIELDS: &str = "xiaozhi-protocol.md §1.2 (backends default a missing version, transport or audio_params)";
 
 pub fn check(g: &Greeting, r: &mut Results) {
     if let Some(why) = g.no_hello {
@@ -42,7 +43,13 @@ pub fn check(g: &Greeting, r: &mut Results) {
             problems.push(format!("audio_params.{key} is missing"));
         }
     }
-    report(r, "hello.fields", problems, "transport, version and audio_params are present", REF_HELLO);
+    // Backends read what they need and default the rest (devices in the field send hellos without version,
+    // transport or audio_params): a warning.
+    if problems.is_empty() {
+        r.pass("hello.fields", "transport, version and audio_params are present", REF_HELLO);
+    } else {
+        r.warn("hello.fields", format!("{} (backends default them)", problems.join("; ")), REF_HELLO_FIELDS);
+    }
 
     match &h["features"]["mcp"] {
         serde_json::Value::Bool(true) => r.pass("hello.features_mcp", "features.mcp is true", REF_HELLO),

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::conn::{Conn, Frame, Silence};
-use super::Results;
+use super::{Asked, Results, Status};
 
 const REF_JSONRPC: &str = "JSON-RPC 2.0 §5.1 (error codes); MCP spec: Basic protocol";
 const REF_TOOL_ERRORS: &str = "MCP spec: Tools (Error handling); xiaozhi-protocol.md §4.6";
@@ -27,7 +27,7 @@ pub async fn check(conn: &mut Conn, tools: &[Value], callable: &[Value], r: &mut
             None if reply.payload.get("error").is_some() => r.warn("hygiene.unknown_method", "an unknown method gets an error without a code", REF_JSONRPC),
             None => r.fail("hygiene.unknown_method", format!("an unknown method got a result: {:.120}", reply.payload.to_string()), REF_JSONRPC),
         },
-        Err(why) => r.fail("hygiene.unknown_method", format!("an unknown method: {why}"), REF_JSONRPC),
+        Err(why) => r.silence(&why, Asked::UnknownMethod, "hygiene.unknown_method", Status::Fail, format!("an unknown method: {why}"), REF_JSONRPC),
     }
     match conn.request("tools/call", json!({"name": "mcpdev-check.no-such-tool", "arguments": {}})).await {
         Ok(reply) if reply.payload["result"]["isError"] == true => r.pass("hygiene.unknown_tool", "an unknown tool gets an isError result", REF_TOOL_ERRORS),
@@ -37,14 +37,16 @@ pub async fn check(conn: &mut Conn, tools: &[Value], callable: &[Value], r: &mut
             None if reply.payload.get("error").is_some() => r.warn("hygiene.unknown_tool", "an unknown tool gets an error without a code", REF_TOOL_ERRORS),
             None => r.fail("hygiene.unknown_tool", format!("an unknown tool got a success: {:.120}", reply.payload.to_string()), REF_TOOL_ERRORS),
         },
-        Err(why) => r.fail("hygiene.unknown_tool", format!("an unknown tool: {why}"), REF_TOOL_ERRORS),
+        Err(why) => r.silence(&why, Asked::UnknownTool, "hygiene.unknown_tool", Status::Fail, format!("an unknown tool: {why}"), REF_TOOL_ERRORS),
     }
     invalid_params(conn, tools, callable, r).await;
     ids(conn, r).await;
     match conn.request("ping", json!({})).await {
         Ok(reply) if reply.payload["result"].is_object() => r.pass("hygiene.ping", "ping is answered", REF_PING),
         Ok(reply) => r.warn("hygiene.ping", format!("ping gets no empty result: {:.120}", reply.payload.to_string()), REF_PING),
-        Err(Silence::Timeout) => r.warn("hygiene.ping", "ping is not answered (stock firmware: backends must not rely on ping)", REF_PING),
+        // On a device without ping, ping is an unknown method: one that gets no answer is counted
+        // by hygiene.unknown_method when every unknown method goes unanswered.
+        Err(Silence::Timeout) => r.unanswered(Asked::UnknownMethod, "hygiene.ping", Status::Warn, "ping is not answered (stock firmware: backends must not rely on ping)", REF_PING),
         Err(why) => r.fail("hygiene.ping", format!("ping: {why}"), REF_PING),
     }
     in_flight(conn, r).await;
@@ -65,24 +67,43 @@ pub async fn check(conn: &mut Conn, tools: &[Value], callable: &[Value], r: &mut
 
 /// A call whose arguments cannot be right: `arguments` that is not an object, and (when a tool
 /// chosen with `--call` has a required property) a wrong type for it. Nothing runs when the
-/// device validates; a device that runs the tool anyway is what this check is for.
+/// device validates. A device that runs the tool anyway only warns: no backend sends arguments
+/// that are not an object, and the stock firmware itself defaults wrong types silently
+/// (`calls.*.wrong_type`). Going silent on a wrong type fails (a backend passes a model's wrong
+/// type on and waits for the answer); on non-object arguments, which none sends, it warns.
 async fn invalid_params(conn: &mut Conn, tools: &[Value], callable: &[Value], r: &mut Results) {
     let id = "hygiene.invalid_params";
-    let mut attempts = vec![("arguments that are not an object".to_string(), json!({"name": tools.first().map_or(json!("mcpdev-check.no-such-tool"), |t| t["name"].clone()), "arguments": "not-an-object"}))];
+    let first = tools.first().and_then(|t| t["name"].as_str()).map(String::from);
+    let asked = first.clone().map_or(Asked::UnknownTool, Asked::Tool);
+    let name = first.map_or(json!("mcpdev-check.no-such-tool"), Value::from);
+    const NEVER_SENT: &str = "no backend sends it; tolerated";
+    const DEFAULTED: &str = "the stock firmware runs wrong types with defaults; tolerated";
+    let mut attempts = vec![("arguments that are not an object".to_string(), json!({"name": name, "arguments": "not-an-object"}), asked, Status::Warn, NEVER_SENT)];
     if let Some((tool, prop, wrong)) = callable.iter().find_map(required_wrong_type) {
-        attempts.push((format!("{prop}={wrong} for {tool}"), json!({"name": tool, "arguments": {prop.clone(): wrong}})));
+        attempts.push((format!("{prop}={wrong} for {tool}"), json!({"name": tool, "arguments": {prop.clone(): wrong}}), Asked::Tool(tool.clone()), Status::Fail, DEFAULTED));
     }
-    for (what, params) in attempts {
+    // The first deviation that only warns, kept while the other attempts run.
+    let mut warned: Option<(String, Option<Asked>)> = None;
+    for (what, params, asked, if_silent, tolerated) in attempts {
         match conn.request("tools/call", params).await {
             Ok(reply) if reply.payload["result"]["isError"] == true || code(&reply.payload) == Some(-32602) => {}
             Ok(reply) if reply.payload.get("error").is_some() => {
-                return r.warn(id, format!("{what} gets an error, but not -32602 (code {:?})", code(&reply.payload)), REF_TOOL_ERRORS);
+                warned.get_or_insert((format!("{what} gets an error, but not -32602 (code {:?})", code(&reply.payload)), None));
             }
-            Ok(reply) => return r.fail(id, format!("{what} is accepted: {:.120}", reply.payload.to_string()), REF_TOOL_ERRORS),
-            Err(why) => return r.fail(id, format!("{what}: {why}"), REF_TOOL_ERRORS),
+            Ok(reply) => {
+                warned.get_or_insert((format!("{what} is accepted ({tolerated}): {:.120}", reply.payload.to_string()), None));
+            }
+            Err(why @ Silence::Timeout) if if_silent == Status::Warn => {
+                warned.get_or_insert((format!("{what}: {why} ({tolerated})"), Some(asked)));
+            }
+            Err(why) => return r.silence(&why, asked, id, Status::Fail, format!("{what}: {why}"), REF_TOOL_ERRORS),
         }
     }
-    r.pass(id, "invalid arguments get -32602 or isError", REF_TOOL_ERRORS)
+    match warned {
+        None => r.pass(id, "invalid arguments get -32602 or isError", REF_TOOL_ERRORS),
+        Some((why, None)) => r.warn(id, why, REF_TOOL_ERRORS),
+        Some((why, Some(asked))) => r.unanswered(asked, id, Status::Warn, why, REF_TOOL_ERRORS),
+    }
 }
 
 /// A required property of `tool` and a value of the wrong type for it.
@@ -152,7 +173,8 @@ async fn escaping(conn: &mut Conn, r: &mut Results) {
             } else if frames.iter().any(|f| matches!(f, Frame::Mcp(p) if p.get("id") == Some(&rid))) {
                 r.pass(id, "error messages are escaped (valid JSON)", REF_ESCAPING);
             } else {
-                r.fail(id, "a call of a tool named with \" and \\ got no answer", REF_ESCAPING);
+                // The same missing answer as an unknown tool's, when that one gets none either.
+                r.unanswered(Asked::UnknownTool, id, Status::Fail, "a call of a tool named with \" and \\ got no answer", REF_ESCAPING);
             }
         }
         Err(why) => r.fail(id, format!("after a call of a tool named with \" and \\: {why}"), REF_ESCAPING),

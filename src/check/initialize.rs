@@ -48,15 +48,27 @@ pub async fn check(conn: &mut Conn, r: &mut Results) -> Option<Value> {
         None => r.skip("initialize.capabilities_tools", missing, REF_LIFECYCLE),
     }
     match &result {
-        Some(res) if res["serverInfo"]["name"].is_string() && res["serverInfo"]["version"].is_string() => {
-            r.pass("initialize.server_info", format!("serverInfo {} {}", res["serverInfo"]["name"], res["serverInfo"]["version"]), REF_LIFECYCLE)
-        }
-        Some(res) => r.warn("initialize.server_info", format!("serverInfo lacks a name or version: {}", res["serverInfo"]), REF_LIFECYCLE),
+        // A warning: backends log serverInfo and go on; hosts and people see a nameless device.
+        Some(res) => match server_info_problem(&res["serverInfo"]) {
+            None => r.pass("initialize.server_info", format!("serverInfo {} {}", res["serverInfo"]["name"], res["serverInfo"]["version"]), REF_LIFECYCLE),
+            Some(problem) => r.warn("initialize.server_info", format!("{problem}: {:.200}", res["serverInfo"].to_string()), REF_LIFECYCLE),
+        },
         None => r.skip("initialize.server_info", missing, REF_LIFECYCLE),
     }
     let note = conn.envelope_text(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
     no_reply(conn, note, r, "initialize.initialized_no_reply", "notifications/initialized", REF_LIFECYCLE).await;
     result
+}
+
+/// What is wrong with `serverInfo`: its `name` must be a non-empty string (blank is empty),
+/// its `version` a string.
+pub fn server_info_problem(info: &Value) -> Option<&'static str> {
+    match (info["name"].as_str(), info["version"].as_str()) {
+        (None, _) => Some("serverInfo has no name"),
+        (Some(n), _) if n.trim().is_empty() => Some("serverInfo.name is empty"),
+        (_, None) => Some("serverInfo has no version"),
+        _ => None,
+    }
 }
 
 /// Sends `text` and passes when nothing answers it before the next request's reply.

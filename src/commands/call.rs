@@ -66,8 +66,8 @@ fn render(result: &Value, tool: &str, save_dir: Option<&Path>) -> anyhow::Result
             Some("text") => {
                 let text = block["text"].as_str().unwrap_or_default();
                 match serde_json::from_str::<Value>(text) {
-                    Ok(v @ (Value::Object(_) | Value::Array(_))) => outln!("{}", serde_json::to_string_pretty(&v)?),
-                    _ => outln!("{text}"),
+                    Ok(v @ (Value::Object(_) | Value::Array(_))) => print_json(&v),
+                    _ => outln!("{}", super::output::text(text)),
                 }
             }
             Some(kind @ ("image" | "audio")) => {
@@ -81,13 +81,13 @@ fn render(result: &Value, tool: &str, save_dir: Option<&Path>) -> anyhow::Result
                         let ext = mime.rsplit('/').next().unwrap_or("bin").replace(['+', ';'], "_");
                         let path = dir.join(format!("{tool}-{i}.{ext}"));
                         std::fs::write(&path, &data).with_context(|| format!("writing {}", path.display()))?;
-                        outln!("[{kind} {mime}, {} bytes, saved to {}]", data.len(), path.display());
+                        outln!("[{kind} {}, {} bytes, saved to {}]", super::output::text(mime), data.len(), super::output::text(&path.display().to_string()));
                     }
-                    None => outln!("[{kind} {mime}, {} bytes; --save-images DIR saves it]", data.len()),
+                    None => outln!("[{kind} {}, {} bytes; --save-images DIR saves it]", super::output::text(mime), data.len()),
                 }
             }
-            Some("resource") => outln!("{}", serde_json::to_string_pretty(&block["resource"])?),
-            _ => outln!("{}", serde_json::to_string_pretty(&block)?),
+            Some("resource") => print_json(&block["resource"]),
+            _ => print_json(&block),
         }
     }
     Ok(())

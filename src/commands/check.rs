@@ -61,19 +61,19 @@ pub async fn run(global: &GlobalArgs, args: CheckArgs) -> anyhow::Result<()> {
 
 /// A table: one row per check, then the timing and a summary line.
 fn table(report: &check::Report, global: &GlobalArgs) -> String {
-    use console::Style;
+    use comfy_table::{Attribute, Color};
     use std::fmt::Write;
-    use std::io::IsTerminal;
-    let color = super::output::use_color(global.color, std::io::stdout().is_terminal());
     let mut t = super::output::table(global, &["CHECK", "RESULT", "REASON", "REFERENCE"]);
     for c in &report.results {
-        let style = match c.status {
-            check::Status::Pass => Style::new().green(),
-            check::Status::Warn => Style::new().yellow(),
-            check::Status::Fail => Style::new().red().bold(),
-            check::Status::Skip => Style::new().dim(),
+        // Coloured by the table, only when colour is on; the reason may quote the device.
+        let (color, attribute) = match c.status {
+            check::Status::Pass => (Some(Color::Green), None),
+            check::Status::Warn => (Some(Color::Yellow), None),
+            check::Status::Fail => (Some(Color::Red), Some(Attribute::Bold)),
+            check::Status::Skip => (None, Some(Attribute::Dim)),
         };
-        t.add_row(vec![c.id.clone(), style.force_styling(color).apply_to(c.status.as_str()).to_string(), c.reason.clone(), c.reference.to_string()]);
+        let status = super::output::Cell::styled(c.status.as_str(), color, attribute);
+        t.add_row([c.id.as_str().into(), status, c.reason.as_str().into(), c.reference.into()]);
     }
     let mut out = super::output::render(&t);
     let _ = write!(out, "\nonboarding {} ms after {}", report.timing["onboarding_ms"], report.timing["onboarding_from"].as_str().unwrap_or("the hello"));
@@ -85,7 +85,7 @@ fn table(report: &check::Report, global: &GlobalArgs) -> String {
     let _ = write!(
         out,
         "\n{}: {} pass, {} warn, {} fail, {} skip",
-        report.device_id,
+        super::terminal_text::cell(&report.device_id),
         report.count(check::Status::Pass),
         report.count(check::Status::Warn),
         report.count(check::Status::Fail),

@@ -1,7 +1,14 @@
 //! `mcpdev devices`: the connected devices; `approve`, `revoke`, `pending` and `admitted` manage
 //! which devices the hub admits ([`crate::hub::admission`]), through the control API.
+//!
+//! The listing is read a page at a time (`--page-size` devices per request, in Device-Id order),
+//! and written as each page arrives: the hub never builds the whole fleet's answer, and the first
+//! line comes after one page whatever the fleet. `--json` keeps its shape (one array of every
+//! device, one device per line), `--ndjson` writes one device object per line. A hub too old to
+//! page answers with the whole list at once; that is read as the only page.
 
 use super::output::outln;
+use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -15,31 +22,118 @@ use crate::links::hub_client::{ControlError, HubClient};
 const DEADLINE: Duration = Duration::from_secs(15);
 
 pub async fn run(global: &GlobalArgs, args: DevicesArgs) -> anyhow::Result<()> {
-    let client = HubClient::connect(&args.hub).await.map_err(|e| {
-        CodedError::new(Exit::Unreachable, format!("cannot reach the hub at {}: {e}", args.hub)).with_help("is `mcpdev serve` running? (--hub or MCPDEV_HUB names another hub)")
-    })?;
+    // A refusal, or a hub the local token is not for, is exit 3; an unreachable hub 4.
+    let client = HubClient::open(&args.hub).await?;
     let request = match &args.command {
-        None => json!({"op": "devices"}),
-        Some(DevicesCommand::Approve { target }) => json!({"op": "approve", "target": target}),
+        None => return list(global, &args, &client).await,
+        Some(DevicesCommand::Approve { target, rebind }) => json!({"op": "approve", "target": target, "rebind": rebind}),
+        Some(DevicesCommand::Deny { code }) => json!({"op": "deny", "code": code}),
         Some(DevicesCommand::Revoke { device }) => json!({"op": "revoke", "device": device}),
         Some(DevicesCommand::Pending) => json!({"op": "pending"}),
         Some(DevicesCommand::Admitted) => json!({"op": "admitted"}),
     };
-    let answer = match tokio::time::timeout(DEADLINE, client.call(request)).await {
-        Err(_) => return Err(CodedError::new(Exit::Timeout, format!("the hub did not answer within {DEADLINE:?}")).into()),
-        Ok(Err(e)) => return Err(refused(e).into()),
-        Ok(Ok(v)) => v,
-    };
+    let answer = ask(&client, request).await?;
     if global.json {
         print_json(&answer);
         return Ok(());
     }
     match args.command {
-        None => connected(global, &answer),
+        None => unreachable!("listed above"),
         Some(DevicesCommand::Approve { .. }) => approved(global, &answer),
+        Some(DevicesCommand::Deny { .. }) => denied(global, &answer),
         Some(DevicesCommand::Revoke { .. }) => revoked(global, &answer),
         Some(DevicesCommand::Pending) => pending(global, &answer),
         Some(DevicesCommand::Admitted) => admitted(global, &answer),
+    }
+    Ok(())
+}
+
+async fn ask(client: &HubClient, request: Value) -> Result<Value, CodedError> {
+    match tokio::time::timeout(DEADLINE, client.call(request)).await {
+        Err(_) => Err(CodedError::new(Exit::Timeout, format!("the hub did not answer within {DEADLINE:?}"))),
+        Ok(Err(e)) => Err(refused(e)),
+        Ok(Ok(v)) => Ok(v),
+    }
+}
+
+/// How the listing is written.
+enum Listing {
+    /// The rows, kept until the end (a table is aligned on all of them), so that the `hub`
+    /// column shows only when some device has a hub (a cluster).
+    Table(Vec<Vec<String>>, HashMap<String, String>),
+    /// The JSON array, one device per line; the device held back until the next one says
+    /// whether it needs a comma.
+    Array(Option<Value>),
+    Ndjson,
+}
+
+/// Plain `mcpdev devices`: every connected device (issue 13), a page at a time (issue 24).
+async fn list(global: &GlobalArgs, args: &DevicesArgs, client: &HubClient) -> anyhow::Result<()> {
+    let mut out = if args.ndjson {
+        Listing::Ndjson
+    } else if global.json {
+        Listing::Array(None)
+    } else {
+        // Alias -> Device-Id, read once; looked up by Device-Id per row.
+        let mut by_id = HashMap::new();
+        for (alias, id) in crate::config::aliases() {
+            let id = id.to_ascii_lowercase();
+            if by_id.get(&id).is_none_or(|a: &String| alias < *a) {
+                by_id.insert(id, alias);
+            }
+        }
+        Listing::Table(Vec::new(), by_id)
+    };
+    let (mut count, mut after) = (0usize, None::<String>);
+    loop {
+        let answer = ask(client, json!({"op": "devices", "limit": args.page_size, "after": after})).await?;
+        let (devices, next) = match answer {
+            // A hub that does not page: everything at once.
+            Value::Array(all) => (all, None),
+            mut page => (page["devices"].take().as_array_mut().map(std::mem::take).unwrap_or_default(), page["next"].as_str().map(str::to_string)),
+        };
+        // A cursor that does not move on would loop for ever: a broken hub, said as such.
+        if next.is_some() && next == after {
+            return Err(CodedError::new(Exit::Unreachable, "the hub's device listing did not move past its cursor").into());
+        }
+        count += devices.len();
+        for d in devices {
+            match &mut out {
+                Listing::Ndjson => outln!("{}", super::output::json_line(&d)),
+                Listing::Array(held) => match held.replace(d) {
+                    Some(prev) => outln!("  {},", super::output::json_line(&prev)),
+                    None => outln!("["),
+                },
+                Listing::Table(rows, aliases) => rows.push(row(&d, aliases)),
+            }
+        }
+        match next {
+            Some(n) => after = Some(n),
+            None => break,
+        }
+    }
+    match out {
+        Listing::Ndjson => {}
+        Listing::Array(Some(last)) => outln!("  {}\n]", super::output::json_line(&last)),
+        Listing::Array(None) => outln!("[]"),
+        Listing::Table(mut rows, _) => {
+            let mut columns = vec!["device", "alias", "transport", "state", "tools", "connected since", "address"];
+            if rows.iter().any(|r| r[7] != "-") {
+                columns.push("hub");
+            } else {
+                rows.iter_mut().for_each(|r| r.truncate(7));
+            }
+            let mut t = table(global, &columns);
+            for r in rows {
+                t.add_row(r);
+            }
+            if count > 0 {
+                outln!("{}", render(&t));
+            }
+        }
+    }
+    if !global.quiet && !global.json && !args.ndjson {
+        eprintln!("{count} device(s) connected");
     }
     Ok(())
 }
@@ -57,65 +151,66 @@ fn text(v: &Value) -> String {
     v.as_str().map(str::to_string).unwrap_or_else(|| if v.is_null() { "-".into() } else { v.to_string() })
 }
 
-/// Plain `mcpdev devices`: every connected device (issue 13).
-fn connected(global: &GlobalArgs, answer: &Value) {
-    let devices = answer.as_array().cloned().unwrap_or_default();
-    let aliases = crate::config::aliases();
-    // In a cluster every row names the hub that serves the device ([`crate::hub::remote`]).
-    let cluster = devices.iter().any(|d| d["hub"].is_string());
-    let mut columns = vec!["device", "alias", "transport", "state", "tools", "connected since", "address"];
-    if cluster {
-        columns.push("hub");
-    }
-    let mut t = table(global, &columns);
-    for d in &devices {
-        let id = d["device_id"].as_str().unwrap_or_default();
-        let alias = aliases.iter().filter(|(_, v)| v.eq_ignore_ascii_case(id)).map(|(k, _)| k.as_str()).min().unwrap_or("-");
-        let state = match d["phase"].as_str() {
-            Some("ready") => "ready",
-            _ if d["onboarding_error"].is_string() => "failed",
-            Some("disconnected") => "disconnected",
-            _ => "onboarding",
-        };
-        let tools = d["tools"].as_array().map(|t| t.len() as u64).or_else(|| d["tool_count"].as_u64()).unwrap_or(0);
-        let since = d["connected_at_ms"].as_u64().map_or_else(|| "-".into(), local_time);
-        let address = d["remote"].as_str().unwrap_or("-");
-        let mut row = vec![id.to_string(), alias.to_string(), text(&d["transport"]), state.to_string(), tools.to_string(), since, address.to_string()];
-        if cluster {
-            row.push(text(&d["hub"]));
-        }
-        t.add_row(row);
-    }
-    if !devices.is_empty() {
-        outln!("{}", render(&t));
-    }
-    if !global.quiet {
-        eprintln!("{} device(s) connected", devices.len());
-    }
+/// A device's row in the table.
+fn row(d: &Value, aliases: &HashMap<String, String>) -> Vec<String> {
+    let id = d["device_id"].as_str().unwrap_or_default();
+    let alias = aliases.get(&id.to_ascii_lowercase()).map_or("-", String::as_str);
+    let state = match d["phase"].as_str() {
+        Some("ready") => "ready",
+        _ if d["onboarding_error"].is_string() => "failed",
+        Some("disconnected") => "disconnected",
+        _ => "onboarding",
+    };
+    // A device another hub serves comes with its tool count, not its tools.
+    let tools = d["tools"].as_array().map(|t| t.len() as u64).or_else(|| d["tool_count"].as_u64()).unwrap_or(0);
+    let since = d["connected_at_ms"].as_u64().map_or_else(|| "-".into(), local_time);
+    let address = d["address"].as_str().or_else(|| d["remote"].as_str()).unwrap_or("-");
+    // In a cluster every device names the hub that serves it ([`crate::hub::remote`]).
+    vec![id.to_string(), alias.to_string(), text(&d["transport"]), state.to_string(), tools.to_string(), since, address.to_string(), text(&d["hub"])]
 }
 
 fn approved(global: &GlobalArgs, a: &Value) {
-    let id = a["device_id"].as_str().unwrap_or_default();
+    let id = super::output::text(a["device_id"].as_str().unwrap_or_default());
+    if !global.quiet
+        && let Some(replaced) = a["replaced"].as_str()
+    {
+        eprintln!("re-bound {id}: replaced {}; its old tokens no longer work", super::output::text(replaced));
+    }
     match a["token"].as_str() {
-        // Printed to stdout only: the person passes it on to the device.
+        // Printed to stdout only, once: the person passes it on to the device.
         Some(token) => {
             outln!("{token}");
             if !global.quiet {
-                eprintln!("approved {id}. It cannot learn its token from an OTA check-in: give it the token above, e.g.");
-                eprintln!("  MCPDEV_DEVICE_TOKEN=<token> mcpdev sim --device-id {id} --url ws://HUB:8000/xiaozhi/v1/");
+                let how = if a["via"] == "websocket" { "it asked over WebSocket" } else { "it was approved by its Device-Id" };
+                // The hub's own device URL (an older hub does not say it).
+                let url = a["device_url"].as_str().unwrap_or("ws://HUB:PORT/xiaozhi/v1/");
+                eprintln!("approved {id}; {how}, so it cannot learn this token from an OTA check-in: give it the token above.");
+                eprintln!("  Any device: connect to {url} with the header `Authorization: Bearer <token>`");
+                eprintln!("  (a browser page: the query parameter `authorization=<token>`; stock firmware: its `websocket.token` setting).");
+                eprintln!("  A virtual device: MCPDEV_DEVICE_TOKEN=<token> mcpdev sim --device-id {id} --url {url}");
+                eprintln!("A device that checks in at OTA should be approved by the code it shows instead.");
             }
         }
         None => {
             if !global.quiet {
-                eprintln!("approved {id}: its next activation poll or OTA check-in gets its token");
+                let next = if a["via"] == "gateway" { "its gateway's next connection for it gets in" } else { "its activation poll or next OTA check-in gets its token" };
+                eprintln!("approved {id}: {next}");
             }
             outln!("{id}");
         }
     }
 }
 
+fn denied(global: &GlobalArgs, p: &Value) {
+    let id = super::output::text(p["device_id"].as_str().unwrap_or_default());
+    outln!("{id}");
+    if !global.quiet {
+        eprintln!("denied the request of {id} (code {}); it may ask again with a new code", text(&p["code"]));
+    }
+}
+
 fn revoked(global: &GlobalArgs, a: &Value) {
-    let id = a["device_id"].as_str().unwrap_or_default();
+    let id = super::output::text(a["device_id"].as_str().unwrap_or_default());
     outln!("{id}");
     if !global.quiet {
         let was = if a["revoked"] == true { "revoked" } else { "was not admitted" };
@@ -126,27 +221,35 @@ fn revoked(global: &GlobalArgs, a: &Value) {
 
 fn pending(global: &GlobalArgs, answer: &Value) {
     let list = answer.as_array().cloned().unwrap_or_default();
-    let mut t = table(global, &["code", "device", "via", "client id", "address", "since", "expires in"]);
+    let mut t = table(global, &["code", "device", "via", "client id", "address", "reported", "since", "expires in", "conflict"]);
     for p in &list {
         let since = p["since_ms"].as_u64().map_or_else(|| "-".into(), local_time);
         let expires = p["expires_in_ms"].as_u64().map_or_else(|| "-".into(), |ms| format!("{}s", ms / 1000));
-        t.add_row(vec![text(&p["code"]), text(&p["device_id"]), text(&p["via"]), text(&p["client_id"]), text(&p["remote"]), since, expires]);
+        let reported = p["reported"].as_object().map_or_else(|| "-".into(), |r| r.values().filter_map(Value::as_str).collect::<Vec<_>>().join(", "));
+        let conflict = p["conflicts"].as_array().filter(|c| !c.is_empty()).map_or_else(|| "-".into(), |c| c.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; "));
+        t.add_row(vec![text(&p["code"]), text(&p["device_id"]), text(&p["via"]), text(&p["client_id"]), text(&p["remote"]), reported, since, expires, conflict]);
     }
     if !list.is_empty() {
         outln!("{}", render(&t));
     }
     if !global.quiet {
-        let hint = if list.is_empty() { "" } else { "; admit one with `mcpdev devices approve CODE`" };
-        eprintln!("{} device(s) waiting{hint}", list.len());
+        let conflicts = list.iter().filter(|p| p["conflicts"].as_array().is_some_and(|c| !c.is_empty())).count();
+        if conflicts > 0 {
+            eprintln!("warning: {conflicts} request(s) conflict: the same Device-Id asked from another Client-Id, device key or address, or is admitted already. Approve only the code the device itself shows");
+        }
+        let hint = if list.is_empty() { "" } else { "; admit one with `mcpdev devices approve CODE` (the code on the device's screen or in its refusal)" };
+        eprintln!("{} request(s) waiting{hint}", list.len());
     }
 }
 
 fn admitted(global: &GlobalArgs, answer: &Value) {
     let list = answer["devices"].as_array().cloned().unwrap_or_default();
-    let mut t = table(global, &["device", "client id", "approved at"]);
+    let mut t = table(global, &["device", "client id", "via", "device key", "approved at"]);
     for a in &list {
         let at = a["approved_at_ms"].as_u64().map_or_else(|| "-".into(), local_time);
-        t.add_row(vec![text(&a["device_id"]), text(&a["client_id"]), at]);
+        let key = if a["device_key"] == true { "yes" } else { "-" };
+        let via = a["via"].as_str().unwrap_or("device id");
+        t.add_row(vec![text(&a["device_id"]), text(&a["client_id"]), via.to_string(), key.to_string(), at]);
     }
     if !list.is_empty() {
         outln!("{}", render(&t));

@@ -112,7 +112,7 @@ fn run_blocking(g: &GlobalArgs, args: &FlashArgs) -> anyhow::Result<Option<Flash
     // Port first, and the record's inputs (maybe a prompt), so mistakes show before a long build.
     let seen = port::available();
     let port = port::select(args.port.as_deref(), &seen)?;
-    let record = match (&prebuilt, args.no_provision || args.board_info) {
+    let mut record = match (&prebuilt, args.no_provision || args.board_info) {
         (None, false) => Some(record::gather(&record::Inputs { wifi_ssid: args.wifi_ssid.as_deref(), hub_url: args.hub_url.as_deref() }, &record::Process)?),
         _ => None,
     };
@@ -133,6 +133,11 @@ fn run_blocking(g: &GlobalArgs, args: &FlashArgs) -> anyhow::Result<Option<Flash
     let mac = dev.mac.clone();
     say(g, &format!("found an {} (MAC {})", dev.chip, mac.as_deref().unwrap_or("unknown")));
     event(g, json!({"event": "connected", "port": port.name, "chip": dev.chip.to_string(), "device_id": mac}));
+    if let Some(r) = record.as_mut()
+        && !args.board_info
+    {
+        identify(g, r, mac.as_deref())?;
+    }
     if args.board_info {
         let info = dev.board_info()?;
         if g.json {
@@ -177,11 +182,15 @@ fn run_blocking(g: &GlobalArgs, args: &FlashArgs) -> anyhow::Result<Option<Flash
     dev.reset()?;
 
     let hub = record.as_ref().map(|r| provisioning::loggable_url(&r.hub_url).to_string());
-    event(g, json!({"event": "flashed", "port": port.name, "device_id": mac, "verified": !args.no_verify, "provisioned": record.is_some(), "hub_url": hub}));
+    let client_id = record.as_ref().and_then(|r| r.client_id.as_ref()).map(provisioning::format_uuid);
+    event(g, json!({"event": "flashed", "port": port.name, "device_id": mac, "client_id": client_id, "verified": !args.no_verify, "provisioned": record.is_some(), "hub_url": hub}));
     if !g.json {
         let mut line = format!("flashed {} and reset it", port.name);
         if let Some(m) = &mac {
             line.push_str(&format!("; its Device-Id is {m}"));
+        }
+        if let Some(c) = &client_id {
+            line.push_str(&format!(", its Client-Id {c}"));
         }
         outln!("{line}");
         if let Some(h) = hub {
@@ -189,6 +198,16 @@ fn run_blocking(g: &GlobalArgs, args: &FlashArgs) -> anyhow::Result<Option<Flash
         }
     }
     Ok(Some(Flashed { device_id: mac, port: port.name.clone() }))
+}
+
+/// Gives the record the board's Client-Id and device key (kept per MAC in the state directory;
+/// see [`record::identify`]), saying so when they cannot be kept. The key is never shown.
+fn identify(g: &GlobalArgs, record: &mut provisioning::Provisioning, mac: Option<&str>) -> anyhow::Result<()> {
+    let boards = crate::paths::state_dir().join(crate::device_identity::BOARD_DIR);
+    if !record::identify(record, &boards, mac)? {
+        say(g, "the board has a fresh random Client-Id and device key that are not kept (no MAC to keep them by): flashing it again gives it new ones, and the hub will ask to approve it again");
+    }
+    Ok(())
 }
 
 /// Builds the firmware for `chip` and makes its image.
@@ -206,7 +225,11 @@ fn save_image(g: &GlobalArgs, args: &FlashArgs, out: &std::path::Path) -> anyhow
     let chip = args.chip.ok_or_else(|| usage("--save-image needs --chip (esp32c3 or esp32c6)"))?;
     // Only a merged image carries the record; the app alone never holds secrets.
     let record = if args.merge && !args.no_provision {
-        Some(record::gather(&record::Inputs { wifi_ssid: args.wifi_ssid.as_deref(), hub_url: args.hub_url.as_deref() }, &record::Process)?)
+        let mut r = record::gather(&record::Inputs { wifi_ssid: args.wifi_ssid.as_deref(), hub_url: args.hub_url.as_deref() }, &record::Process)?;
+        // No board to keep it by: the image carries a fresh pair, for the one board it goes on.
+        record::identify(&mut r, std::path::Path::new(""), None)?;
+        say(g, "the merged image carries a fresh random Client-Id and device key: write it to one board only (boards sharing them cannot be told apart)");
+        Some(r)
     } else {
         None
     };

@@ -1,5 +1,5 @@
-//! The hub with what lives above it, assembled: the MQTT side (`--mqtt`) and the MCP bridge on
-//! the host listener. The hub itself knows neither (layers call downward only); it is bound
+//! The hub with what lives above it, assembled: the MQTT side (`--mqtt`), and the MCP bridge and
+//! the dashboard (with `/metrics`) on the host listener. The hub itself knows neither (layers call downward only); it is bound
 //! first, these are attached, then it serves.
 
 use std::sync::Arc;
@@ -17,10 +17,11 @@ pub struct StackConfig {
     pub mqtt: Option<MqttSettings>,
 }
 
-/// A serving hub and its MQTT side, when it has one.
+/// A serving hub, its MQTT side when it has one, and its dashboard.
 pub struct Stack {
     pub running: RunningHub,
     pub mqtt: Option<Arc<MqttHub>>,
+    pub dashboard: Arc<crate::dashboard::Dashboard>,
 }
 
 /// Binds the hub, starts its MQTT side (before any device can check in, so every OTA answer
@@ -38,6 +39,7 @@ pub async fn start(config: StackConfig) -> anyhow::Result<Stack> {
         }
         None => None,
     };
-    let routes = crate::bridge::http::router(bound.hub.clone(), bridge);
-    Ok(Stack { running: bound.serve(routes), mqtt })
+    let dashboard = crate::dashboard::Dashboard::start(bound.hub.clone(), bound.device_addr, bound.host_addr, bridge.token.clone());
+    let routes = crate::bridge::http::router(bound.hub.clone(), bridge).merge(crate::dashboard::router(dashboard.clone()));
+    Ok(Stack { running: bound.serve(routes), mqtt, dashboard })
 }

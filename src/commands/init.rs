@@ -24,7 +24,7 @@ pub async fn run(global: &GlobalArgs, args: InitArgs) -> anyhow::Result<()> {
             });
             let result = target.request("initialize", Some(params), args.target.timeout).await.map_err(call_failure)?;
             if let Some(err) = info["onboarding_error"].as_str() {
-                eprintln!("warning: the device answered, but the hub's onboarding of it failed: {err}");
+                eprintln!("warning: the device answered, but the hub's onboarding of it failed: {}", super::output::text(err));
             }
             result
         }

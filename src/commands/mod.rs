@@ -2,6 +2,7 @@
 
 pub mod call;
 pub mod check;
+pub mod dashboard;
 pub mod devices;
 pub mod flash;
 pub mod generate;
@@ -13,6 +14,7 @@ pub mod serve;
 pub mod serve_report;
 pub mod sim;
 pub mod target;
+pub mod terminal_text;
 pub mod tools;
 pub mod watch;
 
@@ -23,6 +25,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let g = &cli.global;
     match cli.command {
         Command::Serve(args) => serve::run(g, args).await,
+        Command::Dashboard(args) => dashboard::run(g, args).await,
         Command::Hello(args) => hello::run(g, args).await,
         Command::Init(args) => init::run(g, args).await,
         Command::Tools { command: ToolsCommand::List(args) } => tools::list(g, args).await,

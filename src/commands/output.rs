@@ -1,4 +1,9 @@
 //! Output conventions shared by the commands: colour choice, JSON vs. human rendering.
+//!
+//! Device text reaches a terminal only through here: a [`Table`] escapes every cell, [`text`]
+//! escapes free text, [`print_json`] and [`json_line`] write exact JSON with no raw control
+//! (rules in [`super::terminal_text`]), and [`error_lines`] escapes the messages that quote a
+//! device. A table at a terminal that reports no width (0 columns) is laid out for 80.
 
 use crate::cli::ColorChoice;
 
@@ -37,9 +42,11 @@ use crate::cli::GlobalArgs;
 pub fn error_lines(message: &str, help: Option<&str>, color: bool) -> String {
     use console::Style;
     let label = |style: Style, text: &str| style.bold().force_styling(color).apply_to(text).to_string();
+    // A message may quote what a device or server said (its error, a tool name).
+    let message = super::terminal_text::text(message);
     let mut out = format!("{} {message}", label(Style::new().red(), "error:"));
     if let Some(h) = help {
-        out.push_str(&format!("\n{} {h}", label(Style::new().cyan(), "help:")));
+        out.push_str(&format!("\n{} {}", label(Style::new().cyan(), "help:"), super::terminal_text::text(h)));
     }
     out
 }
@@ -55,9 +62,19 @@ pub fn spinner(global: &GlobalArgs, wanted: bool, message: &str) -> Option<indic
     Some(bar)
 }
 
-/// Prints one JSON document on stdout.
+/// Prints one JSON document on stdout (exact, and with no raw control: [`super::terminal_text::json`]).
 pub fn print_json(v: &serde_json::Value) {
-    outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+    outln!("{}", super::terminal_text::json(serde_json::to_string_pretty(v).unwrap_or_default()));
+}
+
+/// One JSON document on one line (NDJSON), as [`print_json`] writes it.
+pub fn json_line(v: &serde_json::Value) -> String {
+    super::terminal_text::json(v.to_string())
+}
+
+/// Device text printed as lines of its own: see [`super::terminal_text::text`].
+pub fn text(s: &str) -> std::borrow::Cow<'_, str> {
+    super::terminal_text::text(s)
 }
 
 /// The one shape of a command's JSON document about a device: an object with `device_id` first,
@@ -81,11 +98,60 @@ pub fn device_document(device_id: &str, answer: &serde_json::Value) -> serde_jso
 /// when set), with the first column (names) never broken: the other columns wrap instead. Piped:
 /// plain text in aligned columns, never wrapped, like ripgrep and cargo print (`--json` stays
 /// the format for programs).
-pub fn table(global: &GlobalArgs, headers: &[&str]) -> comfy_table::Table {
+pub fn table(global: &GlobalArgs, headers: &[&str]) -> Table {
     use std::io::IsTerminal;
     let terminal = std::io::stdout().is_terminal();
-    let layout = if terminal { Layout::Terminal { width: columns() } } else { Layout::Plain };
+    let layout = if terminal { Layout::Terminal { width: Some(terminal_width()) } } else { Layout::Plain };
     table_with(layout, use_color(global.color, terminal), headers)
+}
+
+/// A table whose cells are escaped as they go in ([`super::terminal_text::cell`]): no command
+/// can put a device's escape sequence, newline or bidi override into one.
+pub struct Table(comfy_table::Table);
+
+/// One cell of a [`Table`]: text, and the colour and attribute the CLI gives it (shown only when
+/// colour is on).
+pub struct Cell {
+    text: String,
+    color: Option<comfy_table::Color>,
+    attribute: Option<comfy_table::Attribute>,
+}
+
+impl Cell {
+    pub fn styled(text: impl Into<String>, color: Option<comfy_table::Color>, attribute: Option<comfy_table::Attribute>) -> Self {
+        Self { text: text.into(), color, attribute }
+    }
+}
+
+impl From<String> for Cell {
+    fn from(text: String) -> Self {
+        Self::styled(text, None, None)
+    }
+}
+
+impl From<&str> for Cell {
+    fn from(text: &str) -> Self {
+        Self::styled(text, None, None)
+    }
+}
+
+impl Table {
+    /// Adds a row, each cell escaped.
+    pub fn add_row<C: Into<Cell>>(&mut self, cells: impl IntoIterator<Item = C>) -> &mut Self {
+        let row = cells.into_iter().map(|c| {
+            let c = c.into();
+            let mut cell = comfy_table::Cell::new(super::terminal_text::cell(&c.text));
+            if let Some(color) = c.color {
+                cell = cell.fg(color);
+            }
+            if let Some(a) = c.attribute {
+                cell = cell.add_attribute(a);
+            }
+            cell
+        });
+        self.0.add_row(row.collect::<Vec<_>>());
+        self
+    }
 }
 
 /// How a table is laid out: see [`table`].
@@ -98,7 +164,7 @@ pub enum Layout {
 }
 
 /// [`table`] with the layout and colour decided by the caller.
-pub fn table_with(layout: Layout, color: bool, headers: &[&str]) -> comfy_table::Table {
+pub fn table_with(layout: Layout, color: bool, headers: &[&str]) -> Table {
     use comfy_table::{Cell, ColumnConstraint, ContentArrangement, presets};
     let mut t = comfy_table::Table::new();
     match layout {
@@ -130,19 +196,21 @@ pub fn table_with(layout: Layout, color: bool, headers: &[&str]) -> comfy_table:
             c.set_padding((0, 2));
         }
     }
-    t
+    Table(t)
 }
 
 /// Renders a table as the lines it prints: in plain layout without the trailing spaces of the
 /// last column.
-pub fn render(t: &comfy_table::Table) -> String {
-    t.lines().map(|l| l.trim_end().to_string()).collect::<Vec<_>>().join("\n")
+pub fn render(t: &Table) -> String {
+    t.0.lines().map(|l| l.trim_end().to_string()).collect::<Vec<_>>().join("\n")
 }
 
-/// The terminal width from `COLUMNS`, when a shell exported it (comfy-table asks the terminal
-/// otherwise).
-fn columns() -> Option<u16> {
-    std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse().ok()).filter(|&w| w >= 20)
+/// The width a table at a terminal is laid out for: `COLUMNS` when a shell exported it, else
+/// the terminal's own, else (a pseudo-terminal that reports 0 columns, as some CI runners and
+/// `script` do) 80.
+fn terminal_width() -> u16 {
+    let columns = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse().ok()).filter(|&w| w >= 20);
+    columns.or_else(|| console::Term::stdout().size_checked().map(|(_, cols)| cols)).filter(|&w| w > 0).unwrap_or(80)
 }
 
 /// Unix milliseconds as local-ish wall time (UTC, RFC 3339) for people.

@@ -1,4 +1,9 @@
 //! `mcpdev serve`: the hub, optionally with virtual devices attached (`--demo`).
+//!
+//! SIGINT (Ctrl-C) and SIGTERM (`kill`, systemd, docker) run the same shutdown: MQTT devices get
+//! a `goodbye`, WebSocket devices a close frame (1001, going away), each bounded so a device that
+//! does not read cannot hold the hub up; then the control token and `--ready-file` are removed,
+//! and the hub exits 130 (interrupted) whichever signal stopped it.
 
 use crate::cli::{GlobalArgs, MqttServeArgs, ServeArgs};
 use crate::exit::{CodedError, Exit};
@@ -7,6 +12,7 @@ use crate::hub::listener::Limits;
 use crate::hub::admission::AdmissionConfig;
 use crate::hub::ota::OtaSettings;
 use crate::hub::{self, HubConfig};
+use crate::links::handle::CloseReason;
 use crate::mqtt::conn::BrokerUrl;
 use crate::mqtt::hub::{BrokerChoice, MqttSettings};
 use crate::sim::{SimConfig, run_device};
@@ -16,10 +22,14 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         device_addr: args.device_addr,
         host_addr: args.host_addr,
         device_tokens: args.device_tokens.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect(),
-        admission: AdmissionConfig { approve_all: args.approve_all, state_dir: Some(crate::paths::state_dir()) },
+        admission: AdmissionConfig {
+            approve_all: args.approve_all,
+            state_dir: Some(crate::paths::state_dir()),
+            gateway_tokens: args.gateway_tokens.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect(),
+        },
         vision_url: args.vision_url.clone(),
         vision_token: args.vision_token.clone(),
-        vision_dir: args.vision_dir.clone(),
+        vision_dir: args.vision_dir.clone().unwrap_or_else(crate::hub::vision::default_dir),
         vision_max_files: args.vision_max_files as usize,
         vision_max_bytes: u64::from(args.vision_max_mb) * 1024 * 1024,
         keepalive: args.keepalive,
@@ -33,6 +43,8 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
             max_connections: args.limits.max_device_connections as usize,
             pre_hello_per_peer: args.limits.max_pre_hello_per_peer as usize,
             pre_hello_total: args.limits.max_pre_hello as usize,
+            queued_per_peer: args.limits.max_queued_per_peer.map_or(0, |n| n as usize),
+            queue_timeout: args.limits.accept_queue_timeout,
         },
         hello_timeout: args.limits.hello_timeout,
         // Set from the bridge's token by the stack.
@@ -44,9 +56,11 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         user_tools: args.mcp_user_tools,
         page_size: args.mcp_page_size as usize,
         token: args.mcp_token.clone().filter(|t| !t.is_empty()),
+        max_sessions: args.mcp_max_sessions,
+        max_sessions_per_peer: args.mcp_max_sessions_per_peer,
     };
     let stack = super::hub_stack::start(super::hub_stack::StackConfig { hub: config, bridge, mqtt: mqtt_settings(&args.mqtt)? }).await?;
-    let (running, mqtt) = (stack.running, stack.mqtt);
+    let (running, mqtt, dashboard) = (stack.running, stack.mqtt, stack.dashboard);
     let admission = &running.hub.admission;
     if admission.approve_all() {
         tracing::warn!("--approve-all: every device is admitted, whatever it is; use this on a lab bench only");
@@ -80,7 +94,8 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         let (broker, udp) = mqtt.as_ref().map(|m| (m.broker.clone(), m.udp.addr.port())).unzip();
         serde_json::json!({"event": "listening", "devices": devices_url, "device_urls": reach, "host": host_url, "mcp": mcp,
             "demo_devices": args.demo.unwrap_or(0), "ota": ota_url, "mqtt": broker, "udp_port": udp,
-            "approve_all": admission.approve_all(), "admitted_file": admission.file()})
+            "approve_all": admission.approve_all(), "admitted_file": admission.file(),
+            "max_device_connections": running.hub.budget.caps().max_connections, "fd_limit": running.hub.budget.fd_limit()})
     };
     if let Some(path) = &args.ready_file {
         // Written whole (a reader never sees half of it), after every listener is up.
@@ -88,6 +103,9 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
             .map_err(|e| CodedError::new(Exit::Usage, format!("cannot write --ready-file {}: {e}", path.display())))?;
     }
     if global.json {
+        // The one-time dashboard link goes to stdout only, never into the --ready-file.
+        let mut listening = listening;
+        listening["dashboard"] = serde_json::Value::String(dashboard.login_url());
         println!("{listening}");
     } else if !global.quiet {
         eprintln!("mcpdev hub");
@@ -95,6 +113,8 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         eprintln!("  CLI and MCP hosts    {host_url}  (loopback; --allowed-host for LAN)");
         eprintln!("  MCP endpoint         {host_url}/mcp  (legacy SSE: {host_url}/sse; one device: {host_url}/devices/<id>/mcp)");
         eprintln!("  OTA (device setup)   {ota_url}");
+        eprintln!("  dashboard            {}  (one-time log-in link; `mcpdev dashboard` prints a fresh one)", dashboard.login_url());
+        eprintln!("  device connections   {}", super::serve_report::device_ceiling(&running.hub.budget));
         if admission.approve_all() {
             eprintln!("  admission            OFF (--approve-all): every device is admitted");
         } else {
@@ -109,28 +129,54 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         eprintln!();
         eprintln!("Try, in another terminal:");
         eprintln!("  mcpdev watch{hub_flag}");
-        eprintln!("  mcpdev tools list --device 02:00:00:00:00:01 --wait 5s{hub_flag}");
-        eprintln!("  mcpdev call self.audio_speaker.set_volume volume=50 --device 02:00:00:00:00:01{hub_flag}");
-        eprintln!("Point a device at {} (Ctrl-C stops the hub).", reach[0]);
+        for line in super::serve_report::try_lines(args.demo.unwrap_or(0), &hub_flag) {
+            eprintln!("  {line}");
+        }
+        eprintln!("Point a device at {} (Ctrl-C or SIGTERM stops the hub).", reach[0]);
     }
     {
         use std::io::IsTerminal;
         let color = super::output::use_color(global.color, std::io::stderr().is_terminal());
         super::serve_report::spawn_event_log(running.hub.clone(), global.json, global.quiet, color);
     }
-    tokio::signal::ctrl_c().await?;
+    let signal = stop_signal().await?;
     if !global.quiet && !global.json {
-        eprintln!("shutting down");
+        eprintln!("shutting down ({signal})");
     }
+    tracing::info!("{signal}: shutting down");
     if let Some(m) = mqtt {
         m.shutdown().await;
+    }
+    let left = running.hub.registry.close_all(CloseReason::Shutdown, GOODBYE_LIMIT).await;
+    if left > 0 {
+        tracing::warn!("{left} device(s) did not take their goodbye within {GOODBYE_LIMIT:?}; leaving them");
     }
     running.hub.control.remove();
     if let Some(path) = &args.ready_file {
         let _ = std::fs::remove_file(path);
     }
-    // Stopped by Ctrl-C, as every long-running command is: 130, like a shell reports SIGINT.
+    // Stopped by a signal, as every long-running command is: 130, like a shell reports SIGINT,
+    // for SIGTERM too (a script sees one code for "stopped on request").
     Err(CodedError::interrupted().into())
+}
+
+/// Longest the shutdown waits for every device to take its goodbye.
+const GOODBYE_LIMIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Waits for SIGINT or SIGTERM and says which came.
+async fn stop_signal() -> std::io::Result<&'static str> {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.map(|()| "SIGINT"),
+            _ = term.recv() => Ok("SIGTERM"),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await.map(|()| "Ctrl-C")
+    }
 }
 
 /// `--mqtt embedded|URL` and its companions as hub settings (`None` without `--mqtt`).

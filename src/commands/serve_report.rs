@@ -74,12 +74,37 @@ fn lan_addresses() -> Vec<IpAddr> {
 
 /// The `--hub` a suggested command needs to reach this hub: none on the default address, where
 /// every command looks first.
+/// The device ceiling as the banner says it: how many devices the hub takes, and what sets it.
+pub fn device_ceiling(budget: &crate::hub::budget::Budget) -> String {
+    let max = budget.caps().max_connections;
+    match budget.fd_limit() {
+        Some(fds) if fds != u64::MAX => format!("up to {max} (open-file limit {fds}; to raise it see docs/hub.md, \"Descriptor limits\")"),
+        _ => format!("up to {max} (--max-device-connections)"),
+    }
+}
+
 pub fn hub_flag(host_addr: SocketAddr) -> String {
     if host_addr.port() == 8001 && (host_addr.ip().is_loopback() || host_addr.ip().is_unspecified()) {
         return String::new();
     }
     let ip = if host_addr.ip().is_unspecified() { IpAddr::V4(std::net::Ipv4Addr::LOCALHOST) } else { host_addr.ip() };
     format!(" --hub http://{}", SocketAddr::new(ip, host_addr.port()))
+}
+
+/// The commands the start-up banner suggests after `mcpdev watch`: with `demo` virtual devices,
+/// calls to the first of them (which exists, with that tool); without any, commands that work
+/// for whichever device connects, naming no device that is not there.
+pub fn try_lines(demo: u32, hub_flag: &str) -> Vec<String> {
+    if demo > 0 {
+        return vec![
+            format!("mcpdev tools list --device 02:00:00:00:00:01 --wait 5s{hub_flag}"),
+            format!("mcpdev call self.audio_speaker.set_volume volume=50 --device 02:00:00:00:00:01{hub_flag}"),
+        ];
+    }
+    vec![
+        format!("mcpdev devices{hub_flag}                 # the devices connected, and their addresses"),
+        format!("mcpdev tools list --wait 60s{hub_flag}   # the tools of the first device to connect (--device ID for one of several)"),
+    ]
 }
 
 /// Which device events the hub reports by default: a device's life, not its traffic.

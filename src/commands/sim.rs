@@ -11,16 +11,25 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
     }
     let first = parse_mac(&args.device_id).map_err(anyhow::Error::msg)?;
     let base = u64::from_be_bytes([0, 0, first[0], first[1], first[2], first[3], first[4], first[5]]);
+    for ip in &args.source_addr {
+        crate::sim::check_source_addr(*ip, &args.url).map_err(|e| CodedError::new(Exit::Usage, e))?;
+    }
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..u64::from(args.count) {
         let mac = (base + i).to_be_bytes();
         let device_id = format_mac(&[mac[2], mac[3], mac[4], mac[5], mac[6], mac[7]]);
         let mut cfg = SimConfig::new(&args.url, device_id);
+        // The same board across runs, as stock firmware keeps its UUID in NVS.
+        match crate::device_identity::DeviceIdentity::load_or_create(&crate::paths::state_dir().join(crate::device_identity::SIM_DIR), &cfg.device_id) {
+            Ok(id) => (cfg.client_id, cfg.device_key) = (id.client_id, Some(id.device_key)),
+            Err(e) => tracing::warn!(device = %cfg.device_id, "{e}; this run uses a fresh Client-Id and device key"),
+        }
         cfg.token = args.token.clone();
         cfg.extra_tools = args.extra_tools as usize;
         cfg.profile = args.profile;
         cfg.protocol_version = args.protocol_version;
         cfg.ota = args.bootstrap.ota.clone();
+        cfg.source_addr = (!args.source_addr.is_empty()).then(|| args.source_addr[i as usize % args.source_addr.len()]);
         if let Some(url) = &args.bootstrap.mqtt {
             let broker = crate::mqtt::conn::BrokerUrl::parse(url).map_err(anyhow::Error::msg)?;
             cfg.mqtt = Some(crate::sim::mqtt::MqttTarget::direct(broker, &cfg.device_id).map_err(anyhow::Error::msg)?);

@@ -24,7 +24,7 @@ pub async fn list(global: &GlobalArgs, args: ToolsListArgs) -> anyhow::Result<()
     let tools: Vec<&Value> = all.iter().filter(|t| args.user_tools || !is_user_only(t)).collect();
     let tools_warning = info["tools_warning"].as_str();
     if let Some(w) = tools_warning {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", super::output::text(w));
     }
     if global.json {
         let mut out = json!({"device_id": target.device_id(), "tools": tools});

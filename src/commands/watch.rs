@@ -43,7 +43,7 @@ pub async fn run(global: &GlobalArgs, args: WatchArgs) -> anyhow::Result<()> {
         let confirmation = ev["event"] == "watching";
         if global.json {
             // The `watching` line tells a script the subscription is live.
-            outln!("{ev}");
+            outln!("{}", crate::commands::output::json_line(&ev));
         } else if !confirmation {
             outln!("{}", describe(&ev, color));
         }
@@ -72,7 +72,7 @@ struct Recorder {
 
 impl Recorder {
     async fn create(path: &std::path::Path, client: &HubClient, device: Option<&str>) -> anyhow::Result<Self> {
-        let file = std::fs::File::create(path).map_err(|e| CodedError::new(Exit::Usage, format!("cannot write {}: {e}", path.display())))?;
+        let file = open_record(path)?;
         let mut r = Self { file: std::io::BufWriter::new(file), path: path.to_path_buf(), client_id: None, transport: None, has_identity: false };
         if let Ok(info) = client.call(serde_json::json!({"op": "device", "device": device, "wait_ms": 0})).await
             && info["hello"].is_object()
@@ -114,6 +114,25 @@ impl Recorder {
     }
 }
 
+/// Opens `watch --record`'s file for writing: created private (0600: the traffic carries the
+/// vision token the hub hands the device), or an existing regular file truncated. A symbolic link
+/// planted at the path (another user pointing it at a file of ours, in a shared /tmp) is never
+/// followed: the open fails and nothing is written anywhere.
+fn open_record(path: &std::path::Path) -> Result<std::fs::File, CodedError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    }
+    options.open(path).map_err(|e| {
+        let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+        let why = if link { "it is a symbolic link, which --record never follows; remove it or record elsewhere".to_string() } else { e.to_string() };
+        CodedError::new(Exit::Usage, format!("cannot write {}: {why}", path.display()))
+    })
+}
+
 /// The raw frame of a device notification (`--traffic`): its `notification` event shows it.
 fn is_notification_frame(ev: &Value) -> bool {
     ev["event"] == "traffic" && ev["direction"] == "in" && ev["payload"].get("method").is_some() && ev["payload"].get("id").is_none()
@@ -132,7 +151,8 @@ pub(crate) fn stamp(ev: &mut Value, now: std::time::SystemTime) {
 /// frames are coloured by direction, and trouble is red or yellow.
 pub(crate) fn describe(ev: &Value, color: bool) -> String {
     use console::Style;
-    let paint = |style: Style, text: String| style.force_styling(color).apply_to(text).to_string();
+    // Every piece may carry the device's text: escaped before it is painted (one line per event).
+    let paint = |style: Style, text: String| style.force_styling(color).apply_to(crate::commands::terminal_text::cell(&text)).to_string();
     let id = ev["device_id"].as_str().unwrap_or("-");
     let s = |k: &str| ev[k].as_str().unwrap_or_default().to_string();
     let event = ev["event"].as_str().unwrap_or_default();

@@ -5,7 +5,8 @@
 //! - [`image`]: the flashable image with the espflash library (bootloader, partition table, app),
 //!   saved app-only or merged;
 //! - [`prebuilt`]: `--image` (a merged bin at 0x0) and ESP-IDF `build/flash_args`;
-//! - [`record`]: the provisioning record (Wi-Fi, hub URL, token) from flags, environment, prompt;
+//! - [`record`]: the provisioning record (Wi-Fi, hub URL, token) from flags, environment, prompt,
+//!   and the board's own random Client-Id and device key, kept per MAC;
 //! - [`port`]: serial port discovery and selection;
 //! - [`device`]: connecting to the chip's ROM loader, writing, verifying, resetting;
 //! - [`progress`]: espflash's `ProgressCallbacks` for people (indicatif) and for scripts (NDJSON);
@@ -76,7 +77,8 @@ impl Chip {
 #[command(after_help = "Provisioning (written at flash time to its own sector at 0xE000, never into the image):\n  \
 --wifi-ssid, --hub-url         flags (or MCPDEV_WIFI_SSID, MCPDEV_HUB_URL)\n  \
 MCPDEV_WIFI_PASSWORD           the Wi-Fi password (empty for an open network); asked for, hidden, when unset at a terminal\n  \
-MCPDEV_DEVICE_TOKEN            the device token the hub expects (optional)\n\n\
+MCPDEV_DEVICE_TOKEN            the device token the hub expects (optional)\n  \
+(generated)                    a random Client-Id and device key per board, kept in the state directory's flash/<mac>.json\n\n\
 Examples:\n  \
 MCPDEV_WIFI_PASSWORD=… mcpdev flash --chip esp32c3 --wifi-ssid home --hub-url ws://192.168.1.10:8000/xiaozhi/v1/\n  \
 mcpdev flash --chip esp32c6 --save-image fw-c6.bin                 # app only, no hardware, no secrets\n  \

@@ -2,9 +2,17 @@
 //! (or their environment variables), the Wi-Fi password from `MCPDEV_WIFI_PASSWORD` or a hidden
 //! prompt, the token from `MCPDEV_DEVICE_TOKEN`. Secrets never come from argv and are never logged
 //! (`Provisioning`'s `Debug` redacts them).
+//!
+//! [`identify`] gives the record the board's own random Client-Id and device key, kept per MAC in
+//! the state directory ([`crate::device_identity`]), so re-flashing a board keeps its identity and
+//! no one can compute it from the MAC. The key is never printed.
+
+use std::path::Path;
 
 use anyhow::bail;
 use provisioning::Provisioning;
+
+use crate::device_identity::DeviceIdentity;
 
 use crate::exit::{CodedError, Exit};
 
@@ -70,6 +78,23 @@ pub fn gather(inputs: &Inputs<'_>, secrets: &dyn Secrets) -> anyhow::Result<Prov
     Ok(record)
 }
 
+/// Puts the board's Client-Id and device key into `record`: the ones kept for `mac` in `boards`
+/// (the state directory's `flash/`), created on the first flash of that board. Without a MAC (the
+/// chip did not tell it, or a merged image for some board) a fresh pair that is not kept; returns
+/// whether the pair is kept. A kept file that cannot be read or used is a usage error naming it.
+pub fn identify(record: &mut Provisioning, boards: &Path, mac: Option<&str>) -> anyhow::Result<bool> {
+    let (id, kept) = match mac {
+        Some(mac) => (DeviceIdentity::load_or_create(boards, mac).map_err(|e| CodedError::new(Exit::Usage, e))?, true),
+        None => (DeviceIdentity::random(), false),
+    };
+    record.client_id = Some(id.client_id_bytes());
+    record.device_key = id.device_key;
+    if let Err(e) = record.validate() {
+        bail!(CodedError::new(Exit::Usage, format!("cannot provision the device: {e}")));
+    }
+    Ok(kept)
+}
+
 /// `ws://<LAN address>:8000/xiaozhi/v1/`: the address this machine would use to reach the
 /// network (a UDP socket's local address after `connect`; nothing is sent), where `mcpdev serve`
 /// listens for devices by default.
@@ -113,6 +138,46 @@ mod tests {
         let err = gather(&Inputs { wifi_ssid: Some("lab"), hub_url: URL }, &Fake(HashMap::new(), None)).unwrap_err();
         assert!(err.to_string().contains(PASSWORD_ENV), "{err}");
         assert_eq!(crate::exit::exit_for(&err), Exit::Usage);
+    }
+
+    fn record() -> Provisioning {
+        Provisioning { wifi_ssid: "lab".into(), hub_url: "http://10.0.0.2:8000/xiaozhi/ota/".into(), ..Default::default() }
+    }
+
+    #[test]
+    fn a_board_keeps_its_random_identity_across_flashes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mac = "34:85:18:7a:1b:f0";
+        let mut first = record();
+        assert!(identify(&mut first, dir.path(), Some(mac)).unwrap());
+        let mut again = record();
+        identify(&mut again, dir.path(), Some(mac)).unwrap();
+        assert_eq!((again.client_id, &again.device_key), (first.client_id, &first.device_key), "re-flashing keeps the identity");
+        assert!((16..=64).contains(&first.device_key.len()), "a device key is written");
+        // Not the MAC-derived fallback anyone can compute.
+        let mac_bytes = [0x34, 0x85, 0x18, 0x7a, 0x1b, 0xf0];
+        assert_ne!(first.client_id, Some(provisioning::client_id_from_mac(mac_bytes)));
+        // Another board, and a board whose MAC is unknown, get their own; the unknown one is not kept.
+        let mut other = record();
+        identify(&mut other, dir.path(), Some("34:85:18:7a:1b:f1")).unwrap();
+        assert_ne!(other.client_id, first.client_id);
+        assert_ne!(other.device_key, first.device_key);
+        let mut unknown = record();
+        assert!(!identify(&mut unknown, dir.path(), None).unwrap());
+        assert_ne!(unknown.device_key, first.device_key);
+        // What the firmware will read back, with the key hidden from logs.
+        let decoded = provisioning::decode(&first.encode_sector().unwrap()).unwrap();
+        assert_eq!(decoded, first);
+        assert!(!format!("{decoded:?}").contains(&first.device_key));
+    }
+
+    #[test]
+    fn an_unusable_kept_identity_is_a_usage_error_that_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        crate::paths::write_private(&dir.path().join("3485187a1bf0.json"), br#"{"client_id":"x","device_key":"y"}"#).unwrap();
+        let err = identify(&mut record(), dir.path(), Some("34:85:18:7a:1b:f0")).unwrap_err();
+        assert_eq!(crate::exit::exit_for(&err), Exit::Usage);
+        assert!(err.to_string().contains("3485187a1bf0.json"), "{err}");
     }
 
     #[test]

@@ -2,12 +2,29 @@
 //! a reserve for the host listener, the broker and files), and a cap on connections that have not
 //! said hello yet, per peer address and in total. A device's hello ends its pre-hello permit
 //! ([`HelloSlot`], carried to the link as `LinkSetup::until_hello`).
+//!
+//! Rules it enforces:
+//! - A connection beyond a pre-hello cap **waits its turn** ([`Budget::enter`]) instead of being
+//!   reset: a fleet behind one address (a NAT, a hub restart) comes back at the rate its hellos
+//!   free slots. It waits at most [`Caps::queue_timeout`], then is closed.
+//! - The per-peer defence stays: one address holds at most `pre_hello_per_peer` slots, and at
+//!   most [`Caps::queued_per_peer`] connections waiting (by default half of the device-connection
+//!   cap, so one address can never take every descriptor); beyond that it is refused at once.
+//!   Slots are handed out round robin between the addresses that wait, so one address's queue
+//!   never delays another's turn by more than one slot each.
+//! - The total is a hard ceiling (descriptors): a connection over it is refused at once
+//!   ([`Refusal::Full`]), never queued.
+//! - A waiter that gives up (deadline, dropped task) never leaks a slot: a grant sent to it as it
+//!   left is taken back ([`Waiting`]'s `Drop`). No lock is held across anything that can panic or
+//!   wait; a permit is never dropped while the lock is held.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
 
 /// Descriptors kept for everything but device connections: the host listener, the broker, files.
 pub const HOST_RESERVE: u64 = 256;
@@ -15,17 +32,21 @@ pub const HOST_RESERVE: u64 = 256;
 /// The caps the device listener admits connections within.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Caps {
-    /// Open device-side connections at most (any state).
+    /// Open device-side connections at most (any state, waiting ones included).
     pub max_connections: usize,
     /// Connections that have not said hello, from one peer address.
     pub pre_hello_per_peer: usize,
     /// Connections that have not said hello, in total.
     pub pre_hello_total: usize,
+    /// Connections from one address waiting for a pre-hello slot; 0: half of `max_connections`.
+    pub queued_per_peer: usize,
+    /// How long a connection waits for a pre-hello slot before it is closed.
+    pub queue_timeout: Duration,
 }
 
 impl Default for Caps {
     fn default() -> Self {
-        Self { max_connections: 100_000, pre_hello_per_peer: 16, pre_hello_total: 512 }
+        Self { max_connections: 100_000, pre_hello_per_peer: 16, pre_hello_total: 512, queued_per_peer: 0, queue_timeout: Duration::from_secs(10) }
     }
 }
 
@@ -38,30 +59,116 @@ impl Caps {
         }
         self
     }
+
+    /// Connections one address may have waiting: as set, else half of the total, and never more
+    /// than the total leaves room for.
+    pub fn queued_per_peer(&self) -> usize {
+        let half = (self.max_connections / 2).max(1);
+        if self.queued_per_peer == 0 { half } else { self.queued_per_peer.min(self.max_connections) }
+    }
 }
 
 /// Why a connection was not admitted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
-    #[error("{0} device-side connections are open (the limit, below the descriptor limit)")]
+    #[error("{0} device-side connections are open: the limit, kept below the open-file limit (raise it: see docs/hub.md, \"Descriptor limits\")")]
     Full(usize),
-    #[error("{0} connections from this address have not said hello yet (--max-pre-hello-per-peer)")]
-    PeerPreHello(usize),
-    #[error("{0} connections have not said hello yet (--max-pre-hello)")]
-    PreHello(usize),
+    #[error("{0} connections from this address are already waiting for a turn to say hello (--max-queued-per-peer)")]
+    PeerQueue(usize),
+    #[error("it waited {0:?} for a turn to say hello (--max-pre-hello-per-peer, --max-pre-hello, --accept-queue-timeout)")]
+    Waited(Duration),
 }
 
 #[derive(Debug, Default)]
 pub struct Budget {
     caps: Caps,
+    /// The soft open-file limit in force (`None`: unknown), which `caps.max_connections` is under.
+    fd_limit: Option<u64>,
     open: AtomicUsize,
     pre_hello: Mutex<PreHello>,
 }
 
+/// A slot handed to a waiter (no `Drop`: one that cannot be delivered is undone under the lock).
+#[derive(Debug)]
+struct Granted;
+
 #[derive(Debug, Default)]
 struct PreHello {
+    /// Pre-hello permits held, in total.
     total: usize,
-    by_peer: HashMap<IpAddr, usize>,
+    /// Connections waiting, in total (live ones).
+    waiting: usize,
+    by_peer: HashMap<IpAddr, Peer>,
+    /// Addresses with waiters, in the order they get their next slot (each at most once).
+    turns: VecDeque<IpAddr>,
+}
+
+#[derive(Debug, Default)]
+struct Peer {
+    /// Pre-hello permits this address holds.
+    held: usize,
+    /// Its waiters, oldest first; some may have given up (closed), and are skipped.
+    queue: VecDeque<oneshot::Sender<Granted>>,
+    /// Waiters that have not given up.
+    live: usize,
+    /// Whether it is in `turns`.
+    listed: bool,
+}
+
+impl PreHello {
+    fn forget_if_idle(&mut self, peer: IpAddr) {
+        if self.by_peer.get(&peer).is_some_and(|p| p.held == 0 && p.queue.is_empty()) {
+            self.by_peer.remove(&peer);
+        }
+    }
+
+    /// Hands free slots to waiters, one address at a time, round robin.
+    fn dispatch(&mut self, caps: &Caps) {
+        while self.total < caps.pre_hello_total {
+            let Some(ip) = self.turns.pop_front() else { return };
+            let Some(peer) = self.by_peer.get_mut(&ip) else { continue };
+            peer.listed = false;
+            if peer.held >= caps.pre_hello_per_peer {
+                // Listed again when one of its slots frees.
+                continue;
+            }
+            while let Some(tx) = peer.queue.pop_front() {
+                if tx.send(Granted).is_ok() {
+                    peer.held += 1;
+                    peer.live -= 1;
+                    self.total += 1;
+                    self.waiting -= 1;
+                    break;
+                }
+                // It gave up; its `Drop` already took it off `live`.
+            }
+            if peer.queue.is_empty() {
+                self.forget_if_idle(ip);
+            } else {
+                peer.listed = true;
+                self.turns.push_back(ip);
+            }
+        }
+    }
+
+    fn list(&mut self, ip: IpAddr) {
+        if let Some(peer) = self.by_peer.get_mut(&ip)
+            && !peer.listed
+            && !peer.queue.is_empty()
+        {
+            peer.listed = true;
+            self.turns.push_back(ip);
+        }
+    }
+}
+
+/// What [`Budget::admit`] decided.
+#[derive(Debug)]
+pub enum Admit {
+    /// Admitted: its connection permit and its pre-hello permit.
+    Now(ConnPermit, HelloSlot),
+    /// Over a pre-hello cap: it waits its turn ([`Waiting::turn`]).
+    Wait(ConnPermit, Waiting),
 }
 
 impl Budget {
@@ -69,8 +176,23 @@ impl Budget {
         Arc::new(Self { caps, ..Default::default() })
     }
 
+    /// The budget of a hub whose open-file limit is `fd_limit`: its total is kept below it.
+    pub fn under_fd_limit(caps: Caps, fd_limit: Option<u64>) -> Arc<Self> {
+        Arc::new(Self { caps: caps.within_fd_limit(fd_limit), fd_limit, ..Default::default() })
+    }
+
     pub fn caps(&self) -> Caps {
         self.caps
+    }
+
+    /// The open-file limit the total was kept under, if it is known.
+    pub fn fd_limit(&self) -> Option<u64> {
+        self.fd_limit
+    }
+
+    /// Whether the open-file limit, not `--max-device-connections`, sets the device ceiling.
+    pub fn limited_by_descriptors(&self, configured: usize) -> bool {
+        self.caps.max_connections < configured
     }
 
     /// Connections open now, and those of them that have not said hello.
@@ -78,31 +200,118 @@ impl Budget {
         (self.open.load(Ordering::Relaxed), self.lock().total)
     }
 
+    /// Connections waiting for a pre-hello slot now.
+    pub fn waiting(&self) -> usize {
+        self.lock().waiting
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, PreHello> {
         // Nothing under this lock can panic; recover anyway rather than poison the listener.
         self.pre_hello.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Admits a connection from `peer`, or says why not.
-    pub fn admit(self: &Arc<Self>, peer: IpAddr) -> Result<(ConnPermit, HelloSlot), Refusal> {
+    /// Admits a connection from `peer`, queues it for a pre-hello slot, or says why not (at once).
+    pub fn admit(self: &Arc<Self>, peer: IpAddr) -> Result<Admit, Refusal> {
         let open = self.open.fetch_add(1, Ordering::AcqRel);
         let conn = ConnPermit(self.clone());
         if open >= self.caps.max_connections {
             return Err(Refusal::Full(open));
         }
         let mut pre = self.lock();
-        let from_peer = pre.by_peer.get(&peer).copied().unwrap_or(0);
-        if from_peer >= self.caps.pre_hello_per_peer {
-            return Err(Refusal::PeerPreHello(from_peer));
+        let total = pre.total;
+        let entry = pre.by_peer.entry(peer).or_default();
+        // Nobody from this address waits before it (FIFO per address), and there is room.
+        if entry.queue.is_empty() && entry.held < self.caps.pre_hello_per_peer && total < self.caps.pre_hello_total {
+            entry.held += 1;
+            pre.total += 1;
+            drop(pre);
+            return Ok(Admit::Now(conn, self.slot(peer)));
         }
-        if pre.total >= self.caps.pre_hello_total {
-            return Err(Refusal::PreHello(pre.total));
+        let queued = self.caps.queued_per_peer();
+        if entry.queue.len() >= queued {
+            // Waiters that gave up stay in the queue until their turn; clear them out once they
+            // are half of it, so a peer that connects and leaves cannot grow it.
+            if entry.live < entry.queue.len() / 2 {
+                entry.queue.retain(|tx| !tx.is_closed());
+            }
+            if entry.queue.len() >= queued {
+                let n = entry.live;
+                pre.forget_if_idle(peer);
+                return Err(Refusal::PeerQueue(n));
+            }
         }
-        pre.total += 1;
-        *pre.by_peer.entry(peer).or_insert(0) += 1;
+        let (tx, rx) = oneshot::channel();
+        entry.queue.push_back(tx);
+        entry.live += 1;
+        pre.waiting += 1;
+        pre.list(peer);
+        // A slot may be free for someone already (this address over its own cap, another not).
+        pre.dispatch(&self.caps);
         drop(pre);
-        let hello = HelloPermit { budget: self.clone(), peer };
-        Ok((conn, HelloSlot(Arc::new(Mutex::new(Some(hello))))))
+        Ok(Admit::Wait(conn, Waiting { budget: self.clone(), peer, rx: Some(rx) }))
+    }
+
+    fn slot(self: &Arc<Self>, peer: IpAddr) -> HelloSlot {
+        HelloSlot(Arc::new(Mutex::new(Some(HelloPermit { budget: self.clone(), peer }))))
+    }
+
+    /// A pre-hello permit of `peer` ended: its slot goes to the next waiter.
+    fn release(&self, peer: IpAddr) {
+        let mut pre = self.lock();
+        pre.total = pre.total.saturating_sub(1);
+        if let Some(p) = pre.by_peer.get_mut(&peer) {
+            p.held = p.held.saturating_sub(1);
+        }
+        pre.list(peer);
+        pre.dispatch(&self.caps);
+        pre.forget_if_idle(peer);
+    }
+}
+
+/// A connection waiting for a pre-hello slot. Dropping it (the deadline passed, the task ended)
+/// gives back a slot granted to it meanwhile.
+#[derive(Debug)]
+pub struct Waiting {
+    budget: Arc<Budget>,
+    peer: IpAddr,
+    rx: Option<oneshot::Receiver<Granted>>,
+}
+
+impl Waiting {
+    /// Waits for this connection's turn, at most the queue timeout.
+    pub async fn turn(mut self) -> Result<HelloSlot, Refusal> {
+        let timeout = self.budget.caps.queue_timeout;
+        let rx = self.rx.as_mut().expect("taken only here and in drop");
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(Granted)) => {
+                self.rx = None;
+                Ok(self.budget.slot(self.peer))
+            }
+            // The sender is only dropped by a queue clean-up, which drops closed ones: not this.
+            Ok(Err(_)) | Err(_) => Err(Refusal::Waited(timeout)),
+        }
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        let Some(mut rx) = self.rx.take() else { return };
+        rx.close();
+        if let Ok(Granted) = rx.try_recv() {
+            // Granted as it gave up: the slot is passed on.
+            self.budget.release(self.peer);
+            return;
+        }
+        let mut pre = self.budget.lock();
+        pre.waiting = pre.waiting.saturating_sub(1);
+        if let Some(p) = pre.by_peer.get_mut(&self.peer) {
+            p.live = p.live.saturating_sub(1);
+            if p.live == 0 {
+                // Nobody left waiting from this address: drop the closed entries now.
+                p.queue.clear();
+            }
+        }
+        pre.forget_if_idle(self.peer);
     }
 }
 
@@ -125,14 +334,7 @@ pub struct HelloPermit {
 
 impl Drop for HelloPermit {
     fn drop(&mut self) {
-        let mut pre = self.budget.lock();
-        pre.total = pre.total.saturating_sub(1);
-        if let Some(n) = pre.by_peer.get_mut(&self.peer) {
-            *n -= 1;
-            if *n == 0 {
-                pre.by_peer.remove(&self.peer);
-            }
-        }
+        self.budget.release(self.peer);
     }
 }
 
@@ -205,32 +407,121 @@ impl RateLimited {
 mod tests {
     use super::*;
 
-    #[test]
-    fn pre_hello_caps_per_peer_and_total_and_release() {
-        let budget = Budget::new(Caps { max_connections: 10, pre_hello_per_peer: 2, pre_hello_total: 3 });
+    fn caps(max_connections: usize, per_peer: usize, total: usize, queued: usize) -> Caps {
+        Caps { max_connections, pre_hello_per_peer: per_peer, pre_hello_total: total, queued_per_peer: queued, queue_timeout: Duration::from_secs(5) }
+    }
+
+    fn now(a: Result<Admit, Refusal>) -> (ConnPermit, HelloSlot) {
+        match a {
+            Ok(Admit::Now(c, s)) => (c, s),
+            other => panic!("expected an admission now, got {other:?}"),
+        }
+    }
+
+    fn wait(a: Result<Admit, Refusal>) -> (ConnPermit, Waiting) {
+        match a {
+            Ok(Admit::Wait(c, w)) => (c, w),
+            other => panic!("expected a wait, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn over_the_pre_hello_caps_a_connection_waits_its_turn_and_gets_it() {
+        let budget = Budget::new(caps(100, 2, 3, 4));
         let a: IpAddr = "127.0.0.2".parse().unwrap();
         let b: IpAddr = "127.0.0.3".parse().unwrap();
-        let a1 = budget.admit(a).unwrap();
-        let a2 = budget.admit(a).unwrap();
-        assert_eq!(budget.admit(a).unwrap_err(), Refusal::PeerPreHello(2));
-        let b1 = budget.admit(b).unwrap();
-        assert_eq!(budget.admit(b).unwrap_err(), Refusal::PreHello(3));
-        assert_eq!(budget.counts(), (3, 3), "refused connections hold nothing");
-        // a1 says hello: its permit goes, its connection stays.
+        let a1 = now(budget.admit(a));
+        let _a2 = now(budget.admit(a));
+        // Over the per-peer cap: waits, holding no slot.
+        let (_c3, w3) = wait(budget.admit(a));
+        let b1 = now(budget.admit(b));
+        // The total (3) is reached: another address waits too.
+        let (_cb2, wb2) = wait(budget.admit(b));
+        assert_eq!(budget.counts(), (5, 3));
+        assert_eq!(budget.waiting(), 2);
+        // a1 says hello. b's waiter got in line for the total before a's own cap let a's waiter
+        // back in, so the slot is b's turn (round robin between addresses, not one queue).
         drop(a1.1.take());
-        assert_eq!(budget.counts(), (3, 2));
-        let a3 = budget.admit(a).unwrap();
-        drop((a2, b1, a3));
-        drop(a1);
+        let sb2 = tokio::time::timeout(Duration::from_secs(1), wb2.turn()).await.expect("granted at once").unwrap();
+        assert_eq!(budget.counts(), (5, 3));
+        // b1's connection ends before hello: a's waiter is next.
+        drop(b1);
+        let s3 = tokio::time::timeout(Duration::from_secs(1), w3.turn()).await.expect("granted at once").unwrap();
+        assert_eq!(budget.waiting(), 0);
+        drop((s3, sb2));
+        assert_eq!(budget.counts().1, 1, "only a2's slot is still held");
+    }
+
+    #[tokio::test]
+    async fn one_address_queues_its_share_and_no_more_and_others_still_get_in() {
+        let budget = Budget::new(caps(100, 1, 10, 3));
+        let flood: IpAddr = "10.0.0.1".parse().unwrap();
+        let _held = now(budget.admit(flood));
+        let waiters: Vec<_> = (0..3).map(|_| wait(budget.admit(flood))).collect();
+        assert_eq!(budget.admit(flood).unwrap_err(), Refusal::PeerQueue(3));
+        assert_eq!(budget.counts().0, 4, "a refused connection holds nothing");
+        // Another address is not behind the flood.
+        let other: IpAddr = "10.0.0.2".parse().unwrap();
+        let _in = now(budget.admit(other));
+        drop(waiters);
+        assert_eq!(budget.waiting(), 0);
+        let _again = wait(budget.admit(flood));
+        // The default share: half of the connection cap.
+        assert_eq!(caps(1000, 1, 1, 0).queued_per_peer(), 500);
+    }
+
+    #[tokio::test]
+    async fn a_waiter_is_closed_at_the_deadline_and_leaves_nothing_behind() {
+        let budget = Budget::new(Caps { queue_timeout: Duration::from_millis(100), ..caps(100, 1, 10, 8) });
+        let ip: IpAddr = "10.0.0.9".parse().unwrap();
+        let held = now(budget.admit(ip));
+        let (conn, w) = wait(budget.admit(ip));
+        let started = Instant::now();
+        assert_eq!(w.turn().await.unwrap_err(), Refusal::Waited(Duration::from_millis(100)));
+        assert!(started.elapsed() >= Duration::from_millis(100));
+        drop(conn);
+        assert_eq!(budget.waiting(), 0);
+        drop(held);
         assert_eq!(budget.counts(), (0, 0));
+        assert!(budget.lock().by_peer.is_empty(), "an idle address is forgotten");
+    }
+
+    #[tokio::test]
+    async fn a_slot_granted_to_a_waiter_that_left_is_passed_on() {
+        let budget = Budget::new(caps(100, 1, 10, 8));
+        let ip: IpAddr = "10.0.0.7".parse().unwrap();
+        let held = now(budget.admit(ip));
+        let (_c1, w1) = wait(budget.admit(ip));
+        let (_c2, w2) = wait(budget.admit(ip));
+        // The slot is granted to w1 while nobody polls it; then w1 goes without taking it.
+        drop(held);
+        drop(w1);
+        let s2 = tokio::time::timeout(Duration::from_secs(1), w2.turn()).await.expect("passed on").unwrap();
+        assert_eq!(budget.counts().1, 1);
+        drop(s2);
+        assert_eq!(budget.counts().1, 0);
+    }
+
+    #[tokio::test]
+    async fn waiters_that_left_do_not_grow_the_queue() {
+        let budget = Budget::new(caps(10_000, 1, 10, 4));
+        let ip: IpAddr = "10.0.0.5".parse().unwrap();
+        let _held = now(budget.admit(ip));
+        let keep = wait(budget.admit(ip));
+        for _ in 0..1000 {
+            drop(wait(budget.admit(ip)));
+        }
+        assert!(budget.lock().by_peer[&ip].queue.len() <= 4, "{}", budget.lock().by_peer[&ip].queue.len());
+        assert_eq!(budget.waiting(), 1);
+        drop(keep);
     }
 
     #[test]
     fn total_is_capped_whatever_the_state() {
-        let budget = Budget::new(Caps { max_connections: 2, pre_hello_per_peer: 10, pre_hello_total: 10 });
+        let budget = Budget::new(caps(2, 10, 10, 0));
         let ip: IpAddr = "10.0.0.1".parse().unwrap();
-        let (c1, s1) = budget.admit(ip).unwrap();
-        let (_c2, _s2) = budget.admit(ip).unwrap();
+        let (c1, s1) = now(budget.admit(ip));
+        let (_c2, _s2) = now(budget.admit(ip));
         drop(s1.take());
         assert_eq!(budget.admit(ip).unwrap_err(), Refusal::Full(2));
         drop(c1);

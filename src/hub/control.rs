@@ -3,11 +3,12 @@
 //!
 //! ```text
 //! {"id":1,"op":"devices"}                                      -> {"id":1,"ok":[DeviceInfo…]}
+//! {"id":1,"op":"devices","limit":200,"after":"aa:bb…"}         -> {"id":1,"ok":{"devices":[DeviceInfo…],"next":"aa:bc…"|null}}
 //! {"id":2,"op":"device","device":"aa:bb","wait_ms":5000}        -> {"id":2,"ok":DeviceInfo}
 //! {"id":3,"op":"rpc","device":"aa:bb","method":"tools/call","params":{…},"timeout_ms":30000}
 //!                                                               -> {"id":3,"ok":result} | {"id":3,"error":{…}}
 //! {"id":4,"op":"watch","device":null,"traffic":true}           -> {"id":4,"event":{…}} …
-//! {"id":5,"op":"approve","target":"123456"|"aa:bb:…"}          -> {"id":5,"ok":{device_id,via,token?}}
+//! {"id":5,"op":"approve","target":"123456"|"aa:bb:…"}          -> {"id":5,"ok":{device_id,via,token?,device_url}}
 //! {"id":6,"op":"revoke","device":"aa:bb:…"}                    -> {"id":6,"ok":{device_id,revoked,disconnected}}
 //! {"id":7,"op":"pending"}                                      -> {"id":7,"ok":[Pending…]}
 //! {"id":8,"op":"admitted"}                                     -> {"id":8,"ok":{"approve_all":bool,"devices":[Admitted…]}}
@@ -16,9 +17,15 @@
 //! Errors: `{"kind": "no_devices|not_found|ambiguous|not_ready|timeout|device_error|disconnected|link_down|bad_request|busy",
 //! "message": …, "rpc": {code,message,data}?}`.
 //!
+//! `devices` with a `limit` is one page, in Device-Id order, after the Device-Id `after`; `next`
+//! is the `after` of the page that follows (null at the end). A page holds at most
+//! [`MAX_DEVICES_PAGE`] devices, so what the hub builds for one answer is bounded whatever the
+//! fleet; without a `limit` the answer is every device at once (the shape older clients read).
+//!
 //! In a cluster of hubs ([`super::remote`]), `devices` lists every hub's devices (each with its
-//! `hub`), and `device`, `rpc`, `watch` and `revoke` for a device another hub serves are passed to
-//! that hub; approvals and revocations reach every hub.
+//! `hub`; pages run over the whole cluster in Device-Id order), and `device`, `rpc`, `watch` and
+//! `revoke` for a device another hub serves are passed to that hub; approvals and revocations
+//! hold on every hub (sealed admission records, [`super::admission::record`]).
 //!
 //! One connection serves its requests concurrently in its own task, which also writes their
 //! answers to the socket: at most [`MAX_IN_FLIGHT`] at a time (watches included; beyond that the
@@ -50,6 +57,8 @@ use crate::wire::ws_frame::{self, Incoming};
 pub const MAX_IN_FLIGHT: usize = 256;
 /// Longest request text.
 pub const MAX_REQUEST_BYTES: usize = 1 << 20;
+/// Most devices in one page of `devices`.
+pub const MAX_DEVICES_PAGE: usize = 1000;
 /// Longest the hub waits for a client to take one answer.
 pub const WRITE_DEADLINE: Duration = Duration::from_secs(30);
 
@@ -63,11 +72,12 @@ struct ControlRequest {
 #[derive(Debug, PartialEq, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 enum Op {
-    Devices,
+    Devices { #[serde(default)] after: Option<String>, #[serde(default)] limit: Option<usize> },
     Device { device: Option<String>, #[serde(default)] wait_ms: u64 },
     Rpc { device: Option<String>, method: String, params: Option<Value>, timeout_ms: u64 },
     Watch { device: Option<String>, #[serde(default)] traffic: bool },
-    Approve { target: String },
+    Approve { target: String, #[serde(default)] rebind: bool },
+    Deny { code: String },
     Revoke { device: String },
     Pending,
     Admitted,
@@ -215,7 +225,8 @@ async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<String>, cl
     let id = req.id;
     let cluster = cluster.as_ref();
     let reply = match req.op {
-        Op::Devices => Ok(devices_text(&hub, cluster)),
+        Op::Devices { after, limit: None } if after.is_none() => Ok(devices_text(&hub, cluster)),
+        Op::Devices { after, limit } => Ok(devices_page(&hub, cluster, after.as_deref(), limit.unwrap_or(MAX_DEVICES_PAGE))),
         Op::Device { device, wait_ms } => match cluster {
             Some(c) => cluster_device(&hub, c, device.as_deref(), wait_ms).await,
             None => device_info(&hub, device.as_deref(), wait_ms).await,
@@ -235,10 +246,11 @@ async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<String>, cl
             }
             return None;
         }
-        Op::Approve { target } => cluster_approve(&hub, cluster, &target).await,
+        Op::Approve { target, rebind } => cluster_approve(&hub, cluster, &target, rebind).await,
+        Op::Deny { code } => hub.admission.deny(&code).map(|p| text_of(&p)).map_err(bad_request),
         Op::Revoke { device } => cluster_revoke(&hub, cluster, &device).await,
         Op::Pending => Ok(text_of(&hub.admission.pending())),
-        Op::Admitted => Ok(json!({"approve_all": hub.admission.approve_all(), "devices": hub.admission.admitted()}).to_string()),
+        Op::Admitted => Ok(json!({"approve_all": hub.admission.approve_all(), "devices": hub.admission.admitted().iter().map(super::admission::Admitted::public).collect::<Vec<_>>()}).to_string()),
         Op::Stats => Err(json!({"kind": "bad_request", "message": "stats is answered by the connection"})),
     };
     Some(match reply {
@@ -248,8 +260,66 @@ async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<String>, cl
     })
 }
 
+/// One request answered outside a connection (the dashboard's admission page): the same ops,
+/// read the same way, with the same answers. A `watch` needs a connection and is refused.
+pub async fn answer_once(hub: Arc<Hub>, text: &str) -> String {
+    match accept(text, 0, &mut 0) {
+        Ok(ControlRequest { id, op: Op::Watch { .. } | Op::Stats }) => {
+            json!({"id": id, "error": {"kind": "bad_request", "message": "this op needs a control connection"}}).to_string()
+        }
+        Ok(req) => {
+            let (tx, _events) = mpsc::channel(1);
+            let cluster = super::remote::of(&hub);
+            handle(hub, req, tx, cluster).await.unwrap_or_default()
+        }
+        Err(answer) => answer.to_string(),
+    }
+}
+
+/// One page of `devices`: `{"devices":[…],"next":…}`. In a cluster the page runs over every
+/// hub's devices in Device-Id order (this hub's and, from the index, the others'), each with its
+/// `hub`; a device listed both here and in another hub's index (it is moving) is listed once, here.
+fn devices_page(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, after: Option<&str>, limit: usize) -> String {
+    #[derive(serde::Serialize)]
+    struct Page<'a> {
+        devices: Vec<&'a crate::session::DeviceInfo>,
+        next: Option<String>,
+    }
+    let limit = limit.clamp(1, MAX_DEVICES_PAGE);
+    let (infos, next) = hub.registry.page(after, limit);
+    let Some(c) = cluster else { return text_of(&Page { devices: infos.iter().map(|i| &**i).collect(), next }) };
+    let local = infos.iter().map(|i| (i.device_id.clone(), remote::with_hub(&text_of(&**i), c.me())));
+    // The others' devices after the cursor, but not past the end of the local page when more
+    // local devices follow it (they come first in the next page).
+    let upto = next.clone();
+    let mut remote: Vec<(String, String)> = c
+        .remote_devices()
+        .into_iter()
+        .filter_map(|v| Some((v["device_id"].as_str()?.to_string(), v.to_string())))
+        .filter(|(id, _)| after.is_none_or(|a| id.as_str() > a) && upto.as_deref().is_none_or(|u| id.as_str() <= u) && hub.registry.get(id).is_none())
+        .collect();
+    remote.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut rows: Vec<(String, String)> = local.chain(remote).collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    rows.dedup_by(|a, b| a.0 == b.0);
+    let more = rows.len() > limit || next.is_some();
+    rows.truncate(limit);
+    let next = if more { rows.last().map(|r| r.0.clone()) } else { None };
+    let devices: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+    format!(r#"{{"devices":[{}],"next":{}}}"#, devices.join(","), text_of(&next))
+}
+
 /// The JSON text of an answer. Serializing these types cannot fail (string keys, no floats
 /// that JSON cannot hold); should it ever, the client gets `null` rather than a broken frame.
+/// An approval's answer with the URL devices connect to (`approve` names it in its hint).
+fn with_device_url(hub: &Hub, approved: &impl serde::Serialize) -> String {
+    let mut v = serde_json::to_value(approved).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        o.insert("device_url".into(), json!(hub.device_url()));
+    }
+    v.to_string()
+}
+
 fn text_of(value: &impl serde::Serialize) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_string())
 }
@@ -334,7 +404,7 @@ pub async fn serve_forwarded(hub: Arc<Hub>, request: &str, tx: mpsc::Sender<Stri
         Ok(req) => req,
         Err(answer) => return Some(answer.to_string()),
     };
-    if !matches!(req.op, Op::Device { .. } | Op::Rpc { .. } | Op::Watch { .. } | Op::Revoke { .. } | Op::Approve { .. } | Op::Devices) {
+    if !matches!(req.op, Op::Device { .. } | Op::Rpc { .. } | Op::Watch { .. } | Op::Revoke { .. } | Op::Approve { .. } | Op::Devices { .. }) {
         return Some(json!({"id": req.id, "error": {"kind": "bad_request", "message": "this op is not served for another hub"}}).to_string());
     }
     handle(hub, req, tx, None).await
@@ -416,41 +486,59 @@ async fn remote_watch(c: &Arc<dyn Cluster>, to: String, id: u64, op: Value, tx: 
     tokio::join!(running, relay);
 }
 
-/// `approve` in a cluster: here, or, for an activation code this hub did not hand out, on the
-/// hub the device checked in with; then on every hub (the retained record).
-async fn cluster_approve(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, target: &str) -> Result<String, Value> {
-    let here = hub.admission.approve(target);
-    let Some(c) = cluster else { return here.map(|a| text_of(&a)).map_err(bad_request) };
-    let (text, device_id) = match here {
-        Ok(a) => (text_of(&a), a.device_id),
-        Err(e) if super::admission::is_code(target.trim()) => {
-            let mut found = None;
-            for peer in c.peers() {
-                if let Ok(text) = c.forward(&peer, json!({"op": "approve", "target": target}), Duration::from_secs(5)).await {
-                    found = Some(text);
-                    break;
-                }
+/// `approve`: here, or, in a cluster, for an activation code this hub did not hand out, on the
+/// hub the device checked in with. The hub that approves publishes the approval's record to every
+/// hub ([`publish_admission`]); the asking hub applies the record the answer carries at once, so
+/// the device is let in here as soon as the answer is out.
+async fn cluster_approve(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, target: &str, rebind: bool) -> Result<String, Value> {
+    let here = super::admission::approve_and_cut_over(hub, target, rebind).await;
+    let e = match here {
+        Ok(a) => {
+            let record = publish_admission(hub, &a.device_id);
+            let mut v = serde_json::from_str::<Value>(&with_device_url(hub, &a)).unwrap_or_default();
+            // Only for the hub that forwarded the approval (a forwarded request has no cluster).
+            if cluster.is_none()
+                && let Some(r) = record
+            {
+                v["record"] = Value::from(r);
             }
-            let text = found.ok_or_else(|| bad_request(format!("{e} (no other hub of the cluster has it either)")))?;
-            let device_id = serde_json::from_str::<Value>(&text).ok().and_then(|v| v["device_id"].as_str().map(str::to_string)).unwrap_or_default();
-            // Here too: this hub skips its own record.
-            hub.admission.approve(&device_id).map_err(bad_request)?;
-            (text, device_id)
+            return Ok(v.to_string());
         }
-        Err(e) => return Err(bad_request(e)),
+        Err(e) => e,
     };
-    if !device_id.is_empty() {
-        c.admission_changed(&device_id, true);
+    let Some(c) = cluster.filter(|_| super::admission::is_code(target.trim())) else { return Err(bad_request(e)) };
+    for peer in c.peers() {
+        let Ok(text) = c.forward(&peer, json!({"op": "approve", "target": target, "rebind": rebind}), Duration::from_secs(5)).await else { continue };
+        let mut v = serde_json::from_str::<Value>(&text).unwrap_or_default();
+        let device_id = v["device_id"].as_str().unwrap_or_default().to_string();
+        if let Some(record) = v.as_object_mut().and_then(|o| o.remove("record"))
+            && let Err(e) = super::admission::import_and_cut_off(hub, &device_id, record.as_str().unwrap_or_default().as_bytes()).await
+        {
+            tracing::warn!(hub = %peer, device = %device_id, "the approval's record from another hub was refused: {e}");
+        }
+        v["hub"] = Value::from(peer);
+        return Ok(v.to_string());
     }
-    Ok(text)
+    Err(bad_request(format!("{e} (no other hub of the cluster has it either)")))
 }
 
-/// `revoke` in a cluster: withdrawn here and on every hub (through the broker), and the device
-/// cut off on the hub that serves it, whichever that is.
+/// Publishes `device_id`'s current admission decision to the cluster, if this hub is in one;
+/// the sealed record, for an answer to carry.
+fn publish_admission(hub: &Hub, device_id: &str) -> Option<String> {
+    let c = remote::of(hub)?;
+    let record = hub.admission.record(device_id, c.me())?;
+    c.publish_admission(device_id, &record);
+    Some(record)
+}
+
+/// `revoke`: withdrawn here, published to every hub (each cuts the device off if it serves it),
+/// and, in a cluster, asked of the hub that serves the device, for its confirmation that the
+/// device is cut off.
 async fn cluster_revoke(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, device: &str) -> Result<String, Value> {
     let mut answer = super::admission::revoke_and_disconnect(hub, device).await.map_err(bad_request)?;
-    let (Some(c), Some(device_id)) = (cluster, answer["device_id"].as_str().map(str::to_string)) else { return Ok(answer.to_string()) };
-    // The serving hub first, for its own answer; then every hub (the retained record).
+    let Some(device_id) = answer["device_id"].as_str().map(str::to_string) else { return Ok(answer.to_string()) };
+    publish_admission(hub, &device_id);
+    let Some(c) = cluster else { return Ok(answer.to_string()) };
     let mut unconfirmed = None;
     if answer["disconnected"] != true
         && let Located::Remote { hub: to, device_id } = c.locate(Some(&device_id), hub.registry.aliases())
@@ -461,7 +549,6 @@ async fn cluster_revoke(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, device: &
         }
         answer["hub"] = Value::from(to);
     }
-    c.admission_changed(&device_id, false);
     match unconfirmed {
         Some(e) => Err(e),
         None => Ok(answer.to_string()),
@@ -486,6 +573,7 @@ mod tests {
         }
         let left_to_the_full_read = [
             r#"{"id":1,"op":"devices"}"#,
+            r#"{"id":1,"op":"devices","limit":5,"after":"aa"}"#,
             r#"{"id":1,"op":"rp\u0063","method":"ping","timeout_ms":10}"#,
             r#"{"id":1,"op":"rpc","op":"rpc","method":"ping","timeout_ms":10}"#,
             r#"{"id":1,"op":"rpc","method":"ping"}"#,

@@ -41,20 +41,24 @@ pub fn router(hub: Arc<Hub>) -> Router {
 async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectInfo<DevicePeer>, mut req: Request<Body>) -> Response<Body> {
     let remote = peer.remote;
     let headers = req.headers().clone();
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    // UTF-8, not only visible ASCII: a Client-Id carrying a bidi override is refused, not ignored.
+    let header = |name: &str| headers.get(name).and_then(|v| std::str::from_utf8(v.as_bytes()).ok());
     let identity = match identity::identify(header, req.uri().query()) {
         Ok(id) => id,
         Err(e) => {
-            warn!(%remote, "device refused: {e}");
+            log_identity_refusal(remote, "device", &e);
+            crate::metrics::refused(crate::metrics::Refused::BadIdentity);
             return plain(StatusCode::BAD_REQUEST, &format!("{e}"));
         }
     };
     // Admission comes before the upgrade: a device that is not admitted never gets a session, so
     // it cannot take over the session of a connected device with the same Device-Id either.
-    if let Err(why) = hub.check_device_token(&identity, Some(&remote.to_string())) {
+    if let Err(why) = hub.check_device_token(&identity, Some(remote)) {
         hub.admission.log_refusal(Some(remote.ip()), &format!("device {}", identity.device_id), &why);
+        let status = if matches!(why, super::admission::Refusal::Busy { .. }) { StatusCode::TOO_MANY_REQUESTS } else { StatusCode::UNAUTHORIZED };
+        crate::metrics::refused(crate::metrics::Refused::NotAdmitted);
         return Response::builder()
-            .status(StatusCode::UNAUTHORIZED)
+            .status(status)
             .header(header::WWW_AUTHENTICATE, "Bearer")
             .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
             .body(Body::from(format!("{why}\n")))
@@ -72,6 +76,16 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
         }
     });
     response
+}
+
+/// Logs a refused identity (a bad Device-Id, a control character in a Client-Id, …) at most
+/// once every 5 s for the whole device listener, with the count of those not logged: a peer can
+/// send such requests at will. The message names the field, never its raw value.
+pub fn log_identity_refusal(remote: SocketAddr, what: &str, e: &identity::IdentityError) {
+    static LOG: std::sync::LazyLock<super::budget::RateLimited> = std::sync::LazyLock::new(|| super::budget::RateLimited::new(std::time::Duration::from_secs(5)));
+    if let Some(suppressed) = LOG.allow() {
+        warn!(%remote, suppressed, "{what} refused: {e}");
+    }
 }
 
 /// Runs a device's link and keeps it in the registry while it lives. A device that reconnects
@@ -103,7 +117,7 @@ pub fn attach(hub: Arc<Hub>, ws: upgrade::DeviceSocket, identity: Identity, loca
     info!(device = %device_id, "device connected");
     if let Some(old) = hub.registry.insert(handle.clone()) {
         info!(device = %device_id, "replacing the previous session of this device");
-        tokio::spawn(async move { old.close().await });
+        tokio::spawn(async move { old.close(crate::links::handle::CloseReason::Replaced).await });
     }
     // A link that ended before it was registered found nothing to remove when it ended.
     if !handle.is_connected() {

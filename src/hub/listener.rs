@@ -5,8 +5,10 @@
 //!   otherwise), and a request body within [`Limits::body_timeout`].
 //! - The device listener admits a connection only within its [`Budget`](super::budget::Budget):
 //!   a total below the descriptor limit (the host listener keeps a reserve), and a cap on
-//!   connections that have not said hello, per peer address and in total. Refusals close the
-//!   socket at once and are logged (rate-limited).
+//!   connections that have not said hello, per peer address and in total. A connection over a
+//!   pre-hello cap waits its turn, unread, within a deadline; one over the total, or over its
+//!   address's share of the queue, is closed at once. Refusals are logged (rate-limited, the
+//!   descriptor ceiling on its own line).
 //! - The host listener notes the local user behind each loopback connection
 //!   ([`super::owner::PeerUser`]), so that its routes can serve only the hub's user.
 
@@ -26,7 +28,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt as _;
 
-use super::budget::{Budget, ConnPermit, HelloSlot};
+use super::budget::{Admit, Budget, ConnPermit, HelloSlot, Refusal};
 use super::owner::PeerUser;
 
 /// Deadlines every connection on both listeners lives by.
@@ -72,7 +74,10 @@ pub fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<TcpListener> {
 /// Accepts connections until the listener fails for good; serves each on its own task.
 pub async fn serve(listener: TcpListener, app: Router, side: Side, limits: Limits, name: &'static str) {
     let local = listener.local_addr().ok();
-    let refusals = super::budget::RateLimited::new(Duration::from_secs(5));
+    let refusals = Arc::new(Refusals {
+        ceiling: super::budget::RateLimited::new(Duration::from_secs(10)),
+        peer: super::budget::RateLimited::new(Duration::from_secs(5)),
+    });
     let accept_errors = super::budget::RateLimited::new(Duration::from_secs(5));
     loop {
         let (tcp, remote) = match listener.accept().await {
@@ -86,26 +91,58 @@ pub async fn serve(listener: TcpListener, app: Router, side: Side, limits: Limit
                 continue;
             }
         };
-        let admitted = match &side {
+        let app = app.clone();
+        let host_side = matches!(side, Side::Host);
+        let (permit, slot) = match &side {
             Side::Devices(budget) => match budget.admit(remote.ip()) {
-                Ok(pair) => Some(pair),
+                Ok(Admit::Now(permit, slot)) => (Some(permit), Some(slot)),
+                Ok(Admit::Wait(permit, waiting)) => {
+                    // Its request waits in the socket, unread, until a slot frees or the deadline.
+                    let refusals = refusals.clone();
+                    tokio::spawn(async move {
+                        match waiting.turn().await {
+                            Ok(slot) => serve_one(tcp, remote, app, limits, Some(permit), Some(slot), None).await,
+                            Err(why) => refused(&refusals, name, remote, &why),
+                        }
+                    });
+                    continue;
+                }
                 Err(why) => {
-                    if let Some(skipped) = refusals.allow() {
-                        tracing::warn!(listener = name, %remote, skipped, "connection refused: {why}");
-                    }
+                    crate::metrics::refused(crate::metrics::Refused::ConnectionCap);
+                    refused(&refusals, name, remote, &why);
                     drop(tcp);
                     continue;
                 }
             },
-            Side::Host => None,
+            Side::Host => (None, None),
         };
-        let app = app.clone();
-        let host_side = matches!(side, Side::Host);
         tokio::spawn(async move {
-            let (permit, slot) = admitted.unzip();
             let user = local.filter(|_| host_side).map(|local| PeerUser::of(local, remote));
             serve_one(tcp, remote, app, limits, permit, slot, user).await;
         });
+    }
+}
+
+/// Rate-limited lines for refused device connections: one kind for the descriptor ceiling (an
+/// operator must act), one for a peer over its caps.
+struct Refusals {
+    ceiling: super::budget::RateLimited,
+    peer: super::budget::RateLimited,
+}
+
+fn refused(refusals: &Refusals, name: &str, remote: SocketAddr, why: &Refusal) {
+    let Refusals { ceiling, peer } = refusals;
+    match why {
+        Refusal::Full(open) => {
+            if let Some(skipped) = ceiling.allow() {
+                tracing::warn!(listener = name, %remote, skipped, open, "device refused at the connection ceiling: {why}");
+            }
+        }
+        _ => {
+            if let Some(skipped) = peer.allow() {
+                tracing::warn!(listener = name, %remote, skipped, "connection refused: {why}");
+            }
+        }
     }
 }
 

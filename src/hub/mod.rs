@@ -31,7 +31,9 @@ pub mod owner;
 pub mod registry;
 pub mod remote;
 pub mod secret;
+pub mod trim;
 pub mod vision;
+pub mod vision_upload;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -95,7 +97,7 @@ impl Default for HubConfig {
             admission: admission::AdmissionConfig::default(),
             vision_url: None,
             vision_token: None,
-            vision_dir: PathBuf::from("mcpdev-vision"),
+            vision_dir: vision::default_dir(),
             vision_max_files: vision::DEFAULT_MAX_FILES,
             vision_max_bytes: vision::DEFAULT_MAX_BYTES,
             keepalive: Duration::from_secs(60),
@@ -145,21 +147,21 @@ pub struct RunningHub {
 }
 
 impl Hub {
-    /// Whether a connecting device is admitted: approved, with its own token (or a shared one;
-    /// or `--approve-all`). A device that is not approved gets a pending request and its code.
-    pub fn check_device_token(&self, id: &Identity, remote: Option<&str>) -> Result<(), admission::Refusal> {
+    /// Whether a connecting device is admitted: approved, with its approval's token (or a gateway
+    /// credential for an approved Device-Id, or a shared token; or `--approve-all`). A device that
+    /// is not approved gets a pending request of its own and its code.
+    pub fn check_device_token(&self, id: &Identity, remote: Option<SocketAddr>) -> Result<(), admission::Refusal> {
+        if let Some(through_gateway) = self.admission.admits_through_gateway(&id.device_id, id.token.as_deref(), id.client_id.as_deref(), remote) {
+            return through_gateway;
+        }
         match self.admission.admits(&id.device_id, id.token.as_deref()) {
-            Err(admission::Refusal::NotAdmitted { device_id, .. }) => {
-                let p = self.admission.request(&device_id, admission::Via::Websocket, id.client_id.as_deref(), remote);
+            Err(admission::Refusal::NotAdmitted { device_id, code: None }) => {
+                let r = admission::Requester { device_id: &device_id, via: admission::Via::Websocket, client_id: id.client_id.as_deref(), key_hash: None, remote, reported: None };
+                let p = self.admission.request(&r)?;
                 Err(admission::Refusal::NotAdmitted { device_id, code: Some(p.code) })
             }
             other => other,
         }
-    }
-
-    /// The device's own token (MQTT password, WebSocket bearer) derived from the hub secret.
-    pub fn device_token(&self, device_id: &str) -> String {
-        self.secret.token(secret::Purpose::Device, device_id)
     }
 
     /// The name devices reach this hub by, for URLs the hub hands out: `--public-host`, else the
@@ -178,6 +180,12 @@ impl Hub {
         }
     }
 
+    /// The WebSocket URL devices connect to, as the hub names it to people (`approve`'s hint):
+    /// this hub's own port, and the name of [`Hub::public_name`].
+    pub fn device_url(&self) -> String {
+        format!("ws://{}:{}{}", self.public_name(None), self.device_port, ota::DEVICE_PATH)
+    }
+
     /// The vision URL and token for `device_id`, which came in on `local` (see [`Hub::public_name`]).
     /// With `--vision-url`, the external service and its configured token; otherwise the hub's
     /// own endpoint and the device's own vision token ([`secret::Purpose::Vision`]).
@@ -186,7 +194,7 @@ impl Hub {
             return (url.clone(), self.config.vision_token.clone().unwrap_or_default());
         }
         let url = format!("http://{}:{}{}", self.public_name(local), self.device_port, devices::VISION_PATH);
-        (url, self.secret.token(secret::Purpose::Vision, device_id))
+        (url, self.admission.vision_token(device_id))
     }
 }
 
@@ -203,22 +211,32 @@ pub struct BoundHub {
 /// Binds both listeners and builds the hub (nothing is served yet).
 pub async fn bind(config: HubConfig) -> anyhow::Result<BoundHub> {
     check_remote_use(&config)?;
+    crate::metrics::start();
     let fd_limit = budget::raise_fd_limit();
-    let caps = config.caps.within_fd_limit(fd_limit);
+    let budget = budget::Budget::under_fd_limit(config.caps, fd_limit);
+    let caps = budget.caps();
     tracing::info!(
         fd_limit = %fd_limit.map_or_else(|| "unknown".to_string(), |l| l.to_string()),
         device_connections = caps.max_connections,
         pre_hello_per_peer = caps.pre_hello_per_peer,
         pre_hello_total = caps.pre_hello_total,
+        queued_per_peer = caps.queued_per_peer(),
         "open-file limit raised to the hard limit; device-side connections capped below it"
     );
+    if budget.limited_by_descriptors(config.caps.max_connections) {
+        tracing::warn!(
+            "the open-file limit ({}) allows {} devices at most; raise it for more (docs/hub.md, \"Descriptor limits\": LimitNOFILE, ulimit -n, fs.nr_open)",
+            fd_limit.unwrap_or_default(),
+            caps.max_connections
+        );
+    }
     let device_listener = listener::bind(config.device_addr, listener::DEVICE_BACKLOG)
         .map_err(|e| bind_error("for devices", config.device_addr, "--device-addr", &e))?;
     let host_listener = listener::bind(config.host_addr, listener::HOST_BACKLOG)
         .map_err(|e| bind_error("for the CLI and MCP hosts", config.host_addr, "--host-addr", &e))?;
     let device_addr = device_listener.local_addr()?;
     let host_addr = host_listener.local_addr()?;
-    let control = Arc::new(owner::ControlToken::create(host_addr.port())?);
+    let control = Arc::new(owner::ControlToken::create(host_addr)?);
     let admission = admission::Admission::load(&config.admission, &config.device_tokens)?;
     let secret = admission.secret();
     let vision = vision::VisionStore::new(config.vision_dir.clone(), config.vision_max_files, config.vision_max_bytes);
@@ -233,7 +251,7 @@ pub async fn bind(config: HubConfig) -> anyhow::Result<BoundHub> {
         mqtt: std::sync::OnceLock::new(),
         cluster: std::sync::OnceLock::new(),
         control,
-        budget: budget::Budget::new(caps),
+        budget,
     });
     Ok(BoundHub { hub, device_addr, host_addr, device_listener, host_listener })
 }
@@ -262,6 +280,7 @@ impl BoundHub {
                 move |req: &Request| front_door(&hub, req)
             }));
         supervise("host listener", listener::serve(host_listener, host_app, listener::Side::Host, limits, "host"));
+        trim::spawn(hub.clone());
         RunningHub { hub, device_addr, host_addr }
     }
 }
@@ -321,7 +340,11 @@ fn check_remote_use(config: &HubConfig) -> anyhow::Result<()> {
 /// DNS-rebinding and cross-site protection, the `Host` must be a loopback name (or allowed), and
 /// an `Origin`, when present, a loopback origin (or allowed). Otherwise 403.
 fn front_door(hub: &Hub, req: &Request) -> Option<Response> {
-    owner::refuse_other_user(req).or_else(|| refuse(&hub.config, req.headers()))
+    if let Some(refusal) = owner::refuse_other_user(req) {
+        crate::metrics::refused(crate::metrics::Refused::OtherUser);
+        return Some(refusal);
+    }
+    refuse(&hub.config, req.headers())
 }
 
 /// The 403 for a request whose `Host` or `Origin` is not allowed, if it is not.
@@ -330,12 +353,14 @@ pub fn refuse(config: &HubConfig, headers: &axum::http::HeaderMap) -> Option<Res
     if let Some(host) = get(header::HOST)
         && !host_allowed(host, &config.allowed_hosts)
     {
+        crate::metrics::refused(crate::metrics::Refused::Host);
         let hint = format!("Host {host:?} is not allowed; start the hub with --allowed-host {}", host_name(host));
         return Some(plain(StatusCode::FORBIDDEN, &hint));
     }
     if let Some(origin) = get(header::ORIGIN)
         && !origin_allowed(origin, &config.allowed_origins)
     {
+        crate::metrics::refused(crate::metrics::Refused::Origin);
         let hint = format!("Origin {origin:?} is not allowed; start the hub with --allowed-origin {origin}");
         return Some(plain(StatusCode::FORBIDDEN, &hint));
     }

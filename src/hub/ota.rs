@@ -10,10 +10,14 @@
 //! `mcpdev hello`.
 //!
 //! Activation ([`super::admission`]): a device that is not admitted gets an `activation` block
-//! (`message`, a 6-digit `code`, `challenge`, `timeout_ms`) instead of any credentials; the stock
-//! firmware shows and speaks the code and polls `POST /xiaozhi/ota/activate`, which answers 202
-//! while the request is pending and 200 once a person ran `mcpdev devices approve CODE`. The next
-//! check-in then carries `websocket.token` (and the MQTT password): the device's own token.
+//! (`message`, a 6-digit `code`, `challenge`, `timeout_ms`) for a request bound to it (Device-Id,
+//! Client-Id, `Mcpdev-Device-Key` if sent, address), and beside it the connection settings with a
+//! token bound to that request, which the hub refuses until that very code is approved. The stock
+//! firmware shows and speaks the code and polls `POST /xiaozhi/ota/activate` (202 while pending,
+//! 200 once a person ran `mcpdev devices approve CODE`), then checks in again; py-xiaozhi checks in
+//! once and connects with the first answer's settings. Only the approved binding's check-ins get
+//! its token and have their system info kept as the device's own; new requests per address are
+//! rate-limited (429 with `Retry-After`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -28,10 +32,10 @@ use serde_json::{Value, json};
 use tracing::{info, warn};
 
 use super::Hub;
-use super::admission::{Pending, Via};
+use super::admission::{Activation, CheckIn, DEVICE_KEY_HEADER, Pending, Requester, Via, key_hash};
 use super::devices::DevicePeer;
 use crate::links::upgrade::plain;
-use crate::wire::identity::{format_mac, parse_mac};
+use crate::wire::identity::{check_fields, format_mac, parse_mac};
 
 /// The device WebSocket path (served by `devices`); here because the OTA answer points to it and
 /// `devices` mounts these routes, so the dependency runs one way: devices -> ota.
@@ -52,6 +56,8 @@ pub trait MqttOffer: Send + Sync {
     fn ota_settings(&self, device_id: &str, host: &str, device_token: &str) -> Value;
     /// The device checked in: onboard it over MQTT without waiting for its hello.
     fn probe(&self, device_id: &str);
+    /// The device was revoked: close its broker connection and drop its link. Whether it had any.
+    fn cut_off(&self, device_id: &str) -> bool;
 }
 
 /// How the OTA endpoint answers.
@@ -162,44 +168,50 @@ pub fn response(now_ms: u64, timezone_offset: i32, websocket: Option<Value>, mqt
 
 async fn check_version(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectInfo<DevicePeer>, headers: HeaderMap, body: Bytes) -> Response<Body> {
     let remote = peer.remote;
-    let h = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let system_info: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => return plain(StatusCode::BAD_REQUEST, &format!("the body is not the device's system info JSON: {e}")),
+    let CheckInRequest { device_id, client_id, key_hash, system_info, reported } = match read_check_in(&|name| headers.get(name).and_then(|v| v.to_str().ok()), &body) {
+        Ok(r) => r,
+        Err(e) => {
+            warn!(%remote, "OTA check-in refused: {e}");
+            return plain(StatusCode::BAD_REQUEST, &e);
+        }
     };
-    let raw_id = h("device-id").or_else(|| system_info.get("mac_address").and_then(Value::as_str));
-    let Some(mac) = raw_id.and_then(|id| parse_mac(id).ok()) else {
-        warn!(%remote, "OTA request without a usable Device-Id");
-        return plain(StatusCode::BAD_REQUEST, "send the Device-Id header (the MAC, aa:bb:cc:dd:ee:ff)");
-    };
-    let device_id = format_mac(&mac);
-    let client_id = h("client-id").or_else(|| system_info.get("uuid").and_then(Value::as_str)).map(|c| c.chars().take(64).collect());
     let ota = &hub.config.ota;
     // From configuration or the hub's own address this request came in on: never the Host header.
     let name = hub.public_name(peer.local.map(|a| a.ip()));
     let base = format!("{name}:{}", hub.device_port);
-    let (websocket, mqtt, activation) = match hub.admission.token_for_check_in(&device_id, client_id.as_deref()) {
-        // Admitted: the device's own token, never a configured shared one (which would open every device).
-        Some(token) => {
-            let websocket = json!({"url": format!("ws://{base}{DEVICE_PATH}"), "token": token, "version": 1});
-            (Some(websocket), hub.mqtt.get().map(|m| m.ota_settings(&device_id, &name, &token)), None)
-        }
-        // Not admitted: a code to approve, and nothing to connect with.
-        None => {
-            let p = hub.admission.request(&device_id, Via::Ota, client_id.as_deref(), Some(&remote.to_string()));
-            (None, None, Some(activation_block(&p)))
+    let requester = Requester { device_id: &device_id, via: Via::Ota, client_id: client_id.as_deref(), key_hash, remote: Some(remote), reported: Some(reported) };
+    let check_in = match hub.admission.check_in(&requester) {
+        Ok(c) => c,
+        Err(busy) => {
+            return Response::builder()
+                .status(StatusCode::TOO_MANY_REQUESTS)
+                .header(header::RETRY_AFTER, "1")
+                .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+                .body(Body::from(format!("{busy}\n")))
+                .expect("static response");
         }
     };
+    // Every answer carries settings to connect with: the approved binding's token, or a token
+    // bound to this requester's own request, which the hub refuses until that request's code is
+    // approved (py-xiaozhi checks in once and then connects with what this first answer gave it).
+    let (token, activation, admitted) = match &check_in {
+        CheckIn::Admitted { token } => (token.clone(), None, true),
+        CheckIn::Pending { pending, token } => (token.clone(), Some(activation_block(pending)), false),
+    };
+    let websocket = json!({"url": format!("ws://{base}{DEVICE_PATH}"), "token": token, "version": 1});
+    let mqtt = hub.mqtt.get().map(|m| m.ota_settings(&device_id, &name, &token));
     let firmware = ota.firmware.as_ref().map(|(_, version)| json!({"version": version, "url": format!("http://{base}{FIRMWARE_PATH}"), "force": 0}));
-    hub.registry.ota.record(&device_id, OtaRecord { system_info, client_id, bytes: body.len() });
-    if let Some(m) = hub.mqtt.get()
-        && activation.is_none()
-    {
-        m.probe(&device_id);
+    // Only the approved binding's report becomes the device's own (what `hello` shows); anyone
+    // else's stays with its request.
+    if admitted {
+        hub.registry.ota.record(&device_id, OtaRecord { system_info, client_id, bytes: body.len() });
+        if let Some(m) = hub.mqtt.get() {
+            m.probe(&device_id);
+        }
     }
     let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-    info!(device = %device_id, %remote, user_agent = h("user-agent").unwrap_or("-"), mqtt = mqtt.is_some(), activation = activation.is_some(), "OTA check-in");
-    let mut body = response(now_ms, ota.timezone_offset, websocket, mqtt, firmware);
+    info!(device = %device_id, %remote, mqtt = mqtt.is_some(), activation = activation.is_some(), "OTA check-in");
+    let mut body = response(now_ms, ota.timezone_offset, Some(websocket), mqtt, firmware);
     if let Some(a) = activation {
         body["activation"] = a;
     }
@@ -208,6 +220,58 @@ async fn check_version(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
         .header(header::CONTENT_TYPE, "application/json")
         .body(Body::from(body.to_string()))
         .expect("static response")
+}
+
+/// What an OTA check-in says, read from its headers and body (no I/O: the admission fuzz target
+/// drives it with arbitrary input).
+#[derive(Debug)]
+pub struct CheckInRequest {
+    /// The canonical MAC (`Device-Id`, else the body's `mac_address`).
+    pub device_id: String,
+    /// `Client-Id`, else the body's `uuid`; at most 64 characters.
+    pub client_id: Option<String>,
+    /// The hash of `Mcpdev-Device-Key`, when sent.
+    pub key_hash: Option<String>,
+    pub system_info: Value,
+    /// Board, chip and firmware as reported, each capped (see [`reported`]).
+    pub reported: Value,
+}
+
+/// Reads a check-in, or says what is wrong with it.
+pub fn read_check_in<'a>(header: &dyn Fn(&str) -> Option<&'a str>, body: &[u8]) -> Result<CheckInRequest, String> {
+    let system_info: Value = serde_json::from_slice(body).map_err(|e| format!("the body is not the device's system info JSON: {e}"))?;
+    // Control characters in identity fields are refused at the door (they would reach terminals).
+    let uuid = system_info.get("uuid").and_then(Value::as_str);
+    check_fields([("Device-Id", header("device-id")), ("Client-Id", header("client-id")), ("uuid", uuid)]).map_err(|e| e.to_string())?;
+    let raw_id = header("device-id").or_else(|| system_info.get("mac_address").and_then(Value::as_str));
+    let mac = raw_id.and_then(|id| parse_mac(id).ok()).ok_or("send the Device-Id header (the MAC, aa:bb:cc:dd:ee:ff)")?;
+    let client_id: Option<String> = header("client-id").or_else(|| system_info.get("uuid").and_then(Value::as_str)).map(|c| c.chars().take(64).collect());
+    let key_hash = device_key(header)?;
+    let reported = reported(&system_info, header("user-agent"));
+    Ok(CheckInRequest { device_id: format_mac(&mac), client_id, key_hash, system_info, reported })
+}
+
+/// The hash of the device key a client sent (`Mcpdev-Device-Key`), or why it is not usable.
+fn device_key<'a>(header: &dyn Fn(&str) -> Option<&'a str>) -> Result<Option<String>, String> {
+    header(DEVICE_KEY_HEADER).map(key_hash).transpose()
+}
+
+/// What an unauthenticated check-in says about itself, for the person approving: board, chip and
+/// firmware, each capped; kept with its request, never as the device's own record.
+fn reported(system_info: &Value, user_agent: Option<&str>) -> Value {
+    let s = |v: &Value| v.as_str().map(|t| t.chars().take(64).collect::<String>());
+    let mut r = serde_json::Map::new();
+    for (k, v) in [
+        ("board", s(&system_info["board"]["type"]).or_else(|| s(&system_info["board"]["name"]))),
+        ("chip", s(&system_info["chip_model_name"])),
+        ("firmware", s(&system_info["application"]["version"]).map(|v| format!("{} {v}", s(&system_info["application"]["name"]).unwrap_or_default()).trim().to_string())),
+        ("user_agent", user_agent.map(|u| u.chars().take(64).collect())),
+    ] {
+        if let Some(v) = v.filter(|v| !v.is_empty()) {
+            r.insert(k.into(), Value::String(v));
+        }
+    }
+    Value::Object(r)
 }
 
 /// The `activation` block for a pending device (reference §3.2; both `code` and `challenge`, or
@@ -221,28 +285,35 @@ pub fn activation_block(p: &Pending) -> Value {
     })
 }
 
-/// `POST /xiaozhi/ota/activate`: 200 once the device is approved, 202 while its request is
-/// pending (the stock firmware asks again after 3 s), 404 when it has none (it checks in again).
+/// `POST /xiaozhi/ota/activate`: 200 once this requester's request was approved, 202 while it is
+/// pending (the stock firmware asks again after 3 s), 403 for another request's challenge, 404 when
+/// it has none (it checks in again). The requester is its Device-Id, Client-Id and device key: an
+/// impostor's poll never sees the victim's approval.
 async fn activate(State(hub): State<Arc<Hub>>, ConnectInfo(remote): ConnectInfo<std::net::SocketAddr>, headers: HeaderMap, body: Bytes) -> Response<Body> {
     let h = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let Some(device_id) = h("device-id").and_then(|id| parse_mac(id).ok()).map(|m| format_mac(&m)) else {
         warn!(%remote, "activation request without a usable Device-Id");
         return plain(StatusCode::BAD_REQUEST, "send the Device-Id header (the MAC, aa:bb:cc:dd:ee:ff)");
     };
-    if hub.admission.token_for_check_in(&device_id, h("client-id")).is_some() {
-        info!(device = %device_id, %remote, "activation: approved");
-        return plain(StatusCode::OK, "success");
-    }
-    let Some(p) = hub.admission.pending_of(&device_id) else {
-        return plain(StatusCode::NOT_FOUND, &format!("no activation is pending for device {device_id}: check in at {OTA_PATH} for a code"));
+    let key_hash = match device_key(&h) {
+        Ok(k) => k,
+        Err(e) => return plain(StatusCode::BAD_REQUEST, &e),
     };
-    // The stock body is `{}`, or carries the challenge it was given: it must be this request's.
+    let client_id: Option<String> = h("client-id").map(|c| c.chars().take(64).collect());
+    // The stock body is `{}`, or carries the challenge it was given.
     let sent = serde_json::from_slice::<Value>(&body).ok().and_then(|v| v.get("challenge").and_then(Value::as_str).map(str::to_string));
-    if sent.is_some_and(|c| c != p.challenge) {
-        warn!(device = %device_id, %remote, "activation request with another request's challenge");
-        return plain(StatusCode::FORBIDDEN, "this challenge is not the one this device was given: check in again for a new code");
+    match hub.admission.activation(&device_id, client_id.as_deref(), key_hash.as_deref(), sent.as_deref()) {
+        Activation::Approved => {
+            info!(device = %device_id, %remote, "activation: approved");
+            plain(StatusCode::OK, "success")
+        }
+        Activation::Waiting(code) => plain(StatusCode::ACCEPTED, &format!("pending: approve this device with `mcpdev devices approve {code}`")),
+        Activation::WrongChallenge => {
+            warn!(device = %device_id, %remote, "activation request with another request's challenge");
+            plain(StatusCode::FORBIDDEN, "this challenge is not the one this device was given: check in again for a new code")
+        }
+        Activation::Unknown => plain(StatusCode::NOT_FOUND, &format!("no activation is pending for device {device_id}: check in at {OTA_PATH} for a code")),
     }
-    plain(StatusCode::ACCEPTED, &format!("pending: approve this device with `mcpdev devices approve {}`", p.code))
 }
 
 async fn about() -> Response<Body> {

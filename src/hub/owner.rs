@@ -1,8 +1,9 @@
 //! The host listener serves only the user who started the hub, the way local daemons do it.
 //!
 //! - The control API needs `Authorization: Bearer <control token>`. The hub writes a random token
-//!   to `control-<host port>.token` in [`crate::paths::runtime_dir`] (0600, removed at shutdown);
-//!   the CLI reads it from there, or takes `MCPDEV_HUB_TOKEN` (for a hub on another machine).
+//!   to `control-<host port>.token` in [`crate::paths::runtime_dir`] (0600, removed at shutdown),
+//!   with the address it bound; the CLI reads it from there and sends it only to that loopback
+//!   address, or takes `MCPDEV_HUB_TOKEN` (for a hub on another machine).
 //! - On Linux, a loopback connection's peer user is the `uid` of the peer's socket, asked of the
 //!   kernel (sock_diag, else `/proc/net/tcp{,6}`); another user's connections are refused (403)
 //!   on every host route, `/mcp` included. When the lookup fails (another network namespace), the
@@ -19,7 +20,7 @@ use axum::response::Response;
 
 use crate::links::upgrade::plain;
 
-use crate::links::control_token::{HUB_TOKEN_ENV, token_path};
+use crate::links::control_token::{HUB_TOKEN_ENV, file_contents, token_of, token_path};
 
 /// The control token a hub checks, and the file it is in (removed when this is dropped).
 #[derive(Debug)]
@@ -29,13 +30,15 @@ pub struct ControlToken {
 }
 
 impl ControlToken {
-    /// A fresh random token, written to [`token_path`] for `port`.
-    pub fn create(port: u16) -> anyhow::Result<Self> {
+    /// A fresh random token, written to [`token_path`] for `bound`'s port with `bound` beside it:
+    /// the CLI sends the file's token only to the hub listening there
+    /// ([`crate::links::control_token`]).
+    pub fn create(bound: SocketAddr) -> anyhow::Result<Self> {
         let mut bytes = [0u8; 32];
         super::secret::fill_random(&mut bytes)?;
         let token = super::secret::hex(&bytes);
-        let path = token_path(port);
-        crate::paths::write_private(&path, token.as_bytes())
+        let path = token_path(bound.port());
+        crate::paths::write_private(&path, file_contents(&token, bound).as_bytes())
             .map_err(|e| anyhow::anyhow!("cannot write the control API's token to {}: {e} (set MCPDEV_RUNTIME_DIR to a private directory)", path.display()))?;
         Ok(Self { token, path })
     }
@@ -48,7 +51,7 @@ impl ControlToken {
 impl ControlToken {
     /// Removes the token file (at shutdown): only our own, a newer hub on the port may have replaced it.
     pub fn remove(&self) {
-        if std::fs::read(&self.path).is_ok_and(|b| b == self.token.as_bytes()) {
+        if std::fs::read(&self.path).is_ok_and(|b| token_of(&b) == self.token) {
             let _ = std::fs::remove_file(&self.path);
         }
     }
@@ -277,6 +280,7 @@ pub async fn require_token(State(token): State<Arc<ControlToken>>, req: Request,
         other => {
             let what = if other.is_some() { "a wrong token" } else { "no token" };
             tracing::warn!(path = %req.uri().path(), "control API refused: {what}");
+            crate::metrics::refused(crate::metrics::Refused::ControlToken);
             let message = unauthorized_message(&token.path, other.is_some());
             let mut resp = plain(StatusCode::UNAUTHORIZED, &message);
             resp.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));

@@ -1,13 +1,18 @@
 //! The connected devices, by Device-Id; selection by id, alias or unique prefix.
+//!
+//! Devices are kept in Device-Id order, so a listing can be read a page at a time after a cursor
+//! (the last Device-Id of the page before) in O(page), and the cursor stays valid while devices
+//! come and go: a page never repeats a device and never skips one that stayed.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use tokio::sync::broadcast;
 
-use crate::links::handle::{EventSender, Tracing, bump_tools_epoch};
+use crate::links::handle::{CloseReason, EventSender, Tracing, bump_tools_epoch};
 use crate::links::DeviceHandle;
 use crate::session::{DeviceInfo, Phase};
 
@@ -33,7 +38,7 @@ pub const SEEN_MAX: usize = 16_384;
 pub const EVENT_RING: usize = 32_768;
 
 pub struct Registry {
-    devices: RwLock<HashMap<String, DeviceHandle>>,
+    devices: RwLock<BTreeMap<String, DeviceHandle>>,
     /// Devices that connected since the hub started (bounded: [`SEEN_MAX`]).
     seen: Mutex<Seen>,
     aliases: HashMap<String, String>,
@@ -60,6 +65,11 @@ impl Registry {
         self.generation.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// How many device connections were attached so far (each takes a generation).
+    pub fn generations(&self) -> u64 {
+        self.generation.load(Ordering::Relaxed)
+    }
+
     /// Adds a device; returns the session it replaces (same Device-Id), which the caller closes.
     pub fn insert(&self, handle: DeviceHandle) -> Option<DeviceHandle> {
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).add(&handle.device_id);
@@ -80,11 +90,11 @@ impl Registry {
     }
 
     // Nothing that can panic runs under these locks; a poisoned one is still consistent.
-    fn read(&self) -> RwLockReadGuard<'_, HashMap<String, DeviceHandle>> {
+    fn read(&self) -> RwLockReadGuard<'_, BTreeMap<String, DeviceHandle>> {
         self.devices.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, HashMap<String, DeviceHandle>> {
+    fn write(&self) -> RwLockWriteGuard<'_, BTreeMap<String, DeviceHandle>> {
         self.devices.write().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -104,10 +114,48 @@ impl Registry {
         }
     }
 
+    /// Closes every device's link, saying `why`, and waits until each has ended (said its
+    /// goodbye) or `limit` is over; returns how many were still connected then. A device that
+    /// connects meanwhile is closed too.
+    pub async fn close_all(&self, why: CloseReason, limit: Duration) -> usize {
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut membership = self.membership.subscribe();
+        loop {
+            membership.mark_unchanged();
+            let handles = self.handles();
+            if handles.is_empty() {
+                return 0;
+            }
+            let closing = handles.iter().filter(|h| h.is_connected()).map(|h| h.close(why));
+            let _ = tokio::time::timeout_at(deadline, futures_util::future::join_all(closing)).await;
+            if tokio::time::timeout_at(deadline, membership.changed()).await.is_err() {
+                return self.len();
+            }
+        }
+    }
+
+    /// Every connected device, in Device-Id order.
     pub fn handles(&self) -> Vec<DeviceHandle> {
-        let mut v: Vec<DeviceHandle> = self.read().values().cloned().collect();
-        v.sort_by(|a, b| a.device_id.cmp(&b.device_id));
-        v
+        self.read().values().cloned().collect()
+    }
+
+    /// Up to `limit` devices' descriptions in Device-Id order, after the Device-Id `after` (not
+    /// included), and the cursor of the next page when more follow. Costs O(limit), whatever the
+    /// fleet: the lock is held while `limit + 1` handles are cloned, never while a page is written.
+    pub fn page(&self, after: Option<&str>, limit: usize) -> (Vec<Arc<DeviceInfo>>, Option<String>) {
+        let limit = limit.max(1);
+        let start = after.map_or(Bound::Unbounded, Bound::Excluded);
+        let mut handles: Vec<DeviceHandle> = self.read().range::<str, _>((start, Bound::Unbounded)).take(limit + 1).map(|(_, h)| h.clone()).collect();
+        let more = handles.len() > limit;
+        handles.truncate(limit);
+        let next = more.then(|| handles.last().map(|h| h.device_id.clone())).flatten();
+        (handles.iter().filter_map(DeviceHandle::snapshot).collect(), next)
+    }
+
+    /// Every connected device, in no particular order (no sort: for a caller that only looks
+    /// each one up).
+    pub fn unsorted(&self) -> Vec<DeviceHandle> {
+        self.read().values().cloned().collect()
     }
 
     /// A connected device for which `matches` holds (any one, without sorting the fleet).

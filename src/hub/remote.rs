@@ -68,8 +68,9 @@ pub trait Cluster: Send + Sync {
     fn remote_devices(&self) -> Vec<Value>;
     /// The other live hubs.
     fn peers(&self) -> Vec<String>;
-    /// Tells every hub of the cluster that an approval or a revocation was made here.
-    fn admission_changed(&self, device_id: &str, approved: bool);
+    /// Hands every hub of the cluster `device_id`'s admission decision made here: a sealed
+    /// record ([`crate::hub::admission::Record`]), kept by the broker for hubs that come later.
+    fn publish_admission(&self, device_id: &str, record: &str);
     /// A device another hub serves, as a local handle (its requests are forwarded), made with
     /// its description if needed; `None` if no live hub serves it.
     fn proxy(&self, device_id: &str) -> BoxFuture<'static, Option<DeviceHandle>>;

@@ -1,12 +1,18 @@
-//! The hub's own vision endpoint: a camera tool uploads a photo (multipart `question` + `file`),
+//! The hub's own vision endpoint: a camera tool uploads a photo (multipart `question` + a file
+//! part, whatever its name: [`super::vision_upload`]),
 //! the hub saves it to a folder and answers with a short description of it, so a camera can be
 //! tried with no AI service.
 //!
-//! Each device has its own vision token ([`Purpose::Vision`] of its Device-Id, sent in its
+//! Each device has its own vision token ([`super::secret::Purpose::Vision`] of its approval, sent in its
 //! `initialize`); an upload must carry the token of the Device-Id it names. File names are made
 //! by the hub only (the MAC's hex digits, a timestamp and a counter), created inside the folder
 //! without following links, and the folder is capped in files and bytes, the oldest uploads
 //! removed first. The answer names the file, never the server-side path.
+//!
+//! Photos are private to the hub's user: the folder (by default `vision/` under
+//! [`crate::paths::state_dir`], never the current directory) is created 0700 and each photo 0600;
+//! an existing `--vision-dir` of this user's that others can enter is made 0700 (and logged),
+//! one of another user's (or a shared one such as /tmp) is refused.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -19,7 +25,6 @@ use serde_json::{Value, json};
 use tracing::{info, warn};
 
 use super::Hub;
-use super::secret::Purpose;
 use crate::wire::identity::{bearer_token, format_mac, parse_mac};
 
 /// Files the folder keeps by default.
@@ -67,10 +72,27 @@ impl VisionStore {
         let stamp = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis());
         let hexmac: String = mac.iter().map(|b| format!("{b:02x}")).collect();
         let name = format!("{hexmac}-{stamp}-{}.{ext}", *seq);
-        std::fs::create_dir_all(&self.dir).map_err(|e| SaveError::Io(format!("cannot create the vision folder: {e}")))?;
+        create_private_dir(&self.dir).map_err(|e| SaveError::Io(format!("cannot create the vision folder: {e}")))?;
         let meta = std::fs::symlink_metadata(&self.dir).map_err(|e| SaveError::Io(e.to_string()))?;
         if !meta.is_dir() {
             return Err(SaveError::Io("the vision folder is a link or not a folder; refusing to write through it".into()));
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::{MetadataExt, PermissionsExt};
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                // Ours (a `mkdir`ed --vision-dir): made private. Another user's, or a shared one
+                // such as /tmp: refused, never changed.
+                if Some(meta.uid()) != super::owner::my_uid() || meta.permissions().mode() & 0o1000 != 0 {
+                    return Err(SaveError::Io(format!(
+                        "the vision folder {} is open to other users (mode {mode:o}) and not this user's own; choose another --vision-dir",
+                        self.dir.display()
+                    )));
+                }
+                std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| SaveError::Io(format!("cannot make the vision folder private: {e}")))?;
+                info!(dir = %self.dir.display(), was = %format!("{mode:o}"), "vision folder made private to this user (0700)");
+            }
         }
         self.prune(self.max_files - 1, self.max_bytes - bytes.len() as u64);
         write_new(&self.dir.join(&name), bytes).map_err(|e| SaveError::Io(format!("cannot save the photo: {e}")))?;
@@ -132,10 +154,34 @@ fn upload_age(n: &str) -> Option<(u128, u64)> {
 
 /// Creates `path` and writes `bytes` to it. `create_new` (O_CREAT|O_EXCL) never opens an existing
 /// file and never follows a link planted at that name.
+/// Creates a photo that only the hub's user can read (0600), never through a link or over a file.
 fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
-    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(path)?;
-    f.write_all(bytes)
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path)?.write_all(bytes)
+}
+
+/// Creates the folder (and missing parents) 0700; an existing one is left as it is.
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
+/// Where photos go without `--vision-dir`: `vision/` in the state directory.
+pub fn default_dir() -> PathBuf {
+    crate::paths::state_dir().join("vision")
 }
 
 pub async fn explain(State(hub): State<Arc<Hub>>, headers: HeaderMap, mut form: Multipart) -> (StatusCode, Json<Value>) {
@@ -148,30 +194,18 @@ pub async fn explain(State(hub): State<Arc<Hub>>, headers: HeaderMap, mut form: 
     let device = format_mac(&mac);
     let token = headers.get("authorization").and_then(|v| v.to_str().ok()).map(bearer_token).unwrap_or_default();
     let configured = hub.config.vision_url.is_none() && hub.config.vision_token.as_deref().is_some_and(|t| !t.is_empty() && t == token);
-    if !configured && !hub.secret.verify(Purpose::Vision, &device, &token) {
+    // A revoked device's uploads stop, whatever token it holds.
+    let configured = configured && !hub.admission.is_revoked(&device);
+    if !configured && !hub.admission.verify_vision(&device, &token) {
         warn!(%device, "vision upload refused: missing or wrong vision token");
         return fail(StatusCode::UNAUTHORIZED, "missing or wrong vision token: send the one this device got in `initialize` (Authorization: Bearer …)".into());
     }
-    let mut question = String::new();
-    let mut photo: Option<(String, Vec<u8>)> = None;
-    loop {
-        match form.next_field().await {
-            Ok(Some(field)) => {
-                let name = field.name().unwrap_or_default().to_string();
-                let file_name: String = field.file_name().unwrap_or("photo").chars().filter(|c| !c.is_control()).take(80).collect();
-                match field.bytes().await {
-                    Ok(bytes) if name == "question" => question = String::from_utf8_lossy(&bytes).chars().take(500).collect(),
-                    Ok(bytes) if name == "file" => photo = Some((file_name, bytes.to_vec())),
-                    Ok(_) => {}
-                    Err(e) => return fail(e.status(), format!("cannot read the upload: {}", e.body_text())),
-                }
-            }
-            Ok(None) => break,
-            Err(e) => return fail(e.status(), format!("not a multipart upload: {}", e.body_text())),
+    let (question, file_name, bytes) = match super::vision_upload::read(&mut form, upload_limit(hub.config.vision_max_bytes)).await {
+        Ok(u) => (u.question, u.file_name, u.bytes),
+        Err((status, message)) => {
+            warn!(%device, "vision upload refused: {message}");
+            return fail(status, message);
         }
-    }
-    let Some((file_name, bytes)) = photo else {
-        return fail(StatusCode::BAD_REQUEST, "no `file` field in the upload".into());
     };
     let format = image_format(&bytes);
     let len = bytes.len();

@@ -58,8 +58,43 @@ impl LinkEvent {
 pub(crate) enum Command {
     Request(Request),
     Cancel(u64),
-    Close,
+    Close(CloseReason),
 }
+
+/// Why the hub closes a device's link: said in the log and the `disconnected` event, and (over
+/// WebSocket) in the close frame's code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseReason {
+    /// A newer connection with the same Device-Id took its place.
+    Replaced,
+    /// `mcpdev devices revoke` withdrew its approval.
+    Revoked,
+    /// The hub is shutting down (SIGINT or SIGTERM).
+    Shutdown,
+}
+
+impl CloseReason {
+    /// The reason, as the log and the `disconnected` event say it.
+    pub fn says(self) -> &'static str {
+        match self {
+            CloseReason::Replaced => "replaced by a newer connection of the same device",
+            CloseReason::Revoked => "its approval was revoked (mcpdev devices revoke)",
+            CloseReason::Shutdown => "the hub is shutting down",
+        }
+    }
+
+    /// The WebSocket close code (RFC 6455 §7.4.1): 1001 going away, 1008 policy violation.
+    pub fn close_code(self) -> Option<u16> {
+        match self {
+            CloseReason::Replaced => None,
+            CloseReason::Revoked => Some(1008),
+            CloseReason::Shutdown => Some(1001),
+        }
+    }
+}
+
+/// Why a link ends when its handles are all gone (nobody can reach it any more).
+pub(crate) const HANDLES_DROPPED: &str = "shut down by the hub";
 
 /// A link's queue of commands, as its task reads it.
 pub(crate) type Commands = mailbox::Receiver<Box<Command>>;
@@ -127,6 +162,8 @@ pub struct DeviceHandle {
     pub generation: u64,
     pub(crate) commands: mailbox::Sender<Box<Command>>,
     info: Arc<Published>,
+    /// This connection's calls, for the dashboard (counted in [`Self::request`]).
+    pub calls: Arc<crate::metrics::DeviceCalls>,
 }
 
 impl DeviceHandle {
@@ -135,6 +172,21 @@ impl DeviceHandle {
     /// second at most), whatever the device does. Dropping the future cancels the wait (a late
     /// reply is then dropped by the session).
     pub async fn request(&self, method: &str, params: Option<Value>, timeout: Duration) -> Result<RawResult, CallError> {
+        let started = std::time::Instant::now();
+        let outcome = self.request_uncounted(method, params, timeout).await;
+        let counted = match &outcome {
+            Ok(_) => crate::metrics::Outcome::Ok,
+            Err(CallError::Device(_)) => crate::metrics::Outcome::DeviceError,
+            Err(CallError::Timeout(_)) => crate::metrics::Outcome::Timeout,
+            Err(CallError::Disconnected) => crate::metrics::Outcome::Disconnected,
+            Err(CallError::Link(_)) => crate::metrics::Outcome::LinkDown,
+        };
+        crate::metrics::call_done(counted, started.elapsed());
+        self.calls.record(outcome.is_ok(), started.elapsed());
+        outcome
+    }
+
+    async fn request_uncounted(&self, method: &str, params: Option<Value>, timeout: Duration) -> Result<RawResult, CallError> {
         let deadline = tokio::time::Instant::now() + timeout;
         let ticket = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
         let (reply, rx) = oneshot::channel();
@@ -171,9 +223,10 @@ impl DeviceHandle {
         self.info.get().map(|i| i.phase)
     }
 
-    /// Closes the device's connection (e.g. replaced by a newer one with the same Device-Id).
-    pub async fn close(&self) {
-        let _ = tokio::time::timeout(QUEUE_GRACE, self.commands.send(Box::new(Command::Close))).await;
+    /// Closes the device's connection, saying `why` (a newer one with the same Device-Id, a
+    /// revocation, the hub's shutdown).
+    pub async fn close(&self, why: CloseReason) {
+        let _ = tokio::time::timeout(QUEUE_GRACE, self.commands.send(Box::new(Command::Close(why)))).await;
     }
 
     pub fn is_connected(&self) -> bool {
@@ -228,7 +281,7 @@ where
         bump_tools_epoch();
         on_end();
     }));
-    DeviceHandle { device_id, generation, commands, info }
+    DeviceHandle { device_id, generation, commands, info, calls: Arc::default() }
 }
 
 /// Longest a description's counters may lag behind the device (tools and phase never lag).

@@ -11,6 +11,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderValue, header};
 use tokio_tungstenite::tungstenite::{self, Message};
 
+use super::control_token::ForHub;
 use crate::exit::{CodedError, Exit};
 
 /// An error the hub answered with: `kind` is stable (`not_found`, `timeout`, `device_error`, …).
@@ -91,22 +92,36 @@ pub struct HubClient {
 
 impl HubClient {
     /// Connects to the hub's host listener, e.g. `http://127.0.0.1:8001` or `ws://…`, with the
-    /// hub's control token: `MCPDEV_HUB_TOKEN`, else the file the hub wrote for that port
-    /// ([`super::control_token`]). A refusal (401/403) is a [`CodedError`] with [`Exit::Auth`].
+    /// hub's control token: `MCPDEV_HUB_TOKEN`, else the file the hub wrote for that port, sent
+    /// only to the loopback address that hub bound ([`super::control_token`]). A refusal
+    /// (401/403), or a hub the file's token is not for, is a [`CodedError`] with [`Exit::Auth`].
     pub async fn connect(hub: &str) -> anyhow::Result<Self> {
         let base = hub.trim_end_matches('/');
         let base = base.strip_prefix("http://").map(|r| format!("ws://{r}")).unwrap_or_else(|| base.to_string());
         let base = base.strip_prefix("https://").map(|r| format!("wss://{r}")).unwrap_or(base);
         let base = if base.contains("://") { base } else { format!("ws://{base}") };
-        let url = format!("{base}{}", CONTROL_PATH);
-        let port = url.as_str().into_client_request()?.uri().port_u16().unwrap_or(if base.starts_with("wss:") { 443 } else { 80 });
+        let mut url = format!("{base}{}", CONTROL_PATH);
+        let uri = url.as_str().into_client_request()?.uri().clone();
+        let port = uri.port_u16().unwrap_or(if base.starts_with("wss:") { 443 } else { 80 });
+        let mut host = uri.host().unwrap_or_default().to_string();
+        // `localhost` is the loopback address the local hub bound, not whatever it resolves to first.
+        if let Some(ip) = super::control_token::pin_localhost(&host, port) {
+            url = url.replacen(&format!("://{host}"), &format!("://{ip}"), 1);
+            host = ip;
+        }
+        let token_for_hub = || match super::control_token::for_client(&host, port) {
+            ForHub::Send(token) => Ok(Ok(token)),
+            ForHub::Missing(why) => Ok(Err(why)),
+            // Another host, or not the address the local hub bound: nothing is sent.
+            ForHub::NotThisHub(what_to_do) => Err(CodedError::new(Exit::Auth, format!("the hub at {hub} needs its control token: {what_to_do}"))),
+        };
         // A hub that has just bound its port writes its token a moment later: when there was no
         // token to send and the hub refuses, read it once more and try again.
         let mut attempts = 0;
         let ws = loop {
             attempts += 1;
             let mut request = url.as_str().into_client_request()?;
-            let token = super::control_token::for_client(port);
+            let token = token_for_hub()?;
             if let Ok(token) = &token {
                 let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| anyhow::anyhow!("the hub token contains characters a header cannot carry"))?;
                 request.headers_mut().insert(header::AUTHORIZATION, value);
@@ -114,7 +129,7 @@ impl HubClient {
             match tokio_tungstenite::connect_async_with_config(request, Some(ws_config()), true).await {
                 Ok((ws, _)) => break ws,
                 Err(tungstenite::Error::Http(resp)) if matches!(resp.status().as_u16(), 401 | 403) => {
-                    if token.is_err() && attempts == 1 && super::control_token::for_client(port).is_ok() {
+                    if token.is_err() && attempts == 1 && token_for_hub().is_ok_and(|t| t.is_ok()) {
                         continue;
                     }
                     let said = resp.body().as_deref().map(String::from_utf8_lossy).map(|b| b.trim().to_string()).unwrap_or_default();

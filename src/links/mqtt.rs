@@ -12,6 +12,12 @@
 //! answers (the stock firmware with an error, which counts), so nothing heard for
 //! [`SILENT_PERIODS`] keepalive periods while the broker was up means the device is gone. It comes
 //! back with its next message.
+//!
+//! Where the broker does tell (the hub's embedded one, [`Inbound::Closed`]), the link ends the
+//! moment the device's connection closes or a new connection with its client id starts: a
+//! restarted device is a new instance and gets a link and an onboarding of its own, and no
+//! call waits on a device that is gone. An OTA check-in ([`Inbound::CheckedIn`]) marks the device
+//! as possibly restarted: its next message onboards it again.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -39,6 +45,9 @@ pub fn publish(client: &AsyncClient, topic: String, payload: impl Into<Vec<u8>>)
 /// taken for gone.
 pub const SILENT_PERIODS: u32 = 3;
 
+/// How long a device that just connected has to say hello before it is onboarded without one.
+pub const BEGIN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What reaches a device's link besides commands.
 #[derive(Debug)]
 pub enum Inbound {
@@ -48,6 +57,13 @@ pub enum Inbound {
     Audio(usize),
     /// Start onboarding without a hello (the device is reachable while idle).
     Begin,
+    /// As `Begin`, after [`BEGIN_GRACE`] unless the device says hello first (it just connected).
+    BeginSoon,
+    /// The device checked in at the OTA endpoint (it booted): its next message onboards it again.
+    CheckedIn,
+    /// The broker saw the device's connection end, or a new one start: the link ends at once,
+    /// for this reason.
+    Closed(String),
 }
 
 /// Everything an MQTT link needs: what every link does (its `remote` shows the broker and the
@@ -87,9 +103,11 @@ async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: In
     let events = setup.link.events.clone();
     let mut malformed = MalformedLog::new(&device_id);
     let emit = move |event: LinkEvent| {
+        crate::metrics::device_event(event.name());
         let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event }));
     };
     let mut session = Session::new(setup.link.identity.clone(), "mqtt", setup.link.session.clone(), Instant::now());
+    session.set_address(setup.link.remote.clone());
     publisher.update(session.info(), Instant::now());
     emit(LinkEvent::Link(Lifecycle::Connected {
         transport: "mqtt".into(),
@@ -119,6 +137,9 @@ async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: In
                     }
                     Some(Inbound::Audio(n)) => { session.on_binary(n); Vec::new() }
                     Some(Inbound::Begin) => session.begin(Instant::now()),
+                    Some(Inbound::BeginSoon) => { session.begin_at(Instant::now() + BEGIN_GRACE); continue; }
+                    Some(Inbound::CheckedIn) => { session.may_have_restarted(); continue; }
+                    Some(Inbound::Closed(why)) => break why,
                     None => break "the hub stopped serving this device".to_string(),
                 }
             }
@@ -145,7 +166,8 @@ async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: In
                     out
                 }
                 Some(Command::Cancel(ticket)) => { waiting.remove(&ticket); session.cancel(ticket); continue; }
-                Some(Command::Close) | None => break "replaced or shut down by the hub".to_string(),
+                Some(Command::Close(why)) => break why.says().to_string(),
+                None => break super::handle::HANDLES_DROPPED.to_string(),
             },
             changed = setup.broker_up.changed() => {
                 if changed.is_err() {

@@ -51,19 +51,22 @@ where
     let mut socket = Socket::new(io);
     let client_id = identity.client_id.clone();
     let mut session = Session::new(identity, "websocket", session_config, Instant::now());
+    session.set_address(remote.clone());
     publisher.update(session.info(), Instant::now());
     let connected = Lifecycle::Connected { transport: "websocket".into(), client_id, remote };
     let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event: LinkEvent::Link(connected) }));
     let hello_deadline = hello_timeout.map(|d| (tokio::time::Instant::now() + d, d));
     async move {
         let emit = |event: LinkEvent| {
+            crate::metrics::device_event(event.name());
             let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event }));
         };
         let mut waiting: Waiting = HashMap::new();
         let mut malformed = MalformedLog::new(&device_id);
         // The device did not read (`stalled`), or broke a rule: say so at warning level.
         let (mut stalled, mut refused) = (false, false);
-        // What the device's close frame said, to be echoed (RFC 6455 §5.5.1).
+        // What the device's close frame said, to be echoed (RFC 6455 §5.5.1), or the hub's own
+        // code when it closes the link (1001 at shutdown).
         let mut close_code: Option<u16> = None;
         let reason = loop {
             session.trace = tracing.enabled();
@@ -127,7 +130,11 @@ where
                         session.request(ticket, &method, params, timeout, Instant::now())
                     }
                     Some(Command::Cancel(ticket)) => { waiting.remove(&ticket); session.cancel(ticket); continue; }
-                    Some(Command::Close) | None => break "replaced or shut down by the hub".to_string(),
+                    Some(Command::Close(why)) => {
+                        close_code = why.close_code();
+                        break why.says().to_string();
+                    }
+                    None => break super::handle::HANDLES_DROPPED.to_string(),
                 },
                 _ = sleep_until(timer) => {
                     let now = tokio::time::Instant::now();

@@ -18,7 +18,9 @@
 //! - **One hop**: a forwarded request is served locally only
 //!   ([`control::serve_forwarded`](crate::hub::control::serve_forwarded)).
 //! - **Admission**: approvals and revocations are published retained under
-//!   `mcpdev/admission/<device id>`, so every hub (one that starts later too) applies them.
+//!   `mcpdev/admission/<device id>` as sealed records (MAC'd with a key derived from the shared
+//!   hub secret, [`crate::hub::admission::record`]), so every hub (one that starts later too)
+//!   applies them; a record that does not open is refused and logged.
 //!
 //! Who may publish under `mcpdev/rpc/`, `mcpdev/index/`, `mcpdev/hubs/` and `mcpdev/admission/`
 //! is the broker's ACL: hubs only (the embedded broker lets devices publish to their uplink only;
@@ -27,7 +29,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
@@ -36,7 +38,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
-use tracing::{info, warn};
+use tracing::warn;
 
 use super::presence::{self, SharedView, View};
 use super::topics;
@@ -53,6 +55,8 @@ pub const MAX_REQUEST_BYTES: usize = 1 << 20;
 const OFFER_DELAY: Duration = Duration::from_millis(200);
 /// One log line per kind of refusal in this window.
 const LOG_WINDOW: Duration = Duration::from_secs(10);
+/// Rejected admission records logged one by one per [`LOG_WINDOW`] (then counted).
+const RECORD_LOGS: u32 = 32;
 
 enum Waiter {
     Once { hub: String, reply: oneshot::Sender<Answer> },
@@ -87,6 +91,8 @@ struct Calls {
     served_per_peer: HashMap<String, usize>,
     last_refusal_log: Option<Instant>,
     refusals: u64,
+    /// Rejected admission records: the window's start, lines logged in it, and those not logged.
+    record_logs: Option<(Instant, u32, u64)>,
 }
 
 /// This hub's place in the cluster: the view of the others, and requests to and from them.
@@ -98,8 +104,6 @@ pub struct ClusterNode {
     calls: Mutex<Calls>,
     changed: watch::Sender<u64>,
     next: AtomicU64,
-    /// Admission decisions already applied (device -> record), so a replay does nothing.
-    applied: Mutex<HashMap<String, String>>,
     /// This node, for the tasks it spawns (they must not keep it alive).
     this: Weak<ClusterNode>,
     /// Other hubs' devices offered through this hub's MCP endpoints.
@@ -147,7 +151,6 @@ impl ClusterNode {
             calls: Mutex::default(),
             changed: watch::Sender::new(0),
             next: AtomicU64::new(1),
-            applied: Mutex::default(),
             proxies: Default::default(),
             offering: std::sync::atomic::AtomicBool::new(false),
         })
@@ -274,6 +277,25 @@ impl ClusterNode {
             calls.last_refusal_log = Some(Instant::now());
             calls.refusals = 0;
         }
+    }
+
+    /// A rejected admission record: each one logged, up to [`RECORD_LOGS`] per window (a flood
+    /// is counted, and the count said with the next line).
+    fn record_rejected(&self, device: &str, why: &str) {
+        let mut calls = lock(&self.calls);
+        let now = Instant::now();
+        let (start, logged, skipped) = calls.record_logs.get_or_insert((now, 0, 0));
+        if now.duration_since(*start) >= LOG_WINDOW {
+            (*start, *logged) = (now, 0);
+        }
+        if *logged >= RECORD_LOGS {
+            *skipped += 1;
+            return;
+        }
+        *logged += 1;
+        let suppressed = std::mem::take(skipped);
+        drop(calls);
+        warn!(device = %device.escape_debug(), suppressed, "cluster: an admission record for {:?} was rejected (not made by a hub of this cluster, or malformed): {why}", device.chars().take(64).collect::<String>());
     }
 
     fn answer(&self, to: &str, text: String) {
@@ -408,41 +430,34 @@ impl ClusterNode {
         self.send(to, json!({"c": c, "from": self.me, "cancel": true}));
     }
 
-    /// An approval (`true`) or a revocation made on another hub, replayed retained on every
-    /// (re)connect: applied here once.
+    /// A sealed admission record (retained, replayed on every (re)connect): checked and applied
+    /// if later than what this hub holds ([`crate::hub::admission::Admission::import`]); the
+    /// device is cut off here if it was revoked. A record that does not open (forged by a broker
+    /// client that is not a hub, or made with another hub secret) is refused and logged; a stale
+    /// one is answered with this hub's later decision, so the broker keeps the latest.
     fn on_admission(&self, device: &str, payload: &[u8]) {
-        let Ok(record) = serde_json::from_slice::<Value>(payload) else { return };
-        let text = String::from_utf8_lossy(payload).into_owned();
-        if record["by"].as_str() == Some(self.me.as_str()) || lock(&self.applied).get(device) == Some(&text) {
+        // A cleared record (an operator's `mosquitto_pub -r -n`) changes nothing.
+        if payload.is_empty() {
             return;
         }
         let Some(hub) = self.hub.upgrade() else { return };
-        let Ok(device_id) = crate::hub::admission::device_id(device) else { return };
-        lock(&self.applied).insert(device.to_string(), text);
-        match record["approved"].as_bool() {
-            Some(true) => {
-                if !hub.admission.admitted().iter().any(|a| a.device_id == device_id)
-                    && let Err(e) = hub.admission.approve(&device_id)
-                {
-                    warn!(device = %device_id, "cannot apply another hub's approval: {e}");
+        let (device, payload, node) = (device.to_string(), payload.to_vec(), self.this.clone());
+        tokio::spawn(async move {
+            match crate::hub::admission::import_and_cut_off(&hub, &device, &payload).await {
+                Ok(crate::hub::admission::Imported::Older) => {
+                    if let (Some(n), Some(mine)) = (node.upgrade(), hub.admission.record(&device, "")) {
+                        n.publish_admission(&device, &mine);
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    if let Some(n) = node.upgrade() {
+                        n.record_rejected(&device, &e);
+                    }
                 }
             }
-            Some(false) => {
-                tokio::spawn(async move {
-                    match crate::hub::admission::revoke_and_disconnect(&hub, &device_id).await {
-                        Ok(v) if v["disconnected"] == true => info!(device = %device_id, "revoked on another hub of the cluster: disconnected it here"),
-                        Ok(_) => {}
-                        Err(e) => warn!(device = %device_id, "cannot apply another hub's revocation: {e}"),
-                    }
-                });
-            }
-            None => {}
-        }
+        });
     }
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 impl Cluster for ClusterNode {
@@ -526,10 +541,8 @@ impl Cluster for ClusterNode {
         self.proxies.all()
     }
 
-    fn admission_changed(&self, device_id: &str, approved: bool) {
-        let record = json!({"approved": approved, "by": self.me, "at_ms": now_ms()}).to_string();
-        lock(&self.applied).insert(device_id.to_string(), record.clone());
-        if let Err(e) = self.client.try_publish(format!("{}{device_id}", topics::ADMISSION), QoS::AtLeastOnce, true, record) {
+    fn publish_admission(&self, device_id: &str, record: &str) {
+        if let Err(e) = self.client.try_publish(format!("{}{device_id}", topics::ADMISSION), QoS::AtLeastOnce, true, record.to_string()) {
             warn!(device = %device_id, "cannot tell the cluster about an admission change: {e}");
         }
     }

@@ -6,7 +6,12 @@
 //! A device's first message creates its link; if that message is not a hello, onboarding starts
 //! at once (an MQTT device answers MCP while idle). After a device's OTA check-in the hub also
 //! sends it an `initialize` a few times until it hears from it, so an idle stock device that
-//! never says hello still shows up.
+//! never says hello still shows up, and tells the device's link that it may have restarted.
+//!
+//! With the embedded broker the dispatcher also hears device connections start and end, first
+//! (before any message they carry): a closed connection ends the device's link at once, a new
+//! one starts a new link (see [`super::instances`]). Through another broker every hello may be a
+//! new instance's, and the link onboards the device again on each (see [`crate::session`]).
 //!
 //! On every (re)connect the hub subscribes again, republishes its presence and its claims; the
 //! registry is kept across broker outages.
@@ -24,6 +29,7 @@ use tracing::{debug, info, warn};
 use super::cluster::{Claims, Route};
 use super::cluster_rpc::ClusterNode;
 use super::conn::{self, BrokerUrl, ConnEvent};
+use super::instances::{Instances, LinkAction};
 use super::{broker, topics, udp};
 use crate::hub::Hub;
 use crate::links::handle::LinkSetup;
@@ -100,6 +106,8 @@ pub struct MqttHub {
     /// Keys heard from (any uplink, any claim): the OTA probe stops once a device is heard.
     heard: Arc<Mutex<HashSet<String>>>,
     control: mpsc::Sender<Control>,
+    /// The embedded broker's clients (a revocation kicks the device's connection).
+    broker_clients: Option<broker::Clients>,
     /// The other hubs on this broker, and requests to and from them.
     pub cluster: Arc<ClusterNode>,
 }
@@ -115,6 +123,10 @@ enum DeviceLogin {
 
 enum Control {
     Settled(String),
+    /// The device was revoked: drop its link now.
+    CutOff(String),
+    /// The device checked in at the OTA endpoint.
+    CheckedIn(String),
     Ended { key: String, generation: u64 },
     Shutdown(tokio::sync::oneshot::Sender<()>),
 }
@@ -152,6 +164,10 @@ impl MqttHub {
     /// and 20 s), so that an idle device is onboarded without waiting for its hello.
     pub fn probe(self: &Arc<Self>, device_id: &str) {
         let Ok(key) = topics::key_for(device_id) else { return };
+        // A device that checks in has booted: a link it has may be its old instance's.
+        if self.control.try_send(Control::CheckedIn(key.clone())).is_err() {
+            warn!(%key, "the MQTT dispatcher is behind; an OTA check-in was not passed on to the device's link");
+        }
         self.heard.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&key);
         let me = self.clone();
         tokio::spawn(async move {
@@ -170,6 +186,18 @@ impl MqttHub {
                 }
             }
         });
+    }
+
+    /// A revocation: kicks `device_id`'s broker connection (embedded broker) and drops its link;
+    /// the broker's login check and [`Dispatcher::start_link`]'s admission check keep it out.
+    /// Whether anything was cut.
+    pub fn cut_off(&self, device_id: &str) -> bool {
+        let kicked = self.broker_clients.as_ref().map_or(0, |c| c.kick_device(device_id));
+        if kicked > 0 {
+            info!(device = %device_id, kicked, "revoked: its embedded-broker connection is closed");
+        }
+        let linked = topics::key_for(device_id).is_ok_and(|key| self.control.try_send(Control::CutOff(key)).is_ok());
+        kicked > 0 || linked
     }
 
     /// Says goodbye to every device, clears this hub's presence and disconnects.
@@ -220,12 +248,18 @@ impl crate::hub::ota::MqttOffer for Arc<MqttHub> {
     fn probe(&self, device_id: &str) {
         MqttHub::probe(self, device_id);
     }
+    fn cut_off(&self, device_id: &str) -> bool {
+        MqttHub::cut_off(self, device_id)
+    }
 }
 
 pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<MqttHub>> {
     let hub_id = uuid::Uuid::new_v4().simple().to_string()[..12].to_string();
     let tokens = hub.config.device_tokens.clone();
     let max_packet = (settings.max_payload * 4).max(1 << 20);
+    let mut broker_clients = None;
+    // Device connections starting and ending, from the embedded broker (none from another one).
+    let mut client_events = None;
     let (url, endpoint_host, endpoint_port) = match &settings.broker {
         BrokerChoice::Embedded { listen } => {
             // The hub's own connections log in with a password only this run knows.
@@ -237,10 +271,13 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
                 // Admission decides: a device's own token, or a shared one (with --approve-all too).
                 device_auth(hub.clone(), hub_password.clone())
             };
-            let b = broker::start(broker::BrokerConfig { addr: *listen, authenticate, max_packet, limits: broker::Limits::default() })
+            let (events_tx, events_rx) = mpsc::channel(4096);
+            client_events = Some(events_rx);
+            let b = broker::start(broker::BrokerConfig { addr: *listen, authenticate, max_packet, limits: broker::Limits::default(), events: Some(events_tx) })
                 .await
                 .map_err(|e| anyhow::anyhow!("cannot start the embedded MQTT broker on {listen}: {e}"))?;
             watch_broker(b.stopped.clone());
+            broker_clients = Some(b.clients.clone());
             let port = b.addr.port();
             if let Err(e) = broker::acl::write_hub_credential(port, &hub_password) {
                 warn!("cannot write the embedded broker's credential for the CLI ({}): {e}; `mcpdev … --mqtt` through it needs MCPDEV_MQTT_PASSWORD", broker::acl::hub_credential_path(port).display());
@@ -287,6 +324,7 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         udp,
         heard: Arc::default(),
         control: control.clone(),
+        broker_clients,
         cluster: ClusterNode::new(&hub_id, Arc::downgrade(&hub), connection.client.clone()),
         settings,
     });
@@ -304,8 +342,9 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         republish,
         acks_due: 0,
         stopped: None,
+        instances: Instances::default(),
     };
-    tokio::spawn(dispatcher.run(connection.events, control_rx));
+    tokio::spawn(dispatcher.run(connection.events, control_rx, client_events));
     Ok(mqtt)
 }
 
@@ -367,12 +406,29 @@ struct Dispatcher {
     acks_due: usize,
     /// Told once the connection has closed after a shutdown.
     stopped: Option<tokio::sync::oneshot::Sender<()>>,
+    /// Device connections as the embedded broker reports them, and onboarding budgets.
+    instances: Instances,
+}
+
+/// The next event from the embedded broker; never, for another broker.
+async fn next_client_event(events: &mut Option<mpsc::Receiver<broker::ClientEvent>>) -> Option<broker::ClientEvent> {
+    match events {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 impl Dispatcher {
-    async fn run(mut self, mut events: mpsc::Receiver<ConnEvent>, mut control: mpsc::Receiver<Control>) {
+    async fn run(mut self, mut events: mpsc::Receiver<ConnEvent>, mut control: mpsc::Receiver<Control>, mut client_events: Option<mpsc::Receiver<broker::ClientEvent>>) {
         loop {
             tokio::select! {
+                // First: a connection's start is queued before anything it publishes can reach the
+                // hub's own connection, so its messages go to the link this starts.
+                biased;
+                ev = next_client_event(&mut client_events) => match ev {
+                    Some(ev) => self.on_client_event(ev),
+                    None => client_events = None,
+                },
                 ev = events.recv() => match ev {
                     Some(ConnEvent::Up) => self.on_up(),
                     Some(ConnEvent::Down(why)) => {
@@ -396,6 +452,12 @@ impl Dispatcher {
                 },
                 c = control.recv() => match c {
                     Some(Control::Settled(key)) => self.settle(&key),
+                    Some(Control::CutOff(key)) => self.drop_link(&key),
+                    Some(Control::CheckedIn(key)) => {
+                        if let Some(l) = self.links.get(&key) {
+                            let _ = l.inbound.try_send(Inbound::CheckedIn);
+                        }
+                    }
                     Some(Control::Ended { key, generation }) => {
                         if self.links.get(&key).is_some_and(|l| l.generation == generation)
                             && let Some(l) = self.links.remove(&key)
@@ -513,6 +575,10 @@ impl Dispatcher {
     }
 
     fn on_uplink(&mut self, key: &str, payload: Vec<u8>) {
+        // Neither claimed nor held for a device that is not admitted.
+        if !self.links.contains_key(key) && topics::device_id_of(key).is_some_and(|id| !self.hub.admission.may_serve(&id)) {
+            return;
+        }
         if self.pending.contains_key(key) {
             return self.hold(key, payload);
         }
@@ -540,11 +606,12 @@ impl Dispatcher {
     fn settle(&mut self, key: &str) {
         let Some(held) = self.pending.remove(key) else { return };
         match self.claims.route(key) {
-            // Taken over from a hub that died: the device may be idle, so it is asked first.
-            Route::Mine if held.is_empty() && !self.links.contains_key(key) => {
-                self.start_link(key, true);
-            }
             Route::Mine => {
+                // Taken over from a hub that died, or claimed first: the device may be idle, so
+                // it is asked first.
+                if held.is_empty() && !self.links.contains_key(key) {
+                    self.start_link(key, true);
+                }
                 for text in held {
                     self.deliver(key, text.into_bytes());
                 }
@@ -582,6 +649,39 @@ impl Dispatcher {
         }
     }
 
+    /// The embedded broker saw a device's connection start or end: see [`super::instances`].
+    fn on_client_event(&mut self, event: broker::ClientEvent) {
+        let has_link = |key: &str| self.links.get(key).is_some_and(|l| !l.inbound.is_closed());
+        let key = match &event {
+            broker::ClientEvent::Connected { client_id, .. } | broker::ClientEvent::Closed { client_id, .. } => client_id.clone(),
+        };
+        let (_, action) = self.instances.on_event(event, has_link(&key), std::time::Instant::now());
+        match action {
+            LinkAction::Nothing => {}
+            LinkAction::End(why) => self.end_link(&key, why),
+            LinkAction::Restart(why) => {
+                if !why.is_empty() {
+                    self.end_link(&key, why);
+                }
+                // Only a device this hub serves; a new one waits for its first message (and claim).
+                if self.claims.route(&key) == Route::Mine && !self.pending.contains_key(&key) && self.start_link(&key, false)
+                    && let Some(l) = self.links.get(&key)
+                {
+                    let _ = l.inbound.try_send(Inbound::BeginSoon);
+                }
+            }
+        }
+    }
+
+    /// Ends a device's link now, saying why (a dropped sender would say only that the hub stopped).
+    fn end_link(&mut self, key: &str, why: String) {
+        if let Some(l) = self.links.get(key) {
+            info!(key, %why, "ending the device's MQTT link");
+            let _ = l.inbound.try_send(Inbound::Closed(why));
+        }
+        self.drop_link(key);
+    }
+
     /// Creates the device's link and registers it; `begin` starts onboarding without a hello.
     fn start_link(&mut self, key: &str, begin: bool) -> bool {
         let Some(device_id) = topics::device_id_of(key) else {
@@ -589,6 +689,14 @@ impl Dispatcher {
             return false;
         };
         let hub = &self.hub;
+        // No link for a device that is not admitted (an external broker checks no device token;
+        // a revoked device may still hold a broker connection somewhere).
+        if !hub.admission.may_serve(&device_id) {
+            let refusal = crate::hub::admission::Refusal::NotAdmitted { device_id: device_id.clone(), code: None };
+            // One line per window for all MQTT refusals (they all come from the broker).
+            hub.admission.log_refusal(Some(std::net::Ipv4Addr::UNSPECIFIED.into()), &format!("MQTT uplink of {key}"), &refusal);
+            return false;
+        }
         let ota = hub.registry.ota.get(&device_id);
         // From the hub's configuration only: nothing a device posted (its check-in) picks the
         // address another device's audio and photos go to.
@@ -602,6 +710,10 @@ impl Dispatcher {
         cfg.keepalive = hub.config.keepalive;
         cfg.onboarding_timeout = hub.config.onboarding_timeout;
         cfg.system_info = ota.map(|r| r.system_info);
+        // Only the embedded broker tells the hub about connections; through another, any hello may
+        // be a new instance's.
+        cfg.hello_may_be_new_instance = !matches!(self.mqtt.settings.broker, BrokerChoice::Embedded { .. });
+        cfg.onboard_budget = self.instances.budget(key, std::time::Instant::now(), cfg.max_onboardings, cfg.onboarding_window);
         let generation = hub.registry.next_generation();
         let setup = MqttLinkSetup {
             link: LinkSetup {
@@ -627,7 +739,7 @@ impl Dispatcher {
         info!(device = %device_id, key, "MQTT device attached");
         if let Some(old) = hub.registry.insert(handle) {
             info!(device = %device_id, "replacing the previous session of this device");
-            tokio::spawn(async move { old.close().await });
+            tokio::spawn(async move { old.close(crate::links::handle::CloseReason::Replaced).await });
         }
         let (registry_hub, control, key_owned) = (hub.clone(), self.control.clone(), key.to_string());
         tokio::spawn(async move {

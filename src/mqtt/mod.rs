@@ -11,6 +11,7 @@ pub mod cluster_rpc;
 pub mod conn;
 pub mod direct;
 pub mod hub;
+mod instances;
 pub mod presence;
 pub mod proxy;
 pub mod topics;

@@ -79,7 +79,7 @@ impl Proxies {
             let h = h.clone();
             drop(map);
             let spare = handle.clone();
-            tokio::spawn(async move { spare.close().await });
+            tokio::spawn(async move { spare.close(crate::links::handle::CloseReason::Replaced).await });
             return Some(h);
         }
         map.insert(device_id, handle.clone());
@@ -127,7 +127,7 @@ fn spawn(node: Arc<ClusterNode>, listed: (String, super::presence::Row), info: D
                     }
                     // A cancelled request's answer is dropped by its caller.
                     Some(Command::Cancel(_)) => {}
-                    Some(Command::Close) | None => break,
+                    Some(Command::Close(_)) | None => break,
                 },
                 r = changed.changed() => {
                     if r.is_err() || node.row(&device_id).as_ref() != Some(&listed) {

@@ -86,6 +86,10 @@ pub struct DeviceInfo {
     pub device_id: String,
     pub client_id: Option<String>,
     pub transport: String,
+    /// Where the device connects from: its IP address and port over WebSocket, the broker and its
+    /// client id over MQTT (as the link saw it; absent for a device with no network peer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
     pub protocol_version: u8,
     pub session_id: String,
     pub phase: Phase,
@@ -133,6 +137,7 @@ impl DeviceInfo {
             device_id: identity.device_id,
             client_id: identity.client_id,
             transport: transport.to_string(),
+            address: None,
             protocol_version: identity.protocol_version,
             session_id: session_id.to_string(),
             phase: Phase::AwaitingHello,
@@ -177,6 +182,11 @@ impl DeviceInfo {
 
     pub(super) fn set_system_info(&mut self, info: Option<&Value>) {
         self.system_info = info.and_then(raw);
+        self.bump();
+    }
+
+    pub(super) fn set_address(&mut self, address: Option<String>) {
+        self.address = address;
         self.bump();
     }
 

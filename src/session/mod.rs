@@ -23,16 +23,23 @@
 //!   `init` and `call` exit with code 9. The state (attempt k of n, last error, failed) is in
 //!   [`DeviceInfo::onboarding`] and in [`Event::OnboardingRetry`] / [`Event::OnboardingFailed`].
 //! - **An empty list is listed again** after `empty_list_retry` (2 s), up to `empty_list_retries`.
-//! - **One confirmation re-list.** `confirm_relist` (1.5 s) after the first complete listing,
-//!   the tools are listed once more in the background. The device is `ready` at once; the re-list
-//!   only replaces the tools when they differ ([`Event::ToolsChanged`]), and its failure is only a
-//!   warning. A direct device pays one `tools/list` frame, nothing visible; a device behind the
-//!   gateway that got a partial first list ends with the full one.
+//! - **After a retry, two listings must agree.** An onboarding that needed a retry (a failed
+//!   step, or an empty list) is not `ready` on its first complete list: the tools are listed again
+//!   `agreement_relist` (1.5 s) later, and again until two listings in a row agree (at most
+//!   `max_relists` more; then the last is taken, with a warning). Until then the phase stays
+//!   `listing` and no tools are shown, so `tools list --wait` never returns the partial list a
+//!   gateway gives after a retried `initialize`.
+//! - **One confirmation re-list.** `confirm_relist` (1.5 s) after the first complete listing of a
+//!   clean onboarding, the tools are listed once more in the background. The device is `ready` at
+//!   once; the re-list only replaces the tools when they differ ([`Event::ToolsChanged`]), and its
+//!   failure is only a warning. A direct device pays one `tools/list` frame, nothing visible.
 //! - **A list that looks truncated is listed again.** A re-list that finds fewer tools than the
 //!   list before is not believed at once: it is listed again after 1 s, and the shorter list is
 //!   taken only when two listings in a row agree on it (or after `max_relists` tries).
 //! - **`notifications/tools/list_changed`** re-lists in the background; several during one
-//!   listing give one more listing, not one each.
+//!   listing give one more listing, not one each, and re-lists start at most once per
+//!   `min_relist_interval` (1 s): a device that floods `list_changed` gets one listing a second,
+//!   so the hub's work (and the bridge's catalogue and `list_changed` to MCP hosts) stays there.
 //! - **Refresh on demand.** A caller's request for [`REFRESH_METHOD`] is not sent to the device:
 //!   the session re-lists (or, after a failed onboarding, starts onboarding over) and answers
 //!   `{"tools":[…], "onboarding_error"?, "refresh_error"?}` when it is done. `mcpdev tools list
@@ -41,16 +48,35 @@
 //! A well-behaved device is onboarded with no delay at all: hello, `initialize`,
 //! `notifications/initialized`, `tools/list` back to back, `ready` on the last page.
 //!
+//! # Onboarding again: the device may be a new instance
+//!
+//! A device that restarted may run other firmware (other tools) and reads `capabilities.vision`
+//! only in `initialize`, so it is onboarded again (from `initialize`; `ready` waits for the new
+//! list) whenever it may be a new instance:
+//!
+//! - **every hello, on a link that cannot see the device's connections**
+//!   (`hello_may_be_new_instance`: MQTT through a broker the hub does not run), as
+//!   xiaozhi-esp32-server does on each session; also a hello during an onboarding, whose instance
+//!   may be gone. Where the link sees connections (WebSocket, the embedded broker), a new
+//!   instance comes on a new connection and gets a new session, so a hello on the same one is a
+//!   new voice session and gets the server hello only;
+//! - **the next message of any kind** after the link was down (an MQTT broker outage), a
+//!   `goodbye`, or an OTA check-in ([`Session::may_have_restarted`]);
+//! - a hello after a failed onboarding.
+//!
+//! Each onboarding, the first included, is taken from a budget of `max_onboardings` (4) per
+//! `onboarding_window` (30 s), which a link hands on to the device's next link
+//! (`onboard_budget`). Beyond it, one onboarding is planned for the end of the window, and that is
+//! logged and shown as a warning: a device that says hello (or reconnects) in a loop costs at most
+//! that, and no restart is missed.
+//!
 //! # What a device can make the hub hold or send
 //!
 //! - Tools per device (`max_tools`, 1,000), bytes of the cached tool list (`max_tool_bytes`,
 //!   1 MiB) and pages (`max_pages`, 100): beyond a cap the listing stops, what fits is kept,
 //!   `tools_warning` says so and it is logged once.
-//! - A hello on a session that is onboarding or onboarded gets the server hello again (stock
-//!   devices say hello again when a voice session reopens) but no new `initialize`. A hello starts
-//!   onboarding over only after the link was down meanwhile (an MQTT broker outage: the device
-//!   may have restarted) or the device said `goodbye` (it ended its session, e.g. to reboot), or
-//!   after a failed onboarding, at most once per `restart_on_hello_after` (30 s).
+//! - Every hello gets the server hello (stock devices say hello again when a voice session
+//!   reopens); what it onboards again, and how often, is above.
 //! - Device requests get a -32601 error that never echoes more than 64 characters of the method.
 //!   Hellos and requests together are answered at most `max_answers_per_sec` (20) times a
 //!   second; the rest are counted (`counters.unanswered`) and logged once a second.
@@ -68,6 +94,7 @@ use serde_json::{Value, json};
 
 pub use events::{Direction, Event};
 pub use info::{Counters, DeviceInfo, OnboardingStatus, Phase, ToolEntry};
+pub use limits::OnboardBudget;
 pub use tool_list::ToolList;
 
 /// The method a caller sends to make the session list the device's tools again (or, after a
@@ -93,6 +120,10 @@ pub struct SessionConfig {
     /// Send an MCP `ping` when nothing was sent for this long (the device drops a link after 120 s
     /// without incoming data; WebSocket pings are not relied on).
     pub keepalive: Duration,
+    /// Each session pings a little earlier than `keepalive`, by up to this percentage, drawn from
+    /// its session id ([`spread_keepalive`]): a fleet onboarded in one burst does not ping in one
+    /// burst every minute, and the sessions' periods differ, so they drift further apart.
+    pub keepalive_jitter_pct: u8,
     /// Give up listing after this many pages.
     pub max_pages: usize,
     /// When the list comes back empty, list again after this delay, up to `empty_list_retries` times.
@@ -106,13 +137,27 @@ pub struct SessionConfig {
     pub confirm_relist: Option<Duration>,
     /// Re-lists after a list that looked truncated, per session.
     pub max_relists: u32,
+    /// Background re-lists start at most this often (later requests are coalesced into one).
+    pub min_relist_interval: Duration,
     /// Caps on what one device's tool list may hold.
     pub max_tools: usize,
     pub max_tool_bytes: usize,
     /// Hellos and device requests answered per second at most.
     pub max_answers_per_sec: u32,
-    /// After a failed onboarding, a hello starts it over at most this often.
-    pub restart_on_hello_after: Duration,
+    /// The link cannot tell a new instance of the device from the old one (MQTT through a broker
+    /// the hub does not run: it sees no CONNECT), so every hello may come from a new instance and
+    /// onboards the device again, as xiaozhi-esp32-server does on each new session.
+    pub hello_may_be_new_instance: bool,
+    /// Onboardings (first and again) one device may cause: at most `max_onboardings` per
+    /// `onboarding_window`; the next one waits for the window to end.
+    pub max_onboardings: u32,
+    pub onboarding_window: Duration,
+    /// What the device's earlier links spent of that budget (a link that replaces another hands
+    /// it on; fresh by default).
+    pub onboard_budget: limits::OnboardBudget,
+    /// After an onboarding that needed a retry, the wait before each listing that must agree
+    /// with the one before.
+    pub agreement_relist: Duration,
     /// Request ids start after this (a CLI that talks to a device some hub also serves picks a
     /// random base, so the two never take each other's replies).
     pub id_base: i64,
@@ -131,6 +176,7 @@ impl SessionConfig {
             vision_token: String::new(),
             onboarding_timeout: Duration::from_secs(10),
             keepalive: Duration::from_secs(60),
+            keepalive_jitter_pct: 25,
             max_pages: 100,
             empty_list_retry: Duration::from_secs(2),
             empty_list_retries: 3,
@@ -138,14 +184,28 @@ impl SessionConfig {
             retry_backoff: vec![Duration::from_millis(50), Duration::from_millis(200), Duration::from_secs(1), Duration::from_secs(3)],
             confirm_relist: Some(Duration::from_millis(1500)),
             max_relists: 3,
+            min_relist_interval: Duration::from_secs(1),
             max_tools: 1000,
             max_tool_bytes: 1 << 20,
             max_answers_per_sec: 20,
-            restart_on_hello_after: Duration::from_secs(30),
+            hello_may_be_new_instance: false,
+            max_onboardings: 4,
+            onboarding_window: Duration::from_secs(30),
+            onboard_budget: limits::OnboardBudget::default(),
+            agreement_relist: Duration::from_millis(1500),
             id_base: 0,
             system_info: None,
         }
     }
+}
+
+/// The keepalive period of the session `session_id`: `every`, less up to `jitter_pct` % of it,
+/// spread evenly over sessions by a hash of the id (FNV-1a), never more than `every` (the device's
+/// inactivity limit is what `every` is chosen against).
+pub fn spread_keepalive(every: Duration, jitter_pct: u8, session_id: &str) -> Duration {
+    let hash = session_id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let fraction = (hash >> 11) as f64 / (1u64 << 53) as f64;
+    every.saturating_sub(every.mul_f64(f64::from(jitter_pct.min(90)) / 100.0 * fraction))
 }
 
 /// Why a call did not produce a result.
@@ -259,15 +319,27 @@ pub struct Session {
     relist_again: bool,
     /// A planned re-list (confirmation, or after a list that looked truncated).
     relist_at: Option<Instant>,
+    /// When the last background re-list started.
+    last_relist: Option<Instant>,
     confirm_planned: bool,
     /// The length of a shorter list not believed yet, and how many re-lists that cost.
     short_seen: Option<usize>,
     truncation_relists: u32,
     /// A failed onboarding step to send again, and when.
     retry_step: Option<(Instant, Planned)>,
-    last_onboarding_start: Option<Instant>,
-    /// The link was down since onboarding (an MQTT broker outage): a hello onboards again.
-    link_interrupted: bool,
+    /// The device may be a new instance (the link was down, it said goodbye, it checked in at
+    /// OTA): its next message onboards it again.
+    maybe_new_instance: bool,
+    /// Onboardings spent in this window, and one put off until the window ends.
+    onboard_budget: limits::OnboardBudget,
+    deferred_onboarding: Option<Instant>,
+    /// An onboarding without a hello, planned for a device that just connected.
+    begin_at: Option<Instant>,
+    /// This onboarding needed a retry: `ready` only once two listings in a row agree; the list
+    /// waiting for its agreement, and the listings spent on agreeing.
+    needs_agreement: bool,
+    unconfirmed: Option<Vec<ToolEntry>>,
+    agreement_relists: u32,
     waiters: Vec<Waiter>,
     answers: limits::RateLimit,
     cap_logged: bool,
@@ -280,9 +352,11 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn new(identity: Identity, transport: &str, cfg: SessionConfig, now: Instant) -> Self {
+    pub fn new(identity: Identity, transport: &str, mut cfg: SessionConfig, now: Instant) -> Self {
+        cfg.keepalive = spread_keepalive(cfg.keepalive, cfg.keepalive_jitter_pct, &cfg.session_id);
         let mut info = DeviceInfo::new(identity, transport, &cfg.session_id);
         info.set_system_info(cfg.system_info.as_ref());
+        let onboard_budget = cfg.onboard_budget;
         Self {
             next_id: cfg.id_base,
             cfg,
@@ -294,12 +368,18 @@ impl Session {
             relisting: false,
             relist_again: false,
             relist_at: None,
+            last_relist: None,
             confirm_planned: false,
             short_seen: None,
             truncation_relists: 0,
             retry_step: None,
-            last_onboarding_start: None,
-            link_interrupted: false,
+            maybe_new_instance: false,
+            onboard_budget,
+            deferred_onboarding: None,
+            begin_at: None,
+            needs_agreement: false,
+            unconfirmed: None,
+            agreement_relists: 0,
             waiters: Vec::new(),
             answers: limits::RateLimit::new(now),
             cap_logged: false,
@@ -308,6 +388,11 @@ impl Session {
             trace: false,
             out: Vec::new(),
         }
+    }
+
+    /// Records where the device connects from (its link knows; shown by `devices`).
+    pub fn set_address(&mut self, address: Option<String>) {
+        self.info.set_address(address);
     }
 
     pub fn info(&self) -> &DeviceInfo {
@@ -332,12 +417,15 @@ impl Session {
         self.now = now;
         self.info.touch();
         self.info.counters.frames_in += 1;
+        // Marked before this message (a goodbye marks the one after it).
+        let marked = self.maybe_new_instance;
         // A response with a result, unless traced (a trace shows the payload as a tree), is read
         // without building one: a caller gets the result's text as the device sent it.
         if !self.trace
             && let Some((id, result)) = envelope::fast_response(text)
         {
             self.on_response(id, Ok(Answer::Text(result)), now);
+            self.after_message(marked, now);
             return self.drained();
         }
         match envelope::parse(text) {
@@ -376,13 +464,30 @@ impl Session {
             }
             Ok(DeviceMessage::Goodbye { .. }) => {
                 // The device ended its session (an MQTT device before it reboots or sleeps): what
-                // says hello next may be new firmware with other tools, so it is onboarded again.
-                self.link_interrupted = true;
+                // it sends next may be new firmware with other tools, so it is onboarded again.
+                self.maybe_new_instance = self.info.phase != Phase::AwaitingHello;
                 self.emit(Event::Message { kind: "goodbye".into(), message: json!({"type":"goodbye"}) })
             }
             Ok(DeviceMessage::Other { kind, raw }) => self.emit(Event::Message { kind, message: raw }),
         }
+        self.after_message(marked, now);
         self.drained()
+    }
+
+    /// A message from a device that may be a new instance, and was not a hello (which decides
+    /// for itself): onboard it again now.
+    fn after_message(&mut self, marked: bool, now: Instant) {
+        if marked && std::mem::take(&mut self.maybe_new_instance) {
+            self.onboard(now, "it may have restarted");
+        }
+    }
+
+    /// The device may have restarted (it checked in at the OTA endpoint, which devices do at
+    /// boot): its next message, whatever it is, onboards it again.
+    pub fn may_have_restarted(&mut self) {
+        if self.info.phase != Phase::AwaitingHello {
+            self.maybe_new_instance = true;
+        }
     }
 
     /// Starts onboarding without waiting for a hello: an MQTT device answers MCP while idle, and
@@ -391,15 +496,23 @@ impl Session {
     pub fn begin(&mut self, now: Instant) -> Vec<Output> {
         self.now = now;
         if self.info.phase == Phase::AwaitingHello {
-            self.start_onboarding(now);
+            self.onboard(now, "first");
         }
         self.drained()
+    }
+
+    /// [`Self::begin`] at `at`, unless a hello came first (a device that just connected may be
+    /// about to say hello: one onboarding, not two).
+    pub fn begin_at(&mut self, at: Instant) {
+        if self.info.phase == Phase::AwaitingHello {
+            self.begin_at = Some(at);
+        }
     }
 
     /// Ends every waiting caller with `error` (the link is down for now); the session stays, and
     /// the next hello onboards the device again (it may have restarted meanwhile).
     pub fn fail_callers(&mut self, error: CallError) -> Vec<Output> {
-        self.link_interrupted = true;
+        self.maybe_new_instance = self.info.phase != Phase::AwaitingHello;
         let callers: Vec<i64> = self.pending.iter().filter(|(_, p)| matches!(p.origin, Origin::Caller(_))).map(|(id, _)| *id).collect();
         for id in callers {
             if let Some(Pending { origin: Origin::Caller(ticket), .. }) = self.pending.remove(&id) {
@@ -500,6 +613,16 @@ impl Session {
         if self.onboarding.retry_due(now) {
             self.list_tools(now);
         }
+        if self.begin_at.is_some_and(|at| at <= now) {
+            self.begin_at = None;
+            if self.info.phase == Phase::AwaitingHello {
+                self.onboard(now, "first");
+            }
+        }
+        if self.deferred_onboarding.is_some_and(|at| at <= now) {
+            self.deferred_onboarding = None;
+            self.onboard(now, "put off");
+        }
         if self.relist_at.is_some_and(|at| at <= now) {
             self.relist_at = None;
             self.start_relist(now);
@@ -522,7 +645,7 @@ impl Session {
         let pending = self.pending.values().map(|p| p.deadline).min();
         let keepalive = (self.info.phase == Phase::Ready).then(|| self.last_sent + self.cfg.keepalive);
         let waiters = self.waiters.iter().map(|w| w.deadline).min();
-        [pending, keepalive, self.onboarding.retry_at(), self.retry_step.map(|(at, _)| at), self.relist_at, waiters].into_iter().flatten().min()
+        [pending, keepalive, self.onboarding.retry_at(), self.retry_step.map(|(at, _)| at), self.relist_at, waiters, self.deferred_onboarding, self.begin_at].into_iter().flatten().min()
     }
 
     /// The link is gone: every waiting caller gets `Disconnected`.
@@ -537,6 +660,8 @@ impl Session {
         }
         self.retry_step = None;
         self.relist_at = None;
+        self.deferred_onboarding = None;
+        self.begin_at = None;
         self.info.set_phase(Phase::Disconnected);
         self.drained()
     }
@@ -589,9 +714,8 @@ impl Session {
         self.emit(Event::Notification { method, params: params.unwrap_or(Value::Null) });
     }
 
-    /// A hello: answered with the server hello (rate-limited); onboarding starts on the first one
-    /// only, or over again after the link was down (the device may have restarted) or after a
-    /// failed onboarding (at most once per `restart_on_hello_after`).
+    /// A hello: answered with the server hello (rate-limited). It onboards the device (again)
+    /// when it may be a new instance: see the module docs.
     fn on_hello(&mut self, hello: &Value, now: Instant) {
         if !self.may_answer("hellos", now) {
             return;
@@ -599,10 +723,42 @@ impl Session {
         self.info.set_hello(hello);
         self.emit(Event::Hello { hello: hello.clone() });
         self.send_text(self.cfg.server_hello.clone(), now);
-        let restart_allowed = self.last_onboarding_start.is_none_or(|t| now.duration_since(t) >= self.cfg.restart_on_hello_after);
-        let interrupted = std::mem::take(&mut self.link_interrupted);
-        if self.info.phase == Phase::AwaitingHello || interrupted || (self.info.onboarding.failed && restart_allowed) {
-            self.start_onboarding(now);
+        let marked = std::mem::take(&mut self.maybe_new_instance);
+        let why = match () {
+            _ if self.info.phase == Phase::AwaitingHello => "first",
+            _ if marked => "it may have restarted",
+            _ if self.cfg.hello_may_be_new_instance => "a hello the hub cannot tell from a new instance's",
+            _ if self.info.onboarding.failed => "a hello after a failed onboarding",
+            _ => return,
+        };
+        self.onboard(now, why);
+    }
+
+    /// Onboards the device (again) within its budget: beyond `max_onboardings` per
+    /// `onboarding_window`, the onboarding waits for the window to end (one is planned at most),
+    /// and that is logged.
+    fn onboard(&mut self, now: Instant, why: &str) {
+        if self.deferred_onboarding.is_some() {
+            return;
+        }
+        match self.onboard_budget.take(now, self.cfg.max_onboardings, self.cfg.onboarding_window) {
+            Ok(()) => {
+                if self.info.phase != Phase::AwaitingHello {
+                    tracing::info!(device = %self.info.device_id, "onboarding again: {why}");
+                }
+                self.start_onboarding(now);
+            }
+            Err(at) => {
+                self.deferred_onboarding = Some(at);
+                let message = format!(
+                    "the device asks to be onboarded more than {} times in {} s ({why}); the next onboarding waits {} ms",
+                    self.cfg.max_onboardings,
+                    self.cfg.onboarding_window.as_secs(),
+                    at.saturating_duration_since(now).as_millis()
+                );
+                tracing::warn!(device = %self.info.device_id, "{message}");
+                self.emit(Event::Warning { message });
+            }
         }
     }
 
@@ -628,11 +784,21 @@ impl Session {
     /// Starts onboarding (over): fresh attempts, `initialize` now.
     fn start_onboarding(&mut self, now: Instant) {
         self.generation += 1;
-        self.last_onboarding_start = Some(now);
         self.background = false;
         self.relisting = false;
+        self.relist_again = false;
         self.retry_step = None;
         self.relist_at = None;
+        self.deferred_onboarding = None;
+        self.begin_at = None;
+        self.maybe_new_instance = false;
+        // A new instance gets its own confirmation re-list, and agrees on its own lists.
+        self.confirm_planned = false;
+        self.short_seen = None;
+        self.truncation_relists = 0;
+        self.needs_agreement = false;
+        self.unconfirmed = None;
+        self.agreement_relists = 0;
         self.onboarding = onboarding::Listing::default();
         self.info.onboarding_error = None;
         self.info.onboarding = OnboardingStatus { attempt: 1, max_attempts: self.cfg.onboarding_attempts.max(1), last_error: None, failed: false };
@@ -681,6 +847,14 @@ impl Session {
             self.relist_again = true;
             return;
         }
+        if let Some(next) = self.last_relist.map(|at| at + self.cfg.min_relist_interval)
+            && now < next
+        {
+            // Too soon after the last one: one re-list then, whatever asks meanwhile.
+            self.relist_at = Some(self.relist_at.map_or(next, |at| at.min(next)));
+            return;
+        }
+        self.last_relist = Some(now);
         self.generation += 1;
         self.background = true;
         self.relisting = true;
@@ -697,6 +871,7 @@ impl Session {
                 }
                 let tools = self.onboarding.take_tools();
                 if tools.is_empty() && !self.background && self.onboarding.schedule_retry(now, &self.cfg) {
+                    self.needs_agreement = true;
                     self.info.set_phase(Phase::Listing);
                     return;
                 }
@@ -711,8 +886,29 @@ impl Session {
         }
     }
 
-    /// The end of onboarding: ready at once; one confirmation re-list planned.
+    /// The end of onboarding: ready at once (one confirmation re-list planned), or, after an
+    /// onboarding that needed a retry, once two listings in a row agree. False while a list waits
+    /// for its agreement.
     fn first_list_done(&mut self, tools: Vec<ToolEntry>, now: Instant) -> bool {
+        if self.needs_agreement {
+            let agreed = self.unconfirmed.take().is_some_and(|before| tool_list::same(&before, &tools));
+            if !agreed && self.agreement_relists < self.cfg.max_relists {
+                self.agreement_relists += 1;
+                tracing::debug!(device = %self.info.device_id, tools = tools.len(), "onboarding needed a retry: listing again until two listings agree");
+                self.unconfirmed = Some(tools);
+                self.onboarding = onboarding::Listing::default();
+                self.retry_step = Some((now + self.cfg.agreement_relist, Planned::ListPage));
+                return false;
+            }
+            if !agreed {
+                let warning = format!("no two listings in a row agreed ({} listings); took the last, {} tools", self.agreement_relists + 1, tools.len());
+                tracing::warn!(device = %self.info.device_id, "{warning}");
+                self.info.tools_warning = Some(warning.clone());
+                self.emit(Event::Warning { message: warning });
+            }
+            // Agreed: that was the confirmation.
+            self.confirm_planned = true;
+        }
         let changed = self.info.phase_was_ready_once;
         self.info.set_tools(tools);
         self.info.set_phase(Phase::Ready);
@@ -807,6 +1003,7 @@ impl Session {
             status.attempt += 1;
             let (attempt, of) = (status.attempt, status.max_attempts);
             self.info.bump();
+            self.needs_agreement = true;
             self.retry_step = Some((now + delay, planned));
             self.emit(Event::OnboardingRetry { attempt, of, error: what, retry_in_ms: delay.as_millis() as u64 });
             return;

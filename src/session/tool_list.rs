@@ -27,6 +27,18 @@ impl ToolList {
         }
         Self(intern(tools))
     }
+
+    /// The very same list (one allocation): what a catalogue compares to tell that a device's
+    /// tools did not change, without reading them.
+    pub fn same_list(&self, other: &ToolList) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// The list's identity (its allocation's address), to key what is derived from it once for
+    /// every device that lists it; valid while this list is held.
+    pub fn identity(&self) -> usize {
+        Arc::as_ptr(&self.0).cast::<ToolEntry>() as usize
+    }
 }
 
 impl Deref for ToolList {

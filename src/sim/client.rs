@@ -19,6 +19,8 @@ pub struct SimConfig {
     pub url: String,
     pub device_id: String,
     pub client_id: String,
+    /// The secret sent with OTA check-ins and activation polls ([`super::identity`]).
+    pub device_key: Option<String>,
     /// Sent as `Authorization: Bearer <token>` when not empty (a token with a space verbatim).
     pub token: Option<String>,
     pub extra_tools: usize,
@@ -32,15 +34,18 @@ pub struct SimConfig {
     pub mqtt: Option<super::mqtt::MqttTarget>,
     /// Bootstrap from this OTA URL first (the answer decides WebSocket or MQTT).
     pub ota: Option<String>,
+    /// Connect from this local address ([`super::source`]; `ws://` only).
+    pub source_addr: Option<std::net::IpAddr>,
 }
 
 impl SimConfig {
     pub fn new(url: impl Into<String>, device_id: impl Into<String>) -> Self {
-        let device_id = device_id.into();
+        let identity = crate::device_identity::DeviceIdentity::random();
         Self {
             url: url.into(),
-            client_id: client_id_for(&device_id),
-            device_id,
+            device_id: device_id.into(),
+            client_id: identity.client_id,
+            device_key: Some(identity.device_key),
             token: None,
             extra_tools: 0,
             profile: super::tools::Profile::StockTools,
@@ -49,13 +54,9 @@ impl SimConfig {
             max_backoff: Duration::from_secs(30),
             mqtt: None,
             ota: None,
+            source_addr: None,
         }
     }
-}
-
-/// A stable Client-Id for a Device-Id (a UUID v5 of the MAC), so a reconnect looks like the same board.
-pub fn client_id_for(device_id: &str) -> String {
-    uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, device_id.as_bytes()).to_string()
 }
 
 /// Small buffers: a hub benchmark runs thousands of these in one process.
@@ -174,7 +175,15 @@ pub(crate) fn device_request(
 /// One connection. `Ok(true)` if the server said hello (the backoff starts over).
 async fn session(cfg: &SimConfig, link: &mut DeviceLink<SimState>) -> anyhow::Result<bool> {
     let request = device_request(&cfg.url, cfg.token.as_deref(), &cfg.device_id, Some(&cfg.client_id), cfg.protocol_version)?;
-    let (ws, _) = tokio_tungstenite::connect_async_with_config(request, Some(ws_config()), true).await.map_err(anyhow::Error::new)?;
+    let (ws, _) = match cfg.source_addr {
+        None => tokio_tungstenite::connect_async_with_config(request, Some(ws_config()), true).await.map_err(anyhow::Error::new)?,
+        Some(from) => {
+            let host = request.uri().host().unwrap_or("127.0.0.1").to_string();
+            let port = request.uri().port_u16().unwrap_or(80);
+            let tcp = super::source::connect_from(from, &host, port).await?;
+            tokio_tungstenite::client_async_with_config(request, tokio_tungstenite::MaybeTlsStream::Plain(tcp), Some(ws_config())).await.map_err(anyhow::Error::new)?
+        }
+    };
     let (mut tx, mut rx) = ws.split();
     tx.send(Message::text(link.hello())).await?;
     let mut greeted = false;

@@ -6,8 +6,10 @@ pub mod conformance;
 pub mod mqtt;
 pub mod ota;
 pub mod replay;
+pub mod source;
 pub mod stock;
 pub mod tools;
 
 pub use client::{SimConfig, run_device};
+pub use source::check_source_addr;
 pub use tools::{Profile, SimState, build_server, build_server_with};

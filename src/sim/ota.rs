@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::SimConfig;
 use super::mqtt::MqttTarget;
@@ -29,13 +29,67 @@ pub fn system_info(cfg: &SimConfig) -> Value {
     })
 }
 
-/// Asks the OTA endpoint until it answers (backing off like the firmware's retries) and returns
-/// the configuration to connect with.
+/// Asks the OTA endpoint until it answers (backing off like the firmware's retries), activates
+/// like stock firmware when the answer carries an `activation` block (shows the code, polls
+/// `/activate` until approved, then checks in again), and returns the configuration to connect
+/// with.
 pub async fn bootstrap(mut cfg: SimConfig, url: &str) -> Result<SimConfig, super::client::Stopped> {
+    let mut answer = check_in_until_answered(&cfg, url).await?;
+    while let Some(code) = answer["activation"]["code"].as_str() {
+        info!(device = %cfg.device_id, "activation code {code}: approve this device with `mcpdev devices approve {code}`");
+        if !activated(&cfg, url, answer["activation"]["challenge"].as_str()).await {
+            warn!(device = %cfg.device_id, "the activation request is gone (expired or denied); checking in again");
+        }
+        answer = check_in_until_answered(&cfg, url).await?;
+    }
+    match apply(&mut cfg, &answer) {
+        Ok(how) => info!(device = %cfg.device_id, "OTA: connecting over {how}"),
+        Err(e) => warn!(device = %cfg.device_id, "OTA answer not usable ({e}); keeping {}", cfg.url),
+    }
+    Ok(cfg)
+}
+
+/// Polls `<ota>/activate` every 3 s as the firmware does: `true` once it answers 200, `false` when
+/// the request is gone (404, 403) and the device must check in again.
+async fn activated(cfg: &SimConfig, url: &str, challenge: Option<&str>) -> bool {
+    let activate = format!("{}/activate", url.trim_end_matches('/'));
+    let body = challenge.map_or_else(|| "{}".to_string(), |c| json!({"challenge": c}).to_string());
+    loop {
+        let status = match with_headers(cfg, reqwest::Client::new().post(&activate)).body(body.clone()).timeout(Duration::from_secs(10)).send().await {
+            Ok(r) => r.status().as_u16(),
+            Err(e) => {
+                debug!(device = %cfg.device_id, "activation poll failed: {e}");
+                0
+            }
+        };
+        match status {
+            200 => return true,
+            403 | 404 => return false,
+            _ => tokio::time::sleep(Duration::from_secs(3)).await,
+        }
+    }
+}
+
+/// The stock headers of every OTA request, and the device key when the sim has one.
+fn with_headers(cfg: &SimConfig, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    let request = request
+        .header("Activation-Version", "1")
+        .header("Device-Id", &cfg.device_id)
+        .header("Client-Id", &cfg.client_id)
+        .header("User-Agent", concat!("mcpdev-sim/", env!("CARGO_PKG_VERSION")))
+        .header("Accept-Language", "en-US")
+        .header("Content-Type", "application/json");
+    match &cfg.device_key {
+        Some(key) => request.header(crate::hub::admission::DEVICE_KEY_HEADER, key),
+        None => request,
+    }
+}
+
+async fn check_in_until_answered(cfg: &SimConfig, url: &str) -> Result<Value, super::client::Stopped> {
     let mut wait = Duration::from_secs(1);
-    let answer = loop {
-        match check_version(&cfg, url).await {
-            Ok(v) => break v,
+    loop {
+        match check_version(cfg, url).await {
+            Ok(v) => return Ok(v),
             Err(e) => {
                 if let Some(stop) = final_refusal(url, &e) {
                     return Err(stop);
@@ -45,12 +99,7 @@ pub async fn bootstrap(mut cfg: SimConfig, url: &str) -> Result<SimConfig, super
         }
         tokio::time::sleep(wait).await;
         wait = (wait * 2).min(Duration::from_secs(30));
-    };
-    match apply(&mut cfg, &answer) {
-        Ok(how) => info!(device = %cfg.device_id, "OTA: connecting over {how}"),
-        Err(e) => warn!(device = %cfg.device_id, "OTA answer not usable ({e}); keeping {}", cfg.url),
     }
-    Ok(cfg)
 }
 
 /// An OTA check-in that cannot succeed by trying again: a URL reqwest cannot use, or a 4xx
@@ -114,14 +163,7 @@ pub fn apply(cfg: &mut SimConfig, answer: &Value) -> Result<&'static str, String
 async fn check_version(cfg: &SimConfig, url: &str) -> anyhow::Result<Value> {
     crate::tls::install_crypto_provider();
     let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build()?;
-    let response = client
-        .post(url)
-        .header("Activation-Version", "1")
-        .header("Device-Id", &cfg.device_id)
-        .header("Client-Id", &cfg.client_id)
-        .header("User-Agent", concat!("mcpdev-sim/", env!("CARGO_PKG_VERSION")))
-        .header("Accept-Language", "en-US")
-        .header("Content-Type", "application/json")
+    let response = with_headers(cfg, client.post(url))
         .body(system_info(cfg).to_string())
         .send()
         .await?;

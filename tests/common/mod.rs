@@ -4,6 +4,9 @@
 
 pub mod mqtt;
 pub mod ota;
+pub mod vision;
+pub mod raw_http;
+pub mod pty;
 pub mod ws;
 
 use std::process::Stdio;
@@ -16,8 +19,12 @@ pub struct Running {
 /// Starts the built `mcpdev` binary with `args` and extra environment; stdout is piped, stderr
 /// inherited (so its logs show up in a failing test's output).
 pub fn spawn_mcpdev(args: &[&str], env: &[(&str, &str)]) -> Running {
+    spawn_mcpdev_with(args, env, Stdio::inherit())
+}
+
+fn spawn_mcpdev_with(args: &[&str], env: &[(&str, &str)], stderr: Stdio) -> Running {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"));
-    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
+    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(stderr).kill_on_drop(true);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -43,6 +50,8 @@ pub struct HubProcess {
     _state: tempfile::TempDir,
     /// Where the hub keeps its control token: [`mcpdev`] runs the CLI with the same.
     pub runtime_dir: String,
+    /// What the hub wrote to stderr so far, when started with [`HubProcess::start_capturing`].
+    pub stderr: Option<std::sync::Arc<std::sync::Mutex<String>>>,
 }
 
 impl HubProcess {
@@ -58,6 +67,19 @@ impl HubProcess {
     /// secret, approvals) goes to `MCPDEV_STATE_DIR` when `env` names one, else to a fresh
     /// temporary directory, never to the user's own.
     pub async fn start_admitting(extra: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::start_with(extra, env, false).await
+    }
+
+    /// As [`HubProcess::start`], with the hub's stderr (its log) collected in `stderr`.
+    pub async fn start_capturing(extra: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut args = vec!["--approve-all"];
+        args.extend_from_slice(extra);
+        Self::start_with(&args, env, true).await
+    }
+
+    /// Starts `mcpdev serve --json` with `extra` (no `--approve-all` unless given), its stderr
+    /// collected in `stderr` when `capture`.
+    pub async fn start_with(extra: &[&str], env: &[(&str, &str)], capture: bool) -> Self {
         let mut args = vec!["serve", "--json", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0"];
         args.extend_from_slice(extra);
         let state = tempfile::tempdir().expect("temporary state directory");
@@ -72,13 +94,27 @@ impl HubProcess {
             env.push(("MCPDEV_RUNTIME_DIR", &runtime));
         }
         let runtime_dir = env.iter().find(|(k, _)| *k == "MCPDEV_RUNTIME_DIR").map(|(_, v)| v.to_string()).unwrap_or_default();
-        let mut running = spawn_mcpdev(&args, &env);
+        let mut running = spawn_mcpdev_with(&args, &env, if capture { Stdio::piped() } else { Stdio::inherit() });
+        let stderr = running.child.stderr.take().map(|pipe| {
+            let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+            let into = log.clone();
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(pipe).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    eprintln!("{line}");
+                    let mut all = into.lock().unwrap();
+                    all.push_str(&line);
+                    all.push('\n');
+                }
+            });
+            log
+        });
         let stdout = running.child.stdout.take().expect("piped stdout");
         let mut lines = BufReader::new(stdout).lines();
         let line = tokio::time::timeout(ws::DEADLINE, lines.next_line()).await.expect("hub did not start in time").unwrap().expect("hub exited");
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["event"], "listening");
-        Self { running, device_url: v["devices"].as_str().unwrap().to_string(), host_url: v["host"].as_str().unwrap().to_string(), info: v, log: lines, _state: state, runtime_dir }
+        Self { running, device_url: v["devices"].as_str().unwrap().to_string(), host_url: v["host"].as_str().unwrap().to_string(), info: v, log: lines, _state: state, runtime_dir, stderr }
     }
 }
 

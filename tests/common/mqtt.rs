@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
-use mcpdev::mqtt::conn::{self, BrokerUrl, ConnEvent};
+use mcpdev::mqtt::conn::BrokerUrl;
 use mcpdev::mqtt::topics;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -112,6 +112,9 @@ pub struct MqttDevice {
     pub session_id: String,
     /// What it received, counted from the start.
     pub counts: Counts,
+    /// Its connection's task: aborting it drops the socket with no DISCONNECT, as `kill -9` or a
+    /// power cut would.
+    connection: tokio::task::AbortHandle,
 }
 
 impl MqttDevice {
@@ -120,34 +123,44 @@ impl MqttDevice {
         Self::connect_to(&BrokerUrl::parse(broker).unwrap(), &topics::key_for(device_id).unwrap()).await
     }
 
-    /// Connects to `url` (with its login, if any) with `key` as the client id.
+    /// Connects to `url` (with its login, if any) with `key` as the client id. The device runs
+    /// its own event loop (reconnecting and subscribing again after errors), so that killing it
+    /// closes its socket at once.
     pub async fn connect_to(url: &BrokerUrl, key: &str) -> Self {
         let key = key.to_string();
-        let mut c = conn::connect(url.options(&key, std::time::Duration::from_secs(30), 1 << 20), None);
-        let client = c.client.clone();
+        let (client, mut eventloop) = rumqttc::AsyncClient::new(url.options(&key, std::time::Duration::from_secs(30), 1 << 20), 256);
+        let mut network = rumqttc::NetworkOptions::new();
+        network.set_tcp_nodelay(true);
+        eventloop.set_network_options(network);
         let down = topics::downlink(&key);
         let (tx, rx) = mpsc::channel(256);
         let (up_tx, mut up_rx) = mpsc::channel(4);
         let sub_client = client.clone();
-        tokio::spawn(async move {
-            while let Some(ev) = c.events.recv().await {
-                match ev {
-                    ConnEvent::Up => {
-                        sub_client.subscribe(down.clone(), rumqttc::QoS::AtMostOnce).await.unwrap();
+        let task = tokio::spawn(async move {
+            loop {
+                match eventloop.poll().await {
+                    Ok(rumqttc::Event::Incoming(rumqttc::Packet::ConnAck(_))) => {
+                        sub_client.try_subscribe(down.clone(), rumqttc::QoS::AtMostOnce).unwrap();
                         let _ = up_tx.try_send(());
                     }
-                    ConnEvent::Message(p) if p.topic == down => {
+                    Ok(rumqttc::Event::Incoming(rumqttc::Packet::Publish(p))) if p.topic == down => {
                         let v: Value = serde_json::from_slice(&p.payload).unwrap_or(Value::Null);
                         if tx.send(v).await.is_err() {
                             return;
                         }
                     }
-                    _ => {}
+                    Ok(_) => {}
+                    Err(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
                 }
             }
         });
         tokio::time::timeout(DEADLINE, up_rx.recv()).await.expect("device did not reach the broker in time");
-        Self { key, client, rx, session_id: String::new(), counts: Counts::default() }
+        Self { key, client, rx, session_id: String::new(), counts: Counts::default(), connection: task.abort_handle() }
+    }
+
+    /// What kills the device later (after [`Self::respond_forever`] took it): see [`Self::kill`].
+    pub fn killer(&self) -> Killer {
+        Killer(self.connection.clone())
     }
 
     pub async fn send(&self, v: Value) {
@@ -225,5 +238,15 @@ impl MqttDevice {
             }
         });
         counts
+    }
+}
+
+/// Kills a scripted device's connection: no DISCONNECT, the socket just closes.
+pub struct Killer(tokio::task::AbortHandle);
+
+impl Killer {
+    /// Ends the connection now, as `kill -9` would (the kernel closes the socket).
+    pub fn kill(self) {
+        self.0.abort();
     }
 }

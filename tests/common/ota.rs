@@ -8,7 +8,14 @@ use super::HubProcess;
 /// One HTTP/1.1 request to the hub's device listener; the status and body.
 pub async fn http(hub: &HubProcess, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, Vec<u8>) {
     let addr = hub.device_url.trim_start_matches("ws://").split('/').next().unwrap().to_string();
-    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let (status, _, body) = exchange(&addr, method, path, headers, body, super::ws::DEADLINE).await;
+    (status, body)
+}
+
+/// One HTTP/1.1 exchange with `addr` (`Connection: close`; `Host: addr` unless `headers` name
+/// one), answered within `deadline`: status, headers (lower-case names), body.
+pub async fn exchange(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str, deadline: std::time::Duration) -> (u16, Vec<(String, String)>, Vec<u8>) {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
     let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
     if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
         req.push_str(&format!("Host: {addr}\r\n"));
@@ -20,11 +27,12 @@ pub async fn http(hub: &HubProcess, method: &str, path: &str, headers: &[(&str, 
     req.push_str(body);
     s.write_all(req.as_bytes()).await.unwrap();
     let mut out = Vec::new();
-    tokio::time::timeout(super::ws::DEADLINE, s.read_to_end(&mut out)).await.expect("no answer in time").unwrap();
+    tokio::time::timeout(deadline, s.read_to_end(&mut out)).await.expect("no answer in time").unwrap();
     let split = out.windows(4).position(|w| w == b"\r\n\r\n").expect("an HTTP response");
     let head = String::from_utf8_lossy(&out[..split]).to_string();
     let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    (status, out[split + 4..].to_vec())
+    let headers = head.lines().skip(1).filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string())).collect();
+    (status, headers, out[split + 4..].to_vec())
 }
 
 /// A stock device's Client-Id (its uuid).

@@ -90,3 +90,44 @@ impl Conn {
         let _ = self.ws.close(None).await;
     }
 }
+
+/// A device's WebSocket to the hub, as [`device_upgrade`] opens it.
+pub type DeviceWs = WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>;
+
+/// Opens the hub's device WebSocket as `device` with `client_id` and, if given, `Bearer <token>`;
+/// a refused upgrade is its status and body.
+pub async fn device_upgrade(hub: &super::HubProcess, device: &str, client_id: &str, token: Option<&str>) -> Result<DeviceWs, (u16, String)> {
+    use tokio_tungstenite::tungstenite;
+    let mut req = tungstenite::client::IntoClientRequest::into_client_request(hub.device_url.as_str()).unwrap();
+    req.headers_mut().insert("Device-Id", device.parse().unwrap());
+    req.headers_mut().insert("Client-Id", client_id.parse().unwrap());
+    if let Some(t) = token {
+        req.headers_mut().insert("Authorization", format!("Bearer {t}").parse().unwrap());
+    }
+    match tokio::time::timeout(DEADLINE, tokio_tungstenite::connect_async(req)).await.expect("the hub answers the upgrade") {
+        Ok((ws, _)) => Ok(ws),
+        Err(tungstenite::Error::Http(resp)) => Err((resp.status().as_u16(), String::from_utf8_lossy(resp.body().as_deref().unwrap_or_default()).into_owned())),
+        Err(e) => panic!("unexpected WebSocket error: {e}"),
+    }
+}
+
+/// The refusal's status and body; a socket means the hub let the device in, which is the bug.
+pub fn refused(r: Result<DeviceWs, (u16, String)>) -> (u16, String) {
+    match r {
+        Ok(_) => panic!("the hub let the device in"),
+        Err(e) => e,
+    }
+}
+
+/// Waits until the hub has closed `ws` (a close frame or the end of the stream).
+pub async fn closed(ws: &mut DeviceWs) {
+    let ended = tokio::time::timeout(DEADLINE, async {
+        while let Some(Ok(msg)) = ws.next().await {
+            if msg.is_close() {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the hub did not close the device's session");
+}

@@ -81,8 +81,15 @@ async fn main(spawner: Spawner) -> ! {
     };
     info!("provisioning: record at {offset:#x}: {prov:?}");
     let client_id = format_uuid(&prov.client_id.unwrap_or_else(|| client_id_from_mac(mac)));
-    let source = if prov.client_id.is_some() { "from the provisioning record" } else { "derived from the MAC" };
+    let source = if prov.client_id.is_some() {
+        "from the provisioning record"
+    } else {
+        "derived from the MAC: predictable, re-flash with a current `mcpdev flash`"
+    };
     info!("Client-Id {client_id} ({source})");
+    if prov.device_key.is_empty() {
+        warn!("provisioning: no device key; the hub cannot tell this board from another that knows its MAC (re-flash with a current `mcpdev flash`)");
+    }
 
     // 2. Peripherals the tools use.
     let led = led(peripherals.LEDC, board::led_config(prov.led));
@@ -125,7 +132,8 @@ async fn main(spawner: Spawner) -> ! {
         reboot_requested: false,
     };
     let link = DeviceLink::new(tools::build_server(board), Transport::WebSocket { binary_version: 1 });
-    let identity = hub_link::Identity { device_id, client_id, token: prov.token.clone() };
+    let identity =
+        hub_link::Identity { device_id, client_id, token: prov.token.clone(), device_key: prov.device_key.clone() };
     hub::run(stack, prov.hub_url, identity, link).await
 }
 

@@ -8,6 +8,11 @@
 //! cargo run -p hub-link --example host_device -- mqtt://127.0.0.1:1883 [TOKEN] [MAC]
 //! cargo run -p hub-link --example host_device -- http://127.0.0.1:8000/xiaozhi/ota/ [TOKEN] [MAC]
 //! ```
+//! `MCPDEV_DEVICE_KEY` (from the environment, never argv: it is a secret) gives the device a key
+//! that goes out as `Mcpdev-Device-Key` with OTA check-ins and `/activate` polls, as a flashed
+//! board's provisioned key does; `MCPDEV_CLIENT_ID` overrides the Client-Id, which is otherwise
+//! derived from the MAC (the predictable fallback of a board provisioned by an older host).
+//!
 //! Press Enter to "press the BOOT button"; Ctrl-C to stop. Each session's end is printed as a
 //! line `session ended: …`, and the firmware's log (info and up, e.g. the activation code a hub
 //! that has not admitted the device hands out) goes to stdout too.
@@ -130,12 +135,17 @@ fn main() {
             eprintln!("{url_text}: {e}");
             std::process::exit(2);
         }
-        let id = Identity {
-            device_id: format_mac(mac),
-            client_id: format_uuid(&client_id_from_mac(mac)),
-            token: token.clone(),
-        };
-        println!("device {} (Client-Id {}) -> {}", id.device_id, id.client_id, provisioning::loggable_url(&url_text));
+        let device_key = std::env::var("MCPDEV_DEVICE_KEY").unwrap_or_default();
+        let key_fits = (provisioning::MIN_DEVICE_KEY_LEN..=provisioning::MAX_DEVICE_KEY_LEN).contains(&device_key.len())
+            && device_key.bytes().all(|b| b.is_ascii_graphic());
+        if !device_key.is_empty() && !key_fits {
+            eprintln!("MCPDEV_DEVICE_KEY must be 16 to 64 visible ASCII characters, as a provisioning record's");
+            std::process::exit(2);
+        }
+        let client_id = std::env::var("MCPDEV_CLIENT_ID").unwrap_or_else(|_| format_uuid(&client_id_from_mac(mac)));
+        let id = Identity { device_id: format_mac(mac), client_id, token: token.clone(), device_key };
+        let keyed = if id.device_key.is_empty() { "no device key" } else { "with a device key" };
+        println!("device {} (Client-Id {}, {keyed}) -> {}", id.device_id, id.client_id, provisioning::loggable_url(&url_text));
         let mut server = McpServer::new("mcpdev-fw-host", env!("CARGO_PKG_VERSION"), State { volume: 70, brightness: 0, reboot: false });
         let tools = [
             Tool::new("self.get_device_status", "Volume, LED brightness, network.", status),

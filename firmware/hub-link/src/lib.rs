@@ -60,8 +60,11 @@ impl Default for Timing {
     }
 }
 
-/// How the device introduces itself in the upgrade request.
-#[derive(Debug, Clone)]
+/// The header that carries [`Identity::device_key`] (the mcpdev hub's `Mcpdev-Device-Key`).
+pub const DEVICE_KEY_HEADER: &str = "Mcpdev-Device-Key";
+
+/// How the device introduces itself in the upgrade request and at OTA check-ins.
+#[derive(Clone)]
 pub struct Identity {
     /// `Device-Id`: the lower-case station MAC.
     pub device_id: String,
@@ -70,6 +73,23 @@ pub struct Identity {
     /// The device token (empty: none): the `Authorization` header over WebSocket, the password
     /// over MQTT straight to a broker.
     pub token: String,
+    /// A per-device secret (empty: none), sent as [`DEVICE_KEY_HEADER`] with OTA check-ins and
+    /// `/activate` polls: the hub binds the admission request to it, so a stranger who knows the
+    /// MAC and the Client-Id cannot collect this device's token. Only the OTA endpoint gets it.
+    pub device_key: String,
+}
+
+/// The token and the device key stay out of logs.
+impl fmt::Debug for Identity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shown = |s: &str| if s.is_empty() { "(none)" } else { "(redacted)" };
+        f.debug_struct("Identity")
+            .field("device_id", &self.device_id)
+            .field("client_id", &self.client_id)
+            .field("token", &shown(&self.token))
+            .field("device_key", &shown(&self.device_key))
+            .finish()
+    }
 }
 
 impl Identity {
@@ -232,6 +252,20 @@ mod tests {
         assert_eq!(Identity::authorization_for(""), None);
         assert_eq!(Identity::authorization_for("abc").as_deref(), Some("Bearer abc"));
         assert_eq!(Identity::authorization_for("Token abc").as_deref(), Some("Token abc"));
+    }
+
+    #[test]
+    fn debug_hides_the_token_and_the_device_key() {
+        let id = Identity {
+            device_id: "aa:bb:cc:dd:ee:ff".into(),
+            client_id: "c".into(),
+            token: "tok-secret".into(),
+            device_key: "key-secret-0123456789".into(),
+        };
+        let text = alloc::format!("{id:?}");
+        assert!(!text.contains("secret") && text.contains("aa:bb:cc:dd:ee:ff") && text.contains("(redacted)"), "{text}");
+        let none = Identity { token: String::new(), device_key: String::new(), ..id };
+        assert!(alloc::format!("{none:?}").contains("device_key: \"(none)\""));
     }
 
     #[test]

@@ -5,7 +5,11 @@
 //! An answer with an `activation` block (a hub that has not admitted this device yet) names a
 //! code: the device logs it (it has no screen to show it on) and POSTs `<ota_url>activate`
 //! every 3 s while the server answers 202 (10 s after any other status), as the stock firmware
-//! does; once it answers 200, the device checks in again and gets its own token. This firmware
+//! does; once it answers 200, the device checks in again and gets its own token.
+//!
+//! Both the check-in and the polls carry the device key ([`crate::DEVICE_KEY_HEADER`]) when the
+//! device has one: the hub binds the request to it, and hands the token only to a check-in that
+//! shows the same key. The key goes nowhere else (not to the WebSocket, not to the broker). This firmware
 //! does not flash what a `firmware` offer names (flash it with `mcpdev flash`); that is logged.
 
 use alloc::string::{String, ToString};
@@ -149,7 +153,7 @@ async fn post<T: TcpConnect>(
 ) -> Result<(u16, Vec<u8>), End<T::Error>> {
     let host = if url.explicit_port { alloc::format!("{}:{}", url.host, url.port) } else { String::from(url.host) };
     let length = body.len().to_string();
-    let headers = [
+    let mut headers = alloc::vec![
         ("Host", host.as_str()),
         ("Activation-Version", "1"),
         ("Device-Id", id.device_id.as_str()),
@@ -159,6 +163,9 @@ async fn post<T: TcpConnect>(
         ("Content-Length", length.as_str()),
         ("Connection", "close"),
     ];
+    if !id.device_key.is_empty() {
+        headers.push((crate::DEVICE_KEY_HEADER, id.device_key.as_str()));
+    }
     let mut conn: Connection<'_, T, 16> = Connection::new(http_buf, tcp, addr);
     let answer = with_timeout(timing.connect, async {
         conn.initiate_request(true, Method::Post, path, &headers).await?;

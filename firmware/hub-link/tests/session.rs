@@ -88,6 +88,8 @@ fn device(port: u16, token: &str, timing: Timing, presses: u32, press_after: Std
                 device_id: "aa:bb:cc:dd:ee:01".into(),
                 client_id: "3f1c0a52-0f5e-5d4e-9b3a-000000000001".into(),
                 token: token.clone(),
+                // Only the OTA endpoint gets the key: the upgrade below must not carry it.
+                device_key: "ws-must-not-see-this-key".into(),
             };
             let channel: Channel<NoopRawMutex, u32, 8> = Channel::new();
             let board = Board {
@@ -182,6 +184,8 @@ async fn a_whole_session() {
     assert_eq!(header("protocol-version").as_deref(), Some("1"));
     assert_eq!(header("authorization").as_deref(), Some("Bearer tok-123"));
     assert_eq!(header("host"), Some(format!("127.0.0.1:{port}")));
+    assert_eq!(header("mcpdev-device-key"), None, "the device key goes to the OTA endpoint only");
+    assert!(headers.iter().all(|(_, v)| !v.contains("ws-must-not-see")), "{headers:?}");
 
     let hello = next_json(&mut ws).await;
     assert_eq!(hello["type"], "hello");

@@ -1,4 +1,7 @@
-//! Device identity: the `Device-Id` text of a MAC and the `Client-Id` derived from it.
+//! Device identity: the `Device-Id` text of a MAC and the fallback `Client-Id` derived from it.
+//!
+//! The derived Client-Id is predictable (anyone who knows the MAC computes it): it is only for
+//! records written by hosts older than the random Client-Id and device key `mcpdev flash` writes.
 
 use alloc::string::String;
 use core::fmt::Write;
@@ -33,8 +36,8 @@ pub fn format_uuid(uuid: &[u8; 16]) -> String {
 }
 
 /// The `Client-Id` a device uses when its provisioning record carries none: the UUID version 5
-/// (SHA-1, RFC 9562) of [`format_mac`]`(mac)` in the OID namespace. `mcpdev sim` derives its
-/// virtual devices' ids the same way, so a board and its simulated twin look alike to a hub.
+/// (SHA-1, RFC 9562) of [`format_mac`]`(mac)` in the OID namespace. A fallback for records from
+/// older hosts only: it is **predictable**, so it proves nothing about who sends it.
 pub fn client_id_from_mac(mac: [u8; 6]) -> [u8; 16] {
     let mut sha = sha1_smol::Sha1::new();
     sha.update(&NAMESPACE_OID);
@@ -58,10 +61,10 @@ mod tests {
     }
 
     #[test]
-    fn client_id_matches_the_uuid_crate_and_the_simulator() {
+    fn client_id_matches_the_uuid_crate() {
         for mac in [[0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0x02], [0, 0, 0, 0, 0, 0], [0x34, 0x85, 0x18, 0x7a, 0x1b, 0xf0]] {
             let text = format_mac(mac);
-            // `mcpdev sim` uses Uuid::new_v5(&Uuid::NAMESPACE_OID, device_id.as_bytes()).
+            // The same as Uuid::new_v5(&Uuid::NAMESPACE_OID, device_id.as_bytes()).
             let expected = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, text.as_bytes());
             assert_eq!(client_id_from_mac(mac), *expected.as_bytes());
             assert_eq!(format_uuid(&client_id_from_mac(mac)), expected.to_string());

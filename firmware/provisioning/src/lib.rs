@@ -39,20 +39,27 @@
 //! | `02` | Wi-Fi password | UTF-8, empty (open network) or 8..=64 bytes |
 //! | `03` | hub URL | `ws://host[:port][/path]`, `mqtt://host[:port]` or `http://host[:port]/path` (OTA), at most 256 bytes, **required** |
 //! | `04` | device token | at most 1024 bytes of visible ASCII and spaces, sent as `Authorization` |
-//! | `05` | Client-Id | 16 bytes, a binary UUID; if absent the firmware derives one from the MAC |
+//! | `05` | Client-Id | 16 bytes, a binary UUID; if absent the firmware derives one from the MAC (see below) |
 //! | `06` | status LED | 2 bytes: GPIO number, flags (bit 0: active low) |
+//! | `07` | device key | 16..=64 bytes of visible ASCII (no spaces), a secret sent as `Mcpdev-Device-Key` |
 //!
 //! Unknown tags are skipped (a newer host may add optional fields); a tag that appears twice, a
 //! field longer than its maximum or a value that breaks its rule makes the whole record invalid,
 //! each with its own [`DecodeError`].
 //!
-//! # Client-Id
+//! # Client-Id and device key
 //!
-//! Unless the record carries one, the firmware derives the `Client-Id` from the station MAC:
-//! a UUID version 5 of the lower-case `aa:bb:cc:dd:ee:ff` text in the OID namespace
-//! ([`client_id_from_mac`]). It is stable across reboots and re-provisioning without any flash
-//! writes by the firmware, and it is the same UUID `mcpdev sim` uses for a virtual device with that
-//! MAC, so a host can predict it.
+//! `mcpdev flash` writes a random Client-Id (tag `05`) and a random device key (tag `07`) for each
+//! board, and keeps both per MAC in the host's state directory, so re-flashing a board keeps its
+//! identity. The firmware sends the device key as `Mcpdev-Device-Key` with its OTA check-ins and
+//! `/activate` polls; the hub binds the admission request to it, so a stranger who knows the MAC and
+//! even the Client-Id cannot collect the device's token. The key is a secret: [`Provisioning`]'s
+//! `Debug` never shows it.
+//!
+//! A record without a Client-Id (written by an older host) makes the firmware derive one from the
+//! station MAC: a UUID version 5 of the lower-case `aa:bb:cc:dd:ee:ff` text in the OID namespace
+//! ([`client_id_from_mac`]). That fallback is **predictable**: anyone who knows the MAC (every Wi-Fi
+//! neighbour does) can compute it, so it proves nothing. Such a board should be re-flashed.
 #![no_std]
 #![forbid(unsafe_code)]
 
@@ -68,7 +75,9 @@ mod url;
 
 pub use crc::crc32;
 pub use identity::{client_id_from_mac, format_mac, format_uuid};
-pub use record::{DecodeError, EncodeError, Field, LedConfig, Provisioning, decode};
+pub use record::{
+    DecodeError, EncodeError, Field, LedConfig, MAX_DEVICE_KEY_LEN, MIN_DEVICE_KEY_LEN, Provisioning, decode,
+};
 
 /// Shows a URL without its query (which may carry credentials), for logs.
 pub fn loggable_url(url: &str) -> impl core::fmt::Display + '_ {

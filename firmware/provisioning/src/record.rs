@@ -25,11 +25,19 @@ pub enum Field {
     Token,
     ClientId,
     Led,
+    DeviceKey,
 }
 
 impl Field {
-    pub const ALL: [Field; 6] =
-        [Field::WifiSsid, Field::WifiPassword, Field::HubUrl, Field::Token, Field::ClientId, Field::Led];
+    pub const ALL: [Field; 7] = [
+        Field::WifiSsid,
+        Field::WifiPassword,
+        Field::HubUrl,
+        Field::Token,
+        Field::ClientId,
+        Field::Led,
+        Field::DeviceKey,
+    ];
 
     pub const fn tag(self) -> u8 {
         match self {
@@ -39,6 +47,7 @@ impl Field {
             Field::Token => 0x04,
             Field::ClientId => 0x05,
             Field::Led => 0x06,
+            Field::DeviceKey => 0x07,
         }
     }
 
@@ -55,6 +64,7 @@ impl Field {
             Field::Token => 1024,
             Field::ClientId => 16,
             Field::Led => 2,
+            Field::DeviceKey => MAX_DEVICE_KEY_LEN,
         }
     }
 
@@ -66,6 +76,7 @@ impl Field {
             Field::Token => "device token",
             Field::ClientId => "Client-Id",
             Field::Led => "LED setting",
+            Field::DeviceKey => "device key",
         }
     }
 }
@@ -75,6 +86,11 @@ impl fmt::Display for Field {
         f.write_str(self.name())
     }
 }
+
+/// The shortest device key (a shorter one is guessable).
+pub const MIN_DEVICE_KEY_LEN: usize = 16;
+/// The longest device key (the hub takes up to 128).
+pub const MAX_DEVICE_KEY_LEN: usize = 64;
 
 /// The status LED the brightness tool drives (LEDC PWM).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,6 +114,9 @@ pub struct Provisioning {
     pub client_id: Option<[u8; 16]>,
     /// Overrides the board's default LED pin.
     pub led: Option<LedConfig>,
+    /// The secret sent as `Mcpdev-Device-Key` with OTA check-ins and `/activate` polls, which the
+    /// hub binds the admission request to. Empty: none (records from older hosts).
+    pub device_key: String,
 }
 
 /// Secrets stay out of logs.
@@ -110,6 +129,7 @@ impl fmt::Debug for Provisioning {
             .field("token", &Redacted(self.token.len()))
             .field("client_id", &self.client_id.as_ref().map(crate::format_uuid))
             .field("led", &self.led)
+            .field("device_key", &Redacted(self.device_key.len()))
             .finish()
     }
 }
@@ -262,6 +282,14 @@ fn check(field: Field, value: &[u8]) -> Result<(), Problem> {
                 return Err(Problem::Invalid("a Client-Id is a 16-byte UUID"));
             }
         }
+        Field::DeviceKey => {
+            if value.len() < MIN_DEVICE_KEY_LEN {
+                return Err(Problem::Invalid("a device key has 16 to 64 characters"));
+            }
+            if !value.iter().all(u8::is_ascii_graphic) {
+                return Err(Problem::Invalid("a device key is visible ASCII only (no spaces or controls)"));
+            }
+        }
         Field::Led => {
             if value.len() != 2 {
                 return Err(Problem::Invalid("the LED setting is 2 bytes: GPIO, flags"));
@@ -291,6 +319,9 @@ impl Provisioning {
         }
         if let Some(led) = self.led {
             v.push((Field::Led, alloc::vec![led.gpio, u8::from(led.active_low)]));
+        }
+        if !self.device_key.is_empty() {
+            v.push((Field::DeviceKey, self.device_key.as_bytes().to_vec()));
         }
         v
     }
@@ -400,7 +431,7 @@ pub fn decode(bytes: &[u8]) -> Result<Provisioning, DecodeError> {
             Problem::TooLong { len, max } => DecodeError::FieldTooLong { field, len, max },
             Problem::Invalid(reason) => DecodeError::InvalidValue { field, reason },
         })?;
-        // `check` has verified UTF-8 for the text fields and ASCII for the token.
+        // `check` has verified UTF-8 for the text fields and ASCII for the token and the key.
         let text = || String::from(core::str::from_utf8(value).unwrap_or_default());
         match field {
             Field::WifiSsid => p.wifi_ssid = text(),
@@ -413,6 +444,7 @@ pub fn decode(bytes: &[u8]) -> Result<Provisioning, DecodeError> {
                 p.client_id = Some(id);
             }
             Field::Led => p.led = Some(LedConfig { gpio: value[0], active_low: value[1] & 1 != 0 }),
+            Field::DeviceKey => p.device_key = text(),
         }
     }
     for required in [Field::WifiSsid, Field::HubUrl] {

@@ -15,6 +15,7 @@ fn full() -> Provisioning {
         token: "s3cr3t-token".into(),
         client_id: Some([0x11; 16]),
         led: Some(LedConfig { gpio: 8, active_low: true }),
+        device_key: "k3y-0123456789abcdef".into(),
     }
 }
 
@@ -136,8 +137,14 @@ fn length_beyond_a_sector() {
 
 #[test]
 fn over_long_fields_are_refused_by_both_sides() {
-    let cases: [(Field, usize); 5] =
-        [(Field::WifiSsid, 33), (Field::WifiPassword, 65), (Field::HubUrl, 257), (Field::Token, 1025), (Field::ClientId, 17)];
+    let cases: [(Field, usize); 6] = [
+        (Field::WifiSsid, 33),
+        (Field::WifiPassword, 65),
+        (Field::HubUrl, 257),
+        (Field::Token, 1025),
+        (Field::ClientId, 17),
+        (Field::DeviceKey, 65),
+    ];
     for (field, len) in cases {
         let value = vec![b'a'; len];
         let mut fields: Vec<(u8, &[u8])> = vec![(1, b"ssid"), (3, b"ws://hub/")];
@@ -155,6 +162,9 @@ fn over_long_fields_are_refused_by_both_sides() {
     let mut p = minimal();
     p.token = "t".repeat(1025);
     assert_eq!(p.encode(), Err(EncodeError::FieldTooLong { field: Field::Token, len: 1025, max: 1024 }));
+    let mut p = minimal();
+    p.device_key = "k".repeat(65);
+    assert_eq!(p.encode(), Err(EncodeError::FieldTooLong { field: Field::DeviceKey, len: 65, max: 64 }));
 }
 
 #[test]
@@ -183,7 +193,7 @@ fn malformed_duplicate_and_missing_fields() {
 
 #[test]
 fn invalid_values() {
-    let bad: [(u8, &[u8], Field); 9] = [
+    let bad: [(u8, &[u8], Field); 15] = [
         (1, b"", Field::WifiSsid),
         (1, b"\xff\xfe", Field::WifiSsid),
         (2, b"short", Field::WifiPassword),
@@ -193,6 +203,12 @@ fn invalid_values() {
         (4, b"line\r\nX-Injected: 1", Field::Token),
         (5, &[0; 15], Field::ClientId),
         (6, &[8, 2], Field::Led),
+        (7, b"", Field::DeviceKey),
+        (7, b"fifteen-chars-x", Field::DeviceKey),
+        (7, b"has a space in the key", Field::DeviceKey),
+        (7, b"0123456789abcdef\r\nX-Injected: 1", Field::DeviceKey),
+        (7, b"0123456789abcdef\x1b[2J", Field::DeviceKey),
+        (7, "0123456789abcdef\u{e9}".as_bytes(), Field::DeviceKey),
     ];
     for (tag, value, field) in bad {
         let mut fields: Vec<(u8, &[u8])> = vec![(1, b"ssid"), (3, b"ws://hub/")];
@@ -211,6 +227,30 @@ fn invalid_values() {
     p.wifi_password = "0123456789abcdef".repeat(4);
     p.token = "Bearer abc".into();
     assert_eq!(decode(&p.encode().unwrap()).unwrap(), p);
+    // The encoder applies the device key's rule too, and takes both ends of its range.
+    for bad in ["short-key", "0123456789abcdef\n", "0123456789 abcdef"] {
+        let mut p = minimal();
+        p.device_key = bad.into();
+        assert!(matches!(p.encode(), Err(EncodeError::InvalidValue { field: Field::DeviceKey, .. })), "{bad:?}");
+    }
+    for good in ["k".repeat(16), "~".repeat(64)] {
+        let mut p = minimal();
+        p.device_key = good;
+        assert_eq!(decode(&p.encode().unwrap()).unwrap(), p);
+    }
+}
+
+#[test]
+fn a_record_from_an_older_host_has_no_device_key() {
+    let p = decode(&raw(1, &[(1, b"ssid"), (3, b"ws://hub/")])).unwrap();
+    assert_eq!(p.device_key, "");
+    assert_eq!(p.client_id, None);
+    // And the key is written as tag 07, after the fields older readers know.
+    let mut p = minimal();
+    p.device_key = "0123456789abcdef".into();
+    let bytes = p.encode().unwrap();
+    let tail = &bytes[bytes.len() - 4 - 19..bytes.len() - 4];
+    assert_eq!(tail, b"\x07\x10\x000123456789abcdef");
 }
 
 #[test]
@@ -223,7 +263,8 @@ fn unknown_tags_from_a_newer_host_are_skipped() {
 #[test]
 fn debug_output_hides_the_secrets() {
     let text = format!("{:?}", full());
-    assert!(!text.contains("correct horse") && !text.contains("s3cr3t"), "{text}");
+    assert!(!text.contains("correct horse") && !text.contains("s3cr3t") && !text.contains("k3y-"), "{text}");
+    assert!(text.contains("device_key: (20 bytes, redacted)"), "{text}");
     assert!(text.contains("home-net"));
     let mut p = full();
     p.hub_url = "ws://hub/x?token=abc".into();
@@ -255,6 +296,7 @@ proptest! {
         token in text(1024),
         client_id in proptest::option::of(any::<[u8; 16]>()),
         led in proptest::option::of((0u8..=30, any::<bool>())),
+        device_key in prop_oneof![Just(String::new()), "[!-~]{16,64}"],
     ) {
         let p = Provisioning {
             wifi_ssid: ssid,
@@ -263,6 +305,7 @@ proptest! {
             token,
             client_id,
             led: led.map(|(gpio, active_low)| LedConfig { gpio, active_low }),
+            device_key,
         };
         let bytes = p.encode().unwrap();
         prop_assert!(bytes.len() <= MAX_RECORD_LEN);

@@ -17,6 +17,10 @@
 //! connection task catches its own failure, and the accept loop is supervised
 //! ([`RunningBroker::stopped`]).
 //!
+//! The owner hears when a device's connection starts and ends ([`ClientEvent`], through
+//! [`BrokerConfig::events`]): the event is queued before the CONNACK is, so it comes before
+//! anything the connection publishes; a full queue drops the event, and that is logged.
+//!
 //! Packets are read and written with rumqttc's codec.
 
 pub mod acl;
@@ -54,6 +58,27 @@ pub struct BrokerConfig {
     /// The largest packet accepted or sent.
     pub max_packet: usize,
     pub limits: Limits,
+    /// Where device clients' connections starting and ending are told (`None`: nowhere).
+    pub events: Option<mpsc::Sender<ClientEvent>>,
+}
+
+/// A device client's connection (a [`Role::Device`]) started or ended. `conn` tells one
+/// connection of a client id from the next: a connection taken over ends after the new one
+/// started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientEvent {
+    Connected { client_id: String, conn: u64 },
+    Closed { client_id: String, conn: u64 },
+}
+
+/// Queues an event without waiting; a full queue loses it, logged.
+fn tell(events: Option<&mpsc::Sender<ClientEvent>>, event: ClientEvent) {
+    if let Some(tx) = events
+        && tx.try_send(event).is_err()
+        && !tx.is_closed()
+    {
+        warn_limited!("embedded broker: the hub is behind on connection events; one was dropped");
+    }
 }
 
 impl std::fmt::Debug for BrokerConfig {
@@ -67,6 +92,19 @@ pub struct RunningBroker {
     pub addr: SocketAddr,
     /// `None` while the accept loop serves; `Some(why)` once it ended (already logged as an error).
     pub stopped: watch::Receiver<Option<String>>,
+    /// Reaches the broker's clients from outside (a revocation).
+    pub clients: Clients,
+}
+
+/// The embedded broker's clients, for the hub.
+#[derive(Clone)]
+pub struct Clients(Shared);
+
+impl Clients {
+    /// Disconnects `device_id`'s clients at once; see [`State::kick_device`].
+    pub fn kick_device(&self, device_id: &str) -> usize {
+        lock(&self.0).kick_device(device_id)
+    }
 }
 
 type Shared = Arc<Mutex<State>>;
@@ -83,6 +121,7 @@ pub async fn start(cfg: BrokerConfig) -> std::io::Result<RunningBroker> {
     let addr = listener.local_addr()?;
     let state: Shared = Arc::new(Mutex::new(State::new(cfg.limits.clone())));
     let cfg = Arc::new(cfg);
+    let clients = Clients(state.clone());
     let accept = tokio::spawn(async move {
         loop {
             match listener.accept().await {
@@ -113,7 +152,7 @@ pub async fn start(cfg: BrokerConfig) -> std::io::Result<RunningBroker> {
         stopped_tx.send_replace(Some(why));
     });
     info!(%addr, "embedded MQTT broker listening");
-    Ok(RunningBroker { addr, stopped })
+    Ok(RunningBroker { addr, stopped, clients })
 }
 
 fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
@@ -145,12 +184,15 @@ async fn refuse(wr: &mut tokio::net::tcp::OwnedWriteHalf, code: ConnectReturnCod
     }
 }
 
-/// Removes the client from the state if its task ends without [`Registered::end`] (a panic).
+/// Removes the client from the state if its task ends without [`Registered::end`] (a panic),
+/// and tells a device's end either way.
 struct Registered {
     state: Shared,
     client_id: String,
     conn: u64,
     ended: bool,
+    /// Set for a device client.
+    events: Option<mpsc::Sender<ClientEvent>>,
 }
 
 impl Registered {
@@ -165,6 +207,7 @@ impl Drop for Registered {
         if !self.ended {
             lock(&self.state).end(&self.client_id, self.conn, true);
         }
+        tell(self.events.as_ref(), ClientEvent::Closed { client_id: std::mem::take(&mut self.client_id), conn: self.conn });
     }
 }
 
@@ -200,6 +243,7 @@ async fn serve(state: Shared, cfg: Arc<BrokerConfig>, stream: TcpStream, remote:
     let client_id = if connect.client_id.is_empty() { format!("anon-{}", uuid::Uuid::new_v4().simple()) } else { connect.client_id.clone() };
     let (tx, mut rx) = mpsc::channel::<Packet>(cfg.limits.queue_for(&role));
     let (kick_tx, mut kick_rx) = oneshot::channel();
+    let device = matches!(role, Role::Device { .. });
     let connected = lock(&state).connect(&client_id, &connect, role, tx, kick_tx);
     let conn = match connected {
         Ok(conn) => conn,
@@ -208,7 +252,10 @@ async fn serve(state: Shared, cfg: Arc<BrokerConfig>, stream: TcpStream, remote:
             return refuse(&mut wr, code).await;
         }
     };
-    let registered = Registered { state: state.clone(), client_id: client_id.clone(), conn, ended: false };
+    // Told before the writer starts, so before the client has its CONNACK.
+    let events = cfg.events.clone().filter(|_| device);
+    tell(events.as_ref(), ClientEvent::Connected { client_id: client_id.clone(), conn });
+    let registered = Registered { state: state.clone(), client_id: client_id.clone(), conn, ended: false, events };
     debug!(%remote, client = %client_id, "embedded broker: client connected");
     let max = cfg.max_packet;
     let mut writer = tokio::spawn(async move {

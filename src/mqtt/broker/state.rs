@@ -160,7 +160,29 @@ impl State {
         // Stock firmware never subscribes: subscribe it to its downlink, as EMQX auto_subscribe would.
         let subs = if topics::valid_key(client_id) { HashSet::from([topics::downlink(client_id)]) } else { HashSet::new() };
         self.clients.insert(client_id.to_string(), Client { conn, role, tx, subs, shared: HashSet::new(), kick: Some(kick), will });
+        crate::metrics::set_broker_clients(self.clients.len());
         Ok(conn)
+    }
+
+    /// Disconnects every device client whose client id names `device_id` (a revocation; no
+    /// will is published) and returns how many there were. Its later CONNECTs are refused by the
+    /// authentication hook.
+    pub fn kick_device(&mut self, device_id: &str) -> usize {
+        let ids: Vec<String> = self
+            .clients
+            .iter()
+            .filter(|(_, c)| matches!(&c.role, Role::Device { client_id } if topics::device_id_of(client_id).as_deref() == Some(device_id)))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &ids {
+            if let Some(mut c) = self.clients.remove(id) {
+                if let Some(k) = c.kick.take() {
+                    let _ = k.send(());
+                }
+                self.leave_groups(id, &c.shared);
+            }
+        }
+        ids.len()
     }
 
     /// The connection `conn` of `client_id` ended; unless it said goodbye (or was taken over or
@@ -170,6 +192,7 @@ impl State {
             return;
         }
         let Some(c) = self.clients.remove(client_id) else { return };
+        crate::metrics::set_broker_clients(self.clients.len());
         self.leave_groups(client_id, &c.shared);
         if !goodbye && let Some(w) = c.will {
             self.route(&w.topic, w.payload, w.retain);
@@ -198,7 +221,10 @@ impl State {
                     QoS::AtLeastOnce => reply(Packet::PubAck(PubAck::new(p.pkid))),
                     QoS::ExactlyOnce => reply(Packet::PubRec(PubRec::new(p.pkid))),
                 };
-                self.route(&p.topic, p.payload, p.retain);
+                // A device's uplink is a live message, never state to replay: a retained one would be
+                // handed to every hub that subscribes later (a stale hello, a stale answer).
+                let retain = p.retain && matches!(role, Role::Hub);
+                self.route(&p.topic, p.payload, retain);
                 next
             }
             Packet::PubRel(r) => reply(Packet::PubComp(PubComp::new(r.pkid))),
@@ -360,6 +386,7 @@ impl State {
     /// Disconnects a client now (no will).
     fn kick(&mut self, client_id: &str, why: &str) {
         let Some(mut c) = self.clients.remove(client_id) else { return };
+        crate::metrics::set_broker_clients(self.clients.len());
         warn_limited!(client = %client_id, why, "embedded broker: disconnecting a client");
         if let Some(k) = c.kick.take() {
             let _ = k.send(());

@@ -156,6 +156,33 @@ fn what_a_client_can_make_the_broker_hold_is_bounded() {
     assert_eq!(s.client_count(), 2);
 }
 
+/// Floods a device can send: retained uplinks are not kept (so a flood holds nothing and no hub
+/// gets a stale one later), and QoS 2 publishes are answered without the broker holding any
+/// state, until the device stops reading its answers and is disconnected.
+#[test]
+fn a_device_cannot_make_the_broker_keep_retained_or_qos2_state() {
+    let mut s = State::new(Limits::default());
+    let dev = join(&mut s, DEV, device(DEV), None).unwrap();
+    let up = format!("mcpdev/up/{DEV}");
+    for _ in 0..100 {
+        assert_eq!(publish(&mut s, &dev, &up, true), Next::Continue);
+    }
+    assert_eq!(s.retained_count(), 0, "a device's retained uplink is not kept");
+    let mut hub = join(&mut s, "hub", Role::Hub, None).unwrap();
+    assert_eq!(subscribe(&mut s, &mut hub, &["mcpdev/up/+"]), [OK]);
+    assert!(hub.topics().is_empty(), "a hub subscribing later gets no stale uplink");
+    let mut next = Next::Continue;
+    for pkid in 1..=(Limits::default().device_queue as u16 + 10) {
+        let mut p = Publish::new(&up, QoS::ExactlyOnce, "x");
+        p.pkid = pkid;
+        next = s.handle(DEV, dev.conn, Packet::Publish(p));
+        if next != Next::Continue {
+            break;
+        }
+    }
+    assert!(matches!(next, Next::Close(_)), "a device that never reads its PUBRECs is disconnected: {next:?}");
+}
+
 #[test]
 fn takeover_and_unsubscribe() {
     let mut s = State::new(Limits::default());

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Issue 24: what the first `/mcp` tools/call after a device joins or leaves costs the hub.
+
+Starts `mcpdev serve` and `mcpdev sim --count N` (the stock tools: 4 each), opens one MCP session
+that lists every tool (as a host does), then 20 times: one more device joins (a second `sim`),
+the first call after it is timed, a steady call is timed, the device leaves, and the first call
+after that is timed. Prints the medians of the calls' wall time, and the hub's CPU time (utime +
+stime, counted in clock ticks, so summed over the 20 calls of a kind and divided) per first call
+after a join and per steady call.
+
+    benches/mcp_first_call.py target/release/mcpdev 10000
+"""
+
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+class Mcp:
+    def __init__(self, host):
+        self.conn = http.client.HTTPConnection(host)
+        self.headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        self.id = 0
+        self.rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}, keep=True)
+        self.rpc(None, None)
+
+    def rpc(self, method, params, keep=False):
+        if method is None:
+            body = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        else:
+            self.id += 1
+            body = {"jsonrpc": "2.0", "id": self.id, "method": method, "params": params}
+        self.conn.request("POST", "/mcp", json.dumps(body), self.headers)
+        resp = self.conn.getresponse()
+        data = resp.read().decode()
+        if keep:
+            self.headers["Mcp-Session-Id"] = resp.getheader("Mcp-Session-Id")
+        for line in data.splitlines():
+            if line.startswith("data:") and line[5:].strip():
+                return json.loads(line[5:])
+        return json.loads(data) if data.strip() else None
+
+    def devices(self):
+        r = self.rpc("tools/call", {"name": "list_devices", "arguments": {}})
+        return r["result"]["structuredContent"]["devices"]
+
+
+def main():
+    binary, n = sys.argv[1], int(sys.argv[2])
+    state = tempfile.mkdtemp()
+    env = {"MCPDEV_STATE_DIR": state, "MCPDEV_RUNTIME_DIR": state, "PATH": "/usr/bin:/bin"}
+    hub = subprocess.Popen([binary, "serve", "--json", "--approve-all", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0",
+                            "--max-pre-hello-per-peer", "100000", "--max-pre-hello", "100000"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    procs = [hub]
+    try:
+        info = json.loads(hub.stdout.readline())
+        host = info["host"].split("://")[1]
+        procs.append(subprocess.Popen([binary, "sim", "--url", info["devices"], "--count", str(n), "--device-id", "02:00:00:00:00:00"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
+        mcp = Mcp(host)
+        while sum(d["phase"] == "ready" for d in mcp.devices()) < n:
+            time.sleep(0.5)
+        cursor, listed = None, 0
+        while True:
+            r = mcp.rpc("tools/list", {"cursor": cursor} if cursor else {})
+            listed += len(r["result"]["tools"])
+            cursor = r["result"].get("nextCursor")
+            if not cursor:
+                break
+        last = "dev-" + "02000000" + f"{n - 1:04x}" + ".self.audio_speaker.set_volume"
+        call = lambda: mcp.rpc("tools/call", {"name": last, "arguments": {"volume": 40}})
+        call()
+        first_join, steady, first_leave, cpu_join, cpu_steady = [], [], [], 0.0, 0.0
+        for k in range(20):
+            joiner = subprocess.Popen([binary, "sim", "--url", info["devices"], "--device-id", f"02:00:00:ff:00:{k:02x}"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+            # Waited for through the control API: an MCP request would apply the join itself.
+            subprocess.run([binary, "tools", "list", "-d", f"02:00:00:ff:00:{k:02x}", "--wait", "30s", "--json"], env={**env, "MCPDEV_HUB": info["host"]},
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            time.sleep(2)  # the device's confirmation re-list (1.5 s) is over: only the join is left to apply
+            c0, t0 = cpu_s(hub.pid), time.perf_counter()
+            call()
+            first_join.append(time.perf_counter() - t0)
+            cpu_join += cpu_s(hub.pid) - c0
+            c0, t0 = cpu_s(hub.pid), time.perf_counter()
+            call()
+            steady.append(time.perf_counter() - t0)
+            cpu_steady += cpu_s(hub.pid) - c0
+            joiner.kill()
+            joiner.wait()
+            while subprocess.run([binary, "tools", "list", "-d", f"02:00:00:ff:00:{k:02x}", "--json"], env={**env, "MCPDEV_HUB": info["host"]},
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+                time.sleep(0.05)
+            t0 = time.perf_counter()
+            call()
+            first_leave.append(time.perf_counter() - t0)
+        ms = lambda xs: round(statistics.median(xs) * 1000, 2)
+        print(json.dumps({"devices": n, "tools_listed": listed, "first_call_after_join_ms": ms(first_join),
+                          "steady_call_ms": ms(steady), "first_call_after_leave_ms": ms(first_leave),
+                          "hub_cpu_per_first_call_after_join_ms": round(cpu_join / 20 * 1000, 2),
+                          "hub_cpu_per_steady_call_ms": round(cpu_steady / 20 * 1000, 2)}))
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,514 @@
+// mcpdev dashboard. Every string that came from a device is written with textContent (through
+// el() and txt()), never parsed as HTML; control characters and bidi overrides are shown escaped.
+'use strict';
+(() => {
+  const SVG = 'http://www.w3.org/2000/svg';
+  const session = { csrf: null, header: 'x-mcpdev-csrf' };
+  let cleanup = [];
+
+  // C0/C1 controls (but tab and newline), DEL, and bidi controls, shown as \u{…} escapes.
+  const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  const visible = (s) => String(s ?? '').replace(HIDDEN, (c) => '\\u{' + c.charCodeAt(0).toString(16).padStart(2, '0') + '}');
+  const txt = (s) => document.createTextNode(visible(s));
+
+  // An element; `props`: class, text, attrs (never on* attributes), and children after it.
+  function el(tag, props, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'class') e.className = v;
+      else if (k === 'text') e.textContent = visible(v);
+      else if (k.startsWith('on')) throw new Error('no inline handlers');
+      else e.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const c of children.flat()) {
+      if (c === undefined || c === null || c === false) continue;
+      e.append(typeof c === 'string' || typeof c === 'number' ? txt(c) : c);
+    }
+    return e;
+  }
+  const json = (v) => JSON.stringify(v, null, 2);
+  const pre = (v) => el('pre', { text: typeof v === 'string' ? v : json(v) });
+  const status = (msg) => { document.getElementById('status').textContent = visible(msg || ''); };
+  const ago = (ms) => {
+    if (!ms) return '';
+    const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
+    if (s < 60) return s + ' s ago';
+    if (s < 3600) return Math.round(s / 60) + ' min ago';
+    return Math.round(s / 3600) + ' h ago';
+  };
+  const since = (ms) => ms ? el('time', { datetime: new Date(ms).toISOString(), title: new Date(ms).toLocaleString(), text: ago(ms) }) : '';
+  const bytes = (n) => n > 1 << 20 ? (n / (1 << 20)).toFixed(1) + ' MiB' : n > 1024 ? (n / 1024).toFixed(1) + ' KiB' : n + ' B';
+
+  async function request(method, path, body) {
+    const headers = { accept: 'application/json' };
+    if (method !== 'GET') {
+      headers['content-type'] = 'application/json';
+      if (session.csrf) headers[session.header] = session.csrf;
+    }
+    const r = await fetch(path, { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) });
+    if (r.status === 401) { location.reload(); throw new Error('logged out'); }
+    const data = await r.json().catch(() => ({}));
+    if (!r.ok) { const e = new Error(data.error || r.statusText); e.status = r.status; e.body = data; throw e; }
+    return data;
+  }
+  const get = (path) => request('GET', path);
+  const post = (path, body) => request('POST', path, body);
+
+  // Repeats `fn` every `ms` while the page is shown (one run at a time).
+  function every(ms, fn) {
+    let stop = false, timer = null;
+    const run = async () => {
+      try { await fn(); status(''); } catch (e) { if (!stop) status(e.message); }
+      if (!stop) timer = setTimeout(run, ms);
+    };
+    run();
+    cleanup.push(() => { stop = true; clearTimeout(timer); });
+  }
+
+  function spark(values, cls) {
+    const svg = document.createElementNS(SVG, 'svg');
+    svg.setAttribute('class', cls || 'spark');
+    svg.setAttribute('viewBox', '0 0 100 20');
+    svg.setAttribute('preserveAspectRatio', 'none');
+    svg.setAttribute('role', 'img');
+    const max = Math.max(1, ...values);
+    const n = Math.max(values.length - 1, 1);
+    const line = document.createElementNS(SVG, 'polyline');
+    line.setAttribute('points', values.map((v, i) => `${(i / n * 100).toFixed(2)},${(19 - v / max * 18).toFixed(2)}`).join(' '));
+    svg.append(line);
+    const label = document.createElementNS(SVG, 'title');
+    label.textContent = values.length ? `latest ${values[values.length - 1]}, max ${max}` : 'no data';
+    svg.append(label);
+    return svg;
+  }
+
+  // ---- Devices --------------------------------------------------------------------------
+  const listState = { q: '', state: '', offset: 0, limit: 50 };
+
+  function devicesPage(main) {
+    const search = el('input', { type: 'search', id: 'q', placeholder: 'id, alias, transport, state', 'aria-label': 'Search devices' });
+    search.value = listState.q;
+    const state = el('select', { id: 'state-filter', 'aria-label': 'Filter by state' },
+      ['', 'ready', 'initializing', 'listing', 'awaiting_hello'].map((s) => el('option', { value: s, text: s || 'every state' })));
+    state.value = listState.state;
+    const prev = el('button', { type: 'button', text: '← Previous' });
+    const next = el('button', { type: 'button', text: 'Next →' });
+    const count = el('span', { class: 'muted', id: 'device-count' });
+    const body = el('tbody', { id: 'device-rows' });
+    const table = el('table', { 'aria-label': 'Connected devices' },
+      el('thead', {}, el('tr', {}, ['Device', 'Alias', 'Transport', 'State', 'Tools', 'Connected', 'Address', 'Calls', 'Errors', 'p50', 'p99', 'Latency']
+        .map((h, i) => el('th', { scope: 'col', class: i >= 7 && i <= 10 ? 'num' : undefined, text: h })))), body);
+    main.replaceChildren(el('h1', { text: 'Devices' }), el('div', { class: 'toolbar' }, search, state, prev, next, count), table);
+    let refresh = () => {};
+    search.addEventListener('input', () => { listState.q = search.value; listState.offset = 0; refresh(); });
+    state.addEventListener('change', () => { listState.state = state.value; listState.offset = 0; refresh(); });
+    prev.addEventListener('click', () => { listState.offset = Math.max(0, listState.offset - listState.limit); refresh(); });
+    next.addEventListener('click', () => { listState.offset += listState.limit; refresh(); });
+    let seq = 0;
+    refresh = async () => {
+      const mine = ++seq;
+      const p = new URLSearchParams({ offset: listState.offset, limit: listState.limit, q: listState.q, state: listState.state });
+      const data = await get('/dashboard/api/devices?' + p);
+      if (mine !== seq) return;
+      const first = data.matched ? data.offset + 1 : 0;
+      count.textContent = `${first}–${data.offset + data.devices.length} of ${data.matched} matching (${data.total} connected)`;
+      prev.disabled = data.offset === 0;
+      next.disabled = data.offset + data.devices.length >= data.matched;
+      body.replaceChildren(...data.devices.map((d) => el('tr', { 'data-device': d.id },
+        el('td', {}, el('a', { href: '#/device/' + encodeURIComponent(d.id), text: d.id })),
+        el('td', { text: d.alias || '' }),
+        el('td', { text: d.transport }),
+        el('td', { class: 'state-' + d.state, text: d.state, title: d.onboarding_error || undefined }),
+        el('td', { class: 'num', text: d.tools }),
+        el('td', {}, since(d.connected_at_ms)),
+        el('td', { text: d.remote || '' }),
+        el('td', { class: 'num', text: d.calls.calls }),
+        el('td', { class: 'num' + (d.calls.errors ? ' bad' : ''), text: d.calls.errors }),
+        el('td', { class: 'num', text: d.calls.p50_ms == null ? '' : '≤' + d.calls.p50_ms + ' ms' }),
+        el('td', { class: 'num', text: d.calls.p99_ms == null ? '' : '≤' + d.calls.p99_ms + ' ms' }),
+        el('td', {}, spark(d.calls.recent_ms)))));
+      document.body.dataset.rendered = 'devices';
+    };
+    every(1000, () => refresh());
+  }
+
+  // ---- One device -----------------------------------------------------------------------
+  const typeOf = (s) => { const t = Array.isArray(s.type) ? s.type.find((x) => x !== 'null') : s.type; return t || (s.enum ? 'enum' : 'any'); };
+
+  // A form for one tool, built from its inputSchema; it sends `k=v` words, typed and validated
+  // on the hub by the CLI's own code.
+  function toolForm(deviceId, tool) {
+    const schema = tool.inputSchema || {};
+    const props = schema.properties || {};
+    const required = new Set(schema.required || []);
+    const fid = 'tool-' + Math.random().toString(36).slice(2);
+    const fields = [];
+    const form = el('form', { class: 'tool', novalidate: true, 'data-tool': tool.name, 'aria-labelledby': fid + '-name' });
+    form.append(el('h3', { id: fid + '-name' }, el('code', { text: tool.name })));
+    if (tool.description) form.append(el('p', { class: 'muted', text: tool.description }));
+    for (const [name, prop] of Object.entries(props)) {
+      const id = `${fid}-${fields.length}`;
+      const type = typeOf(prop);
+      const hintParts = [];
+      let input;
+      if (Array.isArray(prop.enum)) {
+        input = el('select', { id, name }, required.has(name) ? null : el('option', { value: '', text: '(not set)' }),
+          prop.enum.map((v) => el('option', { value: typeof v === 'string' ? v : JSON.stringify(v), text: typeof v === 'string' ? v : JSON.stringify(v) })));
+        hintParts.push('one of: ' + prop.enum.map((v) => typeof v === 'string' ? v : JSON.stringify(v)).join(', '));
+      } else if (type === 'boolean') {
+        input = el('input', { id, name, type: 'checkbox', role: 'switch', class: 'switch' });
+        input.addEventListener('change', () => { input.dataset.touched = '1'; });
+      } else if (type === 'integer' || type === 'number') {
+        input = el('input', { id, name, type: 'number', inputmode: type === 'integer' ? 'numeric' : 'decimal', step: type === 'integer' ? '1' : 'any',
+          min: prop.minimum, max: prop.maximum });
+        const lo = prop.minimum ?? prop.exclusiveMinimum, hi = prop.maximum ?? prop.exclusiveMaximum;
+        hintParts.push(type + (lo !== undefined || hi !== undefined ? ` ${lo ?? '…'}..${hi ?? '…'}` : ''));
+      } else if (type === 'string') {
+        input = el('input', { id, name, type: 'text', autocomplete: 'off', spellcheck: 'false' });
+        hintParts.push('text' + (prop.maxLength !== undefined ? `, at most ${prop.maxLength} characters` : ''));
+      } else {
+        input = el('textarea', { id, name, rows: 2, spellcheck: 'false' });
+        hintParts.push(type + ' as JSON');
+      }
+      if (prop.default !== undefined && input.type !== 'checkbox') input.placeholder = String(typeof prop.default === 'string' ? prop.default : JSON.stringify(prop.default));
+      if (prop.default === true && input.type === 'checkbox') input.checked = true;
+      const err = el('span', { class: 'field-error', id: id + '-error', role: 'alert' });
+      input.setAttribute('aria-describedby', id + '-hint ' + id + '-error');
+      const label = el('label', { for: id }, el('code', { text: name }), required.has(name) ? ' *' : '');
+      const hint = el('span', { class: 'hint', id: id + '-hint' }, prop.description ? visible(prop.description) + ' — ' : '', hintParts.join('; '));
+      form.append(el('div', { class: 'field' }, label, input, hint, err));
+      fields.push({ name, type, input, err, required: required.has(name), isJson: input.tagName === 'TEXTAREA' });
+    }
+    if (!fields.length) form.append(el('p', { class: 'muted', text: 'No arguments.' }));
+    const formError = el('span', { class: 'form-error', role: 'alert' });
+    const submit = el('button', { type: 'submit', class: 'primary', text: 'Call' });
+    const result = el('div', { class: 'result', 'aria-live': 'polite' });
+    form.append(el('div', {}, submit, ' ', formError), result);
+
+    const words = () => fields.flatMap((f) => {
+      if (f.input.type === 'checkbox') return f.required || f.input.dataset.touched ? [`${f.name}=${f.input.checked}`] : [];
+      const v = f.input.value;
+      if (v === '') return [];
+      return [f.isJson ? `${f.name}:=${v}` : `${f.name}=${v}`];
+    });
+    const clearErrors = () => { fields.forEach((f) => { f.err.textContent = ''; f.input.removeAttribute('aria-invalid'); }); formError.textContent = ''; };
+    const showErrors = (errors) => {
+      clearErrors();
+      for (const e of errors || []) {
+        const top = String(e.argument || '').split(/[.[]/)[0];
+        const f = fields.find((x) => x.name === top);
+        if (f) { f.err.textContent = visible(e.text); f.input.setAttribute('aria-invalid', 'true'); } else { formError.textContent = visible(e.text); }
+      }
+    };
+    const body = () => ({ device: deviceId, tool: tool.name, words: words() });
+    form.addEventListener('change', async () => {
+      try { await post('/dashboard/api/validate', body()); clearErrors(); } catch (e) { if (e.status === 422) showErrors(e.body.errors); }
+    });
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      submit.disabled = true;
+      result.replaceChildren(el('span', { class: 'muted', text: 'calling…' }));
+      try {
+        const r = await post('/dashboard/api/call', body());
+        clearErrors();
+        result.replaceChildren(renderResult(r.result, r.latency_ms));
+      } catch (e) {
+        if (e.status === 422) { showErrors(e.body.errors); result.replaceChildren(el('span', { class: 'muted', text: 'Nothing was sent.' })); } else { result.replaceChildren(el('span', { class: 'bad', text: e.message })); }
+      } finally { submit.disabled = false; }
+    });
+    return form;
+  }
+
+  const IMAGE = /^image\/(png|jpeg|gif|webp)$/;
+  function renderResult(result, latency) {
+    const out = el('div', { class: 'result-body', 'data-is-error': result && result.isError ? 'true' : 'false' });
+    out.append(el('p', { class: result && result.isError ? 'bad' : 'muted', text: (result && result.isError ? 'The tool reported an error' : 'Result') + ` in ${latency.toFixed(1)} ms` }));
+    const content = result && Array.isArray(result.content) ? result.content : null;
+    if (!content) { out.append(pre(result)); return out; }
+    for (const block of content) {
+      if (block && block.type === 'text') {
+        let parsed = null;
+        try { parsed = JSON.parse(block.text); } catch (_) { /* plain text */ }
+        out.append(parsed !== null && typeof parsed === 'object' ? pre(parsed) : pre(String(block.text)));
+      } else if (block && block.type === 'image' && IMAGE.test(block.mimeType || '') && /^[A-Za-z0-9+/=]*$/.test(block.data || '')) {
+        out.append(el('img', { src: `data:${block.mimeType};base64,${block.data}`, alt: 'image result' }));
+      } else {
+        out.append(pre(block));
+      }
+    }
+    if (result.structuredContent !== undefined) out.append(el('h4', { text: 'structuredContent' }), pre(result.structuredContent));
+    return out;
+  }
+
+  function trafficPane(deviceId, info) {
+    const rows = el('tbody', { id: 'traffic-rows' });
+    const byId = new Map();
+    let recording = null;
+    const record = el('button', { type: 'button', id: 'record', text: 'Record' });
+    const note = el('span', { class: 'muted' });
+    record.addEventListener('click', () => {
+      if (!recording) {
+        recording = [JSON.stringify({ ts: new Date().toISOString(), direction: 'identity', device_id: info.device_id, client_id: info.client_id ?? null,
+          protocol_version: info.protocol_version, transport: info.transport, hello: info.hello })];
+        record.textContent = 'Stop and download';
+        note.textContent = 'recording…';
+        return;
+      }
+      const blob = new Blob([recording.join('\n') + '\n'], { type: 'application/x-ndjson' });
+      const a = el('a', { href: URL.createObjectURL(blob), download: `mcpdev-${deviceId.replace(/[^0-9a-z]/gi, '')}-${Date.now()}.ndjson` });
+      document.body.append(a); a.click(); a.remove();
+      note.textContent = `${recording.length - 1} frames saved (the format of watch --record; replay with mcpdev sim --replay)`;
+      recording = null;
+      record.textContent = 'Record';
+    });
+    const pane = el('section', { class: 'panel', 'aria-labelledby': 'traffic-h' },
+      el('h2', { id: 'traffic-h', text: 'Traffic' }), el('div', { class: 'toolbar' }, record, note),
+      el('table', { class: 'traffic', 'aria-label': 'MCP traffic' }, el('thead', {}, el('tr', {}, ['Time', 'Method', 'Request', 'Response', 'Latency'].map((h) => el('th', { scope: 'col', text: h })))), rows));
+    const es = new EventSource('/dashboard/api/traffic?id=' + encodeURIComponent(deviceId));
+    es.addEventListener('open', () => { pane.dataset.live = 'true'; });
+    es.addEventListener('traffic', (m) => {
+      let ev;
+      try { ev = JSON.parse(m.data); } catch (_) { return; }
+      if (recording) recording.push(JSON.stringify({ ts: new Date().toISOString(), direction: ev.direction, frame: ev.payload }));
+      const p = ev.payload || {};
+      const key = p.id === undefined ? null : JSON.stringify(p.id);
+      if (ev.direction === 'out' && key !== null && p.method) {
+        const row = el('tr', { 'data-rpc-id': key }, el('td', { text: new Date().toLocaleTimeString() }), el('td', {}, el('code', { text: p.method })),
+          el('td', {}, pre(p.params ?? null)), el('td', { class: 'muted', text: 'waiting…' }), el('td', { class: 'num' }));
+        byId.set(key, row);
+        rows.prepend(row);
+      } else if (ev.direction === 'in' && key !== null && byId.has(key)) {
+        const row = byId.get(key);
+        byId.delete(key);
+        row.children[3].replaceChildren(pre(p.error !== undefined ? { error: p.error } : p.result));
+        row.children[3].className = p.error !== undefined ? 'bad' : '';
+        row.children[4].textContent = ev.latency_ms == null ? '' : ev.latency_ms.toFixed(1) + ' ms';
+        row.dataset.answered = 'true';
+      } else {
+        rows.prepend(el('tr', {}, el('td', { text: new Date().toLocaleTimeString() }), el('td', {}, el('code', { text: p.method || ev.direction })),
+          el('td', {}, ev.direction === 'out' ? pre(p) : ''), el('td', {}, ev.direction === 'in' ? pre(p) : ''), el('td', {})));
+      }
+      while (rows.children.length > 200) rows.lastChild.remove();
+      if (byId.size > 500) byId.delete(byId.keys().next().value);
+    });
+    es.addEventListener('lagged', (m) => rows.prepend(el('tr', {}, el('td', { colspan: 5, class: 'muted', text: `${m.data} events skipped (the page fell behind)` }))));
+    cleanup.push(() => es.close());
+    return pane;
+  }
+
+  function timelineList(events) {
+    return el('ol', { class: 'timeline', id: 'timeline' }, events.map((e) => {
+      const ev = e.event || {};
+      const detail = ev.event === 'onboarding_retry' ? `attempt ${ev.attempt} of ${ev.of}: ${ev.error}; again in ${ev.retry_in_ms} ms`
+        : ev.event === 'onboarding_failed' ? `gave up after ${ev.attempts} attempts: ${ev.error}`
+        : ev.event === 'ready' ? `${ev.tools} tools` : ev.event === 'tools_changed' ? `${ev.tools} tools`
+        : ev.event === 'connected' ? `${ev.transport} from ${ev.remote || 'unknown'}` : ev.event === 'disconnected' ? ev.reason
+        : ev.event === 'warning' ? ev.message : ev.event === 'malformed' ? ev.reason : '';
+      return el('li', {}, el('time', { datetime: new Date(e.at_ms).toISOString(), text: new Date(e.at_ms).toLocaleTimeString() }), ' ',
+        el('strong', { class: /fail|retry|warning|malformed/.test(ev.event) ? 'bad' : undefined, text: ev.event || '?' }), ' ', detail || '');
+    }));
+  }
+
+  // `mcpdev check` through the hub (the checks that change nothing), and its report.
+  function checkPane(deviceId) {
+    const run = el('button', { type: 'button', id: 'run-check', text: 'Run mcpdev check' });
+    const out = el('div', { id: 'check-report', 'aria-live': 'polite' });
+    run.addEventListener('click', async () => {
+      run.disabled = true;
+      out.replaceChildren(el('p', { class: 'muted', text: 'checking… (initialize, tools/list, hygiene, timing)' }));
+      try {
+        const r = await post('/dashboard/api/check', { device: deviceId });
+        const s = r.summary || {};
+        out.replaceChildren(el('p', { class: s.failed ? 'bad' : 'state-ready', text: `${s.pass} pass, ${s.warn} warn, ${s.fail} fail, ${s.skip} skip` }),
+          el('table', { 'aria-label': 'Check results' }, el('thead', {}, el('tr', {}, ['Check', 'Result', 'Reason', 'Reference'].map((h) => el('th', { scope: 'col', text: h })))),
+            el('tbody', {}, (r.results || []).map((c) => el('tr', {}, el('td', {}, el('code', { text: c.id })),
+              el('td', { class: c.status === 'fail' ? 'bad' : c.status === 'pass' ? 'state-ready' : 'muted', text: c.status }), el('td', { text: c.reason }), el('td', { class: 'muted', text: c.reference }))))));
+      } catch (e) { out.replaceChildren(el('p', { class: 'bad', text: e.message })); } finally { run.disabled = false; }
+    });
+    return el('section', { class: 'panel', 'aria-labelledby': 'check-h' }, el('h2', { id: 'check-h', text: 'Check' }), run, out);
+  }
+
+  async function devicePage(main, id) {
+    const info = await get('/dashboard/api/device?id=' + encodeURIComponent(id));
+    const head = el('p', { id: 'device-head' });
+    const setHead = (d) => head.replaceChildren(el('span', { class: 'state-' + d.row.state, text: d.row.state }), ` · ${d.transport} · from ${d.row.remote || 'unknown'} · connected `,
+      since(d.connected_at_ms), ` · ${d.row.calls.calls} calls, ${d.row.calls.errors} errors`, d.onboarding_error ? el('span', { class: 'bad', text: ' · ' + d.onboarding_error }) : '');
+    setHead(info);
+    const timeline = el('div', {}, timelineList(info.timeline || []));
+    const tools = (info.tools || []).filter((t) => t && typeof t.name === 'string');
+    main.replaceChildren(
+      el('p', {}, el('a', { href: '#/devices', text: '← Devices' })),
+      el('h1', {}, 'Device ', el('code', { text: info.device_id }), info.row.alias ? ` (${visible(info.row.alias)})` : ''),
+      head,
+      el('div', { class: 'grid' },
+        el('section', { class: 'panel', 'aria-labelledby': 'hello-h' }, el('h2', { id: 'hello-h', text: 'Hello' }), pre(info.hello ?? 'no hello yet')),
+        el('section', { class: 'panel', 'aria-labelledby': 'init-h' }, el('h2', { id: 'init-h', text: 'initialize' }),
+          pre({ protocolVersion: info.mcp_protocol_version, serverInfo: info.server_info, capabilities: info.capabilities })),
+        el('section', { class: 'panel', 'aria-labelledby': 'ob-h' }, el('h2', { id: 'ob-h', text: 'Onboarding' }),
+          el('p', { text: `attempt ${info.onboarding.attempt} of ${info.onboarding.max_attempts}${info.onboarding.failed ? ', failed' : ''}${info.onboarding.last_error ? ': ' + info.onboarding.last_error : ''}` }),
+          timeline)),
+      el('section', { class: 'panel', 'aria-labelledby': 'tools-h' }, el('h2', { id: 'tools-h', text: `Tools (${tools.length})` }),
+        info.tools_warning ? el('p', { class: 'bad', text: info.tools_warning }) : '', tools.map((t) => toolForm(info.device_id, t))),
+      trafficPane(info.device_id, info),
+      checkPane(info.device_id));
+    document.body.dataset.rendered = 'device';
+    let first = true;
+    every(2000, async () => {
+      if (first) { first = false; return; }
+      const d = await get('/dashboard/api/device?id=' + encodeURIComponent(id));
+      setHead(d);
+      timeline.replaceChildren(timelineList(d.timeline || []));
+    });
+  }
+
+  // ---- Admission ------------------------------------------------------------------------
+  // The control API's answers, shown field by field: fields added later show up as they come.
+  const SECRET = /token|secret|password|challenge/i;
+  const PREFERRED = ['code', 'device_id', 'remote', 'client_id', 'via', 'conflicts', 'conflict', 'bindings', 'since_ms', 'expires_in_ms'];
+  const columns = (items) => {
+    const keys = new Set();
+    items.forEach((it) => Object.keys(it || {}).forEach((k) => { if (!SECRET.test(k)) keys.add(k); }));
+    return [...PREFERRED.filter((k) => keys.has(k)), ...[...keys].filter((k) => !PREFERRED.includes(k))];
+  };
+  const cell = (k, v) => {
+    if (v === null || v === undefined) return el('td', {});
+    if (/_ms$/.test(k) && typeof v === 'number') return el('td', { class: 'num', text: k === 'expires_in_ms' ? Math.round(v / 1000) + ' s' : new Date(v).toLocaleTimeString() });
+    if (typeof v === 'object') return el('td', { class: Array.isArray(v) && v.length || (!Array.isArray(v) && Object.keys(v).length) ? 'bad' : '' }, pre(v));
+    return el('td', { text: String(v) });
+  };
+  function tableOf(label, items, action) {
+    const cols = columns(items);
+    return el('table', { 'aria-label': label },
+      el('thead', {}, el('tr', {}, cols.map((c) => el('th', { scope: 'col', text: c })), el('th', { scope: 'col', text: 'Action' }))),
+      el('tbody', {}, items.map((it) => el('tr', { 'data-device': it.device_id, 'data-code': it.code }, cols.map((c) => cell(c, it[c])), el('td', {}, action(it))))));
+  }
+
+  function admissionPage(main) {
+    const pendingBox = el('div', { id: 'pending' });
+    const admittedBox = el('div', { id: 'admitted' });
+    const outcome = el('div', { id: 'admission-outcome', role: 'status' });
+    main.replaceChildren(el('h1', { text: 'Admission' }), outcome, el('h2', { text: 'Waiting for approval' }), pendingBox, el('h2', { text: 'Admitted' }), admittedBox);
+    const act = async (path, body, what) => {
+      try {
+        const r = await post(path, body);
+        outcome.replaceChildren(el('p', { class: 'ok', text: what + ':' }), pre(r));
+      } catch (e) { outcome.replaceChildren(el('p', { class: 'bad', text: e.message })); }
+      refresh();
+    };
+    let last = '';
+    const refresh = async () => {
+      const data = await get('/dashboard/api/admission');
+      const key = JSON.stringify(data);
+      if (key === last) return;
+      last = key;
+      const pending = Array.isArray(data.pending) ? data.pending : [];
+      pendingBox.replaceChildren(pending.length ? tableOf('Devices waiting for approval', pending, (it) => {
+        const b = el('button', { type: 'button', class: 'primary', text: 'Approve ' + (it.code || it.device_id) });
+        b.addEventListener('click', () => act('/dashboard/api/admission/approve', { target: String(it.code || it.device_id) }, 'Approved'));
+        if (!it.code) return b;
+        const d = el('button', { type: 'button', class: 'danger', text: 'Deny ' + it.code });
+        d.addEventListener('click', () => act('/dashboard/api/admission/deny', { code: String(it.code) }, 'Denied'));
+        return el('span', {}, b, ' ', d);
+      }) : el('p', { class: 'muted', text: 'No device is waiting.' }));
+      const admitted = data.admitted && Array.isArray(data.admitted.devices) ? data.admitted.devices : [];
+      admittedBox.replaceChildren(data.admitted && data.admitted.approve_all ? el('p', { class: 'bad', text: 'Admission is off (--approve-all): every device gets in.' }) : '',
+        admitted.length ? tableOf('Admitted devices', admitted, (it) => {
+          const b = el('button', { type: 'button', class: 'danger', text: 'Revoke' });
+          b.addEventListener('click', () => {
+            if (b.dataset.armed) { act('/dashboard/api/admission/revoke', { device: String(it.device_id) }, 'Revoked'); return; }
+            b.dataset.armed = '1';
+            b.textContent = 'Confirm revoke ' + visible(it.device_id);
+          });
+          return b;
+        }) : el('p', { class: 'muted', text: 'No device is admitted.' }));
+      document.body.dataset.rendered = 'admission';
+    };
+    every(500, refresh);
+  }
+
+  // ---- Hub ------------------------------------------------------------------------------
+  function hubPage(main) {
+    const box = el('div', {});
+    main.replaceChildren(el('h1', { text: 'Hub' }), box);
+    every(2000, async () => {
+      const h = await get('/dashboard/api/hub');
+      const n = h.numbers;
+      const sum = (pairs) => pairs.reduce((a, [, v]) => a + v, 0);
+      const perFive = (series) => { const out = []; for (let i = 0; i < series.length; i += 5) out.push(series.slice(i, i + 5).reduce((a, b) => a + b, 0) / 5); return out; };
+      box.replaceChildren(el('div', { class: 'grid' },
+        el('section', { class: 'panel' }, el('h2', { text: 'Listeners' }), el('table', {}, el('tbody', {}, h.listeners.map((l) => el('tr', {}, el('th', { scope: 'row', text: l.name }), el('td', {}, el('code', { text: l.addr })), el('td', { text: l.what }))))),
+          el('p', { text: `MQTT: ${h.mqtt ? 'on' : 'off'} · ${h.devices} devices · uptime ${Math.floor(n.uptime_s / 60)} min ${n.uptime_s % 60} s · memory ${bytes(n.resident_bytes)}` })),
+        el('section', { class: 'panel' }, el('h2', { text: 'Caps and use' }), el('table', {}, el('tbody', {}, h.caps.map((c) => el('tr', {}, el('th', { scope: 'row', text: c.name }),
+          el('td', { class: 'num', text: c.used == null ? '' : `${c.used} / ${c.cap}` }), el('td', {}, c.used == null ? el('span', { class: 'muted', text: `cap ${c.cap}` }) : el('meter', { min: 0, max: c.cap, value: c.used }))))))),
+        el('section', { class: 'panel' }, el('h2', { text: 'Calls' }), el('table', {}, el('tbody', {}, n.calls.map(([k, v]) => el('tr', {}, el('th', { scope: 'row', text: k }), el('td', { class: 'num', text: v }))))),
+          el('p', { text: `calls/s over the last 5 minutes (now ${n.calls_per_s[n.calls_per_s.length - 1]}/s, ${sum(n.calls)} in all)` }), spark(perFive(n.calls_per_s), 'plot')),
+        el('section', { class: 'panel' }, el('h2', { text: 'Onboarding' }), el('p', { text: `${n.onboarded} onboarded, ${n.onboarding_retries} retries, ${n.onboarding_failures} failures` }),
+          el('p', { text: 'devices onboarded/s over the last 5 minutes' }), spark(perFive(n.onboarded_per_s), 'plot')),
+        el('section', { class: 'panel' }, el('h2', { text: 'Refusals' }), el('table', {}, el('tbody', {}, n.refusals.map(([k, v]) => el('tr', {}, el('th', { scope: 'row', text: k }), el('td', { class: 'num' + (v ? ' bad' : ''), text: v })))))),
+        el('section', { class: 'panel' }, el('h2', { text: 'Clients' }), el('p', { text: `${n.mcp_sessions} MCP sessions · ${n.broker_clients} broker clients` }))));
+      document.body.dataset.rendered = 'hub';
+    });
+  }
+
+  // ---- Frame ----------------------------------------------------------------------------
+  async function route() {
+    cleanup.forEach((f) => f());
+    cleanup = [];
+    const main = document.getElementById('main');
+    const hash = location.hash.replace(/^#\/?/, '');
+    const [page, ...rest] = hash.split('/');
+    document.querySelectorAll('nav a[data-page]').forEach((a) => {
+      if (a.dataset.page === (page === 'device' ? 'devices' : page || 'devices')) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
+    });
+    delete document.body.dataset.rendered;
+    try {
+      if (page === 'device' && rest.length) await devicePage(main, decodeURIComponent(rest.join('/')));
+      else if (page === 'admission') admissionPage(main);
+      else if (page === 'hub') hubPage(main);
+      else devicesPage(main);
+    } catch (e) {
+      main.replaceChildren(el('h1', { text: 'Not available' }), el('p', { class: 'bad', text: e.message }), el('p', {}, el('a', { href: '#/devices', text: 'Back to the devices' })));
+    }
+  }
+
+  function theme() {
+    const button = document.getElementById('theme');
+    const apply = (t) => {
+      if (t) document.documentElement.dataset.theme = t; else delete document.documentElement.dataset.theme;
+      const dark = t ? t === 'dark' : matchMedia('(prefers-color-scheme: dark)').matches;
+      button.setAttribute('aria-pressed', String(dark));
+      button.textContent = dark ? 'Light theme' : 'Dark theme';
+    };
+    let saved = null;
+    try { saved = localStorage.getItem('mcpdev-theme'); } catch (_) { /* storage off */ }
+    apply(saved);
+    button.addEventListener('click', () => {
+      const next = button.getAttribute('aria-pressed') === 'true' ? 'light' : 'dark';
+      try { localStorage.setItem('mcpdev-theme', next); } catch (_) { /* storage off */ }
+      apply(next);
+    });
+  }
+
+  async function pendingBadge() {
+    const badge = document.getElementById('pending-badge');
+    try {
+      const data = await get('/dashboard/api/admission');
+      const n = Array.isArray(data.pending) ? data.pending.length : 0;
+      badge.hidden = n === 0;
+      badge.textContent = String(n);
+    } catch (_) { /* shown on the page itself */ }
+    setTimeout(pendingBadge, 3000);
+  }
+
+  document.addEventListener('DOMContentLoaded', async () => {
+    theme();
+    document.getElementById('logout').addEventListener('click', async () => { await post('/dashboard/api/logout', {}).catch(() => {}); location.reload(); });
+    const s = await get('/dashboard/api/session');
+    session.csrf = s.csrf;
+    session.header = s.csrf_header;
+    window.addEventListener('hashchange', route);
+    route();
+    pendingBadge();
+  });
+})();

@@ -1,0 +1,250 @@
+//! Who may use the dashboard: Jupyter-style log-in links, session cookies, anti-forgery tokens.
+//!
+//! Rules it enforces:
+//! - A log-in link carries a one-time token: opening it once makes a session and the token is
+//!   spent; the answer is a redirect to a URL without it, so it never stays in the address bar,
+//!   the history or a `Referer`. Links expire after [`LINK_TTL`]; at most [`MAX_LINKS`] wait.
+//! - A session is a random id in an `HttpOnly`, `SameSite=Strict` cookie named after the hub's
+//!   port (two hubs on one machine keep their own), valid for [`SESSION_TTL`]; at most
+//!   [`MAX_SESSIONS`] live (the oldest goes first).
+//! - A request changing anything (any method but GET/HEAD) made with the cookie needs the
+//!   session's anti-forgery token in [`CSRF_HEADER`] and an `Origin` that is the dashboard's own
+//!   (`http://` plus the request's `Host`): the front door lets every loopback origin through (MCP
+//!   web clients), but a page on another local port is the same *site* as the dashboard for
+//!   `SameSite`, so the cookie alone would go with its requests.
+//! - Scripts use `Authorization: Bearer` with the control token or the MCP token instead; such
+//!   requests carry no ambient credential, so they need no anti-forgery token.
+//! - Every token is compared in constant time; every refusal is counted and logged.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::http::{HeaderMap, Method, header};
+
+use crate::hub::secret::{constant_time_eq, fill_random, hex};
+
+/// How long a log-in link stays valid.
+pub const LINK_TTL: Duration = Duration::from_secs(24 * 3600);
+/// Log-in links waiting to be opened, at most (the oldest is dropped).
+pub const MAX_LINKS: usize = 16;
+/// How long a session lasts.
+pub const SESSION_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Live sessions, at most (the oldest is ended).
+pub const MAX_SESSIONS: usize = 64;
+/// The header that carries the anti-forgery token.
+pub const CSRF_HEADER: &str = "x-mcpdev-csrf";
+
+/// How a request proved who it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Who {
+    /// A browser session; its anti-forgery token.
+    Session { csrf: String },
+    /// A script with the control or MCP token.
+    Bearer,
+}
+
+/// Why a request was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Denied {
+    /// No session cookie, an unknown or expired one, and no valid bearer token.
+    NoSession,
+    /// A state-changing request with the cookie but without the right anti-forgery token or
+    /// without an `Origin`.
+    Forgery,
+}
+
+#[derive(Default)]
+struct State {
+    links: VecDeque<(String, Instant)>,
+    sessions: VecDeque<(String, String, Instant)>,
+}
+
+pub struct Auth {
+    cookie: String,
+    control_token: String,
+    mcp_token: Option<String>,
+    state: Mutex<State>,
+}
+
+fn random_hex() -> String {
+    let mut b = [0u8; 32];
+    // The system's random source does not fail on Linux; should it, the token is still
+    // unguessable per process start (time and address), and logged.
+    if let Err(e) = fill_random(&mut b) {
+        tracing::error!("no system randomness for a dashboard token: {e}");
+        let fallback = format!("{:?}{:p}", std::time::SystemTime::now(), &b);
+        b.copy_from_slice(&ring::digest::digest(&ring::digest::SHA256, fallback.as_bytes()).as_ref()[..32]);
+    }
+    hex(&b)
+}
+
+impl Auth {
+    pub fn new(port: u16, control_token: String, mcp_token: Option<String>) -> Self {
+        Self { cookie: format!("mcpdev_session_{port}"), control_token, mcp_token, state: Mutex::default() }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // Nothing under this lock can panic; a poisoned one is still consistent.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A fresh one-time log-in token.
+    pub fn new_link(&self) -> String {
+        let token = random_hex();
+        let mut s = self.lock();
+        s.links.retain(|(_, at)| at.elapsed() < LINK_TTL);
+        while s.links.len() >= MAX_LINKS {
+            s.links.pop_front();
+        }
+        s.links.push_back((token.clone(), Instant::now()));
+        token
+    }
+
+    /// Spends a log-in token: a new session's `Set-Cookie` value, or `None` for a token that
+    /// was never issued, was spent already or expired.
+    pub fn log_in(&self, token: &str) -> Option<String> {
+        let mut s = self.lock();
+        s.links.retain(|(_, at)| at.elapsed() < LINK_TTL);
+        let at = s.links.iter().position(|(t, _)| constant_time_eq(t.as_bytes(), token.as_bytes()))?;
+        s.links.remove(at);
+        let (id, csrf) = (random_hex(), random_hex());
+        s.sessions.retain(|(_, _, at)| at.elapsed() < SESSION_TTL);
+        while s.sessions.len() >= MAX_SESSIONS {
+            s.sessions.pop_front();
+        }
+        s.sessions.push_back((id.clone(), csrf, Instant::now()));
+        Some(format!("{}={id}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}", self.cookie, SESSION_TTL.as_secs()))
+    }
+
+    /// The `Set-Cookie` value that ends the browser's session (and the session itself).
+    pub fn log_out(&self, headers: &HeaderMap) -> String {
+        if let Some(id) = self.cookie_of(headers) {
+            self.lock().sessions.retain(|(sid, _, _)| !constant_time_eq(sid.as_bytes(), id.as_bytes()));
+        }
+        format!("{}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0", self.cookie)
+    }
+
+    fn cookie_of<'a>(&self, headers: &'a HeaderMap) -> Option<&'a str> {
+        headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|pair| pair.trim().split_once('='))
+            .find(|(name, _)| *name == self.cookie)
+            .map(|(_, value)| value)
+    }
+
+    fn bearer_ok(&self, headers: &HeaderMap) -> bool {
+        let Some(given) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).map(str::trim) else {
+            return false;
+        };
+        constant_time_eq(given.as_bytes(), self.control_token.as_bytes()) || self.mcp_token.as_ref().is_some_and(|t| constant_time_eq(given.as_bytes(), t.as_bytes()))
+    }
+
+    /// Whether this request may go on, and as whom.
+    pub fn check(&self, method: &Method, headers: &HeaderMap) -> Result<Who, Denied> {
+        if self.bearer_ok(headers) {
+            return Ok(Who::Bearer);
+        }
+        let id = self.cookie_of(headers).ok_or(Denied::NoSession)?;
+        let csrf = {
+            let mut s = self.lock();
+            s.sessions.retain(|(_, _, at)| at.elapsed() < SESSION_TTL);
+            s.sessions.iter().find(|(sid, _, _)| constant_time_eq(sid.as_bytes(), id.as_bytes())).map(|(_, csrf, _)| csrf.clone()).ok_or(Denied::NoSession)?
+        };
+        if !matches!(*method, Method::GET | Method::HEAD) {
+            let token_ok = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()).is_some_and(|t| constant_time_eq(t.as_bytes(), csrf.as_bytes()));
+            let text = |name| headers.get(name).and_then(|v: &axum::http::HeaderValue| v.to_str().ok());
+            let own_origin = matches!((text(header::ORIGIN), text(header::HOST)), (Some(origin), Some(host)) if origin.strip_prefix("http://") == Some(host));
+            if !token_ok || !own_origin {
+                return Err(Denied::Forgery);
+            }
+        }
+        Ok(Who::Session { csrf })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn auth() -> Auth {
+        Auth::new(8001, "control-token".into(), Some("mcp-token".into()))
+    }
+
+    fn cookie_headers(set_cookie: &str) -> HeaderMap {
+        let pair = set_cookie.split(';').next().unwrap();
+        let mut h = HeaderMap::new();
+        h.insert(header::COOKIE, HeaderValue::from_str(&format!("other=1; {pair}")).unwrap());
+        h
+    }
+
+    #[test]
+    fn a_link_opens_one_session_once() {
+        let a = auth();
+        let link = a.new_link();
+        let set = a.log_in(&link).expect("a fresh link logs in");
+        assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict") && set.starts_with("mcpdev_session_8001="), "{set}");
+        assert_eq!(a.log_in(&link), None, "a link is spent once used");
+        assert_eq!(a.log_in("not-a-link"), None);
+        let h = cookie_headers(&set);
+        assert!(matches!(a.check(&Method::GET, &h), Ok(Who::Session { .. })));
+    }
+
+    #[test]
+    fn a_state_change_needs_the_anti_forgery_token_and_an_origin() {
+        let a = auth();
+        let set = a.log_in(&a.new_link()).unwrap();
+        let mut h = cookie_headers(&set);
+        let Ok(Who::Session { csrf }) = a.check(&Method::GET, &h) else { panic!() };
+        assert_eq!(a.check(&Method::POST, &h), Err(Denied::Forgery), "no token");
+        h.insert(CSRF_HEADER, HeaderValue::from_static("wrong"));
+        h.insert(header::HOST, HeaderValue::from_static("127.0.0.1:8001"));
+        h.insert(header::ORIGIN, HeaderValue::from_static("http://127.0.0.1:8001"));
+        assert_eq!(a.check(&Method::POST, &h), Err(Denied::Forgery), "a wrong token");
+        h.insert(CSRF_HEADER, HeaderValue::from_str(&csrf).unwrap());
+        assert!(a.check(&Method::POST, &h).is_ok());
+        // Another page on this machine: the same site for SameSite, but not the dashboard's origin.
+        h.insert(header::ORIGIN, HeaderValue::from_static("http://127.0.0.1:3000"));
+        assert_eq!(a.check(&Method::POST, &h), Err(Denied::Forgery), "another local origin");
+        h.insert(header::ORIGIN, HeaderValue::from_static("http://localhost:8001"));
+        assert_eq!(a.check(&Method::POST, &h), Err(Denied::Forgery), "another name than the page was loaded by");
+        h.remove(header::ORIGIN);
+        assert_eq!(a.check(&Method::POST, &h), Err(Denied::Forgery), "no Origin");
+    }
+
+    #[test]
+    fn scripts_use_the_control_or_mcp_token_and_nothing_else_passes() {
+        let a = auth();
+        for (token, ok) in [("control-token", true), ("mcp-token", true), ("control-tokeX", false), ("", false)] {
+            let mut h = HeaderMap::new();
+            h.insert(header::AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {token}")).unwrap());
+            assert_eq!(a.check(&Method::POST, &h).is_ok(), ok, "{token:?}");
+        }
+        let mut forged = HeaderMap::new();
+        forged.insert(header::COOKIE, HeaderValue::from_static("mcpdev_session_8001=0000"));
+        assert_eq!(a.check(&Method::GET, &forged), Err(Denied::NoSession));
+        // Another hub's cookie (another port) is not this hub's session.
+        let b = Auth::new(9001, "t".into(), None);
+        let set = b.log_in(&b.new_link()).unwrap();
+        assert_eq!(a.check(&Method::GET, &cookie_headers(&set)), Err(Denied::NoSession));
+    }
+
+    #[test]
+    fn sessions_and_links_are_capped() {
+        let a = auth();
+        let first = a.new_link();
+        for _ in 0..MAX_LINKS {
+            a.new_link();
+        }
+        assert_eq!(a.log_in(&first), None, "the oldest link was dropped");
+        let first_session = a.log_in(&a.new_link()).unwrap();
+        for _ in 0..MAX_SESSIONS {
+            a.log_in(&a.new_link()).unwrap();
+        }
+        assert_eq!(a.check(&Method::GET, &cookie_headers(&first_session)), Err(Denied::NoSession), "the oldest session was ended");
+    }
+}

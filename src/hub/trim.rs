@@ -1,0 +1,111 @@
+//! Giving memory back after an onboarding burst: glibc's malloc keeps the pages a burst used in
+//! its arenas (issue 24: 4.9 KB per device settled after a throttled onboarding, 5.3-7.9 KB after
+//! a burst). Once devices have stopped arriving for a moment after at least [`BURST`] of them,
+//! the hub calls `malloc_trim(0)`, which returns free pages at the top and inside every arena to
+//! the system.
+//!
+//! Rules it enforces: never during a burst (trimming takes the arenas' locks, and a burst would
+//! only take the pages back); at most once per quiet spell; off the async workers
+//! (`spawn_blocking`); only where the allocator is glibc's. `MCPDEV_HEAP_TRIM=0` turns it off (to
+//! measure what it does).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::Hub;
+
+/// New connections since the last trim that make a burst worth trimming after.
+pub const BURST: u64 = 256;
+/// How long no device must have connected before the trim.
+pub const QUIET: Duration = Duration::from_secs(2);
+
+/// Whether this build can trim (glibc on Linux) and it was not turned off.
+pub fn enabled() -> bool {
+    cfg!(all(target_os = "linux", target_env = "gnu")) && std::env::var("MCPDEV_HEAP_TRIM").map_or(true, |v| v != "0")
+}
+
+/// Watches the registry's connection count and trims the heap after each burst, until the
+/// runtime ends.
+pub fn spawn(hub: Arc<Hub>) {
+    if !enabled() {
+        return;
+    }
+    tokio::spawn(async move {
+        let mut plan = Plan::new(hub.registry.generations());
+        let mut tick = tokio::time::interval(QUIET / 2);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if plan.due(hub.registry.generations(), Instant::now()) {
+                let started = Instant::now();
+                let freed = tokio::task::spawn_blocking(trim).await.unwrap_or(false);
+                tracing::debug!(freed, took_ms = started.elapsed().as_millis() as u64, "heap trimmed after an onboarding burst");
+            }
+        }
+    });
+}
+
+/// When to trim: after [`BURST`] new connections, once none came for [`QUIET`].
+#[derive(Debug)]
+pub struct Plan {
+    trimmed_at: u64,
+    last_seen: u64,
+    changed_at: Option<Instant>,
+}
+
+impl Plan {
+    pub fn new(generations: u64) -> Self {
+        Self { trimmed_at: generations, last_seen: generations, changed_at: None }
+    }
+
+    /// Whether to trim now, given the connection count and the time.
+    pub fn due(&mut self, generations: u64, now: Instant) -> bool {
+        if generations != self.last_seen {
+            self.last_seen = generations;
+            self.changed_at = Some(now);
+            return false;
+        }
+        let quiet = self.changed_at.is_some_and(|at| now.duration_since(at) >= QUIET);
+        if quiet && generations.saturating_sub(self.trimmed_at) >= BURST {
+            self.trimmed_at = generations;
+            self.changed_at = None;
+            return true;
+        }
+        false
+    }
+}
+
+/// `malloc_trim(0)`: whether memory was given back.
+fn trim() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: malloc_trim has no preconditions; it takes the allocator's own locks.
+        unsafe { libc::malloc_trim(0) == 1 }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trim_comes_once_after_a_burst_has_gone_quiet() {
+        let t0 = Instant::now();
+        let mut plan = Plan::new(10);
+        // A burst: the count moves at every look.
+        for (i, g) in (10..10 + BURST).step_by(64).enumerate() {
+            assert!(!plan.due(g, t0 + Duration::from_secs(i as u64)), "never during a burst");
+        }
+        // The last of the burst arrives at `end`.
+        let end = t0 + Duration::from_secs(5);
+        assert!(!plan.due(10 + BURST, end));
+        assert!(!plan.due(10 + BURST, end + QUIET - Duration::from_millis(1)), "not before the quiet time");
+        assert!(plan.due(10 + BURST, end + QUIET));
+        assert!(!plan.due(10 + BURST, end + QUIET * 10), "once per quiet spell");
+        // A few devices later (fewer than a burst): nothing.
+        plan.due(20 + BURST, end + QUIET * 11);
+        assert!(!plan.due(20 + BURST, end + QUIET * 20));
+    }
+}

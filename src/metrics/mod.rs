@@ -1,0 +1,388 @@
+//! The hub's numbers: counted where things happen, read by `/metrics` (Prometheus text format,
+//! written by the `prometheus-client` crate) and by the dashboard's hub and devices pages.
+//!
+//! Rules it enforces:
+//! - A leaf: it refers to no other mcpdev module, so any layer can count where an event happens
+//!   (a call ends in `links`, a refusal in `hub`, a broker client in `mqtt`).
+//! - Counting never waits on a lock held across other work, and never allocates per event
+//!   beyond a label lookup.
+//! - Every label value is one of the hub's own words, from a fixed set ([`Refused`], [`Outcome`],
+//!   the device states and transports): nothing a device or a peer sends becomes a label, so no
+//!   peer can grow the exposition.
+//! - One process runs one hub: the counters are the process's, monotonic from its start.
+
+pub mod device;
+pub mod rate;
+
+use std::sync::atomic::AtomicU64;
+use std::sync::{LazyLock, Mutex};
+use std::time::{Duration, Instant};
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::{Registry, Unit};
+use serde::Serialize;
+
+pub use device::DeviceCalls;
+pub use rate::RateRing;
+
+/// How a call through the hub ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    DeviceError,
+    Timeout,
+    Disconnected,
+    LinkDown,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::DeviceError => "device_error",
+            Outcome::Timeout => "timeout",
+            Outcome::Disconnected => "disconnected",
+            Outcome::LinkDown => "link_down",
+        }
+    }
+    const ALL: [Outcome; 5] = [Outcome::Ok, Outcome::DeviceError, Outcome::Timeout, Outcome::Disconnected, Outcome::LinkDown];
+}
+
+/// Why the hub refused a connection or a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// A `Host` header that is not loopback or allowed (DNS rebinding).
+    Host,
+    /// An `Origin` that is not loopback or allowed (another web site).
+    Origin,
+    /// Another local user's connection to the host listener.
+    OtherUser,
+    /// The control API without its token, or with a wrong one.
+    ControlToken,
+    /// A dashboard request without a session, or with a forged one.
+    DashboardAuth,
+    /// A state-changing dashboard request without its anti-forgery token.
+    AntiForgery,
+    /// A device that is not admitted (no approval, no token, a wrong token).
+    NotAdmitted,
+    /// A device whose identity could not be read.
+    BadIdentity,
+    /// A connection over one of the device listener's caps.
+    ConnectionCap,
+}
+
+impl Refused {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refused::Host => "host",
+            Refused::Origin => "origin",
+            Refused::OtherUser => "other_user",
+            Refused::ControlToken => "control_token",
+            Refused::DashboardAuth => "dashboard_auth",
+            Refused::AntiForgery => "anti_forgery",
+            Refused::NotAdmitted => "not_admitted",
+            Refused::BadIdentity => "bad_identity",
+            Refused::ConnectionCap => "connection_cap",
+        }
+    }
+    pub const ALL: [Refused; 9] = [
+        Refused::Host,
+        Refused::Origin,
+        Refused::OtherUser,
+        Refused::ControlToken,
+        Refused::DashboardAuth,
+        Refused::AntiForgery,
+        Refused::NotAdmitted,
+        Refused::BadIdentity,
+        Refused::ConnectionCap,
+    ];
+}
+
+type Label1 = [(&'static str, &'static str); 1];
+type Label2 = [(&'static str, &'static str); 2];
+
+struct Metrics {
+    registry: Registry,
+    calls: Family<Label1, Counter>,
+    call_seconds: Histogram,
+    onboarded: Counter,
+    onboarding_retries: Counter,
+    onboarding_failures: Counter,
+    refusals: Family<Label1, Counter>,
+    broker_clients: Gauge,
+    mcp_sessions: Gauge,
+    devices: Family<Label2, Gauge>,
+    resident_bytes: Gauge,
+    uptime: Gauge<f64, AtomicU64>,
+    started: Instant,
+    calls_rate: RateRing,
+    onboarding_rate: RateRing,
+    /// Held while the scrape-time gauges are set and the text written, so two scrapes at once
+    /// do not mix their device counts. Nothing under it can panic.
+    scrape: Mutex<()>,
+}
+
+static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+
+impl Metrics {
+    fn new() -> Self {
+        let mut registry = Registry::with_prefix("mcpdev");
+        let calls = Family::<Label1, Counter>::default();
+        registry.register("calls", "Calls made to devices through the hub (control API, MCP, dashboard), by how they ended", calls.clone());
+        // 1 ms to about 33 s.
+        let call_seconds = Histogram::new(exponential_buckets(0.001, 2.0, 16));
+        registry.register_with_unit("call_duration", "Time from a call's sending to its end", Unit::Seconds, call_seconds.clone());
+        let onboarded = Counter::default();
+        registry.register("onboarded", "Devices that finished onboarding (initialize and every tools/list page)", onboarded.clone());
+        let onboarding_retries = Counter::default();
+        registry.register("onboarding_retries", "Onboarding steps sent again after a failure", onboarding_retries.clone());
+        let onboarding_failures = Counter::default();
+        registry.register("onboarding_failures", "Devices whose every onboarding attempt failed", onboarding_failures.clone());
+        let refusals = Family::<Label1, Counter>::default();
+        registry.register("refusals", "Connections and requests the hub refused, by reason", refusals.clone());
+        let broker_clients = Gauge::default();
+        registry.register("broker_clients", "Clients connected to the embedded MQTT broker", broker_clients.clone());
+        let mcp_sessions = Gauge::default();
+        registry.register("mcp_sessions", "Open MCP sessions on the host listener", mcp_sessions.clone());
+        let devices = Family::<Label2, Gauge>::default();
+        registry.register("devices", "Connected devices, by state and transport", devices.clone());
+        let resident_bytes = Gauge::default();
+        registry.register_with_unit("resident_memory", "The hub's resident memory", Unit::Bytes, resident_bytes.clone());
+        let uptime = Gauge::<f64, AtomicU64>::default();
+        registry.register_with_unit("uptime", "Time since the hub started", Unit::Seconds, uptime.clone());
+        // Every outcome and reason is written from the start, at 0: a rate over a series that
+        // appears only with its first event misses that event.
+        for o in Outcome::ALL {
+            let _ = calls.get_or_create(&[("outcome", o.as_str())]);
+        }
+        for r in Refused::ALL {
+            let _ = refusals.get_or_create(&[("reason", r.as_str())]);
+        }
+        Self {
+            registry,
+            calls,
+            call_seconds,
+            onboarded,
+            onboarding_retries,
+            onboarding_failures,
+            refusals,
+            broker_clients,
+            mcp_sessions,
+            devices,
+            resident_bytes,
+            uptime,
+            started: Instant::now(),
+            calls_rate: RateRing::default(),
+            onboarding_rate: RateRing::default(),
+            scrape: Mutex::new(()),
+        }
+    }
+}
+
+/// Starts the clock the uptime is counted from (the hub calls it when it binds).
+pub fn start() {
+    LazyLock::force(&METRICS);
+}
+
+/// A call through the hub ended.
+pub fn call_done(outcome: Outcome, elapsed: Duration) {
+    let m = &*METRICS;
+    m.calls.get_or_create(&[("outcome", outcome.as_str())]).inc();
+    m.call_seconds.observe(elapsed.as_secs_f64());
+    m.calls_rate.add(m.started.elapsed().as_secs());
+}
+
+/// A device event, by the name it is serialized with: onboarding's ends and retries count.
+pub fn device_event(name: &str) {
+    let m = &*METRICS;
+    match name {
+        "ready" => {
+            m.onboarded.inc();
+            m.onboarding_rate.add(m.started.elapsed().as_secs());
+        }
+        "onboarding_retry" => {
+            m.onboarding_retries.inc();
+        }
+        "onboarding_failed" => {
+            m.onboarding_failures.inc();
+        }
+        _ => {}
+    }
+}
+
+/// The hub refused something.
+pub fn refused(reason: Refused) {
+    METRICS.refusals.get_or_create(&[("reason", reason.as_str())]).inc();
+}
+
+/// The embedded broker's client count changed.
+pub fn set_broker_clients(n: usize) {
+    METRICS.broker_clients.set(i64::try_from(n).unwrap_or(i64::MAX));
+}
+
+/// Counts one open MCP session for as long as it lives (not `Clone`: one guard, one session).
+pub struct SessionGuard(());
+
+impl SessionGuard {
+    pub fn open() -> Self {
+        METRICS.mcp_sessions.inc();
+        Self(())
+    }
+}
+
+impl Drop for SessionGuard {
+    fn drop(&mut self) {
+        METRICS.mcp_sessions.dec();
+    }
+}
+
+/// The device states the hub reports, in order.
+pub const STATES: [&str; 5] = ["awaiting_hello", "initializing", "listing", "ready", "disconnected"];
+/// The transports the hub reports; anything else is counted as `other`.
+pub const TRANSPORTS: [&str; 3] = ["websocket", "mqtt", "other"];
+
+/// Devices by state and transport, as counted at one moment.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct DeviceCounts(pub Vec<(String, String, u64)>);
+
+impl DeviceCounts {
+    /// Counts `(state, transport)` pairs; unknown words are counted under `other` (transport)
+    /// or not at all (state).
+    pub fn count<'a>(devices: impl Iterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut n = [[0u64; TRANSPORTS.len()]; STATES.len()];
+        for (state, transport) in devices {
+            let Some(s) = STATES.iter().position(|x| *x == state) else { continue };
+            let t = TRANSPORTS.iter().position(|x| *x == transport).unwrap_or(TRANSPORTS.len() - 1);
+            n[s][t] += 1;
+        }
+        let mut out = Vec::new();
+        for (s, row) in n.iter().enumerate() {
+            for (t, count) in row.iter().enumerate() {
+                out.push((STATES[s].to_string(), TRANSPORTS[t].to_string(), *count));
+            }
+        }
+        Self(out)
+    }
+}
+
+/// The exposition, with the devices as counted now.
+pub fn exposition(devices: &DeviceCounts) -> String {
+    let m = &*METRICS;
+    let _scrape = m.scrape.lock().unwrap_or_else(|e| e.into_inner());
+    for (s, state) in STATES.iter().enumerate() {
+        for (t, transport) in TRANSPORTS.iter().enumerate() {
+            let count = devices.0.get(s * TRANSPORTS.len() + t).map_or(0, |c| c.2);
+            m.devices.get_or_create(&[("state", state), ("transport", transport)]).set(i64::try_from(count).unwrap_or(i64::MAX));
+        }
+    }
+    m.resident_bytes.set(i64::try_from(resident_bytes().unwrap_or(0)).unwrap_or(i64::MAX));
+    m.uptime.set(m.started.elapsed().as_secs_f64());
+    let mut text = String::with_capacity(8 * 1024);
+    // Writing to a String cannot fail.
+    let _ = encode(&mut text, &m.registry);
+    text
+}
+
+/// The exposition in the Prometheus text format 0.0.4, for scrapers that do not ask for
+/// OpenMetrics (and `promtool check metrics`): the same samples; a counter's `HELP` and `TYPE`
+/// name its samples' `_total` name, and the OpenMetrics-only `UNIT` and `EOF` lines go.
+pub fn text_format(open_metrics: &str) -> String {
+    let counters: std::collections::HashSet<&str> =
+        open_metrics.lines().filter_map(|l| l.strip_prefix("# TYPE ")).filter_map(|l| l.strip_suffix(" counter")).collect();
+    let mut out = String::with_capacity(open_metrics.len() + 256);
+    for line in open_metrics.lines() {
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        let meta = line.strip_prefix("# HELP ").map(|r| ("# HELP ", r)).or_else(|| line.strip_prefix("# TYPE ").map(|r| ("# TYPE ", r)));
+        match meta {
+            Some((kind, rest)) => {
+                let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+                let name = if counters.contains(name) { format!("{name}_total") } else { name.to_string() };
+                out.push_str(kind);
+                out.push_str(&name);
+                out.push(' ');
+                out.push_str(tail);
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// What the dashboard's hub page shows.
+#[derive(Debug, Serialize)]
+pub struct HubNumbers {
+    pub uptime_s: u64,
+    pub resident_bytes: u64,
+    pub calls: Vec<(&'static str, u64)>,
+    pub refusals: Vec<(&'static str, u64)>,
+    pub onboarded: u64,
+    pub onboarding_retries: u64,
+    pub onboarding_failures: u64,
+    pub broker_clients: i64,
+    pub mcp_sessions: i64,
+    /// Calls per second, one value a second, oldest first, over the last [`rate::SECONDS`].
+    pub calls_per_s: Vec<u64>,
+    /// Devices that finished onboarding per second, likewise.
+    pub onboarded_per_s: Vec<u64>,
+}
+
+pub fn hub_numbers() -> HubNumbers {
+    let m = &*METRICS;
+    let now = m.started.elapsed().as_secs();
+    HubNumbers {
+        uptime_s: now,
+        resident_bytes: resident_bytes().unwrap_or(0),
+        calls: Outcome::ALL.iter().map(|o| (o.as_str(), m.calls.get_or_create(&[("outcome", o.as_str())]).get())).collect(),
+        refusals: Refused::ALL.iter().map(|r| (r.as_str(), m.refusals.get_or_create(&[("reason", r.as_str())]).get())).collect(),
+        onboarded: m.onboarded.get(),
+        onboarding_retries: m.onboarding_retries.get(),
+        onboarding_failures: m.onboarding_failures.get(),
+        broker_clients: m.broker_clients.get(),
+        mcp_sessions: m.mcp_sessions.get(),
+        calls_per_s: m.calls_rate.series(now),
+        onboarded_per_s: m.onboarding_rate.series(now),
+    }
+}
+
+/// The process's resident set, from `/proc/self/statm` (Linux); `None` elsewhere.
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf only reads a constant.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages * u64::try_from(page).unwrap_or(4096))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exposition names every family with its help and type, and counts move.
+    #[test]
+    fn the_exposition_carries_every_family_and_counts_move() {
+        let before = exposition(&DeviceCounts::default());
+        let calls = |text: &str| -> f64 {
+            text.lines().find(|l| l.starts_with("mcpdev_calls_total{outcome=\"ok\"}")).and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse().ok()).unwrap()
+        };
+        call_done(Outcome::Ok, Duration::from_millis(3));
+        refused(Refused::Origin);
+        let after = exposition(&DeviceCounts::count([("ready", "websocket"), ("ready", "websocket"), ("listing", "bogus")].into_iter()));
+        assert!(calls(&after) >= calls(&before) + 1.0, "{after}");
+        for family in ["# TYPE mcpdev_calls counter", "# TYPE mcpdev_call_duration_seconds histogram", "# TYPE mcpdev_refusals counter", "# TYPE mcpdev_devices gauge", "# TYPE mcpdev_onboarding_retries counter", "# TYPE mcpdev_broker_clients gauge", "# TYPE mcpdev_mcp_sessions gauge"] {
+            assert!(after.contains(family), "{family} missing from\n{after}");
+        }
+        assert!(after.contains("mcpdev_devices{state=\"ready\",transport=\"websocket\"} 2"), "{after}");
+        assert!(after.contains("mcpdev_devices{state=\"listing\",transport=\"other\"} 1"), "{after}");
+        assert!(after.ends_with("# EOF\n"), "{after}");
+        let text = text_format(&after);
+        assert!(text.contains("# TYPE mcpdev_calls_total counter\nmcpdev_calls_total{"), "{text}");
+        assert!(!text.contains("# EOF") && !text.contains("# UNIT"), "{text}");
+    }
+}
