@@ -132,6 +132,18 @@ async fn any_hub_reaches_every_device_of_the_cluster() {
     // The table names the hub too.
     let table = mcpdev(&hubs[0], &["devices"]).await;
     assert!(table.stdout.contains(&hub_ids[2]) && table.stdout.contains("hub"), "{table:?}");
+    // Paged (`--page-size`): the cursor runs over every hub's devices, each once, in Device-Id
+    // order, each with its hub.
+    let paged = mcpdev(&hubs[0], &["devices", "--ndjson", "--page-size", "2"]).await;
+    assert_eq!(paged.code, 0, "{paged:?}");
+    let paged: Vec<Value> = paged.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut expected = all.clone();
+    expected.sort();
+    assert_eq!(paged.iter().map(|d| d["device_id"].as_str().unwrap().to_string()).collect::<Vec<_>>(), expected, "{paged:#?}");
+    for d in &paged {
+        let id = d["device_id"].as_str().unwrap();
+        assert_eq!(d["hub"].as_str(), Some(hub_ids[owner[id]].as_str()), "{id} is paged with the hub that serves it");
+    }
 
     for (id, c) in ids.iter().zip(&counts) {
         let out = mcpdev(&hubs[0], &["call", "t.echo", "n=1", "-d", id, "--json"]).await;
