@@ -366,6 +366,14 @@ async fn approvals_and_revocations_through_one_hub_hold_on_every_hub() {
     assert!(ws.is_ok(), "the token of an approval made through hub 0 opens hub 1: {:?}", ws.err());
     let (status, _) = common::ws::refused(common::ws::device_upgrade(&hubs[0], STOCK, common::ota::CLIENT_ID, Some("0123456789abcdef0123456789abcdef")).await);
     assert_eq!(status, 401, "a wrong token is still refused");
+    // A code hub 1 handed out is denied through hub 0: gone from hub 1's pending requests.
+    const DENIED: &str = "cc:00:00:00:02:02";
+    let act = common::ota::check_in(&hubs[1], "hub.lan:8000", DENIED).await;
+    let denied_code = act["activation"]["code"].as_str().expect("an activation code").to_string();
+    let denied = mcpdev(&hubs[0], &["devices", "deny", &denied_code, "--json"]).await;
+    assert_eq!(denied.code, 0, "{denied:?}");
+    let pending = mcpdev(&hubs[1], &["devices", "pending", "--json"]).await;
+    assert!(!pending.stdout.contains(&denied_code), "{pending:?}");
     let wrong = mcpdev(&hubs[0], &["devices", "approve", "000000"]).await;
     assert_ne!(wrong.code, 0, "a code no hub handed out is refused: {wrong:?}");
     assert!(wrong.stderr.contains("no other hub of the cluster has it either"), "{}", wrong.stderr);

@@ -247,7 +247,7 @@ async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<String>, cl
             return None;
         }
         Op::Approve { target, rebind } => cluster_approve(&hub, cluster, &target, rebind).await,
-        Op::Deny { code } => hub.admission.deny(&code).map(|p| text_of(&p)).map_err(bad_request),
+        Op::Deny { code } => cluster_deny(&hub, cluster, &code).await,
         Op::Revoke { device } => cluster_revoke(&hub, cluster, &device).await,
         Op::Pending => Ok(text_of(&hub.admission.pending())),
         Op::Admitted => Ok(json!({"approve_all": hub.admission.approve_all(), "devices": hub.admission.admitted().iter().map(super::admission::Admitted::public).collect::<Vec<_>>()}).to_string()),
@@ -396,7 +396,7 @@ fn call_error(device: &str, e: CallError) -> Value {
 // The cluster (issue 26): requests for devices other hubs serve.
 
 /// A request another hub of the cluster forwarded: served here only, never forwarded again.
-/// Only the device ops are taken (`device`, `rpc`, `watch`, `revoke`, `approve`, `devices`); the answer is
+/// Only the device ops are taken (`device`, `rpc`, `watch`, `revoke`, `approve`, `deny`, `devices`); the answer is
 /// the control answer's text, or `None` for a watch (its events go to `tx`).
 pub async fn serve_forwarded(hub: Arc<Hub>, request: &str, tx: mpsc::Sender<String>) -> Option<String> {
     let mut refused = 0;
@@ -404,7 +404,7 @@ pub async fn serve_forwarded(hub: Arc<Hub>, request: &str, tx: mpsc::Sender<Stri
         Ok(req) => req,
         Err(answer) => return Some(answer.to_string()),
     };
-    if !matches!(req.op, Op::Device { .. } | Op::Rpc { .. } | Op::Watch { .. } | Op::Revoke { .. } | Op::Approve { .. } | Op::Devices { .. }) {
+    if !matches!(req.op, Op::Device { .. } | Op::Rpc { .. } | Op::Watch { .. } | Op::Revoke { .. } | Op::Approve { .. } | Op::Deny { .. } | Op::Devices { .. }) {
         return Some(json!({"id": req.id, "error": {"kind": "bad_request", "message": "this op is not served for another hub"}}).to_string());
     }
     handle(hub, req, tx, None).await
@@ -518,6 +518,21 @@ async fn cluster_approve(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, target: 
         }
         v["hub"] = Value::from(peer);
         return Ok(v.to_string());
+    }
+    Err(bad_request(format!("{e} (no other hub of the cluster has it either)")))
+}
+
+/// `deny`: here, or, in a cluster, on the hub that handed the code out.
+async fn cluster_deny(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, code: &str) -> Result<String, Value> {
+    let e = match hub.admission.deny(code) {
+        Ok(p) => return Ok(text_of(&p)),
+        Err(e) => e,
+    };
+    let Some(c) = cluster else { return Err(bad_request(e)) };
+    for peer in c.peers() {
+        if let Ok(text) = c.forward(&peer, json!({"op": "deny", "code": code}), Duration::from_secs(5)).await {
+            return Ok(remote::with_hub(&text, &peer));
+        }
     }
     Err(bad_request(format!("{e} (no other hub of the cluster has it either)")))
 }
