@@ -226,7 +226,12 @@ async fn takeover(victim: &mut Proc, survivor: &HubClient, moving: &[String]) ->
     let killed = Instant::now();
     let mut marks = Vec::new();
     while seen.len() < wanted.len() {
-        let ev = tokio::time::timeout(Duration::from_secs(120), events.recv()).await.expect("the takeover ends within 120 s").expect("the watch goes on");
+        let Ok(ev) = tokio::time::timeout(Duration::from_secs(120), events.recv()).await else {
+            let (own, _) = listing(survivor).await;
+            let missing: Vec<&&str> = wanted.iter().filter(|id| !own.iter().any(|o| o == **id)).take(10).collect();
+            panic!("the takeover did not end within 120 s: {} of {} ready events seen; not served by the survivor now: {} (first: {missing:?})", seen.len(), wanted.len(), wanted.len() - own.iter().filter(|o| wanted.contains(o.as_str())).count());
+        };
+        let ev = ev.expect("the watch goes on");
         // The event itself, whether or not it comes in its envelope.
         let ev = if ev["event"].is_object() { ev["event"].clone() } else { ev };
         if ev["event"] == "lagged" {
