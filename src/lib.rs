@@ -17,7 +17,8 @@
 //!    serves.
 //! 5. [`bridge`]: the hub's MCP endpoints for MCP hosts (rmcp, plus legacy SSE; a session's
 //!    device tool calls answered directly, without rmcp's session worker); [`mqtt`]'s hub
-//!    side: MQTT devices through a broker (topics, connections, embedded broker, cluster claims).
+//!    side: MQTT devices through a broker (topics, connections, embedded broker), and the cluster
+//!    of hubs on one broker (claims, presence, hub-to-hub requests, failover: docs/cluster.md).
 //! 6. [`dashboard`]: the live dashboard and `/metrics` on the host listener (log-in links, a
 //!    session cookie, pages embedded in the binary); beside [`cli`].
 //! 7. [`commands`]: one module per subcommand; thin: parse, call the layers, render

@@ -219,8 +219,23 @@ fn per_device(e: &Endpoints, device_id: String) -> Option<Endpoint> {
     Some(endpoint)
 }
 
+/// A device no local selector matches but another hub of the cluster serves: its proxy is made
+/// (with its tools) before the endpoint is used ([`crate::hub::remote::Cluster::proxy`]).
+async fn remote_device(e: &Endpoints, id: &str) -> Option<String> {
+    let hub = &e.shared.hub;
+    if hub.registry.select(Some(id)).is_ok() {
+        return None;
+    }
+    let cluster = crate::hub::remote::of(hub)?;
+    cluster.proxy(id).await.map(|h| h.device_id)
+}
+
 async fn device_streamable(State(e): State<Arc<Endpoints>>, Path(id): Path<String>, req: Request) -> Response<Body> {
-    let device_id = match device_scope(&e, &id) {
+    let scope = match remote_device(&e, &id).await {
+        Some(device_id) => Ok(device_id),
+        None => device_scope(&e, &id),
+    };
+    let device_id = match scope {
         Ok(d) => d,
         Err(resp) => return resp,
     };
@@ -238,7 +253,11 @@ async fn all_sse(State(e): State<Arc<Endpoints>>, req: Request) -> Response<Body
 }
 
 async fn device_sse(State(e): State<Arc<Endpoints>>, Path(id): Path<String>, req: Request) -> Response<Body> {
-    match device_scope(&e, &id) {
+    let scope = match remote_device(&e, &id).await {
+        Some(device_id) => Ok(device_id),
+        None => device_scope(&e, &id),
+    };
+    match scope {
         Ok(device_id) => {
             let path = format!("/devices/{device_id}/messages");
             open_sse(&e, Scope::Device(device_id), &path, peer_ip(&req))

@@ -104,22 +104,42 @@ pub struct Shared {
 
 impl Shared {
     /// The devices an endpoint offers (one lookup for a device's own endpoint, whatever the
-    /// fleet's size).
+    /// fleet's size), in Device-Id order.
     fn devices(&self, scope: &Scope) -> Vec<DeviceHandle> {
+        self.listing(scope, true)
+    }
+
+    /// The bridge's one device listing (everything the endpoints offer, call and describe comes
+    /// from it): this hub's devices and, in a cluster, the other hubs' ready devices as local
+    /// stand-ins (docs/cluster.md); a device served here is never also offered as a stand-in.
+    /// `sorted`: in Device-Id order (else in no order, without sorting the fleet).
+    fn listing(&self, scope: &Scope, sorted: bool) -> Vec<DeviceHandle> {
         match scope {
-            Scope::All => self.hub.registry.handles(),
-            Scope::Device(id) => self.hub.registry.get(id).into_iter().collect(),
+            Scope::All => {
+                let registry = &self.hub.registry;
+                let mut all = if sorted { registry.handles() } else { registry.unsorted() };
+                if let Some(c) = crate::hub::remote::of(&self.hub) {
+                    let before = all.len();
+                    all.extend(c.proxies().into_iter().filter(|p| registry.get(&p.device_id).is_none()));
+                    if sorted && all.len() > before {
+                        all.sort_by(|a, b| a.device_id.cmp(&b.device_id));
+                    }
+                }
+                all
+            }
+            Scope::Device(id) => self.device(id).into_iter().collect(),
         }
+    }
+
+    /// One device of the listing, by Device-Id: served here, or another hub's stand-in.
+    fn device(&self, device_id: &str) -> Option<DeviceHandle> {
+        self.hub.registry.get(device_id).or_else(|| crate::hub::remote::of(&self.hub)?.cached_proxy(device_id))
     }
 
     /// Reads the tools an endpoint offers (kept and updated per device, not rebuilt per request).
     fn catalogue<T>(&self, scope: &Scope, f: impl FnOnce(&Catalogue) -> T) -> T {
         let rules = Rules { scope, naming: self.config.naming, user_tools: self.config.user_tools, aliases: &self.hub.config.aliases };
-        let devices = || match scope {
-            Scope::All => self.hub.registry.unsorted(),
-            Scope::Device(id) => self.hub.registry.get(id).into_iter().collect(),
-        };
-        self.catalogues.read(&rules, devices, f)
+        self.catalogues.read(&rules, || self.listing(scope, false), f)
     }
 
     /// The tool an endpoint offers under `name`.
@@ -216,7 +236,7 @@ impl Bridge {
                 }
             }
         };
-        match registry.get(&device_id).map(|h| h.phase()) {
+        match self.shared.device(&device_id).map(|h| h.phase()) {
             None | Some(None) => Some(format!(
                 "device {device_id} is not connected, so {name} cannot run now; nothing was sent. Call it again once the device is back (list_devices shows the connected devices)."
             )),
@@ -394,7 +414,7 @@ impl ServerHandler for Bridge {
         // endpoint offers it.
         let named = uri.strip_prefix("mcpdev://devices/").map(|rest| rest.strip_suffix("/notifications").unwrap_or(rest));
         let offered = named.filter(|id| matches!(&self.scope, Scope::All) || matches!(&self.scope, Scope::Device(own) if own == id));
-        let text = offered.and_then(|id| self.shared.hub.registry.get(id)).and_then(|h| {
+        let text = offered.and_then(|id| self.shared.device(id)).and_then(|h| {
             if uri == device_uri(&h.device_id) {
                 h.snapshot().map(|info| serde_json::to_string_pretty(&info).unwrap_or_default())
             } else if uri == notifications_uri(&h.device_id) {

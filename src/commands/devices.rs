@@ -58,7 +58,9 @@ async fn ask(client: &HubClient, request: Value) -> Result<Value, CodedError> {
 
 /// How the listing is written.
 enum Listing {
-    Table(Box<super::output::Table>, HashMap<String, String>),
+    /// The rows, kept until the end (a table is aligned on all of them), so that the `hub`
+    /// column shows only when some device has a hub (a cluster).
+    Table(Vec<Vec<String>>, HashMap<String, String>),
     /// The JSON array, one device per line; the device held back until the next one says
     /// whether it needs a comma.
     Array(Option<Value>),
@@ -80,7 +82,7 @@ async fn list(global: &GlobalArgs, args: &DevicesArgs, client: &HubClient) -> an
                 by_id.insert(id, alias);
             }
         }
-        Listing::Table(Box::new(table(global, &["device", "alias", "transport", "state", "tools", "connected since", "address"])), by_id)
+        Listing::Table(Vec::new(), by_id)
     };
     let (mut count, mut after) = (0usize, None::<String>);
     loop {
@@ -102,9 +104,7 @@ async fn list(global: &GlobalArgs, args: &DevicesArgs, client: &HubClient) -> an
                     Some(prev) => outln!("  {},", super::output::json_line(&prev)),
                     None => outln!("["),
                 },
-                Listing::Table(t, aliases) => {
-                    t.add_row(row(&d, aliases));
-                }
+                Listing::Table(rows, aliases) => rows.push(row(&d, aliases)),
             }
         }
         match next {
@@ -116,7 +116,17 @@ async fn list(global: &GlobalArgs, args: &DevicesArgs, client: &HubClient) -> an
         Listing::Ndjson => {}
         Listing::Array(Some(last)) => outln!("  {}\n]", super::output::json_line(&last)),
         Listing::Array(None) => outln!("[]"),
-        Listing::Table(t, _) => {
+        Listing::Table(mut rows, _) => {
+            let mut columns = vec!["device", "alias", "transport", "state", "tools", "connected since", "address"];
+            if rows.iter().any(|r| r[7] != "-") {
+                columns.push("hub");
+            } else {
+                rows.iter_mut().for_each(|r| r.truncate(7));
+            }
+            let mut t = table(global, &columns);
+            for r in rows {
+                t.add_row(r);
+            }
             if count > 0 {
                 outln!("{}", render(&t));
             }
@@ -151,10 +161,12 @@ fn row(d: &Value, aliases: &HashMap<String, String>) -> Vec<String> {
         Some("disconnected") => "disconnected",
         _ => "onboarding",
     };
-    let tools = d["tools"].as_array().map_or(0, Vec::len);
+    // A device another hub serves comes with its tool count, not its tools.
+    let tools = d["tools"].as_array().map(|t| t.len() as u64).or_else(|| d["tool_count"].as_u64()).unwrap_or(0);
     let since = d["connected_at_ms"].as_u64().map_or_else(|| "-".into(), local_time);
     let address = d["address"].as_str().or_else(|| d["remote"].as_str()).unwrap_or("-");
-    vec![id.to_string(), alias.to_string(), text(&d["transport"]), state.to_string(), tools.to_string(), since, address.to_string()]
+    // In a cluster every device names the hub that serves it ([`crate::hub::remote`]).
+    vec![id.to_string(), alias.to_string(), text(&d["transport"]), state.to_string(), tools.to_string(), since, address.to_string(), text(&d["hub"])]
 }
 
 fn approved(global: &GlobalArgs, a: &Value) {

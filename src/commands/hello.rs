@@ -16,7 +16,7 @@ pub async fn run(global: &GlobalArgs, args: HelloArgs) -> anyhow::Result<()> {
     if global.json {
         let keys = ["device_id", "client_id", "transport", "protocol_version", "session_id", "hello", "connected_at_ms", "last_seen_ms"];
         let mut out: serde_json::Map<String, Value> = keys.iter().map(|k| (k.to_string(), info[*k].clone())).collect();
-        for key in ["system_info", "phase", "onboarding", "onboarding_error", "tools_warning"] {
+        for key in ["system_info", "phase", "onboarding", "onboarding_error", "tools_warning", "hub"] {
             if let Some(v) = info.get(key) {
                 out.insert(key.into(), v.clone());
             }
@@ -45,6 +45,10 @@ pub async fn run(global: &GlobalArgs, args: HelloArgs) -> anyhow::Result<()> {
     ];
     for (k, v) in rows {
         t.add_row(vec![k.to_string(), text(&v)]);
+    }
+    // In a cluster: the hub that serves the device.
+    if info["hub"].is_string() {
+        t.add_row(vec!["served by hub".to_string(), text(&info["hub"])]);
     }
     // What the device posted to the OTA endpoint, when it did.
     let si = &info["system_info"];

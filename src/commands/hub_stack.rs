@@ -34,6 +34,7 @@ pub async fn start(config: StackConfig) -> anyhow::Result<Stack> {
         Some(settings) => {
             let m = crate::mqtt::hub::start(bound.hub.clone(), settings).await?;
             let _ = bound.hub.mqtt.set(Arc::new(m.clone()));
+            let _ = bound.hub.cluster.set(m.cluster.clone());
             Some(m)
         }
         None => None,

@@ -22,6 +22,11 @@
 //! [`MAX_DEVICES_PAGE`] devices, so what the hub builds for one answer is bounded whatever the
 //! fleet; without a `limit` the answer is every device at once (the shape older clients read).
 //!
+//! In a cluster of hubs ([`super::remote`]), `devices` lists every hub's devices (each with its
+//! `hub`; pages run over the whole cluster in Device-Id order), and `device`, `rpc`, `watch` and
+//! `revoke` for a device another hub serves are passed to that hub; approvals and revocations
+//! hold on every hub (sealed admission records, [`super::admission::record`]).
+//!
 //! One connection serves its requests concurrently in its own task, which also writes their
 //! answers to the socket: at most [`MAX_IN_FLIGHT`] at a time (watches included; beyond that the
 //! answer is `busy`), each at most [`MAX_REQUEST_BYTES`] long. A client that does not read its
@@ -33,7 +38,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{Request, Response};
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use futures_util::stream::FuturesUnordered;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -41,6 +46,7 @@ use tokio::sync::mpsc;
 
 use super::Hub;
 use super::registry::SelectError;
+use super::remote::{self, Cluster, Located};
 use crate::links::upgrade;
 use crate::links::ws_socket::{Io, Socket};
 use crate::session::CallError;
@@ -133,7 +139,7 @@ async fn serve(hub: Arc<Hub>, io: upgrade::DeviceSocket) {
                     match message {
                         Incoming::Text(text) => match accept(&text, running.len(), &mut refused_busy) {
                             Ok(ControlRequest { id, op: Op::Stats }) => outbox.push_back(ws_frame::text(&json!({"id": id, "ok": {"in_flight": running.len()}}).to_string())),
-                            Ok(req) => running.push(handle(hub.clone(), req, tx.clone())),
+                            Ok(req) => running.push(handle(hub.clone(), req, tx.clone(), super::remote::of(&hub))),
                             Err(answer) => outbox.push_back(ws_frame::text(&answer.to_string())),
                         },
                         Incoming::Ping(payload) => {
@@ -208,25 +214,41 @@ fn rpc_request(text: &str) -> Option<ControlRequest> {
 }
 
 /// Serves one request; its answer's text, or `None` for a watch (which sends its own events on
-/// `tx` until the client goes away).
+/// `tx` until the client goes away). With `cluster`, a device no local selector matches is looked
+/// up among the other hubs and the request forwarded there ([`super::remote`]); requests other
+/// hubs forwarded come with `None` and are served here only.
 ///
 /// Answers are written as text straight from what they describe, not built as a `Value` first:
 /// a device's description holds its tool list as the device's own JSON, and `devices` holds
 /// every device's (36 MB at 10,000 devices, several times that as a `Value` tree).
-async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<String>) -> Option<String> {
+async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<String>, cluster: Option<Arc<dyn Cluster>>) -> Option<String> {
     let id = req.id;
+    let cluster = cluster.as_ref();
     let reply = match req.op {
-        Op::Devices { after, limit: None } if after.is_none() => Ok(text_of(&hub.registry.snapshots().iter().map(|i| &**i).collect::<Vec<_>>())),
-        Op::Devices { after, limit } => Ok(devices_page(&hub, after.as_deref(), limit.unwrap_or(MAX_DEVICES_PAGE))),
-        Op::Device { device, wait_ms } => device_info(&hub, device.as_deref(), wait_ms).await,
-        Op::Rpc { device, method, params, timeout_ms } => rpc(&hub, device.as_deref(), &method, params, timeout_ms).await.map(RawResult::into_text),
+        Op::Devices { after, limit: None } if after.is_none() => Ok(devices_text(&hub, cluster)),
+        Op::Devices { after, limit } => Ok(devices_page(&hub, cluster, after.as_deref(), limit.unwrap_or(MAX_DEVICES_PAGE))),
+        Op::Device { device, wait_ms } => match cluster {
+            Some(c) => cluster_device(&hub, c, device.as_deref(), wait_ms).await,
+            None => device_info(&hub, device.as_deref(), wait_ms).await,
+        },
+        Op::Rpc { device, method, params, timeout_ms } => {
+            let timeout = Duration::from_millis(timeout_ms.clamp(1, 3_600_000));
+            match remote::route(&hub, cluster, device.as_deref(), timeout).await {
+                Ok(Some((to, device_id))) => forward(cluster, &to, json!({"op": "rpc", "device": device_id, "method": method, "params": params, "timeout_ms": timeout_ms}), timeout).await,
+                Ok(None) => rpc(&hub, device.as_deref(), &method, params, timeout_ms).await.map(RawResult::into_text),
+                Err(e) => Err(e),
+            }
+        }
         Op::Watch { device, traffic } => {
-            watch(&hub, id, device, traffic, tx).await;
+            match cluster {
+                Some(c) => cluster_watch(&hub, c, id, device, traffic, tx).await,
+                None => watch(&hub, id, device, traffic, tx).await,
+            }
             return None;
         }
-        Op::Approve { target, rebind } => super::admission::approve_and_cut_over(&hub, &target, rebind).await.map(|a| with_device_url(&hub, &a)).map_err(bad_request),
-        Op::Deny { code } => hub.admission.deny(&code).map(|p| text_of(&p)).map_err(bad_request),
-        Op::Revoke { device } => super::admission::revoke_and_disconnect(&hub, &device).await.map(|v| v.to_string()).map_err(bad_request),
+        Op::Approve { target, rebind } => cluster_approve(&hub, cluster, &target, rebind).await,
+        Op::Deny { code } => cluster_deny(&hub, cluster, &code).await,
+        Op::Revoke { device } => cluster_revoke(&hub, cluster, &device).await,
         Op::Pending => Ok(text_of(&hub.admission.pending())),
         Op::Admitted => Ok(json!({"approve_all": hub.admission.approve_all(), "devices": hub.admission.admitted().iter().map(super::admission::Admitted::public).collect::<Vec<_>>()}).to_string()),
         Op::Stats => Err(json!({"kind": "bad_request", "message": "stats is answered by the connection"})),
@@ -247,21 +269,44 @@ pub async fn answer_once(hub: Arc<Hub>, text: &str) -> String {
         }
         Ok(req) => {
             let (tx, _events) = mpsc::channel(1);
-            handle(hub, req, tx).await.unwrap_or_default()
+            let cluster = super::remote::of(&hub);
+            handle(hub, req, tx, cluster).await.unwrap_or_default()
         }
         Err(answer) => answer.to_string(),
     }
 }
 
-/// One page of `devices`: `{"devices":[…],"next":…}`.
-fn devices_page(hub: &Hub, after: Option<&str>, limit: usize) -> String {
+/// One page of `devices`: `{"devices":[…],"next":…}`. In a cluster the page runs over every
+/// hub's devices in Device-Id order (this hub's and, from the index, the others'), each with its
+/// `hub`; a device listed both here and in another hub's index (it is moving) is listed once, here.
+fn devices_page(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, after: Option<&str>, limit: usize) -> String {
     #[derive(serde::Serialize)]
     struct Page<'a> {
         devices: Vec<&'a crate::session::DeviceInfo>,
         next: Option<String>,
     }
-    let (infos, next) = hub.registry.page(after, limit.clamp(1, MAX_DEVICES_PAGE));
-    text_of(&Page { devices: infos.iter().map(|i| &**i).collect(), next })
+    let limit = limit.clamp(1, MAX_DEVICES_PAGE);
+    let (infos, next) = hub.registry.page(after, limit);
+    let Some(c) = cluster else { return text_of(&Page { devices: infos.iter().map(|i| &**i).collect(), next }) };
+    let local = infos.iter().map(|i| (i.device_id.clone(), remote::with_hub(&text_of(&**i), c.me())));
+    // The others' devices after the cursor, but not past the end of the local page when more
+    // local devices follow it (they come first in the next page).
+    let upto = next.clone();
+    let mut remote: Vec<(String, String)> = c
+        .remote_devices()
+        .into_iter()
+        .filter_map(|v| Some((v["device_id"].as_str()?.to_string(), v.to_string())))
+        .filter(|(id, _)| after.is_none_or(|a| id.as_str() > a) && upto.as_deref().is_none_or(|u| id.as_str() <= u) && hub.registry.get(id).is_none())
+        .collect();
+    remote.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut rows: Vec<(String, String)> = local.chain(remote).collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    rows.dedup_by(|a, b| a.0 == b.0);
+    let more = rows.len() > limit || next.is_some();
+    rows.truncate(limit);
+    let next = if more { rows.last().map(|r| r.0.clone()) } else { None };
+    let devices: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+    format!(r#"{{"devices":[{}],"next":{}}}"#, devices.join(","), text_of(&next))
 }
 
 /// The JSON text of an answer. Serializing these types cannot fail (string keys, no floats
@@ -345,6 +390,183 @@ fn call_error(device: &str, e: CallError) -> Value {
         CallError::Timeout(d) => json!({"kind": "timeout", "message": format!("device {device} did not answer within {d:?}")}),
         CallError::Disconnected => json!({"kind": "disconnected", "message": format!("device {device} disconnected before answering")}),
         CallError::Link(why) => json!({"kind": "link_down", "message": format!("device {device}: {why}")}),
+    }
+}
+
+// The cluster (issue 26): requests for devices other hubs serve.
+
+/// A request another hub of the cluster forwarded: served here only, never forwarded again.
+/// Only the device ops are taken (`device`, `rpc`, `watch`, `revoke`, `approve`, `deny`, `devices`); the answer is
+/// the control answer's text, or `None` for a watch (its events go to `tx`).
+pub async fn serve_forwarded(hub: Arc<Hub>, request: &str, tx: mpsc::Sender<String>) -> Option<String> {
+    let mut refused = 0;
+    let req = match accept(request, 0, &mut refused) {
+        Ok(req) => req,
+        Err(answer) => return Some(answer.to_string()),
+    };
+    if !matches!(req.op, Op::Device { .. } | Op::Rpc { .. } | Op::Watch { .. } | Op::Revoke { .. } | Op::Approve { .. } | Op::Deny { .. } | Op::Devices { .. }) {
+        return Some(json!({"id": req.id, "error": {"kind": "bad_request", "message": "this op is not served for another hub"}}).to_string());
+    }
+    handle(hub, req, tx, None).await
+}
+
+/// Every device of the cluster: this hub's (with their full description) and the others' (from
+/// their index), each with the hub that serves it.
+fn devices_text(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>) -> String {
+    let local = hub.registry.snapshots();
+    let Some(c) = cluster else { return text_of(&local.iter().map(|i| &**i).collect::<Vec<_>>()) };
+    let rows: Vec<String> = local.iter().map(|i| remote::with_hub(&text_of(&**i), c.me())).chain(c.remote_devices().iter().map(Value::to_string)).collect();
+    format!("[{}]", rows.join(","))
+}
+
+/// Longest a forwarded request waits beyond the caller's own deadline (the hop there and back).
+const HOP_GRACE: Duration = Duration::from_secs(2);
+
+async fn forward(cluster: Option<&Arc<dyn Cluster>>, to: &str, op: Value, deadline: Duration) -> Result<String, Value> {
+    match cluster {
+        Some(c) => c.forward(to, op, deadline + HOP_GRACE).await,
+        None => Err(json!({"kind": "link_down", "message": "this hub is in no cluster"})),
+    }
+}
+
+/// `device` in a cluster: here if the device is (or comes) here, else on the hub that serves it,
+/// waiting up to `wait_ms` for it to appear on either.
+async fn cluster_device(hub: &Hub, c: &Arc<dyn Cluster>, device: Option<&str>, wait_ms: u64) -> Result<String, Value> {
+    let until = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
+    let mut changed = c.changed();
+    loop {
+        let left = until.saturating_duration_since(tokio::time::Instant::now());
+        if let Some((to, device_id)) = remote::route(hub, Some(c), device, left).await? {
+            let op = json!({"op": "device", "device": device_id, "wait_ms": left.as_millis() as u64});
+            return forward(Some(c), &to, op, left).await.map(|t| remote::with_hub(&t, &to));
+        }
+        tokio::select! {
+            r = hub.registry.wait_ready(device, left) => {
+                return r.map(|(_, info)| remote::with_hub(&text_of(&*info), c.me())).map_err(select_error);
+            }
+            woke = tokio::time::timeout_at(until, changed.changed()) => {
+                if woke.is_err() {
+                    return device_info(hub, device, 0).await;
+                }
+            }
+        }
+    }
+}
+
+/// `watch` in a cluster: a device served elsewhere is watched on its hub; with no device, every
+/// hub's events come together.
+async fn cluster_watch(hub: &Hub, c: &Arc<dyn Cluster>, id: u64, device: Option<String>, traffic: bool, tx: mpsc::Sender<String>) {
+    if device.is_some() {
+        if let Ok(Some((to, device_id))) = remote::route(hub, Some(c), device.as_deref(), Duration::ZERO).await {
+            return remote_watch(c, to, id, json!({"op": "watch", "device": device_id, "traffic": traffic}), tx, true).await;
+        }
+        return watch(hub, id, device, traffic, tx).await;
+    }
+    let peers = c.peers().into_iter().map(|to| remote_watch(c, to, id, json!({"op": "watch", "device": null, "traffic": traffic}), tx.clone(), false).boxed());
+    let all: Vec<_> = std::iter::once(watch(hub, id, None, traffic, tx.clone()).boxed()).chain(peers).collect();
+    futures_util::future::join_all(all).await;
+}
+
+async fn remote_watch(c: &Arc<dyn Cluster>, to: String, id: u64, op: Value, tx: mpsc::Sender<String>, first: bool) {
+    let (events, mut rx) = mpsc::channel(256);
+    let running = c.watch(&to, op, events);
+    let relay = async {
+        while let Some(item) = rx.recv().await {
+            let text = match item {
+                remote::WatchItem::Ok(ok) if first => format!(r#"{{"id":{id},"ok":{}}}"#, ok.get()),
+                remote::WatchItem::Ok(_) => continue,
+                remote::WatchItem::Event(ev) => format!(r#"{{"id":{id},"event":{}}}"#, ev.get()),
+                remote::WatchItem::Error(e) => json!({"id": id, "error": e}).to_string(),
+            };
+            if tx.send(text).await.is_err() {
+                return;
+            }
+        }
+    };
+    tokio::join!(running, relay);
+}
+
+/// `approve`: here, or, in a cluster, for an activation code this hub did not hand out, on the
+/// hub the device checked in with. The hub that approves publishes the approval's record to every
+/// hub ([`publish_admission`]); the asking hub applies the record the answer carries at once, so
+/// the device is let in here as soon as the answer is out.
+async fn cluster_approve(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, target: &str, rebind: bool) -> Result<String, Value> {
+    let here = super::admission::approve_and_cut_over(hub, target, rebind).await;
+    let e = match here {
+        Ok(a) => {
+            let record = publish_admission(hub, &a.device_id);
+            let mut v = serde_json::from_str::<Value>(&with_device_url(hub, &a)).unwrap_or_default();
+            // Only for the hub that forwarded the approval (a forwarded request has no cluster).
+            if cluster.is_none()
+                && let Some(r) = record
+            {
+                v["record"] = Value::from(r);
+            }
+            return Ok(v.to_string());
+        }
+        Err(e) => e,
+    };
+    let Some(c) = cluster.filter(|_| super::admission::is_code(target.trim())) else { return Err(bad_request(e)) };
+    for peer in c.peers() {
+        let Ok(text) = c.forward(&peer, json!({"op": "approve", "target": target, "rebind": rebind}), Duration::from_secs(5)).await else { continue };
+        let mut v = serde_json::from_str::<Value>(&text).unwrap_or_default();
+        let device_id = v["device_id"].as_str().unwrap_or_default().to_string();
+        if let Some(record) = v.as_object_mut().and_then(|o| o.remove("record"))
+            && let Err(e) = super::admission::import_and_cut_off(hub, &device_id, record.as_str().unwrap_or_default().as_bytes()).await
+        {
+            tracing::warn!(hub = %peer, device = %device_id, "the approval's record from another hub was refused: {e}");
+        }
+        v["hub"] = Value::from(peer);
+        return Ok(v.to_string());
+    }
+    Err(bad_request(format!("{e} (no other hub of the cluster has it either)")))
+}
+
+/// `deny`: here, or, in a cluster, on the hub that handed the code out.
+async fn cluster_deny(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, code: &str) -> Result<String, Value> {
+    let e = match hub.admission.deny(code) {
+        Ok(p) => return Ok(text_of(&p)),
+        Err(e) => e,
+    };
+    let Some(c) = cluster else { return Err(bad_request(e)) };
+    for peer in c.peers() {
+        if let Ok(text) = c.forward(&peer, json!({"op": "deny", "code": code}), Duration::from_secs(5)).await {
+            return Ok(remote::with_hub(&text, &peer));
+        }
+    }
+    Err(bad_request(format!("{e} (no other hub of the cluster has it either)")))
+}
+
+/// Publishes `device_id`'s current admission decision to the cluster, if this hub is in one;
+/// the sealed record, for an answer to carry.
+fn publish_admission(hub: &Hub, device_id: &str) -> Option<String> {
+    let c = remote::of(hub)?;
+    let record = hub.admission.record(device_id, c.me())?;
+    c.publish_admission(device_id, &record);
+    Some(record)
+}
+
+/// `revoke`: withdrawn here, published to every hub (each cuts the device off if it serves it),
+/// and, in a cluster, asked of the hub that serves the device, for its confirmation that the
+/// device is cut off.
+async fn cluster_revoke(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, device: &str) -> Result<String, Value> {
+    let mut answer = super::admission::revoke_and_disconnect(hub, device).await.map_err(bad_request)?;
+    let Some(device_id) = answer["device_id"].as_str().map(str::to_string) else { return Ok(answer.to_string()) };
+    publish_admission(hub, &device_id);
+    let Some(c) = cluster else { return Ok(answer.to_string()) };
+    let mut unconfirmed = None;
+    if answer["disconnected"] != true
+        && let Located::Remote { hub: to, device_id } = c.locate(Some(&device_id), hub.registry.aliases())
+    {
+        match forward(cluster, &to, json!({"op": "revoke", "device": device_id}), Duration::from_secs(8)).await {
+            Ok(cut) => answer["disconnected"] = serde_json::from_str::<Value>(&cut).unwrap_or_default()["disconnected"].clone(),
+            Err(e) => unconfirmed = Some(json!({"kind": e["kind"], "message": format!("revoked on every hub, but hub {to} that serves {device_id} did not confirm cutting it off: {}", e["message"].as_str().unwrap_or_default())})),
+        }
+        answer["hub"] = Value::from(to);
+    }
+    match unconfirmed {
+        Some(e) => Err(e),
+        None => Ok(answer.to_string()),
     }
 }
 

@@ -29,6 +29,7 @@ pub mod listener;
 pub mod ota;
 pub mod owner;
 pub mod registry;
+pub mod remote;
 pub mod secret;
 pub mod trim;
 pub mod vision;
@@ -130,6 +131,8 @@ pub struct Hub {
     /// The MQTT side, when the hub runs one: set once, by whoever starts it, before the
     /// listeners serve ([`BoundHub::serve`]).
     pub mqtt: std::sync::OnceLock<Arc<dyn ota::MqttOffer>>,
+    /// The other hubs on the same broker, when the hub runs MQTT ([`remote`]): set once, like `mqtt`.
+    pub cluster: std::sync::OnceLock<Arc<dyn remote::Cluster>>,
     /// The control API's token and its file.
     pub control: Arc<owner::ControlToken>,
     /// The device listener's connections.
@@ -246,6 +249,7 @@ pub async fn bind(config: HubConfig) -> anyhow::Result<BoundHub> {
         device_port: device_addr.port(),
         device_ip: Some(device_addr.ip()).filter(|ip| !ip.is_unspecified()).or_else(default_route_ip),
         mqtt: std::sync::OnceLock::new(),
+        cluster: std::sync::OnceLock::new(),
         control,
         budget,
     });

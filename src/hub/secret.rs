@@ -16,6 +16,9 @@ pub enum Purpose {
     Device,
     /// The token a device's camera tool sends to the hub's vision endpoint.
     Vision,
+    /// The MAC of an admission record one hub of a cluster hands the others
+    /// ([`super::admission::record`]).
+    ClusterRecord,
 }
 
 impl Purpose {
@@ -23,6 +26,7 @@ impl Purpose {
         match self {
             Purpose::Device => "device",
             Purpose::Vision => "vision",
+            Purpose::ClusterRecord => "cluster-record",
         }
     }
 }
@@ -93,6 +97,21 @@ impl HubSecret {
         let message = format!("{}:{}", purpose.label(), device_id.to_ascii_lowercase());
         let tag = hmac::sign(&self.key, message.as_bytes());
         hex(&tag.as_ref()[..16])
+    }
+
+    /// The full MAC (64 hex digits) of `message` for `purpose`: records that every hub holding
+    /// this secret can check, and no one else can make.
+    pub fn mac(&self, purpose: Purpose, message: &[u8]) -> String {
+        let mut ctx = hmac::Context::with_key(&self.key);
+        ctx.update(purpose.label().as_bytes());
+        ctx.update(b":");
+        ctx.update(message);
+        hex(ctx.sign().as_ref())
+    }
+
+    /// Whether `mac` is [`Self::mac`] of `message` (compared in constant time).
+    pub fn verify_mac(&self, purpose: Purpose, message: &[u8], mac: &str) -> bool {
+        constant_time_eq(self.mac(purpose, message).as_bytes(), mac.trim().as_bytes())
     }
 
     /// Whether `token` is `device_id`'s token for `purpose` (compared in constant time).

@@ -10,7 +10,12 @@
 //!   wins**. All hubs see one order, so they agree; a hub that sees a later claim for a device it
 //!   serves drops its session (it is served elsewhere now);
 //! - a hub that gets a message of a device another live hub owns passes it on to that hub
-//!   (`mcpdev/fwd/<owner>/<key>`); only the owner publishes to the device.
+//!   (`mcpdev/fwd/<owner>/<key>`); only the owner publishes to the device;
+//! - when a hub dies (its presence is cleared by its last will), each of its devices is taken
+//!   over at once by one survivor, the same for every hub that sees the same live hubs
+//!   ([`Claims::takeover`], rendezvous hashing): it claims the device like any other, and once
+//!   the claim stands it starts the device's session and sends `initialize` without waiting for
+//!   the device to talk. Two survivors that disagree both claim, and the last claim wins as above.
 
 use std::collections::{HashMap, HashSet};
 
@@ -79,11 +84,40 @@ impl Claims {
         self.alive.clear();
     }
 
+    /// The devices whose owner is not alive and that this hub is the one to take over (of the
+    /// live hubs and this one, the highest rendezvous score for the device), without those
+    /// already `claiming`.
+    pub fn takeover(&self, claiming: &HashSet<String>) -> Vec<String> {
+        let mut candidates: Vec<&str> = self.alive.iter().map(String::as_str).collect();
+        if !self.alive.contains(&self.me) {
+            candidates.push(&self.me);
+        }
+        self.owners
+            .iter()
+            .filter(|(k, h)| **h != self.me && !self.alive.contains(*h) && !claiming.contains(*k))
+            .filter(|(k, _)| candidates.iter().max_by_key(|h| (score(k, h), **h)).is_some_and(|h| *h == self.me))
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
     /// The devices this hub owns (their claims are published again after a reconnect, in case
     /// the broker restarted without keeping retained messages).
     pub fn mine(&self) -> Vec<String> {
         self.owners.iter().filter(|(_, h)| **h == self.me).map(|(k, _)| k.clone()).collect()
     }
+}
+
+/// A stable score of a device for a hub (FNV-1a of both): every hub computes the same.
+fn score(key: &str, hub: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in key.bytes().chain([0]).chain(hub.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    // FNV's low bits mix poorly for inputs that differ at the end: finish with a mixer.
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^ (h >> 33)
 }
 
 #[cfg(test)]
@@ -108,6 +142,33 @@ mod tests {
         assert!(!b.on_claim("k", Some("b")));
         assert_eq!((a.route("k"), b.route("k")), (Route::Forward("b".into()), Route::Mine));
         assert_eq!((a.mine(), b.mine()), (vec![], vec!["k".to_string()]));
+    }
+
+    /// When a hub dies, every survivor that sees the same live hubs picks the same taker for
+    /// each device, and the devices spread over the survivors.
+    #[test]
+    fn survivors_agree_on_who_takes_each_device_over() {
+        let hubs = ["a", "b", "c"];
+        let mut views: Vec<Claims> = hubs.iter().map(|h| Claims::new(*h)).collect();
+        for v in &mut views {
+            for h in hubs {
+                v.on_presence(h, true);
+            }
+            for i in 0..300 {
+                v.on_claim(&format!("k{i}"), Some("c"));
+            }
+            v.on_claim("mine-a", Some("a"));
+            v.on_presence("c", false);
+        }
+        let none = HashSet::new();
+        let (a, b) = (views[0].takeover(&none), views[1].takeover(&none));
+        assert!(views[2].takeover(&none).is_empty(), "the dead hub's own view is not asked");
+        assert_eq!(a.len() + b.len(), 300, "every device of the dead hub is taken, once");
+        assert!(a.iter().all(|k| !b.contains(k)));
+        assert!(a.len() > 100 && b.len() > 100, "spread: {} / {}", a.len(), b.len());
+        assert!(!a.contains(&"mine-a".to_string()) && !b.contains(&"mine-a".to_string()), "a live hub's device stays");
+        let claiming: HashSet<String> = a.iter().cloned().collect();
+        assert!(views[0].takeover(&claiming).is_empty(), "a device already being claimed is not claimed again");
     }
 
     #[test]

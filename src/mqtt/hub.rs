@@ -27,6 +27,7 @@ use tokio::sync::{mpsc, watch};
 use tracing::{debug, info, warn};
 
 use super::cluster::{Claims, Route};
+use super::cluster_rpc::ClusterNode;
 use super::conn::{self, BrokerUrl, ConnEvent};
 use super::instances::{Instances, LinkAction};
 use super::{broker, topics, udp};
@@ -76,6 +77,10 @@ impl MqttSettings {
     }
 }
 
+/// The keepalive of the hub's own broker connection: how soon a hub that vanished silently is
+/// declared dead by the broker (its last will), and its devices taken over.
+pub const HUB_KEEPALIVE: Duration = Duration::from_secs(5);
+
 /// Device MQTT credentials handed out by OTA (environment only: they are secrets).
 pub const DEVICE_USERNAME_ENV: &str = "MCPDEV_MQTT_DEVICE_USERNAME";
 pub const DEVICE_PASSWORD_ENV: &str = "MCPDEV_MQTT_DEVICE_PASSWORD";
@@ -106,6 +111,8 @@ pub struct MqttHub {
     control: mpsc::Sender<Control>,
     /// The embedded broker's clients (a revocation kicks the device's connection).
     broker_clients: Option<broker::Clients>,
+    /// The other hubs on this broker, and requests to and from them.
+    pub cluster: Arc<ClusterNode>,
 }
 
 /// The MQTT login the OTA answer gives devices.
@@ -311,7 +318,9 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
     let udp = Arc::new(udp::UdpSink::bind(settings.udp_addr).await.map_err(|e| anyhow::anyhow!("cannot bind the UDP audio socket {}: {e}", settings.udp_addr))?);
     let presence = format!("{}{hub_id}", topics::HUBS);
     let will = LastWill::new(&presence, Vec::<u8>::new(), QoS::AtLeastOnce, true);
-    let options = url.options(&format!("mcpdev-hub-{hub_id}"), Duration::from_secs(30), max_packet);
+    // The broker notices a hub that vanished without closing its connection within 1.5 periods
+    // (a killed process closes it, and the will is published at once).
+    let options = url.options(&format!("mcpdev-hub-{hub_id}"), HUB_KEEPALIVE, max_packet);
     let connection = conn::connect(options, Some(will));
     let (control, control_rx) = mpsc::channel(1024);
     let (subscribed_tx, subscribed) = watch::channel(false);
@@ -330,8 +339,11 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         probing: Arc::default(),
         control: control.clone(),
         broker_clients,
+        cluster: ClusterNode::new(&hub_id, Arc::downgrade(&hub), connection.client.clone()),
         settings,
     });
+    let (republish, republish_rx) = watch::channel(0u64);
+    super::presence::publish_index(Arc::downgrade(&hub), hub_id.clone(), connection.client.clone(), republish_rx);
     info!(broker = %mqtt.broker, hub = %hub_id, "MQTT: connecting");
     let dispatcher = Dispatcher {
         hub,
@@ -341,6 +353,7 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         links: HashMap::new(),
         control,
         subscribed: subscribed_tx,
+        republish,
         acks_due: 0,
         stopped: None,
         instances: Instances::default(),
@@ -401,6 +414,8 @@ struct Dispatcher {
     links: HashMap<String, LinkEntry>,
     control: mpsc::Sender<Control>,
     subscribed: watch::Sender<bool>,
+    /// Bumped on every (re)connect: the hub's index is published again.
+    republish: watch::Sender<u64>,
     /// Subscriptions of the current connection not yet acknowledged.
     acks_due: usize,
     /// Told once the connection has closed after a shutdown.
@@ -442,6 +457,8 @@ impl Dispatcher {
                         self.acks_due = self.acks_due.saturating_sub(1);
                         if self.acks_due == 0 {
                             self.subscribed.send_replace(true);
+                            // Devices of hubs that died while this one was away.
+                            self.take_over();
                         }
                     }
                     Some(ConnEvent::Message(p)) => self.on_message(&p.topic, p.payload.to_vec()),
@@ -483,15 +500,20 @@ impl Dispatcher {
         let me = self.claims.me().to_string();
         info!(broker = %self.mqtt.broker, hub = %me, "MQTT broker connected");
         self.claims.forget_presence();
+        self.mqtt.cluster.forget_presence();
         let c = &self.mqtt.client;
-        self.acks_due = 4;
+        let cluster = self.mqtt.cluster.subscriptions();
+        self.acks_due = 4 + cluster.len();
         // In this order: presence and claims arrive (retained) before any uplink.
         for (filter, qos) in [
             (format!("{}+", topics::HUBS), QoS::AtLeastOnce),
             (format!("{}+", topics::CLAIMS), QoS::AtLeastOnce),
             (format!("{}{me}/+", topics::FWD), QoS::AtMostOnce),
-            (topics::shared_uplinks(&self.mqtt.settings.group), QoS::AtMostOnce),
-        ] {
+        ]
+        .into_iter()
+        .chain(cluster)
+        .chain([(topics::shared_uplinks(&self.mqtt.settings.group), QoS::AtMostOnce)])
+        {
             if let Err(e) = c.try_subscribe(filter, qos) {
                 warn!("cannot queue an MQTT subscription: {e}");
             }
@@ -499,6 +521,22 @@ impl Dispatcher {
         let presence = json!({"hub": me}).to_string();
         let _ = c.try_publish(format!("{}{me}", topics::HUBS), QoS::AtLeastOnce, true, presence);
         for key in self.claims.mine().into_iter().chain(self.pending.keys().cloned()) {
+            self.publish_claim(&key);
+        }
+        self.republish.send_modify(|n| *n += 1);
+    }
+
+    /// Claims the devices of dead hubs that fall to this hub ([`Claims::takeover`]); each is
+    /// served, and sent `initialize`, once its claim stands ([`Self::settle`]).
+    fn take_over(&mut self) {
+        let claiming: HashSet<String> = self.pending.keys().cloned().collect();
+        let keys = self.claims.takeover(&claiming);
+        if keys.is_empty() {
+            return;
+        }
+        info!(count = keys.len(), "taking over the devices of a hub that went away");
+        for key in keys {
+            self.pending.insert(key.clone(), Vec::new());
             self.publish_claim(&key);
         }
     }
@@ -539,7 +577,14 @@ impl Dispatcher {
                 });
             }
         } else if let Some(hub) = topic.strip_prefix(topics::HUBS) {
-            self.claims.on_presence(hub, !payload.is_empty());
+            let alive = !payload.is_empty();
+            self.claims.on_presence(hub, alive);
+            self.mqtt.cluster.on_presence(hub, alive);
+            if !alive && *self.subscribed.borrow() {
+                self.take_over();
+            }
+        } else {
+            self.mqtt.cluster.on_message(topic, &payload);
         }
     }
 
@@ -576,6 +621,8 @@ impl Dispatcher {
         let Some(held) = self.pending.remove(key) else { return };
         match self.claims.route(key) {
             Route::Mine => {
+                // Taken over from a hub that died, or claimed first: the device may be idle, so
+                // it is asked first.
                 if held.is_empty() && !self.links.contains_key(key) {
                     self.start_link(key, true);
                 }

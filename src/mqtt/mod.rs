@@ -1,14 +1,18 @@
 //! MQTT devices: the topic scheme, broker connections (rumqttc), the embedded broker, the UDP
-//! audio sink, the cluster's claims, the hub's MQTT side, and the CLI's direct access.
+//! audio sink, the cluster's claims, presence and hub-to-hub requests, the hub's MQTT side, and
+//! the CLI's direct access.
 //!
 //! Devices reached through a broker run through the same session layer as WebSocket devices:
 //! [`links::mqtt`](crate::links::mqtt) drives one [`Session`](crate::session::Session) per device.
 
 pub mod broker;
 pub mod cluster;
+pub mod cluster_rpc;
 pub mod conn;
 pub mod direct;
 pub mod hub;
 mod instances;
+pub mod presence;
+pub mod proxy;
 pub mod topics;
 pub mod udp;

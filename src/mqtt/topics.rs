@@ -11,6 +11,9 @@
 //! | `mcpdev/hubs/<hub>` | each hub, retained; its will clears it | hub presence |
 //! | `mcpdev/claims/<key>` | a hub taking a device, retained | which hub serves the device |
 //! | `mcpdev/fwd/<hub>/<key>` | a hub that got another hub's device message | the message, passed on |
+//! | `mcpdev/index/<hub>` | each hub, retained | the devices it serves ([`super::presence`]) |
+//! | `mcpdev/rpc/<hub>/q`, `…/a` | hubs | control requests for a hub, answers to it ([`super::cluster_rpc`]) |
+//! | `mcpdev/admission/<device id>` | the hub that approved or revoked, retained | the cluster's admission decisions |
 //!
 //! Stock firmware never subscribes, so the broker must subscribe it to `mcpdev/down/${clientid}`
 //! (EMQX `auto_subscribe`; the embedded broker does it by itself).
@@ -22,6 +25,9 @@ pub const DOWN: &str = "mcpdev/down/";
 pub const HUBS: &str = "mcpdev/hubs/";
 pub const CLAIMS: &str = "mcpdev/claims/";
 pub const FWD: &str = "mcpdev/fwd/";
+pub const INDEX: &str = "mcpdev/index/";
+pub const RPC: &str = "mcpdev/rpc/";
+pub const ADMISSION: &str = "mcpdev/admission/";
 /// The auto-subscription a broker must give every client (EMQX placeholder syntax).
 pub const AUTO_SUBSCRIBE: &str = "mcpdev/down/${clientid}";
 

@@ -79,7 +79,9 @@ impl HubProcess {
         Self::start_with(&args, env, true).await
     }
 
-    async fn start_with(extra: &[&str], env: &[(&str, &str)], capture: bool) -> Self {
+    /// Starts `mcpdev serve --json` with `extra` (no `--approve-all` unless given), its stderr
+    /// collected in `stderr` when `capture`.
+    pub async fn start_with(extra: &[&str], env: &[(&str, &str)], capture: bool) -> Self {
         let mut args = vec!["serve", "--json", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0"];
         args.extend_from_slice(extra);
         let state = tempfile::tempdir().expect("temporary state directory");

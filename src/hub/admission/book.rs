@@ -25,7 +25,7 @@ pub const MAX_REVOKED: usize = 10_000;
 const MAX_FILE: u64 = 8 << 20;
 
 /// An approved device, as kept in `admitted.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Admitted {
     pub device_id: String,
     /// The Client-Id of the request that was approved, if any: only an OTA check-in with the same

@@ -28,6 +28,7 @@
 //!   data behind one mutex, and disk writes happen with the state they write.
 
 pub mod book;
+pub mod record;
 pub mod refusal;
 pub mod requests;
 
@@ -41,6 +42,7 @@ use serde_json::Value;
 use tracing::{info, warn};
 
 pub use book::{Admitted, MAX_ADMITTED};
+pub use record::Record;
 pub use refusal::Refusal;
 pub use requests::{CODE_LIFETIME, MAX_PENDING, Pending, Requester, Via};
 
@@ -503,12 +505,13 @@ impl Admission {
         if previous.is_none() && state.book.admitted.len() >= MAX_ADMITTED {
             return Err(format!("{MAX_ADMITTED} devices are approved already: revoke some with `mcpdev devices revoke DEVICE-ID`"));
         }
+        let at = next_time(&state, &id);
         let entry = match &request {
             Some(p) => Admitted {
                 device_id: id.clone(),
                 client_id: p.client_id.clone(),
                 via: Some(p.via),
-                approved_at_ms: now_ms(),
+                approved_at_ms: at,
                 key_hash: p.key_hash.clone(),
                 nonce: p.nonce.clone(),
                 challenge: p.challenge.clone(),
@@ -517,7 +520,7 @@ impl Admission {
                 device_id: id.clone(),
                 client_id: None,
                 via: None,
-                approved_at_ms: now_ms(),
+                approved_at_ms: at,
                 key_hash: None,
                 nonce: format!("{:016x}{:016x}", random_u64(), random_u64()),
                 challenge: String::new(),
@@ -575,7 +578,8 @@ impl Admission {
         let prev = state.book.admitted.remove(&id);
         let was_resident = state.book.resident.remove(&id);
         let prev_revoked = state.book.revoked.get(&id).copied();
-        state.book.remember_revoked(&id, now_ms());
+        let at = next_time(&state, &id);
+        state.book.remember_revoked(&id, at);
         if let Some(path) = &self.file
             && let Err(e) = state.book.save(path)
         {
@@ -595,6 +599,66 @@ impl Admission {
         Ok(prev.is_some() || was_resident)
     }
 
+    /// `device_id`'s current decision as a sealed [`Record`] for the other hubs of a cluster
+    /// (`by`: this hub's name); `None` if nobody decided anything about it.
+    pub fn record(&self, device_id: &str, by: &str) -> Option<String> {
+        let id = device_id.to_ascii_lowercase();
+        let held = held(&lock(&self.state), &id, by)?;
+        Some(held.seal(&self.secret))
+    }
+
+    /// A sealed [`Record`] another hub made, filed under `device_id`: checked
+    /// ([`Record::open`]), and applied only if it is later than what this hub holds (so an older
+    /// approval never undoes a newer revocation). The caller cuts the device off when this says
+    /// so ([`import_and_cut_off`]).
+    pub fn import(&self, device_id: &str, payload: &[u8]) -> Result<Imported, String> {
+        let record = Record::open(&self.secret, device_id, payload)?;
+        let id = record.device_id.clone();
+        let mut state = lock(&self.state);
+        let current = held(&state, &id, "");
+        if !record.supersedes(current.as_ref()) {
+            let newer = current.filter(|c| c.supersedes(Some(&record))).is_some();
+            return Ok(if newer { Imported::Older } else { Imported::Same });
+        }
+        let (prev, prev_revoked) = (state.book.admitted.get(&id).cloned(), state.book.revoked.get(&id).copied());
+        if record.approved.is_some() && prev.is_none() && state.book.admitted.len() >= MAX_ADMITTED {
+            return Err(format!("{MAX_ADMITTED} devices are approved already here"));
+        }
+        match &record.approved {
+            Some(a) => {
+                state.book.admitted.insert(id.clone(), a.clone());
+                state.book.revoked.remove(&id);
+            }
+            None => {
+                state.book.admitted.remove(&id);
+                state.book.resident.remove(&id);
+                state.book.remember_revoked(&id, record.at_ms);
+            }
+        }
+        if let Some(path) = &self.file
+            && let Err(e) = state.book.save(path)
+        {
+            match prev {
+                Some(p) => state.book.admitted.insert(id.clone(), p),
+                None => state.book.admitted.remove(&id),
+            };
+            match prev_revoked {
+                Some(at) => state.book.revoked.insert(id.clone(), at),
+                None => state.book.revoked.remove(&id),
+            };
+            return Err(e);
+        }
+        state.requests.remove_device(&id);
+        drop(state);
+        let cut = match &record.approved {
+            None => true,
+            // Another binding: the sessions of the old one go.
+            Some(a) => prev.is_some_and(|p| p.nonce != a.nonce),
+        };
+        info!(device = %id, by = %record.by, approved = record.approved.is_some(), "admission: applied another hub's decision");
+        Ok(Imported::Applied { device_id: id, revoked: record.approved.is_none(), cut })
+    }
+
     /// Logs a refusal, at most once per peer address per [`refusal::LOG_WINDOW`] (the rest are
     /// counted and the count is given with the next line).
     pub fn log_refusal(&self, remote: Option<IpAddr>, what: &str, refusal: &Refusal) {
@@ -607,6 +671,35 @@ impl Admission {
     fn may_log(&self, remote: Option<IpAddr>) -> Option<u64> {
         lock(&self.log).may_log(remote)
     }
+}
+
+/// What [`Admission::import`] did with a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Imported {
+    /// Applied; `cut`: the device's sessions are to be cut off (revoked, or bound anew).
+    Applied { device_id: String, revoked: bool, cut: bool },
+    /// This hub holds the same decision.
+    Same,
+    /// This hub holds a later decision (the record is stale: this hub's own is to be published
+    /// again, so the broker ends on the latest).
+    Older,
+}
+
+/// What `state` holds about `id`, as a record (`by` names the hub for a sealed copy).
+fn held(state: &State, id: &str, by: &str) -> Option<Record> {
+    if let Some(&at) = state.book.revoked.get(id) {
+        return Some(Record { device_id: id.to_string(), at_ms: at, by: by.to_string(), approved: None });
+    }
+    let a = state.book.admitted.get(id)?;
+    // Files from before bindings have no nonce: nothing another hub could verify tokens by.
+    (!a.nonce.is_empty()).then(|| Record { device_id: id.to_string(), at_ms: a.approved_at_ms, by: by.to_string(), approved: Some(a.clone()) })
+}
+
+/// The time of a new decision about `id`: now, or just after the latest this hub knows of if its
+/// clock is behind the hub that made that one (records are ordered by it: [`record`]).
+fn next_time(state: &State, id: &str) -> u64 {
+    let latest = state.book.revoked.get(id).copied().into_iter().chain(state.book.admitted.get(id).map(|a| a.approved_at_ms)).max();
+    latest.map_or(now_ms(), |l| now_ms().max(l + 1))
 }
 
 /// An admitted binding, for people: its Client-Id, transport and age.
@@ -636,6 +729,18 @@ pub async fn approve_and_cut_over(hub: &super::Hub, target: &str, rebind: bool) 
         cut_off(hub, &approval.device_id, crate::links::handle::CloseReason::Revoked).await;
     }
     Ok(approval)
+}
+
+/// Another hub's decision ([`Admission::import`]), applied; the device's sessions here are cut
+/// off when it was revoked (or bound anew).
+pub async fn import_and_cut_off(hub: &super::Hub, device_id: &str, payload: &[u8]) -> Result<Imported, String> {
+    let imported = hub.admission.import(device_id, payload)?;
+    if let Imported::Applied { device_id, cut: true, .. } = &imported
+        && cut_off(hub, device_id, crate::links::handle::CloseReason::Revoked).await
+    {
+        info!(device = %device_id, "revoked through another hub of the cluster: disconnected it here");
+    }
+    Ok(imported)
 }
 
 /// Closes `device_id`'s WebSocket or MQTT session, its embedded-broker connection and its MQTT
@@ -837,5 +942,42 @@ mod tests {
         let adm = on(dir.path());
         let legacy = adm.secret.token(Purpose::Device, A);
         assert_eq!(adm.admits(A, Some(&legacy)), Ok(()));
+    }
+
+    /// Two hubs with the same secret (a cluster): each one's decisions, imported by the other,
+    /// give the same tokens there; a revocation made later holds whatever order the records
+    /// arrive in; a record made with another secret is refused.
+    #[test]
+    fn a_decision_imported_from_another_hub_verifies_the_same_tokens_and_a_later_revocation_holds() {
+        let (d1, d2, d3) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let h1 = on(d1.path());
+        std::fs::copy(d1.path().join("hub-secret"), d2.path().join("hub-secret")).unwrap();
+        let h2 = on(d2.path());
+        let stranger = on(d3.path());
+        let (p, token) = pending(h1.check_in(&ota(A, "uuid-a", "10.0.0.5:1")).unwrap());
+        h1.approve(&p.code, false).unwrap();
+        let approval = h1.record(A, "h1").unwrap();
+        assert!(h2.admits(A, Some(&token)).is_err(), "not yet known on h2");
+        assert_eq!(h2.import(A, approval.as_bytes()), Ok(Imported::Applied { device_id: A.into(), revoked: false, cut: false }));
+        assert_eq!(h2.admits(A, Some(&token)), Ok(()), "the same token verifies on h2");
+        assert_eq!(admitted_token(h2.check_in(&ota(A, "uuid-a", "10.0.0.5:1")).unwrap()), token, "and h2 hands the approved binding its token");
+        assert_eq!(h2.import(A, approval.as_bytes()), Ok(Imported::Same));
+        // Revoked through h2, whose record is later than the approval even if its clock is not.
+        h2.revoke(A).unwrap();
+        let revocation = h2.record(A, "h2").unwrap();
+        assert!(matches!(h1.import(A, revocation.as_bytes()), Ok(Imported::Applied { revoked: true, cut: true, .. })));
+        assert!(matches!(h1.admits(A, Some(&token)), Err(Refusal::Revoked { .. })));
+        // The old approval replayed (a late delivery, or a replay by a broker client) is older.
+        assert_eq!(h1.import(A, approval.as_bytes()), Ok(Imported::Older));
+        assert!(matches!(h1.admits(A, Some(&token)), Err(Refusal::Revoked { .. })), "an older approval never undoes a newer revocation");
+        // Survives h1's restart (the import is on disk).
+        drop(h1);
+        assert!(on(d1.path()).is_revoked(A));
+        // A record sealed with another secret, or filed under another device, is refused.
+        stranger.approve(B, false).unwrap();
+        let forged = stranger.record(B, "evil").unwrap();
+        assert!(h2.import(B, forged.as_bytes()).unwrap_err().contains("MAC"));
+        assert!(h2.device_token(B).is_none());
+        assert!(h2.import(B, revocation.as_bytes()).unwrap_err().contains("filed under"));
     }
 }

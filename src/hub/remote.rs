@@ -1,0 +1,145 @@
+//! The rest of the cluster, as the control API sees it: devices served by *other* hubs on the
+//! same broker, and the way to reach them. The hub knows no broker (layers call downward); the
+//! MQTT side implements [`Cluster`] ([`crate::mqtt`] `cluster_rpc`) and sets [`Hub::cluster`].
+//!
+//! Rules this module enforces for every control request that leaves the hub:
+//! - **local first**: a device this hub serves is always served here; only a selector that
+//!   matches no local device is looked up in the cluster index;
+//! - **one hop**: a request another hub forwarded is served locally only, never forwarded again
+//!   (so no request loops between hubs);
+//! - **an answer within the caller's deadline**: a forwarded request ends with the remote hub's
+//!   answer or a typed error (`timeout`, `link_down` when the serving hub dies, `busy`), never
+//!   silence; a device that is being taken over after its hub died is waited for, within the
+//!   same deadline, instead of being reported missing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use serde_json::value::RawValue;
+use tokio::sync::{mpsc, watch};
+
+use super::Hub;
+use crate::links::DeviceHandle;
+
+/// A control answer: the `ok` part as JSON text, or the `error` object.
+pub type Answer = Result<String, Value>;
+
+/// Where the cluster index places a selector that matches no local device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Located {
+    /// Served by this live hub, with this Device-Id.
+    Remote { hub: String, device_id: String },
+    /// Listed by a hub that died: the survivors are taking it over.
+    Moving { device_id: String },
+    /// Several devices of the cluster match.
+    Ambiguous(String),
+    Nowhere,
+}
+
+/// What a watch on another hub yields.
+#[derive(Debug)]
+pub enum WatchItem {
+    /// Its first answer (`{"watching": …}`).
+    Ok(Box<RawValue>),
+    Event(Box<RawValue>),
+    /// It ended or could not start (the last item).
+    Error(Value),
+}
+
+/// The cluster, for the control API.
+pub trait Cluster: Send + Sync {
+    /// This hub's id in the cluster.
+    fn me(&self) -> &str;
+    /// Where another hub serves the device `selector` names (exact Device-Id, alias, or a
+    /// unique prefix), by the cluster index.
+    fn locate(&self, selector: Option<&str>, aliases: &std::collections::HashMap<String, String>) -> Located;
+    /// Bumped whenever the index or the set of live hubs changes.
+    fn changed(&self) -> watch::Receiver<u64>;
+    /// Sends one control request (`op` and its fields, no `id`) to `hub` and waits at most
+    /// `deadline` for its answer.
+    fn forward(&self, hub: &str, op: Value, deadline: Duration) -> BoxFuture<'static, Answer>;
+    /// Runs a `watch` on `hub`: its first answer, then every event (as JSON text), on `events`,
+    /// until `events` is closed or the hub goes away.
+    fn watch(&self, hub: &str, op: Value, events: mpsc::Sender<WatchItem>) -> BoxFuture<'static, ()>;
+    /// The other live hubs' devices, from their index: `{device_id, hub, transport, phase,
+    /// tool_count, connected_at_ms}` each.
+    fn remote_devices(&self) -> Vec<Value>;
+    /// The other live hubs.
+    fn peers(&self) -> Vec<String>;
+    /// Hands every hub of the cluster `device_id`'s admission decision made here: a sealed
+    /// record ([`crate::hub::admission::Record`]), kept by the broker for hubs that come later.
+    fn publish_admission(&self, device_id: &str, record: &str);
+    /// A device another hub serves, as a local handle (its requests are forwarded), made with
+    /// its description if needed; `None` if no live hub serves it.
+    fn proxy(&self, device_id: &str) -> BoxFuture<'static, Option<DeviceHandle>>;
+    /// The proxy [`Self::proxy`] made for a device, while it lives.
+    fn cached_proxy(&self, device_id: &str) -> Option<DeviceHandle>;
+    /// Every live proxy: the other hubs' ready devices, as `/mcp` offers them (made in the
+    /// background as the index changes, up to a cap).
+    fn proxies(&self) -> Vec<DeviceHandle>;
+}
+
+/// The cluster of a hub, if it runs in one.
+pub fn of(hub: &Hub) -> Option<Arc<dyn Cluster>> {
+    hub.cluster.get().cloned()
+}
+
+/// Where a request for `selector` goes: `Ok(None)` here, `Ok(Some((hub, device_id)))` to
+/// another hub, `Err(())` when neither has it (the caller reports its local error). Waits, up to
+/// `deadline`, for a device the index says is moving.
+pub async fn route(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, selector: Option<&str>, deadline: Duration) -> Result<Option<(String, String)>, Value> {
+    use super::registry::SelectError;
+    let Some(cluster) = cluster else { return Ok(None) };
+    match hub.registry.select(selector) {
+        Ok(_) | Err(SelectError::NotReady(_) | SelectError::Ambiguous { .. } | SelectError::AmbiguousPrefix { .. }) => return Ok(None),
+        Err(SelectError::NotFound(_) | SelectError::NoDevices) => {}
+    }
+    let until = tokio::time::Instant::now() + deadline;
+    let mut changed = cluster.changed();
+    loop {
+        match cluster.locate(selector, hub.registry.aliases()) {
+            Located::Remote { hub, device_id } => return Ok(Some((hub, device_id))),
+            Located::Ambiguous(ids) => {
+                let sel = selector.unwrap_or_default();
+                return Err(json!({"kind": "ambiguous", "message": format!("{sel:?} matches several devices of the cluster ({ids}); give more of the id")}));
+            }
+            Located::Nowhere => return Ok(None),
+            Located::Moving { device_id } => {
+                // Taken over here, or listed again by a survivor: look again.
+                if hub.registry.get(&device_id).is_some() {
+                    return Ok(None);
+                }
+                if tokio::time::timeout_at(until, changed.changed()).await.is_err() {
+                    return Err(json!({"kind": "link_down", "message": format!("device {device_id} was served by a hub that went away, and no other hub has taken it over yet; try again in a few seconds")}));
+                }
+            }
+        }
+    }
+}
+
+/// `text` (a JSON object) with `"hub": hub` as its first field.
+pub fn with_hub(text: &str, hub: &str) -> String {
+    match text.strip_prefix('{') {
+        Some(rest) => {
+            let sep = if rest.trim_start().starts_with('}') { "" } else { "," };
+            format!("{{\"hub\":{}{sep}{rest}", Value::from(hub))
+        }
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hub_goes_first_in_an_object() {
+        assert_eq!(with_hub(r#"{"a":1}"#, "h1"), r#"{"hub":"h1","a":1}"#);
+        assert_eq!(with_hub("{}", "h\"2"), r#"{"hub":"h\"2"}"#);
+        assert_eq!(with_hub("null", "h"), "null");
+        let v: Value = serde_json::from_str(&with_hub(r#"{"device_id":"aa"}"#, "x")).unwrap();
+        assert_eq!(v, json!({"hub": "x", "device_id": "aa"}));
+    }
+}

@@ -1,0 +1,549 @@
+//! Hub-to-hub requests over the broker: the control API of one hub reaches a device another hub
+//! serves ([`crate::hub::remote`]). No second transport: the requests ride the hubs' own broker
+//! connections, under the cluster's topics.
+//!
+//! - A request to hub `H`: `mcpdev/rpc/H/q`, `{"c": N, "from": me, "op": {control op}}`; its
+//!   answers come back on `mcpdev/rpc/<me>/a` as the control API's own answers with `"id": N`
+//!   (a watch sends many). `{"c": N, "from": me, "cancel": true}` ends a request early.
+//! - **Correlated**: answers are matched by `c` to the request this hub made; an answer nobody
+//!   waits for is dropped.
+//! - **Deadlines**: every request carries its own (`wait_ms`, `timeout_ms`), and the asking hub
+//!   gives up after it plus a hop's grace with a `timeout` error, cancelling the request there.
+//!   When the asked hub dies (its presence is cleared), every request waiting on it ends at once
+//!   with `link_down`: a caller never waits for an answer that cannot come.
+//! - **Caps**, per peer hub: at most [`MAX_SERVED_PER_PEER`] of its requests under way here
+//!   (beyond that the answer is `busy`), each at most [`MAX_REQUEST_BYTES`]; at most
+//!   [`MAX_WAITING`] requests of this hub waiting on others. Requests from a client that is not a
+//!   live hub are dropped and logged (at most once per [`LOG_WINDOW`]).
+//! - **One hop**: a forwarded request is served locally only
+//!   ([`control::serve_forwarded`](crate::hub::control::serve_forwarded)).
+//! - **Admission**: approvals and revocations are published retained under
+//!   `mcpdev/admission/<device id>` as sealed records (MAC'd with a key derived from the shared
+//!   hub secret, [`crate::hub::admission::record`]), so every hub (one that starts later too)
+//!   applies them; a record that does not open is refused and logged.
+//!
+//! Who may publish under `mcpdev/rpc/`, `mcpdev/index/`, `mcpdev/hubs/` and `mcpdev/admission/`
+//! is the broker's ACL: hubs only (the embedded broker lets devices publish to their uplink only;
+//! see docs/cluster.md for Mosquitto and EMQX).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use rumqttc::{AsyncClient, QoS};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot, watch};
+use tracing::warn;
+
+use super::presence::{self, SharedView, View};
+use super::topics;
+use crate::hub::remote::{Answer, Cluster, Located, WatchItem};
+use crate::hub::{Hub, control};
+
+/// Requests of one peer hub served here at once (watches included).
+pub const MAX_SERVED_PER_PEER: usize = 256;
+/// Requests of this hub waiting on others at once.
+pub const MAX_WAITING: usize = 4096;
+/// Longest request text taken from a peer.
+pub const MAX_REQUEST_BYTES: usize = 1 << 20;
+/// How long after an index arrives the proxies for `/mcp` are brought up to date.
+const OFFER_DELAY: Duration = Duration::from_millis(200);
+/// One log line per kind of refusal in this window.
+const LOG_WINDOW: Duration = Duration::from_secs(10);
+/// Rejected admission records logged one by one per [`LOG_WINDOW`] (then counted).
+const RECORD_LOGS: u32 = 32;
+
+enum Waiter {
+    Once { hub: String, reply: oneshot::Sender<Answer> },
+    Stream { hub: String, items: mpsc::Sender<WatchItem> },
+}
+
+impl Waiter {
+    fn hub(&self) -> &str {
+        match self {
+            Waiter::Once { hub, .. } | Waiter::Stream { hub, .. } => hub,
+        }
+    }
+
+    /// Ends the wait with an error.
+    fn fail(self, error: Value) {
+        match self {
+            Waiter::Once { reply, .. } => {
+                let _ = reply.send(Err(error));
+            }
+            Waiter::Stream { items, .. } => {
+                let _ = items.try_send(WatchItem::Error(error));
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct Calls {
+    waiting: HashMap<u64, Waiter>,
+    /// Requests of peers under way here: (peer, c) -> the task serving it.
+    served: HashMap<(String, u64), tokio::task::AbortHandle>,
+    served_per_peer: HashMap<String, usize>,
+    last_refusal_log: Option<Instant>,
+    refusals: u64,
+    /// Rejected admission records: the window's start, lines logged in it, and those not logged.
+    record_logs: Option<(Instant, u32, u64)>,
+}
+
+/// This hub's place in the cluster: the view of the others, and requests to and from them.
+pub struct ClusterNode {
+    me: String,
+    hub: Weak<Hub>,
+    client: AsyncClient,
+    view: SharedView,
+    calls: Mutex<Calls>,
+    changed: watch::Sender<u64>,
+    next: AtomicU64,
+    /// This node, for the tasks it spawns (they must not keep it alive).
+    this: Weak<ClusterNode>,
+    /// Other hubs' devices offered through this hub's MCP endpoints.
+    proxies: super::proxy::Proxies,
+    /// A pass that makes proxies for the other hubs' ready devices is scheduled.
+    offering: std::sync::atomic::AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// An answer from a peer, as the control API writes it.
+#[derive(Deserialize)]
+struct Reply {
+    id: u64,
+    #[serde(default)]
+    ok: Option<Box<RawValue>>,
+    #[serde(default)]
+    error: Option<Value>,
+    #[serde(default)]
+    event: Option<Box<RawValue>>,
+}
+
+#[derive(Deserialize)]
+struct Incoming {
+    c: u64,
+    from: String,
+    #[serde(default)]
+    op: Option<Map>,
+    #[serde(default)]
+    cancel: bool,
+}
+
+type Map = serde_json::Map<String, Value>;
+
+impl ClusterNode {
+    pub fn new(me: &str, hub: Weak<Hub>, client: AsyncClient) -> Arc<Self> {
+        Arc::new_cyclic(|this| Self {
+            this: this.clone(),
+            me: me.to_string(),
+            hub,
+            client,
+            view: Arc::new(Mutex::new(View::new(me))),
+            calls: Mutex::default(),
+            changed: watch::Sender::new(0),
+            next: AtomicU64::new(1),
+            proxies: Default::default(),
+            offering: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// The topic filters this hub subscribes to for the cluster (with their QoS).
+    pub fn subscriptions(&self) -> [(String, QoS); 3] {
+        [
+            (format!("{}+", topics::INDEX), QoS::AtLeastOnce),
+            (format!("{}+", topics::ADMISSION), QoS::AtLeastOnce),
+            (format!("{}{}/+", topics::RPC, self.me), QoS::AtMostOnce),
+        ]
+    }
+
+    fn bump(&self) {
+        self.changed.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A hub's presence came or went. A hub that went away ends every request waiting on it and
+    /// every request of it served here.
+    pub fn on_presence(&self, hub: &str, alive: bool) {
+        let changed = lock(&self.view).on_presence(hub, alive);
+        if !alive && changed {
+            let mut calls = lock(&self.calls);
+            let gone: Vec<u64> = calls.waiting.iter().filter(|(_, w)| w.hub() == hub).map(|(c, _)| *c).collect();
+            for c in gone {
+                if let Some(w) = calls.waiting.remove(&c) {
+                    w.fail(json!({"kind": "link_down", "message": format!("hub {hub}, which served the device, went away before answering; the other hubs take its MQTT devices over within seconds: try again")}));
+                }
+            }
+            let theirs: Vec<(String, u64)> = calls.served.keys().filter(|(p, _)| p == hub).cloned().collect();
+            for k in theirs {
+                if let Some(task) = calls.served.remove(&k) {
+                    task.abort();
+                }
+            }
+            calls.served_per_peer.remove(hub);
+            drop(calls);
+            self.clear_later(hub);
+        }
+        if changed {
+            self.bump();
+        }
+    }
+
+    /// Where the index places a device: its hub and row.
+    pub fn row(&self, device_id: &str) -> Option<(String, presence::Row)> {
+        lock(&self.view).row(device_id)
+    }
+
+    /// After reconnecting: presence is learned again.
+    pub fn forget_presence(&self) {
+        lock(&self.view).forget_presence();
+    }
+
+    /// A retained index of a hub that is not alive is cleared after [`presence::DEAD_INDEX_GRACE`],
+    /// if the hub is still gone then (every survivor does it; clearing twice is harmless).
+    fn clear_later(&self, hub: &str) {
+        let (view, client, hub) = (self.view.clone(), self.client.clone(), hub.to_string());
+        tokio::spawn(async move {
+            tokio::time::sleep(presence::DEAD_INDEX_GRACE).await;
+            let gone = { !lock(&view).is_alive(&hub) };
+            if gone {
+                let _ = client.try_publish(format!("{}{hub}", topics::INDEX), QoS::AtLeastOnce, true, Vec::<u8>::new());
+            }
+        });
+    }
+
+    /// Makes proxies for the other hubs' ready devices that have none, so that `/mcp` offers
+    /// them ([`super::proxy`]); at most one pass at a time, [`OFFER_DELAY`] after an index came.
+    fn offer_later(&self) {
+        if self.offering.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let node = self.this.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(OFFER_DELAY).await;
+            let Some(node) = node.upgrade() else { return };
+            node.offering.store(false, Ordering::Release);
+            let wanted = lock(&node.view).remote_ready(super::proxy::MAX_PROXIES);
+            for device_id in wanted {
+                if node.proxies.get(&device_id).is_none() {
+                    node.proxies.make(&node, &device_id).await;
+                }
+            }
+        });
+    }
+
+    /// A message on one of [`Self::subscriptions`]; `false` if the topic is not the cluster's.
+    pub fn on_message(&self, topic: &str, payload: &[u8]) -> bool {
+        if let Some(hub) = topic.strip_prefix(topics::INDEX) {
+            if topics::valid_key(hub) {
+                let rows = if payload.is_empty() { Vec::new() } else { presence::parse_index(payload) };
+                let dead = {
+                    let mut v = lock(&self.view);
+                    v.on_index(hub, rows);
+                    !payload.is_empty() && !v.is_alive(hub) && hub != self.me
+                };
+                if dead {
+                    self.clear_later(hub);
+                }
+                self.bump();
+                self.offer_later();
+            }
+        } else if let Some(rest) = topic.strip_prefix(topics::RPC) {
+            match rest.strip_prefix(self.me.as_str()) {
+                Some("/q") => self.on_request(payload),
+                Some("/a") => self.on_answer(payload),
+                _ => {}
+            }
+        } else if let Some(device) = topic.strip_prefix(topics::ADMISSION) {
+            self.on_admission(device, payload);
+        } else {
+            return false;
+        }
+        true
+    }
+
+    fn refuse_log(&self, why: &str) {
+        let mut calls = lock(&self.calls);
+        calls.refusals += 1;
+        if calls.last_refusal_log.is_none_or(|t| t.elapsed() >= LOG_WINDOW) {
+            warn!(count = calls.refusals, "cluster request refused: {why}");
+            calls.last_refusal_log = Some(Instant::now());
+            calls.refusals = 0;
+        }
+    }
+
+    /// A rejected admission record: each one logged, up to [`RECORD_LOGS`] per window (a flood
+    /// is counted, and the count said with the next line).
+    fn record_rejected(&self, device: &str, why: &str) {
+        let mut calls = lock(&self.calls);
+        let now = Instant::now();
+        let (start, logged, skipped) = calls.record_logs.get_or_insert((now, 0, 0));
+        if now.duration_since(*start) >= LOG_WINDOW {
+            (*start, *logged) = (now, 0);
+        }
+        if *logged >= RECORD_LOGS {
+            *skipped += 1;
+            return;
+        }
+        *logged += 1;
+        let suppressed = std::mem::take(skipped);
+        drop(calls);
+        warn!(device = %device.escape_debug(), suppressed, "cluster: an admission record for {:?} was rejected (not made by a hub of this cluster, or malformed): {why}", device.chars().take(64).collect::<String>());
+    }
+
+    fn answer(&self, to: &str, text: String) {
+        if let Err(e) = self.client.try_publish(format!("{}{to}/a", topics::RPC), QoS::AtMostOnce, false, text) {
+            warn!(hub = %to, "cannot queue a cluster answer: {e}");
+        }
+    }
+
+    fn on_request(&self, payload: &[u8]) {
+        if payload.len() > MAX_REQUEST_BYTES {
+            return self.refuse_log(&format!("a request of {} bytes, over {MAX_REQUEST_BYTES}", payload.len()));
+        }
+        let Ok(req) = serde_json::from_slice::<Incoming>(payload) else { return self.refuse_log("an unreadable request") };
+        if !topics::valid_key(&req.from) || !lock(&self.view).is_alive(&req.from) || req.from == self.me {
+            return self.refuse_log("a request from a client that is not a live hub of the cluster");
+        }
+        let key = (req.from.clone(), req.c);
+        if req.cancel {
+            if let Some(task) = lock(&self.calls).served.remove(&key) {
+                task.abort();
+            }
+            return;
+        }
+        let Some(mut op) = req.op else { return self.refuse_log("a request with no op") };
+        {
+            let mut calls = lock(&self.calls);
+            let n = calls.served_per_peer.entry(req.from.clone()).or_default();
+            if *n >= MAX_SERVED_PER_PEER {
+                drop(calls);
+                self.refuse_log(&format!("hub {} has {MAX_SERVED_PER_PEER} requests under way here", req.from));
+                let message = format!("hub {} has {MAX_SERVED_PER_PEER} requests of this hub under way; try again when some end", self.me);
+                return self.answer(&req.from, json!({"id": req.c, "error": {"kind": "busy", "message": message}}).to_string());
+            }
+            *n += 1;
+        }
+        let Some(hub) = self.hub.upgrade() else { return };
+        op.insert("id".into(), Value::from(req.c));
+        let text = Value::Object(op).to_string();
+        let (client, to, c) = (self.client.clone(), req.from.clone(), req.c);
+        let topic = format!("{}{to}/a", topics::RPC);
+        let node = self.this.clone();
+        // Registered before the task can end (its end takes the same lock).
+        let mut calls = lock(&self.calls);
+        let task = tokio::spawn(async move {
+            let (tx, mut events) = mpsc::channel::<String>(256);
+            let served = control::serve_forwarded(hub, &text, tx);
+            tokio::pin!(served);
+            let answer = loop {
+                tokio::select! {
+                    a = &mut served => break a,
+                    Some(ev) = events.recv() => {
+                        let _ = client.publish(topic.clone(), QoS::AtMostOnce, false, ev).await;
+                    }
+                }
+            };
+            if let Some(a) = answer {
+                let _ = client.try_publish(topic, QoS::AtMostOnce, false, a);
+            }
+            if let Some(node) = node.upgrade() {
+                node.served_done(&to, c);
+            }
+        });
+        calls.served.insert(key, task.abort_handle());
+    }
+
+    fn served_done(&self, peer: &str, c: u64) {
+        let mut calls = lock(&self.calls);
+        calls.served.remove(&(peer.to_string(), c));
+        if let Some(n) = calls.served_per_peer.get_mut(peer) {
+            *n = n.saturating_sub(1);
+        }
+    }
+
+    fn on_answer(&self, payload: &[u8]) {
+        let Ok(reply) = serde_json::from_slice::<Reply>(payload) else { return };
+        let mut calls = lock(&self.calls);
+        match calls.waiting.get(&reply.id) {
+            None => {}
+            Some(Waiter::Stream { items, .. }) => {
+                let item = match (reply.ok, reply.event, reply.error) {
+                    (Some(ok), _, _) => WatchItem::Ok(ok),
+                    (_, Some(ev), _) => WatchItem::Event(ev),
+                    (_, _, Some(e)) => WatchItem::Error(e),
+                    _ => return,
+                };
+                let end = matches!(item, WatchItem::Error(_));
+                // A watcher that does not keep up loses events, as a local one does.
+                let _ = items.try_send(item);
+                if end {
+                    calls.waiting.remove(&reply.id);
+                }
+            }
+            Some(Waiter::Once { .. }) => {
+                let Some(Waiter::Once { reply: tx, .. }) = calls.waiting.remove(&reply.id) else { return };
+                let answer = match (reply.ok, reply.error) {
+                    (Some(ok), _) => Ok(ok.get().to_string()),
+                    (None, Some(e)) => Err(e),
+                    (None, None) => Err(json!({"kind": "link_down", "message": "another hub answered with neither a result nor an error"})),
+                };
+                let _ = tx.send(answer);
+            }
+        }
+    }
+
+    fn send(&self, to: &str, body: Value) -> bool {
+        self.client.try_publish(format!("{}{to}/q", topics::RPC), QoS::AtMostOnce, false, body.to_string()).is_ok()
+    }
+
+    /// Registers a waiter and sends the request; the error answer if it cannot be sent.
+    fn start_call(&self, to: &str, op: Value, waiter: Waiter) -> Result<u64, (Waiter, Value)> {
+        if !lock(&self.view).is_alive(to) {
+            return Err((waiter, json!({"kind": "link_down", "message": format!("hub {to} is not in the cluster any more; try again")})));
+        }
+        let c = self.next.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut calls = lock(&self.calls);
+            if calls.waiting.len() >= MAX_WAITING {
+                return Err((waiter, json!({"kind": "busy", "message": format!("this hub has {MAX_WAITING} requests waiting on other hubs; try again when some end")})));
+            }
+            calls.waiting.insert(c, waiter);
+        }
+        if !self.send(to, json!({"c": c, "from": self.me, "op": op})) {
+            let w = lock(&self.calls).waiting.remove(&c);
+            let error = json!({"kind": "link_down", "message": "the hub's broker connection cannot take the request now (its queue is full, or it is reconnecting)"});
+            return Err((w.unwrap_or(Waiter::Once { hub: String::new(), reply: oneshot::channel().0 }), error));
+        }
+        Ok(c)
+    }
+
+    fn cancel(&self, to: &str, c: u64) {
+        lock(&self.calls).waiting.remove(&c);
+        self.send(to, json!({"c": c, "from": self.me, "cancel": true}));
+    }
+
+    /// A sealed admission record (retained, replayed on every (re)connect): checked and applied
+    /// if later than what this hub holds ([`crate::hub::admission::Admission::import`]); the
+    /// device is cut off here if it was revoked. A record that does not open (forged by a broker
+    /// client that is not a hub, or made with another hub secret) is refused and logged; a stale
+    /// one is answered with this hub's later decision, so the broker keeps the latest.
+    fn on_admission(&self, device: &str, payload: &[u8]) {
+        // A cleared record (an operator's `mosquitto_pub -r -n`) changes nothing.
+        if payload.is_empty() {
+            return;
+        }
+        let Some(hub) = self.hub.upgrade() else { return };
+        let (device, payload, node) = (device.to_string(), payload.to_vec(), self.this.clone());
+        tokio::spawn(async move {
+            match crate::hub::admission::import_and_cut_off(&hub, &device, &payload).await {
+                Ok(crate::hub::admission::Imported::Older) => {
+                    if let (Some(n), Some(mine)) = (node.upgrade(), hub.admission.record(&device, "")) {
+                        n.publish_admission(&device, &mine);
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    if let Some(n) = node.upgrade() {
+                        n.record_rejected(&device, &e);
+                    }
+                }
+            }
+        });
+    }
+}
+
+impl Cluster for ClusterNode {
+    fn me(&self) -> &str {
+        &self.me
+    }
+
+    fn locate(&self, selector: Option<&str>, aliases: &HashMap<String, String>) -> Located {
+        lock(&self.view).locate(selector, aliases)
+    }
+
+    fn changed(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    fn forward(&self, hub: &str, op: Value, deadline: Duration) -> BoxFuture<'static, Answer> {
+        let (reply, rx) = oneshot::channel();
+        let started = self.start_call(hub, op, Waiter::Once { hub: hub.to_string(), reply });
+        let (node, to) = (self.this.clone(), hub.to_string());
+        async move {
+            let c = match started {
+                Ok(c) => c,
+                Err((_, e)) => return Err(e),
+            };
+            match tokio::time::timeout(deadline, rx).await {
+                Ok(Ok(answer)) => answer,
+                Ok(Err(_)) => Err(json!({"kind": "link_down", "message": format!("hub {to} stopped before answering")})),
+                Err(_) => {
+                    if let Some(n) = node.upgrade() {
+                        n.cancel(&to, c);
+                    }
+                    Err(json!({"kind": "timeout", "message": format!("hub {to}, which serves the device, did not answer within {deadline:?}")}))
+                }
+            }
+        }
+        .boxed()
+    }
+
+    fn watch(&self, hub: &str, op: Value, events: mpsc::Sender<WatchItem>) -> BoxFuture<'static, ()> {
+        let started = self.start_call(hub, op, Waiter::Stream { hub: hub.to_string(), items: events.clone() });
+        let (node, to) = (self.this.clone(), hub.to_string());
+        async move {
+            let c = match started {
+                Ok(c) => c,
+                Err((_, e)) => {
+                    let _ = events.send(WatchItem::Error(e)).await;
+                    return;
+                }
+            };
+            // Until the local watcher goes away (or the stream ended with an error).
+            events.closed().await;
+            if let Some(n) = node.upgrade() {
+                n.cancel(&to, c);
+            }
+        }
+        .boxed()
+    }
+
+    fn remote_devices(&self) -> Vec<Value> {
+        lock(&self.view).remote_devices()
+    }
+
+    fn peers(&self) -> Vec<String> {
+        lock(&self.view).peers()
+    }
+
+    fn proxy(&self, device_id: &str) -> BoxFuture<'static, Option<crate::links::DeviceHandle>> {
+        let (node, device_id) = (self.this.upgrade(), device_id.to_string());
+        async move {
+            let node = node?;
+            node.proxies.make(&node, &device_id).await
+        }
+        .boxed()
+    }
+
+    fn cached_proxy(&self, device_id: &str) -> Option<crate::links::DeviceHandle> {
+        self.proxies.get(device_id)
+    }
+
+    fn proxies(&self) -> Vec<crate::links::DeviceHandle> {
+        self.proxies.all()
+    }
+
+    fn publish_admission(&self, device_id: &str, record: &str) {
+        if let Err(e) = self.client.try_publish(format!("{}{device_id}", topics::ADMISSION), QoS::AtLeastOnce, true, record.to_string()) {
+            warn!(device = %device_id, "cannot tell the cluster about an admission change: {e}");
+        }
+    }
+}
