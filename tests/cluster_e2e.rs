@@ -211,6 +211,27 @@ async fn any_hub_reaches_every_device_of_the_cluster() {
     assert_eq!(lines[2]["result"]["content"][0]["text"], "ok", "{lines:?}");
     assert_eq!(c.get("tools/call"), before + 2, "the /mcp call reached the device once");
     assert!(lines[3]["result"]["content"][0]["text"].as_str().unwrap_or_default().contains("audio_speaker"), "the WebSocket device on hub 2: {lines:?}");
+
+    // The fleet tools on hub 0 (callable whatever the face) find, list and call the remote device.
+    let steps = serde_json::json!([
+        {"op": "call", "name": "search_devices", "arguments": {"query": remote}},
+        {"op": "call", "name": "list_device_tools", "arguments": {"device": remote}},
+        {"op": "call", "name": "call_device_tool", "arguments": {"device": remote, "tool": "t.echo", "arguments": {"n": 7}}},
+        {"op": "call", "name": "search_devices", "arguments": {}},
+    ]);
+    let lines = mcp_sdk_client(&format!("{}/mcp", hubs[0].host_url), &steps).await;
+    let found = &lines[1]["result"]["structuredContent"]["devices"];
+    assert_eq!(found.as_array().map(Vec::len), Some(1), "search finds the remote device: {lines:?}");
+    assert_eq!(found[0]["device_id"].as_str(), Some(remote.as_str()));
+    let listed = lines[2]["result"]["structuredContent"].to_string();
+    assert!(listed.contains("t.echo"), "its tools, from the hub that serves it: {lines:?}");
+    assert_eq!(lines[3]["result"]["content"][0]["text"], "ok", "{lines:?}");
+    assert_eq!(c.get("tools/call"), before + 3, "call_device_tool reached the remote device once");
+    let everyone = lines[4]["result"]["structuredContent"].clone();
+    assert_eq!(everyone["connected"].as_u64(), Some(all.len() as u64), "the fleet counts every device of the cluster: {everyone}");
+    for id in &all {
+        assert!(everyone.to_string().contains(id.as_str()), "search lists {id}, wherever it is served: {everyone}");
+    }
 }
 
 /// The official MCP Python SDK 2.x (`.ci/venv-mcp2`, `MCPDEV_TEST_MCP2_PYTHON`) against `url`,

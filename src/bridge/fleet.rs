@@ -26,6 +26,9 @@
 //!   error naming the device (`structuredContent.error.kind`: `device_not_connected`,
 //!   `device_onboarding`, `unknown_tool`, `unknown_device` for a selector that names none,
 //!   `invalid_arguments`, `invalid_cursor`, `query_too_long`, `too_long`).
+//! - **The cluster is one fleet.** In a cluster the fleet tools see every device of it: those
+//!   served here and the other hubs' stand-ins ([`crate::hub::remote`]), counted together for the
+//!   threshold; a call to another hub's device is forwarded to the hub that serves it.
 //! - **Device text is data.** Names and descriptions are passed on as JSON string values, never
 //!   spliced into the fleet tools' own text.
 
@@ -331,9 +334,9 @@ fn search(shared: &Shared, args: &JsonObject) -> Result<CallToolResult, CallTool
     let mut found = Vec::new();
     let mut more = false;
     'scan: loop {
-        let (chunk, next) = shared.hub.registry.page(after.as_deref(), SCAN_CHUNK);
-        for info in &chunk {
-            if let Some(entry) = rules.matching(info, &query) {
+        let (chunk, next) = shared.listing_after(after.as_deref(), SCAN_CHUNK);
+        for info in chunk.iter().filter_map(DeviceHandle::snapshot) {
+            if let Some(entry) = rules.matching(&info, &query) {
                 if found.len() == limit {
                     more = true;
                     break 'scan;
@@ -348,7 +351,7 @@ fn search(shared: &Shared, args: &JsonObject) -> Result<CallToolResult, CallTool
     }
     let next_cursor = more.then(|| found.last().map(|(id, _)| shared.fleet.cursor('s', &query, id))).flatten();
     let devices: Vec<Value> = found.into_iter().map(|(_, e)| e).collect();
-    Ok(answer(json!({"devices": devices, "next_cursor": next_cursor, "connected": shared.hub.registry.len()})))
+    Ok(answer(json!({"devices": devices, "next_cursor": next_cursor, "connected": shared.listed_count()})))
 }
 
 /// What decides which of a device's tools are offered.
@@ -406,7 +409,7 @@ fn resolve(shared: &Shared, selector: &str) -> Result<DeviceHandle, CallToolResu
     let registry = &shared.hub.registry;
     let selector = selector.trim();
     let lower = selector.to_ascii_lowercase();
-    if let Some(h) = registry.get(selector).or_else(|| registry.get(&lower)) {
+    if let Some(h) = shared.device(selector).or_else(|| shared.device(&lower)) {
         return Ok(h);
     }
     // A MAC in any spelling, a prefix, or an id the hub has seen: a device that is not here now.
@@ -416,7 +419,7 @@ fn resolve(shared: &Shared, selector: &str) -> Result<DeviceHandle, CallToolResu
         .or_else(|| naming::device_for_prefix(selector, &shared.hub.config.aliases))
         .or_else(|| registry.was_seen(selector).then(|| selector.to_string()));
     match named {
-        Some(id) => registry.get(&id).ok_or_else(|| gone(&id)),
+        Some(id) => shared.device(&id).ok_or_else(|| gone(&id)),
         None => Err(refusal(
             "unknown_device",
             format!("no connected device is {selector:?}; {SEARCH} finds connected devices (give its device_id or prefix)"),

@@ -131,6 +131,31 @@ impl Shared {
         }
     }
 
+    /// Up to `limit` (at least 1) devices of the `/mcp` listing (served here, and other hubs'
+    /// stand-ins) in Device-Id order after the Device-Id `after`, and the cursor of the next page
+    /// when more follow. O(limit) on a single hub; in a cluster, plus a pass over the stand-ins.
+    fn listing_after(&self, after: Option<&str>, limit: usize) -> (Vec<DeviceHandle>, Option<String>) {
+        let limit = limit.max(1);
+        let (mut page, next) = self.hub.registry.handles_after(after, limit);
+        let Some(cluster) = crate::hub::remote::of(&self.hub) else { return (page, next) };
+        let registry = &self.hub.registry;
+        let before = page.len();
+        page.extend(cluster.proxies().into_iter().filter(|p| after.is_none_or(|a| p.device_id.as_str() > a) && registry.get(&p.device_id).is_none()));
+        if page.len() == before {
+            return (page, next);
+        }
+        page.sort_by(|a, b| a.device_id.cmp(&b.device_id));
+        let more = page.len() > limit || next.is_some();
+        page.truncate(limit);
+        let next = more.then(|| page.last().map(|h| h.device_id.clone())).flatten();
+        (page, next)
+    }
+
+    /// How many devices the `/mcp` listing holds: served here, and other hubs' stand-ins.
+    fn listed_count(&self) -> usize {
+        listed_count(&self.hub)
+    }
+
     /// One device of the listing, by Device-Id: served here, or another hub's stand-in.
     fn device(&self, device_id: &str) -> Option<DeviceHandle> {
         self.hub.registry.get(device_id).or_else(|| crate::hub::remote::of(&self.hub)?.cached_proxy(device_id))
@@ -217,7 +242,7 @@ impl Bridge {
 
     /// Whether this endpoint shows the fleet face now (only `/mcp` and `/sse` ever do).
     fn fleet_face(&self) -> bool {
-        self.scope == Scope::All && self.shared.fleet.is_fleet(self.shared.hub.registry.len())
+        self.scope == Scope::All && self.shared.fleet.is_fleet(self.shared.listed_count())
     }
 
     /// Why a name that is in no catalogue cannot be called, when its prefix (`dev-<hex>`, an
@@ -253,7 +278,7 @@ impl Bridge {
     /// look for the rest (`search_devices` pages through them): never one answer of 10,000.
     async fn list_devices(&self) -> CallToolResult {
         let (handles, more) = match &self.scope {
-            Scope::All => self.shared.hub.registry.handles_after(None, self.shared.config.fleet_threshold.max(fleet::DEVICES_PAGE_MAX)),
+            Scope::All => self.shared.listing_after(None, self.shared.config.fleet_threshold.max(fleet::DEVICES_PAGE_MAX)),
             Scope::Device(_) => (self.devices(), None),
         };
         let mut devices = Vec::new();
@@ -279,6 +304,13 @@ impl Bridge {
         result.structured_content = Some(value);
         result
     }
+}
+
+/// How many devices `/mcp` lists on `hub`: its own, and other hubs' stand-ins in a cluster.
+fn listed_count(hub: &Hub) -> usize {
+    let registry = &hub.registry;
+    let remote = crate::hub::remote::of(hub).map_or(0, |c| c.proxies().iter().filter(|p| registry.get(&p.device_id).is_none()).count());
+    registry.len() + remote
 }
 
 pub fn device_uri(device_id: &str) -> String {
@@ -389,7 +421,7 @@ impl ServerHandler for Bridge {
             return Err(McpError::invalid_params(format!("this resources/list cursor is not one the hub gave ({} bytes); start again without a cursor", c.len()), None));
         }
         let (devices, next_cursor) = match &self.scope {
-            Scope::All => self.shared.hub.registry.handles_after(cursor.as_deref(), (self.shared.config.page_size / 2).max(1)),
+            Scope::All => self.shared.listing_after(cursor.as_deref(), (self.shared.config.page_size / 2).max(1)),
             Scope::Device(_) => (self.devices(), None),
         };
         let mut resources = Vec::new();

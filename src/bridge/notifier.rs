@@ -270,7 +270,7 @@ impl Notifier {
                         fanout_at = None;
                         last_fanout = Some(tokio::time::Instant::now());
                         // `/mcp` in its fleet face hears only of a switch of face.
-                        let all = fleet.announce(hub.registry.len());
+                        let all = fleet.announce(super::listed_count(&hub));
                         me.tools_changed(all, &std::mem::take(&mut changed));
                         continue;
                     }
