@@ -2,12 +2,15 @@
 //! (`/mcp`, each `/devices/<id>/mcp` in use) holds one catalogue, shared by all its sessions.
 //!
 //! Rules:
-//! - **Updated by what changed.** When the links' tools epoch
-//!   ([`tools_epoch`](crate::links::handle::tools_epoch)) moved, the catalogue compares each
-//!   device's connection and tool list by identity (a pointer: lists are interned, see
-//!   [`ToolList`](crate::session::ToolList)) with what it holds, and only a device that joined,
-//!   left, reconnected or changed its tools has its entries removed and added again: the cost is
-//!   that device's tools, plus a pointer comparison per device.
+//! - **Updated by what changed, in O(what changed).** When the links' tools epoch moved, the
+//!   catalogue asks the links' change log ([`changes`](crate::links::changes)) which devices
+//!   changed since its own epoch, and looks at those only: it compares each one's connection and
+//!   tool list by identity (a pointer: lists are interned, see
+//!   [`ToolList`](crate::session::ToolList)) with what it holds, and a device that joined, left,
+//!   reconnected or changed its tools has its entries removed and added again. The cost is those
+//!   devices' tools, whatever the fleet's size. A catalogue that fell further behind than the log
+//!   keeps (a fleet coming back at once) makes one full pass over the endpoint's devices instead,
+//!   a pointer comparison each.
 //! - **Stable order, stable cursors.** Entries are ordered by when their device joined (devices
 //!   that join together in device-id order), then by the device's own order; a device that
 //!   re-lists keeps its place. A `tools/list` cursor names the next entry's place, not an index,
@@ -30,7 +33,7 @@ use serde_json::{Value, json};
 
 use super::{Naming, Scope, naming};
 use crate::links::DeviceHandle;
-use crate::links::handle::tools_epoch;
+use crate::links::changes::{self, Changes};
 use crate::session::ToolList;
 
 /// One tool as an endpoint offers it.
@@ -115,8 +118,9 @@ impl Catalogue {
         Ok(Page { tools, next_cursor })
     }
 
-    /// Brings the catalogue up to date with `devices` (the endpoint's connected devices).
-    fn sync(&mut self, epoch: u64, rules: &Rules<'_>, devices: Vec<DeviceHandle>) {
+    /// Brings the catalogue up to date, at `epoch`, with what changed since its own epoch: the
+    /// devices named by `changes` (looked up with `one`), or every device of the endpoint (`all`).
+    fn update(&mut self, epoch: u64, changes: Changes, rules: &Rules<'_>, devices: Devices<impl FnOnce() -> Vec<DeviceHandle>, impl Fn(&str) -> Option<DeviceHandle>>) {
         if self.next_seq == 0 {
             self.next_seq = 1;
             if *rules.scope == Scope::All {
@@ -125,13 +129,33 @@ impl Catalogue {
             }
         }
         self.epoch = epoch;
+        let ids = match changes {
+            Changes::All => return self.full_pass(rules, (devices.all)()),
+            Changes::Devices(ids) => ids,
+        };
+        let mut joining = Vec::new();
+        for id in ids {
+            let now = (devices.one)(&id).and_then(|h| h.snapshot().map(|info| (h, info)));
+            match now {
+                Some((handle, info)) => {
+                    if !self.holds(&handle, &info.tools) {
+                        joining.push((handle, info.tools.clone()));
+                    }
+                }
+                None => drop(self.remove_device(&id)),
+            }
+        }
+        self.add_devices(rules, joining);
+    }
+
+    /// Compares every device of the endpoint with what the catalogue holds (a pointer each).
+    fn full_pass(&mut self, rules: &Rules<'_>, devices: Vec<DeviceHandle>) {
         let mut present: HashMap<&str, ()> = HashMap::with_capacity(devices.len());
         let mut joining: Vec<(DeviceHandle, ToolList)> = Vec::new();
         for handle in &devices {
             let Some(info) = handle.snapshot() else { continue };
             present.insert(&handle.device_id, ());
-            let same = self.devices.get(&handle.device_id).is_some_and(|j| j.generation == handle.generation && j.tools.same_list(&info.tools));
-            if !same {
+            if !self.holds(handle, &info.tools) {
                 joining.push((handle.clone(), info.tools.clone()));
             }
         }
@@ -139,6 +163,15 @@ impl Catalogue {
         for id in gone {
             self.remove_device(&id);
         }
+        self.add_devices(rules, joining);
+    }
+
+    /// Whether the catalogue holds this connection of the device with this tool list.
+    fn holds(&self, handle: &DeviceHandle, tools: &ToolList) -> bool {
+        self.devices.get(&handle.device_id).is_some_and(|j| j.generation == handle.generation && j.tools.same_list(tools))
+    }
+
+    fn add_devices(&mut self, rules: &Rules<'_>, mut joining: Vec<(DeviceHandle, ToolList)>) {
         // Devices that join together take their places in device-id order.
         joining.sort_by(|a, b| a.0.device_id.cmp(&b.0.device_id));
         for (handle, tools) in joining {
@@ -251,14 +284,21 @@ pub struct Catalogues {
     by_scope: Mutex<HashMap<Scope, Arc<RwLock<Catalogue>>>>,
 }
 
+/// Where a catalogue finds its endpoint's devices.
+pub struct Devices<A, O> {
+    /// Every connected device of the endpoint (for a full pass).
+    pub all: A,
+    /// The connected device with this Device-Id, if the endpoint offers it.
+    pub one: O,
+}
+
 /// A catalogue, read-locked: nothing that can panic runs while it is held.
 pub type Reading<'a> = std::sync::RwLockReadGuard<'a, Catalogue>;
 
 impl Catalogues {
     /// The endpoint's catalogue, brought up to date first if a device changed since.
-    pub fn read<T>(&self, rules: &Rules<'_>, devices: impl FnOnce() -> Vec<DeviceHandle>, f: impl FnOnce(&Catalogue) -> T) -> T {
-        // Read the epoch first: a change while updating makes the next caller update again.
-        let epoch = tools_epoch();
+    pub fn read<T>(&self, rules: &Rules<'_>, devices: Devices<impl FnOnce() -> Vec<DeviceHandle>, impl Fn(&str) -> Option<DeviceHandle>>, f: impl FnOnce(&Catalogue) -> T) -> T {
+        let epoch = changes::epoch();
         let kept = self.kept_for(rules.scope);
         {
             let c = kept.read().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -268,7 +308,11 @@ impl Catalogues {
         }
         let mut c = kept.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         if c.epoch != epoch || c.next_seq == 0 {
-            c.sync(epoch, rules, devices());
+            // The epoch and its changes are read before the devices: a change made meanwhile
+            // has a later epoch, and the next caller applies it.
+            let (now, what) = changes::since(c.epoch);
+            let what = if c.next_seq == 0 { Changes::All } else { what };
+            c.update(now, what, rules, devices);
         }
         f(&c)
     }
@@ -321,3 +365,7 @@ fn to_tool(name: &str, device_tool: &Value) -> Option<Tool> {
     }
     serde_json::from_value(v).ok()
 }
+
+#[cfg(test)]
+#[path = "catalogue_tests.rs"]
+mod tests;

@@ -107,9 +107,16 @@ impl Shared {
     /// Reads the tools an endpoint offers (kept and updated per device, not rebuilt per request).
     fn catalogue<T>(&self, scope: &Scope, f: impl FnOnce(&Catalogue) -> T) -> T {
         let rules = Rules { scope, naming: self.config.naming, user_tools: self.config.user_tools, aliases: &self.hub.config.aliases };
-        let devices = || match scope {
-            Scope::All => self.hub.registry.unsorted(),
-            Scope::Device(id) => self.hub.registry.get(id).into_iter().collect(),
+        let registry = &self.hub.registry;
+        let devices = catalogue::Devices {
+            all: || match scope {
+                Scope::All => registry.unsorted(),
+                Scope::Device(id) => registry.get(id).into_iter().collect(),
+            },
+            one: |id: &str| match scope {
+                Scope::Device(only) if only != id => None,
+                _ => registry.get(id),
+            },
         };
         self.catalogues.read(&rules, devices, f)
     }
