@@ -469,6 +469,13 @@ pub(crate) fn deliver(output: crate::session::Output, waiting: &mut Waiting, mal
     }
 }
 
+/// What a WebSocket link holds until its device says hello (see [`LinkSetup::until_hello`]).
+pub trait UntilHello: Send + Sync {
+    /// The device said hello; the link drops this right after. Not called when the connection
+    /// ends before a hello.
+    fn hello(&self) {}
+}
+
 /// What every link task needs, whatever carries the device (a socket, a broker).
 pub struct LinkSetup {
     pub identity: Identity,
@@ -477,9 +484,10 @@ pub struct LinkSetup {
     pub tracing: Arc<Tracing>,
     pub generation: u64,
     pub remote: Option<String>,
-    /// Held by a WebSocket link until the device's first hello (or its disconnect), then
-    /// dropped: e.g. a permit of a listener's cap on connections that have not said hello.
-    pub until_hello: Option<Box<dyn std::any::Any + Send + Sync>>,
+    /// Held by a WebSocket link until the device's first hello (told with
+    /// [`UntilHello::hello`]) or its disconnect, then dropped: e.g. a permit of a listener's cap
+    /// on connections that have not said hello.
+    pub until_hello: Option<Box<dyn UntilHello>>,
     /// A WebSocket device that has not said hello within this is disconnected ("no hello
     /// within …"). `None`: no limit.
     pub hello_timeout: Option<Duration>,
