@@ -36,16 +36,40 @@ use crate::links::DeviceHandle;
 use crate::links::changes::{self, Changes};
 use crate::session::ToolList;
 
-/// One tool as an endpoint offers it.
+/// One tool as an endpoint offers it: its name, its device, and its tool in the converted list
+/// that every device listing the same tools shares (an entry costs its name and a few pointers).
 pub struct Offered {
     /// The name MCP clients call it by.
     pub name: String,
-    /// The device that runs it; `None` for the hub's own `list_devices`.
-    pub device: Option<DeviceHandle>,
+    /// The device that runs it (one handle per device, shared by its entries); `None` for the
+    /// hub's own `list_devices`.
+    pub device: Option<Arc<DeviceHandle>>,
+    /// Its list, converted; its own tool is at `at`, and is a valid MCP tool.
+    converted: Arc<[Option<Tool>]>,
+    at: usize,
+}
+
+impl Offered {
+    fn converted(&self) -> &Tool {
+        self.converted[self.at].as_ref().expect("only valid tools are offered")
+    }
+
     /// The tool's name on its device.
-    pub device_name: String,
-    /// As `tools/list` shows it.
-    pub tool: Tool,
+    pub fn device_name(&self) -> &str {
+        &self.converted().name
+    }
+
+    /// Its arguments' schema.
+    pub fn input_schema(&self) -> &Arc<rmcp::model::JsonObject> {
+        &self.converted().input_schema
+    }
+
+    /// As `tools/list` shows it (under the name it is offered by).
+    pub fn tool(&self) -> Tool {
+        let mut tool = self.converted().clone();
+        tool.name = self.name.clone().into();
+        tool
+    }
 }
 
 /// An entry's place: the join order of its device, then its order on the device.
@@ -59,13 +83,11 @@ pub struct Rules<'a> {
     pub aliases: &'a HashMap<String, String>,
 }
 
-/// A device as the catalogue holds it.
+/// A device as the catalogue holds it (its entries' names are in `entries`).
 struct Joined {
     seq: u64,
     generation: u64,
     tools: ToolList,
-    /// Its tools' exposed names, by their names on the device.
-    names: HashMap<String, String>,
 }
 
 /// Every tool of one endpoint.
@@ -113,7 +135,7 @@ impl Catalogue {
             Some(c) => parse_cursor(c).ok_or_else(|| format!("Invalid cursor: {c}"))?,
         };
         let mut range = self.entries.range(start..);
-        let tools = range.by_ref().take(size.max(1)).map(|(_, o)| o.tool.clone()).collect();
+        let tools = range.by_ref().take(size.max(1)).map(|(_, o)| o.tool()).collect();
         let next_cursor = range.next().map(|(p, _)| format!("{}.{}", p.0, p.1));
         Ok(Page { tools, next_cursor })
     }
@@ -124,8 +146,8 @@ impl Catalogue {
         if self.next_seq == 0 {
             self.next_seq = 1;
             if *rules.scope == Scope::All {
-                let tool = to_tool("list_devices", &list_devices_tool());
-                self.insert((0, 0), "list_devices".into(), None, "list_devices".into(), tool);
+                let converted: Arc<[Option<Tool>]> = Arc::new([to_tool("list_devices", &list_devices_tool())]);
+                self.insert((0, 0), "list_devices".into(), None, &converted, 0);
             }
         }
         self.epoch = epoch;
@@ -179,7 +201,8 @@ impl Catalogue {
         }
     }
 
-    fn remove_device(&mut self, device_id: &str) -> Option<Joined> {
+    /// Takes a device's entries out; returns it and them.
+    fn remove_device(&mut self, device_id: &str) -> Option<(Joined, Vec<Arc<Offered>>)> {
         let joined = self.devices.remove(device_id)?;
         if let Some(t) = self.templates.get_mut(&joined.tools.identity()) {
             t.users -= 1;
@@ -188,20 +211,22 @@ impl Catalogue {
             }
         }
         let places: Vec<Place> = self.entries.range((joined.seq, 0)..(joined.seq + 1, 0)).map(|(p, _)| *p).collect();
+        let mut removed = Vec::with_capacity(places.len());
         for p in places {
             if let Some(o) = self.entries.remove(&p) {
                 self.index.remove(&o.name);
+                removed.push(o);
             }
         }
-        Some(joined)
+        Some((joined, removed))
     }
 
     /// Adds (or adds again, after a re-list) a device's tools.
     fn add_device(&mut self, rules: &Rules<'_>, handle: DeviceHandle, tools: ToolList) {
         // A re-list on the same connection keeps the device's place and its names.
-        let before = self.remove_device(&handle.device_id).filter(|j| j.generation == handle.generation);
+        let before = self.remove_device(&handle.device_id).filter(|(j, _)| j.generation == handle.generation);
         let (seq, kept) = match before {
-            Some(j) => (j.seq, j.names),
+            Some((j, removed)) => (j.seq, removed.iter().map(|o| (o.device_name().to_string(), o.name.clone())).collect()),
             None => {
                 self.next_seq += 1;
                 (self.next_seq - 1, HashMap::new())
@@ -209,9 +234,9 @@ impl Catalogue {
         };
         let prefix = naming::prefix_for(&handle.device_id, rules.aliases);
         let template = self.template(&tools);
-        let mut names = HashMap::new();
+        let handle = Arc::new(handle);
         for (i, tool) in tools.iter().enumerate().filter(|(_, t)| rules.user_tools || !t.user_only) {
-            let name = match kept.get(&tool.name) {
+            let name = match kept.get(tool.name.as_str()) {
                 Some(name) if !self.index.contains_key(name) => Some(name.clone()),
                 _ if self.plain_allowed(rules, &tool.name) => Some(tool.name.clone()),
                 _ => naming::qualify(&prefix, &tool.name),
@@ -220,15 +245,11 @@ impl Catalogue {
                 Some(name) if self.index.contains_key(&name) => {
                     tracing::warn!(device = %handle.device_id, tool = %tool.name, "the device lists this tool twice; offering the first")
                 }
-                Some(name) => {
-                    names.insert(tool.name.clone(), name.clone());
-                    let converted = template.get(i).cloned().flatten();
-                    self.insert((seq, i as u32 + 1), name, Some(handle.clone()), tool.name.clone(), converted);
-                }
+                Some(name) => self.insert((seq, i as u32 + 1), name, Some(handle.clone()), &template, i),
                 None => tracing::warn!(device = %handle.device_id, tool = %tool.name, "tool name does not fit MCP's name rules; not offered"),
             }
         }
-        self.devices.insert(handle.device_id.clone(), Joined { seq, generation: handle.generation, tools, names });
+        self.devices.insert(handle.device_id.clone(), Joined { seq, generation: handle.generation, tools });
     }
 
     /// Whether a tool may be offered under its own name: always on a device's own endpoint; on
@@ -258,14 +279,14 @@ impl Catalogue {
         t.tools.clone()
     }
 
-    fn insert(&mut self, place: Place, name: String, device: Option<DeviceHandle>, device_name: String, converted: Option<Tool>) {
-        let Some(mut tool) = converted else {
-            tracing::warn!(tool = %device_name, "the device's tool declaration is not a valid MCP tool; not offered");
+    /// Offers the tool at `at` of a converted list under `name`, at `place`.
+    fn insert(&mut self, place: Place, name: String, device: Option<Arc<DeviceHandle>>, converted: &Arc<[Option<Tool>]>, at: usize) {
+        if converted.get(at).is_none_or(Option::is_none) {
+            tracing::warn!(tool = %name, "the device's tool declaration is not a valid MCP tool; not offered");
             return;
-        };
-        tool.name = name.clone().into();
+        }
         self.index.insert(name.clone(), place);
-        self.entries.insert(place, Arc::new(Offered { name, device, device_name, tool }));
+        self.entries.insert(place, Arc::new(Offered { name, device, converted: converted.clone(), at }));
     }
 }
 

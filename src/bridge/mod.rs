@@ -147,15 +147,15 @@ impl Shared {
 /// and silently substitutes defaults; arguments that fail are the call's answer, and nothing is
 /// sent. `None` for a tool that is not a device's (`list_devices`).
 fn prepare_call(offered: &Offered, arguments: Option<JsonObject>) -> Option<Result<(DeviceHandle, Value), CallToolResult>> {
-    let device = offered.device.clone()?;
+    let device = DeviceHandle::clone(offered.device.as_deref()?);
     let arguments = Value::Object(arguments.unwrap_or_default());
-    if let Err(errors) = crate::args::validate_object(&offered.tool.input_schema, &arguments) {
+    if let Err(errors) = crate::args::validate_object(offered.input_schema(), &arguments) {
         let text = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
         return Some(Err(CallToolResult::error(vec![ContentBlock::text(format!("invalid arguments, nothing was sent:\n{text}"))])));
     }
     // Built by hand: `json!` would copy the arguments into a new tree.
     let mut params = JsonObject::new();
-    params.insert("name".into(), Value::String(offered.device_name.clone()));
+    params.insert("name".into(), Value::String(offered.device_name().to_string()));
     params.insert("arguments".into(), arguments);
     Some(Ok((device, Value::Object(params))))
 }
