@@ -53,10 +53,10 @@ impl Log {
     /// Logs a change of `device_id`; returns the new epoch.
     pub fn changed(&mut self, device_id: &str) -> u64 {
         self.epoch += 1;
-        if self.entries.len() >= self.kept.max(1) {
-            if let Some((e, _)) = self.entries.pop_front() {
-                self.dropped = e;
-            }
+        if self.entries.len() >= self.kept.max(1)
+            && let Some((e, _)) = self.entries.pop_front()
+        {
+            self.dropped = e;
         }
         self.entries.push_back((self.epoch, device_id.into()));
         self.epoch
