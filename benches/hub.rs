@@ -814,7 +814,9 @@ impl Scratch {
             .stdin(Stdio::null())
             .kill_on_drop(true);
         for (key, _) in std::env::vars_os() {
-            if key.to_str().is_some_and(|k| k.starts_with("MCPDEV_") || k == "RUST_LOG") {
+            // `MCPDEV_HEAP_TRIM` is a knob of what is measured (the heap trim on or off), not
+            // a user's setting: it is passed on.
+            if key.to_str().is_some_and(|k| (k.starts_with("MCPDEV_") && k != "MCPDEV_HEAP_TRIM") || k == "RUST_LOG") {
                 cmd.env_remove(key);
             }
         }

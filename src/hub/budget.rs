@@ -7,13 +7,16 @@
 //! - A connection beyond a pre-hello cap **waits its turn** ([`Budget::enter`]) instead of being
 //!   reset: a fleet behind one address (a NAT, a hub restart) comes back at the rate its hellos
 //!   free slots. It waits at most [`Caps::queue_timeout`], then is closed.
-//! - **An address that proves itself gets more slots.** Each connection of an address that says
-//!   hello within [`QUICK_HELLO`] of getting its slot raises that address's pre-hello cap by one
-//!   (as TCP's slow start grows its window), up to half of the total (`pre_hello_total / 2`);
-//!   each of its connections that ends without a hello halves what it had gained. So a fleet
-//!   behind one NAT is admitted as fast as the hub onboards it, while a peer that holds slots
-//!   without saying hello falls back to `pre_hello_per_peer` at once. An address that has
-//!   nothing held or waiting is forgotten, gain and all.
+//! - **An address far away that proves itself gets more slots.** A slot is held from accept to
+//!   hello, so one address is let in at most at `cap / hello latency` (Little's law): 16 slots
+//!   admit thousands a second on a LAN, but 160 a second over a 100 ms path, and a fleet behind a
+//!   distant NAT would take a minute to come back. Each hello that comes within [`QUICK_HELLO`]
+//!   raises its address's cap by one (as TCP's slow start grows its window) while the cap is below
+//!   the address's *fastest* hello latency × [`ADMIT_RATE`] (the path's delay, not the hub's own
+//!   queueing: on a busy hub more slots only lengthen the queue), up to half of the total
+//!   (`pre_hello_total / 2`); each of its connections that ends without a hello halves what it had
+//!   gained. So a peer that holds slots without saying hello falls back to `pre_hello_per_peer`
+//!   after a few, and an address that has nothing held or waiting is forgotten, gain and all.
 //! - The per-peer defence stays: one address holds at most its cap of slots (never more than
 //!   half of the total, so others always have the rest), and at most
 //!   [`Caps::queued_per_peer`] connections waiting (by default half of the device-connection
@@ -37,9 +40,13 @@ use tokio::sync::oneshot;
 /// Descriptors kept for everything but device connections: the host listener, the broker, files.
 pub const HOST_RESERVE: u64 = 256;
 
-/// A hello that comes within this after its connection got its pre-hello slot raises its
-/// address's cap by one (a hello is a round trip; on a loaded hub a few milliseconds).
+/// A hello that comes within this after its connection got its pre-hello slot may raise its
+/// address's cap by one (a hello is a round trip: milliseconds on a LAN, 100-300 ms far away).
 pub const QUICK_HELLO: Duration = Duration::from_secs(1);
+
+/// The rate, in hellos a second, at which one address's slots should let its devices in: its cap
+/// grows while it is below its fastest hello latency × this (2,000/s: 10,000 devices in 5 s).
+pub const ADMIT_RATE: f64 = 2000.0;
 
 /// The caps the device listener admits connections within.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +128,8 @@ struct Peer {
     held: usize,
     /// Slots gained above `pre_hello_per_peer` by quick hellos.
     gained: usize,
+    /// Its fastest hello (from slot to hello) so far: the path's delay.
+    fastest: Option<Duration>,
     /// Its waiters, oldest first; some may have given up (closed), and are skipped.
     queue: VecDeque<oneshot::Sender<Granted>>,
     /// Waiters that have not given up.
@@ -136,12 +145,20 @@ impl Peer {
         (base + self.gained).min(base.max(caps.pre_hello_total / 2))
     }
 
-    /// A slot of this address ended: a quick hello raises its cap, no hello halves its gain.
+    /// A slot of this address ended: a quick hello may raise its cap (while the path's delay
+    /// needs more slots for [`ADMIT_RATE`]), no hello halves its gain.
     fn ended(&mut self, how: Ended, caps: &Caps) {
         match how {
-            Ended::QuickHello if self.cap(caps) < caps.pre_hello_per_peer.max(caps.pre_hello_total / 2) => self.gained += 1,
+            Ended::Hello(took) if took <= QUICK_HELLO => {
+                let fastest = self.fastest.map_or(took, |f| f.min(took));
+                self.fastest = Some(fastest);
+                let wanted = (fastest.as_secs_f64() * ADMIT_RATE).ceil() as usize;
+                if self.cap(caps) < wanted.min(caps.pre_hello_per_peer.max(caps.pre_hello_total / 2)) {
+                    self.gained += 1;
+                }
+            }
             Ended::NoHello => self.gained /= 2,
-            Ended::QuickHello | Ended::SlowHello | Ended::Unused => {}
+            Ended::Hello(_) | Ended::Unused => {}
         }
     }
 }
@@ -149,9 +166,8 @@ impl Peer {
 /// How a pre-hello slot ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ended {
-    /// The device said hello within [`QUICK_HELLO`].
-    QuickHello,
-    SlowHello,
+    /// The device said hello this long after its slot was granted.
+    Hello(Duration),
     /// The connection ended (or was refused) before a hello.
     NoHello,
     /// Granted to a waiter that had left: never used.
@@ -387,11 +403,7 @@ impl crate::links::handle::UntilHello for HelloPermit {
 
 impl Drop for HelloPermit {
     fn drop(&mut self) {
-        let how = match self.hello.load(Ordering::Relaxed) {
-            true if self.granted.elapsed() <= QUICK_HELLO => Ended::QuickHello,
-            true => Ended::SlowHello,
-            false => Ended::NoHello,
-        };
+        let how = if self.hello.load(Ordering::Relaxed) { Ended::Hello(self.granted.elapsed()) } else { Ended::NoHello };
         self.budget.release(self.peer, how);
     }
 }
@@ -586,14 +598,30 @@ mod tests {
         }
     }
 
-    fn say_hello(admitted: Vec<(ConnPermit, HelloSlot)>) {
+    /// Each device says hello, `after` its slot was granted (as over a path with that delay).
+    fn say_hello(admitted: Vec<(ConnPermit, HelloSlot)>, after: Duration) {
         for (_conn, slot) in admitted {
-            slot.take().expect("the permit").hello();
+            let mut permit = slot.0.lock().unwrap().take().expect("the permit");
+            permit.granted -= after;
+            crate::links::handle::UntilHello::hello(&permit);
         }
     }
 
     #[tokio::test]
-    async fn quick_hellos_raise_an_address_cap_up_to_half_the_total_and_silence_takes_it_back() {
+    async fn hellos_over_a_fast_path_leave_the_cap_as_it_is() {
+        let budget = Budget::new(caps(1000, 2, 8, 100));
+        let lan: IpAddr = "10.0.0.4".parse().unwrap();
+        let anchor = now(budget.admit(lan));
+        for _ in 0..3 {
+            let admitted = fill(&budget, lan);
+            assert_eq!(admitted.len(), 1, "2 slots: 2 × 1 / 0.5 ms is more than ADMIT_RATE already");
+            say_hello(admitted, Duration::from_micros(500));
+        }
+        drop(anchor);
+    }
+
+    #[tokio::test]
+    async fn quick_hellos_over_a_slow_path_raise_an_address_cap_up_to_half_the_total_and_silence_takes_it_back() {
         let budget = Budget::new(caps(1000, 2, 8, 100));
         let nat: IpAddr = "10.0.0.1".parse().unwrap();
         let other: IpAddr = "10.0.0.2".parse().unwrap();
@@ -602,11 +630,11 @@ mod tests {
         let anchor = now(budget.admit(nat));
         let first = fill(&budget, nat);
         assert_eq!(first.len(), 1, "the configured cap (2) to start with");
-        // A slot whose hello came frees itself and one more.
-        say_hello(first);
+        // A slot whose hello came (100 ms after: a far NAT) frees itself and one more.
+        say_hello(first, Duration::from_millis(100));
         let second = fill(&budget, nat);
         assert_eq!(second.len(), 2);
-        say_hello(second);
+        say_hello(second, Duration::from_millis(100));
         let third = fill(&budget, nat);
         assert_eq!(third.len(), 3, "never more than half of the total (8)");
         // The other half is still there for everyone else.
@@ -625,10 +653,10 @@ mod tests {
     async fn a_hello_lets_a_waiter_of_the_same_address_in_with_one_more() {
         let budget = Budget::new(caps(1000, 1, 10, 100));
         let nat: IpAddr = "10.0.0.3".parse().unwrap();
-        let (_c1, s1) = now(budget.admit(nat));
+        let (c1, s1) = now(budget.admit(nat));
         let (_c2, w2) = wait(budget.admit(nat));
         let (_c3, w3) = wait(budget.admit(nat));
-        s1.take().unwrap().hello();
+        say_hello(vec![(c1, s1)], Duration::from_millis(100));
         let t2 = tokio::time::timeout(Duration::from_secs(1), w2.turn()).await.expect("granted").unwrap();
         let t3 = tokio::time::timeout(Duration::from_secs(1), w3.turn()).await.expect("granted too: the cap grew").unwrap();
         assert_eq!(budget.counts().1, 2);
