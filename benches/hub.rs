@@ -83,8 +83,9 @@ const KB_PER_DEVICE_TARGET: f64 = 8.0;
 /// The hub's memory growth at its peak while onboarding, over its settled growth.
 const PEAK_RATIO_TARGET: f64 = 1.5;
 const ONBOARD_TARGET: Duration = Duration::from_secs(8);
-/// One device's operations with the fleet connected, over the same with that device alone.
-const OP_RATIO_TARGET: f64 = 1.3;
+/// One device's operations with the fleet connected, over the same with that device alone (issue
+/// 24: 1.2×, the median and the 99th percentile).
+const OP_RATIO_TARGET: f64 = 1.2;
 /// Issue 24: a fleet from one address, default caps, all ready within this, with no reset.
 const STORM_TARGET: Duration = Duration::from_secs(5);
 /// Issue 24: `devices --json` at 10,000 devices.
@@ -315,11 +316,13 @@ async fn onboard(scratch: &Scratch, n: usize) -> anyhow::Result<Vec<Row>> {
     );
     for (i, name) in op_costs::NAMES.iter().enumerate() {
         let (one, many) = (alone.0[i], with_fleet.0[i]);
-        let ratio = many.as_secs_f64() / one.as_secs_f64().max(1e-9);
-        rows.push(
-            Row::new(&label, format!("{name}: median alone → with the fleet"), format!("{} → {} ({ratio:.2}×)", us(one), us(many)))
-                .target("≤ 1.3×", ratio <= OP_RATIO_TARGET),
-        );
+        for (what, one, many) in [("median", one.median, many.median), ("p99", one.p99, many.p99)] {
+            let ratio = many.as_secs_f64() / one.as_secs_f64().max(1e-9);
+            rows.push(
+                Row::new(&label, format!("{name}: {what} alone → with the fleet"), format!("{} → {} ({ratio:.2}×)", us(one), us(many)))
+                    .target("≤ 1.2×", ratio <= OP_RATIO_TARGET),
+            );
+        }
     }
     Ok(rows)
 }
@@ -811,7 +814,9 @@ impl Scratch {
             .stdin(Stdio::null())
             .kill_on_drop(true);
         for (key, _) in std::env::vars_os() {
-            if key.to_str().is_some_and(|k| k.starts_with("MCPDEV_") || k == "RUST_LOG") {
+            // `MCPDEV_HEAP_TRIM` is a knob of what is measured (the heap trim on or off), not
+            // a user's setting: it is passed on.
+            if key.to_str().is_some_and(|k| (k.starts_with("MCPDEV_") && k != "MCPDEV_HEAP_TRIM") || k == "RUST_LOG") {
                 cmd.env_remove(key);
             }
         }

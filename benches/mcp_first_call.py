@@ -4,9 +4,12 @@
 Starts `mcpdev serve` and `mcpdev sim --count N` (the stock tools: 4 each), opens one MCP session
 that lists every tool (as a host does), then 20 times: one more device joins (a second `sim`),
 the first call after it is timed, a steady call is timed, the device leaves, and the first call
-after that is timed. Prints the medians of the calls' wall time, and the hub's CPU time (utime +
-stime, counted in clock ticks, so summed over the 20 calls of a kind and divided) per first call
-after a join and per steady call.
+after that is timed. Prints the medians of the calls' wall time, and of the hub's CPU time per
+first call after a join and per steady call (the sum of its threads' `schedstat` run time, in
+nanoseconds; it includes whatever else the hub did meanwhile, e.g. a keepalive ping). It also reads the hub's memory (`VmRSS`, and its peak
+`VmHWM`) at start, once the fleet is ready and idle, once the host has listed every tool, and
+after the 20 joins and leaves (issue 24: <= 5 KB per device, settled and peak), each over the
+fleet's size. `MCPDEV_HEAP_TRIM` is passed on to the hub, to compare with the trim off.
 
     benches/mcp_first_call.py target/release/mcpdev 10000
 """
@@ -21,6 +24,38 @@ import tempfile
 import time
 
 TICK = os.sysconf("SC_CLK_TCK")
+
+
+def kb(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
+
+
+def settle(pids, quiet=2.0, limit=30.0):
+    """Waits until `pids` used at most one clock tick of CPU in each quarter second for `quiet` s."""
+    start, calm = time.monotonic(), 0.0
+    last = sum(cpu_s(p) for p in pids)
+    while calm < quiet and time.monotonic() - start < limit:
+        time.sleep(0.25)
+        now = sum(cpu_s(p) for p in pids)
+        calm = calm + 0.25 if now - last <= 1.0 / TICK else 0.0
+        last = now
+    return time.monotonic() - start
+
+
+def cpu_ns_s(pid):
+    """The process's CPU time in seconds, at nanosecond resolution (each thread's schedstat)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except FileNotFoundError:
+            pass
+    return total / 1e9
 
 
 def cpu_s(pid):
@@ -62,6 +97,8 @@ def main():
     binary, n = sys.argv[1], int(sys.argv[2])
     state = tempfile.mkdtemp()
     env = {"MCPDEV_STATE_DIR": state, "MCPDEV_RUNTIME_DIR": state, "PATH": "/usr/bin:/bin"}
+    if "MCPDEV_HEAP_TRIM" in os.environ:
+        env["MCPDEV_HEAP_TRIM"] = os.environ["MCPDEV_HEAP_TRIM"]
     hub = subprocess.Popen([binary, "serve", "--json", "--approve-all", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0",
                             "--max-pre-hello-per-peer", "100000", "--max-pre-hello", "100000"],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
@@ -69,11 +106,15 @@ def main():
     try:
         info = json.loads(hub.stdout.readline())
         host = info["host"].split("://")[1]
+        settle([hub.pid], quiet=1.0)
+        rss = {"start": kb(hub.pid, "VmRSS")}
         procs.append(subprocess.Popen([binary, "sim", "--url", info["devices"], "--count", str(n), "--device-id", "02:00:00:00:00:00"],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
         mcp = Mcp(host)
         while sum(d["phase"] == "ready" for d in mcp.devices()) < n:
             time.sleep(0.5)
+        settle([hub.pid, procs[1].pid])
+        rss["fleet"] = kb(hub.pid, "VmRSS")
         cursor, listed = None, 0
         while True:
             r = mcp.rpc("tools/list", {"cursor": cursor} if cursor else {})
@@ -81,10 +122,12 @@ def main():
             cursor = r["result"].get("nextCursor")
             if not cursor:
                 break
+        settle([hub.pid])
+        rss["listed"] = kb(hub.pid, "VmRSS")
         last = "dev-" + "02000000" + f"{n - 1:04x}" + ".self.audio_speaker.set_volume"
         call = lambda: mcp.rpc("tools/call", {"name": last, "arguments": {"volume": 40}})
         call()
-        first_join, steady, first_leave, cpu_join, cpu_steady = [], [], [], 0.0, 0.0
+        first_join, steady, first_leave, cpu_join, cpu_steady = [], [], [], [], []
         for k in range(20):
             joiner = subprocess.Popen([binary, "sim", "--url", info["devices"], "--device-id", f"02:00:00:ff:00:{k:02x}"],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
@@ -92,14 +135,14 @@ def main():
             subprocess.run([binary, "tools", "list", "-d", f"02:00:00:ff:00:{k:02x}", "--wait", "30s", "--json"], env={**env, "MCPDEV_HUB": info["host"]},
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
             time.sleep(2)  # the device's confirmation re-list (1.5 s) is over: only the join is left to apply
-            c0, t0 = cpu_s(hub.pid), time.perf_counter()
+            c0, t0 = cpu_ns_s(hub.pid), time.perf_counter()
             call()
             first_join.append(time.perf_counter() - t0)
-            cpu_join += cpu_s(hub.pid) - c0
-            c0, t0 = cpu_s(hub.pid), time.perf_counter()
+            cpu_join.append(cpu_ns_s(hub.pid) - c0)
+            c0, t0 = cpu_ns_s(hub.pid), time.perf_counter()
             call()
             steady.append(time.perf_counter() - t0)
-            cpu_steady += cpu_s(hub.pid) - c0
+            cpu_steady.append(cpu_ns_s(hub.pid) - c0)
             joiner.kill()
             joiner.wait()
             while subprocess.run([binary, "tools", "list", "-d", f"02:00:00:ff:00:{k:02x}", "--json"], env={**env, "MCPDEV_HUB": info["host"]},
@@ -108,11 +151,15 @@ def main():
             t0 = time.perf_counter()
             call()
             first_leave.append(time.perf_counter() - t0)
+        settle([hub.pid, procs[1].pid])
+        rss["churned"] = kb(hub.pid, "VmRSS")
+        rss["peak"] = kb(hub.pid, "VmHWM")
+        per_device = {k: round((v - rss["start"]) / n, 2) for k, v in rss.items() if k != "start"}
         ms = lambda xs: round(statistics.median(xs) * 1000, 2)
         print(json.dumps({"devices": n, "tools_listed": listed, "first_call_after_join_ms": ms(first_join),
                           "steady_call_ms": ms(steady), "first_call_after_leave_ms": ms(first_leave),
-                          "hub_cpu_per_first_call_after_join_ms": round(cpu_join / 20 * 1000, 2),
-                          "hub_cpu_per_steady_call_ms": round(cpu_steady / 20 * 1000, 2)}))
+                          "hub_cpu_first_call_after_join_ms": ms(cpu_join), "hub_cpu_steady_call_ms": ms(cpu_steady),
+                          "hub_rss_mb": {k: round(v / 1024, 1) for k, v in rss.items()}, "hub_kb_per_device": per_device}))
     finally:
         for p in procs:
             p.kill()

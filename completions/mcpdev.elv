@@ -81,7 +81,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --header-timeout 'A request''s headers must arrive within this (both listeners)'
             cand --body-timeout 'A request''s body must arrive within this (both listeners)'
             cand --hello-timeout 'A WebSocket device that has not said hello this long after connecting is closed'
-            cand --max-pre-hello-per-peer 'Connections from one address that have not said hello yet; more wait their turn (--accept-queue-timeout)'
+            cand --max-pre-hello-per-peer 'Connections from one address that have not said hello yet (more for a distant address whose hellos keep coming); more wait their turn (--accept-queue-timeout)'
             cand --max-pre-hello 'Device-side connections that have not said hello yet, in total; more wait their turn'
             cand --accept-queue-timeout 'How long a connection over those caps waits for its turn before it is closed'
             cand --max-queued-per-peer 'Connections from one address waiting for their turn; more are closed at once [default: half of the device-connection cap]'

@@ -86,7 +86,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l timezone-offset 
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l header-timeout -d 'A request\'s headers must arrive within this (both listeners)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l body-timeout -d 'A request\'s body must arrive within this (both listeners)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l hello-timeout -d 'A WebSocket device that has not said hello this long after connecting is closed' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-pre-hello-per-peer -d 'Connections from one address that have not said hello yet; more wait their turn (--accept-queue-timeout)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-pre-hello-per-peer -d 'Connections from one address that have not said hello yet (more for a distant address whose hellos keep coming); more wait their turn (--accept-queue-timeout)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-pre-hello -d 'Device-side connections that have not said hello yet, in total; more wait their turn' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l accept-queue-timeout -d 'How long a connection over those caps waits for its turn before it is closed' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-queued-per-peer -d 'Connections from one address waiting for their turn; more are closed at once [default: half of the device-connection cap]' -r

@@ -479,7 +479,7 @@ pub struct LimitArgs {
     /// A WebSocket device that has not said hello this long after connecting is closed
     #[arg(long, env = "MCPDEV_HELLO_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub hello_timeout: std::time::Duration,
-    /// Connections from one address that have not said hello yet; more wait their turn (--accept-queue-timeout)
+    /// Connections from one address that have not said hello yet (more for a distant address whose hellos keep coming); more wait their turn (--accept-queue-timeout)
     #[arg(long, env = "MCPDEV_MAX_PRE_HELLO_PER_PEER", value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_pre_hello_per_peer: u32,
     /// Device-side connections that have not said hello yet, in total; more wait their turn

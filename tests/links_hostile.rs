@@ -353,6 +353,8 @@ async fn a_call_to_an_offline_or_onboarding_device_says_so() {
 /// Fires when dropped: stands for what a listener hands a link until the device's hello.
 struct Permit(Option<tokio::sync::oneshot::Sender<()>>);
 
+impl mcpdev::links::handle::UntilHello for Permit {}
+
 impl Drop for Permit {
     fn drop(&mut self) {
         if let Some(tx) = self.0.take() {

@@ -2,7 +2,8 @@
 //! with the whole fleet connected (issue 14: every operation costs the same at 10,000 devices as
 //! at 1, except listing everything).
 //!
-//! Each operation is run sequentially, after a warm-up, and its median wall time kept:
+//! Each operation is run sequentially, after a warm-up, and its median and 99th percentile wall
+//! time kept:
 //! - `/mcp` `tools/call` of `<prefix>.self.audio_speaker.set_volume` (the all-devices endpoint);
 //! - `/devices/<id>/mcp` `tools/call` of `self.audio_speaker.set_volume` (the device's own);
 //! - the control API's `rpc` op (what `mcpdev call` does through the hub);
@@ -22,8 +23,15 @@ const WARMUP: usize = 20;
 const RUNS: usize = 200;
 const LIMIT: Duration = Duration::from_secs(20);
 
-/// Medians of each operation, in the order of [`NAMES`].
-pub struct OpCosts(pub [Duration; 4]);
+/// Median and 99th percentile of each operation, in the order of [`NAMES`].
+pub struct OpCosts(pub [Spread; 4]);
+
+/// One operation's wall times.
+#[derive(Debug, Clone, Copy)]
+pub struct Spread {
+    pub median: Duration,
+    pub p99: Duration,
+}
 
 pub const NAMES: [&str; 4] = ["/mcp tools/call", "/devices/<id>/mcp tools/call", "control rpc (mcpdev call's path)", "/mcp tools/list, first page"];
 
@@ -41,8 +49,8 @@ async fn set_volume(client: &Client, tool: &str, volume: usize) -> anyhow::Resul
     Ok(())
 }
 
-/// Times `op` RUNS times after WARMUP untimed runs; returns the median.
-async fn median<F, Fut>(mut op: F) -> anyhow::Result<Duration>
+/// Times `op` RUNS times after WARMUP untimed runs; returns the median and the 99th percentile.
+async fn median<F, Fut>(mut op: F) -> anyhow::Result<Spread>
 where
     F: FnMut(usize) -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<()>>,
@@ -57,7 +65,7 @@ where
         times.push(t.elapsed());
     }
     times.sort();
-    Ok(times[RUNS / 2])
+    Ok(Spread { median: times[RUNS / 2], p99: times[RUNS * 99 / 100] })
 }
 
 /// Measures every operation on `device` through the hub at `host_url`.

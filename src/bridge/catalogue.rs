@@ -2,12 +2,15 @@
 //! (`/mcp`, each `/devices/<id>/mcp` in use) holds one catalogue, shared by all its sessions.
 //!
 //! Rules:
-//! - **Updated by what changed.** When the links' tools epoch
-//!   ([`tools_epoch`](crate::links::handle::tools_epoch)) moved, the catalogue compares each
-//!   device's connection and tool list by identity (a pointer: lists are interned, see
-//!   [`ToolList`](crate::session::ToolList)) with what it holds, and only a device that joined,
-//!   left, reconnected or changed its tools has its entries removed and added again: the cost is
-//!   that device's tools, plus a pointer comparison per device.
+//! - **Updated by what changed, in O(what changed).** When the links' tools epoch moved, the
+//!   catalogue asks the links' change log ([`changes`](crate::links::changes)) which devices
+//!   changed since its own epoch, and looks at those only: it compares each one's connection and
+//!   tool list by identity (a pointer: lists are interned, see
+//!   [`ToolList`](crate::session::ToolList)) with what it holds, and a device that joined, left,
+//!   reconnected or changed its tools has its entries removed and added again. The cost is those
+//!   devices' tools, whatever the fleet's size. A catalogue that fell further behind than the log
+//!   keeps (a fleet coming back at once) makes one full pass over the endpoint's devices instead,
+//!   a pointer comparison each.
 //! - **Stable order, stable cursors.** Entries are ordered by when their device joined (devices
 //!   that join together in device-id order), then by the device's own order; a device that
 //!   re-lists keeps its place. A `tools/list` cursor names the next entry's place, not an index,
@@ -31,19 +34,43 @@ use serde_json::{Value, json};
 
 use super::{Naming, Scope, naming};
 use crate::links::DeviceHandle;
-use crate::links::handle::tools_epoch;
+use crate::links::changes::{self, Changes};
 use crate::session::ToolList;
 
-/// One tool as an endpoint offers it.
+/// One tool as an endpoint offers it: its name, its device, and its tool in the converted list
+/// that every device listing the same tools shares (an entry costs its name and a few pointers).
 pub struct Offered {
     /// The name MCP clients call it by.
     pub name: String,
-    /// The device that runs it; `None` for the hub's own `list_devices`.
-    pub device: Option<DeviceHandle>,
+    /// The device that runs it (one handle per device, shared by its entries); `None` for the
+    /// hub's own `list_devices`.
+    pub device: Option<Arc<DeviceHandle>>,
+    /// Its list, converted; its own tool is at `at`, and is a valid MCP tool.
+    converted: Arc<[Option<Tool>]>,
+    at: usize,
+}
+
+impl Offered {
+    fn converted(&self) -> &Tool {
+        self.converted[self.at].as_ref().expect("only valid tools are offered")
+    }
+
     /// The tool's name on its device.
-    pub device_name: String,
-    /// As `tools/list` shows it.
-    pub tool: Tool,
+    pub fn device_name(&self) -> &str {
+        &self.converted().name
+    }
+
+    /// Its arguments' schema.
+    pub fn input_schema(&self) -> &Arc<rmcp::model::JsonObject> {
+        &self.converted().input_schema
+    }
+
+    /// As `tools/list` shows it (under the name it is offered by).
+    pub fn tool(&self) -> Tool {
+        let mut tool = self.converted().clone();
+        tool.name = self.name.clone().into();
+        tool
+    }
 }
 
 /// An entry's place: the join order of its device, then its order on the device.
@@ -57,13 +84,11 @@ pub struct Rules<'a> {
     pub aliases: &'a HashMap<String, String>,
 }
 
-/// A device as the catalogue holds it.
+/// A device as the catalogue holds it (its entries' names are in `entries`).
 struct Joined {
     seq: u64,
     generation: u64,
     tools: ToolList,
-    /// Its tools' exposed names, by their names on the device.
-    names: HashMap<String, String>,
 }
 
 /// Every tool of one endpoint.
@@ -111,28 +136,49 @@ impl Catalogue {
             Some(c) => parse_cursor(c).ok_or_else(|| format!("Invalid cursor: {c}"))?,
         };
         let mut range = self.entries.range(start..);
-        let tools = range.by_ref().take(size.max(1)).map(|(_, o)| o.tool.clone()).collect();
+        let tools = range.by_ref().take(size.max(1)).map(|(_, o)| o.tool()).collect();
         let next_cursor = range.next().map(|(p, _)| format!("{}.{}", p.0, p.1));
         Ok(Page { tools, next_cursor })
     }
 
-    /// Brings the catalogue up to date with `devices` (the endpoint's connected devices).
-    fn sync(&mut self, epoch: u64, rules: &Rules<'_>, devices: Vec<DeviceHandle>) {
+    /// Brings the catalogue up to date, at `epoch`, with what changed since its own epoch: the
+    /// devices named by `changes` (looked up with `one`), or every device of the endpoint (`all`).
+    fn update(&mut self, epoch: u64, changes: Changes, rules: &Rules<'_>, devices: Devices<impl FnOnce() -> Vec<DeviceHandle>, impl Fn(&str) -> Option<DeviceHandle>>) {
         if self.next_seq == 0 {
             self.next_seq = 1;
             if *rules.scope == Scope::All {
-                let tool = to_tool("list_devices", &list_devices_tool());
-                self.insert((0, 0), "list_devices".into(), None, "list_devices".into(), tool);
+                let converted: Arc<[Option<Tool>]> = Arc::new([to_tool("list_devices", &list_devices_tool())]);
+                self.insert((0, 0), "list_devices".into(), None, &converted, 0);
             }
         }
         self.epoch = epoch;
+        let ids = match changes {
+            Changes::All => return self.full_pass(rules, (devices.all)()),
+            Changes::Devices(ids) => ids,
+        };
+        let mut joining = Vec::new();
+        for id in ids {
+            let now = (devices.one)(&id).and_then(|h| h.snapshot().map(|info| (h, info)));
+            match now {
+                Some((handle, info)) => {
+                    if !self.holds(&handle, &info.tools) {
+                        joining.push((handle, info.tools.clone()));
+                    }
+                }
+                None => drop(self.remove_device(&id)),
+            }
+        }
+        self.add_devices(rules, joining);
+    }
+
+    /// Compares every device of the endpoint with what the catalogue holds (a pointer each).
+    fn full_pass(&mut self, rules: &Rules<'_>, devices: Vec<DeviceHandle>) {
         let mut present: HashMap<&str, ()> = HashMap::with_capacity(devices.len());
         let mut joining: Vec<(DeviceHandle, ToolList)> = Vec::new();
         for handle in &devices {
             let Some(info) = handle.snapshot() else { continue };
             present.insert(&handle.device_id, ());
-            let same = self.devices.get(&handle.device_id).is_some_and(|j| j.generation == handle.generation && j.tools.same_list(&info.tools));
-            if !same {
+            if !self.holds(handle, &info.tools) {
                 joining.push((handle.clone(), info.tools.clone()));
             }
         }
@@ -140,6 +186,15 @@ impl Catalogue {
         for id in gone {
             self.remove_device(&id);
         }
+        self.add_devices(rules, joining);
+    }
+
+    /// Whether the catalogue holds this connection of the device with this tool list.
+    fn holds(&self, handle: &DeviceHandle, tools: &ToolList) -> bool {
+        self.devices.get(&handle.device_id).is_some_and(|j| j.generation == handle.generation && j.tools.same_list(tools))
+    }
+
+    fn add_devices(&mut self, rules: &Rules<'_>, mut joining: Vec<(DeviceHandle, ToolList)>) {
         // Devices that join together take their places in device-id order.
         joining.sort_by(|a, b| a.0.device_id.cmp(&b.0.device_id));
         for (handle, tools) in joining {
@@ -147,7 +202,8 @@ impl Catalogue {
         }
     }
 
-    fn remove_device(&mut self, device_id: &str) -> Option<Joined> {
+    /// Takes a device's entries out; returns it and them.
+    fn remove_device(&mut self, device_id: &str) -> Option<(Joined, Vec<Arc<Offered>>)> {
         let joined = self.devices.remove(device_id)?;
         if let Some(t) = self.templates.get_mut(&joined.tools.identity()) {
             t.users -= 1;
@@ -156,20 +212,22 @@ impl Catalogue {
             }
         }
         let places: Vec<Place> = self.entries.range((joined.seq, 0)..(joined.seq + 1, 0)).map(|(p, _)| *p).collect();
+        let mut removed = Vec::with_capacity(places.len());
         for p in places {
             if let Some(o) = self.entries.remove(&p) {
                 self.index.remove(&o.name);
+                removed.push(o);
             }
         }
-        Some(joined)
+        Some((joined, removed))
     }
 
     /// Adds (or adds again, after a re-list) a device's tools.
     fn add_device(&mut self, rules: &Rules<'_>, handle: DeviceHandle, tools: ToolList) {
         // A re-list on the same connection keeps the device's place and its names.
-        let before = self.remove_device(&handle.device_id).filter(|j| j.generation == handle.generation);
+        let before = self.remove_device(&handle.device_id).filter(|(j, _)| j.generation == handle.generation);
         let (seq, kept) = match before {
-            Some(j) => (j.seq, j.names),
+            Some((j, removed)) => (j.seq, removed.iter().map(|o| (o.device_name().to_string(), o.name.clone())).collect()),
             None => {
                 self.next_seq += 1;
                 (self.next_seq - 1, HashMap::new())
@@ -177,9 +235,9 @@ impl Catalogue {
         };
         let prefix = naming::prefix_for(&handle.device_id, rules.aliases);
         let template = self.template(&tools);
-        let mut names = HashMap::new();
+        let handle = Arc::new(handle);
         for (i, tool) in tools.iter().enumerate().filter(|(_, t)| rules.user_tools || !t.user_only) {
-            let name = match kept.get(&tool.name) {
+            let name = match kept.get(tool.name.as_str()) {
                 Some(name) if !self.index.contains_key(name) => Some(name.clone()),
                 _ if self.plain_allowed(rules, &tool.name) => Some(tool.name.clone()),
                 _ => naming::qualify(&prefix, &tool.name),
@@ -188,15 +246,11 @@ impl Catalogue {
                 Some(name) if self.index.contains_key(&name) => {
                     tracing::warn!(device = %handle.device_id, tool = %tool.name, "the device lists this tool twice; offering the first")
                 }
-                Some(name) => {
-                    names.insert(tool.name.clone(), name.clone());
-                    let converted = template.get(i).cloned().flatten();
-                    self.insert((seq, i as u32 + 1), name, Some(handle.clone()), tool.name.clone(), converted);
-                }
+                Some(name) => self.insert((seq, i as u32 + 1), name, Some(handle.clone()), &template, i),
                 None => tracing::warn!(device = %handle.device_id, tool = %tool.name, "tool name does not fit MCP's name rules; not offered"),
             }
         }
-        self.devices.insert(handle.device_id.clone(), Joined { seq, generation: handle.generation, tools, names });
+        self.devices.insert(handle.device_id.clone(), Joined { seq, generation: handle.generation, tools });
     }
 
     /// Whether a tool may be offered under its own name: always on a device's own endpoint; on
@@ -227,14 +281,14 @@ impl Catalogue {
         t.tools.clone()
     }
 
-    fn insert(&mut self, place: Place, name: String, device: Option<DeviceHandle>, device_name: String, converted: Option<Tool>) {
-        let Some(mut tool) = converted else {
-            tracing::warn!(tool = %device_name, "the device's tool declaration is not a valid MCP tool; not offered");
+    /// Offers the tool at `at` of a converted list under `name`, at `place`.
+    fn insert(&mut self, place: Place, name: String, device: Option<Arc<DeviceHandle>>, converted: &Arc<[Option<Tool>]>, at: usize) {
+        if converted.get(at).is_none_or(Option::is_none) {
+            tracing::warn!(tool = %name, "the device's tool declaration is not a valid MCP tool; not offered");
             return;
-        };
-        tool.name = name.clone().into();
+        }
         self.index.insert(name.clone(), place);
-        self.entries.insert(place, Arc::new(Offered { name, device, device_name, tool }));
+        self.entries.insert(place, Arc::new(Offered { name, device, converted: converted.clone(), at }));
     }
 }
 
@@ -253,14 +307,21 @@ pub struct Catalogues {
     by_scope: Mutex<HashMap<Scope, Arc<RwLock<Catalogue>>>>,
 }
 
+/// Where a catalogue finds its endpoint's devices.
+pub struct Devices<A, O> {
+    /// Every connected device of the endpoint (for a full pass).
+    pub all: A,
+    /// The connected device with this Device-Id, if the endpoint offers it.
+    pub one: O,
+}
+
 /// A catalogue, read-locked: nothing that can panic runs while it is held.
 pub type Reading<'a> = std::sync::RwLockReadGuard<'a, Catalogue>;
 
 impl Catalogues {
     /// The endpoint's catalogue, brought up to date first if a device changed since.
-    pub fn read<T>(&self, rules: &Rules<'_>, devices: impl FnOnce() -> Vec<DeviceHandle>, f: impl FnOnce(&Catalogue) -> T) -> T {
-        // Read the epoch first: a change while updating makes the next caller update again.
-        let epoch = tools_epoch();
+    pub fn read<T>(&self, rules: &Rules<'_>, devices: Devices<impl FnOnce() -> Vec<DeviceHandle>, impl Fn(&str) -> Option<DeviceHandle>>, f: impl FnOnce(&Catalogue) -> T) -> T {
+        let epoch = changes::epoch();
         let kept = self.kept_for(rules.scope);
         {
             let c = kept.read().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -270,7 +331,11 @@ impl Catalogues {
         }
         let mut c = kept.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         if c.epoch != epoch || c.next_seq == 0 {
-            c.sync(epoch, rules, devices());
+            // The epoch and its changes are read before the devices: a change made meanwhile
+            // has a later epoch, and the next caller applies it.
+            let (now, what) = changes::since(c.epoch);
+            let what = if c.next_seq == 0 { Changes::All } else { what };
+            c.update(now, what, rules, devices);
         }
         f(&c)
     }
@@ -323,3 +388,7 @@ fn to_tool(name: &str, device_tool: &Value) -> Option<Tool> {
     }
     serde_json::from_value(v).ok()
 }
+
+#[cfg(test)]
+#[path = "catalogue_tests.rs"]
+mod tests;

@@ -164,7 +164,14 @@ impl Shared {
     /// Reads the tools an endpoint offers (kept and updated per device, not rebuilt per request).
     fn catalogue<T>(&self, scope: &Scope, f: impl FnOnce(&Catalogue) -> T) -> T {
         let rules = Rules { scope, naming: self.config.naming, user_tools: self.config.user_tools, aliases: &self.hub.config.aliases };
-        self.catalogues.read(&rules, || self.listing(scope, false), f)
+        let devices = catalogue::Devices {
+            all: || self.listing(scope, false),
+            one: |id: &str| match scope {
+                Scope::Device(only) if only != id => None,
+                _ => self.device(id),
+            },
+        };
+        self.catalogues.read(&rules, devices, f)
     }
 
     /// The tool an endpoint offers under `name`.
@@ -191,8 +198,8 @@ impl Shared {
 /// A device tool's call, ready to relay: its device and the request's params. `None` for a
 /// tool that is not a device's (`list_devices`); see [`prepare`].
 fn prepare_call(offered: &Offered, arguments: Option<JsonObject>) -> Option<Result<(DeviceHandle, Value), CallToolResult>> {
-    let device = offered.device.clone()?;
-    Some(prepare(device, &offered.device_name, &offered.tool.input_schema, arguments))
+    let device = DeviceHandle::clone(offered.device.as_deref()?);
+    Some(prepare(device, offered.device_name(), offered.input_schema(), arguments))
 }
 
 /// A call of the device's tool `name`, ready to relay. The arguments are checked against the

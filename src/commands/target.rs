@@ -297,11 +297,17 @@ async fn select_failure(e: ControlError, waited: Option<Duration>, hub: &str, cl
         Some(w) if matches!(e.kind.as_str(), "no_devices" | "not_found" | "not_ready") => format!("{} (waited {w:?}, hub {hub})", e.message),
         _ => format!("{} (hub {hub})", e.message),
     };
+    // One page of the listing, not all of it: a mistyped id against a hub with 10,000 devices
+    // made the hub build every device's description (tens of MB, kept by its allocator).
     if matches!(e.kind.as_str(), "not_found" | "not_ready")
-        && let Ok(devices) = client.call(json!({"op": "devices"})).await
-        && let Some(list) = devices.as_array()
+        && let Ok(answer) = client.call(json!({"op": "devices", "limit": DESCRIBED})).await
     {
-        message.push_str(&format!("\nconnected devices: {}", describe_devices(list)));
+        let (list, more) = match &answer {
+            // A hub that does not page answers with everything.
+            Value::Array(all) => (all.as_slice(), false),
+            page => (page["devices"].as_array().map_or(&[][..], Vec::as_slice), !page["next"].is_null()),
+        };
+        message.push_str(&format!("\nconnected devices: {}", describe_devices(list, more)));
     }
     let help = match (e.kind.as_str(), waited) {
         ("no_devices" | "not_found", None) => Some("--wait 30s waits for the device to connect"),
@@ -316,20 +322,26 @@ async fn select_failure(e: ControlError, waited: Option<Duration>, hub: &str, cl
 }
 
 /// `aa:bb:… (ready, 4 tools), …`: at most ten, then how many more.
-fn describe_devices(list: &[Value]) -> String {
+/// Devices an error message names at most.
+const DESCRIBED: usize = 10;
+
+/// The first devices of a listing; `more`: the hub has more than `list`.
+fn describe_devices(list: &[Value], more: bool) -> String {
     if list.is_empty() {
         return "none".into();
     }
     let mut parts: Vec<String> = list
         .iter()
-        .take(10)
+        .take(DESCRIBED)
         .map(|d| {
             let tools = d["tools"].as_array().map_or(0, Vec::len);
             format!("{} ({}, {tools} tools)", d["device_id"].as_str().unwrap_or("?"), d["phase"].as_str().unwrap_or("?"))
         })
         .collect();
-    if list.len() > 10 {
-        parts.push(format!("… and {} more", list.len() - 10));
+    if list.len() > DESCRIBED {
+        parts.push(format!("… and {} more", list.len() - DESCRIBED));
+    } else if more {
+        parts.push("… and more (mcpdev devices lists them all)".into());
     }
     parts.join(", ")
 }

@@ -7,8 +7,19 @@
 //! - A connection beyond a pre-hello cap **waits its turn** ([`Budget::enter`]) instead of being
 //!   reset: a fleet behind one address (a NAT, a hub restart) comes back at the rate its hellos
 //!   free slots. It waits at most [`Caps::queue_timeout`], then is closed.
-//! - The per-peer defence stays: one address holds at most `pre_hello_per_peer` slots, and at
-//!   most [`Caps::queued_per_peer`] connections waiting (by default half of the device-connection
+//! - **An address far away that proves itself gets more slots.** A slot is held from accept to
+//!   hello, so one address is let in at most at `cap / hello latency` (Little's law): 16 slots
+//!   admit thousands a second on a LAN, but 160 a second over a 100 ms path, and a fleet behind a
+//!   distant NAT would take a minute to come back. Each hello that comes within [`QUICK_HELLO`]
+//!   raises its address's cap by one (as TCP's slow start grows its window) while the cap is below
+//!   the address's *fastest* hello latency × [`ADMIT_RATE`] (the path's delay, not the hub's own
+//!   queueing: on a busy hub more slots only lengthen the queue), up to half of the total
+//!   (`pre_hello_total / 2`); each of its connections that ends without a hello halves what it had
+//!   gained. So a peer that holds slots without saying hello falls back to `pre_hello_per_peer`
+//!   after a few, and an address that has nothing held or waiting is forgotten, gain and all.
+//! - The per-peer defence stays: one address holds at most its cap of slots (never more than
+//!   half of the total, so others always have the rest), and at most
+//!   [`Caps::queued_per_peer`] connections waiting (by default half of the device-connection
 //!   cap, so one address can never take every descriptor); beyond that it is refused at once.
 //!   Slots are handed out round robin between the addresses that wait, so one address's queue
 //!   never delays another's turn by more than one slot each.
@@ -20,7 +31,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -28,6 +39,14 @@ use tokio::sync::oneshot;
 
 /// Descriptors kept for everything but device connections: the host listener, the broker, files.
 pub const HOST_RESERVE: u64 = 256;
+
+/// A hello that comes within this after its connection got its pre-hello slot may raise its
+/// address's cap by one (a hello is a round trip: milliseconds on a LAN, 100-300 ms far away).
+pub const QUICK_HELLO: Duration = Duration::from_secs(1);
+
+/// The rate, in hellos a second, at which one address's slots should let its devices in: its cap
+/// grows while it is below its fastest hello latency × this (2,000/s: 10,000 devices in 5 s).
+pub const ADMIT_RATE: f64 = 2000.0;
 
 /// The caps the device listener admits connections within.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,12 +126,52 @@ struct PreHello {
 struct Peer {
     /// Pre-hello permits this address holds.
     held: usize,
+    /// Slots gained above `pre_hello_per_peer` by quick hellos.
+    gained: usize,
+    /// Its fastest hello (from slot to hello) so far: the path's delay.
+    fastest: Option<Duration>,
     /// Its waiters, oldest first; some may have given up (closed), and are skipped.
     queue: VecDeque<oneshot::Sender<Granted>>,
     /// Waiters that have not given up.
     live: usize,
     /// Whether it is in `turns`.
     listed: bool,
+}
+
+impl Peer {
+    /// How many pre-hello slots the address may hold now.
+    fn cap(&self, caps: &Caps) -> usize {
+        let base = caps.pre_hello_per_peer;
+        (base + self.gained).min(base.max(caps.pre_hello_total / 2))
+    }
+
+    /// A slot of this address ended: a quick hello may raise its cap (while the path's delay
+    /// needs more slots for [`ADMIT_RATE`]), no hello halves its gain.
+    fn ended(&mut self, how: Ended, caps: &Caps) {
+        match how {
+            Ended::Hello(took) if took <= QUICK_HELLO => {
+                let fastest = self.fastest.map_or(took, |f| f.min(took));
+                self.fastest = Some(fastest);
+                let wanted = (fastest.as_secs_f64() * ADMIT_RATE).ceil() as usize;
+                if self.cap(caps) < wanted.min(caps.pre_hello_per_peer.max(caps.pre_hello_total / 2)) {
+                    self.gained += 1;
+                }
+            }
+            Ended::NoHello => self.gained /= 2,
+            Ended::Hello(_) | Ended::Unused => {}
+        }
+    }
+}
+
+/// How a pre-hello slot ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// The device said hello this long after its slot was granted.
+    Hello(Duration),
+    /// The connection ended (or was refused) before a hello.
+    NoHello,
+    /// Granted to a waiter that had left: never used.
+    Unused,
 }
 
 impl PreHello {
@@ -128,7 +187,7 @@ impl PreHello {
             let Some(ip) = self.turns.pop_front() else { return };
             let Some(peer) = self.by_peer.get_mut(&ip) else { continue };
             peer.listed = false;
-            if peer.held >= caps.pre_hello_per_peer {
+            if peer.held >= peer.cap(caps) {
                 // Listed again when one of its slots frees.
                 continue;
             }
@@ -221,7 +280,7 @@ impl Budget {
         let total = pre.total;
         let entry = pre.by_peer.entry(peer).or_default();
         // Nobody from this address waits before it (FIFO per address), and there is room.
-        if entry.queue.is_empty() && entry.held < self.caps.pre_hello_per_peer && total < self.caps.pre_hello_total {
+        if entry.queue.is_empty() && entry.held < entry.cap(&self.caps) && total < self.caps.pre_hello_total {
             entry.held += 1;
             pre.total += 1;
             drop(pre);
@@ -252,15 +311,17 @@ impl Budget {
     }
 
     fn slot(self: &Arc<Self>, peer: IpAddr) -> HelloSlot {
-        HelloSlot(Arc::new(Mutex::new(Some(HelloPermit { budget: self.clone(), peer }))))
+        let permit = HelloPermit { budget: self.clone(), peer, granted: Instant::now(), hello: AtomicBool::new(false) };
+        HelloSlot(Arc::new(Mutex::new(Some(permit))))
     }
 
-    /// A pre-hello permit of `peer` ended: its slot goes to the next waiter.
-    fn release(&self, peer: IpAddr) {
+    /// A pre-hello permit of `peer` ended (`how`): its slot goes to the next waiter.
+    fn release(&self, peer: IpAddr, how: Ended) {
         let mut pre = self.lock();
         pre.total = pre.total.saturating_sub(1);
         if let Some(p) = pre.by_peer.get_mut(&peer) {
             p.held = p.held.saturating_sub(1);
+            p.ended(how, &self.caps);
         }
         pre.list(peer);
         pre.dispatch(&self.caps);
@@ -299,7 +360,7 @@ impl Drop for Waiting {
         rx.close();
         if let Ok(Granted) = rx.try_recv() {
             // Granted as it gave up: the slot is passed on.
-            self.budget.release(self.peer);
+            self.budget.release(self.peer, Ended::Unused);
             return;
         }
         let mut pre = self.budget.lock();
@@ -330,11 +391,20 @@ impl Drop for ConnPermit {
 pub struct HelloPermit {
     budget: Arc<Budget>,
     peer: IpAddr,
+    granted: Instant,
+    hello: AtomicBool,
+}
+
+impl crate::links::handle::UntilHello for HelloPermit {
+    fn hello(&self) {
+        self.hello.store(true, Ordering::Relaxed);
+    }
 }
 
 impl Drop for HelloPermit {
     fn drop(&mut self) {
-        self.budget.release(self.peer);
+        let how = if self.hello.load(Ordering::Relaxed) { Ended::Hello(self.granted.elapsed()) } else { Ended::NoHello };
+        self.budget.release(self.peer, how);
     }
 }
 
@@ -345,9 +415,9 @@ pub struct HelloSlot(Arc<Mutex<Option<HelloPermit>>>);
 
 impl HelloSlot {
     /// The permit, boxed the way `LinkSetup::until_hello` holds it.
-    pub fn take(&self) -> Option<Box<dyn std::any::Any + Send + Sync>> {
+    pub fn take(&self) -> Option<Box<dyn crate::links::handle::UntilHello>> {
         let permit = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
-        permit.map(|p| Box::new(p) as Box<dyn std::any::Any + Send + Sync>)
+        permit.map(|p| Box::new(p) as Box<dyn crate::links::handle::UntilHello>)
     }
 }
 
@@ -514,6 +584,83 @@ mod tests {
         assert!(budget.lock().by_peer[&ip].queue.len() <= 4, "{}", budget.lock().by_peer[&ip].queue.len());
         assert_eq!(budget.waiting(), 1);
         drop(keep);
+    }
+
+    /// Admits connections from `ip` until one has to wait; returns those admitted.
+    fn fill(budget: &Arc<Budget>, ip: IpAddr) -> Vec<(ConnPermit, HelloSlot)> {
+        let mut admitted = Vec::new();
+        loop {
+            match budget.admit(ip) {
+                Ok(Admit::Now(c, s)) => admitted.push((c, s)),
+                Ok(Admit::Wait(..)) => return admitted,
+                Err(e) => panic!("refused: {e}"),
+            }
+        }
+    }
+
+    /// Each device says hello, `after` its slot was granted (as over a path with that delay).
+    fn say_hello(admitted: Vec<(ConnPermit, HelloSlot)>, after: Duration) {
+        for (_conn, slot) in admitted {
+            let mut permit = slot.0.lock().unwrap().take().expect("the permit");
+            permit.granted -= after;
+            crate::links::handle::UntilHello::hello(&permit);
+        }
+    }
+
+    #[tokio::test]
+    async fn hellos_over_a_fast_path_leave_the_cap_as_it_is() {
+        let budget = Budget::new(caps(1000, 2, 8, 100));
+        let lan: IpAddr = "10.0.0.4".parse().unwrap();
+        let anchor = now(budget.admit(lan));
+        for _ in 0..3 {
+            let admitted = fill(&budget, lan);
+            assert_eq!(admitted.len(), 1, "2 slots: 2 × 1 / 0.5 ms is more than ADMIT_RATE already");
+            say_hello(admitted, Duration::from_micros(500));
+        }
+        drop(anchor);
+    }
+
+    #[tokio::test]
+    async fn quick_hellos_over_a_slow_path_raise_an_address_cap_up_to_half_the_total_and_silence_takes_it_back() {
+        let budget = Budget::new(caps(1000, 2, 8, 100));
+        let nat: IpAddr = "10.0.0.1".parse().unwrap();
+        let other: IpAddr = "10.0.0.2".parse().unwrap();
+        // One connection of the address stays open throughout: an address with nothing open or
+        // waiting is forgotten, gain and all.
+        let anchor = now(budget.admit(nat));
+        let first = fill(&budget, nat);
+        assert_eq!(first.len(), 1, "the configured cap (2) to start with");
+        // A slot whose hello came (100 ms after: a far NAT) frees itself and one more.
+        say_hello(first, Duration::from_millis(100));
+        let second = fill(&budget, nat);
+        assert_eq!(second.len(), 2);
+        say_hello(second, Duration::from_millis(100));
+        let third = fill(&budget, nat);
+        assert_eq!(third.len(), 3, "never more than half of the total (8)");
+        // The other half is still there for everyone else.
+        let others = fill(&budget, other);
+        assert_eq!(others.len(), 2);
+        // Connections that end without a hello halve the gain, each.
+        drop(third);
+        let after_silence = fill(&budget, nat);
+        assert_eq!(after_silence.len(), 1, "back to the configured cap");
+        drop((after_silence, others, anchor));
+        assert_eq!(budget.counts(), (0, 0));
+        assert!(budget.lock().by_peer.is_empty(), "an idle address is forgotten, gain and all");
+    }
+
+    #[tokio::test]
+    async fn a_hello_lets_a_waiter_of_the_same_address_in_with_one_more() {
+        let budget = Budget::new(caps(1000, 1, 10, 100));
+        let nat: IpAddr = "10.0.0.3".parse().unwrap();
+        let (c1, s1) = now(budget.admit(nat));
+        let (_c2, w2) = wait(budget.admit(nat));
+        let (_c3, w3) = wait(budget.admit(nat));
+        say_hello(vec![(c1, s1)], Duration::from_millis(100));
+        let t2 = tokio::time::timeout(Duration::from_secs(1), w2.turn()).await.expect("granted").unwrap();
+        let t3 = tokio::time::timeout(Duration::from_secs(1), w3.turn()).await.expect("granted too: the cap grew").unwrap();
+        assert_eq!(budget.counts().1, 2);
+        drop((t2, t3));
     }
 
     #[test]

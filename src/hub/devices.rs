@@ -93,7 +93,7 @@ pub fn log_identity_refusal(remote: SocketAddr, what: &str, e: &identity::Identi
 /// client holding that device's token gets here). `local` is the hub's address the device came in
 /// on (for the vision URL); `until_hello` is the connection's pre-hello permit
 /// ([`super::budget`]): the link drops it at the device's hello.
-pub fn attach(hub: Arc<Hub>, ws: upgrade::DeviceSocket, identity: Identity, local: Option<IpAddr>, remote: Option<String>, until_hello: Option<Box<dyn std::any::Any + Send + Sync>>) {
+pub fn attach(hub: Arc<Hub>, ws: upgrade::DeviceSocket, identity: Identity, local: Option<IpAddr>, remote: Option<String>, until_hello: Option<Box<dyn crate::links::handle::UntilHello>>) {
     let session_id = uuid::Uuid::new_v4().to_string();
     let mut cfg = SessionConfig::new(&session_id, websocket::server_hello(&session_id));
     (cfg.vision_url, cfg.vision_token) = hub.vision_for(&identity.device_id, local);

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use tokio::sync::broadcast;
 
-use crate::links::handle::{CloseReason, EventSender, Tracing, bump_tools_epoch};
+use crate::links::changes;
+use crate::links::handle::{CloseReason, EventSender, Tracing};
 use crate::links::DeviceHandle;
 use crate::session::{DeviceInfo, Phase};
 
@@ -73,8 +74,9 @@ impl Registry {
     /// Adds a device; returns the session it replaces (same Device-Id), which the caller closes.
     pub fn insert(&self, handle: DeviceHandle) -> Option<DeviceHandle> {
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).add(&handle.device_id);
-        let old = self.write().insert(handle.device_id.clone(), handle);
-        bump_tools_epoch();
+        let id = handle.device_id.clone();
+        let old = self.write().insert(id.clone(), handle);
+        changes::changed(&id);
         self.membership.send_modify(|n| *n += 1);
         old
     }
@@ -109,7 +111,7 @@ impl Registry {
         if devices.get(device_id).is_some_and(|h| h.generation == generation) {
             devices.remove(device_id);
             drop(devices);
-            bump_tools_epoch();
+            changes::changed(device_id);
             self.membership.send_modify(|n| *n += 1);
         }
     }

@@ -136,19 +136,8 @@ impl Drop for TraceGuard {
 
 static NEXT_TICKET: AtomicU64 = AtomicU64::new(1);
 
-/// Bumped whenever any device's tool list or phase may have changed, or a device went away:
-/// a cache of tools (the bridge's catalogue) built at epoch `e` is current while this is `e`.
-static TOOLS_EPOCH: AtomicU64 = AtomicU64::new(1);
-
-/// The current tools epoch (see [`bump_tools_epoch`]). Read it *before* reading the devices.
-pub fn tools_epoch() -> u64 {
-    TOOLS_EPOCH.load(Ordering::Acquire)
-}
-
-/// Says that some device's tools, phase or presence changed.
-pub fn bump_tools_epoch() {
-    TOOLS_EPOCH.fetch_add(1, Ordering::AcqRel);
-}
+pub use super::changes::epoch as tools_epoch;
+use super::changes;
 
 /// Longest a caller waits for room in a link's command queue beyond its own timeout (a link
 /// task drains its queue without waiting on the device, so this is a backstop).
@@ -234,6 +223,32 @@ impl DeviceHandle {
     }
 }
 
+/// A handle with no link task behind it, for tests of what reads handles (the bridge's
+/// catalogue): the description it shows is set by hand, and dropping the [`TestLink`] is the
+/// device going away.
+#[cfg(test)]
+pub(crate) fn test_handle(device_id: &str, generation: u64) -> (DeviceHandle, TestLink) {
+    let (commands, rx) = mailbox::channel(1);
+    let info = Arc::new(Published::default());
+    let handle = DeviceHandle { device_id: device_id.to_string(), generation, commands, info: info.clone(), calls: Arc::default() };
+    (handle, TestLink { _commands: rx, info })
+}
+
+/// The link side of a [`test_handle`].
+#[cfg(test)]
+pub(crate) struct TestLink {
+    _commands: Commands,
+    info: Arc<Published>,
+}
+
+#[cfg(test)]
+impl TestLink {
+    /// Publishes `info` as the device's description (without logging a change).
+    pub(crate) fn publish(&self, info: DeviceInfo) {
+        self.info.set(Some(Arc::new(info)));
+    }
+}
+
 struct CancelOnDrop<'a> {
     commands: &'a mailbox::Sender<Box<Command>>,
     ticket: Option<u64>,
@@ -272,13 +287,13 @@ where
     // One task per device: its end, a panic included, is seen by the task itself. A combinator,
     // not an `async` block: a block would hold the link's future twice (as what it captured and
     // as what it awaits), for as long as the device is connected.
-    let body = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(body(rx, InfoPublisher::new(info.clone()))));
+    let body = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(body(rx, InfoPublisher::new(info.clone(), &device_id))));
     tokio::spawn(futures_util::FutureExt::map(body, move |ended| {
         if let Err(panic) = ended {
             let what = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
             tracing::error!(device = %id, "the device's link task panicked: {what}");
         }
-        bump_tools_epoch();
+        changes::changed(&id);
         on_end();
     }));
     DeviceHandle { device_id, generation, commands, info, calls: Arc::default() }
@@ -311,6 +326,8 @@ impl Published {
 /// per frame.
 pub(crate) struct InfoPublisher {
     published: Arc<Published>,
+    /// Whose changes it logs ([`changes::changed`]).
+    device_id: Box<str>,
     version: Option<u64>,
     published_at: Instant,
     /// Counters changed since the last publication.
@@ -319,8 +336,8 @@ pub(crate) struct InfoPublisher {
 }
 
 impl InfoPublisher {
-    fn new(published: Arc<Published>) -> Self {
-        Self { published, version: None, published_at: Instant::now(), stale: false, seen: (0, 0, 0, 0) }
+    fn new(published: Arc<Published>, device_id: &str) -> Self {
+        Self { published, device_id: device_id.into(), version: None, published_at: Instant::now(), stale: false, seen: (0, 0, 0, 0) }
     }
 
     /// Call after each step of the session, before carrying out its outputs (so whoever hears
@@ -346,7 +363,7 @@ impl InfoPublisher {
         self.published.set(Some(Arc::new(info.clone())));
         // After publishing: whoever sees the new epoch reads the new description.
         if reshaped {
-            bump_tools_epoch();
+            changes::changed(&self.device_id);
         }
         true
     }
@@ -355,7 +372,7 @@ impl InfoPublisher {
     /// disconnect, so whoever hears it no longer sees the device.
     pub(crate) fn gone(&mut self) {
         self.published.set(None);
-        bump_tools_epoch();
+        changes::changed(&self.device_id);
     }
 
     /// When stale counters are due to be published (a link calls [`Self::update`] then).
@@ -452,6 +469,13 @@ pub(crate) fn deliver(output: crate::session::Output, waiting: &mut Waiting, mal
     }
 }
 
+/// What a WebSocket link holds until its device says hello (see [`LinkSetup::until_hello`]).
+pub trait UntilHello: Send + Sync {
+    /// The device said hello; the link drops this right after. Not called when the connection
+    /// ends before a hello.
+    fn hello(&self) {}
+}
+
 /// What every link task needs, whatever carries the device (a socket, a broker).
 pub struct LinkSetup {
     pub identity: Identity,
@@ -460,9 +484,10 @@ pub struct LinkSetup {
     pub tracing: Arc<Tracing>,
     pub generation: u64,
     pub remote: Option<String>,
-    /// Held by a WebSocket link until the device's first hello (or its disconnect), then
-    /// dropped: e.g. a permit of a listener's cap on connections that have not said hello.
-    pub until_hello: Option<Box<dyn std::any::Any + Send + Sync>>,
+    /// Held by a WebSocket link until the device's first hello (told with
+    /// [`UntilHello::hello`]) or its disconnect, then dropped: e.g. a permit of a listener's cap
+    /// on connections that have not said hello.
+    pub until_hello: Option<Box<dyn UntilHello>>,
     /// A WebSocket device that has not said hello within this is disconnected ("no hello
     /// within …"). `None`: no limit.
     pub hello_timeout: Option<Duration>,

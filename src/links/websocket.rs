@@ -155,7 +155,7 @@ where
             };
             publisher.update(session.info(), Instant::now());
             if until_hello.is_some() && session.info().hello.is_some() {
-                until_hello = None;
+                until_hello.take().inspect(|held| held.hello());
             }
             if let Err(why) = carry_out(outputs, &mut socket.out, &mut waiting, &mut malformed, &emit) {
                 stalled = true;
