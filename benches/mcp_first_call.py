@@ -96,7 +96,9 @@ class Mcp:
 def main():
     binary, n = sys.argv[1], int(sys.argv[2])
     state = tempfile.mkdtemp()
-    env = {"MCPDEV_STATE_DIR": state, "MCPDEV_RUNTIME_DIR": state, "PATH": "/usr/bin:/bin"}
+    # The full face (every device's tools listed), which is what this bench measures: without it a
+    # hub of this mcpdev offers the fleet tools above 32 devices. An older binary ignores the variable.
+    env = {"MCPDEV_STATE_DIR": state, "MCPDEV_RUNTIME_DIR": state, "PATH": "/usr/bin:/bin", "MCPDEV_MCP_FLEET_THRESHOLD": "1000000"}
     if "MCPDEV_HEAP_TRIM" in os.environ:
         env["MCPDEV_HEAP_TRIM"] = os.environ["MCPDEV_HEAP_TRIM"]
     hub = subprocess.Popen([binary, "serve", "--json", "--approve-all", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0",
