@@ -483,7 +483,7 @@ async fn resources_are_listed_page_by_page_and_a_foreign_cursor_is_refused() {
 
     let first = mcp.rpc("resources/list", json!({})).await;
     let uris = |v: &serde_json::Value| v["result"]["resources"].as_array().unwrap_or_else(|| panic!("{v}")).iter().map(|r| r["uri"].as_str().unwrap().to_string()).collect::<Vec<_>>();
-    assert_eq!(uris(&first), [0, 0, 1, 1].map(|i| mac(i)).iter().enumerate().map(|(k, m)| if k % 2 == 0 { format!("mcpdev://devices/{m}") } else { format!("mcpdev://devices/{m}/notifications") }).collect::<Vec<_>>());
+    assert_eq!(uris(&first), [0, 0, 1, 1].map(&mac).iter().enumerate().map(|(k, m)| if k % 2 == 0 { format!("mcpdev://devices/{m}") } else { format!("mcpdev://devices/{m}/notifications") }).collect::<Vec<_>>());
     let cursor = first["result"]["nextCursor"].as_str().expect("more pages follow").to_string();
 
     // A device of a later page leaves between two pages: the listing goes on without it.
