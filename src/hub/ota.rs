@@ -56,7 +56,8 @@ pub trait MqttOffer: Send + Sync {
     fn ota_settings(&self, device_id: &str, host: &str, device_token: &str) -> Value;
     /// The device checked in: onboard it over MQTT without waiting for its hello.
     fn probe(&self, device_id: &str);
-    /// The device was revoked: close its broker connection and drop its link. Whether it had any.
+    /// The device was revoked: close its broker connection and drop its link. Whether a broker
+    /// connection was closed (whether it had a link here, the registry says).
     fn cut_off(&self, device_id: &str) -> bool;
 }
 

@@ -116,6 +116,24 @@ impl Registry {
         }
     }
 
+    /// Waits until the link `handle` stands for is out of the registry (its task removes it as
+    /// it ends), or `limit` is over. Whether it is out.
+    pub async fn wait_removed(&self, handle: &DeviceHandle, limit: Duration) -> bool {
+        let mut membership = self.membership.subscribe();
+        let out = async {
+            loop {
+                membership.mark_unchanged();
+                if !self.read().get(&handle.device_id).is_some_and(|h| h.generation == handle.generation) {
+                    return;
+                }
+                if membership.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        tokio::time::timeout(limit, out).await.is_ok()
+    }
+
     /// Closes every device's link, saying `why`, and waits until each has ended (said its
     /// goodbye) or `limit` is over; returns how many were still connected then. A device that
     /// connects meanwhile is closed too.

@@ -757,6 +757,12 @@ async fn cut_off(hub: &super::Hub, device_id: &str, reason: crate::links::handle
         if tokio::time::timeout(Duration::from_secs(5), h.close(reason)).await.is_err() {
             warn!(device = %device_id, "the device's session did not close within 5 s");
         }
+        // The link leaves the registry as its task ends, a moment after the close (at once when
+        // the MQTT dispatcher dropped it first): wait for that, so that whoever asks next (the
+        // CLI's next `devices`) no longer sees a device this answer says is disconnected.
+        if !hub.registry.wait_removed(&h, Duration::from_secs(2)).await {
+            warn!(device = %device_id, "the device's link was still listed 2 s after it was closed");
+        }
     }
     disconnected
 }
