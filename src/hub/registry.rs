@@ -123,7 +123,7 @@ impl Registry {
         let out = async {
             loop {
                 membership.mark_unchanged();
-                if !self.read().get(&handle.device_id).is_some_and(|h| h.generation == handle.generation) {
+                if self.read().get(&handle.device_id).is_none_or(|h| h.generation != handle.generation) {
                     return;
                 }
                 if membership.changed().await.is_err() {
