@@ -391,6 +391,13 @@ async fn approvals_and_revocations_through_one_hub_hold_on_every_hub() {
     const DENIED: &str = "cc:00:00:00:02:02";
     let act = common::ota::check_in(&hubs[1], "hub.lan:8000", DENIED).await;
     let denied_code = act["activation"]["code"].as_str().expect("an activation code").to_string();
+    // `devices pending` through any hub lists every hub's requests, each with its hub.
+    let row_of = |out: &Outcome| out.json().as_array().and_then(|rows| rows.iter().find(|p| p["code"] == denied_code.as_str()).cloned());
+    let theirs = row_of(&mcpdev(&hubs[1], &["devices", "pending", "--json"]).await).expect("hub 1 lists its own request");
+    let seen_from_0 = row_of(&mcpdev(&hubs[0], &["devices", "pending", "--json"]).await).expect("hub 0 lists hub 1's request");
+    assert_eq!((seen_from_0["device_id"].as_str(), seen_from_0["hub"].as_str()), (Some(DENIED), theirs["hub"].as_str()), "{seen_from_0}");
+    let table = mcpdev(&hubs[0], &["devices", "pending"]).await;
+    assert!(table.stdout.contains(&denied_code) && table.stdout.contains(theirs["hub"].as_str().unwrap()), "the table names the hub: {}", table.stdout);
     let denied = mcpdev(&hubs[0], &["devices", "deny", &denied_code, "--json"]).await;
     assert_eq!(denied.code, 0, "{denied:?}");
     let pending = mcpdev(&hubs[1], &["devices", "pending", "--json"]).await;

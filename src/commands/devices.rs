@@ -221,13 +221,23 @@ fn revoked(global: &GlobalArgs, a: &Value) {
 
 fn pending(global: &GlobalArgs, answer: &Value) {
     let list = answer.as_array().cloned().unwrap_or_default();
-    let mut t = table(global, &["code", "device", "via", "client id", "address", "reported", "since", "expires in", "conflict"]);
+    // In a cluster each request names the hub that holds it.
+    let clustered = list.iter().any(|p| p.get("hub").is_some());
+    let mut header = vec!["code", "device", "via", "client id", "address", "reported", "since", "expires in", "conflict"];
+    if clustered {
+        header.push("hub");
+    }
+    let mut t = table(global, &header);
     for p in &list {
         let since = p["since_ms"].as_u64().map_or_else(|| "-".into(), local_time);
         let expires = p["expires_in_ms"].as_u64().map_or_else(|| "-".into(), |ms| format!("{}s", ms / 1000));
         let reported = p["reported"].as_object().map_or_else(|| "-".into(), |r| r.values().filter_map(Value::as_str).collect::<Vec<_>>().join(", "));
         let conflict = p["conflicts"].as_array().filter(|c| !c.is_empty()).map_or_else(|| "-".into(), |c| c.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; "));
-        t.add_row(vec![text(&p["code"]), text(&p["device_id"]), text(&p["via"]), text(&p["client_id"]), text(&p["remote"]), reported, since, expires, conflict]);
+        let mut row = vec![text(&p["code"]), text(&p["device_id"]), text(&p["via"]), text(&p["client_id"]), text(&p["remote"]), reported, since, expires, conflict];
+        if clustered {
+            row.push(text(&p["hub"]));
+        }
+        t.add_row(row);
     }
     if !list.is_empty() {
         outln!("{}", render(&t));

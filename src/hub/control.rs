@@ -249,7 +249,7 @@ async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<String>, cl
         Op::Approve { target, rebind } => cluster_approve(&hub, cluster, &target, rebind).await,
         Op::Deny { code } => cluster_deny(&hub, cluster, &code).await,
         Op::Revoke { device } => cluster_revoke(&hub, cluster, &device).await,
-        Op::Pending => Ok(text_of(&hub.admission.pending())),
+        Op::Pending => Ok(pending_text(&hub, cluster).await),
         Op::Admitted => Ok(json!({"approve_all": hub.admission.approve_all(), "devices": hub.admission.admitted().iter().map(super::admission::Admitted::public).collect::<Vec<_>>()}).to_string()),
         Op::Stats => Err(json!({"kind": "bad_request", "message": "stats is answered by the connection"})),
     };
@@ -396,7 +396,7 @@ fn call_error(device: &str, e: CallError) -> Value {
 // The cluster (issue 26): requests for devices other hubs serve.
 
 /// A request another hub of the cluster forwarded: served here only, never forwarded again.
-/// Only the device ops are taken (`device`, `rpc`, `watch`, `revoke`, `approve`, `deny`, `devices`); the answer is
+/// Only the device ops are taken (`device`, `rpc`, `watch`, `revoke`, `approve`, `deny`, `devices`, `pending`); the answer is
 /// the control answer's text, or `None` for a watch (its events go to `tx`).
 pub async fn serve_forwarded(hub: Arc<Hub>, request: &str, tx: mpsc::Sender<String>) -> Option<String> {
     let mut refused = 0;
@@ -404,7 +404,7 @@ pub async fn serve_forwarded(hub: Arc<Hub>, request: &str, tx: mpsc::Sender<Stri
         Ok(req) => req,
         Err(answer) => return Some(answer.to_string()),
     };
-    if !matches!(req.op, Op::Device { .. } | Op::Rpc { .. } | Op::Watch { .. } | Op::Revoke { .. } | Op::Approve { .. } | Op::Deny { .. } | Op::Devices { .. }) {
+    if !matches!(req.op, Op::Device { .. } | Op::Rpc { .. } | Op::Watch { .. } | Op::Revoke { .. } | Op::Approve { .. } | Op::Deny { .. } | Op::Devices { .. } | Op::Pending) {
         return Some(json!({"id": req.id, "error": {"kind": "bad_request", "message": "this op is not served for another hub"}}).to_string());
     }
     handle(hub, req, tx, None).await
@@ -418,6 +418,29 @@ fn devices_text(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>) -> String {
     let rows: Vec<String> = local.iter().map(|i| remote::with_hub(&text_of(&**i), c.me())).chain(c.remote_devices().iter().map(Value::to_string)).collect();
     format!("[{}]", rows.join(","))
 }
+
+/// The admission requests waiting on every hub of the cluster, each with the hub that holds it
+/// (the hub a code must be approved on is found by the approval itself, through any hub). A hub
+/// that does not answer within [`PENDING_WAIT`] is left out and logged: the list is what could be
+/// read, never a wait on a dead hub.
+async fn pending_text(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>) -> String {
+    let local = hub.admission.pending();
+    let Some(c) = cluster else { return text_of(&local) };
+    let mut rows: Vec<String> = local.iter().map(|p| remote::with_hub(&text_of(p), c.me())).collect();
+    let peers = c.peers();
+    let asked = peers.iter().map(|peer| c.forward(peer, json!({"op": "pending"}), PENDING_WAIT));
+    for (peer, answer) in peers.iter().zip(futures_util::future::join_all(asked).await) {
+        let listed = answer.map_err(|e| e.to_string()).and_then(|text| serde_json::from_str::<Vec<Value>>(&text).map_err(|e| e.to_string()));
+        match listed {
+            Ok(theirs) => rows.extend(theirs.iter().filter(|p| p.is_object()).map(|p| remote::with_hub(&p.to_string(), peer))),
+            Err(why) => tracing::warn!(%peer, "the pending requests of another hub could not be read: {why}"),
+        }
+    }
+    format!("[{}]", rows.join(","))
+}
+
+/// How long `pending` waits for each other hub of the cluster.
+const PENDING_WAIT: Duration = Duration::from_secs(2);
 
 /// Longest a forwarded request waits beyond the caller's own deadline (the hop there and back).
 const HOP_GRACE: Duration = Duration::from_secs(2);
