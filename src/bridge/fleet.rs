@@ -351,7 +351,7 @@ fn search(shared: &Shared, args: &JsonObject) -> Result<CallToolResult, CallTool
     }
     let next_cursor = more.then(|| found.last().map(|(id, _)| shared.fleet.cursor('s', &query, id))).flatten();
     let devices: Vec<Value> = found.into_iter().map(|(_, e)| e).collect();
-    Ok(answer(json!({"devices": devices, "next_cursor": next_cursor, "connected": shared.listed_count()})))
+    Ok(answer(json!({"devices": devices, "next_cursor": next_cursor, "connected": super::listed_count(&shared.hub)})))
 }
 
 /// What decides which of a device's tools are offered.

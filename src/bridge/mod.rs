@@ -118,10 +118,10 @@ impl Shared {
             Scope::All => {
                 let registry = &self.hub.registry;
                 let mut all = if sorted { registry.handles() } else { registry.unsorted() };
-                if let Some(c) = crate::hub::remote::of(&self.hub) {
-                    let before = all.len();
-                    all.extend(c.proxies().into_iter().filter(|p| registry.get(&p.device_id).is_none()));
-                    if sorted && all.len() > before {
+                let remote = stand_ins(&self.hub);
+                if !remote.is_empty() {
+                    all.extend(remote);
+                    if sorted {
                         all.sort_by(|a, b| a.device_id.cmp(&b.device_id));
                     }
                 }
@@ -137,23 +137,17 @@ impl Shared {
     fn listing_after(&self, after: Option<&str>, limit: usize) -> (Vec<DeviceHandle>, Option<String>) {
         let limit = limit.max(1);
         let (mut page, next) = self.hub.registry.handles_after(after, limit);
-        let Some(cluster) = crate::hub::remote::of(&self.hub) else { return (page, next) };
-        let registry = &self.hub.registry;
-        let before = page.len();
-        page.extend(cluster.proxies().into_iter().filter(|p| after.is_none_or(|a| p.device_id.as_str() > a) && registry.get(&p.device_id).is_none()));
-        if page.len() == before {
+        let mut remote = stand_ins(&self.hub);
+        remote.retain(|p| after.is_none_or(|a| p.device_id.as_str() > a));
+        if remote.is_empty() {
             return (page, next);
         }
+        page.extend(remote);
         page.sort_by(|a, b| a.device_id.cmp(&b.device_id));
         let more = page.len() > limit || next.is_some();
         page.truncate(limit);
         let next = more.then(|| page.last().map(|h| h.device_id.clone())).flatten();
         (page, next)
-    }
-
-    /// How many devices the `/mcp` listing holds: served here, and other hubs' stand-ins.
-    fn listed_count(&self) -> usize {
-        listed_count(&self.hub)
     }
 
     /// One device of the listing, by Device-Id: served here, or another hub's stand-in.
@@ -249,7 +243,7 @@ impl Bridge {
 
     /// Whether this endpoint shows the fleet face now (only `/mcp` and `/sse` ever do).
     fn fleet_face(&self) -> bool {
-        self.scope == Scope::All && self.shared.fleet.is_fleet(self.shared.listed_count())
+        self.scope == Scope::All && self.shared.fleet.is_fleet(listed_count(&self.shared.hub))
     }
 
     /// Why a name that is in no catalogue cannot be called, when its prefix (`dev-<hex>`, an
@@ -313,11 +307,18 @@ impl Bridge {
     }
 }
 
+/// In a cluster, the other hubs' devices as local stand-ins, but for any device served here
+/// (it is never offered twice); none outside a cluster.
+fn stand_ins(hub: &Hub) -> Vec<DeviceHandle> {
+    let Some(cluster) = crate::hub::remote::of(hub) else { return Vec::new() };
+    let mut remote = cluster.proxies();
+    remote.retain(|p| hub.registry.get(&p.device_id).is_none());
+    remote
+}
+
 /// How many devices `/mcp` lists on `hub`: its own, and other hubs' stand-ins in a cluster.
 fn listed_count(hub: &Hub) -> usize {
-    let registry = &hub.registry;
-    let remote = crate::hub::remote::of(hub).map_or(0, |c| c.proxies().iter().filter(|p| registry.get(&p.device_id).is_none()).count());
-    registry.len() + remote
+    hub.registry.len() + stand_ins(hub).len()
 }
 
 pub fn device_uri(device_id: &str) -> String {
