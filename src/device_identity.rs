@@ -1,11 +1,16 @@
 //! A device's identity beyond its MAC — a random Client-Id and a random device key — kept per MAC
-//! in the state directory, as stock firmware keeps its UUID in NVS. `mcpdev sim` keeps one per
-//! virtual device (`sim/<mac>.json`), `mcpdev flash` one per board it provisions
-//! (`flash/<mac>.json`), so a restarted sim or a re-flashed board is the same device to a hub.
+//! in the state directory, as stock firmware keeps its UUID in NVS. `mcpdev flash` keeps one file
+//! per board it provisions (`flash/<mac>.json`); `mcpdev sim` keeps one random seed for all its
+//! virtual devices (`sim/seed`, [`SimIdentities`]) and derives each device's identity from it and
+//! the MAC, so a restarted sim or a re-flashed board is the same device to a hub, and a fleet of
+//! 10,000 virtual devices costs one file, not 10,000 written and synced one by one (which was most
+//! of a simulator's CPU in the fleet bench). A `sim/<mac>.json` kept by an earlier version still
+//! wins, so those devices stay what a hub approved.
 //!
 //! Rules it enforces:
-//! - The Client-Id is a random UUID, never derived from the MAC: anyone can compute a derived one,
-//!   and a derived one lets a stranger who knows the MAC pass for the device.
+//! - The Client-Id is random, never derived from the MAC alone: anyone can compute such a one,
+//!   and it lets a stranger who knows the MAC pass for the device. A sim's is keyed by its seed
+//!   (HMAC-SHA256), which is as secret as the files it replaces.
 //! - The device key is a random secret (32 hex digits), sent with each OTA check-in and
 //!   `/activate` poll as `Mcpdev-Device-Key`; the hub binds the admission request to it, so even
 //!   someone who learnt the Client-Id cannot collect the device's token. It fits both the hub's rule
@@ -83,9 +88,141 @@ impl DeviceIdentity {
     }
 }
 
+/// The virtual devices' identities of one state directory: a kept `<mac>.json` if there is one,
+/// otherwise derived from the directory's seed (32 random bytes, hex, created on first use) and
+/// the MAC.
+pub struct SimIdentities {
+    dir: std::path::PathBuf,
+    seed: ring::hmac::Key,
+}
+
+/// Bytes of a sim seed.
+const SEED_LEN: usize = 32;
+
+impl SimIdentities {
+    /// The seed kept in `dir` (the state directory's [`SIM_DIR`]), created on first use. A seed
+    /// that cannot be read, written or used is an error that names its file.
+    pub fn load_or_create(dir: &Path) -> Result<Self, String> {
+        let path = dir.join("seed");
+        let parse = |bytes: &[u8]| -> Result<Vec<u8>, String> {
+            let text = std::str::from_utf8(bytes).map_err(|_| "not text".to_string())?.trim();
+            let raw = (0..text.len())
+                .step_by(2)
+                .map(|i| text.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+                .collect::<Option<Vec<u8>>>()
+                .filter(|raw| raw.len() == SEED_LEN)
+                .ok_or_else(|| format!("not {} hex digits", SEED_LEN * 2))?;
+            Ok(raw)
+        };
+        let raw = match crate::paths::read_private(&path) {
+            Ok(bytes) => parse(&bytes).map_err(|e| format!("{} is not a usable sim seed ({e}); remove it for new virtual devices", path.display()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let raw: Vec<u8> = uuid::Uuid::new_v4().as_bytes().iter().chain(uuid::Uuid::new_v4().as_bytes()).copied().collect();
+                let text: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+                crate::paths::write_private(&path, text.as_bytes()).map_err(|e| format!("cannot keep the sim seed in {}: {e}", path.display()))?;
+                // Two sims starting at once: the second one's rename wins, and both read it.
+                let bytes = crate::paths::read_private(&path).map_err(|e| format!("cannot read the sim seed {}: {e}", path.display()))?;
+                parse(&bytes).map_err(|e| format!("{} is not a usable sim seed ({e})", path.display()))?
+            }
+            Err(e) => return Err(format!("cannot read the sim seed {}: {e}", path.display())),
+        };
+        Ok(Self { dir: dir.to_path_buf(), seed: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &raw) })
+    }
+
+    /// `device_id`'s identity: the kept file of an earlier version if there is one, otherwise the
+    /// seed's. Writes nothing.
+    pub fn get(&self, device_id: &str) -> Result<DeviceIdentity, String> {
+        let mac = device_id.replace(':', "").to_ascii_lowercase();
+        let path = self.dir.join(format!("{mac}.json"));
+        match crate::paths::read_private(&path) {
+            Ok(bytes) => serde_json::from_slice::<DeviceIdentity>(&bytes)
+                .map_err(|e| e.to_string())
+                .and_then(|id| id.check().map(|()| id))
+                .map_err(|e| format!("{} is not a usable device identity ({e}); remove it for a new one", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(self.derive(&mac)),
+            Err(e) => Err(format!("cannot read the device identity {}: {e}", path.display())),
+        }
+    }
+
+    fn derive(&self, mac: &str) -> DeviceIdentity {
+        let tag = |what: &str| ring::hmac::sign(&self.seed, format!("mcpdev sim {what}\0{mac}").as_bytes());
+        let client = tag("client-id");
+        let mut bytes = [0u8; 16];
+        bytes.copy_from_slice(&client.as_ref()[..16]);
+        let client_id = uuid::Builder::from_random_bytes(bytes).into_uuid().to_string();
+        let device_key = tag("device-key").as_ref()[..16].iter().map(|b| format!("{b:02x}")).collect();
+        DeviceIdentity { client_id, device_key }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The user's case: the same virtual device across runs, another one for another MAC or on
+    /// another machine, and one file for the whole fleet.
+    #[test]
+    fn a_sim_identity_is_kept_by_one_seed() {
+        let dir = tempfile::tempdir().unwrap();
+        let sims = dir.path().join(SIM_DIR);
+        let first = SimIdentities::load_or_create(&sims).unwrap();
+        let a = first.get("02:00:00:00:00:01").unwrap();
+        let again = SimIdentities::load_or_create(&sims).unwrap();
+        assert_eq!(again.get("02:00:00:00:00:01").unwrap(), a, "kept across runs");
+        assert_eq!(again.get("02:00:00:00:00:01".to_ascii_uppercase().as_str()).unwrap(), a, "whatever the MAC's case");
+        let b = again.get("02:00:00:00:00:02").unwrap();
+        assert_ne!(a.client_id, b.client_id);
+        assert_ne!(a.device_key, b.device_key);
+        assert!(a.check().is_ok() && b.check().is_ok());
+        assert_eq!(uuid::Uuid::parse_str(&a.client_id).unwrap().get_version_num(), 4, "a Client-Id is a random (v4) UUID");
+        for i in 0..100 {
+            first.get(&format!("02:00:00:00:01:{i:02x}")).unwrap();
+        }
+        let files: Vec<_> = std::fs::read_dir(&sims).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(files, vec![std::ffi::OsString::from("seed")], "one file for the whole fleet");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(sims.join("seed")).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+        // Another machine (another seed): other devices with the same MACs.
+        let elsewhere = tempfile::tempdir().unwrap();
+        let other = SimIdentities::load_or_create(elsewhere.path()).unwrap().get("02:00:00:00:00:01").unwrap();
+        assert_ne!(other.client_id, a.client_id);
+        assert_ne!(other.device_key, a.device_key);
+    }
+
+    /// A device an earlier version kept in its own file stays that device.
+    #[test]
+    fn a_kept_sim_file_still_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let kept = DeviceIdentity::load_or_create(dir.path(), "02:00:00:00:00:05").unwrap();
+        let sims = SimIdentities::load_or_create(dir.path()).unwrap();
+        assert_eq!(sims.get("02:00:00:00:00:05").unwrap(), kept);
+        assert_ne!(sims.get("02:00:00:00:00:06").unwrap().client_id, kept.client_id);
+    }
+
+    /// The attacker's case: whoever can write the state directory plants a short, non-hex or
+    /// world-readable seed. It is refused with its name, never used.
+    #[test]
+    fn a_bad_seed_is_refused_with_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("seed");
+        for bad in ["", "abcd", &"zz".repeat(32), &"00".repeat(31), &"00".repeat(33)] {
+            crate::paths::write_private(&path, bad.as_bytes()).unwrap();
+            let err = SimIdentities::load_or_create(dir.path()).err().expect("refused");
+            assert!(err.contains("seed") && err.contains("remove it"), "{err}");
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            crate::paths::write_private(&path, "00".repeat(32).as_bytes()).unwrap();
+            assert!(SimIdentities::load_or_create(dir.path()).is_ok());
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+            let err = SimIdentities::load_or_create(dir.path()).err().expect("refused");
+            assert!(err.contains("chmod 600"), "{err}");
+        }
+    }
 
     #[test]
     fn an_identity_is_random_and_kept() {

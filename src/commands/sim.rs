@@ -14,15 +14,19 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
     for ip in &args.source_addr {
         crate::sim::check_source_addr(*ip, &args.url).map_err(|e| CodedError::new(Exit::Usage, e))?;
     }
+    // The same boards across runs, as stock firmware keeps its UUID in NVS: one seed for all.
+    let identities = crate::device_identity::SimIdentities::load_or_create(&crate::paths::state_dir().join(crate::device_identity::SIM_DIR))
+        .inspect_err(|e| tracing::warn!("{e}; this run's devices get fresh Client-Ids and device keys"))
+        .ok();
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..u64::from(args.count) {
         let mac = (base + i).to_be_bytes();
         let device_id = format_mac(&[mac[2], mac[3], mac[4], mac[5], mac[6], mac[7]]);
         let mut cfg = SimConfig::new(&args.url, device_id);
-        // The same board across runs, as stock firmware keeps its UUID in NVS.
-        match crate::device_identity::DeviceIdentity::load_or_create(&crate::paths::state_dir().join(crate::device_identity::SIM_DIR), &cfg.device_id) {
-            Ok(id) => (cfg.client_id, cfg.device_key) = (id.client_id, Some(id.device_key)),
-            Err(e) => tracing::warn!(device = %cfg.device_id, "{e}; this run uses a fresh Client-Id and device key"),
+        match identities.as_ref().map(|ids| ids.get(&cfg.device_id)) {
+            Some(Ok(id)) => (cfg.client_id, cfg.device_key) = (id.client_id, Some(id.device_key)),
+            Some(Err(e)) => tracing::warn!(device = %cfg.device_id, "{e}; this run uses a fresh Client-Id and device key"),
+            None => {}
         }
         cfg.token = args.token.clone();
         cfg.extra_tools = args.extra_tools as usize;
