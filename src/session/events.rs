@@ -12,11 +12,30 @@ pub enum Direction {
     Out,
 }
 
+/// JSON a device sent, kept as its text and shared with the device's description: a hello held
+/// as a `Value` tree in every event that carries it cost about 2 KB per device for as long as the
+/// dashboard's timeline keeps the event.
+#[derive(Debug, Clone, Serialize)]
+#[serde(transparent)]
+pub struct SharedJson(pub std::sync::Arc<serde_json::value::RawValue>);
+
+impl SharedJson {
+    pub fn from_value(v: &Value) -> Self {
+        Self(serde_json::value::RawValue::from_string(v.to_string()).expect("a Value is valid JSON").into())
+    }
+}
+
+impl PartialEq for SharedJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get()
+    }
+}
+
 /// One event of one device's session.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
-    Hello { hello: Value },
+    Hello { hello: SharedJson },
     /// Onboarding finished: initialized and every tool listed.
     Ready { tools: usize },
     /// The tool list was listed again (after `notifications/tools/list_changed`, a confirmation
@@ -66,7 +85,7 @@ mod tests {
     #[test]
     fn every_events_name_is_the_one_it_is_serialized_with() {
         let events = [
-            Event::Hello { hello: json!({}) },
+            Event::Hello { hello: SharedJson::from_value(&json!({})) },
             Event::Ready { tools: 1 },
             Event::ToolsChanged { tools: 1 },
             Event::OnboardingRetry { attempt: 1, of: 2, error: String::new(), retry_in_ms: 1 },

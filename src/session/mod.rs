@@ -92,7 +92,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-pub use events::{Direction, Event};
+pub use events::{Direction, Event, SharedJson};
 pub use info::{Counters, DeviceInfo, OnboardingStatus, Phase, ToolEntry};
 pub use limits::OnboardBudget;
 pub use tool_list::ToolList;
@@ -721,7 +721,8 @@ impl Session {
             return;
         }
         self.info.set_hello(hello);
-        self.emit(Event::Hello { hello: hello.clone() });
+        let shared = self.info.hello.clone().map_or_else(|| SharedJson::from_value(hello), SharedJson);
+        self.emit(Event::Hello { hello: shared });
         self.send_text(self.cfg.server_hello.clone(), now);
         let marked = std::mem::take(&mut self.maybe_new_instance);
         let why = match () {
