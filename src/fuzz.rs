@@ -78,7 +78,7 @@ struct SessionDriver {
 impl SessionDriver {
     fn new() -> Self {
         let now = Instant::now();
-        let mut cfg = SessionConfig::new("fz", r#"{"type":"hello","transport":"websocket","session_id":"fz"}"#.into());
+        let mut cfg = SessionConfig::new("fz", r#"{"type":"hello","transport":"websocket","session_id":"fz"}"#);
         cfg.onboarding_timeout = Duration::from_secs(2);
         cfg.keepalive = Duration::from_secs(30);
         cfg.empty_list_retry = Duration::from_secs(1);

@@ -362,7 +362,7 @@ async fn accept_direct(
         .await
         .map_err(|_| CodedError::new(Exit::Unreachable, format!("no device connected to {addr} within {wait:?}")))??;
     let session_id = uuid::Uuid::new_v4().to_string();
-    let mut cfg = SessionConfig::new(&session_id, websocket::server_hello(&session_id));
+    let mut cfg = SessionConfig::new(&session_id, crate::session::ServerHello::WebSocket);
     (cfg.vision_url, cfg.vision_token) = vision.unwrap_or_else(|| ("http://127.0.0.1/mcpdev-no-vision".into(), "none".into()));
     cfg.onboarding_timeout = args.timeout;
     let (events, mut rx) = tokio::sync::broadcast::channel(256);

@@ -95,7 +95,7 @@ pub fn log_identity_refusal(remote: SocketAddr, what: &str, e: &identity::Identi
 /// ([`super::budget`]): the link drops it at the device's hello.
 pub fn attach(hub: Arc<Hub>, ws: upgrade::DeviceSocket, identity: Identity, local: Option<IpAddr>, remote: Option<String>, until_hello: Option<Box<dyn crate::links::handle::UntilHello>>) {
     let session_id = uuid::Uuid::new_v4().to_string();
-    let mut cfg = SessionConfig::new(&session_id, websocket::server_hello(&session_id));
+    let mut cfg = SessionConfig::new(&session_id, crate::session::ServerHello::WebSocket);
     (cfg.vision_url, cfg.vision_token) = hub.vision_for(&identity.device_id, local);
     cfg.keepalive = hub.config.keepalive;
     cfg.onboarding_timeout = hub.config.onboarding_timeout;

@@ -322,7 +322,7 @@ impl Published {
 
 /// The link's side of [`DeviceHandle::snapshot`]: publishes the session's description at once
 /// when what a client can see changed ([`DeviceInfo::version`]: hello, phase, tools…), and its
-/// counters at most once per [`COUNTERS_REFRESH`], so a busy device does not clone its tool list
+/// counters at most once per [`COUNTERS_REFRESH`], so a busy device does not copy its description
 /// per frame.
 pub(crate) struct InfoPublisher {
     published: Arc<Published>,
@@ -336,13 +336,13 @@ pub(crate) struct InfoPublisher {
 }
 
 impl InfoPublisher {
-    fn new(published: Arc<Published>, device_id: &str) -> Self {
+    pub(crate) fn new(published: Arc<Published>, device_id: &str) -> Self {
         Self { published, device_id: device_id.into(), version: None, published_at: Instant::now(), stale: false, seen: (0, 0, 0, 0) }
     }
 
     /// Call after each step of the session, before carrying out its outputs (so whoever hears
     /// an event reads a description at least as new). Returns whether it published.
-    pub(crate) fn update(&mut self, info: &DeviceInfo, now: Instant) -> bool {
+    pub(crate) fn update(&mut self, info: &Arc<DeviceInfo>, now: Instant) -> bool {
         let c = &info.counters;
         let seen = (c.frames_in, c.frames_out, c.binary_frames, c.timeouts);
         let reshaped = self.version != Some(info.version());
@@ -360,7 +360,9 @@ impl InfoPublisher {
         self.seen = seen;
         self.stale = false;
         self.published_at = now;
-        self.published.set(Some(Arc::new(info.clone())));
+        // The session's own description (it copies it before its next change): an idle device's
+        // description is one allocation.
+        self.published.set(Some(info.clone()));
         // After publishing: whoever sees the new epoch reads the new description.
         if reshaped {
             changes::changed(&self.device_id);

@@ -108,7 +108,7 @@ async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: In
     };
     let mut session = Session::new(setup.link.identity.clone(), "mqtt", setup.link.session.clone(), Instant::now());
     session.set_address(setup.link.remote.clone());
-    publisher.update(session.info(), Instant::now());
+    publisher.update(session.shared_info(), Instant::now());
     emit(LinkEvent::Link(Lifecycle::Connected {
         transport: "mqtt".into(),
         client_id: setup.link.identity.client_id.clone(),
@@ -189,7 +189,7 @@ async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: In
                 break format!("nothing heard from the device for {} s (switched off or out of reach)", silence_limit.as_secs());
             }
         };
-        publisher.update(session.info(), Instant::now());
+        publisher.update(session.shared_info(), Instant::now());
         carry_out(outputs, &setup, &mut waiting, &mut malformed, &emit);
     };
     end_callers(session.on_disconnect(), &mut waiting);

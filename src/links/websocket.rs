@@ -16,17 +16,9 @@ use super::ws_socket::{Io, Outbox, Socket};
 use crate::session::{Output, Session};
 use crate::wire::ws_frame::{self, Incoming};
 
-/// The server hello a WebSocket device expects (reference §1.3): `transport` must be the string
-/// "websocket" (the stock firmware crashes otherwise), and xiaozhi-sdk needs `session_id` and
-/// `audio_params`.
+/// The server hello a WebSocket device expects ([`crate::wire::envelope::websocket_server_hello`]).
 pub fn server_hello(session_id: &str) -> String {
-    serde_json::json!({
-        "type": "hello",
-        "transport": "websocket",
-        "session_id": session_id,
-        "audio_params": {"format": "opus", "sample_rate": 24000, "channels": 1, "frame_duration": 60},
-    })
-    .to_string()
+    crate::wire::envelope::websocket_server_hello(session_id)
 }
 
 /// Starts the task serving one device socket (after its WebSocket handshake); returns its handle.
@@ -52,7 +44,7 @@ where
     let client_id = identity.client_id.clone();
     let mut session = Session::new(identity, "websocket", session_config, Instant::now());
     session.set_address(remote.clone());
-    publisher.update(session.info(), Instant::now());
+    publisher.update(session.shared_info(), Instant::now());
     let connected = Lifecycle::Connected { transport: "websocket".into(), client_id, remote };
     let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event: LinkEvent::Link(connected) }));
     let hello_deadline = hello_timeout.map(|d| (tokio::time::Instant::now() + d, d));
@@ -153,7 +145,7 @@ where
                     if deadline.is_some_and(|d| d <= now) { session.on_tick(Instant::now()) } else { Vec::new() }
                 }
             };
-            publisher.update(session.info(), Instant::now());
+            publisher.update(session.shared_info(), Instant::now());
             if until_hello.is_some() && session.info().hello.is_some() {
                 until_hello.take().inspect(|held| held.hello());
             }

@@ -111,6 +111,7 @@ fn description(v: &Value) -> Option<DeviceInfo> {
 fn spawn(node: Arc<ClusterNode>, listed: (String, super::presence::Row), info: DeviceInfo) -> DeviceHandle {
     let device_id = info.device_id.clone();
     let hub = listed.0.clone();
+    let info = Arc::new(info);
     spawn_link(device_id.clone(), 0, move |mut commands, mut publisher| async move {
         publisher.update(&info, Instant::now());
         let mut changed = node.changed();

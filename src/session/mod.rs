@@ -110,8 +110,8 @@ use crate::wire::jsonrpc::{self, Id, RawResult, RpcError, RpcMessage};
 pub struct SessionConfig {
     /// Our session id, sent in the server hello; devices echo it.
     pub session_id: String,
-    /// The server hello text to send when the device says hello.
-    pub server_hello: String,
+    /// The server hello to send when the device says hello.
+    pub server_hello: ServerHello,
     /// `capabilities.vision` for `initialize` (xiaozhi-sdk ignores an initialize without both).
     pub vision_url: String,
     pub vision_token: String,
@@ -132,7 +132,7 @@ pub struct SessionConfig {
     /// Failed onboarding steps allowed before giving up (each failed step is sent again).
     pub onboarding_attempts: u32,
     /// The wait before the k-th retry of a failed step (the last one repeats).
-    pub retry_backoff: Vec<Duration>,
+    pub retry_backoff: &'static [Duration],
     /// List the tools once more this long after the first complete listing (None: never).
     pub confirm_relist: Option<Duration>,
     /// Re-lists after a list that looked truncated, per session.
@@ -165,13 +165,37 @@ pub struct SessionConfig {
     pub system_info: Option<Value>,
 }
 
+/// The server hello a session answers a hello with. A WebSocket device's is written when it is
+/// sent (from the session id), not kept for the device's lifetime: a fleet's hub holds thousands
+/// of sessions, and each would hold its own copy of ~170 bytes.
+#[derive(Debug, Clone)]
+pub enum ServerHello {
+    /// The WebSocket server hello ([`envelope::websocket_server_hello`]).
+    WebSocket,
+    /// This text, as it is (MQTT's, with its UDP block; tests').
+    Text(Box<str>),
+}
+
+/// The default waits before the retries of a failed onboarding step.
+const RETRY_BACKOFF: &[Duration] = &[Duration::from_millis(50), Duration::from_millis(200), Duration::from_secs(1), Duration::from_secs(3)];
+
+impl From<&str> for ServerHello {
+    fn from(text: &str) -> Self {
+        Self::Text(text.into())
+    }
+}
+
+impl From<String> for ServerHello {
+    fn from(text: String) -> Self {
+        Self::Text(text.into_boxed_str())
+    }
+}
+
 impl SessionConfig {
-    pub fn new(session_id: impl Into<String>, mut server_hello: String) -> Self {
-        // Kept for the device's lifetime: without a serializer's spare capacity.
-        server_hello.shrink_to_fit();
+    pub fn new(session_id: impl Into<String>, server_hello: impl Into<ServerHello>) -> Self {
         Self {
             session_id: session_id.into(),
-            server_hello,
+            server_hello: server_hello.into(),
             vision_url: String::new(),
             vision_token: String::new(),
             onboarding_timeout: Duration::from_secs(10),
@@ -181,7 +205,7 @@ impl SessionConfig {
             empty_list_retry: Duration::from_secs(2),
             empty_list_retries: 3,
             onboarding_attempts: 5,
-            retry_backoff: vec![Duration::from_millis(50), Duration::from_millis(200), Duration::from_secs(1), Duration::from_secs(3)],
+            retry_backoff: RETRY_BACKOFF,
             confirm_relist: Some(Duration::from_millis(1500)),
             max_relists: 3,
             min_relist_interval: Duration::from_secs(1),
@@ -305,7 +329,10 @@ struct Waiter {
 /// One device's session.
 pub struct Session {
     cfg: SessionConfig,
-    info: DeviceInfo,
+    /// Shared with the description the link last published: a mutation copies it only while a
+    /// published one still points at it (at most once per publication), so an idle device's
+    /// description is one allocation, not two.
+    info: std::sync::Arc<DeviceInfo>,
     next_id: i64,
     pending: HashMap<i64, Pending>,
     onboarding: onboarding::Listing,
@@ -360,7 +387,7 @@ impl Session {
         Self {
             next_id: cfg.id_base,
             cfg,
-            info,
+            info: std::sync::Arc::new(info),
             pending: HashMap::new(),
             onboarding: onboarding::Listing::default(),
             generation: 0,
@@ -392,11 +419,21 @@ impl Session {
 
     /// Records where the device connects from (its link knows; shown by `devices`).
     pub fn set_address(&mut self, address: Option<String>) {
-        self.info.set_address(address);
+        self.info_mut().set_address(address);
     }
 
     pub fn info(&self) -> &DeviceInfo {
         &self.info
+    }
+
+    /// The description itself, to publish without copying it.
+    pub fn shared_info(&self) -> &std::sync::Arc<DeviceInfo> {
+        &self.info
+    }
+
+    /// The description, to change: copied first if a published one still points at it.
+    fn info_mut(&mut self) -> &mut DeviceInfo {
+        std::sync::Arc::make_mut(&mut self.info)
     }
 
     pub fn device_id(&self) -> &str {
@@ -415,8 +452,8 @@ impl Session {
 
     pub fn on_text(&mut self, text: &str, now: Instant) -> Vec<Output> {
         self.now = now;
-        self.info.touch();
-        self.info.counters.frames_in += 1;
+        self.info_mut().touch();
+        self.info_mut().counters.frames_in += 1;
         // Marked before this message (a goodbye marks the one after it).
         let marked = self.maybe_new_instance;
         // A response with a result, unless traced (a trace shows the payload as a tree), is read
@@ -430,7 +467,7 @@ impl Session {
         }
         match envelope::parse(text) {
             Err(e) => {
-                self.info.counters.malformed += 1;
+                self.info_mut().counters.malformed += 1;
                 self.emit(Event::Malformed { reason: e.to_string(), text: truncate(text, 200) });
             }
             Ok(DeviceMessage::Hello(hello)) => self.on_hello(&hello.raw, now),
@@ -449,13 +486,13 @@ impl Session {
                         }
                     }
                     Err(why) => {
-                        self.info.counters.malformed += 1;
+                        self.info_mut().counters.malformed += 1;
                         self.emit(Event::Malformed { reason: why, text: truncate(text, 200) });
                     }
                 }
             }
             Ok(DeviceMessage::SalvagedMcpError { id, error }) => {
-                self.info.counters.malformed += 1;
+                self.info_mut().counters.malformed += 1;
                 self.emit(Event::Malformed {
                     reason: "device sent an error reply that is not valid JSON (unescaped quotes); recovered its message".into(),
                     text: truncate(text, 200),
@@ -529,9 +566,9 @@ impl Session {
     /// the answer to a waiting request, that request ends with a [`CallError::Link`] that says why.
     pub fn on_oversize(&mut self, text: &str, limit: usize) -> Vec<Output> {
         let now = self.now;
-        self.info.touch();
-        self.info.counters.frames_in += 1;
-        self.info.counters.malformed += 1;
+        self.info_mut().touch();
+        self.info_mut().counters.frames_in += 1;
+        self.info_mut().counters.malformed += 1;
         let reason = format!("a {}-byte message is over the {limit}-byte payload limit; dropped", text.len());
         self.emit(Event::Malformed { reason: reason.clone(), text: truncate(text, 200) });
         let id = serde_json::from_str::<Value>(text).ok().and_then(|v| v.pointer("/payload/id").and_then(Value::as_i64));
@@ -552,9 +589,9 @@ impl Session {
 
     /// A binary frame (audio): counted, never parsed as JSON.
     pub fn on_binary(&mut self, len: usize) {
-        self.info.touch();
-        self.info.counters.binary_frames += 1;
-        self.info.counters.binary_bytes += len as u64;
+        self.info_mut().touch();
+        self.info_mut().counters.binary_frames += 1;
+        self.info_mut().counters.binary_bytes += len as u64;
     }
 
     /// Sends a caller's request; the reply comes back as `Output::Reply { ticket, .. }`.
@@ -584,7 +621,7 @@ impl Session {
             let p = self.pending.remove(&id).expect("listed above");
             // Devices that do not answer `ping` (xiaozhi-sdk) are not counted as timing out.
             if p.origin != Origin::Keepalive {
-                self.info.counters.timeouts += 1;
+                self.info_mut().counters.timeouts += 1;
             }
             match p.origin {
                 Origin::Caller(ticket) => {
@@ -662,7 +699,7 @@ impl Session {
         self.relist_at = None;
         self.deferred_onboarding = None;
         self.begin_at = None;
-        self.info.set_phase(Phase::Disconnected);
+        self.info_mut().set_phase(Phase::Disconnected);
         self.drained()
     }
 
@@ -672,7 +709,7 @@ impl Session {
             Id::Str(_) => None,
         };
         let Some(p) = pending else {
-            self.info.counters.late_replies += 1;
+            self.info_mut().counters.late_replies += 1;
             self.emit(Event::LateReply { id: id.to_value() });
             return;
         };
@@ -688,11 +725,11 @@ impl Session {
             }
             Origin::Initialize(g) | Origin::ListPage(g) if g != self.generation => {
                 // An answer to a listing that was started over: the new one asks again.
-                self.info.counters.late_replies += 1;
+                self.info_mut().counters.late_replies += 1;
             }
             Origin::Initialize(_) => match outcome {
                 Ok(result) => {
-                    self.info.set_initialize(&result.into_value());
+                    self.info_mut().set_initialize(&result.into_value());
                     self.send_payload(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), now);
                     self.onboarding = onboarding::Listing::default();
                     self.list_tools(now);
@@ -720,10 +757,14 @@ impl Session {
         if !self.may_answer("hellos", now) {
             return;
         }
-        self.info.set_hello(hello);
+        self.info_mut().set_hello(hello);
         let shared = self.info.hello.clone().map_or_else(|| SharedJson::from_value(hello), SharedJson);
         self.emit(Event::Hello { hello: shared });
-        self.send_text(self.cfg.server_hello.clone(), now);
+        let server_hello = match &self.cfg.server_hello {
+            ServerHello::WebSocket => envelope::websocket_server_hello(&self.cfg.session_id),
+            ServerHello::Text(text) => text.to_string(),
+        };
+        self.send_text(server_hello, now);
         let marked = std::mem::take(&mut self.maybe_new_instance);
         let why = match () {
             _ if self.info.phase == Phase::AwaitingHello => "first",
@@ -768,7 +809,7 @@ impl Session {
         match self.answers.take(now, self.cfg.max_answers_per_sec) {
             limits::Verdict::Allow => true,
             verdict => {
-                self.info.counters.unanswered += 1;
+                self.info_mut().counters.unanswered += 1;
                 if verdict == limits::Verdict::FirstRefusal {
                     let message = format!(
                         "the device sends more than {} hellos and requests a second; the rest of this second's {what} are not answered",
@@ -801,14 +842,14 @@ impl Session {
         self.unconfirmed = None;
         self.agreement_relists = 0;
         self.onboarding = onboarding::Listing::default();
-        self.info.onboarding_error = None;
-        self.info.onboarding = OnboardingStatus { attempt: 1, max_attempts: self.cfg.onboarding_attempts.max(1), last_error: None, failed: false };
-        self.info.bump();
+        self.info_mut().onboarding_error = None;
+        self.info_mut().onboarding = OnboardingStatus { attempt: 1, max_attempts: self.cfg.onboarding_attempts.max(1), last_error: None, failed: false };
+        self.info_mut().bump();
         self.send_initialize(now);
     }
 
     fn send_initialize(&mut self, now: Instant) {
-        self.info.set_phase(Phase::Initializing);
+        self.info_mut().set_phase(Phase::Initializing);
         let params = json!({
             "protocolVersion": "2024-11-05",
             "capabilities": {"vision": {"url": self.cfg.vision_url, "token": self.cfg.vision_token}},
@@ -819,7 +860,7 @@ impl Session {
 
     fn list_tools(&mut self, now: Instant) {
         if !self.background {
-            self.info.set_phase(Phase::Listing);
+            self.info_mut().set_phase(Phase::Listing);
         }
         let params = json!({"cursor": self.onboarding.cursor(), "withUserTools": true});
         self.send_request("tools/list", Some(params), Origin::ListPage(self.generation), self.cfg.onboarding_timeout, now);
@@ -873,7 +914,7 @@ impl Session {
                 let tools = self.onboarding.take_tools();
                 if tools.is_empty() && !self.background && self.onboarding.schedule_retry(now, &self.cfg) {
                     self.needs_agreement = true;
-                    self.info.set_phase(Phase::Listing);
+                    self.info_mut().set_phase(Phase::Listing);
                     return;
                 }
                 let settled = if self.background { self.relist_done(tools, now) } else { self.first_list_done(tools, now) };
@@ -904,18 +945,18 @@ impl Session {
             if !agreed {
                 let warning = format!("no two listings in a row agreed ({} listings); took the last, {} tools", self.agreement_relists + 1, tools.len());
                 tracing::warn!(device = %self.info.device_id, "{warning}");
-                self.info.tools_warning = Some(warning.clone());
+                self.info_mut().tools_warning = Some(warning.clone());
                 self.emit(Event::Warning { message: warning });
             }
             // Agreed: that was the confirmation.
             self.confirm_planned = true;
         }
         let changed = self.info.phase_was_ready_once;
-        self.info.set_tools(tools);
-        self.info.set_phase(Phase::Ready);
+        self.info_mut().set_tools(tools);
+        self.info_mut().set_phase(Phase::Ready);
         let count = self.info.tools.len();
         self.emit(if changed { Event::ToolsChanged { tools: count } } else { Event::Ready { tools: count } });
-        self.info.phase_was_ready_once = true;
+        self.info_mut().phase_was_ready_once = true;
         if let Some(after) = self.cfg.confirm_relist
             && !self.confirm_planned
         {
@@ -941,7 +982,7 @@ impl Session {
         self.short_seen = None;
         let same = tool_list::same(&tools, &self.info.tools);
         if !same {
-            self.info.set_tools(tools);
+            self.info_mut().set_tools(tools);
             self.emit(Event::ToolsChanged { tools: after });
         }
         true
@@ -954,8 +995,8 @@ impl Session {
                 self.cap_logged = true;
                 tracing::warn!(device = %self.info.device_id, "{warning}");
             }
-            self.info.tools_warning = Some(warning.clone());
-            self.info.bump();
+            self.info_mut().tools_warning = Some(warning.clone());
+            self.info_mut().bump();
         }
         self.emit(Event::Warning { message: warning });
     }
@@ -997,13 +1038,13 @@ impl Session {
             self.answer_waiters(Some(&message));
             return;
         }
-        let status = &mut self.info.onboarding;
+        let status = &mut std::sync::Arc::make_mut(&mut self.info).onboarding;
         status.last_error = Some(what.clone());
         if status.attempt < status.max_attempts {
             let delay = self.cfg.retry_backoff.get(status.attempt as usize - 1).or(self.cfg.retry_backoff.last()).copied().unwrap_or_default();
             status.attempt += 1;
             let (attempt, of) = (status.attempt, status.max_attempts);
-            self.info.bump();
+            self.info_mut().bump();
             self.needs_agreement = true;
             self.retry_step = Some((now + delay, planned));
             self.emit(Event::OnboardingRetry { attempt, of, error: what, retry_in_ms: delay.as_millis() as u64 });
@@ -1016,11 +1057,11 @@ impl Session {
         // Keep what a listing that failed part-way found, unless an earlier list had more.
         let partial = self.onboarding.take_tools();
         if partial.len() > self.info.tools.len() {
-            self.info.set_tools(partial);
+            self.info_mut().set_tools(partial);
         }
-        self.info.onboarding_error = Some(message.clone());
-        self.info.set_phase(Phase::Ready);
-        self.info.bump();
+        self.info_mut().onboarding_error = Some(message.clone());
+        self.info_mut().set_phase(Phase::Ready);
+        self.info_mut().bump();
         self.emit(Event::OnboardingFailed { error: message, attempts });
         self.answer_waiters(None);
     }
@@ -1056,7 +1097,7 @@ impl Session {
 
     fn send_text(&mut self, text: String, now: Instant) {
         self.last_sent = now;
-        self.info.counters.frames_out += 1;
+        self.info_mut().counters.frames_out += 1;
         self.out.push(Output::Send(text));
     }
 

@@ -9,7 +9,7 @@ fn identity() -> Identity {
 }
 
 fn config() -> SessionConfig {
-    let mut cfg = SessionConfig::new("s1", r#"{"type":"hello","transport":"websocket","session_id":"s1"}"#.into());
+    let mut cfg = SessionConfig::new("s1", r#"{"type":"hello","transport":"websocket","session_id":"s1"}"#);
     // Exact times below; the spread has its own tests.
     cfg.keepalive_jitter_pct = 0;
     cfg.vision_url = "http://hub/vision".into();
@@ -225,7 +225,7 @@ fn unanswered_keepalives_are_not_counted_as_timeouts() {
 #[test]
 fn mqtt_begin_id_base_fail_callers_and_oversize() {
     let now = Instant::now();
-    let mut cfg = SessionConfig::new("s1", "{}".into());
+    let mut cfg = SessionConfig::new("s1", "{}");
     cfg.id_base = 1_000_000_000;
     cfg.system_info = Some(json!({"board": {"name": "b"}}));
     let mut s = Session::new(identity(), "mqtt", cfg, now);

@@ -48,6 +48,19 @@ pub enum EnvelopeError {
 /// `session_id`, `type`, `payload`). Written straight from the payload: building the envelope
 /// with `json!` would copy the payload into a new tree first. The payload may be any
 /// serializable type: the session writes its requests without building a tree of them at all.
+/// The server hello a WebSocket device expects (reference §1.3): `transport` must be the string
+/// "websocket" (the stock firmware crashes otherwise), and xiaozhi-sdk needs `session_id` and
+/// `audio_params`.
+pub fn websocket_server_hello(session_id: &str) -> String {
+    serde_json::json!({
+        "type": "hello",
+        "transport": "websocket",
+        "session_id": session_id,
+        "audio_params": {"format": "opus", "sample_rate": 24000, "channels": 1, "frame_duration": 60},
+    })
+    .to_string()
+}
+
 pub fn mcp_text(session_id: &str, payload: &impl serde::Serialize) -> String {
     #[derive(serde::Serialize)]
     struct Envelope<'a, P> {
