@@ -291,7 +291,7 @@ impl Notifier {
                             fanout_at = Some(last_fanout.map_or(now, |at| (at + FANOUT_EVERY).max(now)));
                         }
                     }
-                    LinkEvent::Session(Event::Notification { method, params }) => me.device_notification(&ev.device_id, method.clone(), params.clone()),
+                    LinkEvent::Session(Event::Notification { method, params }) => me.device_notification(&ev.device_id, method.clone(), (**params).clone()),
                     _ => {}
                 }
             }

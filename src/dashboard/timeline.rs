@@ -76,7 +76,7 @@ impl Timeline {
                     continue;
                 }
                 let remote = match &ev.event {
-                    LinkEvent::Link(Lifecycle::Connected { remote, .. }) => remote.clone(),
+                    LinkEvent::Link(Lifecycle::Connected { remote, .. }) => remote.as_deref().map(str::to_string),
                     _ => None,
                 };
                 me.add(remote, ev);
@@ -128,7 +128,7 @@ mod tests {
     #[test]
     fn a_device_keeps_its_latest_events_and_its_address() {
         let t = Timeline::default();
-        t.add(Some("10.0.0.2:5000".into()), event(Lifecycle::Connected { transport: "websocket".into(), client_id: None, remote: None }));
+        t.add(Some("10.0.0.2:5000".into()), event(Lifecycle::Connected { transport: "websocket", client_id: None, remote: None }));
         for i in 0..PER_DEVICE + 5 {
             t.add(None, event(Lifecycle::Disconnected { reason: i.to_string() }));
         }

@@ -33,10 +33,12 @@ pub enum LinkEvent {
     Link(Lifecycle),
 }
 
+/// Kept small (events are kept per device by the dashboard's timeline): a transport is one of a
+/// few names, and the strings are boxed slices.
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Lifecycle {
-    Connected { transport: String, client_id: Option<String>, remote: Option<String> },
+    Connected { transport: &'static str, client_id: Option<Box<str>>, remote: Option<Box<str>> },
     Disconnected { reason: String },
 }
 
@@ -407,9 +409,15 @@ const MALFORMED_LOGGED: u64 = 5;
 const MALFORMED_SUMMARY: Duration = Duration::from_secs(60);
 
 /// Rate-limits the warning about a device's malformed messages (a device can send them at will).
+/// Its tallies are allocated at the first malformed message: most devices never send one.
 #[derive(Debug)]
-pub(crate) struct MalformedLog {
-    device_id: String,
+pub(crate) struct MalformedLog<'a> {
+    device_id: &'a str,
+    tally: Option<Box<MalformedTally>>,
+}
+
+#[derive(Debug, Default)]
+struct MalformedTally {
     total: u64,
     /// Not logged since the last line.
     unlogged: u64,
@@ -417,41 +425,47 @@ pub(crate) struct MalformedLog {
     summary_at: Option<Instant>,
 }
 
-impl MalformedLog {
-    pub(crate) fn new(device_id: &str) -> Self {
-        Self { device_id: device_id.to_string(), total: 0, unlogged: 0, last_reason: String::new(), summary_at: None }
+impl<'a> MalformedLog<'a> {
+    pub(crate) fn new(device_id: &'a str) -> Self {
+        Self { device_id, tally: None }
     }
 
     fn record(&mut self, reason: &str, now: Instant) {
-        self.total += 1;
-        if self.total <= MALFORMED_LOGGED {
-            tracing::warn!(device = %self.device_id, %reason, "malformed message from a device");
-            if self.total == MALFORMED_LOGGED {
-                tracing::warn!(device = %self.device_id, "further malformed messages from this device are counted and summarised every {} s", MALFORMED_SUMMARY.as_secs());
-                self.summary_at = Some(now + MALFORMED_SUMMARY);
+        let device_id = self.device_id;
+        let t = self.tally.get_or_insert_with(Box::default);
+        t.total += 1;
+        if t.total <= MALFORMED_LOGGED {
+            tracing::warn!(device = %device_id, %reason, "malformed message from a device");
+            if t.total == MALFORMED_LOGGED {
+                tracing::warn!(device = %device_id, "further malformed messages from this device are counted and summarised every {} s", MALFORMED_SUMMARY.as_secs());
+                t.summary_at = Some(now + MALFORMED_SUMMARY);
             }
             return;
         }
-        self.unlogged += 1;
-        self.last_reason = reason.chars().take(200).collect();
-        if self.summary_at.is_some_and(|at| now >= at) {
+        t.unlogged += 1;
+        t.last_reason = reason.chars().take(200).collect();
+        if t.summary_at.is_some_and(|at| now >= at) {
             self.summarise();
-            self.summary_at = Some(now + MALFORMED_SUMMARY);
+            if let Some(t) = &mut self.tally {
+                t.summary_at = Some(now + MALFORMED_SUMMARY);
+            }
         }
     }
 
     /// Logs the count of messages not logged yet, if any (also when the link ends).
     pub(crate) fn summarise(&mut self) {
-        if self.unlogged > 0 {
-            tracing::warn!(device = %self.device_id, count = self.unlogged, total = self.total, last_reason = %self.last_reason, "{} more malformed messages from this device ({} in all)", self.unlogged, self.total);
-            self.unlogged = 0;
+        if let Some(t) = &mut self.tally
+            && t.unlogged > 0
+        {
+            tracing::warn!(device = %self.device_id, count = t.unlogged, total = t.total, last_reason = %t.last_reason, "{} more malformed messages from this device ({} in all)", t.unlogged, t.total);
+            t.unlogged = 0;
         }
     }
 }
 
 /// Carries out the session outputs every link handles the same way — a caller's reply, an
 /// event — and returns the text of an `Output::Send` for the link to put on its wire.
-pub(crate) fn deliver(output: crate::session::Output, waiting: &mut Waiting, malformed: &mut MalformedLog, emit: &impl Fn(LinkEvent)) -> Option<String> {
+pub(crate) fn deliver(output: crate::session::Output, waiting: &mut Waiting, malformed: &mut MalformedLog<'_>, emit: &impl Fn(LinkEvent)) -> Option<String> {
     match output {
         crate::session::Output::Send(text) => Some(text),
         crate::session::Output::Reply { ticket, outcome } => {
@@ -502,7 +516,7 @@ mod tests {
     #[test]
     fn a_link_events_name_is_the_one_it_is_serialized_with() {
         let events = [
-            LinkEvent::Link(Lifecycle::Connected { transport: "websocket".into(), client_id: None, remote: None }),
+            LinkEvent::Link(Lifecycle::Connected { transport: "websocket", client_id: None, remote: None }),
             LinkEvent::Link(Lifecycle::Disconnected { reason: String::new() }),
             LinkEvent::Session(Event::Ready { tools: 3 }),
         ];

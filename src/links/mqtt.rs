@@ -102,7 +102,7 @@ async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: In
     let device_id = setup.link.identity.device_id.clone();
     let events = setup.link.events.clone();
     let mut malformed = MalformedLog::new(&device_id);
-    let emit = move |event: LinkEvent| {
+    let emit = |event: LinkEvent| {
         crate::metrics::device_event(event.name());
         let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event }));
     };
@@ -110,9 +110,9 @@ async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: In
     session.set_address(setup.link.remote.clone());
     publisher.update(session.shared_info(), Instant::now());
     emit(LinkEvent::Link(Lifecycle::Connected {
-        transport: "mqtt".into(),
-        client_id: setup.link.identity.client_id.clone(),
-        remote: setup.link.remote.clone(),
+        transport: "mqtt",
+        client_id: setup.link.identity.client_id.as_deref().map(Into::into),
+        remote: setup.link.remote.as_deref().map(Into::into),
     }));
     let mut waiting: Waiting = HashMap::new();
     let max = setup.max_payload;
@@ -199,7 +199,7 @@ async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: In
     emit(LinkEvent::Link(Lifecycle::Disconnected { reason }));
 }
 
-fn carry_out(outputs: Vec<Output>, setup: &MqttLinkSetup, waiting: &mut Waiting, malformed: &mut MalformedLog, emit: &impl Fn(LinkEvent)) {
+fn carry_out(outputs: Vec<Output>, setup: &MqttLinkSetup, waiting: &mut Waiting, malformed: &mut MalformedLog<'_>, emit: &impl Fn(LinkEvent)) {
     for o in outputs {
         // While the broker is down there is nowhere to send; keepalives and onboarding requests
         // then time out like unanswered ones.

@@ -45,7 +45,7 @@ where
     let mut session = Session::new(identity, "websocket", session_config, Instant::now());
     session.set_address(remote.clone());
     publisher.update(session.shared_info(), Instant::now());
-    let connected = Lifecycle::Connected { transport: "websocket".into(), client_id, remote };
+    let connected = Lifecycle::Connected { transport: "websocket", client_id: client_id.map(Into::into), remote: remote.map(Into::into) };
     let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event: LinkEvent::Link(connected) }));
     let hello_deadline = hello_timeout.map(|d| (tokio::time::Instant::now() + d, d));
     async move {
@@ -169,7 +169,7 @@ where
 }
 
 /// Carries out a session step's outputs; an `Err` says why the device must be disconnected.
-fn carry_out(outputs: Vec<Output>, out: &mut Outbox, waiting: &mut Waiting, malformed: &mut MalformedLog, emit: &impl Fn(LinkEvent)) -> Result<(), String> {
+fn carry_out(outputs: Vec<Output>, out: &mut Outbox, waiting: &mut Waiting, malformed: &mut MalformedLog<'_>, emit: &impl Fn(LinkEvent)) -> Result<(), String> {
     for o in outputs {
         if let Some(text) = deliver(o, waiting, malformed, emit) {
             out.push(ws_frame::text(&text))?;

@@ -1,6 +1,7 @@
 //! One device's calls, for the dashboard's devices page: counts, a latency histogram (for p50 and
 //! p99) and the latest latencies (for its small plot). Fixed size, lock-free: a device's calls
-//! cost a few atomic adds, whatever they carry.
+//! cost a few atomic adds, whatever they carry. The tallies (about 270 bytes) are allocated at a
+//! device's first call: most of a fleet is never called, and each device has its own.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -13,7 +14,10 @@ const BOUNDS_MS: [u32; 14] = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 
 pub const RECENT: usize = 32;
 
 #[derive(Default)]
-pub struct DeviceCalls {
+pub struct DeviceCalls(std::sync::OnceLock<Box<Tallies>>);
+
+#[derive(Default)]
+struct Tallies {
     calls: AtomicU64,
     errors: AtomicU64,
     buckets: [AtomicU64; BOUNDS_MS.len() + 1],
@@ -36,6 +40,19 @@ pub struct CallSummary {
 
 impl DeviceCalls {
     pub fn record(&self, ok: bool, elapsed: Duration) {
+        self.0.get_or_init(Box::default).record(ok, elapsed);
+    }
+
+    pub fn summary(&self) -> CallSummary {
+        match self.0.get() {
+            Some(t) => t.summary(),
+            None => CallSummary { calls: 0, errors: 0, p50_ms: None, p99_ms: None, recent_ms: Vec::new() },
+        }
+    }
+}
+
+impl Tallies {
+    fn record(&self, ok: bool, elapsed: Duration) {
         self.calls.fetch_add(1, Ordering::Relaxed);
         if !ok {
             self.errors.fetch_add(1, Ordering::Relaxed);
@@ -47,7 +64,7 @@ impl DeviceCalls {
         self.recent[at % RECENT].store(ms.max(1), Ordering::Relaxed);
     }
 
-    pub fn summary(&self) -> CallSummary {
+    fn summary(&self) -> CallSummary {
         let counts: Vec<u64> = self.buckets.iter().map(|b| b.load(Ordering::Relaxed)).collect();
         let total: u64 = counts.iter().sum();
         let quantile = |q: f64| -> Option<u32> {
@@ -78,7 +95,8 @@ mod tests {
     #[test]
     fn quantiles_come_from_the_buckets_and_recent_keeps_the_latest() {
         let d = DeviceCalls::default();
-        assert_eq!(d.summary().p50_ms, None);
+        assert_eq!(d.summary(), CallSummary { calls: 0, errors: 0, p50_ms: None, p99_ms: None, recent_ms: Vec::new() });
+        assert!(d.0.get().is_none(), "nothing is allocated before the first call");
         for _ in 0..98 {
             d.record(true, Duration::from_millis(3));
         }

@@ -31,7 +31,9 @@ impl PartialEq for SharedJson {
     }
 }
 
-/// One event of one device's session.
+/// One event of one device's session. Its JSON values are boxed: an event is kept per device
+/// by the dashboard's timeline, and an inline `Value` (80 bytes with ordered maps) made every
+/// event that size.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
@@ -46,15 +48,15 @@ pub enum Event {
     /// Every onboarding attempt failed: the hub gave up. `error` names the step.
     OnboardingFailed { error: String, attempts: u32 },
     /// A device-initiated notification.
-    Notification { method: String, params: Value },
+    Notification { method: String, params: Box<Value> },
     /// A message of another type (`listen`, `abort`, `goodbye`, unknown ones).
-    Message { kind: String, message: Value },
+    Message { kind: String, message: Box<Value> },
     /// An MCP frame in either direction, with the round trip for replies (only while traced).
-    Traffic { direction: Direction, payload: Value, #[serde(skip_serializing_if = "Option::is_none")] latency_ms: Option<f64> },
+    Traffic { direction: Direction, payload: Box<Value>, #[serde(skip_serializing_if = "Option::is_none")] latency_ms: Option<f64> },
     /// A frame that could not be read; the session goes on.
     Malformed { reason: String, text: String },
     /// A reply nobody waits for any more (after a timeout or cancel): dropped.
-    LateReply { id: Value },
+    LateReply { id: Box<Value> },
     Warning { message: String },
 }
 
@@ -90,11 +92,11 @@ mod tests {
             Event::ToolsChanged { tools: 1 },
             Event::OnboardingRetry { attempt: 1, of: 2, error: String::new(), retry_in_ms: 1 },
             Event::OnboardingFailed { error: String::new(), attempts: 1 },
-            Event::Notification { method: String::new(), params: json!({}) },
-            Event::Message { kind: String::new(), message: json!({}) },
-            Event::Traffic { direction: Direction::In, payload: json!({}), latency_ms: None },
+            Event::Notification { method: String::new(), params: Box::new(json!({})) },
+            Event::Message { kind: String::new(), message: Box::new(json!({})) },
+            Event::Traffic { direction: Direction::In, payload: Box::new(json!({})), latency_ms: None },
             Event::Malformed { reason: String::new(), text: String::new() },
-            Event::LateReply { id: json!(1) },
+            Event::LateReply { id: Box::new(json!(1)) },
             Event::Warning { message: String::new() },
         ];
         for e in events {

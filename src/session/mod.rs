@@ -473,7 +473,7 @@ impl Session {
             Ok(DeviceMessage::Hello(hello)) => self.on_hello(&hello.raw, now),
             Ok(DeviceMessage::Mcp { payload, .. }) => {
                 if self.trace {
-                    self.emit(Event::Traffic { direction: Direction::In, payload: payload.clone(), latency_ms: None });
+                    self.emit(Event::Traffic { direction: Direction::In, payload: Box::new(payload.clone()), latency_ms: None });
                 }
                 match jsonrpc::classify(payload) {
                     Ok(RpcMessage::Response { id, outcome }) => self.on_response(id, outcome.map(Answer::Tree), now),
@@ -503,9 +503,9 @@ impl Session {
                 // The device ended its session (an MQTT device before it reboots or sleeps): what
                 // it sends next may be new firmware with other tools, so it is onboarded again.
                 self.maybe_new_instance = self.info.phase != Phase::AwaitingHello;
-                self.emit(Event::Message { kind: "goodbye".into(), message: json!({"type":"goodbye"}) })
+                self.emit(Event::Message { kind: "goodbye".into(), message: Box::new(json!({"type":"goodbye"})) })
             }
-            Ok(DeviceMessage::Other { kind, raw }) => self.emit(Event::Message { kind, message: raw }),
+            Ok(DeviceMessage::Other { kind, raw }) => self.emit(Event::Message { kind, message: Box::new(raw) }),
         }
         self.after_message(marked, now);
         self.drained()
@@ -710,7 +710,7 @@ impl Session {
         };
         let Some(p) = pending else {
             self.info_mut().counters.late_replies += 1;
-            self.emit(Event::LateReply { id: id.to_value() });
+            self.emit(Event::LateReply { id: Box::new(id.to_value()) });
             return;
         };
         let latency = now.duration_since(p.sent_at);
@@ -748,7 +748,7 @@ impl Session {
         if method == "notifications/tools/list_changed" {
             self.start_relist(now);
         }
-        self.emit(Event::Notification { method, params: params.unwrap_or(Value::Null) });
+        self.emit(Event::Notification { method, params: Box::new(params.unwrap_or(Value::Null)) });
     }
 
     /// A hello: answered with the server hello (rate-limited). It onboards the device (again)
@@ -1090,7 +1090,7 @@ impl Session {
         let text = envelope::mcp_text(&self.cfg.session_id, payload);
         if self.trace {
             let payload = serde_json::to_value(payload).unwrap_or_default();
-            self.emit(Event::Traffic { direction: Direction::Out, payload, latency_ms: None });
+            self.emit(Event::Traffic { direction: Direction::Out, payload: Box::new(payload), latency_ms: None });
         }
         self.send_text(text, now);
     }

@@ -115,7 +115,7 @@ fn calls_time_out_and_late_replies_are_dropped_not_delivered_to_the_next_call() 
     let second_id = second[0]["payload"]["id"].clone();
     assert_ne!(first_id, second_id);
     let late = s.on_text(&reply(&first_id, json!({"late": true})), now);
-    assert!(matches!(&late[..], [Output::Event(Event::LateReply { id })] if *id == first_id));
+    assert!(matches!(&late[..], [Output::Event(Event::LateReply { id })] if **id == first_id));
     let out = s.on_text(&reply(&second_id, json!({"ok": 2})), now);
     assert_eq!(out, vec![Output::Reply { ticket: 2, outcome: Ok(RawResult::from_value(&json!({"ok": 2}))) }]);
     assert_eq!(s.info().counters.late_replies, 1);
@@ -665,7 +665,7 @@ fn a_request_is_written_in_the_envelopes_order_and_traced_as_sent() {
             payload["params"] = p.clone();
         }
         assert_eq!(text, crate::wire::envelope::mcp_text("s1", &payload));
-        let traced = out.iter().find_map(|o| if let Output::Event(Event::Traffic { payload, .. }) = o { Some(payload.clone()) } else { None });
+        let traced = out.iter().find_map(|o| if let Output::Event(Event::Traffic { payload, .. }) = o { Some((**payload).clone()) } else { None });
         assert_eq!(traced, trace.then_some(payload));
     }
 }
