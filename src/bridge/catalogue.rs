@@ -40,8 +40,8 @@ use crate::session::ToolList;
 /// One tool as an endpoint offers it: its name, its device, and its tool in the converted list
 /// that every device listing the same tools shares (an entry costs its name and a few pointers).
 pub struct Offered {
-    /// The name MCP clients call it by.
-    pub name: String,
+    /// The name MCP clients call it by; the index's key is the same allocation.
+    pub name: Arc<str>,
     /// The device that runs it (one handle per device, shared by its entries); `None` for the
     /// hub's own `list_devices`.
     pub device: Option<Arc<DeviceHandle>>,
@@ -68,7 +68,7 @@ impl Offered {
     /// As `tools/list` shows it (under the name it is offered by).
     pub fn tool(&self) -> Tool {
         let mut tool = self.converted().clone();
-        tool.name = self.name.clone().into();
+        tool.name = self.name.to_string().into();
         tool
     }
 }
@@ -98,7 +98,7 @@ pub struct Catalogue {
     next_seq: u64,
     devices: HashMap<String, Joined>,
     entries: BTreeMap<Place, Arc<Offered>>,
-    index: HashMap<String, Place>,
+    index: HashMap<Arc<str>, Place>,
     /// Each distinct tool list in use, as MCP tools, by the list's identity.
     templates: HashMap<usize, Template>,
 }
@@ -239,8 +239,8 @@ impl Catalogue {
         for (i, tool) in tools.iter().enumerate().filter(|(_, t)| rules.user_tools || !t.user_only) {
             let name = match kept.get(tool.name.as_str()) {
                 Some(name) if !self.index.contains_key(name) => Some(name.clone()),
-                _ if self.plain_allowed(rules, &tool.name) => Some(tool.name.clone()),
-                _ => naming::qualify(&prefix, &tool.name),
+                _ if self.plain_allowed(rules, &tool.name) => Some(tool.name.as_str().into()),
+                _ => naming::qualify(&prefix, &tool.name).map(Arc::from),
             };
             match name {
                 Some(name) if self.index.contains_key(&name) => {
@@ -282,7 +282,7 @@ impl Catalogue {
     }
 
     /// Offers the tool at `at` of a converted list under `name`, at `place`.
-    fn insert(&mut self, place: Place, name: String, device: Option<Arc<DeviceHandle>>, converted: &Arc<[Option<Tool>]>, at: usize) {
+    fn insert(&mut self, place: Place, name: Arc<str>, device: Option<Arc<DeviceHandle>>, converted: &Arc<[Option<Tool>]>, at: usize) {
         if converted.get(at).is_none_or(Option::is_none) {
             tracing::warn!(tool = %name, "the device's tool declaration is not a valid MCP tool; not offered");
             return;

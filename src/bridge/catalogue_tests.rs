@@ -92,7 +92,7 @@ fn rules() -> Rules<'static> {
 
 /// What a host sees: each tool's name and the device and tool it calls, in listing order.
 fn offered(c: &Catalogue) -> Vec<(String, Option<String>, String)> {
-    c.entries.values().map(|o| (o.name.clone(), o.device.as_ref().map(|d| d.device_id.clone()), o.device_name().to_string())).collect()
+    c.entries.values().map(|o| (o.name.to_string(), o.device.as_ref().map(|d| d.device_id.clone()), o.device_name().to_string())).collect()
 }
 
 fn as_set(c: &Catalogue) -> BTreeSet<(String, Option<String>, String)> {

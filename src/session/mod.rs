@@ -105,8 +105,10 @@ use crate::wire::envelope::{self, DeviceMessage};
 use crate::wire::identity::Identity;
 use crate::wire::jsonrpc::{self, Id, RawResult, RpcError, RpcMessage};
 
-/// How a session behaves; the link fills it in.
-#[derive(Debug, Clone)]
+/// How a session behaves; the link fills it in. A session keeps what is its own (session id,
+/// server hello, vision URL and token, keepalive) and shares the rest, equal for every device of
+/// a hub, with the other sessions ([`shared_config`]): about 250 bytes a device.
+#[derive(Debug, Clone, PartialEq)]
 pub struct SessionConfig {
     /// Our session id, sent in the server hello; devices echo it.
     pub session_id: String,
@@ -168,9 +170,10 @@ pub struct SessionConfig {
 /// The server hello a session answers a hello with. A WebSocket device's is written when it is
 /// sent (from the session id), not kept for the device's lifetime: a fleet's hub holds thousands
 /// of sessions, and each would hold its own copy of ~170 bytes.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub enum ServerHello {
     /// The WebSocket server hello ([`envelope::websocket_server_hello`]).
+    #[default]
     WebSocket,
     /// This text, as it is (MQTT's, with its UDP block; tests').
     Text(Box<str>),
@@ -328,7 +331,13 @@ struct Waiter {
 
 /// One device's session.
 pub struct Session {
-    cfg: SessionConfig,
+    /// The hub-wide part of the configuration, shared ([`shared_config`]).
+    cfg: std::sync::Arc<SessionConfig>,
+    /// What is this session's own.
+    session_id: String,
+    server_hello: ServerHello,
+    vision: (String, String),
+    keepalive: Duration,
     /// Shared with the description the link last published: a mutation copies it only while a
     /// published one still points at it (at most once per publication), so an idle device's
     /// description is one allocation, not two.
@@ -378,15 +387,39 @@ pub struct Session {
     out: Vec<Output>,
 }
 
+/// The configuration's hub-wide part (its per-session fields taken out), shared with the sessions
+/// created before it with an equal one: a hub's sessions all hold the same pointer. Only the
+/// latest is remembered (weakly), which is what a hub creating its sessions one by one needs.
+fn shared_config(cfg: SessionConfig) -> std::sync::Arc<SessionConfig> {
+    static LATEST: std::sync::Mutex<std::sync::Weak<SessionConfig>> = std::sync::Mutex::new(std::sync::Weak::new());
+    // Nothing under this lock can panic (a comparison, a pointer swap); a poisoned one is still
+    // a valid cache.
+    let mut latest = LATEST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(shared) = latest.upgrade().filter(|s| **s == cfg) {
+        return shared;
+    }
+    let shared = std::sync::Arc::new(cfg);
+    *latest = std::sync::Arc::downgrade(&shared);
+    shared
+}
+
 impl Session {
     pub fn new(identity: Identity, transport: &str, mut cfg: SessionConfig, now: Instant) -> Self {
-        cfg.keepalive = spread_keepalive(cfg.keepalive, cfg.keepalive_jitter_pct, &cfg.session_id);
+        let keepalive = spread_keepalive(cfg.keepalive, cfg.keepalive_jitter_pct, &cfg.session_id);
         let mut info = DeviceInfo::new(identity, transport, &cfg.session_id);
-        info.set_system_info(cfg.system_info.as_ref());
-        let onboard_budget = cfg.onboard_budget;
+        info.set_system_info(cfg.system_info.take().as_ref());
+        let onboard_budget = std::mem::take(&mut cfg.onboard_budget);
+        let next_id = std::mem::take(&mut cfg.id_base);
+        let session_id = std::mem::take(&mut cfg.session_id);
+        let server_hello = std::mem::take(&mut cfg.server_hello);
+        let vision = (std::mem::take(&mut cfg.vision_url), std::mem::take(&mut cfg.vision_token));
         Self {
-            next_id: cfg.id_base,
-            cfg,
+            next_id,
+            cfg: shared_config(cfg),
+            session_id,
+            server_hello,
+            vision,
+            keepalive,
             info: std::sync::Arc::new(info),
             pending: HashMap::new(),
             onboarding: onboarding::Listing::default(),
@@ -664,7 +697,7 @@ impl Session {
             self.relist_at = None;
             self.start_relist(now);
         }
-        if self.info.phase == Phase::Ready && now.duration_since(self.last_sent) >= self.cfg.keepalive {
+        if self.info.phase == Phase::Ready && now.duration_since(self.last_sent) >= self.keepalive {
             self.send_request("ping", None, Origin::Keepalive, self.cfg.onboarding_timeout, now);
         }
         self.drained()
@@ -680,7 +713,7 @@ impl Session {
     /// The next moment `on_tick` has something to do.
     pub fn next_deadline(&self) -> Option<Instant> {
         let pending = self.pending.values().map(|p| p.deadline).min();
-        let keepalive = (self.info.phase == Phase::Ready).then(|| self.last_sent + self.cfg.keepalive);
+        let keepalive = (self.info.phase == Phase::Ready).then(|| self.last_sent + self.keepalive);
         let waiters = self.waiters.iter().map(|w| w.deadline).min();
         [pending, keepalive, self.onboarding.retry_at(), self.retry_step.map(|(at, _)| at), self.relist_at, waiters, self.deferred_onboarding, self.begin_at].into_iter().flatten().min()
     }
@@ -760,8 +793,8 @@ impl Session {
         self.info_mut().set_hello(hello);
         let shared = self.info.hello.clone().map_or_else(|| SharedJson::from_value(hello), SharedJson);
         self.emit(Event::Hello { hello: shared });
-        let server_hello = match &self.cfg.server_hello {
-            ServerHello::WebSocket => envelope::websocket_server_hello(&self.cfg.session_id),
+        let server_hello = match &self.server_hello {
+            ServerHello::WebSocket => envelope::websocket_server_hello(&self.session_id),
             ServerHello::Text(text) => text.to_string(),
         };
         self.send_text(server_hello, now);
@@ -852,7 +885,7 @@ impl Session {
         self.info_mut().set_phase(Phase::Initializing);
         let params = json!({
             "protocolVersion": "2024-11-05",
-            "capabilities": {"vision": {"url": self.cfg.vision_url, "token": self.cfg.vision_token}},
+            "capabilities": {"vision": {"url": self.vision.0, "token": self.vision.1}},
             "clientInfo": {"name": "mcpdev", "version": env!("CARGO_PKG_VERSION")},
         });
         self.send_request("initialize", Some(params), Origin::Initialize(self.generation), self.cfg.onboarding_timeout, now);
@@ -1087,7 +1120,7 @@ impl Session {
     /// Sends a JSON-RPC payload in an `mcp` envelope, written straight from `payload`; a tree of
     /// it is built only for a trace.
     fn send_payload(&mut self, payload: &impl serde::Serialize, now: Instant) {
-        let text = envelope::mcp_text(&self.cfg.session_id, payload);
+        let text = envelope::mcp_text(&self.session_id, payload);
         if self.trace {
             let payload = serde_json::to_value(payload).unwrap_or_default();
             self.emit(Event::Traffic { direction: Direction::Out, payload: Box::new(payload), latency_ms: None });
