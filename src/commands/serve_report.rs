@@ -131,19 +131,53 @@ pub fn spawn_event_log(hub: std::sync::Arc<Hub>, json: bool, quiet: bool, color:
 
 fn write_event_log(mut events: tokio::sync::broadcast::Receiver<std::sync::Arc<crate::links::handle::DeviceEvent>>, json: bool, color: bool) {
     use std::io::Write;
-    use tokio::sync::broadcast::error::RecvError;
+    use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+    // Buffered, and flushed whenever no event is waiting: a fleet coming back at once is written
+    // in a few large writes, not a write per event, and a single event is out at once.
+    let mut out: Box<dyn Write> = if json { Box::new(std::io::BufWriter::new(std::io::stdout())) } else { Box::new(std::io::BufWriter::new(std::io::stderr())) };
     loop {
+        let next = match events.try_recv() {
+            Ok(ev) => Ok(ev),
+            Err(TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
+            Err(TryRecvError::Closed) => Err(RecvError::Closed),
+            Err(TryRecvError::Empty) => {
+                if let Err(e) = out.flush() {
+                    tracing::debug!("the event log stopped: {e}");
+                    return;
+                }
+                events.blocking_recv()
+            }
+        };
         // Only lifecycle events are reported: the others (a device's notifications, say) are
         // not serialized at all.
-        let mut ev = match events.blocking_recv() {
-            Ok(ev) if reported(ev.event.name()) => serde_json::to_value(&ev).unwrap_or(Value::Null),
-            Ok(_) => continue,
-            Err(RecvError::Lagged(n)) => serde_json::json!({"event": "lagged", "skipped": n}),
-            Err(RecvError::Closed) => return,
+        let now = std::time::SystemTime::now();
+        let written = match next {
+            Ok(ev) if !reported(ev.event.name()) => continue,
+            // The JSON line is the event as the control API's `watch` sends it, with its time
+            // last, written straight from the event (no JSON tree per event).
+            Ok(ev) if json => match serde_json::to_string(&*ev) {
+                Ok(mut line) if line.ends_with('}') => {
+                    line.pop();
+                    writeln!(out, "{line},\"ts\":\"{}\"}}", humantime::format_rfc3339_millis(now))
+                }
+                _ => continue,
+            },
+            Ok(ev) => {
+                let mut v = serde_json::to_value(&*ev).unwrap_or(Value::Null);
+                super::watch::stamp(&mut v, now);
+                writeln!(out, "{}", super::watch::describe(&v, color))
+            }
+            Err(RecvError::Lagged(n)) => {
+                let mut v = serde_json::json!({"event": "lagged", "skipped": n});
+                super::watch::stamp(&mut v, now);
+                if json { writeln!(out, "{v}") } else { writeln!(out, "{}", super::watch::describe(&v, color)) }
+            }
+            Err(RecvError::Closed) => {
+                let _ = out.flush();
+                return;
+            }
         };
-        super::watch::stamp(&mut ev, std::time::SystemTime::now());
         // Whoever reads the log may go away (a closed pipe): the hub goes on without it.
-        let written = if json { writeln!(std::io::stdout(), "{ev}") } else { writeln!(std::io::stderr(), "{}", super::watch::describe(&ev, color)) };
         if let Err(e) = written {
             tracing::debug!("the event log stopped: {e}");
             return;
