@@ -38,7 +38,9 @@ use crate::links::changes::{self, Changes};
 use crate::session::ToolList;
 
 /// One tool as an endpoint offers it: its name, its device, and its tool in the converted list
-/// that every device listing the same tools shares (an entry costs its name and a few pointers).
+/// that every device listing the same tools shares (an entry costs its name and a few pointers,
+/// kept in the catalogue's tree itself; a copy is a few reference counts).
+#[derive(Clone)]
 pub struct Offered {
     /// The name MCP clients call it by; the index's key is the same allocation.
     pub name: Arc<str>,
@@ -97,7 +99,7 @@ pub struct Catalogue {
     epoch: u64,
     next_seq: u64,
     devices: HashMap<String, Joined>,
-    entries: BTreeMap<Place, Arc<Offered>>,
+    entries: BTreeMap<Place, Offered>,
     index: HashMap<Arc<str>, Place>,
     /// Each distinct tool list in use, as MCP tools, by the list's identity.
     templates: HashMap<usize, Template>,
@@ -125,7 +127,7 @@ impl Catalogue {
         self.entries.is_empty()
     }
 
-    pub fn get(&self, name: &str) -> Option<Arc<Offered>> {
+    pub fn get(&self, name: &str) -> Option<Offered> {
         self.index.get(name).and_then(|p| self.entries.get(p)).cloned()
     }
 
@@ -203,7 +205,7 @@ impl Catalogue {
     }
 
     /// Takes a device's entries out; returns it and them.
-    fn remove_device(&mut self, device_id: &str) -> Option<(Joined, Vec<Arc<Offered>>)> {
+    fn remove_device(&mut self, device_id: &str) -> Option<(Joined, Vec<Offered>)> {
         let joined = self.devices.remove(device_id)?;
         if let Some(t) = self.templates.get_mut(&joined.tools.identity()) {
             t.users -= 1;
@@ -288,7 +290,7 @@ impl Catalogue {
             return;
         }
         self.index.insert(name.clone(), place);
-        self.entries.insert(place, Arc::new(Offered { name, device, converted: converted.clone(), at }));
+        self.entries.insert(place, Offered { name, device, converted: converted.clone(), at });
     }
 }
 

@@ -169,7 +169,7 @@ impl Shared {
     }
 
     /// The tool an endpoint offers under `name`.
-    fn offered(&self, scope: &Scope, name: &str) -> Option<Arc<Offered>> {
+    fn offered(&self, scope: &Scope, name: &str) -> Option<Offered> {
         self.catalogue(scope, |c| c.get(name))
     }
 
