@@ -67,6 +67,7 @@ def cpu_s(pid):
 
 class Mcp:
     def __init__(self, host):
+        self.host = host
         self.conn = http.client.HTTPConnection(host)
         self.headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
         self.id = 0
@@ -79,8 +80,15 @@ class Mcp:
         else:
             self.id += 1
             body = {"jsonrpc": "2.0", "id": self.id, "method": method, "params": params}
-        self.conn.request("POST", "/mcp", json.dumps(body), self.headers)
-        resp = self.conn.getresponse()
+        try:
+            self.conn.request("POST", "/mcp", json.dumps(body), self.headers)
+            resp = self.conn.getresponse()
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            # The hub closed the idle keep-alive connection (the session lives on): connect again.
+            self.conn.close()
+            self.conn = http.client.HTTPConnection(self.host)
+            self.conn.request("POST", "/mcp", json.dumps(body), self.headers)
+            resp = self.conn.getresponse()
         data = resp.read().decode()
         if keep:
             self.headers["Mcp-Session-Id"] = resp.getheader("Mcp-Session-Id")
