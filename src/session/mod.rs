@@ -388,19 +388,22 @@ pub struct Session {
 }
 
 /// The configuration's hub-wide part (its per-session fields taken out), shared with the sessions
-/// created before it with an equal one: a hub's sessions all hold the same pointer. Only the
-/// latest is remembered (weakly), which is what a hub creating its sessions one by one needs.
+/// created before it on this thread with an equal one: a hub's sessions hold one pointer per
+/// runtime thread. Only the latest is remembered (weakly), which is what a hub creating its
+/// sessions one by one needs; per thread, so no lock is taken and no other thread's sessions
+/// can displace it.
 fn shared_config(cfg: SessionConfig) -> std::sync::Arc<SessionConfig> {
-    static LATEST: std::sync::Mutex<std::sync::Weak<SessionConfig>> = std::sync::Mutex::new(std::sync::Weak::new());
-    // Nothing under this lock can panic (a comparison, a pointer swap); a poisoned one is still
-    // a valid cache.
-    let mut latest = LATEST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(shared) = latest.upgrade().filter(|s| **s == cfg) {
-        return shared;
+    thread_local! {
+        static LATEST: std::cell::RefCell<std::sync::Weak<SessionConfig>> = const { std::cell::RefCell::new(std::sync::Weak::new()) };
     }
-    let shared = std::sync::Arc::new(cfg);
-    *latest = std::sync::Arc::downgrade(&shared);
-    shared
+    LATEST.with(|latest| {
+        if let Some(shared) = latest.borrow().upgrade().filter(|s| **s == cfg) {
+            return shared;
+        }
+        let shared = std::sync::Arc::new(cfg);
+        *latest.borrow_mut() = std::sync::Arc::downgrade(&shared);
+        shared
+    })
 }
 
 impl Session {

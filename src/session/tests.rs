@@ -851,3 +851,51 @@ fn begin_at_onboards_a_silent_device_later_and_a_hello_first_onboards_it_once() 
     initialize_in(&talker.on_text(HELLO, t0));
     assert!(sent(&talker.on_tick(at)).is_empty(), "no second initialize");
 }
+
+/// A fleet's sessions share what is the same for all of them, and keep what is theirs: two
+/// sessions of one hub hold one configuration; their session ids, vision tokens and jittered
+/// keepalives stay their own, and a hub with other settings gets its own configuration.
+#[test]
+fn sessions_share_their_hub_wide_configuration_and_keep_their_own_fields() {
+    let now = Instant::now();
+    let mut one = config();
+    one.keepalive_jitter_pct = 25;
+    let mut two = one.clone();
+    two.session_id = "s2".into();
+    two.vision_token = "vt2".into();
+    let (a, b) = (Session::new(identity(), "websocket", one.clone(), now), Session::new(identity(), "websocket", two, now));
+    assert!(std::sync::Arc::ptr_eq(&a.cfg, &b.cfg), "one configuration for the hub's sessions");
+    assert_eq!((a.session_id.as_str(), b.session_id.as_str()), ("s1", "s2"));
+    assert_eq!((a.vision.1.as_str(), b.vision.1.as_str()), ("vt", "vt2"));
+    assert!(a.cfg.session_id.is_empty() && a.cfg.vision_token.is_empty(), "no session's own field is in the shared part");
+    assert_ne!(a.keepalive, b.keepalive, "each session pings on its own period (spread by its session id)");
+    let mut other = one;
+    other.max_tools = 7;
+    let c = Session::new(identity(), "websocket", other, now);
+    assert!(!std::sync::Arc::ptr_eq(&a.cfg, &c.cfg));
+    assert_eq!(c.cfg.max_tools, 7);
+    // A session's server hello is written from its own session id.
+    let mut ws = config();
+    ws.server_hello = ServerHello::WebSocket;
+    ws.session_id = "s9".into();
+    let mut s = Session::new(identity(), "websocket", ws, now);
+    let hello = sent(&s.on_text(r#"{"type":"hello"}"#, now)).into_iter().find(|v| v["type"] == "hello").expect("a server hello");
+    assert_eq!((hello["session_id"].as_str(), hello["transport"].as_str()), (Some("s9"), Some("websocket")));
+}
+
+/// What a link published is a snapshot: the session's next change copies the description
+/// instead of changing what readers hold, and a description nobody else holds is not copied.
+#[test]
+fn a_published_description_is_a_snapshot_and_an_unshared_one_is_not_copied() {
+    let now = Instant::now();
+    let mut s = session(now);
+    let published = s.shared_info().clone();
+    s.on_text(r#"{"type":"hello","version":1}"#, now);
+    assert!(published.hello.is_none() && s.info().hello.is_some(), "the published description did not change");
+    assert!(!std::sync::Arc::ptr_eq(&published, s.shared_info()));
+    drop(published);
+    let before = std::sync::Arc::as_ptr(s.shared_info());
+    s.on_binary(10);
+    assert_eq!(std::sync::Arc::as_ptr(s.shared_info()), before, "no copy while nothing else holds it");
+    assert_eq!(s.info().counters.binary_frames, 1);
+}
