@@ -953,6 +953,7 @@ impl Session {
                     self.info_mut().set_phase(Phase::Listing);
                     return;
                 }
+                self.onboarding.finish();
                 let settled = if self.background { self.relist_done(tools, now) } else { self.first_list_done(tools, now) };
                 if settled {
                     self.answer_waiters(None);
@@ -1026,7 +1027,7 @@ impl Session {
 
     /// A cap or a device quirk cut the listing short: warn (a cap is logged once per session).
     fn warn_listing(&mut self, warning: String) {
-        if self.onboarding.capped.is_some() {
+        if self.onboarding.capped() {
             if !self.cap_logged {
                 self.cap_logged = true;
                 tracing::warn!(device = %self.info.device_id, "{warning}");

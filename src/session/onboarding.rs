@@ -1,6 +1,9 @@
 //! Listing a device's tools page by page, with the guards devices in the field need: a cursor
 //! that does not advance, a page limit, caps on the number and bytes of tools kept, and a retry
 //! when the list comes back empty.
+//!
+//! A listing's state lives in a box that exists only while a listing is under way (or an empty
+//! list's retry is planned): a fleet's ready devices hold a null pointer, not ~180 bytes each.
 
 use std::collections::HashSet;
 use std::time::Instant;
@@ -11,7 +14,10 @@ use super::SessionConfig;
 use super::info::ToolEntry;
 
 #[derive(Debug, Default)]
-pub(super) struct Listing {
+pub(super) struct Listing(Option<Box<State>>);
+
+#[derive(Debug, Default)]
+struct State {
     cursor: String,
     seen_cursors: HashSet<String>,
     seen_names: HashSet<String>,
@@ -21,7 +27,7 @@ pub(super) struct Listing {
     empty_retries: u32,
     retry_at: Option<Instant>,
     /// Set when a cap stopped the listing; what was kept is complete up to the cap.
-    pub capped: Option<String>,
+    capped: Option<String>,
 }
 
 pub(super) enum Step {
@@ -31,18 +37,66 @@ pub(super) enum Step {
 
 impl Listing {
     pub fn cursor(&self) -> &str {
-        &self.cursor
+        self.0.as_ref().map_or("", |s| &s.cursor)
     }
 
     /// The page the next `tools/list` asks for, counted from 1 (for messages).
     pub fn page(&self) -> usize {
-        self.pages + 1
+        self.0.as_ref().map_or(1, |s| s.pages + 1)
+    }
+
+    /// Whether any state is held (a listing under way or a retry planned).
+    #[cfg(test)]
+    pub fn is_active(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Whether a cap stopped the listing (what was kept is complete up to the cap).
+    pub fn capped(&self) -> bool {
+        self.0.as_ref().is_some_and(|s| s.capped.is_some())
     }
 
     /// Takes one `tools/list` result. Tools already seen (a device that ignores the cursor and
     /// sends everything again) are not added twice. Tools beyond `max_tools` or `max_tool_bytes`
     /// are not kept, and the listing stops there.
     pub fn add_page(&mut self, result: &Value, cfg: &SessionConfig) -> Step {
+        self.0.get_or_insert_with(Box::default).add_page(result, cfg)
+    }
+
+    /// The tools listed; the listing's bookkeeping (names and cursors seen) is let go with them.
+    pub fn take_tools(&mut self) -> Vec<ToolEntry> {
+        self.0.as_mut().map(|s| s.take_tools()).unwrap_or_default()
+    }
+
+    /// The listing is over: its state is let go, unless an empty list's retry is planned.
+    pub fn finish(&mut self) {
+        if self.0.as_ref().is_some_and(|s| s.retry_at.is_none()) {
+            self.0 = None;
+        }
+    }
+
+    /// After an empty list: plan a new listing from the start, if retries are left.
+    pub fn schedule_retry(&mut self, now: Instant, cfg: &SessionConfig) -> bool {
+        self.0.get_or_insert_with(Box::default).schedule_retry(now, cfg)
+    }
+
+    pub fn retry_at(&self) -> Option<Instant> {
+        self.0.as_ref().and_then(|s| s.retry_at)
+    }
+
+    pub fn retry_due(&mut self, now: Instant) -> bool {
+        match &mut self.0 {
+            Some(s) if s.retry_at.is_some_and(|at| at <= now) => {
+                s.retry_at = None;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+impl State {
+    fn add_page(&mut self, result: &Value, cfg: &SessionConfig) -> Step {
         self.pages += 1;
         let mut skipped = 0;
         for t in result.get("tools").and_then(Value::as_array).into_iter().flatten() {
@@ -85,33 +139,19 @@ impl Listing {
         }
     }
 
-    /// The tools listed; the listing's bookkeeping (names and cursors seen) is let go with them.
-    pub fn take_tools(&mut self) -> Vec<ToolEntry> {
+    fn take_tools(&mut self) -> Vec<ToolEntry> {
         self.bytes = 0;
         self.seen_names = HashSet::new();
         self.seen_cursors = HashSet::new();
         std::mem::take(&mut self.tools)
     }
 
-    /// After an empty list: plan a new listing from the start, if retries are left.
-    pub fn schedule_retry(&mut self, now: Instant, cfg: &SessionConfig) -> bool {
+    fn schedule_retry(&mut self, now: Instant, cfg: &SessionConfig) -> bool {
         if self.empty_retries >= cfg.empty_list_retries {
             return false;
         }
         let retries = self.empty_retries + 1;
         *self = Self { empty_retries: retries, retry_at: Some(now + cfg.empty_list_retry), ..Self::default() };
         true
-    }
-
-    pub fn retry_at(&self) -> Option<Instant> {
-        self.retry_at
-    }
-
-    pub fn retry_due(&mut self, now: Instant) -> bool {
-        if self.retry_at.is_some_and(|at| at <= now) {
-            self.retry_at = None;
-            return true;
-        }
-        false
     }
 }

@@ -78,6 +78,8 @@ fn onboarding_lists_every_page_and_becomes_ready() {
     assert_eq!(s.info().phase, Phase::Ready);
     assert_eq!(s.info().tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["a", "b", "c", "d"]);
     assert_eq!(s.info().server_name().as_deref(), Some("b"));
+    assert_eq!(s.info().tools_warning, None);
+    assert!(!s.onboarding.is_active(), "a ready device holds no listing state");
 }
 
 #[test]
