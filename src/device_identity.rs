@@ -71,18 +71,30 @@ impl DeviceIdentity {
     /// `device_id`'s identity kept in `dir` (the state directory's [`SIM_DIR`] or [`BOARD_DIR`]),
     /// created on first use. A file that cannot be read, written or used is an error that names it.
     pub fn load_or_create(dir: &Path, device_id: &str) -> Result<Self, String> {
-        let path = dir.join(format!("{}.json", device_id.replace(':', "").to_ascii_lowercase()));
-        match crate::paths::read_private(&path) {
+        let path = Self::kept_path(dir, device_id);
+        if let Some(id) = Self::read_kept(&path)? {
+            return Ok(id);
+        }
+        let id = Self::random();
+        let text = serde_json::to_vec(&id).map_err(|e| e.to_string())?;
+        crate::paths::write_private(&path, &text).map_err(|e| format!("cannot keep the device identity in {}: {e}", path.display()))?;
+        Ok(id)
+    }
+
+    /// Where `device_id`'s identity is kept in `dir`.
+    fn kept_path(dir: &Path, device_id: &str) -> std::path::PathBuf {
+        dir.join(format!("{}.json", device_id.replace(':', "").to_ascii_lowercase()))
+    }
+
+    /// The identity kept at `path`, `None` if there is none; a file that cannot be read or used
+    /// is an error that names it.
+    fn read_kept(path: &Path) -> Result<Option<Self>, String> {
+        match crate::paths::read_private(path) {
             Ok(bytes) => serde_json::from_slice::<Self>(&bytes)
                 .map_err(|e| e.to_string())
-                .and_then(|id| id.check().map(|()| id))
+                .and_then(|id| id.check().map(|()| Some(id)))
                 .map_err(|e| format!("{} is not a usable device identity ({e}); remove it for a new one", path.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let id = Self::random();
-                let text = serde_json::to_vec(&id).map_err(|e| e.to_string())?;
-                crate::paths::write_private(&path, &text).map_err(|e| format!("cannot keep the device identity in {}: {e}", path.display()))?;
-                Ok(id)
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(format!("cannot read the device identity {}: {e}", path.display())),
         }
     }
@@ -103,44 +115,22 @@ impl SimIdentities {
     /// The seed kept in `dir` (the state directory's [`SIM_DIR`]), created on first use. A seed
     /// that cannot be read, written or used is an error that names its file.
     pub fn load_or_create(dir: &Path) -> Result<Self, String> {
+        use crate::paths::KeyFileError;
         let path = dir.join("seed");
-        let parse = |bytes: &[u8]| -> Result<Vec<u8>, String> {
-            let text = std::str::from_utf8(bytes).map_err(|_| "not text".to_string())?.trim();
-            let raw = (0..text.len())
-                .step_by(2)
-                .map(|i| text.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
-                .collect::<Option<Vec<u8>>>()
-                .filter(|raw| raw.len() == SEED_LEN)
-                .ok_or_else(|| format!("not {} hex digits", SEED_LEN * 2))?;
-            Ok(raw)
-        };
-        let raw = match crate::paths::read_private(&path) {
-            Ok(bytes) => parse(&bytes).map_err(|e| format!("{} is not a usable sim seed ({e}); remove it for new virtual devices", path.display()))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let raw: Vec<u8> = uuid::Uuid::new_v4().as_bytes().iter().chain(uuid::Uuid::new_v4().as_bytes()).copied().collect();
-                let text: String = raw.iter().map(|b| format!("{b:02x}")).collect();
-                crate::paths::write_private(&path, text.as_bytes()).map_err(|e| format!("cannot keep the sim seed in {}: {e}", path.display()))?;
-                // Two sims starting at once: the second one's rename wins, and both read it.
-                let bytes = crate::paths::read_private(&path).map_err(|e| format!("cannot read the sim seed {}: {e}", path.display()))?;
-                parse(&bytes).map_err(|e| format!("{} is not a usable sim seed ({e})", path.display()))?
-            }
-            Err(e) => return Err(format!("cannot read the sim seed {}: {e}", path.display())),
-        };
+        let raw = crate::paths::load_or_create_key(&path, SEED_LEN).map_err(|e| match e {
+            KeyFileError::Read(e) => format!("cannot read the sim seed {}: {e}", path.display()),
+            KeyFileError::Write(e) => format!("cannot keep the sim seed in {}: {e}", path.display()),
+            KeyFileError::NotHex => format!("{} is not a usable sim seed (not {} hex digits); remove it for new virtual devices", path.display(), SEED_LEN * 2),
+        })?;
         Ok(Self { dir: dir.to_path_buf(), seed: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &raw) })
     }
 
     /// `device_id`'s identity: the kept file of an earlier version if there is one, otherwise the
     /// seed's. Writes nothing.
     pub fn get(&self, device_id: &str) -> Result<DeviceIdentity, String> {
-        let mac = device_id.replace(':', "").to_ascii_lowercase();
-        let path = self.dir.join(format!("{mac}.json"));
-        match crate::paths::read_private(&path) {
-            Ok(bytes) => serde_json::from_slice::<DeviceIdentity>(&bytes)
-                .map_err(|e| e.to_string())
-                .and_then(|id| id.check().map(|()| id))
-                .map_err(|e| format!("{} is not a usable device identity ({e}); remove it for a new one", path.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(self.derive(&mac)),
-            Err(e) => Err(format!("cannot read the device identity {}: {e}", path.display())),
+        match DeviceIdentity::read_kept(&DeviceIdentity::kept_path(&self.dir, device_id))? {
+            Some(kept) => Ok(kept),
+            None => Ok(self.derive(&device_id.replace(':', "").to_ascii_lowercase())),
         }
     }
 
@@ -150,7 +140,7 @@ impl SimIdentities {
         let mut bytes = [0u8; 16];
         bytes.copy_from_slice(&client.as_ref()[..16]);
         let client_id = uuid::Builder::from_random_bytes(bytes).into_uuid().to_string();
-        let device_key = tag("device-key").as_ref()[..16].iter().map(|b| format!("{b:02x}")).collect();
+        let device_key = crate::paths::hex(&tag("device-key").as_ref()[..16]);
         DeviceIdentity { client_id, device_key }
     }
 }

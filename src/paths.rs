@@ -91,6 +91,46 @@ fn write_replacing(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Res
     result
 }
 
+/// Why a key file could not be used.
+#[derive(Debug)]
+pub enum KeyFileError {
+    Read(std::io::Error),
+    Write(std::io::Error),
+    /// It holds something other than the hex digits of a key of the expected length.
+    NotHex,
+}
+
+/// A random key of `len` bytes kept in `path` as hex digits, private ([`write_private`],
+/// [`read_private`]), created on first use. Two processes creating it at once both end up with
+/// the one whose rename won: each reads back what is there.
+pub fn load_or_create_key(path: &Path, len: usize) -> Result<Vec<u8>, KeyFileError> {
+    let parse = |bytes: &[u8]| std::str::from_utf8(bytes).ok().and_then(|t| unhex(t.trim())).filter(|raw| raw.len() == len).ok_or(KeyFileError::NotHex);
+    match read_private(path) {
+        Ok(bytes) => parse(&bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            use ring::rand::SecureRandom;
+            let mut raw = vec![0u8; len];
+            ring::rand::SystemRandom::new().fill(&mut raw).map_err(|_| KeyFileError::Write(std::io::Error::other("the system random source failed")))?;
+            write_private(path, hex(&raw).as_bytes()).map_err(KeyFileError::Write)?;
+            parse(&read_private(path).map_err(KeyFileError::Read)?)
+        }
+        Err(e) => Err(KeyFileError::Read(e)),
+    }
+}
+
+/// Lower-case hex digits of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The bytes `s` spells in hex digits (either case), if it spells any.
+pub fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len()).step_by(2).map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok())).collect()
+}
+
 /// Reads a private file, refusing one that other users could read or write (a secret someone
 /// else may have seen or planted is not a secret).
 pub fn read_private(path: &Path) -> std::io::Result<Vec<u8>> {

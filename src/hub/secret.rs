@@ -51,20 +51,13 @@ impl HubSecret {
     /// Reads the secret at `path`, or creates it (random, 0600) when there is none. Refuses a file
     /// other users can read, or one that is not 64 hex digits.
     pub fn load_or_create(path: &Path) -> anyhow::Result<Self> {
-        match crate::paths::read_private(path) {
-            Ok(bytes) => Self::from_file_bytes(path, &bytes),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let mut raw = [0u8; 32];
-                fill_random(&mut raw)?;
-                let text = hex(&raw);
-                // Two hubs starting at once: the second one's rename wins, and both then read it.
-                crate::paths::write_private(path, text.as_bytes())
-                    .map_err(|e| anyhow::anyhow!("cannot write the hub secret {}: {e}", path.display()))?;
-                let bytes = crate::paths::read_private(path).map_err(|e| anyhow::anyhow!("cannot read the hub secret {}: {e}", path.display()))?;
-                Self::from_file_bytes(path, &bytes)
-            }
-            Err(e) => Err(anyhow::anyhow!("cannot read the hub secret {}: {e}", path.display())),
-        }
+        use crate::paths::KeyFileError;
+        let raw = crate::paths::load_or_create_key(path, 32).map_err(|e| match e {
+            KeyFileError::Read(e) => anyhow::anyhow!("cannot read the hub secret {}: {e}", path.display()),
+            KeyFileError::Write(e) => anyhow::anyhow!("cannot write the hub secret {}: {e}", path.display()),
+            KeyFileError::NotHex => anyhow::anyhow!("the hub secret {} is not 64 hex digits; remove it and a new one is made (every device must then be approved again)", path.display()),
+        })?;
+        Ok(Self { key: hmac::Key::new(hmac::HMAC_SHA256, &raw), path: path.to_path_buf() })
     }
 
     /// A secret from known bytes (tests, and in-process hubs that keep nothing on disk).
@@ -77,14 +70,6 @@ impl HubSecret {
         let mut raw = [0u8; 32];
         fill_random(&mut raw).expect("the system random source works");
         Self::from_bytes(&raw)
-    }
-
-    fn from_file_bytes(path: &Path, bytes: &[u8]) -> anyhow::Result<Self> {
-        let text = std::str::from_utf8(bytes).unwrap_or("").trim();
-        let raw = unhex(text).filter(|r| r.len() == 32).ok_or_else(|| {
-            anyhow::anyhow!("the hub secret {} is not 64 hex digits; remove it and a new one is made (every device must then be approved again)", path.display())
-        })?;
-        Ok(Self { key: hmac::Key::new(hmac::HMAC_SHA256, &raw), path: path.to_path_buf() })
     }
 
     /// Where the secret is kept (empty for an in-memory one).
@@ -130,16 +115,7 @@ pub(crate) fn fill_random(buf: &mut [u8]) -> anyhow::Result<()> {
     ring::rand::SystemRandom::new().fill(buf).map_err(|_| anyhow::anyhow!("the system random source failed"))
 }
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len()).step_by(2).map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok())).collect()
-}
+pub(crate) use crate::paths::hex;
 
 #[cfg(test)]
 mod tests {
