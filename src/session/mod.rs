@@ -333,8 +333,7 @@ struct Waiter {
 pub struct Session {
     /// The hub-wide part of the configuration, shared ([`shared_config`]).
     cfg: std::sync::Arc<SessionConfig>,
-    /// What is this session's own.
-    session_id: String,
+    /// What is this session's own (its session id is its description's).
     server_hello: ServerHello,
     vision: (String, String),
     keepalive: Duration,
@@ -413,13 +412,12 @@ impl Session {
         info.set_system_info(cfg.system_info.take().as_ref());
         let onboard_budget = std::mem::take(&mut cfg.onboard_budget);
         let next_id = std::mem::take(&mut cfg.id_base);
-        let session_id = std::mem::take(&mut cfg.session_id);
+        cfg.session_id = String::new();
         let server_hello = std::mem::take(&mut cfg.server_hello);
         let vision = (std::mem::take(&mut cfg.vision_url), std::mem::take(&mut cfg.vision_token));
         Self {
             next_id,
             cfg: shared_config(cfg),
-            session_id,
             server_hello,
             vision,
             keepalive,
@@ -797,7 +795,7 @@ impl Session {
         let shared = self.info.hello.clone().map_or_else(|| SharedJson::from_value(hello), SharedJson);
         self.emit(Event::Hello { hello: shared });
         let server_hello = match &self.server_hello {
-            ServerHello::WebSocket => envelope::websocket_server_hello(&self.session_id),
+            ServerHello::WebSocket => envelope::websocket_server_hello(&self.info.session_id),
             ServerHello::Text(text) => text.to_string(),
         };
         self.send_text(server_hello, now);
@@ -1124,7 +1122,7 @@ impl Session {
     /// Sends a JSON-RPC payload in an `mcp` envelope, written straight from `payload`; a tree of
     /// it is built only for a trace.
     fn send_payload(&mut self, payload: &impl serde::Serialize, now: Instant) {
-        let text = envelope::mcp_text(&self.session_id, payload);
+        let text = envelope::mcp_text(&self.info.session_id, payload);
         if self.trace {
             let payload = serde_json::to_value(payload).unwrap_or_default();
             self.emit(Event::Traffic { direction: Direction::Out, payload: Box::new(payload), latency_ms: None });

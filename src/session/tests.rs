@@ -867,7 +867,7 @@ fn sessions_share_their_hub_wide_configuration_and_keep_their_own_fields() {
     two.vision_token = "vt2".into();
     let (a, b) = (Session::new(identity(), "websocket", one.clone(), now), Session::new(identity(), "websocket", two, now));
     assert!(std::sync::Arc::ptr_eq(&a.cfg, &b.cfg), "one configuration for the hub's sessions");
-    assert_eq!((a.session_id.as_str(), b.session_id.as_str()), ("s1", "s2"));
+    assert_eq!((a.info().session_id.as_str(), b.info().session_id.as_str()), ("s1", "s2"));
     assert_eq!((a.vision.1.as_str(), b.vision.1.as_str()), ("vt", "vt2"));
     assert!(a.cfg.session_id.is_empty() && a.cfg.vision_token.is_empty(), "no session's own field is in the shared part");
     assert_ne!(a.keepalive, b.keepalive, "each session pings on its own period (spread by its session id)");
