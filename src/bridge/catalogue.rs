@@ -7,27 +7,36 @@
 //!   changed since its own epoch, and looks at those only: it compares each one's connection and
 //!   tool list by identity (a pointer: lists are interned, see
 //!   [`ToolList`](crate::session::ToolList)) with what it holds, and a device that joined, left,
-//!   reconnected or changed its tools has its entries removed and added again. The cost is those
-//!   devices' tools, whatever the fleet's size. A catalogue that fell further behind than the log
-//!   keeps (a fleet coming back at once) makes one full pass over the endpoint's devices instead,
-//!   a pointer comparison each.
+//!   reconnected or changed its tools is taken out and added again. The cost is those devices'
+//!   tools, whatever the fleet's size. A catalogue that fell further behind than the log keeps
+//!   (a fleet coming back at once) makes one full pass over the endpoint's devices instead, a
+//!   pointer comparison each.
+//! - **Nothing kept per tool when names are derived.** With `--mcp-names prefixed` (the default)
+//!   a tool's name is `<prefix>.<tool>`, which names its device and its tool: the catalogue keeps
+//!   one entry per device (its place, its connection, its shared list) and computes a page's
+//!   names, and finds a called name by its prefix and the list's own index of names. Only names
+//!   that were given one by one (`--mcp-names plain`, a device's own endpoint) are kept and
+//!   indexed, since who got a plain name first is not derivable.
 //! - **Stable order, stable cursors.** Entries are ordered by when their device joined (devices
-//!   that join together in device-id order), then by the device's own order; a device that
-//!   re-lists keeps its place. A `tools/list` cursor names the next entry's place, not an index,
-//!   so a listing in progress while devices come and go has no duplicates, never shows a tool of
-//!   a device that left, and reaches devices that joined behind it.
+//!   that join together in device-id order), then by the tool's place in the device's list; a
+//!   device that re-lists keeps its place. A `tools/list` cursor names the next entry's place,
+//!   not an index, so a listing in progress while devices come and go has no duplicates, never
+//!   shows a tool of a device that left, and reaches devices that joined behind it.
 //! - **Equal lists converted once.** Devices running the same firmware list the same tools (one
-//!   interned list): its tools are converted to MCP tools once, and each device's entries share
-//!   their schemas (`Arc`), differing only by name.
-//! - **Names never move.** With `--mcp-names plain` a device gets its tool's own name if no
-//!   connected device holds it, and keeps it while it stays connected (also across re-lists);
-//!   a device that joins later with the same tool gets `<prefix>.<tool>`, and keeps that. A
-//!   plain name that looks like another device's prefixed name (`dev-<hex>.…`, `<alias>.…`) is
-//!   never given, so no device can squat another's tools; nor is a fleet tool's name
+//!   interned list): its tools are converted to MCP tools once, with an index of their names, and
+//!   every device that lists them shares both.
+//! - **Names never move.** A prefixed name is its device's for good: a device whose `dev-<hex>`
+//!   prefix is another device's alias offers nothing under it (logged), so no configuration
+//!   gives one name to two devices. With `--mcp-names plain` a device gets its tool's own name if
+//!   no connected device holds it, and keeps it while it stays connected (also across re-lists);
+//!   a device that joins later with the same tool gets `<prefix>.<tool>`, and keeps that. A plain
+//!   name that looks like another device's prefixed name (`dev-<hex>.…`, `<alias>.…`) is never
+//!   given, so no device can squat another's tools; nor is a fleet tool's name
 //!   (`search_devices`, …), so none can squat the hub's.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, LazyLock, Mutex, RwLock};
 
 use rmcp::model::Tool;
 use serde_json::{Value, json};
@@ -37,24 +46,23 @@ use crate::links::DeviceHandle;
 use crate::links::changes::{self, Changes};
 use crate::session::ToolList;
 
-/// One tool as an endpoint offers it: its name, its device, and its tool in the converted list
-/// that every device listing the same tools shares (an entry costs its name and a few pointers,
-/// kept in the catalogue's tree itself; a copy is a few reference counts).
+/// One tool as an endpoint offers it, made when it is asked for (the catalogue keeps none): its
+/// name, its device, and its tool in the converted list that every device listing the same
+/// tools shares.
 #[derive(Clone)]
 pub struct Offered {
-    /// The name MCP clients call it by; the index's key is the same allocation.
+    /// The name MCP clients call it by.
     pub name: Arc<str>,
-    /// The device that runs it (one handle per device, shared by its entries); `None` for the
-    /// hub's own `list_devices`.
+    /// The device that runs it; `None` for the hub's own `list_devices`.
     pub device: Option<Arc<DeviceHandle>>,
     /// Its list, converted; its own tool is at `at`, and is a valid MCP tool.
-    converted: Arc<[Option<Tool>]>,
+    converted: Arc<Converted>,
     at: usize,
 }
 
 impl Offered {
     fn converted(&self) -> &Tool {
-        self.converted[self.at].as_ref().expect("only valid tools are offered")
+        self.converted.tools[self.at].as_ref().expect("only valid tools are offered")
     }
 
     /// The tool's name on its device.
@@ -75,7 +83,8 @@ impl Offered {
     }
 }
 
-/// An entry's place: the join order of its device, then its order on the device.
+/// An entry's place: the join order of its device (0: the hub's own tool), then its tool's
+/// place in the device's list, from 1.
 type Place = (u64, u32);
 
 /// What decides which tools an endpoint offers, and under which names.
@@ -86,29 +95,86 @@ pub struct Rules<'a> {
     pub aliases: &'a HashMap<String, String>,
 }
 
-/// A device as the catalogue holds it (its entries' names are in `entries`).
+/// A tool list's tools as MCP tools, converted once for every device that lists it.
+struct Converted {
+    /// The list itself (held, so that its identity stays the key of this conversion).
+    list: ToolList,
+    /// Each tool as an MCP tool; `None`: not a valid MCP tool, or a name the list has already.
+    tools: Box<[Option<Tool>]>,
+    /// Where each name is first in the list.
+    by_name: HashMap<Box<str>, u32>,
+}
+
+impl Converted {
+    fn new(list: ToolList, device_id: &str) -> Self {
+        let mut by_name = HashMap::with_capacity(list.len());
+        let mut tools = Vec::with_capacity(list.len());
+        for (i, t) in list.iter().enumerate() {
+            if by_name.contains_key(t.name.as_str()) {
+                tracing::warn!(device = %device_id, tool = %t.name, "the device lists this tool twice; offering the first");
+                tools.push(None);
+                continue;
+            }
+            by_name.insert(t.name.as_str().into(), i as u32);
+            let tool = to_tool(&t.name, &t.value());
+            if tool.is_none() {
+                tracing::warn!(device = %device_id, tool = %t.name, "the device's tool declaration is not a valid MCP tool; not offered");
+            }
+            tools.push(tool);
+        }
+        Self { list, tools: tools.into(), by_name }
+    }
+}
+
+/// A device as the catalogue holds it: one entry, whatever its number of tools.
 struct Joined {
     seq: u64,
-    generation: u64,
-    tools: ToolList,
+    handle: Arc<DeviceHandle>,
+    converted: Arc<Converted>,
+    /// Its prefix when that is an alias (else `dev-` and its Device-Id's hex digits).
+    alias: Option<Box<str>>,
+    /// Its tools' names when they were given one by one (`None`: that tool is not offered);
+    /// `None` when every tool is offered under its derived name, `<prefix>.<tool>`.
+    given: Option<Box<[Option<Arc<str>>]>>,
+    /// How many tools it offers.
+    offered: usize,
 }
+
+impl Joined {
+    fn prefix(&self) -> Cow<'_, str> {
+        match &self.alias {
+            Some(alias) => Cow::Borrowed(alias),
+            None => Cow::Owned(naming::prefix_for(&self.handle.device_id, &NO_ALIASES)),
+        }
+    }
+}
+
+static NO_ALIASES: LazyLock<HashMap<String, String>> = LazyLock::new(HashMap::new);
 
 /// Every tool of one endpoint.
 #[derive(Default)]
 pub struct Catalogue {
     epoch: u64,
     next_seq: u64,
-    devices: HashMap<String, Joined>,
-    entries: BTreeMap<Place, Offered>,
+    /// Each device's join order, by Device-Id.
+    devices: HashMap<String, u64>,
+    /// The devices, in join order.
+    joined: BTreeMap<u64, Joined>,
+    /// The devices whose prefix is an alias, by alias (derived names only).
+    aliased: HashMap<Box<str>, u64>,
+    /// Names given one by one, and the hub's own tool.
     index: HashMap<Arc<str>, Place>,
-    /// Each distinct tool list in use, as MCP tools, by the list's identity.
+    /// The hub's own `list_devices` (on `/mcp`), at place (0, 0).
+    hub_tool: Option<Arc<Converted>>,
+    /// Each distinct tool list in use, converted, by the list's identity.
     templates: HashMap<usize, Template>,
+    user_tools: bool,
+    len: usize,
 }
 
-/// A tool list's tools as MCP tools (`None`: not a valid MCP tool), and how many devices use it.
+/// A list's conversion and how many devices use it.
 struct Template {
-    _list: ToolList,
-    tools: Arc<[Option<Tool>]>,
+    converted: Arc<Converted>,
     users: usize,
 }
 
@@ -118,17 +184,57 @@ pub struct Page {
     pub next_cursor: Option<String>,
 }
 
+/// An entry as a listing walks it.
+struct Entry<'a> {
+    place: Place,
+    name: Cow<'a, str>,
+    converted: &'a Arc<Converted>,
+    at: usize,
+}
+
+impl Entry<'_> {
+    fn tool(self) -> Tool {
+        let mut tool = self.converted.tools[self.at].clone().expect("only valid tools are offered");
+        tool.name = self.name.into_owned().into();
+        tool
+    }
+}
+
 impl Catalogue {
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len == 0
     }
 
+    /// The tool offered under `name`: a name given one by one, or a derived name read as its
+    /// prefix (an alias, or `dev-<hex>`) and its device's tool.
     pub fn get(&self, name: &str) -> Option<Offered> {
-        self.index.get(name).and_then(|p| self.entries.get(p)).cloned()
+        if let Some(&(seq, at)) = self.index.get(name) {
+            let (device, converted) = match seq {
+                0 => (None, self.hub_tool.clone()?),
+                _ => self.joined.get(&seq).map(|j| (Some(j.handle.clone()), j.converted.clone()))?,
+            };
+            return Some(Offered { name: name.into(), device, converted, at: (at as usize).saturating_sub(1) });
+        }
+        let (prefix, tool) = name.split_once('.')?;
+        let seq = match self.aliased.get(prefix) {
+            Some(&seq) => seq,
+            None => *self.devices.get(&naming::device_for_prefix(prefix, &NO_ALIASES)?)?,
+        };
+        let j = self.joined.get(&seq)?;
+        let at = *j.converted.by_name.get(tool)? as usize;
+        if j.given.is_some() || j.prefix() != prefix || !self.derivable(j, at) || !naming::is_valid(name) {
+            return None;
+        }
+        Some(Offered { name: name.into(), device: Some(j.handle.clone()), converted: j.converted.clone(), at })
+    }
+
+    /// Whether a device whose names are derived offers its tool at `at` (if the name fits).
+    fn derivable(&self, j: &Joined, at: usize) -> bool {
+        j.converted.tools[at].is_some() && (self.user_tools || !j.converted.list[at].user_only)
     }
 
     /// Up to `size` tools from `cursor` on; an unreadable cursor is the error.
@@ -137,10 +243,41 @@ impl Catalogue {
             None => (0, 0),
             Some(c) => parse_cursor(c).ok_or_else(|| format!("Invalid cursor: {c}"))?,
         };
-        let mut range = self.entries.range(start..);
-        let tools = range.by_ref().take(size.max(1)).map(|(_, o)| o.tool()).collect();
-        let next_cursor = range.next().map(|(p, _)| format!("{}.{}", p.0, p.1));
+        let mut entries = self.entries_from(start);
+        let tools = entries.by_ref().take(size.max(1)).map(Entry::tool).collect();
+        let next_cursor = entries.next().map(|e| format!("{}.{}", e.place.0, e.place.1));
         Ok(Page { tools, next_cursor })
+    }
+
+    /// The entries at `start` and after, in order.
+    fn entries_from(&self, start: Place) -> impl Iterator<Item = Entry<'_>> {
+        let hub = self.hub_tool.as_ref().filter(|_| start <= (0, 0));
+        let hub = hub.map(|converted| Entry { place: (0, 0), name: Cow::Borrowed("list_devices"), converted, at: 0 });
+        let devices = self.joined.range(start.0.max(1)..).flat_map(move |(&seq, j)| {
+            let from = if seq == start.0 { start.1.saturating_sub(1) as usize } else { 0 };
+            let prefix = j.given.is_none().then(|| j.prefix());
+            (from..j.converted.tools.len()).filter_map(move |at| {
+                let name = match (&j.given, &prefix) {
+                    (Some(given), _) => Cow::Borrowed(&**given[at].as_ref()?),
+                    (None, Some(prefix)) if self.derivable(j, at) => Cow::Owned(naming::qualify(prefix, &j.converted.list[at].name)?),
+                    _ => return None,
+                };
+                Some(Entry { place: (seq, at as u32 + 1), name, converted: &j.converted, at })
+            })
+        });
+        hub.into_iter().chain(devices)
+    }
+
+    /// Every entry, in order, as [`get`](Self::get) finds it by the name the listing shows
+    /// (for tests: a listed name that is not found, or is found elsewhere, panics).
+    #[cfg(test)]
+    fn all(&self) -> Vec<Offered> {
+        let found = |e: Entry<'_>| {
+            let offered = self.get(&e.name).unwrap_or_else(|| panic!("{} is listed but not found", e.name));
+            assert!(Arc::ptr_eq(&offered.converted, e.converted) && offered.at == e.at, "{} is found elsewhere", e.name);
+            offered
+        };
+        self.entries_from((0, 0)).map(found).collect()
     }
 
     /// Brings the catalogue up to date, at `epoch`, with what changed since its own epoch: the
@@ -148,9 +285,12 @@ impl Catalogue {
     fn update(&mut self, epoch: u64, changes: Changes, rules: &Rules<'_>, devices: Devices<impl FnOnce() -> Vec<DeviceHandle>, impl Fn(&str) -> Option<DeviceHandle>>) {
         if self.next_seq == 0 {
             self.next_seq = 1;
+            self.user_tools = rules.user_tools;
             if *rules.scope == Scope::All {
-                let converted: Arc<[Option<Tool>]> = Arc::new([to_tool("list_devices", &list_devices_tool())]);
-                self.insert((0, 0), "list_devices".into(), None, &converted, 0);
+                let hub = ToolList::shared(vec![crate::session::ToolEntry::from_value(&list_devices_tool()).expect("list_devices is a tool")]);
+                self.hub_tool = Some(Arc::new(Converted::new(hub, "hub")));
+                self.index.insert("list_devices".into(), (0, 0));
+                self.len = 1;
             }
         }
         self.epoch = epoch;
@@ -193,7 +333,8 @@ impl Catalogue {
 
     /// Whether the catalogue holds this connection of the device with this tool list.
     fn holds(&self, handle: &DeviceHandle, tools: &ToolList) -> bool {
-        self.devices.get(&handle.device_id).is_some_and(|j| j.generation == handle.generation && j.tools.same_list(tools))
+        let joined = self.devices.get(&handle.device_id).and_then(|seq| self.joined.get(seq));
+        joined.is_some_and(|j| j.handle.generation == handle.generation && j.converted.list.same_list(tools))
     }
 
     fn add_devices(&mut self, rules: &Rules<'_>, mut joining: Vec<(DeviceHandle, ToolList)>) {
@@ -204,55 +345,101 @@ impl Catalogue {
         }
     }
 
-    /// Takes a device's entries out; returns it and them.
-    fn remove_device(&mut self, device_id: &str) -> Option<(Joined, Vec<Offered>)> {
-        let joined = self.devices.remove(device_id)?;
-        if let Some(t) = self.templates.get_mut(&joined.tools.identity()) {
+    /// Takes a device out, with its given names.
+    fn remove_device(&mut self, device_id: &str) -> Option<Joined> {
+        let seq = self.devices.remove(device_id)?;
+        let joined = self.joined.remove(&seq)?;
+        let identity = joined.converted.list.identity();
+        if let Some(t) = self.templates.get_mut(&identity) {
             t.users -= 1;
             if t.users == 0 {
-                self.templates.remove(&joined.tools.identity());
+                self.templates.remove(&identity);
             }
         }
-        let places: Vec<Place> = self.entries.range((joined.seq, 0)..(joined.seq + 1, 0)).map(|(p, _)| *p).collect();
-        let mut removed = Vec::with_capacity(places.len());
-        for p in places {
-            if let Some(o) = self.entries.remove(&p) {
-                self.index.remove(&o.name);
-                removed.push(o);
-            }
+        if let Some(alias) = &joined.alias {
+            self.aliased.remove(alias);
         }
-        Some((joined, removed))
+        for name in joined.given.iter().flatten().flatten() {
+            self.index.remove(name);
+        }
+        self.len -= joined.offered;
+        Some(joined)
     }
 
     /// Adds (or adds again, after a re-list) a device's tools.
     fn add_device(&mut self, rules: &Rules<'_>, handle: DeviceHandle, tools: ToolList) {
         // A re-list on the same connection keeps the device's place and its names.
-        let before = self.remove_device(&handle.device_id).filter(|(j, _)| j.generation == handle.generation);
-        let (seq, kept) = match before {
-            Some((j, removed)) => (j.seq, removed.iter().map(|o| (o.device_name().to_string(), o.name.clone())).collect()),
-            None => {
+        let before = self.remove_device(&handle.device_id).filter(|j| j.handle.generation == handle.generation);
+        let seq = before.as_ref().map_or_else(
+            || {
                 self.next_seq += 1;
-                (self.next_seq - 1, HashMap::new())
-            }
-        };
+                self.next_seq - 1
+            },
+            |j| j.seq,
+        );
         let prefix = naming::prefix_for(&handle.device_id, rules.aliases);
-        let template = self.template(&tools);
-        let handle = Arc::new(handle);
-        for (i, tool) in tools.iter().enumerate().filter(|(_, t)| rules.user_tools || !t.user_only) {
+        let converted = self.template(&tools, &handle.device_id);
+        let derived = *rules.scope == Scope::All && rules.naming == Naming::Prefixed;
+        let mut joined = Joined { seq, handle: Arc::new(handle), converted, alias: None, given: None, offered: 0 };
+        if !derived {
+            let kept = before.as_ref().map(kept_names).unwrap_or_default();
+            joined.given = Some(self.give_names(rules, &joined, &prefix, &kept));
+        } else if prefix != naming::prefix_for(&joined.handle.device_id, &NO_ALIASES) {
+            joined.alias = Some(prefix.as_str().into());
+            self.aliased.insert(prefix.as_str().into(), seq);
+        } else if rules.aliases.contains_key(&prefix) {
+            tracing::warn!(device = %joined.handle.device_id, prefix = %prefix, "another device's alias is this device's prefix; its tools are not offered on /mcp (change the alias in mcpdev.toml)");
+            joined.given = Some(vec![None; tools.len()].into());
+        }
+        joined.offered = match &joined.given {
+            Some(given) => given.iter().flatten().count(),
+            None => self.count_derived(&joined, &prefix),
+        };
+        self.len += joined.offered;
+        self.devices.insert(joined.handle.device_id.clone(), seq);
+        self.joined.insert(seq, joined);
+    }
+
+    /// How many tools a device with derived names offers (a name that does not fit is logged).
+    fn count_derived(&self, j: &Joined, prefix: &str) -> usize {
+        let offered = (0..j.converted.tools.len()).filter(|&at| self.derivable(j, at));
+        offered
+            .filter(|&at| {
+                let fits = naming::qualify(prefix, &j.converted.list[at].name).is_some();
+                if !fits {
+                    tracing::warn!(device = %j.handle.device_id, tool = %j.converted.list[at].name, "tool name does not fit MCP's name rules; not offered");
+                }
+                fits
+            })
+            .count()
+    }
+
+    /// Gives a device's tools their names one by one (a device's own endpoint, or plain names
+    /// on `/mcp`), in the index: a name it had before this re-list if still free, else its own
+    /// name where allowed, else the prefixed one.
+    fn give_names(&mut self, rules: &Rules<'_>, j: &Joined, prefix: &str, kept: &HashMap<String, Arc<str>>) -> Box<[Option<Arc<str>>]> {
+        let mut given = vec![None; j.converted.tools.len()];
+        for (at, tool) in j.converted.list.iter().enumerate() {
+            if j.converted.tools[at].is_none() || (!rules.user_tools && tool.user_only) {
+                continue;
+            }
             let name = match kept.get(tool.name.as_str()) {
                 Some(name) if !self.index.contains_key(name) => Some(name.clone()),
                 _ if self.plain_allowed(rules, &tool.name) => Some(tool.name.as_str().into()),
-                _ => naming::qualify(&prefix, &tool.name).map(Arc::from),
+                _ => naming::qualify(prefix, &tool.name).map(Arc::from),
             };
             match name {
                 Some(name) if self.index.contains_key(&name) => {
-                    tracing::warn!(device = %handle.device_id, tool = %tool.name, "the device lists this tool twice; offering the first")
+                    tracing::warn!(device = %j.handle.device_id, tool = %tool.name, "another tool holds this name; not offered")
                 }
-                Some(name) => self.insert((seq, i as u32 + 1), name, Some(handle.clone()), &template, i),
-                None => tracing::warn!(device = %handle.device_id, tool = %tool.name, "tool name does not fit MCP's name rules; not offered"),
+                Some(name) => {
+                    self.index.insert(name.clone(), (j.seq, at as u32 + 1));
+                    given[at] = Some(name);
+                }
+                None => tracing::warn!(device = %j.handle.device_id, tool = %tool.name, "tool name does not fit MCP's name rules; not offered"),
             }
         }
-        self.devices.insert(handle.device_id.clone(), Joined { seq, generation: handle.generation, tools });
+        given.into()
     }
 
     /// Whether a tool may be offered under its own name: always on a device's own endpoint; on
@@ -273,25 +460,17 @@ impl Catalogue {
     }
 
     /// The list's tools as MCP tools, converted on the first device that lists it; one more user.
-    fn template(&mut self, tools: &ToolList) -> Arc<[Option<Tool>]> {
-        let t = self.templates.entry(tools.identity()).or_insert_with(|| Template {
-            _list: tools.clone(),
-            tools: tools.iter().map(|t| to_tool(&t.name, &t.value())).collect(),
-            users: 0,
-        });
+    fn template(&mut self, tools: &ToolList, device_id: &str) -> Arc<Converted> {
+        let t = self.templates.entry(tools.identity()).or_insert_with(|| Template { converted: Arc::new(Converted::new(tools.clone(), device_id)), users: 0 });
         t.users += 1;
-        t.tools.clone()
+        t.converted.clone()
     }
+}
 
-    /// Offers the tool at `at` of a converted list under `name`, at `place`.
-    fn insert(&mut self, place: Place, name: Arc<str>, device: Option<Arc<DeviceHandle>>, converted: &Arc<[Option<Tool>]>, at: usize) {
-        if converted.get(at).is_none_or(Option::is_none) {
-            tracing::warn!(tool = %name, "the device's tool declaration is not a valid MCP tool; not offered");
-            return;
-        }
-        self.index.insert(name.clone(), place);
-        self.entries.insert(place, Offered { name, device, converted: converted.clone(), at });
-    }
+/// The names a device's tools were given, by the tool's own name (kept across a re-list).
+fn kept_names(j: &Joined) -> HashMap<String, Arc<str>> {
+    let given = j.given.iter().flat_map(|g| g.iter().enumerate());
+    given.filter_map(|(at, name)| Some((j.converted.list[at].name.to_string(), name.clone()?))).collect()
 }
 
 fn parse_cursor(c: &str) -> Option<Place> {

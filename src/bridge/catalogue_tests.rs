@@ -67,6 +67,10 @@ impl Fleet {
     /// Brings `c` up to date from the log; returns how many devices it looked up one by one,
     /// and whether it made a full pass.
     fn update(&self, c: &mut Catalogue) -> (usize, bool) {
+        self.update_by(c, &rules())
+    }
+
+    fn update_by(&self, c: &mut Catalogue, rules: &Rules<'_>) -> (usize, bool) {
         let (epoch, what) = self.log.since(c.epoch);
         let what = if c.next_seq == 0 { Changes::All } else { what };
         let (looked_up, full) = (Cell::new(0), Cell::new(false));
@@ -80,7 +84,7 @@ impl Fleet {
                 self.devices.get(id).map(|(h, _)| h.clone())
             },
         };
-        c.update(epoch, what, &rules(), devices);
+        c.update(epoch, what, rules, devices);
         (looked_up.get(), full.get())
     }
 }
@@ -92,7 +96,11 @@ fn rules() -> Rules<'static> {
 
 /// What a host sees: each tool's name and the device and tool it calls, in listing order.
 fn offered(c: &Catalogue) -> Vec<(String, Option<String>, String)> {
-    c.entries.values().map(|o| (o.name.to_string(), o.device.as_ref().map(|d| d.device_id.clone()), o.device_name().to_string())).collect()
+    c.all().iter().map(|o| (o.name.to_string(), o.device.as_ref().map(|d| d.device_id.clone()), o.device_name().to_string())).collect()
+}
+
+fn names(c: &Catalogue) -> Vec<String> {
+    offered(c).into_iter().map(|(name, _, _)| name).collect()
 }
 
 fn as_set(c: &Catalogue) -> BTreeSet<(String, Option<String>, String)> {
@@ -205,4 +213,151 @@ fn a_device_that_joined_and_left_between_two_reads_leaves_nothing_behind() {
     assert_eq!(c.templates.len(), 1, "no template is kept for the passing device's lists");
     let generation = fleet.devices[&id(1)].0.generation;
     assert!(c.get(&before[1].0).unwrap().device.as_ref().is_some_and(|d| d.generation == generation), "the new connection is called");
+}
+
+#[test]
+fn a_derived_name_is_found_as_listed_and_no_other_spelling_is() {
+    let list = tools(&["self.a", "self.a", "bad name", "self.b.c"]);
+    let mut fleet = Fleet::new(64);
+    fleet.join("02:00:00:00:00:ab", &list);
+    fleet.join(&id(2), &tools(&["self.a"]));
+    let mut c = Catalogue::default();
+    fleet.update(&mut c);
+    // `offered` also finds each listed name with `get`, at the same tool.
+    assert_eq!(names(&c), ["list_devices", "dev-020000000002.self.a", "dev-0200000000ab.self.a", "dev-0200000000ab.self.b.c"]);
+    assert_eq!(c.len(), 4);
+    assert_eq!(c.get("dev-0200000000ab.self.b.c").unwrap().device_name(), "self.b.c");
+    for name in [
+        "DEV-0200000000ab.self.a",
+        "dev-0200000000AB.self.a",
+        "dev-02:00:00:00:00:ab.self.a",
+        "dev-0200000000ab.bad name",
+        "dev-0200000000ab.self.b",
+        "dev-0200000000ab.",
+        "dev-0200000000ab",
+        "dev-020000000003.self.a",
+        "dev-0200000000ab.self.a ",
+        ".self.a",
+        "self.a",
+    ] {
+        assert!(c.get(name).is_none(), "{name:?} is no tool's name");
+    }
+    assert_eq!(c.index.len(), 1, "no name is kept for a derived one: only the hub's own tool");
+}
+
+#[test]
+fn an_alias_is_its_device_s_only_prefix_and_claims_the_name_it_spells() {
+    let aliases = HashMap::from([("kitchen".to_string(), id(1)), ("dev-020000000002".to_string(), id(3))]);
+    let rules = Rules { scope: &Scope::All, naming: Naming::Prefixed, user_tools: true, aliases: &aliases };
+    let stock = tools(&["self.a"]);
+    let mut fleet = Fleet::new(64);
+    for i in 1..=3 {
+        fleet.join(&id(i), &stock);
+    }
+    let mut c = Catalogue::default();
+    fleet.update_by(&mut c, &rules);
+    assert_eq!(names(&c), ["list_devices", "kitchen.self.a", "dev-020000000002.self.a"]);
+    let called = |c: &Catalogue, name: &str| c.get(name).and_then(|o| o.device.map(|d| d.device_id.clone()));
+    assert_eq!(called(&c, "kitchen.self.a"), Some(id(1)));
+    assert_eq!(called(&c, "dev-020000000001.self.a"), None, "an aliased device answers to its alias only");
+    assert_eq!(called(&c, "dev-020000000002.self.a"), Some(id(3)), "the alias's device, not the device whose MAC it spells");
+    // The device that spells the alias stays out whichever order the two come in.
+    fleet.leave(&id(3));
+    fleet.update_by(&mut c, &rules);
+    assert_eq!(called(&c, "dev-020000000002.self.a"), None);
+    fleet.join(&id(3), &stock);
+    fleet.update_by(&mut c, &rules);
+    assert_eq!(called(&c, "dev-020000000002.self.a"), Some(id(3)));
+    assert_eq!(c.len(), 3);
+}
+
+#[test]
+fn user_only_tools_are_offered_only_when_asked_for() {
+    let list = ToolList::shared(vec![
+        ToolEntry::from_value(&json!({"name": "self.for_all", "inputSchema": {"type": "object"}})).unwrap(),
+        ToolEntry::from_value(&json!({"name": "self.for_users", "inputSchema": {"type": "object"}, "annotations": {"audience": ["user"]}})).unwrap(),
+    ]);
+    let mut fleet = Fleet::new(64);
+    fleet.join(&id(1), &list);
+    for (naming, user_tools, expected) in [
+        (Naming::Prefixed, false, vec!["list_devices", "dev-020000000001.self.for_all"]),
+        (Naming::Prefixed, true, vec!["list_devices", "dev-020000000001.self.for_all", "dev-020000000001.self.for_users"]),
+        (Naming::Plain, false, vec!["list_devices", "self.for_all"]),
+    ] {
+        let rules = Rules { scope: &Scope::All, naming, user_tools, aliases: &HashMap::new() };
+        let mut c = Catalogue::default();
+        fleet.update_by(&mut c, &rules);
+        assert_eq!(names(&c), expected, "{naming:?}, user tools {user_tools}");
+        assert_eq!(c.get("dev-020000000001.self.for_users").is_some(), user_tools && naming == Naming::Prefixed);
+        assert!(c.get("self.for_users").is_none());
+    }
+}
+
+#[test]
+fn plain_names_are_kept_one_by_one_and_never_move() {
+    let rules = Rules { scope: &Scope::All, naming: Naming::Plain, user_tools: true, aliases: &HashMap::new() };
+    let (a, ab) = (tools(&["self.a"]), tools(&["self.a", "self.b"]));
+    let mut fleet = Fleet::new(64);
+    fleet.join(&id(2), &a);
+    fleet.join(&id(1), &a);
+    let mut c = Catalogue::default();
+    fleet.update_by(&mut c, &rules);
+    // Joined together: device-id order decides who gets the plain name.
+    assert_eq!(names(&c), ["list_devices", "self.a", "dev-020000000002.self.a"]);
+    // A re-list keeps the device's names; its new tool is plain, being free.
+    fleet.change_tools(&id(2), &ab);
+    fleet.update_by(&mut c, &rules);
+    assert_eq!(names(&c), ["list_devices", "self.a", "dev-020000000002.self.a", "self.b"]);
+    // The holder of `self.a` leaves: nobody else's name changes, and a newcomer gets the free name.
+    fleet.leave(&id(1));
+    fleet.join(&id(3), &a);
+    fleet.update_by(&mut c, &rules);
+    assert_eq!(names(&c), ["list_devices", "dev-020000000002.self.a", "self.b", "self.a"]);
+    assert_eq!(c.get("self.a").unwrap().device.unwrap().device_id, id(3));
+    assert_eq!(c.index.len(), c.len(), "every plain-mode name is kept");
+}
+
+#[test]
+fn a_listing_in_progress_while_devices_come_and_go_has_no_duplicates_and_no_departed_device() {
+    let stock = tools(&["self.a", "self.b", "self.c"]);
+    let prefix = |i: usize| format!("dev-{}.", id(i).replace(':', ""));
+    let mut fleet = Fleet::new(1024);
+    for i in (0..30).chain([200]) {
+        fleet.join(&id(i), &stock);
+    }
+    let mut c = Catalogue::default();
+    fleet.update(&mut c);
+    let (mut seen, mut cursor, mut round) = (Vec::<String>::new(), None, 0);
+    // Devices that left before the listing showed any of their tools.
+    let mut unseen_gone = Vec::new();
+    loop {
+        let page = c.page(cursor.as_deref(), 4).unwrap();
+        seen.extend(page.tools.iter().map(|t| t.name.to_string()));
+        let Some(next) = page.next_cursor else { break };
+        cursor = Some(next);
+        // Between pages: a device ahead leaves, one behind leaves, one re-lists and one joins.
+        round += 1;
+        for i in [29usize.saturating_sub(round), round / 2] {
+            if fleet.devices.contains_key(&id(i)) {
+                fleet.leave(&id(i));
+                if !seen.iter().any(|n| n.starts_with(&prefix(i))) {
+                    unseen_gone.push(i);
+                }
+            }
+        }
+        fleet.change_tools(&id(200), &tools(&["self.a", "self.b", "self.c", &format!("self.new{round}")]));
+        if round <= 40 {
+            fleet.join(&id(100 + round), &stock);
+        }
+        fleet.update(&mut c);
+    }
+    let unique: BTreeSet<_> = seen.iter().collect();
+    assert_eq!(unique.len(), seen.len(), "no tool is listed twice");
+    assert!(unseen_gone.len() >= 5, "the test makes devices leave ahead of the listing ({unseen_gone:?})");
+    for i in unseen_gone {
+        assert!(!seen.iter().any(|n| n.starts_with(&prefix(i))), "device {i} had left when the listing came to it");
+    }
+    assert!(seen.iter().any(|n| n.starts_with(&prefix(100 + round.min(40)))), "a device that joined during the listing is reached");
+    let relisted = seen.iter().filter(|n| n.starts_with(&format!("{}self.new", prefix(200)))).count();
+    assert_eq!(relisted, 1, "a device that re-lists keeps its place and shows the list it had when the listing came to it");
 }
