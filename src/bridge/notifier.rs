@@ -283,9 +283,9 @@ impl Notifier {
                 match &ev.event {
                     LinkEvent::Session(Event::Ready { .. } | Event::ToolsChanged { .. }) | LinkEvent::Link(Lifecycle::Disconnected { .. }) => {
                         if matches!(&ev.event, LinkEvent::Link(Lifecycle::Disconnected { .. })) {
-                            lock(&me.recent).remove(&ev.device_id);
+                            lock(&me.recent).remove(&*ev.device_id);
                         }
-                        changed.insert(ev.device_id.clone());
+                        changed.insert(ev.device_id.to_string());
                         if fanout_at.is_none() {
                             let now = tokio::time::Instant::now();
                             fanout_at = Some(last_fanout.map_or(now, |at| (at + FANOUT_EVERY).max(now)));

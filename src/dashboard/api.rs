@@ -50,7 +50,7 @@ fn ok(value: Value) -> Response {
 /// text format 0.0.4 (what `promtool check metrics` and older scrapers read).
 pub async fn metrics(State(d): State<Arc<Dashboard>>, headers: HeaderMap) -> Response {
     let snapshots = d.hub.registry.snapshots();
-    let counts = crate::metrics::DeviceCounts::count(snapshots.iter().map(|i| (phase_word(i.phase), i.transport.as_str())));
+    let counts = crate::metrics::DeviceCounts::count(snapshots.iter().map(|i| (phase_word(i.phase), i.transport)));
     let text = crate::metrics::exposition(&counts);
     let open_metrics = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("application/openmetrics-text"));
     if open_metrics {
@@ -141,7 +141,7 @@ pub async fn devices(State(d): State<Arc<Dashboard>>, Query(q): Query<ListQuery>
         }
         if !needle.is_empty() {
             let alias = aliases.iter().find(|(_, id)| **id == info.device_id).map_or("", |(a, _)| a.as_str());
-            let hay = [info.device_id.as_str(), alias, info.transport.as_str(), state];
+            let hay = [info.device_id.as_str(), alias, info.transport, state];
             if !hay.iter().any(|s| s.to_lowercase().contains(&needle)) {
                 continue;
             }
@@ -254,7 +254,7 @@ pub async fn traffic(State(d): State<Arc<Dashboard>>, Query(q): Query<DeviceQuer
                 }
                 Err(_) => return,
             };
-            if ev.device_id != wanted || !matches!(ev.event, LinkEvent::Session(Event::Traffic { .. })) {
+            if *ev.device_id != *wanted || !matches!(ev.event, LinkEvent::Session(Event::Traffic { .. })) {
                 continue;
             }
             let data = serde_json::to_string(&*ev).unwrap_or_default();

@@ -32,7 +32,9 @@ pub struct Entry {
 
 #[derive(Default)]
 struct Book {
-    devices: HashMap<String, (Option<String>, VecDeque<Entry>, u64)>,
+    /// By Device-Id (the events' own, shared): the address it last connected from, its events,
+    /// and when it was last heard of.
+    devices: HashMap<Arc<str>, (Option<String>, VecDeque<Entry>, u64)>,
     tick: u64,
 }
 
@@ -85,7 +87,7 @@ impl Timeline {
     }
 
     fn add(&self, remote: Option<String>, event: Arc<DeviceEvent>) {
-        let device_id = event.device_id.as_str();
+        let device_id = &*event.device_id;
         let mut b = self.lock();
         b.tick += 1;
         let tick = b.tick;
@@ -95,7 +97,7 @@ impl Timeline {
                 b.devices.remove(&oldest);
             }
         }
-        let entry = b.devices.entry(device_id.to_string()).or_default();
+        let entry = b.devices.entry(event.device_id.clone()).or_default();
         if remote.is_some() {
             entry.0 = remote;
         }

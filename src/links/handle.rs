@@ -20,7 +20,8 @@ use crate::wire::jsonrpc::RawResult;
 /// An event of one device, as the hub broadcasts it.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct DeviceEvent {
-    pub device_id: String,
+    /// Shared by every event of the device's link (one allocation, not one per event).
+    pub device_id: Arc<str>,
     #[serde(flatten)]
     pub event: LinkEvent,
 }
@@ -285,11 +286,12 @@ where
 {
     let (commands, rx) = mailbox::channel(64);
     let info = Arc::new(Published::default());
-    let id = device_id.clone();
+    // One copy of the id for the task's whole life: its publisher, its events and its end.
+    let id: Arc<str> = device_id.as_str().into();
     // One task per device: its end, a panic included, is seen by the task itself. A combinator,
     // not an `async` block: a block would hold the link's future twice (as what it captured and
     // as what it awaits), for as long as the device is connected.
-    let body = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(body(rx, InfoPublisher::new(info.clone(), &device_id))));
+    let body = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(body(rx, InfoPublisher::new(info.clone(), id.clone()))));
     tokio::spawn(futures_util::FutureExt::map(body, move |ended| {
         if let Err(panic) = ended {
             let what = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
@@ -328,25 +330,31 @@ impl Published {
 /// per frame.
 pub(crate) struct InfoPublisher {
     published: Arc<Published>,
-    /// Whose changes it logs ([`changes::changed`]).
-    device_id: Box<str>,
+    /// Whose changes it logs ([`changes::changed`]); its link's events share it.
+    device_id: Arc<str>,
     version: Option<u64>,
     published_at: Instant,
     /// Counters changed since the last publication.
     stale: bool,
-    seen: (u64, u64, u64, u64),
+    /// The sum of the counters it watches, as last seen: they only grow, so any change moves it.
+    seen: u64,
 }
 
 impl InfoPublisher {
-    pub(crate) fn new(published: Arc<Published>, device_id: &str) -> Self {
-        Self { published, device_id: device_id.into(), version: None, published_at: Instant::now(), stale: false, seen: (0, 0, 0, 0) }
+    pub(crate) fn new(published: Arc<Published>, device_id: Arc<str>) -> Self {
+        Self { published, device_id, version: None, published_at: Instant::now(), stale: false, seen: 0 }
+    }
+
+    /// The device's id, shared (for its link's events).
+    pub(crate) fn device_id(&self) -> &Arc<str> {
+        &self.device_id
     }
 
     /// Call after each step of the session, before carrying out its outputs (so whoever hears
     /// an event reads a description at least as new). Returns whether it published.
     pub(crate) fn update(&mut self, info: &Arc<DeviceInfo>, now: Instant) -> bool {
         let c = &info.counters;
-        let seen = (c.frames_in, c.frames_out, c.binary_frames, c.timeouts);
+        let seen = c.frames_in.wrapping_add(c.frames_out).wrapping_add(c.binary_frames).wrapping_add(c.timeouts);
         let reshaped = self.version != Some(info.version());
         if reshaped {
             self.version = Some(info.version());

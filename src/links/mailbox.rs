@@ -3,7 +3,9 @@
 //! It does for this one use what tokio's bounded `mpsc` does, in a fraction of the memory a hub
 //! holding thousands of devices pays per device: tokio's channel is about 800 bytes before a
 //! command is sent (cache-padded counters and a first block of 32 slots), this is a lock around a
-//! queue that holds no buffer while empty, and two `Notify`s.
+//! queue that holds no buffer while empty, a waker for the receiver and a `Notify` for senders.
+//! Receiving is a poll ([`Receiver::recv`] is a `poll_fn`, 16 bytes): a link's `select!` holds
+//! it for the device's lifetime, and a `Notify` wait would be 64 more.
 //!
 //! - [`Sender::send`] waits for room; [`Sender::try_send`] says `Full` instead.
 //! - [`Receiver::recv`] returns `None` once every sender is gone and the queue is empty.
@@ -16,13 +18,16 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use std::task::{Context, Poll};
+
+use futures_util::task::AtomicWaker;
 use tokio::sync::Notify;
 
 struct Shared<T> {
     state: Mutex<State<T>>,
     capacity: usize,
     /// Wakes the receiver: an item arrived, or the last sender went.
-    arrived: Notify,
+    arrived: AtomicWaker,
     /// Wakes senders waiting for room, or for the news that the receiver is gone.
     room: Notify,
     senders: AtomicUsize,
@@ -44,7 +49,7 @@ pub(crate) fn channel<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
     let shared = Arc::new(Shared {
         state: Mutex::new(State { queue: VecDeque::new(), closed: false }),
         capacity,
-        arrived: Notify::new(),
+        arrived: AtomicWaker::new(),
         room: Notify::new(),
         senders: AtomicUsize::new(1),
     });
@@ -74,7 +79,7 @@ impl<T> Sender<T> {
         }
         state.queue.push_back(item);
         drop(state);
-        self.shared.arrived.notify_one();
+        self.shared.arrived.wake();
         Ok(())
     }
 
@@ -110,7 +115,7 @@ impl<T> Clone for Sender<T> {
 impl<T> Drop for Sender<T> {
     fn drop(&mut self) {
         if self.shared.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.shared.arrived.notify_one();
+            self.shared.arrived.wake();
         }
     }
 }
@@ -122,19 +127,30 @@ pub(crate) struct Receiver<T> {
 impl<T> Receiver<T> {
     /// The next item, or `None` once every sender is gone and nothing is queued. Cancel-safe: an
     /// item is only taken when this returns it.
-    pub(crate) async fn recv(&mut self) -> Option<T> {
-        loop {
-            // A single receiver: a notification given while it is not waiting is kept as a permit.
-            let arrived = self.shared.arrived.notified();
-            if let Some(item) = self.take() {
-                self.shared.room.notify_one();
-                return Some(item);
-            }
-            if self.shared.senders.load(Ordering::Acquire) == 0 {
-                return None;
-            }
-            arrived.await;
+    pub(crate) fn recv(&mut self) -> impl Future<Output = Option<T>> + '_ {
+        std::future::poll_fn(|cx| self.poll_recv(cx))
+    }
+
+    /// [`Self::recv`] as a poll: registered before the second look, so an item or the last
+    /// sender's going that comes between the looks wakes it.
+    pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        if let Some(item) = self.look() {
+            return Poll::Ready(item);
         }
+        self.shared.arrived.register(cx.waker());
+        match self.look() {
+            Some(item) => Poll::Ready(item),
+            None => Poll::Pending,
+        }
+    }
+
+    /// An item, or `Some(None)` once every sender is gone and nothing is queued.
+    fn look(&self) -> Option<Option<T>> {
+        if let Some(item) = self.take() {
+            self.shared.room.notify_one();
+            return Some(Some(item));
+        }
+        (self.shared.senders.load(Ordering::Acquire) == 0).then_some(None)
     }
 }
 

@@ -99,7 +99,7 @@ pub fn spawn(setup: MqttLinkSetup, inbound: mpsc::Receiver<Inbound>) -> (DeviceH
 
 
 async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: InfoPublisher, mut inbound: mpsc::Receiver<Inbound>) {
-    let device_id = setup.link.identity.device_id.clone();
+    let device_id = publisher.device_id().clone();
     let events = setup.link.events.clone();
     let mut malformed = MalformedLog::new(&device_id);
     let emit = |event: LinkEvent| {

@@ -39,7 +39,7 @@ where
 {
     // The setup is taken apart: the session owns its identity and configuration.
     let LinkSetup { identity, session: session_config, events, tracing, remote, mut until_hello, hello_timeout, generation: _ } = setup;
-    let device_id = identity.device_id.clone();
+    let device_id = publisher.device_id().clone();
     let mut socket = Socket::new(io);
     let client_id = identity.client_id.clone();
     let mut session = Session::new(identity, "websocket", session_config, Instant::now());

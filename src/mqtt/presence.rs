@@ -75,7 +75,7 @@ pub fn rows_of(hub: &Hub) -> (Vec<Row>, usize) {
         .take(MAX_INDEX)
         .map(|i| {
             let phase = serde_json::to_value(i.phase).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-            Row { device_id: i.device_id.clone(), transport: i.transport.clone(), phase, tools: i.tools.len() as u64, since_ms: i.connected_at_ms }
+            Row { device_id: i.device_id.clone(), transport: i.transport.to_string(), phase, tools: i.tools.len() as u64, since_ms: i.connected_at_ms }
         })
         .collect();
     (rows, left_out)

@@ -85,7 +85,8 @@ pub struct OnboardingStatus {
 pub struct DeviceInfo {
     pub device_id: String,
     pub client_id: Option<String>,
-    pub transport: String,
+    /// `websocket`, `mqtt`, or `remote` (another hub's device, whatever it said).
+    pub transport: &'static str,
     /// Where the device connects from: its IP address and port over WebSocket, the broker and its
     /// client id over MQTT (as the link saw it; absent for a device with no network peer).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,7 +137,11 @@ impl DeviceInfo {
         Self {
             device_id: identity.device_id,
             client_id: identity.client_id,
-            transport: transport.to_string(),
+            transport: match transport {
+                "websocket" => "websocket",
+                "mqtt" => "mqtt",
+                _ => "remote",
+            },
             address: None,
             protocol_version: identity.protocol_version,
             session_id: session_id.to_string(),

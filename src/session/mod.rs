@@ -106,8 +106,9 @@ use crate::wire::identity::Identity;
 use crate::wire::jsonrpc::{self, Id, RawResult, RpcError, RpcMessage};
 
 /// How a session behaves; the link fills it in. A session keeps what is its own (session id,
-/// server hello, vision URL and token, keepalive) and shares the rest, equal for every device of
-/// a hub, with the other sessions ([`shared_config`]): about 250 bytes a device.
+/// server hello, vision token, keepalive) and shares the rest, equal for every device of a hub
+/// (the vision URL too, equal for the devices that came in on one address), with the other
+/// sessions ([`shared_config`]): about 250 bytes a device.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionConfig {
     /// Our session id, sent in the server hello; devices echo it.
@@ -335,7 +336,7 @@ pub struct Session {
     cfg: std::sync::Arc<SessionConfig>,
     /// What is this session's own (its session id is its description's).
     server_hello: ServerHello,
-    vision: (String, String),
+    vision_token: Box<str>,
     keepalive: Duration,
     /// Shared with the description the link last published: a mutation copies it only while a
     /// published one still points at it (at most once per publication), so an idle device's
@@ -414,12 +415,12 @@ impl Session {
         let next_id = std::mem::take(&mut cfg.id_base);
         cfg.session_id = String::new();
         let server_hello = std::mem::take(&mut cfg.server_hello);
-        let vision = (std::mem::take(&mut cfg.vision_url), std::mem::take(&mut cfg.vision_token));
+        let vision_token = std::mem::take(&mut cfg.vision_token).into_boxed_str();
         Self {
             next_id,
             cfg: shared_config(cfg),
             server_hello,
-            vision,
+            vision_token,
             keepalive,
             info: std::sync::Arc::new(info),
             pending: HashMap::new(),
@@ -886,7 +887,7 @@ impl Session {
         self.info_mut().set_phase(Phase::Initializing);
         let params = json!({
             "protocolVersion": "2024-11-05",
-            "capabilities": {"vision": {"url": self.vision.0, "token": self.vision.1}},
+            "capabilities": {"vision": {"url": self.cfg.vision_url, "token": self.vision_token}},
             "clientInfo": {"name": "mcpdev", "version": env!("CARGO_PKG_VERSION")},
         });
         self.send_request("initialize", Some(params), Origin::Initialize(self.generation), self.cfg.onboarding_timeout, now);

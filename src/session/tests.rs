@@ -868,9 +868,17 @@ fn sessions_share_their_hub_wide_configuration_and_keep_their_own_fields() {
     let (a, b) = (Session::new(identity(), "websocket", one.clone(), now), Session::new(identity(), "websocket", two, now));
     assert!(std::sync::Arc::ptr_eq(&a.cfg, &b.cfg), "one configuration for the hub's sessions");
     assert_eq!((a.info().session_id.as_str(), b.info().session_id.as_str()), ("s1", "s2"));
-    assert_eq!((a.vision.1.as_str(), b.vision.1.as_str()), ("vt", "vt2"));
+    assert_eq!((&*a.vision_token, &*b.vision_token), ("vt", "vt2"));
     assert!(a.cfg.session_id.is_empty() && a.cfg.vision_token.is_empty(), "no session's own field is in the shared part");
     assert_ne!(a.keepalive, b.keepalive, "each session pings on its own period (spread by its session id)");
+    // The vision URL is shared by the devices that came in on one address; another address's
+    // devices get their own configuration, and their initialize carries their own URL.
+    let mut elsewhere = one.clone();
+    elsewhere.vision_url = "http://10.0.0.9:8000/mcp/vision/explain".into();
+    let mut d = Session::new(identity(), "websocket", elsewhere, now);
+    assert!(!std::sync::Arc::ptr_eq(&a.cfg, &d.cfg));
+    let init = sent(&d.on_text(HELLO, now)).into_iter().find(|v| v["payload"]["method"] == "initialize").expect("an initialize");
+    assert_eq!(init["payload"]["params"]["capabilities"]["vision"], serde_json::json!({"url": "http://10.0.0.9:8000/mcp/vision/explain", "token": "vt"}));
     let mut other = one;
     other.max_tools = 7;
     let c = Session::new(identity(), "websocket", other, now);
