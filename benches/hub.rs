@@ -276,6 +276,17 @@ async fn onboard(scratch: &Scratch, n: usize) -> anyhow::Result<Vec<Row>> {
     let listed = ready_count(&client).await?.saturating_sub(1);
     let with_fleet = op_costs::measure(&hub.host_url, &client, DEVICE).await.context("operations with the fleet connected")?;
     let listing = devices_listing(scratch, &hub).await.context("devices --json with the fleet connected")?;
+    // The device alone again once the fleet has left: pooled with the run before the fleet came,
+    // the reference brackets the fleet's run in time (a slow minute of the machine weighs on both).
+    let sim_processes = sims.len();
+    drop(sims);
+    let gone = Instant::now();
+    while ready_count(&client).await? > 1 {
+        ensure!(gone.elapsed() < DEADLINE, "the fleet did not leave within {DEADLINE:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    settle(&[hub.pid, probe_pid]).await?;
+    let alone = alone.pooled(op_costs::measure(&hub.host_url, &client, DEVICE).await.context("operations with one device, after the fleet")?);
 
     let label = if default_caps() { format!("{n} devices, one address, default caps") } else { format!("{n} devices") };
     let kb_per_device = (rss_after.saturating_sub(rss_before)) as f64 / n as f64;
@@ -309,13 +320,13 @@ async fn onboard(scratch: &Scratch, n: usize) -> anyhow::Result<Vec<Row>> {
         "CPU while onboarding and re-listing: hub / simulators",
         format!("{} / {} ({:.0} / {:.0} µs per device)", secs(cpu), secs(sim_cpu), micros(cpu) / n as f64, micros(sim_cpu) / n as f64),
     ));
-    rows.push(Row::new(&label, format!("simulator VmRSS per device ({} processes)", sims.len()), format!("{:.1} KB", sim_rss as f64 / n as f64)));
+    rows.push(Row::new(&label, format!("simulator VmRSS per device ({sim_processes} processes)"), format!("{:.1} KB", sim_rss as f64 / n as f64)));
     rows.push(
         Row::new(&label, "watch: every ready event seen", if lagged { format!("no: lagged; the devices op counts {listed} ready") } else { format!("{} of {n}; devices op: {listed}", ready.len()) })
             .target("no event lost", !lagged && ready.len() >= n),
     );
     for (i, name) in op_costs::NAMES.iter().enumerate() {
-        let (one, many) = (alone.0[i], with_fleet.0[i]);
+        let (one, many) = (alone.spread(i), with_fleet.spread(i));
         for (what, one, many) in [("median", one.median, many.median), ("p99", one.p99, many.p99)] {
             let ratio = many.as_secs_f64() / one.as_secs_f64().max(1e-9);
             rows.push(

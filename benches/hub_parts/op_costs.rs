@@ -2,8 +2,11 @@
 //! with the whole fleet connected (issue 14: every operation costs the same at 10,000 devices as
 //! at 1, except listing everything).
 //!
-//! Each operation is run sequentially, after a warm-up, and its median and 99th percentile wall
-//! time kept:
+//! The four operations take turns, one of each per round, after a warm-up: a moment of noise on
+//! the machine (this is a shared 2-core VM) then lands on all four alike instead of on whichever
+//! ran at that moment. Each one's samples are kept, so the bench can pool the runs made with
+//! the device alone before the fleet came and after it left, which brackets the fleet's run in
+//! time. 1,000 rounds: the 99th percentile is then the tenth-worst sample, not the second.
 //! - `/mcp` `tools/call` of `<prefix>.self.audio_speaker.set_volume` (the all-devices endpoint);
 //! - `/devices/<id>/mcp` `tools/call` of `self.audio_speaker.set_volume` (the device's own);
 //! - the control API's `rpc` op (what `mcpdev call` does through the hub);
@@ -20,13 +23,30 @@ use serde_json::json;
 use tokio::time::timeout;
 
 const WARMUP: usize = 20;
-const RUNS: usize = 200;
+const ROUNDS: usize = 1000;
 const LIMIT: Duration = Duration::from_secs(20);
 
-/// Median and 99th percentile of each operation, in the order of [`NAMES`].
-pub struct OpCosts(pub [Spread; 4]);
+/// Each operation's wall times, in the order of [`NAMES`].
+pub struct OpCosts(pub [Vec<Duration>; 4]);
 
-/// One operation's wall times.
+impl OpCosts {
+    /// Both runs' samples together.
+    pub fn pooled(mut self, other: OpCosts) -> OpCosts {
+        for (mine, theirs) in self.0.iter_mut().zip(other.0) {
+            mine.extend(theirs);
+        }
+        self
+    }
+
+    /// Operation `i`'s median and 99th percentile.
+    pub fn spread(&self, i: usize) -> Spread {
+        let mut times = self.0[i].clone();
+        times.sort();
+        Spread { median: times[times.len() / 2], p99: times[times.len() * 99 / 100] }
+    }
+}
+
+/// One operation's median and 99th percentile.
 #[derive(Debug, Clone, Copy)]
 pub struct Spread {
     pub median: Duration,
@@ -49,49 +69,45 @@ async fn set_volume(client: &Client, tool: &str, volume: usize) -> anyhow::Resul
     Ok(())
 }
 
-/// Times `op` RUNS times after WARMUP untimed runs; returns the median and the 99th percentile.
-async fn median<F, Fut>(mut op: F) -> anyhow::Result<Spread>
-where
-    F: FnMut(usize) -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<()>>,
-{
-    for i in 0..WARMUP {
-        op(i).await?;
-    }
-    let mut times = Vec::with_capacity(RUNS);
-    for i in 0..RUNS {
-        let t = Instant::now();
-        op(i).await?;
-        times.push(t.elapsed());
-    }
-    times.sort();
-    Ok(Spread { median: times[RUNS / 2], p99: times[RUNS * 99 / 100] })
-}
-
 /// Measures every operation on `device` through the hub at `host_url`.
 pub async fn measure(host_url: &str, control: &HubClient, device: &str) -> anyhow::Result<OpCosts> {
     let prefix = mcpdev::bridge::naming::prefix_for(device, &Default::default());
     let all = session(format!("{host_url}/mcp")).await?;
     let own = session(format!("{host_url}/devices/{device}/mcp")).await?;
     let qualified = format!("{prefix}.self.audio_speaker.set_volume");
-    let via_all = median(|i| set_volume(&all, &qualified, i)).await.context("/mcp tools/call")?;
-    let via_own = median(|i| set_volume(&own, "self.audio_speaker.set_volume", i)).await.context("/devices/<id>/mcp tools/call")?;
-    let rpc = median(|i| async move {
+    let rpc = |i: usize| async move {
         let request = json!({"op": "rpc", "device": device, "method": "tools/call", "params": {"name": "self.audio_speaker.set_volume", "arguments": {"volume": i % 101}}, "timeout_ms": 10_000});
         let result = timeout(LIMIT, control.call(request)).await.context("rpc hung")?.map_err(|e| anyhow::anyhow!("{e}"))?;
         ensure!(result["isError"] == false, "rpc failed: {result}");
-        Ok(())
-    })
-    .await
-    .context("control rpc")?;
-    let page = median(|_| async {
+        anyhow::Ok(())
+    };
+    let page = || async {
         let listed = timeout(LIMIT, all.list_tools(Some(PaginatedRequestParams::default()))).await.context("tools/list hung")??;
         ensure!(!listed.tools.is_empty(), "an empty first page");
-        Ok(())
-    })
-    .await
-    .context("/mcp tools/list")?;
+        anyhow::Ok(())
+    };
+    let mut samples: [Vec<Duration>; 4] = Default::default();
+    for round in 0..WARMUP + ROUNDS {
+        let mut times = [Duration::ZERO; 4];
+        let t = Instant::now();
+        set_volume(&all, &qualified, round).await.context("/mcp tools/call")?;
+        times[0] = t.elapsed();
+        let t = Instant::now();
+        set_volume(&own, "self.audio_speaker.set_volume", round).await.context("/devices/<id>/mcp tools/call")?;
+        times[1] = t.elapsed();
+        let t = Instant::now();
+        rpc(round).await.context("control rpc")?;
+        times[2] = t.elapsed();
+        let t = Instant::now();
+        page().await.context("/mcp tools/list")?;
+        times[3] = t.elapsed();
+        if round >= WARMUP {
+            for (kept, time) in samples.iter_mut().zip(times) {
+                kept.push(time);
+            }
+        }
+    }
     let _ = all.cancel().await;
     let _ = own.cancel().await;
-    Ok(OpCosts([via_all, via_own, rpc, page]))
+    Ok(OpCosts(samples))
 }
