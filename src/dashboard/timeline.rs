@@ -32,9 +32,10 @@ pub struct Entry {
 
 #[derive(Default)]
 struct Book {
-    /// By Device-Id (the events' own, shared): the address it last connected from, its events,
-    /// and when it was last heard of.
-    devices: HashMap<Arc<str>, (Option<String>, VecDeque<Entry>, u64)>,
+    /// By Device-Id (the events' own, shared): its last connection with an address (the event
+    /// itself, which holds the address, kept even once it is no longer among the last events),
+    /// its events, and when it was last heard of.
+    devices: HashMap<Arc<str>, (Option<Arc<DeviceEvent>>, VecDeque<Entry>, u64)>,
     tick: u64,
 }
 
@@ -77,16 +78,13 @@ impl Timeline {
                 if !kept(name) {
                     continue;
                 }
-                let remote = match &ev.event {
-                    LinkEvent::Link(Lifecycle::Connected { remote, .. }) => remote.as_deref().map(str::to_string),
-                    _ => None,
-                };
-                me.add(remote, ev);
+                me.add(ev);
             }
         });
     }
 
-    fn add(&self, remote: Option<String>, event: Arc<DeviceEvent>) {
+    fn add(&self, event: Arc<DeviceEvent>) {
+        let connected_from = matches!(&event.event, LinkEvent::Link(Lifecycle::Connected { remote: Some(_), .. }));
         let device_id = &*event.device_id;
         let mut b = self.lock();
         b.tick += 1;
@@ -98,8 +96,8 @@ impl Timeline {
             }
         }
         let entry = b.devices.entry(event.device_id.clone()).or_default();
-        if remote.is_some() {
-            entry.0 = remote;
+        if connected_from {
+            entry.0 = Some(event.clone());
         }
         if entry.1.len() >= PER_DEVICE {
             entry.1.pop_front();
@@ -110,7 +108,11 @@ impl Timeline {
 
     /// The address a device last connected from.
     pub fn remote(&self, device_id: &str) -> Option<String> {
-        self.lock().devices.get(device_id).and_then(|d| d.0.clone())
+        let connected = self.lock().devices.get(device_id).and_then(|d| d.0.clone())?;
+        match &connected.event {
+            LinkEvent::Link(Lifecycle::Connected { remote, .. }) => remote.as_deref().map(str::to_string),
+            _ => None,
+        }
     }
 
     /// A device's kept events, oldest first.
@@ -130,9 +132,11 @@ mod tests {
     #[test]
     fn a_device_keeps_its_latest_events_and_its_address() {
         let t = Timeline::default();
-        t.add(Some("10.0.0.2:5000".into()), event(Lifecycle::Connected { transport: "websocket", client_id: None, remote: None }));
+        t.add(event(Lifecycle::Connected { transport: "websocket", client_id: None, remote: Some("10.0.0.2:5000".into()) }));
+        // A connection without an address (an in-process device) does not erase the last one.
+        t.add(event(Lifecycle::Connected { transport: "websocket", client_id: None, remote: None }));
         for i in 0..PER_DEVICE + 5 {
-            t.add(None, event(Lifecycle::Disconnected { reason: i.to_string() }));
+            t.add(event(Lifecycle::Disconnected { reason: i.to_string() }));
         }
         let ev = t.events("d");
         assert_eq!(ev.len(), PER_DEVICE);

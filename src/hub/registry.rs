@@ -260,17 +260,19 @@ impl Registry {
     }
 }
 
-/// Device-Ids seen, oldest first, at most [`SEEN_MAX`].
+/// Device-Ids seen, oldest first, at most [`SEEN_MAX`] (one copy of each, shared by both).
 #[derive(Default)]
 struct Seen {
-    ids: HashSet<String>,
-    order: VecDeque<String>,
+    ids: HashSet<Arc<str>>,
+    order: VecDeque<Arc<str>>,
 }
 
 impl Seen {
     fn add(&mut self, id: &str) {
-        if self.ids.insert(id.to_string()) {
-            self.order.push_back(id.to_string());
+        if !self.ids.contains(id) {
+            let id: Arc<str> = id.into();
+            self.ids.insert(id.clone());
+            self.order.push_back(id);
             while self.order.len() > SEEN_MAX {
                 if let Some(old) = self.order.pop_front() {
                     self.ids.remove(&old);
