@@ -35,9 +35,13 @@ struct Book {
     /// By Device-Id (the events' own, shared): its last connection with an address (the event
     /// itself, which holds the address, kept even once it is no longer among the last events),
     /// its events, and when it was last heard of.
-    devices: HashMap<Arc<str>, (Option<Arc<DeviceEvent>>, VecDeque<Entry>, u64)>,
+    devices: HashMap<Arc<str>, Device>,
     tick: u64,
 }
+
+/// What the timeline keeps of one device: its last connection with an address, its events, and
+/// when it was last heard of.
+type Device = (Option<Arc<DeviceEvent>>, VecDeque<Entry>, u64);
 
 #[derive(Default)]
 pub struct Timeline {
