@@ -47,12 +47,9 @@ use crate::links::changes::{self, Changes};
 use crate::session::ToolList;
 
 /// One tool as an endpoint offers it, made when it is asked for (the catalogue keeps none): its
-/// name, its device, and its tool in the converted list that every device listing the same
-/// tools shares.
+/// device, and its tool in the converted list that every device listing the same tools shares.
 #[derive(Clone)]
 pub struct Offered {
-    /// The name MCP clients call it by.
-    pub name: Arc<str>,
     /// The device that runs it; `None` for the hub's own `list_devices`.
     pub device: Option<Arc<DeviceHandle>>,
     /// Its list, converted; its own tool is at `at`, and is a valid MCP tool.
@@ -73,13 +70,6 @@ impl Offered {
     /// Its arguments' schema.
     pub fn input_schema(&self) -> &Arc<rmcp::model::JsonObject> {
         &self.converted().input_schema
-    }
-
-    /// As `tools/list` shows it (under the name it is offered by).
-    pub fn tool(&self) -> Tool {
-        let mut tool = self.converted().clone();
-        tool.name = self.name.to_string().into();
-        tool
     }
 }
 
@@ -141,6 +131,14 @@ struct Joined {
 }
 
 impl Joined {
+    /// Whether a name's prefix is this device's.
+    fn answers_to(&self, prefix: &str) -> bool {
+        match &self.alias {
+            Some(alias) => **alias == *prefix,
+            None => naming::is_default_prefix(prefix, &self.handle.device_id),
+        }
+    }
+
     fn prefix(&self) -> Cow<'_, str> {
         match &self.alias {
             Some(alias) => Cow::Borrowed(alias),
@@ -148,6 +146,9 @@ impl Joined {
         }
     }
 }
+
+/// The hub's own tool on `/mcp`, at place (0, 0); no device's tool takes its name.
+const HUB_TOOL: &str = "list_devices";
 
 static NO_ALIASES: LazyLock<HashMap<String, String>> = LazyLock::new(HashMap::new);
 
@@ -162,7 +163,7 @@ pub struct Catalogue {
     joined: BTreeMap<u64, Joined>,
     /// The devices whose prefix is an alias, by alias (derived names only).
     aliased: HashMap<Box<str>, u64>,
-    /// Names given one by one, and the hub's own tool.
+    /// Names given one by one (empty with derived names: a call then hashes no name).
     index: HashMap<Arc<str>, Place>,
     /// The hub's own `list_devices` (on `/mcp`), at place (0, 0).
     hub_tool: Option<Arc<Converted>>,
@@ -212,24 +213,27 @@ impl Catalogue {
     /// The tool offered under `name`: a name given one by one, or a derived name read as its
     /// prefix (an alias, or `dev-<hex>`) and its device's tool.
     pub fn get(&self, name: &str) -> Option<Offered> {
+        if name == HUB_TOOL
+            && let Some(hub) = &self.hub_tool
+        {
+            return Some(Offered { device: None, converted: hub.clone(), at: 0 });
+        }
+        // An empty map (derived names) answers without hashing the name.
         if let Some(&(seq, at)) = self.index.get(name) {
-            let (device, converted) = match seq {
-                0 => (None, self.hub_tool.clone()?),
-                _ => self.joined.get(&seq).map(|j| (Some(j.handle.clone()), j.converted.clone()))?,
-            };
-            return Some(Offered { name: name.into(), device, converted, at: (at as usize).saturating_sub(1) });
+            let j = self.joined.get(&seq)?;
+            return Some(Offered { device: Some(j.handle.clone()), converted: j.converted.clone(), at: at as usize - 1 });
         }
         let (prefix, tool) = name.split_once('.')?;
         let seq = match self.aliased.get(prefix) {
             Some(&seq) => seq,
-            None => *self.devices.get(&naming::device_for_prefix(prefix, &NO_ALIASES)?)?,
+            None => *self.devices.get(naming::mac_in_prefix(prefix)?.as_str())?,
         };
         let j = self.joined.get(&seq)?;
         let at = *j.converted.by_name.get(tool)? as usize;
-        if j.given.is_some() || j.prefix() != prefix || !self.derivable(j, at) || !naming::is_valid(name) {
+        if j.given.is_some() || !j.answers_to(prefix) || !self.derivable(j, at) || !naming::is_valid(name) {
             return None;
         }
-        Some(Offered { name: name.into(), device: Some(j.handle.clone()), converted: j.converted.clone(), at })
+        Some(Offered { device: Some(j.handle.clone()), converted: j.converted.clone(), at })
     }
 
     /// Whether a device whose names are derived offers its tool at `at` (if the name fits).
@@ -252,7 +256,7 @@ impl Catalogue {
     /// The entries at `start` and after, in order.
     fn entries_from(&self, start: Place) -> impl Iterator<Item = Entry<'_>> {
         let hub = self.hub_tool.as_ref().filter(|_| start <= (0, 0));
-        let hub = hub.map(|converted| Entry { place: (0, 0), name: Cow::Borrowed("list_devices"), converted, at: 0 });
+        let hub = hub.map(|converted| Entry { place: (0, 0), name: Cow::Borrowed(HUB_TOOL), converted, at: 0 });
         let devices = self.joined.range(start.0.max(1)..).flat_map(move |(&seq, j)| {
             let from = if seq == start.0 { start.1.saturating_sub(1) as usize } else { 0 };
             let prefix = j.given.is_none().then(|| j.prefix());
@@ -268,14 +272,14 @@ impl Catalogue {
         hub.into_iter().chain(devices)
     }
 
-    /// Every entry, in order, as [`get`](Self::get) finds it by the name the listing shows
-    /// (for tests: a listed name that is not found, or is found elsewhere, panics).
+    /// Every entry's name, in order, and what [`get`](Self::get) finds by that name (for tests:
+    /// a listed name that is not found, or is found elsewhere, panics).
     #[cfg(test)]
-    fn all(&self) -> Vec<Offered> {
+    fn all(&self) -> Vec<(String, Offered)> {
         let found = |e: Entry<'_>| {
             let offered = self.get(&e.name).unwrap_or_else(|| panic!("{} is listed but not found", e.name));
             assert!(Arc::ptr_eq(&offered.converted, e.converted) && offered.at == e.at, "{} is found elsewhere", e.name);
-            offered
+            (e.name.into_owned(), offered)
         };
         self.entries_from((0, 0)).map(found).collect()
     }
@@ -289,7 +293,6 @@ impl Catalogue {
             if *rules.scope == Scope::All {
                 let hub = ToolList::shared(vec![crate::session::ToolEntry::from_value(&list_devices_tool()).expect("list_devices is a tool")]);
                 self.hub_tool = Some(Arc::new(Converted::new(hub, "hub")));
-                self.index.insert("list_devices".into(), (0, 0));
                 self.len = 1;
             }
         }
@@ -452,6 +455,7 @@ impl Catalogue {
             Scope::Device(_) => true,
             Scope::All => {
                 rules.naming == Naming::Plain
+                    && name != HUB_TOOL
                     && !self.index.contains_key(name)
                     && !super::fleet::is_fleet_tool(name)
                     && name.split_once('.').is_none_or(|(prefix, _)| naming::device_for_prefix(prefix, rules.aliases).is_none())

@@ -96,7 +96,7 @@ fn rules() -> Rules<'static> {
 
 /// What a host sees: each tool's name and the device and tool it calls, in listing order.
 fn offered(c: &Catalogue) -> Vec<(String, Option<String>, String)> {
-    c.all().iter().map(|o| (o.name.to_string(), o.device.as_ref().map(|d| d.device_id.clone()), o.device_name().to_string())).collect()
+    c.all().iter().map(|(name, o)| (name.clone(), o.device.as_ref().map(|d| d.device_id.clone()), o.device_name().to_string())).collect()
 }
 
 fn names(c: &Catalogue) -> Vec<String> {
@@ -242,7 +242,7 @@ fn a_derived_name_is_found_as_listed_and_no_other_spelling_is() {
     ] {
         assert!(c.get(name).is_none(), "{name:?} is no tool's name");
     }
-    assert_eq!(c.index.len(), 1, "no name is kept for a derived one: only the hub's own tool");
+    assert!(c.index.is_empty(), "no name is kept for a derived one");
 }
 
 #[test]
@@ -314,7 +314,7 @@ fn plain_names_are_kept_one_by_one_and_never_move() {
     fleet.update_by(&mut c, &rules);
     assert_eq!(names(&c), ["list_devices", "dev-020000000002.self.a", "self.b", "self.a"]);
     assert_eq!(c.get("self.a").unwrap().device.unwrap().device_id, id(3));
-    assert_eq!(c.index.len(), c.len(), "every plain-mode name is kept");
+    assert_eq!(c.index.len(), c.len() - 1, "every plain-mode name is kept (the hub's own tool is not a given name)");
 }
 
 #[test]
@@ -360,4 +360,20 @@ fn a_listing_in_progress_while_devices_come_and_go_has_no_duplicates_and_no_depa
     assert!(seen.iter().any(|n| n.starts_with(&prefix(100 + round.min(40)))), "a device that joined during the listing is reached");
     let relisted = seen.iter().filter(|n| n.starts_with(&format!("{}self.new", prefix(200)))).count();
     assert_eq!(relisted, 1, "a device that re-lists keeps its place and shows the list it had when the listing came to it");
+}
+
+#[test]
+fn a_device_s_own_endpoint_offers_a_tool_named_like_the_hub_s() {
+    let rules = Rules { scope: &Scope::Device(id(1)), naming: Naming::Prefixed, user_tools: true, aliases: &HashMap::new() };
+    let mut fleet = Fleet::new(64);
+    fleet.join(&id(1), &tools(&["list_devices", "self.a"]));
+    let mut c = Catalogue::default();
+    fleet.update_by(&mut c, &rules);
+    assert_eq!(names(&c), ["list_devices", "self.a"]);
+    assert_eq!(c.get("list_devices").unwrap().device.unwrap().device_id, id(1), "the device's, on its own endpoint");
+    // On /mcp the hub's own tool keeps its name, and the device's is under its prefix.
+    let mut all = Catalogue::default();
+    fleet.update(&mut all);
+    assert_eq!(names(&all), ["list_devices", "dev-020000000001.list_devices", "dev-020000000001.self.a"]);
+    assert!(all.get("list_devices").unwrap().device.is_none());
 }

@@ -28,12 +28,36 @@ pub fn device_for_prefix(prefix: &str, aliases: &HashMap<String, String>) -> Opt
     if let Some(id) = aliases.get(prefix) {
         return Some(id.to_ascii_lowercase());
     }
-    let hex = prefix.strip_prefix("dev-")?;
-    if hex.len() != 12 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+    Some(mac_in_prefix(prefix)?.as_str().to_string())
+}
+
+/// The MAC a `dev-<12 hex digits>` prefix spells, as a lower-case Device-Id (`aa:bb:…`), written
+/// on the stack: a call by name looks its device up without allocating.
+pub fn mac_in_prefix(prefix: &str) -> Option<MacText> {
+    let hex = prefix.strip_prefix("dev-")?.as_bytes();
+    if hex.len() != 12 || !hex.iter().all(u8::is_ascii_hexdigit) {
         return None;
     }
-    let pairs: Vec<&str> = (0..6).map(|i| &hex[2 * i..2 * i + 2]).collect();
-    Some(pairs.join(":").to_ascii_lowercase())
+    let mut text = [b':'; 17];
+    for (i, pair) in hex.chunks(2).enumerate() {
+        text[3 * i] = pair[0].to_ascii_lowercase();
+        text[3 * i + 1] = pair[1].to_ascii_lowercase();
+    }
+    Some(MacText(text))
+}
+
+/// A Device-Id spelled by a prefix (see [`mac_in_prefix`]).
+pub struct MacText([u8; 17]);
+
+impl MacText {
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).expect("hex digits and colons")
+    }
+}
+
+/// Whether `prefix` is the `dev-` prefix of `device_id` (its hex digits, as the id spells them).
+pub fn is_default_prefix(prefix: &str, device_id: &str) -> bool {
+    prefix.strip_prefix("dev-").is_some_and(|hex| hex.bytes().eq(device_id.bytes().filter(|b| !matches!(b, b':' | b'-'))))
 }
 
 pub fn qualify(prefix: &str, tool: &str) -> Option<String> {
@@ -61,5 +85,12 @@ mod tests {
         assert_eq!(device_for_prefix("kitchen", &aliases).as_deref(), Some("aa:bb:cc:dd:ee:ff"));
         assert_eq!(device_for_prefix("dev-12", &aliases), None);
         assert_eq!(device_for_prefix("lamp", &aliases), None);
+        assert_eq!(device_for_prefix("dev-0200000000AB", &aliases).as_deref(), Some("02:00:00:00:00:ab"));
+        assert_eq!(device_for_prefix("dev-02000000000g", &aliases), None);
+        assert_eq!(device_for_prefix("dev-0200000000001", &aliases), None);
+        assert!(is_default_prefix("dev-020000000001", "02:00:00:00:00:01"));
+        assert!(!is_default_prefix("dev-0200000000AB", "02:00:00:00:00:ab"), "the id's own spelling only");
+        assert!(!is_default_prefix("dev-02000000000", "02:00:00:00:00:01"));
+        assert!(!is_default_prefix("kitchen", "02:00:00:00:00:01"));
     }
 }
