@@ -36,7 +36,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, LazyLock, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use rmcp::model::Tool;
 use serde_json::{Value, json};
@@ -142,15 +142,13 @@ impl Joined {
     fn prefix(&self) -> Cow<'_, str> {
         match &self.alias {
             Some(alias) => Cow::Borrowed(alias),
-            None => Cow::Owned(naming::prefix_for(&self.handle.device_id, &NO_ALIASES)),
+            None => Cow::Owned(naming::default_prefix(&self.handle.device_id)),
         }
     }
 }
 
 /// The hub's own tool on `/mcp`, at place (0, 0); no device's tool takes its name.
 const HUB_TOOL: &str = "list_devices";
-
-static NO_ALIASES: LazyLock<HashMap<String, String>> = LazyLock::new(HashMap::new);
 
 /// Every tool of one endpoint.
 #[derive(Default)]
@@ -387,7 +385,7 @@ impl Catalogue {
         if !derived {
             let kept = before.as_ref().map(kept_names).unwrap_or_default();
             joined.given = Some(self.give_names(rules, &joined, &prefix, &kept));
-        } else if prefix != naming::prefix_for(&joined.handle.device_id, &NO_ALIASES) {
+        } else if prefix != naming::default_prefix(&joined.handle.device_id) {
             joined.alias = Some(prefix.as_str().into());
             self.aliased.insert(prefix.as_str().into(), seq);
         } else if rules.aliases.contains_key(&prefix) {

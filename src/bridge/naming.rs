@@ -18,8 +18,13 @@ pub fn prefix_for(device_id: &str, aliases: &HashMap<String, String>) -> String 
     named.sort();
     match named.first() {
         Some(alias) if !alias.contains('.') => (*alias).clone(),
-        _ => format!("dev-{}", device_id.replace([':', '-'], "")),
+        _ => default_prefix(device_id),
     }
+}
+
+/// A device's prefix without an alias: `dev-` and its Device-Id's hex digits.
+pub fn default_prefix(device_id: &str) -> String {
+    format!("dev-{}", device_id.replace([':', '-'], ""))
 }
 
 /// The Device-Id a prefix names: an alias's device, or the MAC spelled by `dev-<12 hex digits>`
@@ -55,7 +60,7 @@ impl MacText {
     }
 }
 
-/// Whether `prefix` is the `dev-` prefix of `device_id` (its hex digits, as the id spells them).
+/// Whether `prefix` is [`default_prefix`] of `device_id`, compared in place.
 pub fn is_default_prefix(prefix: &str, device_id: &str) -> bool {
     prefix.strip_prefix("dev-").is_some_and(|hex| hex.bytes().eq(device_id.bytes().filter(|b| !matches!(b, b':' | b'-'))))
 }
@@ -88,7 +93,8 @@ mod tests {
         assert_eq!(device_for_prefix("dev-0200000000AB", &aliases).as_deref(), Some("02:00:00:00:00:ab"));
         assert_eq!(device_for_prefix("dev-02000000000g", &aliases), None);
         assert_eq!(device_for_prefix("dev-0200000000001", &aliases), None);
-        assert!(is_default_prefix("dev-020000000001", "02:00:00:00:00:01"));
+        assert!(is_default_prefix(&default_prefix("02:00:00:00:00:01"), "02:00:00:00:00:01"));
+        assert!(is_default_prefix(&default_prefix("02-00-00-00-00-ab"), "02-00-00-00-00-ab"));
         assert!(!is_default_prefix("dev-0200000000AB", "02:00:00:00:00:ab"), "the id's own spelling only");
         assert!(!is_default_prefix("dev-02000000000", "02:00:00:00:00:01"));
         assert!(!is_default_prefix("kitchen", "02:00:00:00:00:01"));

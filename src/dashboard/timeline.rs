@@ -52,6 +52,14 @@ fn now_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
+/// The address a connection event says the device came from.
+fn address(event: &DeviceEvent) -> Option<&str> {
+    match &event.event {
+        LinkEvent::Link(Lifecycle::Connected { remote, .. }) => remote.as_deref(),
+        _ => None,
+    }
+}
+
 /// Whether the timeline keeps this kind of event.
 fn kept(name: &str) -> bool {
     matches!(name, "connected" | "disconnected" | "hello" | "ready" | "tools_changed" | "onboarding_retry" | "onboarding_failed" | "warning" | "malformed" | "lagged")
@@ -88,7 +96,6 @@ impl Timeline {
     }
 
     fn add(&self, event: Arc<DeviceEvent>) {
-        let connected_from = matches!(&event.event, LinkEvent::Link(Lifecycle::Connected { remote: Some(_), .. }));
         let device_id = &*event.device_id;
         let mut b = self.lock();
         b.tick += 1;
@@ -100,7 +107,7 @@ impl Timeline {
             }
         }
         let entry = b.devices.entry(event.device_id.clone()).or_default();
-        if connected_from {
+        if address(&event).is_some() {
             entry.0 = Some(event.clone());
         }
         if entry.1.len() >= PER_DEVICE {
@@ -113,10 +120,7 @@ impl Timeline {
     /// The address a device last connected from.
     pub fn remote(&self, device_id: &str) -> Option<String> {
         let connected = self.lock().devices.get(device_id).and_then(|d| d.0.clone())?;
-        match &connected.event {
-            LinkEvent::Link(Lifecycle::Connected { remote, .. }) => remote.as_deref().map(str::to_string),
-            _ => None,
-        }
+        address(&connected).map(str::to_string)
     }
 
     /// A device's kept events, oldest first.

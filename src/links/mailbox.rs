@@ -17,7 +17,6 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-
 use std::task::{Context, Poll};
 
 use futures_util::task::AtomicWaker;
