@@ -513,6 +513,20 @@ pub struct MqttServeArgs {
     /// Largest MQTT message to or from a device, in bytes; larger ones are refused
     #[arg(long, value_name = "BYTES", default_value_t = 8192, value_parser = clap::value_parser!(u64).range(512..=1_048_576))]
     pub mqtt_max_payload: u64,
+    /// Mosquitto with dynamic security: keep a broker login per approved device (username and
+    /// client id its key, password its token, its own two topics only); removed on revocation.
+    /// Admin login in MCPDEV_MQTT_ADMIN_USERNAME and MCPDEV_MQTT_ADMIN_PASSWORD(_FILE), else the hub's own
+    #[arg(long)]
+    pub mqtt_dynsec: bool,
+    /// EMQX 5: serve its HTTP authentication and authorization hooks here (/mqtt/authn,
+    /// /mqtt/authz), so that EMQX asks the hub; the secret EMQX sends is in MCPDEV_MQTT_HOOK_SECRET(_FILE)
+    #[arg(long, value_name = "ADDR")]
+    pub mqtt_hooks: Option<std::net::SocketAddr>,
+    /// Hand approved devices the one login in MCPDEV_MQTT_DEVICE_USERNAME/PASSWORD. It lets every
+    /// device (and anyone who reads it off one) connect under any client id, another device's
+    /// included: prefer --mqtt-dynsec or --mqtt-hooks
+    #[arg(long)]
+    pub mqtt_shared_device_login: bool,
     /// `mqtt.endpoint` handed to devices by OTA (default: the broker's address as devices reach it)
     #[arg(long, value_name = "HOST:PORT")]
     pub mqtt_device_endpoint: Option<String>,

@@ -94,12 +94,12 @@ async fn a_device_that_insists_on_a_complete_mqtt_block_connects_to_the_embedded
 async fn a_device_that_insists_on_a_complete_mqtt_block_connects_to_mosquitto() {
     let broker = Mosquitto::start().await;
     let hub = HubProcess::start(
-        &["--mqtt", &broker.url()],
+        &["--mqtt", &broker.url(), "--mqtt-shared-device-login"],
         &[("MCPDEV_MQTT_DEVICE_USERNAME", "devices"), ("MCPDEV_MQTT_DEVICE_PASSWORD", "devices-pass")],
     )
     .await;
     let m = complete_mqtt_block(&hub, "02:00:00:00:0b:04").await;
-    assert_eq!((m["username"].as_str(), m["password"].as_str()), (Some("devices"), Some("devices-pass")), "a real broker: the login the hub was given");
+    assert_eq!((m["username"].as_str(), m["password"].as_str()), (Some("devices"), Some("devices-pass")), "a real broker with the shared login opted in: that login, for an admitted device");
     assert_eq!(m["endpoint"], format!("127.0.0.1:{}", broker.port));
     connects_with_the_block_and_is_called(&hub, "02:00:00:00:0b:04", &m).await;
 }

@@ -93,8 +93,9 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
     let listening = {
         let mcp = format!("{host_url}/mcp");
         let (broker, udp) = mqtt.as_ref().map(|m| (m.broker.clone(), m.udp.addr.port())).unzip();
+        let hooks = mqtt.as_ref().and_then(|m| m.hooks).map(|a| format!("http://{a}"));
         serde_json::json!({"event": "listening", "devices": devices_url, "device_urls": reach, "host": host_url, "mcp": mcp,
-            "demo_devices": args.demo.unwrap_or(0), "ota": ota_url, "mqtt": broker, "udp_port": udp,
+            "demo_devices": args.demo.unwrap_or(0), "ota": ota_url, "mqtt": broker, "udp_port": udp, "mqtt_hooks": hooks,
             "approve_all": admission.approve_all(), "admitted_file": admission.file(),
             "max_device_connections": running.hub.budget.caps().max_connections, "fd_limit": running.hub.budget.fd_limit()})
     };
@@ -123,6 +124,9 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         }
         if let Some(m) = &mqtt {
             eprintln!("  MQTT broker          {}  (audio UDP port {})", m.broker, m.udp.addr.port());
+            if let Some(a) = m.hooks {
+                eprintln!("  EMQX hooks           http://{a}{}  and {}", crate::mqtt::hooks::AUTHN_PATH, crate::mqtt::hooks::AUTHZ_PATH);
+            }
         }
         if let Some(n) = args.demo {
             eprintln!("  demo                 {n} virtual device(s): 02:00:00:00:00:01 …");
@@ -176,6 +180,9 @@ fn mqtt_settings(a: &MqttServeArgs) -> anyhow::Result<Option<MqttSettings>> {
     s.max_payload = a.mqtt_max_payload as usize;
     s.udp_addr = a.udp_addr;
     s.device_endpoint = a.mqtt_device_endpoint.clone();
+    s.dynsec = a.mqtt_dynsec;
+    s.hooks = a.mqtt_hooks;
+    s.shared_device_login = a.mqtt_shared_device_login;
     Ok(Some(s))
 }
 

@@ -52,8 +52,15 @@ pub const MAX_RECORD_BYTES: usize = 16 * 1024 * 1024;
 /// What the OTA answer needs from the hub's MQTT side, when it runs one (`serve --mqtt`, which
 /// lives above the hub and sets [`Hub::mqtt`](super::Hub::mqtt)).
 pub trait MqttOffer: Send + Sync {
-    /// The `mqtt` block for an admitted device: endpoint, its client id and login, its topics.
-    fn ota_settings(&self, device_id: &str, host: &str, device_token: &str) -> Value;
+    /// The `mqtt` block: endpoint, the device's client id and login, its topics. `device_token`
+    /// is the approved binding's token when `admitted`, else a token bound to the check-in's own
+    /// request: no broker accepts it until that request is approved, and a request nobody
+    /// approved never gets any other credential (a shared login goes to approved bindings only).
+    fn ota_settings(&self, device_id: &str, host: &str, device_token: &str, admitted: bool) -> Value;
+    /// The device's approval changed (approved, re-bound, revoked, here or on another hub): bring
+    /// the broker's per-device credential in line. `None` when the broker's logins are not the
+    /// hub's to manage; else a receiver told once the broker has it.
+    fn admission_changed(&self, device_id: &str) -> Option<tokio::sync::oneshot::Receiver<Result<(), String>>>;
     /// The device checked in: onboard it over MQTT without waiting for its hello.
     fn probe(&self, device_id: &str);
     /// The device was revoked: close its broker connection and drop its link. Whether a broker
@@ -200,7 +207,7 @@ async fn check_version(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
         CheckIn::Pending { pending, token } => (token.clone(), Some(activation_block(pending)), false),
     };
     let websocket = json!({"url": format!("ws://{base}{DEVICE_PATH}"), "token": token, "version": 1});
-    let mqtt = hub.mqtt.get().map(|m| m.ota_settings(&device_id, &name, &token));
+    let mqtt = hub.mqtt.get().map(|m| m.ota_settings(&device_id, &name, &token, admitted));
     let firmware = ota.firmware.as_ref().map(|(_, version)| json!({"version": version, "url": format!("http://{base}{FIRMWARE_PATH}"), "force": 0}));
     // Only the approved binding's report becomes the device's own (what `hello` shows); anyone
     // else's stays with its request.

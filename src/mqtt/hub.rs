@@ -61,6 +61,15 @@ pub struct MqttSettings {
     pub device_keepalive: u16,
     /// How long a new claim must stand before the hub serves the device.
     pub claim_settle: Duration,
+    /// Hand approved devices the shared login of [`DEVICE_USERNAME_ENV`]/[`DEVICE_PASSWORD_ENV`]
+    /// (`--mqtt-shared-device-login`): an explicit opt-in, since it lets every device pick any
+    /// client id.
+    pub shared_device_login: bool,
+    /// Keep Mosquitto's dynamic-security clients in line with the approvals
+    /// (`--mqtt-dynsec`, [`super::dynsec`]).
+    pub dynsec: bool,
+    /// Serve EMQX's authentication and authorization hooks here (`--mqtt-hooks`, [`super::hooks`]).
+    pub hooks: Option<SocketAddr>,
 }
 
 impl MqttSettings {
@@ -73,6 +82,9 @@ impl MqttSettings {
             device_endpoint: None,
             device_keepalive: 240,
             claim_settle: Duration::from_millis(300),
+            shared_device_login: false,
+            dynsec: false,
+            hooks: None,
         }
     }
 }
@@ -113,15 +125,20 @@ pub struct MqttHub {
     broker_clients: Option<broker::Clients>,
     /// The other hubs on this broker, and requests to and from them.
     pub cluster: Arc<ClusterNode>,
+    /// Mosquitto's per-device clients, when this hub keeps them (`--mqtt-dynsec`).
+    dynsec: Option<Arc<super::dynsec::Dynsec>>,
+    /// Where the EMQX hooks are served (`--mqtt-hooks`).
+    pub hooks: Option<SocketAddr>,
 }
 
 /// The MQTT login the OTA answer gives devices.
 #[derive(Debug, Clone)]
 enum DeviceLogin {
-    /// The client id and the device's own token (the embedded broker).
+    /// The client id and the device's own token: the embedded broker checks it, Mosquitto with
+    /// dynamic security holds it for approved bindings, EMQX asks the hub's hooks.
     Own,
-    /// Credentials the hub was given for a real broker (possibly empty: then the hub warned).
-    Given { username: String, password: String },
+    /// The shared login (explicit opt-in), for approved bindings only.
+    Shared { username: String, password: String },
 }
 
 enum Control {
@@ -138,19 +155,21 @@ impl MqttHub {
     /// The OTA answer's `mqtt` section for a device that reaches the hub by `host` (the hub's
     /// public name, see [`Hub::public_name`]) and whose own token is `device_token`.
     ///
-    /// Every field stock firmware and py-xiaozhi insist on is set: on the embedded broker the
-    /// username is the client id and the password the device's own token (the broker accepts
-    /// it, see [`start`]); on a real broker, the credentials the hub was given
-    /// ([`DEVICE_USERNAME_ENV`], [`DEVICE_PASSWORD_ENV`]; the hub warns at start-up without them).
-    pub fn ota_settings(&self, device_id: &str, host: &str, device_token: &str) -> Value {
+    /// Every field stock firmware and py-xiaozhi insist on is set. The username is the client id
+    /// and the password `device_token`: the approved binding's own when `admitted`, else one bound
+    /// to the check-in's request, which no broker set up as the docs say accepts until a person
+    /// approves that request. Only with the shared login opted in ([`DEVICE_USERNAME_ENV`],
+    /// [`DEVICE_PASSWORD_ENV`], `--mqtt-shared-device-login`) does an approved binding get that
+    /// login instead; a request nobody approved never does.
+    pub fn ota_settings(&self, device_id: &str, host: &str, device_token: &str, admitted: bool) -> Value {
         let key = topics::key_for(device_id).unwrap_or_default();
         let endpoint = self.settings.device_endpoint.clone().unwrap_or_else(|| {
             let h = self.endpoint_host.as_deref().unwrap_or(host);
             format!("{h}:{}", self.endpoint_port)
         });
         let (username, password) = match &self.device_login {
-            DeviceLogin::Own => (key.clone(), device_token.to_string()),
-            DeviceLogin::Given { username, password } => (username.clone(), password.clone()),
+            DeviceLogin::Shared { username, password } if admitted => (username.clone(), password.clone()),
+            DeviceLogin::Own | DeviceLogin::Shared { .. } => (key.clone(), device_token.to_string()),
         };
         json!({
             "endpoint": endpoint,
@@ -263,8 +282,11 @@ fn device_auth(hub: Arc<Hub>, hub_password: String) -> broker::Authenticate {
 /// Starts the broker (if embedded), the connection and the dispatcher.
 /// The OTA answer's view of the MQTT side.
 impl crate::hub::ota::MqttOffer for Arc<MqttHub> {
-    fn ota_settings(&self, device_id: &str, host: &str, device_token: &str) -> Value {
-        MqttHub::ota_settings(self, device_id, host, device_token)
+    fn ota_settings(&self, device_id: &str, host: &str, device_token: &str, admitted: bool) -> Value {
+        MqttHub::ota_settings(self, device_id, host, device_token, admitted)
+    }
+    fn admission_changed(&self, device_id: &str) -> Option<tokio::sync::oneshot::Receiver<Result<(), String>>> {
+        self.dynsec.as_ref().map(|d| d.sync(device_id))
     }
     fn probe(&self, device_id: &str) {
         MqttHub::probe(self, device_id);
@@ -317,12 +339,31 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
             (url.clone(), (!loopback).then(|| url.host.clone()), url.port)
         }
     };
+    // A hub login with no password (`mcpdev-hub…`): the cluster's own, derived from the shared hub
+    // secret, which the EMQX hooks of any hub check.
+    let url = match &settings.broker {
+        BrokerChoice::External(_) if url.password.is_none() && url.username.as_deref().is_some_and(|u| u.starts_with(super::hooks::HUB_USERNAME_PREFIX)) => {
+            info!("logging in to the broker with the cluster's hub password (derived from the hub secret; what --mqtt-hooks checks)");
+            BrokerUrl { password: Some(hub.admission.hub_broker_password()), ..url }
+        }
+        _ => url,
+    };
     // The embedded broker as devices and people reach it: without the hub's credential.
     let (shown, credential_file) = match settings.broker {
         BrokerChoice::Embedded { .. } => (BrokerUrl { username: None, password: None, ..url.clone() }.to_string(), Some(broker::acl::hub_credential_path(url.port))),
         BrokerChoice::External(_) => (url.to_string(), None),
     };
-    let device_login = device_login(&settings.broker, std::env::var(DEVICE_USERNAME_ENV).ok(), std::env::var(DEVICE_PASSWORD_ENV).ok());
+    let device_login = device_login(&settings, std::env::var(DEVICE_USERNAME_ENV).ok(), std::env::var(DEVICE_PASSWORD_ENV).ok()).map_err(anyhow::Error::msg)?;
+    let dynsec = match (&settings.broker, settings.dynsec) {
+        (BrokerChoice::External(url), true) => Some(super::dynsec::Dynsec::start(Arc::downgrade(&hub), &super::dynsec::admin_url(url).map_err(anyhow::Error::msg)?, &hub_id)),
+        (BrokerChoice::Embedded { .. }, true) => anyhow::bail!("--mqtt-dynsec is for Mosquitto (--mqtt mqtt://…); the embedded broker checks each device's own login by itself"),
+        (_, false) => None,
+    };
+    let hooks = match (&settings.broker, settings.hooks) {
+        (BrokerChoice::External(_), Some(addr)) => Some(super::hooks::serve(hub.clone(), addr, super::hooks::secret_from_env().map_err(anyhow::Error::msg)?, settings.group.clone()).await?),
+        (BrokerChoice::Embedded { .. }, Some(_)) => anyhow::bail!("--mqtt-hooks is for EMQX (--mqtt mqtt://…); the embedded broker checks each device's own login by itself"),
+        (_, None) => None,
+    };
     let udp = Arc::new(udp::UdpSink::bind(settings.udp_addr).await.map_err(|e| anyhow::anyhow!("cannot bind the UDP audio socket {}: {e}", settings.udp_addr))?);
     let presence = format!("{}{hub_id}", topics::HUBS);
     let will = LastWill::new(&presence, Vec::<u8>::new(), QoS::AtLeastOnce, true);
@@ -348,6 +389,8 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         control: control.clone(),
         broker_clients,
         cluster: ClusterNode::new(&hub_id, Arc::downgrade(&hub), connection.client.clone()),
+        dynsec,
+        hooks,
         settings,
     });
     let (republish, republish_rx) = watch::channel(0u64);
@@ -380,28 +423,41 @@ fn watch_broker(mut stopped: watch::Receiver<Option<String>>) {
     });
 }
 
-/// Which login the OTA answer hands out: on the embedded broker the device's own (which it
-/// accepts in every mode); on a real broker the credentials the hub was given, or an incomplete
-/// block with a warning now rather than a device that silently never connects.
-fn device_login(broker: &BrokerChoice, username: Option<String>, password: Option<String>) -> DeviceLogin {
+/// Which login the OTA answer hands out: the device's own (client id and token) on every broker
+/// set-up the docs give, or, only when opted in, the shared login. The shared login's variables
+/// set without the opt-in stop the hub with advice, rather than being used or silently ignored.
+fn device_login(settings: &MqttSettings, username: Option<String>, password: Option<String>) -> Result<DeviceLogin, String> {
     let username = username.filter(|u| !u.is_empty());
     let password = password.filter(|p| !p.is_empty());
-    match (broker, username, password) {
-        (BrokerChoice::Embedded { .. }, username, password) => {
-            if username.is_some() || password.is_some() {
-                warn!("{DEVICE_USERNAME_ENV}/{DEVICE_PASSWORD_ENV} are for a real broker: with the embedded one, each device gets its own login");
+    let external = match &settings.broker {
+        BrokerChoice::Embedded { .. } => {
+            if username.is_some() || password.is_some() || settings.shared_device_login {
+                warn!("{DEVICE_USERNAME_ENV}/{DEVICE_PASSWORD_ENV} and --mqtt-shared-device-login are for a real broker: with the embedded one, each device gets its own login");
             }
-            DeviceLogin::Own
+            return Ok(DeviceLogin::Own);
         }
-        (BrokerChoice::External(_), Some(username), Some(password)) => DeviceLogin::Given { username, password },
-        (BrokerChoice::External(url), username, password) => {
+        BrokerChoice::External(url) => url,
+    };
+    match (settings.shared_device_login, username, password) {
+        (true, Some(username), Some(password)) => {
             warn!(
-                broker = %url,
-                "{DEVICE_USERNAME_ENV} and {DEVICE_PASSWORD_ENV} are not both set: devices that bootstrap from the OTA endpoint get an incomplete `mqtt` block, \
-                 which stock firmware and py-xiaozhi refuse; set both to the login your broker gives devices"
+                broker = %external,
+                "--mqtt-shared-device-login: every approved device gets the one login in {DEVICE_USERNAME_ENV}/{DEVICE_PASSWORD_ENV}, and with it any device (or anyone who reads it off one) \
+                 may connect under any client id, another device's included; prefer per-device logins (--mqtt-dynsec on Mosquitto, --mqtt-hooks on EMQX)"
             );
-            DeviceLogin::Given { username: username.unwrap_or_default(), password: password.unwrap_or_default() }
+            Ok(DeviceLogin::Shared { username, password })
         }
+        (true, _, _) => Err(format!("--mqtt-shared-device-login needs both {DEVICE_USERNAME_ENV} and {DEVICE_PASSWORD_ENV}")),
+        (false, None, None) => {
+            if !settings.dynsec && settings.hooks.is_none() {
+                info!(broker = %external, "devices get their client id and own token as their MQTT login: the broker must check it (--mqtt-dynsec on Mosquitto, --mqtt-hooks on EMQX, on this hub or another of the cluster)");
+            }
+            Ok(DeviceLogin::Own)
+        }
+        (false, _, _) => Err(format!(
+            "{DEVICE_USERNAME_ENV}/{DEVICE_PASSWORD_ENV} are set, but a shared device login lets every device connect under any client id, another device's included: \
+             pass --mqtt-shared-device-login to accept that, or unset them and give each device its own login (--mqtt-dynsec on Mosquitto, --mqtt-hooks on EMQX)"
+        )),
     }
 }
 

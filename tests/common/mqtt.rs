@@ -18,6 +18,33 @@ pub struct Mosquitto {
     pub port: u16,
     dir: tempfile::TempDir,
     child: Option<tokio::process::Child>,
+    /// Configuration lines beside the listener (authentication, plugins); anonymous when empty.
+    auth: String,
+}
+
+/// The dynamic-security admin of [`Mosquitto::start_dynsec`] (what `mosquitto_ctrl dynsec init`
+/// makes), and the hub logins the docs' set-up adds.
+pub const DYNSEC_ADMIN: (&str, &str) = ("admin", "admin-password-0123");
+pub const HUB_LOGINS: [(&str, &str); 2] = [("mcpdev-hub-1", "hub-one-password-0123"), ("mcpdev-hub-2", "hub-two-password-0123")];
+
+/// The hub role of docs/mqtt.md, as `mosquitto_ctrl dynsec` arguments: the cluster's topics and
+/// the shared uplink subscription, nothing else.
+pub const HUB_SETUP: &[&[&str]] = &[
+    &["createRole", "mcpdev-hub"],
+    &["addRoleACL", "mcpdev-hub", "publishClientSend", "mcpdev/#", "allow"],
+    &["addRoleACL", "mcpdev-hub", "publishClientReceive", "mcpdev/#", "allow"],
+    &["addRoleACL", "mcpdev-hub", "subscribePattern", "mcpdev/#", "allow"],
+    &["addRoleACL", "mcpdev-hub", "subscribeLiteral", "$share/mcpdev/mcpdev/up/+", "allow"],
+];
+
+/// The dynamic-security plugin as Debian installs it.
+pub fn dynsec_plugin() -> String {
+    for p in ["/usr/lib/x86_64-linux-gnu/mosquitto_dynamic_security.so", "/usr/lib/aarch64-linux-gnu/mosquitto_dynamic_security.so", "/usr/lib/mosquitto_dynamic_security.so"] {
+        if std::path::Path::new(p).exists() {
+            return p.to_string();
+        }
+    }
+    panic!("mosquitto_dynamic_security.so is not installed: run .ci/test, which installs the Debian package `mosquitto`")
 }
 
 fn mosquitto_binary() -> String {
@@ -35,9 +62,77 @@ fn mosquitto_binary() -> String {
 impl Mosquitto {
     pub async fn start() -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let mut m = Self { port, dir: tempfile::tempdir().unwrap(), child: None };
+        let mut m = Self { port, dir: tempfile::tempdir().unwrap(), child: None, auth: String::new() };
         m.run().await;
         m
+    }
+
+    /// Mosquitto with the dynamic-security plugin, set up as docs/mqtt.md says: a fresh file
+    /// (`mosquitto_ctrl dynsec init`, admin [`DYNSEC_ADMIN`]), no anonymous clients, and the hub
+    /// role with the hub logins of [`HUB_LOGINS`] (made with `mosquitto_ctrl`, as an operator would).
+    pub async fn start_dynsec() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("dynamic-security.json");
+        let auth = format!("allow_anonymous false\nplugin {}\nplugin_opt_config_file {}\n", dynsec_plugin(), file.display());
+        let mut m = Self { port, dir, child: None, auth };
+        m.init_dynsec().await;
+        m
+    }
+
+    /// Stops the broker, gives it a fresh dynamic-security file (the hub set-up of the docs, no
+    /// device), and starts it again on the same port.
+    pub async fn init_dynsec(&mut self) {
+        self.kill().await;
+        let file = self.dir.path().join("dynamic-security.json");
+        let _ = std::fs::remove_file(&file);
+        let out = tokio::process::Command::new("mosquitto_ctrl").arg("dynsec").arg("init").arg(&file).arg(DYNSEC_ADMIN.0).arg(DYNSEC_ADMIN.1).output().await.expect("mosquitto_ctrl");
+        assert!(out.status.success(), "mosquitto_ctrl dynsec init: {out:?}");
+        self.run().await;
+        for line in HUB_SETUP {
+            self.ctrl(line).await;
+        }
+        for (user, password) in HUB_LOGINS {
+            self.ctrl(&["createClient", user, "-p", password]).await;
+            self.ctrl(&["addClientRole", user, "mcpdev-hub"]).await;
+        }
+    }
+
+    /// Mosquitto with a password file and the ACL file docs/cluster.md gives (`users`: name and
+    /// password each).
+    pub async fn start_acl_file(users: &[(&str, &str)], acl: &str) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let dir = tempfile::tempdir().unwrap();
+        let passwd = dir.path().join("passwd");
+        std::fs::write(&passwd, "").unwrap();
+        for (user, password) in users {
+            let out = tokio::process::Command::new("mosquitto_passwd").arg("-b").arg(&passwd).arg(user).arg(password).output().await.expect("mosquitto_passwd");
+            assert!(out.status.success(), "mosquitto_passwd: {out:?}");
+        }
+        let acl_file = dir.path().join("acl");
+        std::fs::write(&acl_file, acl).unwrap();
+        let auth = format!("allow_anonymous false\npassword_file {}\nacl_file {}\n", passwd.display(), acl_file.display());
+        let mut m = Self { port, dir, child: None, auth };
+        m.run().await;
+        m
+    }
+
+    /// `mosquitto_ctrl -u admin … dynsec ARGS` against this broker; asserts it worked.
+    pub async fn ctrl(&self, args: &[&str]) {
+        let port = self.port.to_string();
+        let out = tokio::process::Command::new("mosquitto_ctrl")
+            .args(["-h", "127.0.0.1", "-p", &port, "-u", DYNSEC_ADMIN.0, "-P", DYNSEC_ADMIN.1, "dynsec"])
+            .args(args)
+            .output()
+            .await
+            .expect("mosquitto_ctrl");
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && !said.contains("Error"), "mosquitto_ctrl dynsec {args:?}: {out:?}");
+    }
+
+    /// The broker URL with a login.
+    pub fn url_as(&self, user: &str) -> String {
+        format!("mqtt://{user}@127.0.0.1:{}", self.port)
     }
 
     pub fn url(&self) -> String {
@@ -50,8 +145,9 @@ impl Mosquitto {
         std::fs::write(
             &conf,
             format!(
-                "listener {} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\n",
-                self.port
+                "listener {} 127.0.0.1\n{}persistence false\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\n",
+                self.port,
+                if self.auth.is_empty() { "allow_anonymous true\n" } else { &self.auth },
             ),
         )
         .unwrap();
@@ -248,5 +344,84 @@ impl Killer {
     /// Ends the connection now, as `kill -9` would (the kernel closes the socket).
     pub fn kill(self) {
         self.0.abort();
+    }
+}
+
+/// One MQTT connection with a given login, as an impostor or a device would make it, that does
+/// not reconnect: it tells when the broker ends it.
+pub struct Session {
+    pub client: rumqttc::AsyncClient,
+    /// What the broker sent (publishes, and SUBACK return codes as `{"suback": [...]}`).
+    pub rx: mpsc::Receiver<Value>,
+    /// Told (with why) when the connection ends.
+    pub ended: tokio::sync::watch::Receiver<Option<String>>,
+}
+
+/// Connects once as `client_id` with `login` (username, password); `Err` with the broker's
+/// refusal (CONNACK code) or the connection error.
+pub async fn connect_once(port: u16, client_id: &str, login: Option<(&str, &str)>) -> Result<Session, String> {
+    let mut o = rumqttc::MqttOptions::new(client_id, "127.0.0.1", port);
+    o.set_keep_alive(std::time::Duration::from_secs(30));
+    if let Some((u, p)) = login {
+        o.set_credentials(u, p);
+    }
+    let (client, mut eventloop) = rumqttc::AsyncClient::new(o, 64);
+    let first = tokio::time::timeout(DEADLINE, async {
+        loop {
+            match eventloop.poll().await {
+                Ok(rumqttc::Event::Incoming(rumqttc::Packet::ConnAck(_))) => return Ok(()),
+                Ok(_) => continue,
+                Err(e) => return Err(format!("{e:?}")),
+            }
+        }
+    })
+    .await
+    .expect("no CONNACK in time");
+    first?;
+    let (tx, rx) = mpsc::channel(256);
+    let (ended_tx, ended) = tokio::sync::watch::channel(None);
+    tokio::spawn(async move {
+        loop {
+            match eventloop.poll().await {
+                Ok(rumqttc::Event::Incoming(rumqttc::Packet::Publish(p))) => {
+                    let v = json!({"topic": p.topic, "payload": String::from_utf8_lossy(&p.payload)});
+                    let _ = tx.send(v).await;
+                }
+                Ok(rumqttc::Event::Incoming(rumqttc::Packet::SubAck(a))) => {
+                    let codes: Vec<String> = a.return_codes.iter().map(|c| format!("{c:?}")).collect();
+                    let _ = tx.send(json!({"suback": codes})).await;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    let _ = ended_tx.send(Some(format!("{e:?}")));
+                    return;
+                }
+            }
+        }
+    });
+    Ok(Session { client, rx, ended })
+}
+
+impl Session {
+    /// The next thing the broker sent, within the deadline.
+    pub async fn recv(&mut self) -> Value {
+        tokio::time::timeout(DEADLINE, self.rx.recv()).await.expect("nothing from the broker in time").expect("connection gone")
+    }
+
+    /// Waits until the broker ends the connection; why.
+    pub async fn wait_ended(&mut self) -> String {
+        let why = tokio::time::timeout(DEADLINE, self.ended.wait_for(Option::is_some)).await.expect("the broker did not end the session in time").expect("watch closed");
+        why.clone().unwrap_or_default()
+    }
+
+    /// Subscribes to `filter`; the SUBACK's return code (`Success(AtMostOnce)` or `Failure`).
+    pub async fn subscribe(&mut self, filter: &str) -> String {
+        self.client.subscribe(filter, rumqttc::QoS::AtMostOnce).await.unwrap();
+        loop {
+            let v = self.recv().await;
+            if let Some(codes) = v.get("suback") {
+                return codes[0].as_str().unwrap_or_default().to_string();
+            }
+        }
     }
 }

@@ -352,10 +352,32 @@ impl Admission {
         !state.book.revoked.contains_key(&id) && (self.nonce_of(&state, &id).is_some() || !self.shared_tokens.is_empty())
     }
 
-    /// The password the hub's own MQTT client uses on the embedded broker (not a device's token:
-    /// derived from a name that is not a Device-Id).
+    /// The password hubs of a cluster log in with on a broker that asks a hub about every login
+    /// (the EMQX hooks, [`crate::mqtt::hooks`]): every hub holding the shared hub secret derives
+    /// the same one, and it is no device's token (derived from a name that is not a Device-Id).
     pub fn hub_broker_password(&self) -> String {
         self.secret.token(Purpose::Device, "mcpdev-hub")
+    }
+
+    /// The broker login of `device_id`'s current approval: its token, when a person bound it (a
+    /// request approved, or a Device-Id approved out of band). `None` for a device that is not
+    /// approved, revoked, or admitted only by a mode (`--approve-all`, demo devices, shared
+    /// tokens): a broker holds per-device credentials for approved bindings only.
+    pub fn broker_login(&self, device_id: &str) -> Option<String> {
+        let id = device_id.to_ascii_lowercase();
+        let state = lock(&self.state);
+        if state.book.revoked.contains_key(&id) {
+            return None;
+        }
+        let a = state.book.admitted.get(&id)?;
+        Some(self.token_for(Purpose::Device, &id, &a.nonce))
+    }
+
+    /// Every approved binding's broker login, by Device-Id (what a broker's per-device
+    /// credentials must be, see [`Self::broker_login`]).
+    pub fn broker_logins(&self) -> Vec<(String, String)> {
+        let state = lock(&self.state);
+        state.book.admitted.values().filter(|a| !state.book.revoked.contains_key(&a.device_id)).map(|a| (a.device_id.clone(), self.token_for(Purpose::Device, &a.device_id, &a.nonce))).collect()
     }
 
     /// An MQTT CONNECT as a device: the Device-Id is the MAC in its client id
@@ -713,10 +735,27 @@ fn describe(a: &Admitted) -> String {
     format!("Client-Id {}, approved {via}{}", a.client_id.as_deref().unwrap_or("(none)"), if a.key_hash.is_some() { " with a device key" } else { "" })
 }
 
+/// Brings the broker's per-device credential of `device_id` in line with its approval, when the
+/// hub manages them (Mosquitto dynamic security), and waits for it up to [`BROKER_SYNC_LIMIT`]:
+/// the command that changed the approval returns once the broker knows (a new credential works,
+/// a revoked one is gone and its session ended). A broker that is down is caught up with later.
+async fn sync_broker(hub: &super::Hub, device_id: &str) {
+    let Some(done) = hub.mqtt.get().and_then(|m| m.admission_changed(device_id)) else { return };
+    match tokio::time::timeout(BROKER_SYNC_LIMIT, done).await {
+        Ok(Ok(Ok(()))) => {}
+        Ok(Ok(Err(e))) => warn!(device = %device_id, "the broker's credential for this device is not updated yet: {e}; retried at the next reconnect"),
+        Ok(Err(_)) | Err(_) => warn!(device = %device_id, "the broker did not confirm this device's credential within {BROKER_SYNC_LIMIT:?}; it is updated in the background"),
+    }
+}
+
+/// How long an approval or a revocation waits for the broker to confirm the device's credential.
+pub const BROKER_SYNC_LIMIT: Duration = Duration::from_secs(5);
+
 /// `mcpdev devices revoke`: withdraws the approval and cuts the device off on every path.
 pub async fn revoke_and_disconnect(hub: &super::Hub, id: &str) -> Result<Value, String> {
     let revoked = hub.admission.revoke(id)?;
     let device_id = device_id(id)?;
+    sync_broker(hub, &device_id).await;
     let disconnected = cut_off(hub, &device_id, crate::links::handle::CloseReason::Revoked).await;
     Ok(serde_json::json!({"device_id": device_id, "revoked": revoked, "disconnected": disconnected}))
 }
@@ -725,6 +764,7 @@ pub async fn revoke_and_disconnect(hub: &super::Hub, id: &str) -> Result<Value, 
 /// cuts off the session that came in with the old binding's token.
 pub async fn approve_and_cut_over(hub: &super::Hub, target: &str, rebind: bool) -> Result<Approval, String> {
     let approval = hub.admission.approve(target, rebind)?;
+    sync_broker(hub, &approval.device_id).await;
     if approval.replaced.is_some() {
         cut_off(hub, &approval.device_id, crate::links::handle::CloseReason::Revoked).await;
     }
@@ -735,6 +775,9 @@ pub async fn approve_and_cut_over(hub: &super::Hub, target: &str, rebind: bool) 
 /// off when it was revoked (or bound anew).
 pub async fn import_and_cut_off(hub: &super::Hub, device_id: &str, payload: &[u8]) -> Result<Imported, String> {
     let imported = hub.admission.import(device_id, payload)?;
+    if let Imported::Applied { device_id, .. } = &imported {
+        sync_broker(hub, device_id).await;
+    }
     if let Imported::Applied { device_id, cut: true, .. } = &imported
         && cut_off(hub, device_id, crate::links::handle::CloseReason::Revoked).await
     {

@@ -1,0 +1,168 @@
+//! Issue 31: EMQX 5 asks the hub who may connect and what each client may do. These tests drive
+//! the hub's hooks (`serve --mqtt-hooks`) exactly as EMQX 5's HTTP authenticator and HTTP
+//! authorization source do with the configuration docs/mqtt.md gives: `POST` with
+//! `content-type: application/json`, the secret header, and the body templates
+//! (`{"clientid": "${clientid}", "username": "${username}", "password": "${password}",
+//! "peerhost": "${peerhost}"}`; `{…, "topic": "${topic}", "action": "${action}"}`), reading
+//! `{"result": "allow"|"deny"|"ignore", "is_superuser": …}` from a 200.
+
+mod common;
+
+use common::mqtt::Mosquitto;
+use common::ota::{check_in_as, exchange};
+use common::ws::DEADLINE;
+use common::{HubProcess, Outcome, mcpdev};
+use mcpdev::hub::secret::{HubSecret, Purpose};
+use mcpdev::mqtt::topics;
+use serde_json::{Value, json};
+
+const SECRET: &str = "hook-secret-0123456789abcdef";
+const VICTIM: &str = "aa:bb:cc:00:31:41";
+const VICTIM_UUID: &str = "41414141-2222-4333-8444-555555555541";
+const STRANGER: &str = "02:66:00:00:31:42";
+
+async fn ok(hub: &HubProcess, args: &[&str]) -> Outcome {
+    let out = mcpdev(hub, args).await;
+    assert_eq!(out.code, 0, "mcpdev {args:?}: {out:?}");
+    out
+}
+
+struct Hooks {
+    addr: String,
+}
+
+impl Hooks {
+    /// A request as EMQX sends it; the status and the JSON answer.
+    async fn post(&self, path: &str, secret: Option<&str>, body: &str) -> (u16, Value) {
+        let mut headers = vec![("Content-Type", "application/json")];
+        if let Some(s) = secret {
+            headers.push(("X-Mcpdev-Hook-Secret", s));
+        }
+        let (status, _, body) = exchange(&self.addr, "POST", path, &headers, body, DEADLINE).await;
+        (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+    }
+
+    async fn authn(&self, clientid: &str, username: &str, password: &str) -> Value {
+        let body = json!({"clientid": clientid, "username": username, "password": password, "peerhost": "10.0.0.66"});
+        let (status, answer) = self.post("/mqtt/authn", Some(SECRET), &body.to_string()).await;
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["is_superuser"], false, "nobody is a superuser: {answer}");
+        answer
+    }
+
+    async fn authz(&self, clientid: &str, username: &str, action: &str, topic: &str) -> String {
+        let body = json!({"clientid": clientid, "username": username, "topic": topic, "action": action, "peerhost": "10.0.0.66"});
+        let (status, answer) = self.post("/mqtt/authz", Some(SECRET), &body.to_string()).await;
+        assert_eq!(status, 200, "{answer}");
+        answer["result"].as_str().unwrap_or_default().to_string()
+    }
+}
+
+/// A hub with the hooks on an ephemeral loopback port (its state in `state`).
+async fn hub_with_hooks(broker: &Mosquitto, state: &str) -> (HubProcess, Hooks) {
+    let hub = HubProcess::start_admitting(&["--mqtt", &broker.url(), "--mqtt-hooks", "127.0.0.1:0"], &[("MCPDEV_MQTT_HOOK_SECRET", SECRET), ("MCPDEV_STATE_DIR", state)]).await;
+    let url = hub.info["mqtt_hooks"].as_str().unwrap_or_else(|| panic!("no mqtt_hooks in {}", hub.info)).to_string();
+    let addr = url.trim_start_matches("http://").to_string();
+    assert!(addr.starts_with("127.0.0.1:"), "loopback: {addr}");
+    (hub, Hooks { addr })
+}
+
+/// A device logs in as itself only, with its approval's token; a stranger never; a revoked
+/// device no more; a hub with the cluster's hub password; a caller without the secret is not
+/// heard.
+#[tokio::test]
+async fn emqx_authentication_lets_in_approved_devices_and_hubs_only() {
+    let broker = Mosquitto::start().await;
+    let state = tempfile::tempdir().unwrap();
+    let (hub, hooks) = hub_with_hooks(&broker, state.path().to_str().unwrap()).await;
+    let vkey = topics::key_for(VICTIM).unwrap();
+
+    // Not EMQX: no secret, a wrong one, a body that is not JSON, one over the cap.
+    let login = json!({"clientid": vkey, "username": vkey, "password": "x"}).to_string();
+    assert_eq!(hooks.post("/mqtt/authn", None, &login).await.0, 401);
+    assert_eq!(hooks.post("/mqtt/authn", Some("hook-secret-0123456789abcdeX"), &login).await.0, 401);
+    assert_eq!(hooks.post("/mqtt/authn", Some(SECRET), "clientid=x").await.0, 400);
+    assert_eq!(hooks.post("/mqtt/authz", Some(SECRET), &"x".repeat(8192)).await.0, 413);
+
+    // A stranger with a made-up MAC, and the victim before its approval: the OTA answer's
+    // password is refused.
+    let stranger = check_in_as(&hub, "hub.lan:8000", STRANGER, "stranger").await;
+    let skey = stranger["mqtt"]["client_id"].as_str().unwrap();
+    assert_eq!(hooks.authn(skey, skey, stranger["mqtt"]["password"].as_str().unwrap()).await["result"], "deny");
+    let first = check_in_as(&hub, "hub.lan:8000", VICTIM, VICTIM_UUID).await;
+    let token = first["mqtt"]["password"].as_str().unwrap().to_string();
+    assert_eq!(first["mqtt"]["username"], vkey.as_str());
+    assert_eq!(hooks.authn(&vkey, &vkey, &token).await["result"], "deny", "not approved yet");
+    ok(&hub, &["devices", "approve", first["activation"]["code"].as_str().unwrap()]).await;
+    assert_eq!(hooks.authn(&vkey, &vkey, &token).await["result"], "allow", "its own login, once approved");
+
+    // The victim's token under any other identity, and anything else under the victim's.
+    let impostor = check_in_as(&hub, "hub.lan:8000", VICTIM, "impostor").await;
+    for (clientid, username, password) in [
+        (vkey.as_str(), vkey.as_str(), impostor["mqtt"]["password"].as_str().unwrap()),
+        (vkey.as_str(), vkey.as_str(), ""),
+        (vkey.as_str(), "someone", token.as_str()),
+        (skey, skey, token.as_str()),
+        ("GID_other@@@aa_bb_cc_00_31_41", "GID_other@@@aa_bb_cc_00_31_41", token.as_str()),
+        (vkey.as_str(), "mcpdev-hub-1", token.as_str()),
+    ] {
+        assert_eq!(hooks.authn(clientid, username, password).await["result"], "deny", "{clientid} / {username}");
+    }
+
+    // Hubs: the password every hub derives from the shared hub secret.
+    let secret = HubSecret::load_or_create(&state.path().join("hub-secret")).unwrap();
+    let hub_password = secret.token(Purpose::Device, "mcpdev-hub");
+    assert_eq!(hooks.authn("mcpdev-hub-x", "mcpdev-hub-1", &hub_password).await["result"], "allow");
+    assert_eq!(hooks.authn("mcpdev-hub-x", "mcpdev-hub-1", "guess").await["result"], "deny");
+
+    // Revoked: out, with the token that worked.
+    ok(&hub, &["devices", "revoke", VICTIM]).await;
+    assert_eq!(hooks.authn(&vkey, &vkey, &token).await["result"], "deny", "revoked");
+    assert_eq!(hooks.authz(&vkey, &vkey, "publish", &topics::uplink(&vkey)).await, "deny", "a revoked device's live session may do nothing");
+}
+
+/// A device may publish its own uplink and subscribe its own downlink, nothing else: every hub
+/// topic is refused to it, and allowed to hubs.
+#[tokio::test]
+async fn emqx_authorization_keeps_devices_off_hub_topics() {
+    let broker = Mosquitto::start().await;
+    let state = tempfile::tempdir().unwrap();
+    let (hub, hooks) = hub_with_hooks(&broker, state.path().to_str().unwrap()).await;
+    let vkey = topics::key_for(VICTIM).unwrap();
+    ok(&hub, &["devices", "approve", VICTIM]).await;
+    let other = topics::key_for("aa:bb:cc:00:31:77").unwrap();
+    assert_eq!(hooks.authz(&vkey, &vkey, "publish", &topics::uplink(&vkey)).await, "allow");
+    assert_eq!(hooks.authz(&vkey, &vkey, "subscribe", &topics::downlink(&vkey)).await, "allow");
+    let hub_topics = [
+        ("publish", format!("mcpdev/admission/{VICTIM}")),
+        ("publish", format!("mcpdev/claims/{vkey}")),
+        ("publish", "mcpdev/rpc/somehub/q".to_string()),
+        ("publish", "mcpdev/hubs/evil".to_string()),
+        ("publish", "mcpdev/index/evil".to_string()),
+        ("publish", format!("mcpdev/fwd/somehub/{other}")),
+        ("publish", topics::uplink(&other)),
+        ("publish", topics::downlink(&vkey)),
+        ("subscribe", "mcpdev/#".to_string()),
+        ("subscribe", "mcpdev/rpc/+/q".to_string()),
+        ("subscribe", "mcpdev/admission/+".to_string()),
+        ("subscribe", "$share/mcpdev/mcpdev/up/+".to_string()),
+        ("subscribe", "mcpdev/up/+".to_string()),
+        ("subscribe", topics::downlink(&other)),
+        ("subscribe", "#".to_string()),
+    ];
+    for (action, topic) in &hub_topics {
+        assert_eq!(hooks.authz(&vkey, &vkey, action, topic).await, "deny", "a device may {action} {topic}");
+    }
+    for (action, topic) in [
+        ("subscribe", "$share/mcpdev/mcpdev/up/+"),
+        ("subscribe", "mcpdev/claims/+"),
+        ("subscribe", "mcpdev/fwd/h1/+"),
+        ("publish", "mcpdev/rpc/h2/q"),
+        ("publish", "mcpdev/admission/aa:bb:cc:00:31:41"),
+    ] {
+        assert_eq!(hooks.authz("mcpdev-hub-h1", "mcpdev-hub-1", action, topic).await, "allow", "a hub may {action} {topic}");
+    }
+    for (action, topic) in [("subscribe", "#"), ("subscribe", "$SYS/#"), ("publish", "other/x")] {
+        assert_eq!(hooks.authz("mcpdev-hub-h1", "mcpdev-hub-1", action, topic).await, "deny", "a hub has no business with {topic}");
+    }
+}
