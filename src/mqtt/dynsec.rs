@@ -423,6 +423,20 @@ mod tests {
     }
 
     #[test]
+    fn the_admin_password_file_must_be_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("admin.pw");
+        crate::paths::write_private(&file, b"s3cret-admin\nignored\n").unwrap();
+        assert_eq!(secret_line(&file).as_deref(), Ok("s3cret-admin"));
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = secret_line(&file).unwrap_err();
+        assert!(e.contains("chmod 600") && !e.contains("s3cret"), "{e}");
+        crate::paths::write_private(&file, b"\n").unwrap();
+        assert!(secret_line(&file).unwrap_err().contains("empty"));
+    }
+
+    #[test]
     fn a_device_role_allows_its_own_two_topics_only() {
         let role = device_role(KEY);
         let acls = role["acls"].as_array().unwrap();
