@@ -177,7 +177,8 @@ async fn approval_creates_the_devices_own_login_and_a_stranger_never_gets_one() 
     assert_eq!(ids, [VICTIM], "the stranger was never onboarded: {listed}");
 }
 
-/// A revocation removes the device's login: the broker ends its session at once and refuses its
+/// A stranger cannot kick the device off by connecting under its client id. A revocation removes
+/// the device's login: the broker ends its session at once and refuses its
 /// later CONNECTs; a new approval issues a new login, and a re-bind replaces it (the old session
 /// ends, the old password stops working).
 #[tokio::test]
@@ -187,7 +188,13 @@ async fn revocation_ends_the_broker_session_and_a_rebind_replaces_the_login() {
     let vkey = key(VICTIM);
     let (user, first) = admit(&hub, VICTIM, VICTIM_UUID, false).await;
     let mut session = connect_once(broker.port, &vkey, Some((&user, &first))).await.expect("the approved device connects");
-    assert_eq!(session.subscribe(&topics::downlink(&vkey)).await, "Success(AtMostOnce)");
+    // A stranger's CONNECTs under its client id are refused before they could take its session over.
+    for _ in 0..3 {
+        refused(&broker, &vkey, Some((&vkey, "guess")), "a stranger").await;
+        refused(&broker, &vkey, None, "a stranger with no login").await;
+    }
+    assert_eq!(session.subscribe(&topics::downlink(&vkey)).await, "Success(AtMostOnce)", "the device's session is still there");
+    assert!(session.ended.borrow().is_none(), "the stranger kicked the device off the broker");
 
     ok(&hub, &["devices", "revoke", VICTIM]).await;
     session.wait_ended().await;

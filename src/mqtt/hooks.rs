@@ -184,7 +184,7 @@ pub async fn serve(hub: Arc<Hub>, addr: SocketAddr, secret: String, group: Strin
 }
 
 async fn authn(State(hooks): State<Arc<Hooks>>, ConnectInfo(caller): ConnectInfo<SocketAddr>, headers: HeaderMap, body: Bytes) -> Response<Body> {
-    answer(&hooks, caller, &headers, &body, "login", |hub, req| authenticate(hub, req))
+    answer(&hooks, caller, &headers, &body, "login", authenticate)
 }
 
 async fn authz(State(hooks): State<Arc<Hooks>>, ConnectInfo(caller): ConnectInfo<SocketAddr>, headers: HeaderMap, body: Bytes) -> Response<Body> {
