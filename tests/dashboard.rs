@@ -224,6 +224,30 @@ async fn metrics_pass_promtool_and_count_calls() {
     assert!(open.ends_with("# EOF\n"));
 }
 
+/// Issue 33: a tool that ran and failed (`isError: true`, exit 5 in the CLI) counts as
+/// `outcome="tool_error"`, apart from a JSON-RPC error from the device (`device_error`) and from
+/// the calls that succeeded: an alert on failing tools sees them.
+#[tokio::test]
+async fn metrics_count_failing_tools_apart_from_device_errors() {
+    let hub = HubProcess::start(&["--demo", "1", "--demo-profile", "conformance"], &[]).await;
+    assert_eq!(mcpdev(&hub, &["tools", "list", "-d", DEV, "--wait", "20s"]).await.code, 0);
+    let token = std::fs::read_to_string(PathBuf::from(&hub.runtime_dir).join(format!("control-{}.token", hub.host_url.rsplit(':').next().unwrap()))).unwrap();
+    let bearer = format!("Bearer {}", token.lines().next().unwrap().trim());
+    let scrape = || async { http(&hub, "GET", "/metrics", &[("Authorization", &bearer)], "").await.2 };
+    let outcome = |text: &str, o: &str| sample(text, &format!("mcpdev_calls_total{{outcome=\"{o}\"}}"));
+    let before = scrape().await;
+    assert_eq!(outcome(&before, "tool_error"), 0.0, "written from the start, at 0: {before}");
+    let failed = mcpdev(&hub, &["call", "test_error_handling", "-d", DEV]).await;
+    assert_eq!(failed.code, 5, "{failed:?}");
+    let refused = mcpdev(&hub, &["call", "self.audio_speaker.set_volume", "volume=500", "--no-validate", "-d", DEV]).await;
+    assert_eq!(refused.code, 5, "{refused:?}");
+    assert_eq!(mcpdev(&hub, &["call", "test_simple_text", "-d", DEV]).await.code, 0);
+    let after = scrape().await;
+    assert_eq!(outcome(&after, "tool_error") - outcome(&before, "tool_error"), 1.0, "{after}");
+    assert_eq!(outcome(&after, "device_error") - outcome(&before, "device_error"), 1.0, "{after}");
+    assert!(outcome(&after, "ok") >= outcome(&before, "ok") + 1.0, "{after}");
+}
+
 /// Prometheus itself scrapes `/metrics` (with the control token as its bearer) and sees the
 /// call counter move as calls are made.
 #[tokio::test]

@@ -167,6 +167,7 @@ impl DeviceHandle {
         let started = std::time::Instant::now();
         let outcome = self.request_uncounted(method, params, timeout).await;
         let counted = match &outcome {
+            Ok(result) if method == "tools/call" && result.is_tool_error() => crate::metrics::Outcome::ToolError,
             Ok(_) => crate::metrics::Outcome::Ok,
             Err(CallError::Device(_)) => crate::metrics::Outcome::DeviceError,
             Err(CallError::Timeout(_)) => crate::metrics::Outcome::Timeout,
@@ -174,7 +175,7 @@ impl DeviceHandle {
             Err(CallError::Link(_)) => crate::metrics::Outcome::LinkDown,
         };
         crate::metrics::call_done(counted, started.elapsed());
-        self.calls.record(outcome.is_ok(), started.elapsed());
+        self.calls.record(counted == crate::metrics::Outcome::Ok, started.elapsed());
         outcome
     }
 

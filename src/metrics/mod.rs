@@ -33,6 +33,9 @@ pub use rate::RateRing;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     Ok,
+    /// The tool ran and failed: a `tools/call` result with `isError: true`.
+    ToolError,
+    /// The device answered with a JSON-RPC error.
     DeviceError,
     Timeout,
     Disconnected,
@@ -43,13 +46,14 @@ impl Outcome {
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Ok => "ok",
+            Outcome::ToolError => "tool_error",
             Outcome::DeviceError => "device_error",
             Outcome::Timeout => "timeout",
             Outcome::Disconnected => "disconnected",
             Outcome::LinkDown => "link_down",
         }
     }
-    const ALL: [Outcome; 5] = [Outcome::Ok, Outcome::DeviceError, Outcome::Timeout, Outcome::Disconnected, Outcome::LinkDown];
+    const ALL: [Outcome; 6] = [Outcome::Ok, Outcome::ToolError, Outcome::DeviceError, Outcome::Timeout, Outcome::Disconnected, Outcome::LinkDown];
 }
 
 /// Why the hub refused a connection or a request.

@@ -60,6 +60,17 @@ impl RawResult {
     pub fn to_value(&self) -> Value {
         serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
     }
+
+    /// Whether this is a `tools/call` result that reports the tool failed (`isError: true`).
+    /// Read without building a tree: only the `isError` member is kept.
+    pub fn is_tool_error(&self) -> bool {
+        #[derive(serde::Deserialize)]
+        struct Flag {
+            #[serde(rename = "isError", default)]
+            is_error: Option<bool>,
+        }
+        serde_json::from_str::<Flag>(self.0.get()).is_ok_and(|f| f.is_error == Some(true))
+    }
 }
 
 /// Two results are equal when they hold the same JSON, however it is spaced.
@@ -168,6 +179,15 @@ pub fn salvage_error(text: &str) -> Option<(Id, RpcError)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_is_error_true_is_a_tool_error() {
+        let of = |v: Value| RawResult::from_value(&v).is_tool_error();
+        assert!(of(json!({"content": [], "isError": true})));
+        for ok in [json!({"content": [], "isError": false}), json!({"content": []}), json!({"isError": null}), json!({"isError": "true"}), json!([1]), json!("isError")] {
+            assert!(!of(ok.clone()), "{ok}");
+        }
+    }
 
     #[test]
     fn error_without_code_is_accepted() {
