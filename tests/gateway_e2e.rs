@@ -117,3 +117,92 @@ async fn a_device_behind_a_cold_gateway_cache_ends_with_every_tool() {
     // Empty, partial, full, full again (the agreement): four listings, not a flood.
     assert_eq!(lists.load(Ordering::SeqCst), 4);
 }
+
+/// A device answering from a cache it is still filling (issue 33), without any failed step: the
+/// k-th listing sees `fill[k]` tools cached (then all 32), served `page` at a time with a
+/// `nextCursor` (a cache that pages what it has), or all in one page (the gateway's way).
+async fn filling_cache(mut dev: FakeDevice, listings: Arc<AtomicUsize>, fill: &'static [usize], page: Option<usize>) {
+    let mut cached = FULL;
+    loop {
+        let m = dev.recv().await;
+        let p = &m["payload"];
+        let Some(id) = p.get("id").cloned() else { continue };
+        match p["method"].as_str() {
+            Some("initialize") => dev.reply(&id, json!({"protocolVersion": "2024-11-05", "serverInfo": {"name": "filling-cache", "version": "1"}})).await,
+            Some("tools/list") => {
+                let cursor = p["params"]["cursor"].as_str().unwrap_or_default();
+                let from: usize = if cursor.is_empty() {
+                    cached = fill.get(listings.fetch_add(1, Ordering::SeqCst)).copied().unwrap_or(FULL);
+                    0
+                } else {
+                    cursor.parse().unwrap()
+                };
+                let upto = page.map_or(cached, |n| (from + n).min(cached));
+                let mut result = json!({"tools": tools(FULL)[from..upto]});
+                if upto < cached {
+                    result["nextCursor"] = json!(upto.to_string());
+                }
+                dev.reply(&id, result).await;
+            }
+            _ => {}
+        }
+    }
+}
+
+async fn connect_filling(hub: &HubProcess, id: &str, fill: &'static [usize], page: Option<usize>) -> (tokio::task::JoinHandle<()>, Arc<AtomicUsize>) {
+    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(hub.device_url.as_str()).unwrap();
+    req.headers_mut().insert("Device-Id", id.parse().unwrap());
+    let (ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+    let mut dev = FakeDevice { ws, session_id: String::new() };
+    dev.send(json!({"type": "hello", "version": 1, "features": {"mcp": true}, "transport": "websocket"})).await;
+    let hello = dev.recv().await;
+    dev.session_id = hello["session_id"].as_str().unwrap().to_string();
+    let listings = Arc::new(AtomicUsize::new(0));
+    (tokio::spawn(filling_cache(dev, listings.clone(), fill, page)), listings)
+}
+
+/// Every `tools list --wait` from the hello on, for `span`: the lengths it returned.
+async fn lists_seen(hub: &HubProcess, id: &str, span: Duration) -> Vec<usize> {
+    let started = Instant::now();
+    let mut seen = Vec::new();
+    while started.elapsed() < span {
+        let list = mcpdev(hub, &["tools", "list", "-d", id, "--wait", "10s", "--json"]).await;
+        assert_eq!(list.code, 0, "{list:?}");
+        seen.push(list.json()["tools"].as_array().unwrap().len());
+    }
+    seen
+}
+
+/// A clean onboarding whose first list ends on a page as full as the pages before it (16 of 32
+/// cached, in pages of 8): never shown; `tools list --wait` returns all 32 from the start.
+#[tokio::test]
+async fn a_first_list_ending_on_a_full_page_is_never_returned_by_tools_list_wait() {
+    let hub = HubProcess::start(&[], &[]).await;
+    let id = "aa:00:00:00:00:64";
+    let (peer, listings) = connect_filling(&hub, id, &[16], Some(8)).await;
+    let seen = lists_seen(&hub, id, Duration::from_secs(4)).await;
+    assert!(seen.iter().all(|&n| n == FULL), "a partial list was returned: {seen:?}");
+    assert!(!peer.is_finished(), "the scripted cache failed: {:?}", peer.await);
+    // 16 (held), 32, 32 (the two that agreed): nothing more.
+    assert_eq!(listings.load(Ordering::SeqCst), 3);
+    let hello = mcpdev(&hub, &["hello", "-d", id, "--json"]).await;
+    assert_eq!(hello.json()["onboarding"]["attempt"], 1, "no step failed: {}", hello.stdout);
+}
+
+/// The gateway's own way, on a device the hub knew: the device reconnects (a new voice session
+/// through the gateway) while the gateway's cache is cold, and the first answer is one page of 8
+/// of its 32 tools. Shorter than what the hub knew: held until a second listing agrees.
+#[tokio::test]
+async fn a_reconnected_device_answering_from_a_cold_cache_is_ready_only_with_every_tool() {
+    let hub = HubProcess::start(&[], &[]).await;
+    let id = "aa:00:00:00:00:65";
+    let first = FakeDevice::connect(&hub.device_url, id, tools(FULL)).await;
+    let list = mcpdev(&hub, &["tools", "list", "-d", id, "--wait", "10s", "--json"]).await;
+    assert_eq!(list.json()["tools"].as_array().unwrap().len(), FULL, "{list:?}");
+    drop(first);
+    let (peer, listings) = connect_filling(&hub, id, &[8], None).await;
+    let seen = lists_seen(&hub, id, Duration::from_secs(4)).await;
+    assert!(seen.iter().all(|&n| n == FULL), "a partial list was returned: {seen:?}");
+    assert!(!peer.is_finished(), "the scripted cache failed: {:?}", peer.await);
+    assert_eq!(listings.load(Ordering::SeqCst), 3, "8 (held), 32, 32");
+}

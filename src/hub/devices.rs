@@ -100,6 +100,7 @@ pub fn attach(hub: Arc<Hub>, ws: upgrade::DeviceSocket, identity: Identity, loca
     cfg.keepalive = hub.config.keepalive;
     cfg.onboarding_timeout = hub.config.onboarding_timeout;
     cfg.system_info = hub.registry.ota.system_info(&identity.device_id);
+    cfg.known_tools = hub.registry.known_tools(&identity.device_id);
     let generation = hub.registry.next_generation();
     let device_id = identity.device_id.clone();
     let setup = LinkSetup {

@@ -4,7 +4,7 @@
 //! (the last Device-Id of the page before) in O(page), and the cursor stays valid while devices
 //! come and go: a page never repeats a device and never skips one that stayed.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -83,7 +83,18 @@ impl Registry {
 
     /// Whether a device with this Device-Id connected since the hub started (it may be gone).
     pub fn was_seen(&self, device_id: &str) -> bool {
-        self.seen.lock().unwrap_or_else(|e| e.into_inner()).ids.contains(device_id)
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).ids.contains_key(device_id)
+    }
+
+    /// How many tools the device listed when the hub last knew it complete (its connection that
+    /// is still registered, else the last one that ended); 0 when it never did. A new connection's
+    /// first list that is shorter is listed again before the device is `ready` (a cache that was
+    /// still filling answers short: see [`crate::session`]).
+    pub fn known_tools(&self, device_id: &str) -> usize {
+        if let Some(n) = self.get(device_id).and_then(|h| h.snapshot()).and_then(|i| complete_list(&i)) {
+            return n;
+        }
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).ids.get(device_id).map_or(0, |n| *n as usize)
     }
 
     /// The aliases from `mcpdev.toml`: alias -> Device-Id.
@@ -109,8 +120,11 @@ impl Registry {
     pub fn remove(&self, device_id: &str, generation: u64) {
         let mut devices = self.write();
         if devices.get(device_id).is_some_and(|h| h.generation == generation) {
-            devices.remove(device_id);
+            let gone = devices.remove(device_id);
             drop(devices);
+            if let Some(n) = gone.and_then(|h| h.snapshot()).and_then(|i| complete_list(&i)) {
+                self.seen.lock().unwrap_or_else(|e| e.into_inner()).remember_tools(device_id, n);
+            }
             changes::changed(device_id);
             self.membership.send_modify(|n| *n += 1);
         }
@@ -263,15 +277,28 @@ impl Registry {
 /// Device-Ids seen, oldest first, at most [`SEEN_MAX`] (one copy of each, shared by both).
 #[derive(Default)]
 struct Seen {
-    ids: HashSet<Arc<str>>,
+    /// Device-Id -> how many tools its last complete list held (0: none known).
+    ids: HashMap<Arc<str>, u32>,
     order: VecDeque<Arc<str>>,
 }
 
+/// The length of a device's list, when it is one the hub took as complete (onboarding did not
+/// fail, and the list is not empty).
+fn complete_list(info: &DeviceInfo) -> Option<usize> {
+    (!info.onboarding.failed && !info.tools.is_empty()).then_some(info.tools.len())
+}
+
 impl Seen {
+    fn remember_tools(&mut self, id: &str, tools: usize) {
+        if let Some(n) = self.ids.get_mut(id) {
+            *n = u32::try_from(tools).unwrap_or(u32::MAX);
+        }
+    }
+
     fn add(&mut self, id: &str) {
-        if !self.ids.contains(id) {
+        if !self.ids.contains_key(id) {
             let id: Arc<str> = id.into();
-            self.ids.insert(id.clone());
+            self.ids.insert(id.clone(), 0);
             self.order.push_back(id);
             while self.order.len() > SEEN_MAX {
                 if let Some(old) = self.order.pop_front() {

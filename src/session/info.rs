@@ -99,6 +99,10 @@ pub struct DeviceInfo {
     pub server_info: Option<Arc<RawValue>>,
     pub capabilities: Option<Arc<RawValue>>,
     pub tools: ToolList,
+    /// How the device paged its tools when it listed them in more than one page: the tools on
+    /// each page and the `nextCursor` it gave (absent for a list of one page).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_pages: Option<Arc<[super::onboarding::PageMark]>>,
     /// Set when onboarding gave up: "onboarding failed at tools/list page 2: no answer within 10s".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub onboarding_error: Option<String>,
@@ -151,6 +155,7 @@ impl DeviceInfo {
             server_info: None,
             capabilities: None,
             tools: ToolList::default(),
+            tool_pages: None,
             onboarding_error: None,
             onboarding: OnboardingStatus::default(),
             tools_warning: None,
@@ -210,6 +215,10 @@ impl DeviceInfo {
     pub(super) fn set_tools(&mut self, tools: Vec<ToolEntry>) {
         self.tools = ToolList::shared(tools);
         self.bump();
+    }
+
+    pub(super) fn set_tool_pages(&mut self, marks: Vec<super::onboarding::PageMark>) {
+        self.tool_pages = (!marks.is_empty()).then(|| marks.into());
     }
 
     pub fn tool(&self, name: &str) -> Option<&ToolEntry> {

@@ -29,6 +29,17 @@
 //!   `max_relists` more; then the last is taken, with a warning). Until then the phase stays
 //!   `listing` and no tools are shown, so `tools list --wait` never returns the partial list a
 //!   gateway gives after a retried `initialize`.
+//! - **A first list that looks cut short is not shown.** The list that would make the device
+//!   `ready` is held back, exactly as after a retry (listed again until two listings in a row
+//!   agree, at most `max_relists` more, then the last is taken with a logged warning), when it
+//!   looks cut short: its last page, without a `nextCursor`, is as long as a page the device sent
+//!   with one (this listing or an earlier one); the device sent `tools/list_changed` while it was
+//!   being listed; or it is shorter than the list the hub knew for this device before (an earlier
+//!   onboarding of this session, or the device's earlier connection: `known_tools`). A cache still
+//!   filling (the xiaozhi MQTT gateway's) answers with the pages it has so far; one that never
+//!   stops looking partial costs at most `max_relists` listings. The rule is the same for every
+//!   device. What it cannot see: a device's very first list, one page without a `nextCursor`,
+//!   from a cache that sends no sign; the confirmation re-list below corrects that one.
 //! - **One confirmation re-list.** `confirm_relist` (1.5 s) after the first complete listing of a
 //!   clean onboarding, the tools are listed once more in the background. The device is `ready` at
 //!   once; the re-list only replaces the tools when they differ ([`Event::ToolsChanged`]), and its
@@ -95,6 +106,7 @@ use serde_json::{Value, json};
 pub use events::{Direction, Event, SharedJson};
 pub use info::{Counters, DeviceInfo, OnboardingStatus, Phase, ToolEntry};
 pub use limits::OnboardBudget;
+pub use onboarding::PageMark;
 pub use tool_list::ToolList;
 
 /// The method a caller sends to make the session list the device's tools again (or, after a
@@ -166,6 +178,9 @@ pub struct SessionConfig {
     pub id_base: i64,
     /// The system info the device posted to the OTA endpoint, if it did.
     pub system_info: Option<Value>,
+    /// How many tools the hub last knew this device to list (an earlier connection; 0: none).
+    /// A first list shorter than that is not believed before a second listing agrees with it.
+    pub known_tools: usize,
 }
 
 /// The server hello a session answers a hello with. A WebSocket device's is written when it is
@@ -223,6 +238,7 @@ impl SessionConfig {
             agreement_relist: Duration::from_millis(1500),
             id_base: 0,
             system_info: None,
+            known_tools: 0,
         }
     }
 }
@@ -376,6 +392,12 @@ pub struct Session {
     needs_agreement: bool,
     unconfirmed: Option<Vec<ToolEntry>>,
     agreement_relists: u32,
+    /// What tells a first list that looks cut short ([`Self::looks_cut_short`]): the page size the
+    /// device last used (tools on a page that had a `nextCursor`; 0: none seen), the tools the hub
+    /// knew it to list before this connection, and a `list_changed` during this onboarding.
+    page_size: u32,
+    known_tools: u32,
+    changed_while_onboarding: bool,
     waiters: Vec<Waiter>,
     answers: limits::RateLimit,
     cap_logged: bool,
@@ -413,6 +435,7 @@ impl Session {
         info.set_system_info(cfg.system_info.take().as_ref());
         let onboard_budget = std::mem::take(&mut cfg.onboard_budget);
         let next_id = std::mem::take(&mut cfg.id_base);
+        let known_tools = u32::try_from(std::mem::take(&mut cfg.known_tools)).unwrap_or(u32::MAX);
         cfg.session_id = String::new();
         let server_hello = std::mem::take(&mut cfg.server_hello);
         let vision_token = std::mem::take(&mut cfg.vision_token).into_boxed_str();
@@ -442,6 +465,9 @@ impl Session {
             needs_agreement: false,
             unconfirmed: None,
             agreement_relists: 0,
+            page_size: 0,
+            known_tools,
+            changed_while_onboarding: false,
             waiters: Vec::new(),
             answers: limits::RateLimit::new(now),
             cap_logged: false,
@@ -781,7 +807,12 @@ impl Session {
 
     fn on_notification(&mut self, method: String, params: Option<Value>, now: Instant) {
         if method == "notifications/tools/list_changed" {
-            self.start_relist(now);
+            if matches!(self.info.phase, Phase::Initializing | Phase::Listing) && !self.background {
+                // The list under way may predate the change: it is listed again before `ready`.
+                self.changed_while_onboarding = true;
+            } else {
+                self.start_relist(now);
+            }
         }
         self.emit(Event::Notification { method, params: Box::new(params.unwrap_or(Value::Null)) });
     }
@@ -876,6 +907,7 @@ impl Session {
         self.needs_agreement = false;
         self.unconfirmed = None;
         self.agreement_relists = 0;
+        self.changed_while_onboarding = false;
         self.onboarding = onboarding::Listing::default();
         self.info_mut().onboarding_error = None;
         self.info_mut().onboarding = OnboardingStatus { attempt: 1, max_attempts: self.cfg.onboarding_attempts.max(1), last_error: None, failed: false };
@@ -952,8 +984,13 @@ impl Session {
                     self.info_mut().set_phase(Phase::Listing);
                     return;
                 }
+                let (full_page, size) = self.onboarding.ended_on_a_full_page(self.page_size as usize);
+                if let Some(n) = size {
+                    self.page_size = u32::try_from(n).unwrap_or(u32::MAX);
+                }
+                let marks = self.onboarding.take_marks();
                 self.onboarding.finish();
-                let settled = if self.background { self.relist_done(tools, now) } else { self.first_list_done(tools, now) };
+                let settled = if self.background { self.relist_done(tools, marks, now) } else { self.first_list_done(tools, marks, full_page, now) };
                 if settled {
                     self.answer_waiters(None);
                 }
@@ -967,7 +1004,14 @@ impl Session {
     /// The end of onboarding: ready at once (one confirmation re-list planned), or, after an
     /// onboarding that needed a retry, once two listings in a row agree. False while a list waits
     /// for its agreement.
-    fn first_list_done(&mut self, tools: Vec<ToolEntry>, now: Instant) -> bool {
+    fn first_list_done(&mut self, tools: Vec<ToolEntry>, marks: Vec<onboarding::PageMark>, full_page: bool, now: Instant) -> bool {
+        if !self.needs_agreement
+            && let Some(why) = self.looks_cut_short(tools.len(), full_page)
+        {
+            tracing::info!(device = %self.info.device_id, tools = tools.len(), "the first list looks cut short ({why}); listing again before the device is ready");
+            self.needs_agreement = true;
+        }
+        self.changed_while_onboarding = false;
         if self.needs_agreement {
             let agreed = self.unconfirmed.take().is_some_and(|before| tool_list::same(&before, &tools));
             if !agreed && self.agreement_relists < self.cfg.max_relists {
@@ -989,7 +1033,10 @@ impl Session {
         }
         let changed = self.info.phase_was_ready_once;
         self.info_mut().set_tools(tools);
+        self.info_mut().set_tool_pages(marks);
         self.info_mut().set_phase(Phase::Ready);
+        // From now on this session's own list is what a later one is held against.
+        self.known_tools = 0;
         let count = self.info.tools.len();
         self.emit(if changed { Event::ToolsChanged { tools: count } } else { Event::Ready { tools: count } });
         self.info_mut().phase_was_ready_once = true;
@@ -1004,7 +1051,7 @@ impl Session {
 
     /// A background re-list finished: a shorter list is believed only when two agree on it.
     /// False while a shorter list waits for its confirmation.
-    fn relist_done(&mut self, tools: Vec<ToolEntry>, now: Instant) -> bool {
+    fn relist_done(&mut self, tools: Vec<ToolEntry>, marks: Vec<onboarding::PageMark>, now: Instant) -> bool {
         self.relisting = false;
         self.background = false;
         let (before, after) = (self.info.tools.len(), tools.len());
@@ -1019,9 +1066,26 @@ impl Session {
         let same = tool_list::same(&tools, &self.info.tools);
         if !same {
             self.info_mut().set_tools(tools);
+            self.info_mut().set_tool_pages(marks);
             self.emit(Event::ToolsChanged { tools: after });
         }
         true
+    }
+
+    /// Why a first list (the one that would make the device `ready`) looks cut short, if it
+    /// does: its last page is exactly as long as a page the device sent with a `nextCursor` (a
+    /// cache answering with the pages it has so far), the device said its tools changed while
+    /// they were being listed, or it is shorter than the list the hub knew for this device
+    /// before (this session's earlier onboarding, or its earlier connection).
+    fn looks_cut_short(&self, tools: usize, full_page: bool) -> Option<String> {
+        if full_page {
+            return Some("its last page, without a nextCursor, is as long as a page the device sent with one".into());
+        }
+        if self.changed_while_onboarding {
+            return Some("the device sent tools/list_changed while it was being listed".into());
+        }
+        let before = if self.info.phase_was_ready_once { self.info.tools.len() } else { 0 }.max(self.known_tools as usize);
+        (tools < before).then(|| format!("{tools} tools, fewer than the {before} this device listed before"))
     }
 
     /// A cap or a device quirk cut the listing short: warn (a cap is logged once per session).

@@ -11,6 +11,9 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::SessionConfig;
+
+/// The longest cursor a page mark keeps (cursors are tool names in the field).
+const MAX_MARK_CURSOR: usize = 256;
 use super::info::ToolEntry;
 
 #[derive(Debug, Default)]
@@ -28,6 +31,25 @@ struct State {
     retry_at: Option<Instant>,
     /// Set when a cap stopped the listing; what was kept is complete up to the cap.
     capped: Option<String>,
+    /// Each page as the device cut it: the tools kept from it and the `nextCursor` it gave
+    /// (none on the last), so the list can be written out page by page again (`watch --record`).
+    marks: Vec<PageMark>,
+    marks_dropped: bool,
+    /// How many tools each page that had a `nextCursor` carried (as sent, before duplicates were
+    /// dropped): the page sizes the device used in this listing.
+    sizes: Vec<usize>,
+    /// How many tools the last page carried (as sent) when it ended the list (no `nextCursor`).
+    last_len: usize,
+}
+
+/// One page of a listing, as the device cut it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PageMark {
+    /// Tools kept from this page (in list order, after the pages before).
+    pub tools: usize,
+    /// The cursor the page gave for the next one; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<Box<str>>,
 }
 
 pub(super) enum Step {
@@ -68,6 +90,25 @@ impl Listing {
         self.0.as_mut().map(|s| s.take_tools()).unwrap_or_default()
     }
 
+    /// How the listing just done was paged (empty for a list of one page: nothing to keep).
+    pub fn take_marks(&mut self) -> Vec<PageMark> {
+        match self.0.as_mut() {
+            Some(s) if s.marks.len() > 1 => std::mem::take(&mut s.marks),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether the listing just done ended on a full page, which looks cut short: a last page (no
+    /// `nextCursor`) as long as the device's pages with a `nextCursor` (the longest of this
+    /// listing, or `known_size` from an earlier one when this one had a single page). Also this
+    /// listing's page size, if it had pages with a `nextCursor`.
+    pub fn ended_on_a_full_page(&self, known_size: usize) -> (bool, Option<usize>) {
+        let Some(s) = self.0.as_ref() else { return (false, None) };
+        let size = s.sizes.iter().copied().max();
+        let page = size.unwrap_or(known_size);
+        (page > 0 && s.last_len == page, size)
+    }
+
     /// The listing is over: its state is let go, unless an empty list's retry is planned.
     pub fn finish(&mut self) {
         if self.0.as_ref().is_some_and(|s| s.retry_at.is_none()) {
@@ -99,9 +140,37 @@ impl State {
     fn add_page(&mut self, result: &Value, cfg: &SessionConfig) -> Step {
         self.pages += 1;
         let mut skipped = 0;
+        let kept_before = self.tools.len();
+        let sent = result.get("tools").and_then(Value::as_array).map_or(0, Vec::len);
+        let next = result.get("nextCursor").and_then(Value::as_str).filter(|c| !c.is_empty());
+        // A page that ends the list (no `nextCursor`), or 0: a listing a guard stopped did not end so.
+        self.last_len = if next.is_some() { 0 } else { sent };
+        if next.is_some() {
+            self.sizes.push(sent);
+        }
+        // Bounded: a cursor longer than any tool name gives up the marks (they are a courtesy to
+        // recordings, never worth holding a device's megabytes).
+        if next.is_some_and(|c| c.len() > MAX_MARK_CURSOR) || self.marks.len() >= cfg.max_pages {
+            self.marks_dropped = true;
+            self.marks = Vec::new();
+        }
+        if !self.marks_dropped {
+            self.marks.push(PageMark { tools: 0, next_cursor: next.map(Into::into) });
+        }
+        let step = self.take_page(result, &mut skipped, cfg);
+        if let Some(m) = self.marks.last_mut().filter(|_| !self.marks_dropped) {
+            m.tools = self.tools.len() - kept_before;
+            if matches!(step, Step::Done { .. }) {
+                m.next_cursor = None;
+            }
+        }
+        step
+    }
+
+    fn take_page(&mut self, result: &Value, skipped: &mut usize, cfg: &SessionConfig) -> Step {
         for t in result.get("tools").and_then(Value::as_array).into_iter().flatten() {
             let Some(entry) = ToolEntry::from_value(t) else {
-                skipped += 1;
+                *skipped += 1;
                 continue;
             };
             if self.seen_names.contains(&entry.name) {
@@ -122,6 +191,7 @@ impl State {
             self.seen_names.insert(entry.name.clone());
             self.tools.push(entry);
         }
+        let skipped = *skipped;
         let mut warning = (skipped > 0).then(|| format!("{skipped} tool(s) without a name were skipped"));
         match result.get("nextCursor").and_then(Value::as_str) {
             None | Some("") => Step::Done { warning },

@@ -909,3 +909,122 @@ fn a_published_description_is_a_snapshot_and_an_unshared_one_is_not_copied() {
     assert_eq!(std::sync::Arc::as_ptr(s.shared_info()), before, "no copy while nothing else holds it");
     assert_eq!(s.info().counters.binary_frames, 1);
 }
+
+/// Issue 33: answers to the listing of `s` (its next `tools/list` request is `list`), one listing
+/// per entry of `listings` (each a list of pages, `(tools, next_cursor)`), each listing after the
+/// session's next deadline; the events of the last page of each listing.
+fn list_as(s: &mut Session, mut list: Value, mut now: Instant, listings: &[&[(usize, Option<&str>)]]) -> Vec<Vec<Event>> {
+    let mut ends = Vec::new();
+    for (k, pages) in listings.iter().enumerate() {
+        if k > 0 {
+            now = s.next_deadline().expect("another listing is planned");
+            list = sent(&s.on_tick(now)).into_iter().next().expect("a tools/list")["payload"].clone();
+        }
+        for (n, next) in pages.iter() {
+            assert_eq!(list["method"], "tools/list");
+            let mut result = json!({"tools": tools(*n)});
+            if let Some(c) = next {
+                result["nextCursor"] = json!(c);
+            }
+            let out = s.on_text(&reply(&list["id"], result), now);
+            match sent(&out).into_iter().find(|f| f["payload"]["method"] == "tools/list") {
+                Some(f) if next.is_some() => list = f["payload"].clone(),
+                _ => ends.push(events(&out)),
+            }
+        }
+    }
+    ends
+}
+
+/// A cache still filling answers with the pages it has so far: the last page, without a
+/// `nextCursor`, is as full as the pages before it. Not shown; listed until two listings agree.
+#[test]
+fn a_last_page_as_full_as_the_pages_before_it_is_listed_again_before_ready() {
+    let t0 = Instant::now();
+    let mut s = Session::new(identity(), "websocket", config(), t0);
+    let list = up_to_list(&mut s, t0);
+    let ends = list_as(&mut s, list, t0, &[&[(8, Some("x")), (8, None)], &[(8, Some("x")), (8, Some("y")), (4, None)], &[(8, Some("x")), (8, Some("y")), (4, None)]]);
+    assert_eq!(ends[0], Vec::<Event>::new(), "the 16 of a cut list are never shown");
+    assert_eq!(ends[1], Vec::<Event>::new(), "20 after 16: not yet two alike");
+    assert_eq!(ends[2], vec![Event::Ready { tools: 20 }]);
+    // The pages are kept for recordings, as the device cut them.
+    let pages: Vec<(usize, Option<&str>)> = s.info().tool_pages.as_ref().unwrap().iter().map(|p| (p.tools, p.next_cursor.as_deref())).collect();
+    assert_eq!(pages, [(8, Some("x")), (8, Some("y")), (4, None)]);
+
+    // A device whose pages are simply short at the end is ready at once; a single page is one
+    // page, with nothing to keep.
+    let mut s = Session::new(identity(), "websocket", config(), t0);
+    let list = up_to_list(&mut s, t0);
+    assert_eq!(list_as(&mut s, list, t0, &[&[(8, Some("x")), (3, None)]])[0], vec![Event::Ready { tools: 11 }]);
+    let mut s = Session::new(identity(), "websocket", config(), t0);
+    let list = up_to_list(&mut s, t0);
+    assert_eq!(list_as(&mut s, list, t0, &[&[(8, None)]])[0], vec![Event::Ready { tools: 8 }]);
+    assert!(s.info().tool_pages.is_none());
+}
+
+/// `list_changed` while the device is being listed: the list may predate the change, so it is
+/// listed again before `ready`, once, not in the background after it.
+#[test]
+fn a_list_changed_during_onboarding_holds_ready_until_a_listing_agrees() {
+    let t0 = Instant::now();
+    let mut s = Session::new(identity(), "websocket", config(), t0);
+    let list = up_to_list(&mut s, t0);
+    let changed = r#"{"type":"mcp","payload":{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}}"#;
+    assert!(sent(&s.on_text(changed, t0)).is_empty(), "the listing under way is not doubled");
+    let ends = list_as(&mut s, list, t0, &[&[(8, None)], &[(32, None)], &[(32, None)]]);
+    assert_eq!((ends[0].is_empty(), ends[1].is_empty()), (true, true), "{ends:?}");
+    assert_eq!(ends[2], vec![Event::Ready { tools: 32 }]);
+    let ready_at = s.next_deadline().unwrap() - Duration::from_secs(60);
+    assert!(sent(&s.on_tick(ready_at + Duration::from_secs(5))).is_empty(), "no listing left over after ready");
+}
+
+/// A new connection's first list shorter than the list the hub knew for the device: held until a
+/// second listing agrees, whether the device was still filling (32) or really shrank (8).
+#[test]
+fn a_first_list_shorter_than_the_device_listed_before_is_listed_again() {
+    let t0 = Instant::now();
+    let known = |n: usize| {
+        let mut cfg = config();
+        cfg.known_tools = n;
+        let mut s = Session::new(identity(), "websocket", cfg, t0);
+        let list = up_to_list(&mut s, t0);
+        (s, list)
+    };
+    let (mut s, list) = known(32);
+    let ends = list_as(&mut s, list, t0, &[&[(8, None)], &[(32, None)], &[(32, None)]]);
+    assert_eq!((ends[0].len(), ends[1].len(), &ends[2]), (0, 0, &vec![Event::Ready { tools: 32 }]));
+    let (mut s, list) = known(32);
+    let ends = list_as(&mut s, list, t0, &[&[(8, None)], &[(8, None)]]);
+    assert_eq!((ends[0].len(), &ends[1]), (0, &vec![Event::Ready { tools: 8 }]));
+    // As many as before, or more: ready at once.
+    let (mut s, list) = known(8);
+    assert_eq!(list_as(&mut s, list, t0, &[&[(8, None)]])[0], vec![Event::Ready { tools: 8 }]);
+}
+
+/// Attacker: a device that looks cut short every time, with a list that never agrees and a
+/// `list_changed` during every listing, still ends: `max_relists` more listings, then ready with
+/// the last list and a warning, in bounded time.
+#[test]
+fn a_device_that_never_stops_looking_partial_is_ready_after_bounded_relists() {
+    let t0 = Instant::now();
+    let mut cfg = config();
+    cfg.known_tools = 1000;
+    let mut s = Session::new(identity(), "websocket", cfg, t0);
+    let mut list = up_to_list(&mut s, t0);
+    let changed = r#"{"type":"mcp","payload":{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}}"#;
+    let mut now = t0;
+    for n in 1..=10 {
+        s.on_text(changed, now);
+        let out = s.on_text(&reply(&list["id"], json!({"tools": tools(n), "nextCursor": ""})), now);
+        if s.info().phase == Phase::Ready {
+            assert!(events(&out).iter().any(|e| matches!(e, Event::Warning { message } if message.contains("no two listings"))), "{out:?}");
+            assert_eq!(n, 4, "max_relists (3) more listings");
+            assert!(s.info().tools_warning.is_some());
+            assert!(now - t0 <= Duration::from_secs(5), "{:?}", now - t0);
+            return;
+        }
+        now = s.next_deadline().unwrap();
+        list = sent(&s.on_tick(now))[0]["payload"].clone();
+    }
+    panic!("never ready");
+}
