@@ -113,3 +113,78 @@ async fn a_recording_holds_no_device_token() {
     assert!(text.lines().next().unwrap().contains("\"identity\""));
     assert!(!text.contains(TOKEN), "the token leaked into the recording:\n{text}");
 }
+
+/// Issue 33, the common case: the SDK device is connected and ready before the recording starts.
+/// `watch --record` attaches mid-session (it writes what the hub knows first, marked as such),
+/// two calls are made (one succeeds, one fails with `isError`), and the recording replays to the
+/// same hub under another id, beside the live device, with the same answers.
+#[tokio::test]
+async fn a_recording_started_mid_session_replays_beside_the_live_device() {
+    const LIVE: &str = "aa:bb:cc:dd:ee:81";
+    const COPY: &str = "aa:bb:cc:dd:ee:82";
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mid.ndjson");
+    let hub = HubProcess::start(&[], &[]).await;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop/xiaozhi_sdk_device.py");
+    let _sdk = tokio::process::Command::new(sdk_python())
+        .arg(&script)
+        .args(["--url", &hub.device_url, "--mac", LIVE])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let live_tools = tools_of(&mcpdev(&hub, &["tools", "list", "--json", "-d", LIVE, "--wait", "50s"]).await);
+
+    let watch = start_recording(&hub, LIVE, &file).await;
+    let live_call = mcpdev(&hub, &["call", "set_volume", "volume=30", "-d", LIVE, "--json"]).await;
+    assert_eq!(live_call.code, 0, "{live_call:?}");
+    let live_fail = mcpdev(&hub, &["call", "spin_motor", "rpm=5", "-d", LIVE, "--json"]).await;
+    assert_eq!(live_fail.code, 5, "{live_fail:?}");
+    wait_for_line(&file, |v| v["direction"] == "in" && v["frame"]["result"]["isError"] == true).await;
+    drop(watch);
+
+    let text = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!((lines[0]["direction"].as_str(), lines[0]["device_id"].as_str(), lines[0]["from_hub"].as_bool()), (Some("identity"), Some(LIVE), Some(true)), "{text}");
+    let from_hub: Vec<&str> = lines.iter().filter(|l| l["from_hub"] == true).filter_map(|l| l["frame"]["method"].as_str()).collect();
+    assert_eq!(from_hub, ["initialize", "tools/list"], "what the hub knew, before the traffic:\n{text}");
+    assert!(lines.iter().filter(|l| l["from_hub"] == true).all(|l| l["ts"].is_string()));
+
+    let _replay = spawn_mcpdev(&["sim", "--replay", file.to_str().unwrap(), "--url", &hub.device_url, "--device-id", COPY], &[]);
+    let copy_tools = tools_of(&mcpdev(&hub, &["tools", "list", "--json", "-d", COPY, "--wait", "30s"]).await);
+    assert_eq!(copy_tools, live_tools);
+    let copy_call = mcpdev(&hub, &["call", "set_volume", "volume=30", "-d", COPY, "--json"]).await;
+    assert_eq!(copy_call.code, 0, "{copy_call:?}");
+    assert_eq!(copy_call.json()["device_id"], COPY);
+    assert_eq!(copy_call.json()["content"], live_call.json()["content"]);
+    let copy_fail = mcpdev(&hub, &["call", "spin_motor", "rpm=5", "-d", COPY, "--json"]).await;
+    assert_eq!(copy_fail.code, 5, "{copy_fail:?}");
+    assert_eq!((copy_fail.json()["content"].clone(), copy_fail.json()["isError"].clone()), (live_fail.json()["content"].clone(), Value::Bool(true)));
+
+    // Beside, not instead: the live device is still connected as itself, and still answers.
+    let devices = mcpdev(&hub, &["devices", "--json"]).await.json();
+    let row = |id: &str| devices.as_array().unwrap().iter().find(|d| d["device_id"] == id).cloned().unwrap_or_else(|| panic!("{id} not listed: {devices:#}"));
+    assert_eq!((row(LIVE)["phase"].as_str(), row(COPY)["phase"].as_str()), (Some("ready"), Some("ready")));
+    assert_ne!(row(LIVE)["client_id"], row(COPY)["client_id"], "the copy has a Client-Id of its own");
+    assert_eq!(mcpdev(&hub, &["call", "set_volume", "volume=40", "-d", LIVE]).await.code, 0);
+}
+
+/// A `sim` flag that cannot apply to a replay is refused (exit 2), never ignored.
+#[tokio::test]
+async fn sim_flags_that_cannot_apply_to_a_replay_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.ndjson");
+    std::fs::write(&file, r#"{"direction":"identity","device_id":"aa:bb:cc:00:00:09","hello":{"type":"hello"}}"#).unwrap();
+    for flag in [["--count", "2"], ["--protocol-version", "2"], ["--profile", "stock"], ["--extra-tools", "3"]] {
+        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"))
+            .args(["sim", "--replay", file.to_str().unwrap(), "--url", "ws://127.0.0.1:9/xiaozhi/v1/"])
+            .args(flag)
+            .output()
+            .await
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag:?}: {stderr}");
+        assert!(stderr.contains("cannot be used with"), "{flag:?}: {stderr}");
+    }
+}

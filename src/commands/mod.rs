@@ -10,6 +10,7 @@ pub mod hello;
 pub mod hub_stack;
 pub mod init;
 pub mod output;
+mod record;
 pub mod serve;
 pub mod serve_report;
 pub mod sim;

@@ -9,7 +9,7 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.replay {
         return replay(global, &args, path).await;
     }
-    let first = parse_mac(&args.device_id).map_err(anyhow::Error::msg)?;
+    let first = parse_mac(args.device_id.as_deref().unwrap_or(crate::cli::SIM_FIRST_DEVICE)).map_err(anyhow::Error::msg)?;
     let base = u64::from_be_bytes([0, 0, first[0], first[1], first[2], first[3], first[4], first[5]]);
     for ip in &args.source_addr {
         crate::sim::check_source_addr(*ip, &args.url).map_err(|e| CodedError::new(Exit::Usage, e))?;
@@ -42,7 +42,7 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
     }
     if !global.quiet {
         let target = args.bootstrap.mqtt.as_deref().or(args.bootstrap.ota.as_deref()).unwrap_or(&args.url);
-        eprintln!("mcpdev sim: {} virtual device(s) from {} -> {target} (Ctrl-C to stop)", args.count, args.device_id);
+        eprintln!("mcpdev sim: {} virtual device(s) from {} -> {target} (Ctrl-C to stop)", args.count, format_mac(&first));
     }
     // Runs until Ctrl-C or SIGTERM, or until the backend refuses a device for good (every device
     // would be). One signal listener for the whole run: none is missed between two task ends.
@@ -73,14 +73,16 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
 /// the backend drops it, until Ctrl-C.
 async fn replay(global: &GlobalArgs, args: &SimArgs, path: &std::path::Path) -> anyhow::Result<()> {
     let rec = crate::sim::replay::Recording::load(path).map_err(|e| CodedError::new(Exit::Usage, e))?;
+    let who = crate::sim::replay::As::new(&rec, args.device_id.as_deref());
     if !global.quiet {
-        eprintln!("mcpdev sim: replaying {} ({} recorded requests) as {} -> {} (Ctrl-C to stop)", path.display(), rec.exchanges.len(), rec.identity["device_id"], args.url);
+        let beside = if who.device_id == rec.identity["device_id"].as_str().unwrap_or_default() { String::new() } else { format!(" (recorded as {})", rec.identity["device_id"]) };
+        eprintln!("mcpdev sim: replaying {} ({} recorded requests) as {}{beside} -> {} (Ctrl-C to stop)", path.display(), rec.exchanges.len(), who.device_id, args.url);
     }
     let signalled = super::stop_signal::stop_signal();
     tokio::pin!(signalled);
     loop {
         tokio::select! {
-            done = crate::sim::replay::run(&args.url, &rec, args.token.as_deref(), args.replay_timing) => {
+            done = crate::sim::replay::run(&args.url, &rec, &who, args.token.as_deref(), args.replay_timing) => {
                 if let Err(e) = done {
                     tracing::warn!("replay connection failed: {e:#}");
                 }

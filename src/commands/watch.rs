@@ -16,7 +16,7 @@ pub async fn run(global: &GlobalArgs, args: WatchArgs) -> anyhow::Result<()> {
     let device = crate::config::resolve_alias(args.device.as_deref());
     let mut events = client.watch(device.as_deref(), args.traffic || args.record.is_some()).await.map_err(|e| CodedError::new(Exit::Unreachable, e.message))?;
     let mut recorder = match &args.record {
-        Some(path) => Some(Recorder::create(path, &client, device.as_deref()).await?),
+        Some(path) => Some(super::record::Recorder::create(path, &client, device.as_deref()).await?),
         None => None,
     };
     if !global.quiet && !global.json {
@@ -59,81 +59,6 @@ pub async fn run(global: &GlobalArgs, args: WatchArgs) -> anyhow::Result<()> {
             return Ok(());
         }
     }
-}
-
-/// `watch --record FILE`: the device's session as NDJSON, for `sim --replay` (format in
-/// `sim::replay`). The identity line comes from the device's `connected` and `hello` events, or,
-/// when it is connected already, from the hub's snapshot of it. Every line is flushed at once, so
-/// a watch ended by Ctrl-C leaves a complete file.
-struct Recorder {
-    file: std::io::BufWriter<std::fs::File>,
-    path: std::path::PathBuf,
-    client_id: Option<String>,
-    transport: Option<String>,
-    has_identity: bool,
-}
-
-impl Recorder {
-    async fn create(path: &std::path::Path, client: &HubClient, device: Option<&str>) -> anyhow::Result<Self> {
-        let file = open_record(path)?;
-        let mut r = Self { file: std::io::BufWriter::new(file), path: path.to_path_buf(), client_id: None, transport: None, has_identity: false };
-        if let Ok(info) = client.call(serde_json::json!({"op": "device", "device": device, "wait_ms": 0})).await
-            && info["hello"].is_object()
-        {
-            let mut line = serde_json::json!({"direction": "identity", "device_id": info["device_id"], "client_id": info["client_id"],
-                "protocol_version": info["protocol_version"], "transport": info["transport"], "hello": info["hello"]});
-            stamp(&mut line, std::time::SystemTime::now());
-            r.write(&line)?;
-            r.has_identity = true;
-        }
-        Ok(r)
-    }
-
-    fn write(&mut self, line: &Value) -> anyhow::Result<()> {
-        use std::io::Write;
-        writeln!(self.file, "{line}").and_then(|()| self.file.flush()).map_err(|e| CodedError::new(Exit::Internal, format!("cannot write {}: {e}", self.path.display())).into())
-    }
-
-    fn record(&mut self, ev: &Value) -> anyhow::Result<()> {
-        match ev["event"].as_str() {
-            Some("connected") => {
-                self.client_id = ev["client_id"].as_str().map(str::to_string);
-                self.transport = ev["transport"].as_str().map(str::to_string);
-                Ok(())
-            }
-            Some("hello") if !self.has_identity => {
-                self.has_identity = true;
-                let line = serde_json::json!({"ts": ev["ts"], "direction": "identity", "device_id": ev["device_id"], "client_id": self.client_id,
-                    // The binary protocol version the device announced (its hello says the same as its header).
-                    "protocol_version": ev["hello"]["version"], "transport": self.transport, "hello": ev["hello"]});
-                self.write(&line)
-            }
-            Some("traffic") if self.has_identity => {
-                let line = serde_json::json!({"ts": ev["ts"], "direction": ev["direction"], "frame": ev["payload"]});
-                self.write(&line)
-            }
-            _ => Ok(()),
-        }
-    }
-}
-
-/// Opens `watch --record`'s file for writing: created private (0600: the traffic carries the
-/// vision token the hub hands the device), or an existing regular file truncated. A symbolic link
-/// planted at the path (another user pointing it at a file of ours, in a shared /tmp) is never
-/// followed: the open fails and nothing is written anywhere.
-fn open_record(path: &std::path::Path) -> Result<std::fs::File, CodedError> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
-    }
-    options.open(path).map_err(|e| {
-        let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-        let why = if link { "it is a symbolic link, which --record never follows; remove it or record elsewhere".to_string() } else { e.to_string() };
-        CodedError::new(Exit::Usage, format!("cannot write {}: {why}", path.display()))
-    })
 }
 
 /// The raw frame of a device notification (`--traffic`): its `notification` event shows it.

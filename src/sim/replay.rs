@@ -6,8 +6,13 @@
 //! Client-Id, Protocol-Version, transport, the hello; never a token), then one line per MCP frame
 //! (`ts`, `direction` `out` = sent to the device, `in` = sent by it, `frame` = the JSON-RPC payload).
 //!
+//! Lines marked `"from_hub": true` are what the hub knew of a device that was onboarded already
+//! when the recording started (its `initialize` exchange and `tools/list` pages); they replay as
+//! any other.
+//!
 //! Each request is answered by the recorded reply to the same method and params (ids rewritten);
-//! `initialize` matches by method alone (its params carry the backend's own vision token). The
+//! `initialize` matches by method alone (its params carry the backend's own vision token), a
+//! `tools/list` page by its cursor alone. The
 //! device notifications recorded after a reply are sent after it. A request that was never
 //! recorded gets the error `-32601` naming the closest recorded request.
 
@@ -107,6 +112,13 @@ impl Recording {
         if let Some(e) = self.exchanges.iter().filter(answered).find(|e| e.method == method && &e.params == params) {
             return Ok(e);
         }
+        // A page is the page its cursor names, whoever asks (backends differ in `withUserTools`).
+        let cursor = |p: &Value| p.get("cursor").and_then(Value::as_str).unwrap_or_default().to_string();
+        if method == "tools/list"
+            && let Some(e) = self.exchanges.iter().filter(answered).find(|e| e.method == method && cursor(&e.params) == cursor(params))
+        {
+            return Ok(e);
+        }
         if method == "initialize"
             && let Some(e) = self.exchanges.iter().filter(answered).find(|e| e.method == method)
         {
@@ -124,12 +136,31 @@ impl Recording {
     }
 }
 
-/// Connects to `url` as the recorded device and answers from the recording until the connection
-/// ends; `timing` replays the recorded latencies.
-pub async fn run(url: &str, rec: &Recording, token: Option<&str>, timing: bool) -> anyhow::Result<()> {
+/// Who the replaying device is: the recorded device, or (`sim --replay --device-id`) another
+/// Device-Id with a Client-Id of its own, so it connects beside the recorded device rather than
+/// in its place.
+#[derive(Debug, Clone)]
+pub struct As {
+    pub device_id: String,
+    pub client_id: Option<String>,
+}
+
+impl As {
+    pub fn new(rec: &Recording, device_id: Option<&str>) -> Self {
+        let recorded = rec.identity["device_id"].as_str().unwrap_or_default();
+        match device_id.filter(|d| *d != recorded) {
+            Some(other) => Self { device_id: other.to_string(), client_id: Some(uuid::Uuid::new_v4().to_string()) },
+            None => Self { device_id: recorded.to_string(), client_id: rec.identity["client_id"].as_str().map(str::to_string) },
+        }
+    }
+}
+
+/// Connects to `url` as `who` with the recorded hello and answers from the recording until the
+/// connection ends; `timing` replays the recorded latencies.
+pub async fn run(url: &str, rec: &Recording, who: &As, token: Option<&str>, timing: bool) -> anyhow::Result<()> {
     let id = &rec.identity;
     let version = id["protocol_version"].as_u64().unwrap_or(1).clamp(1, 3) as u8;
-    let request = super::client::device_request(url, token, id["device_id"].as_str().unwrap_or_default(), id["client_id"].as_str(), version)?;
+    let request = super::client::device_request(url, token, &who.device_id, who.client_id.as_deref(), version)?;
     let (ws, _) = tokio_tungstenite::connect_async_with_config(request, Some(super::client::ws_config()), true).await?;
     let (mut tx, mut rx) = ws.split();
     let hello = if id["hello"].is_object() { id["hello"].clone() } else { json!({"type": "hello", "version": 1, "features": {"mcp": true}, "transport": "websocket"}) };
@@ -147,7 +178,7 @@ pub async fn run(url: &str, rec: &Recording, token: Option<&str>, timing: bool) 
         };
         if v["type"] == "hello" {
             session_id = v["session_id"].as_str().unwrap_or_default().to_string();
-            info!(device = %id["device_id"], "connected (replaying {} recorded requests)", rec.exchanges.len());
+            info!(device = %who.device_id, "connected (replaying {} recorded requests)", rec.exchanges.len());
             continue;
         }
         let p = &v["payload"];
