@@ -221,3 +221,27 @@ async fn tools_list_url_explains_a_hubs_fleet_face() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("audio_speaker"), "{out}");
 }
+
+/// Issue 33: `call --url … --json` through an mcpdev hub names the device that answered, as the
+/// hub says in the result's `_meta` (`mcpdev/device_id`), whatever the face and the endpoint; a
+/// server that is not an mcpdev hub is named by its URL (the `exercise` cases above).
+#[tokio::test]
+async fn call_url_json_names_the_device_that_answered() {
+    const DEV: &str = "02:00:00:00:00:02";
+    for face in [&["--demo", "2"][..], &["--demo", "2", "--mcp-fleet-threshold", "1"]] {
+        let hub = common::HubProcess::start(face, &[]).await;
+        assert_eq!(common::mcpdev(&hub, &["hello", "-d", DEV, "--wait", "20s"]).await.code, 0);
+        let endpoints = [(format!("{}/mcp", hub.host_url), "dev-020000000002.self.get_device_status"), (format!("{}/devices/{DEV}/mcp", hub.host_url), "self.get_device_status")];
+        for (url, tool) in &endpoints {
+            let (code, out, err) = cli(&["call", tool, "--url", url, "--json"]).await;
+            assert_eq!(code, 0, "{face:?} {url}: {err}");
+            let doc: Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(doc["device_id"], DEV, "{face:?} {url}: {out}");
+            assert_eq!(doc["_meta"]["mcpdev/device_id"], DEV, "{face:?} {url}: {out}");
+        }
+        // A call the hub refused before it reached the device is named by the device it was for.
+        let (code, out, err) = cli(&["call", "dev-020000000002.self.audio_speaker.set_volume", "volume=500", "--no-validate", "--url", &endpoints[0].0, "--json"]).await;
+        assert_eq!(code, 5, "{out} {err}");
+        assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["device_id"], DEV, "{out}");
+    }
+}

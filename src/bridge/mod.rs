@@ -180,10 +180,10 @@ impl Shared {
         let timeout = self.config.call_timeout;
         let call = tokio::time::timeout(timeout + CALL_GRACE, device.request("tools/call", Some(params), timeout));
         tokio::select! {
-            outcome = call => Ok(match outcome.unwrap_or(Err(CallError::Timeout(timeout))) {
+            outcome = call => Ok(results::answered_by(match outcome.unwrap_or(Err(CallError::Timeout(timeout))) {
                 Ok(result) => results::from_device(&result),
                 Err(e) => results::from_error(&device.device_id, &e),
-            }),
+            }, &device.device_id)),
             () = cancelled => Err(McpError::internal_error("cancelled by the client", None)),
         }
     }

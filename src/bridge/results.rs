@@ -55,6 +55,19 @@ fn complete(mut r: CallToolResult) -> CallToolResult {
     r
 }
 
+/// The `_meta` key of a `tools/call` result that names the device the call went to (its
+/// Device-Id): MCP's place for what a server adds to a result, under this project's prefix (as
+/// the capability `mcpdev/fleet`). Set by the hub on every device call's result, over whatever
+/// the device put there, so a client of `/mcp` knows which device answered whichever face and
+/// naming it used (`mcpdev call --url … --json` reports it as `device_id`).
+pub const DEVICE_META: &str = "mcpdev/device_id";
+
+/// `result` with [`DEVICE_META`] naming `device_id` in its `_meta`.
+pub fn answered_by(mut result: CallToolResult, device_id: &str) -> CallToolResult {
+    result.meta.get_or_insert_with(rmcp::model::MetaObject::new).0.insert(DEVICE_META.into(), Value::from(device_id));
+    result
+}
+
 /// A call that did not produce a device result, as a tool error the model can read.
 pub fn from_error(device_id: &str, e: &CallError) -> CallToolResult {
     let text = match e {
@@ -69,6 +82,15 @@ pub fn from_error(device_id: &str, e: &CallError) -> CallToolResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_answering_device_is_named_in_meta_over_what_the_device_said() {
+        let r = answered_by(from_device(&raw(r#"{"content":[],"_meta":{"mcpdev/device_id":"forged","k":1}}"#)), "aa:bb:cc:dd:ee:01");
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["_meta"], json!({"mcpdev/device_id": "aa:bb:cc:dd:ee:01", "k": 1}));
+        let e = answered_by(from_error("aa:bb:cc:dd:ee:02", &CallError::Disconnected), "aa:bb:cc:dd:ee:02");
+        assert_eq!(serde_json::to_value(&e).unwrap()["_meta"]["mcpdev/device_id"], "aa:bb:cc:dd:ee:02");
+    }
 
     fn raw(text: &str) -> RawResult {
         RawResult::from_value(&serde_json::from_str(text).unwrap())

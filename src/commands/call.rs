@@ -49,7 +49,7 @@ pub async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<()> {
     let result = target.request("tools/call", Some(params), args.target.timeout).await.map_err(call_failure)?;
     let is_error = result["isError"].as_bool().unwrap_or(false);
     if global.json {
-        print_json(&super::output::device_document(target.device_id(), &result));
+        print_json(&super::output::device_document(target.answered_by(&result), &result));
     } else {
         render(&result, &args.tool, args.save_images.as_deref())?;
     }

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
 use crate::bridge::fleet::{CALL as FLEET_CALL, CAPABILITY as FLEET_CAPABILITY, LIST_TOOLS as FLEET_LIST_TOOLS};
+use crate::bridge::results::DEVICE_META;
 use crate::cli::{DeviceArgs, GlobalArgs};
 use crate::exit::{CodedError, Exit};
 use crate::links::handle::{LinkEvent, Tracing};
@@ -28,7 +29,9 @@ pub enum Target {
     Direct { handle: DeviceHandle },
     /// Any MCP server (`--url`); `fleet` when the tool to call was found through an mcpdev
     /// hub's fleet tools.
-    Mcp { conn: McpConnection, url: String, fleet: Option<FleetRoute> },
+    /// `hub`: the server is an mcpdev hub (it declares [`FLEET_CAPABILITY`]), whose results name
+    /// the device that answered.
+    Mcp { conn: McpConnection, url: String, fleet: Option<FleetRoute>, hub: bool },
 }
 
 /// A tool of an mcpdev hub's `/mcp` reached through its fleet tools: the name asked for, and
@@ -113,6 +116,21 @@ impl Target {
         }
     }
 
+    /// Who answered `result`: the device. Through an mcpdev hub's `/mcp` (`--url`), the device
+    /// its result names in `_meta` ([`DEVICE_META`]), else the one its fleet tools named; from
+    /// any other MCP server, its URL.
+    pub fn answered_by<'a>(&'a self, result: &'a Value) -> &'a str {
+        match self {
+            Target::Mcp { hub: true, fleet, url, .. } => result
+                .pointer(&format!("/_meta/{}", DEVICE_META.replace('/', "~1")))
+                .and_then(Value::as_str)
+                .filter(|id| identity::parse_mac(id).is_ok())
+                .or(fleet.as_ref().map(|f| f.device.as_str()))
+                .unwrap_or(url),
+            _ => self.device_id(),
+        }
+    }
+
     /// One JSON-RPC request to the device.
     pub async fn request(&self, method: &str, params: Option<Value>, timeout: Duration) -> Result<Value, CallFailure> {
         match self {
@@ -171,8 +189,11 @@ async fn open_url(url: &str, args: &DeviceArgs, wanted: Option<&str>) -> anyhow:
     };
     let conn = McpConnection::connect(url, &headers, args.transport, args.timeout).await.map_err(mcp_error)?;
     let init = conn.server_info();
+    let fleet_tools = init.pointer(&format!("/capabilities/experimental/{}", FLEET_CAPABILITY.replace('/', "~1"))).is_some();
+    // An mcpdev hub: its `/mcp` declares the fleet tools; one device's endpoint names itself so.
+    let hub = fleet_tools || init["serverInfo"]["name"].as_str().is_some_and(|n| n.starts_with("mcpdev device "));
     let found = match wanted {
-        Some(name) if init.pointer(&format!("/capabilities/experimental/{}", FLEET_CAPABILITY.replace('/', "~1"))).is_some() => Some(fleet_lookup(&conn, name, args.timeout).await),
+        Some(name) if fleet_tools => Some(fleet_lookup(&conn, name, args.timeout).await),
         _ => None,
     };
     let (tools, fleet, fleet_note) = match found {
@@ -189,7 +210,7 @@ async fn open_url(url: &str, args: &DeviceArgs, wanted: Option<&str>) -> anyhow:
         "capabilities": init["capabilities"],
         "fleet_note": fleet_note,
     });
-    Ok((Target::Mcp { conn, url: url.to_string(), fleet }, info))
+    Ok((Target::Mcp { conn, url: url.to_string(), fleet, hub }, info))
 }
 
 
