@@ -99,9 +99,11 @@ pub struct SimArgs {
     /// The backend's WebSocket URL
     #[arg(long, env = "MCPDEV_SIM_URL", default_value = "ws://127.0.0.1:8000/xiaozhi/v1/")]
     pub url: String,
-    /// Device-Id (MAC) of the first device; further devices count up from it
-    #[arg(long, default_value = "02:00:00:00:00:01", value_parser = parse_mac)]
-    pub device_id: String,
+    /// Device-Id (MAC) of the first device; further devices count up from it [default:
+    /// 02:00:00:00:00:01]. With --replay: replay under this id (with a Client-Id of its own),
+    /// beside the recorded device, instead of as it
+    #[arg(long, value_parser = parse_mac)]
+    pub device_id: Option<String>,
     /// How many virtual devices to run in this process
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub count: u32,
@@ -124,8 +126,10 @@ pub struct SimArgs {
     #[command(flatten)]
     pub bootstrap: SimBootstrapArgs,
     /// Play back a session recorded with `watch --record FILE`: one device with the recorded
-    /// identity and hello, answering each request with the recorded reply
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["count", "extra_tools", "profile", "mqtt", "ota", "source_addr"])]
+    /// identity and hello, answering each request with the recorded reply (--count,
+    /// --extra-tools, --profile, --protocol-version, --mqtt, --ota and --source-addr do not apply
+    /// to it and are refused)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["count", "extra_tools", "profile", "protocol_version", "mqtt", "ota", "source_addr"])]
     pub replay: Option<std::path::PathBuf>,
     /// With --replay: answer after the recorded latencies
     #[arg(long, requires = "replay")]
@@ -510,6 +514,10 @@ pub struct MqttServeArgs {
     /// Shared-subscription group: hubs on one broker with the same group share the devices
     #[arg(long, value_name = "NAME", default_value = "mcpdev")]
     pub mqtt_group: String,
+    /// This hub's name in a cluster, shown by `devices` (column `hub`) instead of its id: up to 32
+    /// letters, digits, `.`, `-` and `_` (needs --mqtt: a hub without a broker has no cluster)
+    #[arg(long, env = "MCPDEV_HUB_NAME", value_name = "NAME", requires = "mqtt", value_parser = parse_hub_name)]
+    pub hub_name: Option<String>,
     /// Largest MQTT message to or from a device, in bytes; larger ones are refused
     #[arg(long, value_name = "BYTES", default_value_t = 8192, value_parser = clap::value_parser!(u64).range(512..=1_048_576))]
     pub mqtt_max_payload: u64,
@@ -606,6 +614,16 @@ pub struct CompletionsArgs {
 }
 
 /// A MAC address `aa:bb:cc:dd:ee:ff`, normalised to lower case.
+fn parse_hub_name(s: &str) -> Result<String, String> {
+    if crate::mqtt::presence::valid_hub_name(s) {
+        return Ok(s.to_string());
+    }
+    Err(format!("a hub name is 1 to {} letters, digits, '.', '-' and '_', starting with a letter or digit", crate::mqtt::presence::MAX_HUB_NAME))
+}
+
+/// The Device-Id of `sim`'s first device when `--device-id` is not given.
+pub const SIM_FIRST_DEVICE: &str = "02:00:00:00:00:01";
+
 pub fn parse_mac(s: &str) -> Result<String, String> {
     crate::wire::identity::parse_mac(s).map(|m| crate::wire::identity::format_mac(&m))
 }

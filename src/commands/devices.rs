@@ -165,8 +165,10 @@ fn row(d: &Value, aliases: &HashMap<String, String>) -> Vec<String> {
     let tools = d["tools"].as_array().map(|t| t.len() as u64).or_else(|| d["tool_count"].as_u64()).unwrap_or(0);
     let since = d["connected_at_ms"].as_u64().map_or_else(|| "-".into(), local_time);
     let address = d["address"].as_str().or_else(|| d["remote"].as_str()).unwrap_or("-");
-    // In a cluster every device names the hub that serves it ([`crate::hub::remote`]).
-    vec![id.to_string(), alias.to_string(), text(&d["transport"]), state.to_string(), tools.to_string(), since, address.to_string(), text(&d["hub"])]
+    // In a cluster every device names the hub that serves it ([`crate::hub::remote`]): by the
+    // name its operator gave it (`serve --hub-name`), else by its id (the `serve` banner's).
+    let hub = if d["hub_name"].is_string() { &d["hub_name"] } else { &d["hub"] };
+    vec![id.to_string(), alias.to_string(), text(&d["transport"]), state.to_string(), tools.to_string(), since, address.to_string(), text(hub)]
 }
 
 fn approved(global: &GlobalArgs, a: &Value) {

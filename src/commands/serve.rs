@@ -94,8 +94,10 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         let mcp = format!("{host_url}/mcp");
         let (broker, udp) = mqtt.as_ref().map(|m| (m.broker.clone(), m.udp.addr.port())).unzip();
         let hooks = mqtt.as_ref().and_then(|m| m.hooks).map(|a| format!("http://{a}"));
+        // The id this hub has in a cluster (any hub on the same broker), and its given name.
+        let hub_id = mqtt.as_ref().map(|m| m.hub_id.clone());
         serde_json::json!({"event": "listening", "devices": devices_url, "device_urls": reach, "host": host_url, "mcp": mcp,
-            "demo_devices": args.demo.unwrap_or(0), "ota": ota_url, "mqtt": broker, "udp_port": udp, "mqtt_hooks": hooks,
+            "demo_devices": args.demo.unwrap_or(0), "ota": ota_url, "mqtt": broker, "udp_port": udp, "mqtt_hooks": hooks, "hub_id": hub_id, "hub_name": args.mqtt.hub_name,
             "approve_all": admission.approve_all(), "admitted_file": admission.file(),
             "max_device_connections": running.hub.budget.caps().max_connections, "fd_limit": running.hub.budget.fd_limit()})
     };
@@ -126,6 +128,10 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
             eprintln!("  MQTT broker          {}  (audio UDP port {})", m.broker, m.udp.addr.port());
             if let Some(a) = m.hooks {
                 eprintln!("  EMQX hooks           http://{a}{}  and {}", crate::mqtt::hooks::AUTHN_PATH, crate::mqtt::hooks::AUTHZ_PATH);
+            }
+            match args.mqtt.hub_name.as_deref() {
+                Some(name) => eprintln!("  cluster hub          {name} (id {})", m.hub_id),
+                None => eprintln!("  cluster hub          {}  (`devices` shows this id; --hub-name gives a name)", m.hub_id),
             }
         }
         if let Some(n) = args.demo {
@@ -183,6 +189,7 @@ fn mqtt_settings(a: &MqttServeArgs) -> anyhow::Result<Option<MqttSettings>> {
     s.dynsec = a.mqtt_dynsec;
     s.hooks = a.mqtt_hooks;
     s.shared_device_login = a.mqtt_shared_device_login;
+    s.hub_name = a.hub_name.clone();
     Ok(Some(s))
 }
 

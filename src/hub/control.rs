@@ -288,7 +288,7 @@ fn devices_page(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, after: Option<&st
     let limit = limit.clamp(1, MAX_DEVICES_PAGE);
     let (infos, next) = hub.registry.page(after, limit);
     let Some(c) = cluster else { return text_of(&Page { devices: infos.iter().map(|i| &**i).collect(), next }) };
-    let local = infos.iter().map(|i| (i.device_id.clone(), remote::with_hub(&text_of(&**i), c.me())));
+    let local = infos.iter().map(|i| (i.device_id.clone(), remote::with_this_hub(&text_of(&**i), c.as_ref())));
     // The others' devices after the cursor, but not past the end of the local page when more
     // local devices follow it (they come first in the next page).
     let upto = next.clone();
@@ -415,7 +415,7 @@ pub async fn serve_forwarded(hub: Arc<Hub>, request: &str, tx: mpsc::Sender<Stri
 fn devices_text(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>) -> String {
     let local = hub.registry.snapshots();
     let Some(c) = cluster else { return text_of(&local.iter().map(|i| &**i).collect::<Vec<_>>()) };
-    let rows: Vec<String> = local.iter().map(|i| remote::with_hub(&text_of(&**i), c.me())).chain(c.remote_devices().iter().map(Value::to_string)).collect();
+    let rows: Vec<String> = local.iter().map(|i| remote::with_this_hub(&text_of(&**i), c.as_ref())).chain(c.remote_devices().iter().map(Value::to_string)).collect();
     format!("[{}]", rows.join(","))
 }
 

@@ -52,6 +52,10 @@ pub enum WatchItem {
 pub trait Cluster: Send + Sync {
     /// This hub's id in the cluster.
     fn me(&self) -> &str;
+    /// The name the operator gave this hub (`serve --hub-name`), if any.
+    fn name(&self) -> Option<&str> {
+        None
+    }
     /// Where another hub serves the device `selector` names (exact Device-Id, alias, or a
     /// unique prefix), by the cluster index.
     fn locate(&self, selector: Option<&str>, aliases: &std::collections::HashMap<String, String>) -> Located;
@@ -121,10 +125,23 @@ pub async fn route(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, selector: Opti
 
 /// `text` (a JSON object) with `"hub": hub` as its first field.
 pub fn with_hub(text: &str, hub: &str) -> String {
+    with_field(text, "hub", hub)
+}
+
+/// `text` (a JSON object, a device of this hub) with this hub's id (`"hub"`) first and, when the
+/// operator named the hub (`serve --hub-name`), its name (`"hub_name"`) after it.
+pub fn with_this_hub(text: &str, cluster: &dyn Cluster) -> String {
+    match cluster.name() {
+        Some(name) => with_hub(&with_field(text, "hub_name", name), cluster.me()),
+        None => with_hub(text, cluster.me()),
+    }
+}
+
+fn with_field(text: &str, key: &str, value: &str) -> String {
     match text.strip_prefix('{') {
         Some(rest) => {
             let sep = if rest.trim_start().starts_with('}') { "" } else { "," };
-            format!("{{\"hub\":{}{sep}{rest}", Value::from(hub))
+            format!("{{{}:{}{sep}{rest}", Value::from(key), Value::from(value))
         }
         None => text.to_string(),
     }

@@ -98,6 +98,8 @@ struct Calls {
 /// This hub's place in the cluster: the view of the others, and requests to and from them.
 pub struct ClusterNode {
     me: String,
+    /// The name the operator gave this hub (`serve --hub-name`).
+    name: Option<String>,
     hub: Weak<Hub>,
     client: AsyncClient,
     view: SharedView,
@@ -141,10 +143,11 @@ struct Incoming {
 type Map = serde_json::Map<String, Value>;
 
 impl ClusterNode {
-    pub fn new(me: &str, hub: Weak<Hub>, client: AsyncClient) -> Arc<Self> {
+    pub fn new(me: &str, name: Option<String>, hub: Weak<Hub>, client: AsyncClient) -> Arc<Self> {
         Arc::new_cyclic(|this| Self {
             this: this.clone(),
             me: me.to_string(),
+            name,
             hub,
             client,
             view: Arc::new(Mutex::new(View::new(me))),
@@ -247,6 +250,7 @@ impl ClusterNode {
                 let dead = {
                     let mut v = lock(&self.view);
                     v.on_index(hub, rows);
+                    v.set_name(hub, presence::parse_index_name(payload));
                     !payload.is_empty() && !v.is_alive(hub) && hub != self.me
                 };
                 if dead {
@@ -463,6 +467,10 @@ impl ClusterNode {
 impl Cluster for ClusterNode {
     fn me(&self) -> &str {
         &self.me
+    }
+
+    fn name(&self) -> Option<&str> {
+        self.name.as_deref()
     }
 
     fn locate(&self, selector: Option<&str>, aliases: &HashMap<String, String>) -> Located {

@@ -70,6 +70,8 @@ pub struct MqttSettings {
     pub dynsec: bool,
     /// Serve EMQX's authentication and authorization hooks here (`--mqtt-hooks`, [`super::hooks`]).
     pub hooks: Option<SocketAddr>,
+    /// The name the operator gave this hub (`serve --hub-name`), shown by `devices` for its id.
+    pub hub_name: Option<String>,
 }
 
 impl MqttSettings {
@@ -85,6 +87,7 @@ impl MqttSettings {
             shared_device_login: false,
             dynsec: false,
             hooks: None,
+            hub_name: None,
         }
     }
 }
@@ -388,13 +391,13 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         probing: Arc::default(),
         control: control.clone(),
         broker_clients,
-        cluster: ClusterNode::new(&hub_id, Arc::downgrade(&hub), connection.client.clone()),
         dynsec,
         hooks,
+        cluster: ClusterNode::new(&hub_id, settings.hub_name.clone(), Arc::downgrade(&hub), connection.client.clone()),
         settings,
     });
     let (republish, republish_rx) = watch::channel(0u64);
-    super::presence::publish_index(Arc::downgrade(&hub), hub_id.clone(), connection.client.clone(), republish_rx);
+    super::presence::publish_index(Arc::downgrade(&hub), hub_id.clone(), mqtt.settings.hub_name.clone(), connection.client.clone(), republish_rx);
     info!(broker = %mqtt.broker, hub = %hub_id, "MQTT: connecting");
     let dispatcher = Dispatcher {
         hub,
@@ -788,6 +791,7 @@ impl Dispatcher {
         cfg.keepalive = hub.config.keepalive;
         cfg.onboarding_timeout = hub.config.onboarding_timeout;
         cfg.system_info = ota.map(|r| r.system_info);
+        cfg.known_tools = hub.registry.known_tools(&device_id);
         // Only the embedded broker tells the hub about connections; through another, any hello may
         // be a new instance's.
         cfg.hello_may_be_new_instance = !matches!(self.mqtt.settings.broker, BrokerChoice::Embedded { .. });

@@ -42,10 +42,35 @@ pub struct Row {
     pub since_ms: u64,
 }
 
-/// A hub's index as published: compact rows.
-pub fn index_text(hub_id: &str, rows: &[Row], left_out: usize) -> String {
+/// A hub's index as published: compact rows, and the name its operator gave it, if any.
+pub fn index_text(hub_id: &str, name: Option<&str>, rows: &[Row], left_out: usize) -> String {
     let rows: Vec<Value> = rows.iter().map(|r| json!([r.device_id, r.transport, r.phase, r.tools, r.since_ms])).collect();
-    json!({"hub": hub_id, "devices": rows, "left_out": left_out}).to_string()
+    let mut v = json!({"hub": hub_id, "devices": rows, "left_out": left_out});
+    if let Some(name) = name {
+        v["name"] = json!(name);
+    }
+    v.to_string()
+}
+
+/// The longest hub name (`serve --hub-name`).
+pub const MAX_HUB_NAME: usize = 32;
+
+/// Whether `name` is a hub name a hub may give itself and show another's by: 1 to
+/// [`MAX_HUB_NAME`] ASCII letters, digits, `.`, `-` or `_`, starting with a letter or digit
+/// (it lands in tables, logs and JSON as it is: nothing to escape, nothing that reads as a flag).
+pub fn valid_hub_name(name: &str) -> bool {
+    (1..=MAX_HUB_NAME).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+}
+
+/// The name in a published index, if it has a valid one (another hub's is data like any).
+pub fn parse_index_name(payload: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        name: Option<String>,
+    }
+    serde_json::from_slice::<Named>(payload).ok()?.name.filter(|n| valid_hub_name(n))
 }
 
 /// The rows of a published index; malformed rows are dropped.
@@ -83,7 +108,7 @@ pub fn rows_of(hub: &Hub) -> (Vec<Row>, usize) {
 
 /// Publishes this hub's index whenever it changes (looked at every [`INDEX_PERIOD`]), and again
 /// whenever `republish` is bumped (a new broker connection). Ends when `republish` is dropped.
-pub fn publish_index(hub: std::sync::Weak<Hub>, hub_id: String, client: rumqttc::AsyncClient, mut republish: tokio::sync::watch::Receiver<u64>) {
+pub fn publish_index(hub: std::sync::Weak<Hub>, hub_id: String, name: Option<String>, client: rumqttc::AsyncClient, mut republish: tokio::sync::watch::Receiver<u64>) {
     tokio::spawn(async move {
         let topic = format!("{}{hub_id}", super::topics::INDEX);
         let (mut epoch, mut last) = (0u64, String::new());
@@ -104,7 +129,7 @@ pub fn publish_index(hub: std::sync::Weak<Hub>, hub_id: String, client: rumqttc:
             epoch = now;
             let Some(hub) = hub.upgrade() else { return };
             let (rows, left_out) = rows_of(&hub);
-            let text = index_text(&hub_id, &rows, left_out);
+            let text = index_text(&hub_id, name.as_deref(), &rows, left_out);
             if text != last || forced {
                 if client.try_publish(topic.clone(), rumqttc::QoS::AtLeastOnce, true, text.clone()).is_err() {
                     // Queue full: try again next period.
@@ -125,6 +150,8 @@ pub struct View {
     indexes: HashMap<String, Vec<Row>>,
     /// Device-Id -> the hub whose index lists it last.
     by_device: HashMap<String, String>,
+    /// Hub id -> the name its operator gave it, from its index.
+    names: HashMap<String, String>,
 }
 
 impl View {
@@ -143,6 +170,14 @@ impl View {
 
     pub fn forget_presence(&mut self) {
         self.alive.clear();
+    }
+
+    /// The name a hub's index gave it (none: it has none, or its index was cleared).
+    pub fn set_name(&mut self, hub: &str, name: Option<String>) {
+        match name {
+            Some(n) => self.names.insert(hub.to_string(), n),
+            None => self.names.remove(hub),
+        };
     }
 
     /// A hub's index (empty rows: cleared).
@@ -180,7 +215,11 @@ impl View {
         let mut out = Vec::new();
         for hub in self.peers() {
             for r in self.indexes.get(&hub).into_iter().flatten() {
-                out.push(json!({"hub": hub, "device_id": r.device_id, "transport": r.transport, "phase": r.phase, "tool_count": r.tools, "connected_at_ms": r.since_ms}));
+                let mut row = json!({"hub": hub, "device_id": r.device_id, "transport": r.transport, "phase": r.phase, "tool_count": r.tools, "connected_at_ms": r.since_ms});
+                if let Some(name) = self.names.get(&hub) {
+                    row["hub_name"] = json!(name);
+                }
+                out.push(row);
             }
         }
         out
@@ -258,8 +297,13 @@ mod tests {
 
     #[test]
     fn an_index_round_trips_and_hostile_rows_are_dropped() {
-        let text = index_text("h1", &[row("aa:00:00:00:00:01")], 0);
+        let text = index_text("h1", Some("rack-2.east"), &[row("aa:00:00:00:00:01")], 0);
         assert_eq!(parse_index(text.as_bytes()), vec![row("aa:00:00:00:00:01")]);
+        assert_eq!(parse_index_name(text.as_bytes()).as_deref(), Some("rack-2.east"));
+        assert_eq!(parse_index_name(index_text("h1", None, &[], 0).as_bytes()), None);
+        for hostile in [r#"{"name":"\u001b[31mred"}"#, r#"{"name":"-flag"}"#, r#"{"name":"<b>x</b>"}"#, r#"{"name":""}"#, r#"{"name":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}"#, r#"{"name":7}"#] {
+            assert_eq!(parse_index_name(hostile.as_bytes()), None, "{hostile}");
+        }
         let hostile = br#"{"devices":[["<script>","mqtt","ready",1,1],["AA-00-00-00-00-02","mqtt","ready",1,1],["aa:00:00:00:00:03","x","yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy",1,1],"nope",[]]}"#;
         let rows = parse_index(hostile);
         assert_eq!(rows.iter().map(|r| r.device_id.as_str()).collect::<Vec<_>>(), ["aa:00:00:00:00:02"]);
