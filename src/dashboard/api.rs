@@ -176,6 +176,18 @@ pub async fn device(State(d): State<Arc<Dashboard>>, Query(q): Query<DeviceQuery
     ok(out)
 }
 
+/// `/dashboard/api/recording?id=`: the lines a recording of the device starts with, what the hub
+/// knows of it (`sim::replay::hub_knowledge`), so a recording the page makes of a device that
+/// was onboarded already replays as `watch --record`'s does.
+pub async fn recording(State(d): State<Arc<Dashboard>>, Query(q): Query<DeviceQuery>) -> Response {
+    let Some(info) = d.hub.registry.get(&q.id).and_then(|h| h.snapshot()) else {
+        return error(StatusCode::NOT_FOUND, &format!("no connected device has the id {:?}", q.id));
+    };
+    let description = serde_json::to_value(&*info).unwrap_or(Value::Null);
+    let ts = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+    ok(serde_json::json!({"lines": crate::sim::replay::hub_knowledge(&description, &ts)}))
+}
+
 #[derive(Deserialize)]
 pub struct CallBody {
     device: String,

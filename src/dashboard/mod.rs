@@ -82,6 +82,7 @@ pub fn router(d: Arc<Dashboard>) -> Router {
         .route("/dashboard/api/call", post(api::call))
         .route("/dashboard/api/check", post(api::check))
         .route("/dashboard/api/traffic", get(api::traffic))
+        .route("/dashboard/api/recording", get(api::recording))
         .route("/dashboard/api/admission", get(api::admission))
         .route("/dashboard/api/admission/{op}", post(api::admission_op))
         .route("/dashboard/api/hub", get(api::hub))

@@ -208,6 +208,53 @@ pub async fn run(url: &str, rec: &Recording, who: &As, token: Option<&str>, timi
     Ok(())
 }
 
+/// What the hub knows of a device (its `device` description), as recording lines: the identity
+/// and hello; the `initialize` exchange once the device answered it; every `tools/list` page once
+/// it is ready (as the device paged them, `tool_pages`, or one page). Nothing for a device that
+/// has not said hello. Each line is marked `"from_hub": true`.
+pub fn hub_knowledge(info: &Value, ts: &str) -> Vec<Value> {
+    if !info["hello"].is_object() {
+        return Vec::new();
+    }
+    let mut lines = vec![json!({"ts": ts, "direction": "identity", "from_hub": true, "device_id": info["device_id"], "client_id": info["client_id"],
+        "protocol_version": info["protocol_version"], "transport": info["transport"], "hello": info["hello"]})];
+    let mut exchange = |id: String, method: &str, params: Value, result: Value| {
+        lines.push(json!({"ts": ts, "direction": "out", "from_hub": true, "frame": {"jsonrpc": "2.0", "id": id, "method": method, "params": params}}));
+        lines.push(json!({"ts": ts, "direction": "in", "from_hub": true, "frame": {"jsonrpc": "2.0", "id": id, "result": result}}));
+    };
+    if info["mcp_protocol_version"].is_string() || info["server_info"].is_object() {
+        let mut result = serde_json::Map::new();
+        for (key, field) in [("protocolVersion", "mcp_protocol_version"), ("capabilities", "capabilities"), ("serverInfo", "server_info")] {
+            if !info[field].is_null() {
+                result.insert(key.into(), info[field].clone());
+            }
+        }
+        // The hub's request, less the vision token it carried.
+        let params = json!({"protocolVersion": "2024-11-05", "clientInfo": {"name": "mcpdev", "version": env!("CARGO_PKG_VERSION")}});
+        exchange("hub-initialize".into(), "initialize", params, Value::Object(result));
+    }
+    let ready = info["phase"] == "ready" && info["onboarding"]["failed"] != true;
+    let tools = info["tools"].as_array().filter(|_| ready);
+    if let Some(tools) = tools {
+        let marks = info["tool_pages"].as_array().filter(|m| m.iter().map(|p| p["tools"].as_u64().unwrap_or(0)).sum::<u64>() == tools.len() as u64);
+        let pages: Vec<(usize, Option<&str>)> = match marks {
+            Some(marks) => marks.iter().map(|p| (p["tools"].as_u64().unwrap_or(0) as usize, p["next_cursor"].as_str())).collect(),
+            None => vec![(tools.len(), None)],
+        };
+        let (mut at, mut cursor) = (0, "");
+        for (n, (count, next)) in pages.into_iter().enumerate() {
+            let mut result = json!({"tools": tools[at..at + count]});
+            if let Some(next) = next {
+                result["nextCursor"] = json!(next);
+            }
+            exchange(format!("hub-tools-{}", n + 1), "tools/list", json!({"cursor": cursor, "withUserTools": true}), result);
+            at += count;
+            cursor = next.unwrap_or_default();
+        }
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,5 +280,40 @@ mod tests {
     fn a_file_without_the_identity_line_is_refused() {
         assert!(Recording::parse("{\"direction\":\"out\"}\n").unwrap_err().contains("identity"));
         assert!(Recording::parse("").is_err());
+    }
+
+    fn info(tool_pages: Value) -> Value {
+        json!({"device_id": "aa:bb:cc:dd:ee:81", "client_id": "c-1", "protocol_version": 1, "transport": "websocket", "phase": "ready",
+            "hello": {"type": "hello", "version": 1, "features": {"mcp": true}}, "mcp_protocol_version": "2024-11-05",
+            "server_info": {"name": "py-device", "version": "2"}, "capabilities": {"tools": {}},
+            "tools": [{"name": "a"}, {"name": "b"}, {"name": "c"}], "tool_pages": tool_pages, "onboarding": {"failed": false}})
+    }
+
+    #[test]
+    fn what_the_hub_knows_replays_page_by_page() {
+        let lines = hub_knowledge(&info(json!([{"tools": 2, "next_cursor": "c"}, {"tools": 1}])), "2026-11-27T12:00:00.000Z");
+        assert!(lines.iter().all(|l| l["from_hub"] == true), "{lines:?}");
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        assert!(!text.contains("token"), "{text}");
+        let rec = Recording::parse(&text).unwrap();
+        assert_eq!(rec.identity["device_id"], "aa:bb:cc:dd:ee:81");
+        let init = rec.answer("initialize", &json!({"capabilities": {"vision": {"url": "u", "token": "t"}}})).unwrap();
+        assert_eq!(init.reply.as_ref().unwrap()["result"]["serverInfo"]["name"], "py-device");
+        let first = rec.answer("tools/list", &json!({"cursor": "", "withUserTools": true})).unwrap();
+        assert_eq!(first.reply.as_ref().unwrap()["result"], json!({"tools": [{"name": "a"}, {"name": "b"}], "nextCursor": "c"}));
+        let last = rec.answer("tools/list", &json!({"cursor": "c", "withUserTools": true})).unwrap();
+        assert_eq!(last.reply.as_ref().unwrap()["result"], json!({"tools": [{"name": "c"}]}));
+    }
+
+    #[test]
+    fn pages_that_do_not_add_up_give_one_page_and_an_unready_device_gives_no_list() {
+        let lines = hub_knowledge(&info(json!([{"tools": 7, "next_cursor": "x"}])), "t");
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let rec = Recording::parse(&text).unwrap();
+        assert_eq!(rec.answer("tools/list", &json!({"cursor": ""})).unwrap().reply.as_ref().unwrap()["result"]["tools"].as_array().unwrap().len(), 3);
+        let mut listing = info(Value::Null);
+        listing["phase"] = json!("listing");
+        assert!(hub_knowledge(&listing, "t").iter().all(|l| l["frame"]["method"] != "tools/list"));
+        assert!(hub_knowledge(&json!({"device_id": "x", "hello": null}), "t").is_empty(), "no hello yet: the events will say it");
     }
 }

@@ -249,8 +249,15 @@
     const note = el('span', { class: 'muted' });
     record.addEventListener('click', () => {
       if (!recording) {
-        recording = [JSON.stringify({ ts: new Date().toISOString(), direction: 'identity', device_id: info.device_id, client_id: info.client_id ?? null,
-          protocol_version: info.protocol_version, transport: info.transport, hello: info.hello })];
+        // What the hub knows of the device comes first (identity, hello, initialize, every
+        // tools/list page), so the recording replays even though the device onboarded earlier.
+        const frames = recording = [];
+        get('/dashboard/api/recording?id=' + encodeURIComponent(deviceId)).then((head) => {
+          frames.unshift(...(head.lines || []).map((l) => JSON.stringify(l)));
+        }).catch(() => {
+          frames.unshift(JSON.stringify({ ts: new Date().toISOString(), direction: 'identity', device_id: info.device_id, client_id: info.client_id ?? null,
+            protocol_version: info.protocol_version, transport: info.transport, hello: info.hello }));
+        });
         record.textContent = 'Stop and download';
         note.textContent = 'recording…';
         return;
@@ -258,7 +265,7 @@
       const blob = new Blob([recording.join('\n') + '\n'], { type: 'application/x-ndjson' });
       const a = el('a', { href: URL.createObjectURL(blob), download: `mcpdev-${deviceId.replace(/[^0-9a-z]/gi, '')}-${Date.now()}.ndjson` });
       document.body.append(a); a.click(); a.remove();
-      note.textContent = `${recording.length - 1} frames saved (the format of watch --record; replay with mcpdev sim --replay)`;
+      note.textContent = `${recording.length} lines saved (the format of watch --record; replay with mcpdev sim --replay)`;
       recording = null;
       record.textContent = 'Record';
     });
