@@ -91,7 +91,7 @@ impl Registry {
     /// first list that is shorter is listed again before the device is `ready` (a cache that was
     /// still filling answers short: see [`crate::session`]).
     pub fn known_tools(&self, device_id: &str) -> usize {
-        if let Some(n) = self.get(device_id).and_then(|h| h.snapshot()).and_then(|i| complete_list(&i)) {
+        if let Some(n) = self.get(device_id).and_then(|h| h.last_published()).and_then(|i| complete_list(&i)) {
             return n;
         }
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).ids.get(device_id).map_or(0, |n| *n as usize)
@@ -122,7 +122,7 @@ impl Registry {
         if devices.get(device_id).is_some_and(|h| h.generation == generation) {
             let gone = devices.remove(device_id);
             drop(devices);
-            if let Some(n) = gone.and_then(|h| h.snapshot()).and_then(|i| complete_list(&i)) {
+            if let Some(n) = gone.and_then(|h| h.last_published()).and_then(|i| complete_list(&i)) {
                 self.seen.lock().unwrap_or_else(|e| e.into_inner()).remember_tools(device_id, n);
             }
             changes::changed(device_id);

@@ -208,6 +208,12 @@ impl DeviceHandle {
         self.info.get()
     }
 
+    /// The description the link last published, even once the device is gone (what the hub
+    /// knew of it last).
+    pub fn last_published(&self) -> Option<Arc<DeviceInfo>> {
+        self.info.get()
+    }
+
     /// Whether the device finished onboarding (a cheap read, as [`Self::snapshot`]).
     pub fn phase(&self) -> Option<Phase> {
         if self.commands.is_closed() {

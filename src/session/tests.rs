@@ -920,9 +920,12 @@ fn list_as(s: &mut Session, mut list: Value, mut now: Instant, listings: &[&[(us
             now = s.next_deadline().expect("another listing is planned");
             list = sent(&s.on_tick(now)).into_iter().next().expect("a tools/list")["payload"].clone();
         }
+        let mut listed = 0;
         for (n, next) in pages.iter() {
             assert_eq!(list["method"], "tools/list");
-            let mut result = json!({"tools": tools(*n)});
+            // Each page its own tools, as a device pages its list.
+            let mut result = json!({"tools": tools(listed + n)[listed..]});
+            listed += n;
             if let Some(c) = next {
                 result["nextCursor"] = json!(c);
             }
