@@ -248,6 +248,39 @@ async fn metrics_count_failing_tools_apart_from_device_errors() {
     assert!(outcome(&after, "ok") >= outcome(&before, "ok") + 1.0, "{after}");
 }
 
+/// Issue 33: the dashboard's Record starts with what the hub knows of the device (identity,
+/// hello, `initialize`, every `tools/list` page as the device cut them), so a recording of a
+/// device that onboarded before it started replays; only for a logged-in owner.
+#[tokio::test]
+async fn the_dashboards_recording_starts_with_what_the_hub_knows() {
+    let hub = HubProcess::start(&["--demo", "1", "--demo-extra-tools", "120"], &[]).await;
+    assert_eq!(mcpdev(&hub, &["tools", "list", "-d", DEV, "--wait", "20s"]).await.code, 0);
+    let token = std::fs::read_to_string(PathBuf::from(&hub.runtime_dir).join(format!("control-{}.token", hub.host_url.rsplit(':').next().unwrap()))).unwrap();
+    let bearer = format!("Bearer {}", token.lines().next().unwrap().trim());
+    let path = format!("/dashboard/api/recording?id={DEV}");
+    assert_eq!(http(&hub, "GET", &path, &[], "").await.0, 401, "not for anyone but the owner");
+    let (status, _, body) = http(&hub, "GET", &path, &[("Authorization", &bearer)], "").await;
+    assert_eq!(status, 200, "{body}");
+    let text: String = serde_json::from_str::<Value>(&body).unwrap()["lines"].as_array().unwrap().iter().map(|l| format!("{l}\n")).collect();
+    let rec = mcpdev::sim::replay::Recording::parse(&text).unwrap();
+    assert_eq!(rec.identity["device_id"], DEV);
+    assert!(rec.answer("initialize", &json!({})).is_ok(), "{text}");
+    let (_, _, device) = http(&hub, "GET", &format!("/dashboard/api/device?id={DEV}"), &[("Authorization", &bearer)], "").await;
+    let known = serde_json::from_str::<Value>(&device).unwrap()["tools"].as_array().unwrap().len();
+    let (mut listed, mut pages, mut cursor) = (0, 0, String::new());
+    loop {
+        let page = rec.answer("tools/list", &json!({"cursor": cursor, "withUserTools": true})).unwrap().reply.clone().unwrap();
+        listed += page["result"]["tools"].as_array().unwrap().len();
+        pages += 1;
+        match page["result"]["nextCursor"].as_str() {
+            Some(next) => cursor = next.to_string(),
+            None => break,
+        }
+    }
+    assert_eq!(listed, known, "every tool, page by page");
+    assert!(pages > 1, "the device's own pages: {pages}");
+}
+
 /// Prometheus itself scrapes `/metrics` (with the control token as its bearer) and sees the
 /// call counter move as calls are made.
 #[tokio::test]

@@ -76,6 +76,10 @@ impl Registry {
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).add(&handle.device_id);
         let id = handle.device_id.clone();
         let old = self.write().insert(id.clone(), handle);
+        if let Some(n) = old.as_ref().map(DeviceHandle::complete_tools).filter(|n| *n > 0) {
+            // The replaced connection is never removed by its own end: remember it now.
+            self.seen.lock().unwrap_or_else(|e| e.into_inner()).remember_tools(&id, n);
+        }
         changes::changed(&id);
         self.membership.send_modify(|n| *n += 1);
         old
@@ -91,7 +95,7 @@ impl Registry {
     /// first list that is shorter is listed again before the device is `ready` (a cache that was
     /// still filling answers short: see [`crate::session`]).
     pub fn known_tools(&self, device_id: &str) -> usize {
-        if let Some(n) = self.get(device_id).and_then(|h| h.last_published()).and_then(|i| complete_list(&i)) {
+        if let Some(n) = self.get(device_id).map(|h| h.complete_tools()).filter(|n| *n > 0) {
             return n;
         }
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).ids.get(device_id).map_or(0, |n| *n as usize)
@@ -122,7 +126,7 @@ impl Registry {
         if devices.get(device_id).is_some_and(|h| h.generation == generation) {
             let gone = devices.remove(device_id);
             drop(devices);
-            if let Some(n) = gone.and_then(|h| h.last_published()).and_then(|i| complete_list(&i)) {
+            if let Some(n) = gone.map(|h| h.complete_tools()).filter(|n| *n > 0) {
                 self.seen.lock().unwrap_or_else(|e| e.into_inner()).remember_tools(device_id, n);
             }
             changes::changed(device_id);
@@ -280,12 +284,6 @@ struct Seen {
     /// Device-Id -> how many tools its last complete list held (0: none known).
     ids: HashMap<Arc<str>, u32>,
     order: VecDeque<Arc<str>>,
-}
-
-/// The length of a device's list, when it is one the hub took as complete (onboarding did not
-/// fail, and the list is not empty).
-fn complete_list(info: &DeviceInfo) -> Option<usize> {
-    (!info.onboarding.failed && !info.tools.is_empty()).then_some(info.tools.len())
 }
 
 impl Seen {

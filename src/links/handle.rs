@@ -208,10 +208,10 @@ impl DeviceHandle {
         self.info.get()
     }
 
-    /// The description the link last published, even once the device is gone (what the hub
-    /// knew of it last).
-    pub fn last_published(&self) -> Option<Arc<DeviceInfo>> {
-        self.info.get()
+    /// How many tools the device listed the last time its list was complete (onboarding did not
+    /// fail, the list was not empty); 0 if never. Kept after the device is gone.
+    pub fn complete_tools(&self) -> usize {
+        self.info.1.load(Ordering::Relaxed) as usize
     }
 
     /// Whether the device finished onboarding (a cheap read, as [`Self::snapshot`]).
@@ -317,7 +317,9 @@ const COUNTERS_REFRESH: Duration = Duration::from_secs(1);
 /// held only to copy or swap the pointer (a watch channel costs 344 bytes per device, for
 /// wake-ups nobody waits on).
 #[derive(Default)]
-pub(crate) struct Published(std::sync::Mutex<Option<Arc<DeviceInfo>>>);
+/// The description (none once the device is gone), and how many tools the device listed the last
+/// time its list was complete (kept after it is gone: what the registry remembers of it).
+pub(crate) struct Published(std::sync::Mutex<Option<Arc<DeviceInfo>>>, std::sync::atomic::AtomicU32);
 
 impl Published {
     fn get(&self) -> Option<Arc<DeviceInfo>> {
@@ -325,6 +327,9 @@ impl Published {
     }
 
     fn set(&self, info: Option<Arc<DeviceInfo>>) {
+        if let Some(i) = info.as_ref().filter(|i| !i.onboarding.failed && !i.tools.is_empty()) {
+            self.1.store(u32::try_from(i.tools.len()).unwrap_or(u32::MAX), Ordering::Relaxed);
+        }
         let old = std::mem::replace(&mut *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner), info);
         // The old description is freed after the lock is let go.
         drop(old);
