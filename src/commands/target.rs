@@ -29,8 +29,8 @@ pub enum Target {
     Direct { handle: DeviceHandle },
     /// Any MCP server (`--url`); `fleet` when the tool to call was found through an mcpdev
     /// hub's fleet tools.
-    /// `hub`: the server is an mcpdev hub (it declares [`FLEET_CAPABILITY`]), whose results name
-    /// the device that answered.
+    /// `hub`: the server is an mcpdev hub (its `/mcp` declares [`FLEET_CAPABILITY`]; one device's
+    /// endpoint names itself `mcpdev device <id>`), whose results name the device that answered.
     Mcp { conn: McpConnection, url: String, fleet: Option<FleetRoute>, hub: bool },
 }
 
