@@ -1,0 +1,91 @@
+//! `.ci/system-packages`, the first step of `.ci/test`, as a user who is not root: it says which
+//! Debian packages it installs and why before it does, installs them through `sudo`, and where it
+//! cannot (no sudo, sudo refused) stops with the package names and the command to run.
+//!
+//! The script runs with a PATH of fakes only (a `sudo` and an `apt-get` that log their arguments),
+//! so nothing is installed and every package looks missing.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/system-packages");
+
+fn fake(dir: &Path, name: &str, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Runs the script as uid 1000 with `bin` as its whole PATH (plus what it adds: /usr/sbin, /sbin,
+/// where no package it checks lives but mosquitto).
+fn run(bin: &Path) -> Output {
+    // `env` is what the script runs apt-get through.
+    std::os::unix::fs::symlink("/usr/bin/env", bin.join("env")).ok();
+    Command::new("/bin/bash").arg(SCRIPT).env_clear().env("PATH", bin).env("MCPDEV_CI_EUID", "1000").output().unwrap()
+}
+
+fn text(out: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn a_normal_user_gets_sudo_after_being_told_what_is_installed() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    fake(&bin, "sudo", &format!("echo \"sudo $*\" >> {}\n[ \"$1\" = -n ] && shift\nexec \"$@\"", log.display()));
+    fake(&bin, "apt-get", &format!("echo \"apt-get $*\" >> {}", log.display()));
+    let out = run(&bin);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let log = std::fs::read_to_string(&log).unwrap();
+    // Told before: every package with its reason, and the commands.
+    for package in ["chromium: the browser tests", "prometheus: the /metrics tests", "npm:", "python3:"] {
+        assert!(stdout.contains(package), "{package} announced: {stdout}");
+    }
+    assert!(stdout.contains("with: sudo -n apt-get update && sudo -n apt-get install python3 npm chromium"), "{stdout}");
+    // Then through sudo, non-interactive since there is no terminal; each package once.
+    let install = log.lines().find(|l| l.starts_with("sudo -n env DEBIAN_FRONTEND=noninteractive apt-get install")).unwrap_or_else(|| panic!("{log}"));
+    assert!(install.ends_with("python3 npm chromium prometheus") || install.ends_with("python3 npm chromium mosquitto prometheus"), "{install}");
+    assert!(log.contains("sudo -n env DEBIAN_FRONTEND=noninteractive apt-get update"), "{log}");
+    assert!(log.contains("\napt-get install -y -qq python3 npm chromium"), "apt-get ran under sudo: {log}");
+}
+
+#[test]
+fn without_sudo_it_stops_and_names_the_packages_and_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    fake(dir.path(), "apt-get", &format!("echo \"apt-get $*\" >> {}", log.display()));
+    let out = run(dir.path());
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("installing needs root, and sudo was not found"), "{stderr}");
+    assert!(stderr.contains("chromium: the browser tests"), "{stderr}");
+    assert!(stderr.contains("  sudo apt-get install python3 npm chromium"), "the command to run: {stderr}");
+    assert!(stderr.contains("then run .ci/test again"), "{stderr}");
+    assert!(!log.exists(), "nothing ran apt-get as a normal user");
+}
+
+#[test]
+fn a_refused_sudo_stops_with_the_command_to_run() {
+    let dir = tempfile::tempdir().unwrap();
+    fake(dir.path(), "sudo", "echo 'sudo: a password is required' >&2; exit 1");
+    fake(dir.path(), "apt-get", "exit 0");
+    let out = run(dir.path());
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("error: 'sudo -n apt-get update' failed"), "{stderr}");
+    assert!(stderr.contains("  sudo apt-get install python3 npm chromium"), "{stderr}");
+}
+
+#[test]
+fn without_apt_get_it_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path());
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("apt-get was not found"), "{stderr}");
+    assert!(stderr.contains("chromium"), "{stderr}");
+}
