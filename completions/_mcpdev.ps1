@@ -75,7 +75,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--mqtt', '--mqtt', [CompletionResultType]::ParameterName, 'Serve MQTT devices: `embedded` runs a broker in this process; or a broker URL (mqtt://[user@]host[:port], mqtts://…; a password in MCPDEV_MQTT_PASSWORD)')
             [CompletionResult]::new('--mqtt-listen', '--mqtt-listen', [CompletionResultType]::ParameterName, 'Where the embedded broker listens')
             [CompletionResult]::new('--mqtt-group', '--mqtt-group', [CompletionResultType]::ParameterName, 'Shared-subscription group: hubs on one broker with the same group share the devices')
-            [CompletionResult]::new('--hub-name', '--hub-name', [CompletionResultType]::ParameterName, 'This hub''s name in a cluster, shown by `devices` (column `hub`) instead of its id: up to 32 letters, digits, `.`, `-` and `_` (needs --mqtt: a hub without a broker has no cluster)')
             [CompletionResult]::new('--mqtt-max-payload', '--mqtt-max-payload', [CompletionResultType]::ParameterName, 'Largest MQTT message to or from a device, in bytes; larger ones are refused')
             [CompletionResult]::new('--mqtt-hooks', '--mqtt-hooks', [CompletionResultType]::ParameterName, 'EMQX 5: serve its HTTP authentication and authorization hooks here (/mqtt/authn, /mqtt/authz), so that EMQX asks the hub; the secret EMQX sends is in MCPDEV_MQTT_HOOK_SECRET(_FILE)')
             [CompletionResult]::new('--mqtt-device-endpoint', '--mqtt-device-endpoint', [CompletionResultType]::ParameterName, '`mqtt.endpoint` handed to devices by OTA (default: the broker''s address as devices reach it)')
@@ -393,8 +392,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;sim' {
-            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'The backend''s WebSocket URL')
-            [CompletionResult]::new('--device-id', '--device-id', [CompletionResultType]::ParameterName, 'Device-Id (MAC) of the first device; further devices count up from it [default: 02:00:00:00:00:01]. With --replay: replay under this id (with a Client-Id of its own), beside the recorded device, instead of as it')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'The backend''s WebSocket URL [default: ws://127.0.0.1:PORT/xiaozhi/v1/, PORT from MCPDEV_DEVICE_ADDR as `serve` reads it, else 8000]')
+            [CompletionResult]::new('--device-id', '--device-id', [CompletionResultType]::ParameterName, 'Device-Id (MAC) of the first device; further devices count up from it [default: 02:00:00:00:00:01, or the next free one: another `sim` here, or a device the hub has (`serve --demo`''s), moves it on; the id taken is printed]')
             [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'How many virtual devices to run in this process')
             [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'Device token, sent as `Authorization: Bearer <token>` (prefer the environment variable)')
             [CompletionResult]::new('--extra-tools', '--extra-tools', [CompletionResultType]::ParameterName, 'Extra generated tools per device, to exercise paging')
@@ -403,7 +402,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--source-addr', '--source-addr', [CompletionResultType]::ParameterName, 'Connect from these local addresses, the devices spread over them in turn (e.g. 127.0.0.2,127.0.0.3): one source address reaches a hub through about 28,000 ports at most')
             [CompletionResult]::new('--mqtt', '--mqtt', [CompletionResultType]::ParameterName, 'Connect over MQTT through this broker instead of WebSocket (mqtt://host:1883)')
             [CompletionResult]::new('--ota', '--ota', [CompletionResultType]::ParameterName, 'Bootstrap like a stock device: POST the system info to this OTA URL, then connect over what the answer says (MQTT if it has an mqtt section, else WebSocket)')
-            [CompletionResult]::new('--replay', '--replay', [CompletionResultType]::ParameterName, 'Play back a session recorded with `watch --record FILE`: one device with the recorded identity and hello, answering each request with the recorded reply (--count, --extra-tools, --profile, --protocol-version, --mqtt, --ota and --source-addr do not apply to it and are refused)')
+            [CompletionResult]::new('--replay', '--replay', [CompletionResultType]::ParameterName, 'Play back a session recorded with `watch --record FILE`: one device with the recorded identity and hello, answering each request with the recorded reply')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
             [CompletionResult]::new('--replay-timing', '--replay-timing', [CompletionResultType]::ParameterName, 'With --replay: answer after the recorded latencies')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')

@@ -96,12 +96,14 @@ impl Command {
 #[command(after_help = "Examples:\n  mcpdev sim\n  mcpdev sim --count 100 --extra-tools 20\n  \
 MCPDEV_DEVICE_TOKEN=secret mcpdev sim --url wss://hub.example/xiaozhi/v1/")]
 pub struct SimArgs {
-    /// The backend's WebSocket URL
-    #[arg(long, env = "MCPDEV_SIM_URL", default_value = "ws://127.0.0.1:8000/xiaozhi/v1/")]
-    pub url: String,
+    /// The backend's WebSocket URL [default: ws://127.0.0.1:PORT/xiaozhi/v1/, PORT from
+    /// MCPDEV_DEVICE_ADDR as `serve` reads it, else 8000]
+    #[arg(long, env = "MCPDEV_SIM_URL")]
+    pub url: Option<String>,
     /// Device-Id (MAC) of the first device; further devices count up from it [default:
-    /// 02:00:00:00:00:01]. With --replay: replay under this id (with a Client-Id of its own),
-    /// beside the recorded device, instead of as it
+    /// 02:00:00:00:00:01, or the next free one: another `sim` here, or a device the hub has
+    /// (`serve --demo`'s), moves it on; the id taken is printed]. With --replay: replay under this id (with a Client-Id
+    /// of its own), beside the recorded device, instead of as it
     #[arg(long, value_parser = parse_mac)]
     pub device_id: Option<String>,
     /// How many virtual devices to run in this process
@@ -623,6 +625,37 @@ fn parse_hub_name(s: &str) -> Result<String, String> {
 
 /// The Device-Id of `sim`'s first device when `--device-id` is not given.
 pub const SIM_FIRST_DEVICE: &str = "02:00:00:00:00:01";
+
+/// The hint for `mcpdev call TOOL --name value` (or `--name=value`), which clap refuses as an
+/// unknown flag: tool arguments are `name=value` words. `None` for any other error.
+pub fn flag_as_tool_argument(argv: &[std::ffi::OsString], err: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if err.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(flag)) = err.get(ContextKind::InvalidArg) else { return None };
+    let words: Vec<&str> = argv.iter().map(|a| a.to_str().unwrap_or_default()).collect();
+    let call = words.iter().position(|w| *w == "call")?;
+    let at = words.iter().skip(call).position(|w| *w == flag || w.starts_with(&format!("{flag}=")))? + call;
+    let name = flag.trim_start_matches('-');
+    let (name, value) = match words[at].split_once('=') {
+        Some((_, v)) => (name, v.to_string()),
+        None => match words.get(at + 1).filter(|v| !v.starts_with('-')) {
+            Some(v) => (name, (*v).to_string()),
+            None => (name, "VALUE".to_string()),
+        },
+    };
+    if name.is_empty() {
+        return None;
+    }
+    let flag_meant = match err.get(ContextKind::SuggestedArg) {
+        Some(ContextValue::String(s)) => format!(" (or, for mcpdev's own flag, {s})"),
+        _ => String::new(),
+    };
+    Some(format!(
+        "unexpected argument '{flag}': a tool's arguments are words NAME=VALUE, not flags; write {name}={value}{flag_meant}\n\nFor more information, try 'mcpdev call --help'."
+    ))
+}
 
 pub fn parse_mac(s: &str) -> Result<String, String> {
     crate::wire::identity::parse_mac(s).map(|m| crate::wire::identity::format_mac(&m))

@@ -18,6 +18,8 @@
 //! - The files are private (0600 in a 0700 directory, [`crate::paths::write_private`]); a kept file
 //!   whose Client-Id is not a UUID or whose key breaks the rule is refused, not sent on.
 //! - `Debug` never shows the key; nothing here logs or prints it.
+//! - No two `sim` runs on one machine that name no Device-Id get the same ids
+//!   ([`SimIdentities::claim_slot`]).
 //!
 //! Rank 1 (tests/layers.rs): it uses only [`crate::paths`], so both `sim` and `flash` can use it.
 
@@ -110,6 +112,10 @@ pub struct SimIdentities {
 
 /// Bytes of a sim seed.
 const SEED_LEN: usize = 32;
+/// How many ids apart the default first ids of two `sim` runs are: the most one run may have.
+pub const DEFAULT_STRIDE: u64 = 100_000;
+/// How many `sim` runs on one machine may use default ids at once.
+const DEFAULT_SLOTS: u64 = 64;
 
 impl SimIdentities {
     /// The seed kept in `dir` (the state directory's [`SIM_DIR`]), created on first use. A seed
@@ -132,6 +138,23 @@ impl SimIdentities {
             Some(kept) => Ok(kept),
             None => Ok(self.derive(&device_id.replace(':', "").to_ascii_lowercase())),
         }
+    }
+
+    /// A slot for a `sim` run that names no Device-Id, and the lock that holds it while the run
+    /// lasts: the first that no other `sim` on this machine holds (`default-<n>.lock`). Slot `n`
+    /// starts its ids [`DEFAULT_STRIDE`] × `n` after the default first id, so two runs here never
+    /// share one.
+    pub fn claim_slot(&self) -> Result<(u64, std::fs::File), String> {
+        for slot in 0..DEFAULT_SLOTS {
+            let path = self.dir.join(format!("default-{slot}.lock"));
+            let file = std::os::unix::fs::OpenOptionsExt::mode(std::fs::OpenOptions::new().create(true).truncate(false).write(true), 0o600)
+                .open(&path)
+                .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+            if file.try_lock().is_ok() {
+                return Ok((slot, file));
+            }
+        }
+        Err(format!("{DEFAULT_SLOTS} `mcpdev sim` runs on this machine hold a default Device-Id already: name one with --device-id"))
     }
 
     fn derive(&self, mac: &str) -> DeviceIdentity {

@@ -28,7 +28,17 @@ fn main() -> ExitCode {
             return Exit::Usage.into();
         }
     };
-    let matches = mcpdev::config::apply(Cli::command(), &file).get_matches();
+    let matches = match mcpdev::config::apply(Cli::command(), &file).try_get_matches_from(&argv) {
+        Ok(m) => m,
+        Err(e) => {
+            // `mcpdev call TOOL --volume 50`: a tool's argument written as a flag.
+            if let Some(hint) = mcpdev::cli::flag_as_tool_argument(&argv, &e) {
+                eprintln!("error: {hint}");
+                return Exit::Usage.into();
+            }
+            e.exit()
+        }
+    };
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
         Err(e) => e.exit(),
@@ -53,13 +63,16 @@ fn main() -> ExitCode {
         Err(err) => {
             let exit = exit_for(&err);
             let help = mcpdev::exit::help_for(&err);
-            if json {
+            // Ended by the signal the caller sent (Ctrl-C, `kill`): the exit code says it; no
+            // error line, in JSON as at a terminal.
+            if exit == Exit::Interrupted {
+            } else if json {
                 let mut error = serde_json::json!({"code": exit.code(), "message": format!("{err:#}")});
                 if let Some(h) = help {
                     error["help"] = serde_json::json!(h);
                 }
                 eprintln!("{}", serde_json::json!({"error": error}));
-            } else if exit != Exit::Interrupted {
+            } else {
                 let color = mcpdev::commands::output::use_color(color, std::io::IsTerminal::is_terminal(&std::io::stderr()));
                 eprintln!("{}", mcpdev::commands::output::error_lines(&format!("{err:#}"), help, color));
             }

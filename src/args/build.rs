@@ -89,6 +89,9 @@ pub fn build_arguments(schema: &Value, words: &[String], args_json: Option<&str>
         insert_at(&mut out, &path, value, key)?;
         seen.push((path, key));
     }
+    if let Some(e) = undeclared_for_required(ctx.resolve(ctx.root), &out, &seen) {
+        return Err(e);
+    }
     Ok(Value::Object(out))
 }
 
@@ -224,9 +227,32 @@ pub(super) fn is_likely_typo(name: &str, declared: &str) -> bool {
     if a == b {
         return true;
     }
+    // An abbreviation: `vol` for `volume`.
+    if a.chars().count() >= 2 && b.starts_with(&a) {
+        return true;
+    }
     let d = strsim::damerau_levenshtein(&a, &b);
     let longer = a.chars().count().max(b.chars().count());
     d <= 2 && 2 * d < longer
+}
+
+/// An undeclared top-level name given while a required argument is missing: the name is the
+/// mistake (`v=50` for a tool that requires `volume`), named with the missing ones closest first.
+fn undeclared_for_required(root: &Value, given: &Map<String, Value>, words: &[(Vec<String>, &str)]) -> Option<ArgError> {
+    let props = root.get("properties").and_then(Value::as_object)?;
+    let missing: Vec<&str> =
+        root.get("required").and_then(Value::as_array)?.iter().filter_map(Value::as_str).filter(|r| props.contains_key(*r) && !given.contains_key(*r)).collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let (path, _) = words.iter().find(|(path, _)| path.first().is_some_and(|first| !props.contains_key(first)))?;
+    let name = &path[0];
+    let mut closest = suggest(name, missing.iter().copied());
+    if closest.is_empty() {
+        closest = missing;
+    }
+    let declared: Vec<&str> = props.keys().map(String::as_str).collect();
+    Some(ArgError::new(name.clone(), unknown_message("", &declared)).with_suggestions(closest))
 }
 
 pub(super) fn is_false(v: Option<&Value>) -> bool {

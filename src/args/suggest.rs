@@ -33,6 +33,10 @@ pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
             if n.chars().count() >= 3 && contains_word(&lc, n) {
                 best = max_score(best, Some(0.9));
             }
+            // An abbreviation: `vol` for `volume`.
+            if n.chars().count() >= 2 && last.starts_with(n) {
+                best = max_score(best, Some(0.88));
+            }
         }
         if let Some(score) = best {
             scored.push((score, strsim::jaro_winkler(&needle, &lc), cand));

@@ -14,6 +14,10 @@ fn volume_schema() -> Value {
     json!({"type":"object","properties":{"volume":{"type":"integer","minimum":0,"maximum":100}},"required":["volume"]})
 }
 
+fn optional_volume_schema() -> Value {
+    json!({"type":"object","properties":{"volume":{"type":"integer","minimum":0,"maximum":100}}})
+}
+
 fn theme_schema() -> Value {
     json!({"type":"object","properties":{"theme":{"type":"string"}},"required":["theme"]})
 }
@@ -475,7 +479,8 @@ fn property_names_with_dots_match_literally_first() {
 
 #[test]
 fn colon_equals_is_raw_json() {
-    let s = volume_schema();
+    // Undeclared keys pass through when nothing required is missing.
+    let s = optional_volume_schema();
     assert_eq!(build_ok(&s, &[r#"opts:={"x":[1,2]}"#]), json!({"opts":{"x":[1,2]}}));
     // No coercion: validate reports the type.
     assert_eq!(build_ok(&s, &[r#"volume:="50""#]), json!({"volume":"50"}));
@@ -516,7 +521,7 @@ fn words_without_equals_explain_the_syntax() {
 
 #[test]
 fn a_key_given_twice_is_an_error() {
-    let s = volume_schema();
+    let s = optional_volume_schema();
     assert_eq!(build_err(&s, &["volume=1", "volume=2"]), "argument 'volume': given more than once");
     assert_eq!(build_err(&s, &["volume=1", "volume:=2"]), "argument 'volume': given more than once");
     assert_eq!(build_err(&s, &["a.b=1", "a:={}"]), "argument 'a': overlaps with 'a.b' given before");
@@ -925,4 +930,21 @@ proptest! {
         let _ = build_arguments(&otto_schema(), &ws, None);
         let _ = build_arguments(&json!({}), &ws, None);
     }
+}
+
+/// `vol=50`, `v=50`: a name the tool does not have is the mistake, named with the closest
+/// declared one (an abbreviation, or the required argument that is missing), never "volume is
+/// required" alone.
+#[test]
+fn an_undeclared_name_is_named_with_the_closest_declared_one() {
+    let s = volume_schema();
+    for word in ["vol=50", "v=50", "level=50"] {
+        let name = word.split('=').next().unwrap();
+        assert_eq!(build_err(&s, &[word]), format!("argument '{name}': not declared by this tool (it takes: volume); did you mean 'volume'?"), "{word}");
+    }
+    // Nothing required is missing: an undeclared name still passes through, unless it abbreviates one.
+    let o = optional_volume_schema();
+    assert_eq!(build_ok(&o, &["level=5"]), json!({"level": 5}));
+    assert!(build_err(&o, &["vol=5"]).contains("did you mean 'volume'?"));
+    assert_eq!(super::suggest::suggest("vol", ["volume", "brightness"]).first(), Some(&"volume"));
 }

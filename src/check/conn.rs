@@ -190,9 +190,9 @@ pub async fn accept(listener: &TcpListener, wait: Duration, timeout: Duration) -
 
 /// Reaches `device` through the hub at `hub_url`: its identity and hello come from the hub's
 /// record of the device. Raw-frame checks are skipped this way.
-pub async fn through_hub(hub_url: &str, device: Option<&str>, wait: Duration, timeout: Duration) -> anyhow::Result<(Conn, Greeting)> {
-    let client = crate::links::hub_client::HubClient::connect(hub_url).await.map_err(|e| anyhow::anyhow!("cannot reach the hub at {hub_url}: {e}"))?;
-    let info = client.call(json!({"op": "device", "device": device, "wait_ms": wait.as_millis() as u64})).await.map_err(|e| anyhow::anyhow!("{} (hub {hub_url})", e.message))?;
+pub async fn through_hub(hub_url: &str, device: Option<&str>, wait: Duration, timeout: Duration) -> Result<(Conn, Greeting), CodedError> {
+    let client = crate::links::hub_client::HubClient::open(hub_url).await?;
+    let info = client.call(json!({"op": "device", "device": device, "wait_ms": wait.as_millis() as u64})).await.map_err(|e| e.to_coded(hub_url))?;
     let device_id = info["device_id"].as_str().unwrap_or_default().to_string();
     let mut headers = vec![("device-id".to_string(), device_id.clone()), ("protocol-version".to_string(), info["protocol_version"].to_string())];
     if let Some(c) = info["client_id"].as_str() {

@@ -32,9 +32,7 @@ pub async fn run(global: &GlobalArgs, args: CheckArgs) -> anyhow::Result<()> {
         },
         (None, None) => {
             let device = crate::config::resolve_alias(args.device.as_deref());
-            let (conn, greeting) = check::conn::through_hub(&args.hub, device.as_deref(), args.wait.unwrap_or_default(), args.timeout)
-                .await
-                .map_err(|e| CodedError::new(Exit::Unreachable, format!("{e:#}")).with_help("is `mcpdev serve` running, and the device connected? (--listen ADDR or --mqtt URL checks a device directly)"))?;
+            let (conn, greeting) = check::conn::through_hub(&args.hub, device.as_deref(), args.wait.unwrap_or_default(), args.timeout).await?;
             (conn, greeting, std::time::Instant::now())
         }
     };

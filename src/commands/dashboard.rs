@@ -17,7 +17,22 @@ pub async fn run(global: &GlobalArgs, args: DashboardArgs) -> anyhow::Result<()>
     let host = if host == "localhost" { "127.0.0.1" } else { host };
     let token = match for_client(host, port) {
         ForHub::Send(t) => t,
-        ForHub::Missing(why) => return Err(CodedError::new(Exit::Unreachable, why).into()),
+        // No token file: most often no hub at all, which is what to say then.
+        // No token file for that port: most often no hub there, or a port that is not a hub's
+        // host listener; ask it (no token is sent) before blaming the file.
+        ForHub::Missing(why) => {
+            crate::tls::install_crypto_provider();
+            let probe = reqwest::Client::builder().timeout(std::time::Duration::from_secs(5)).build()?.get(format!("{base}/")).send().await;
+            let err = match probe {
+                Err(e) if crate::links::listeners::is_refused(&e) => crate::links::listeners::no_hub(base),
+                Ok(resp) => {
+                    let answered = resp.headers().get(crate::links::listeners::HEADER).and_then(|v| v.to_str().ok());
+                    crate::links::listeners::wrong_listener(crate::links::listeners::Client::Cli, base, answered).unwrap_or_else(|| CodedError::new(Exit::Unreachable, why))
+                }
+                Err(_) => CodedError::new(Exit::Unreachable, why),
+            };
+            return Err(err.into());
+        }
         ForHub::NotThisHub(why) => return Err(CodedError::new(Exit::Auth, why).into()),
     };
     crate::tls::install_crypto_provider();
@@ -29,7 +44,16 @@ pub async fn run(global: &GlobalArgs, args: DashboardArgs) -> anyhow::Result<()>
         .body("{}")
         .send()
         .await
-        .map_err(|e| CodedError::new(Exit::Unreachable, format!("cannot reach the hub at {base}: {e}")).with_help("is `mcpdev serve` running? --hub or MCPDEV_HUB names another hub"))?;
+        .map_err(|e| {
+            if crate::links::listeners::is_refused(&e) {
+                return crate::links::listeners::no_hub(base);
+            }
+            CodedError::new(Exit::Unreachable, format!("cannot reach the hub at {base}: {e}")).with_help("--hub or MCPDEV_HUB names another hub")
+        })?;
+    let answered = resp.headers().get(crate::links::listeners::HEADER).and_then(|v| v.to_str().ok());
+    if let Some(wrong) = crate::links::listeners::wrong_listener(crate::links::listeners::Client::Cli, base, answered) {
+        return Err(wrong.into());
+    }
     let status = resp.status();
     let body: serde_json::Value = resp.json().await.unwrap_or_default();
     let Some(link) = body["url"].as_str().filter(|_| status.is_success()) else {

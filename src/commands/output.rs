@@ -106,7 +106,8 @@ pub fn table(global: &GlobalArgs, headers: &[&str]) -> Table {
 }
 
 /// A table whose cells are escaped as they go in ([`super::terminal_text::cell`]): no command
-/// can put a device's escape sequence, newline or bidi override into one.
+/// can put a device's escape sequence, tab or bidi override into one; its newlines are lines of
+/// the cell.
 pub struct Table(comfy_table::Table);
 
 /// One cell of a [`Table`]: text, and the colour and attribute the CLI gives it (shown only when

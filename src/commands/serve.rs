@@ -18,6 +18,8 @@ use crate::mqtt::hub::{BrokerChoice, MqttSettings};
 use crate::sim::{SimConfig, run_device};
 
 pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
+    // Before anything says the hub is ready: a signal from then on is a clean shutdown.
+    let stop = super::stop_signal::install()?;
     let config = HubConfig {
         device_addr: args.device_addr,
         host_addr: args.host_addr,
@@ -150,7 +152,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         let color = super::output::use_color(global.color, std::io::stderr().is_terminal());
         super::serve_report::spawn_event_log(running.hub.clone(), global.json, global.quiet, color);
     }
-    let signal = super::stop_signal::stop_signal().await?;
+    let signal = stop.wait().await?;
     if !global.quiet && !global.json {
         eprintln!("shutting down ({signal})");
     }

@@ -1,28 +1,60 @@
 //! `mcpdev sim`: run virtual devices against a backend until Ctrl-C.
+//!
+//! Rules: the URL follows `MCPDEV_DEVICE_ADDR` as `serve` reads it when neither `--url` nor
+//! `MCPDEV_SIM_URL` names one. With no `--device-id`, the ids start at 02:00:00:00:00:01, moved
+//! on by whole blocks so that no two `sim` runs on this machine share one
+//! ([`crate::device_identity::SimIdentities::claim_slot`]), and a device the hub says is taken by
+//! another (HTTP 409: a `serve --demo` device, a device connected with its token) moves on to the
+//! next free id, printed; a named `--device-id` is never changed.
 
 use crate::cli::{GlobalArgs, SimArgs};
+use crate::device_identity::{DEFAULT_STRIDE, SimIdentities};
 use crate::exit::{CodedError, Exit};
 use crate::sim::{SimConfig, run_device};
 use crate::wire::identity::{format_mac, parse_mac};
 
+/// The first id when `--device-id` names none.
+const DEFAULT_FIRST: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
+/// How many times one device moves on past ids that are taken.
+const MAX_MOVES: u64 = 64;
+
 pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
+    let url = device_url(args.url.as_deref())?;
+    // Before the first line says what runs: a signal from then on is a clean stop.
+    let stop = super::stop_signal::install()?;
     if let Some(path) = &args.replay {
-        return replay(global, &args, path).await;
-    }
-    let first = parse_mac(args.device_id.as_deref().unwrap_or(crate::cli::SIM_FIRST_DEVICE)).map_err(anyhow::Error::msg)?;
-    let base = u64::from_be_bytes([0, 0, first[0], first[1], first[2], first[3], first[4], first[5]]);
-    for ip in &args.source_addr {
-        crate::sim::check_source_addr(*ip, &args.url).map_err(|e| CodedError::new(Exit::Usage, e))?;
+        return replay(global, &args, &url, path, stop).await;
     }
     // The same boards across runs, as stock firmware keeps its UUID in NVS: one seed for all.
-    let identities = crate::device_identity::SimIdentities::load_or_create(&crate::paths::state_dir().join(crate::device_identity::SIM_DIR))
+    let identities = SimIdentities::load_or_create(&crate::paths::state_dir().join(crate::device_identity::SIM_DIR))
         .inspect_err(|e| tracing::warn!("{e}; this run's devices get fresh Client-Ids and device keys"))
         .ok();
-    let mut tasks = tokio::task::JoinSet::new();
-    for i in 0..u64::from(args.count) {
-        let mac = (base + i).to_be_bytes();
-        let device_id = format_mac(&[mac[2], mac[3], mac[4], mac[5], mac[6], mac[7]]);
-        let mut cfg = SimConfig::new(&args.url, device_id);
+    let defaulted = args.device_id.is_none();
+    // Held while the run lasts: no other sim here takes the same default ids.
+    let mut _slot_lock = None;
+    let first = match &args.device_id {
+        Some(id) => parse_mac(id).map_err(anyhow::Error::msg)?,
+        None => {
+            let slot = match identities.as_ref().map(SimIdentities::claim_slot) {
+                Some(Ok((slot, lock))) => {
+                    _slot_lock = Some(lock);
+                    slot
+                }
+                Some(Err(e)) => return Err(CodedError::new(Exit::Usage, e).into()),
+                None => 0,
+            };
+            let b = (mac_number(&DEFAULT_FIRST) + slot * DEFAULT_STRIDE).to_be_bytes();
+            [b[2], b[3], b[4], b[5], b[6], b[7]]
+        }
+    };
+    let base = mac_number(&first);
+    for ip in &args.source_addr {
+        crate::sim::check_source_addr(*ip, &url).map_err(|e| CodedError::new(Exit::Usage, e))?;
+    }
+    let count = u64::from(args.count);
+    let config = |i: u64, number: u64| -> anyhow::Result<SimConfig> {
+        let mac = number.to_be_bytes();
+        let mut cfg = SimConfig::new(&url, format_mac(&[mac[2], mac[3], mac[4], mac[5], mac[6], mac[7]]));
         match identities.as_ref().map(|ids| ids.get(&cfg.device_id)) {
             Some(Ok(id)) => (cfg.client_id, cfg.device_key) = (id.client_id, Some(id.device_key)),
             Some(Err(e)) => tracing::warn!(device = %cfg.device_id, "{e}; this run uses a fresh Client-Id and device key"),
@@ -38,25 +70,41 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
             let broker = crate::mqtt::conn::BrokerUrl::parse(url).map_err(anyhow::Error::msg)?;
             cfg.mqtt = Some(crate::sim::mqtt::MqttTarget::direct(broker, &cfg.device_id).map_err(anyhow::Error::msg)?);
         }
-        tasks.spawn(run_device(cfg));
+        Ok(cfg)
+    };
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..count {
+        let cfg = config(i, base + i)?;
+        tasks.spawn(async move { (i, 0, run_device(cfg).await) });
     }
     if !global.quiet {
-        let target = args.bootstrap.mqtt.as_deref().or(args.bootstrap.ota.as_deref()).unwrap_or(&args.url);
-        eprintln!("mcpdev sim: {} virtual device(s) from {} -> {target} (Ctrl-C to stop)", args.count, format_mac(&first));
+        let target = args.bootstrap.mqtt.as_deref().or(args.bootstrap.ota.as_deref()).unwrap_or(&url);
+        let chosen = if defaulted { " (--device-id names another)" } else { "" };
+        eprintln!("mcpdev sim: {} virtual device(s) from {}{chosen} -> {target} (Ctrl-C to stop)", args.count, format_mac(&first));
     }
     // Runs until Ctrl-C or SIGTERM, or until the backend refuses a device for good (every device
     // would be). One signal listener for the whole run: none is missed between two task ends.
-    let signalled = super::stop_signal::stop_signal();
+    let signalled = stop.wait();
     tokio::pin!(signalled);
     loop {
         tokio::select! {
             done = tasks.join_next() => match done {
-                Some(Ok(Err(stop))) => {
-                    tasks.shutdown().await;
-                    let exit = if stop.auth { Exit::Auth } else if stop.usage { Exit::Usage } else { Exit::Unreachable };
-                    return Err(CodedError::new(exit, stop.message).into());
+                // A default id another device has: the next block's, as long as there are moves left.
+                Some(Ok((i, moves, Err(refused)))) if refused.taken && defaulted && moves < MAX_MOVES => {
+                    let number = base + i + (moves + 1) * count;
+                    let cfg = config(i, number)?;
+                    if !global.quiet {
+                        let was = base + i + moves * count;
+                        eprintln!("mcpdev sim: {} is taken on the hub; this device is {} instead", format_number(was), cfg.device_id);
+                    }
+                    tasks.spawn(async move { (i, moves + 1, run_device(cfg).await) });
                 }
-                Some(Ok(Ok(()))) => {}
+                Some(Ok((_, _, Err(stopped)))) => {
+                    tasks.shutdown().await;
+                    let exit = if stopped.auth { Exit::Auth } else if stopped.usage { Exit::Usage } else { Exit::Unreachable };
+                    return Err(CodedError::new(exit, stopped.message).into());
+                }
+                Some(Ok((_, _, Ok(())))) => {}
                 Some(Err(e)) => return Err(anyhow::anyhow!("a virtual device task failed: {e}")),
                 None => return Ok(()),
             },
@@ -69,20 +117,30 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
     }
 }
 
+/// A MAC as a number, to count up from.
+fn mac_number(mac: &[u8; 6]) -> u64 {
+    u64::from_be_bytes([0, 0, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]])
+}
+
+fn format_number(number: u64) -> String {
+    let b = number.to_be_bytes();
+    format_mac(&[b[2], b[3], b[4], b[5], b[6], b[7]])
+}
+
 /// `sim --replay FILE`: one device playing back a recording; reconnects (after 500 ms) whenever
 /// the backend drops it, until Ctrl-C.
-async fn replay(global: &GlobalArgs, args: &SimArgs, path: &std::path::Path) -> anyhow::Result<()> {
+async fn replay(global: &GlobalArgs, args: &SimArgs, url: &str, path: &std::path::Path, stop: super::stop_signal::Stop) -> anyhow::Result<()> {
     let rec = crate::sim::replay::Recording::load(path).map_err(|e| CodedError::new(Exit::Usage, e))?;
     let who = crate::sim::replay::As::new(&rec, args.device_id.as_deref());
     if !global.quiet {
         let beside = if who.device_id == rec.identity["device_id"].as_str().unwrap_or_default() { String::new() } else { format!(" (recorded as {})", rec.identity["device_id"]) };
-        eprintln!("mcpdev sim: replaying {} ({} recorded requests) as {}{beside} -> {} (Ctrl-C to stop)", path.display(), rec.exchanges.len(), who.device_id, args.url);
+        eprintln!("mcpdev sim: replaying {} ({} recorded requests) as {}{beside} -> {} (Ctrl-C to stop)", path.display(), rec.exchanges.len(), who.device_id, url);
     }
-    let signalled = super::stop_signal::stop_signal();
+    let signalled = stop.wait();
     tokio::pin!(signalled);
     loop {
         tokio::select! {
-            done = crate::sim::replay::run(&args.url, &rec, &who, args.token.as_deref(), args.replay_timing) => {
+            done = crate::sim::replay::run(url, &rec, &who, args.token.as_deref(), args.replay_timing) => {
                 if let Err(e) = done {
                     tracing::warn!("replay connection failed: {e:#}");
                 }
@@ -94,4 +152,23 @@ async fn replay(global: &GlobalArgs, args: &SimArgs, path: &std::path::Path) -> 
             }
         }
     }
+}
+
+/// The device URL: `--url` (or `MCPDEV_SIM_URL`), else the device listener `MCPDEV_DEVICE_ADDR`
+/// names, as `serve` reads it (an unspecified address is this machine's loopback), else :8000.
+fn device_url(given: Option<&str>) -> Result<String, CodedError> {
+    if let Some(url) = given {
+        return Ok(url.to_string());
+    }
+    let addr = match std::env::var("MCPDEV_DEVICE_ADDR") {
+        Ok(v) => v.parse::<std::net::SocketAddr>().map_err(|_| CodedError::new(Exit::Usage, format!("MCPDEV_DEVICE_ADDR={v:?} is not an address like 0.0.0.0:8000")))?,
+        Err(_) => return Ok("ws://127.0.0.1:8000/xiaozhi/v1/".into()),
+    };
+    let host = match addr.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => "127.0.0.1".to_string(),
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => "[::1]".to_string(),
+        std::net::IpAddr::V4(ip) => ip.to_string(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+    };
+    Ok(format!("ws://{host}:{}/xiaozhi/v1/", addr.port()))
 }

@@ -313,7 +313,7 @@ async fn connect_hub(args: &DeviceArgs, global: &GlobalArgs) -> anyhow::Result<H
 /// The error for a device that could not be selected: what was asked, of which hub, and which
 /// devices that hub has.
 async fn select_failure(e: ControlError, waited: Option<Duration>, hub: &str, client: &HubClient) -> CodedError {
-    let exit = if e.kind == "ambiguous" { Exit::Usage } else { Exit::Unreachable };
+    let exit = e.select_exit();
     let mut message = match waited {
         Some(w) if matches!(e.kind.as_str(), "no_devices" | "not_found" | "not_ready") => format!("{} (waited {w:?}, hub {hub})", e.message),
         _ => format!("{} (hub {hub})", e.message),

@@ -10,7 +10,9 @@
 //!   U+202A–U+202E, U+2066–U+2069) and the line/paragraph separators U+2028/U+2029 never reach
 //!   the terminal raw. They are shown in one visible notation: `\e` for ESC, `\n` `\r` `\t`,
 //!   `\x07` for the other C0 controls and DEL, `\u{9b}` for C1 and the Unicode controls.
-//! - In a table cell ([`cell`]) newline and tab are escaped too: a cell stays on its row. In free
+//! - In a table cell ([`cell`]) a newline stays a newline (`\r\n` too): the table wraps the cell's
+//!   lines inside its row, so a multi-line description reads as lines, never as `\n`. A tab, and a
+//!   `\r` on its own, are escaped: they would move the cursor across the table's columns. In free
 //!   text ([`text`], a call's result) newline and tab are kept, as layout.
 //! - JSON ([`json`]) stays exact: serde_json escapes C0 already; the others are written as
 //!   `\u009b`-style JSON escapes, which parse back to the very same string.
@@ -24,15 +26,29 @@ pub fn is_unsafe(c: char) -> bool {
     crate::wire::identity::is_control_text(c)
 }
 
-/// Device text for a table cell: every unsafe character escaped, newline and tab included.
+/// Device text for a table cell: every unsafe character escaped but newline (a `\r\n` is one
+/// newline); the table lays the lines out inside the cell.
 pub fn cell(s: &str) -> Cow<'_, str> {
-    escape(s, false)
+    let lines: Cow<'_, str> = if s.contains("\r\n") { Cow::Owned(s.replace("\r\n", "\n")) } else { Cow::Borrowed(s) };
+    match lines {
+        Cow::Borrowed(s) => escape(s, Keep::Newline),
+        Cow::Owned(s) => Cow::Owned(escape(&s, Keep::Newline).into_owned()),
+    }
 }
 
 /// Device text printed as lines of its own (a call result): as [`cell`], but newline and tab
 /// stay as they are.
 pub fn text(s: &str) -> Cow<'_, str> {
-    escape(s, true)
+    escape(s, Keep::Layout)
+}
+
+/// Which layout characters stay raw.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// Newline (table cells).
+    Newline,
+    /// Newline and tab (free text).
+    Layout,
 }
 
 /// A JSON document as serde_json wrote it, with the characters it leaves raw (DEL, C1, bidi,
@@ -56,8 +72,8 @@ pub fn json(serialized: String) -> String {
     out
 }
 
-fn escape(s: &str, keep_layout: bool) -> Cow<'_, str> {
-    let kept = |c: char| keep_layout && (c == '\n' || c == '\t');
+fn escape(s: &str, keep: Keep) -> Cow<'_, str> {
+    let kept = |c: char| c == '\n' || (keep == Keep::Layout && c == '\t');
     if !s.chars().any(|c| is_unsafe(c) && !kept(c)) {
         return Cow::Borrowed(s);
     }
@@ -84,14 +100,21 @@ mod tests {
     const HOSTILE: &str = "a\u{1b}[2Jb\u{1b}]0;title\u{7}c\u{1b}]52;c;aGk=\u{7}d\u{1b}]8;;http://x\u{1b}\\L\u{1b}]8;;\u{1b}\\e\r\u{1b}[2Kf\u{202e}g\u{9b}31mh\u{2066}\u{200f}\u{61c}\u{2028}\u{7f}\u{0}\n\ti";
 
     #[test]
-    fn no_control_survives_in_a_cell() {
+    fn no_control_but_newline_survives_in_a_cell() {
         let out = cell(HOSTILE);
-        assert!(!out.chars().any(is_unsafe), "{out:?}");
-        assert!(!out.contains('\n') && !out.contains('\t'), "a cell stays on its row: {out:?}");
+        assert!(!out.chars().any(|c| is_unsafe(c) && c != '\n'), "{out:?}");
+        assert!(!out.contains('\t'), "a tab would move across the columns: {out:?}");
         assert_eq!(
             out,
-            "a\\e[2Jb\\e]0;title\\x07c\\e]52;c;aGk=\\x07d\\e]8;;http://x\\e\\L\\e]8;;\\e\\e\\r\\e[2Kf\\u{202e}g\\u{9b}31mh\\u{2066}\\u{200f}\\u{61c}\\u{2028}\\x7f\\x00\\n\\ti"
+            "a\\e[2Jb\\e]0;title\\x07c\\e]52;c;aGk=\\x07d\\e]8;;http://x\\e\\L\\e]8;;\\e\\e\\r\\e[2Kf\\u{202e}g\\u{9b}31mh\\u{2066}\\u{200f}\\u{61c}\\u{2028}\\x7f\\x00\n\\ti"
         );
+    }
+
+    #[test]
+    fn a_cell_keeps_its_lines_as_lines() {
+        assert_eq!(cell("Set the volume.\nArgs:\r\n  volume: 0-100"), "Set the volume.\nArgs:\n  volume: 0-100");
+        assert_eq!(cell("a\rb"), "a\\rb", "a lone carriage return is escaped: it would draw over the row");
+        assert!(matches!(cell("two\nlines"), Cow::Borrowed(_)), "safe text is not copied");
     }
 
     #[test]

@@ -12,6 +12,8 @@ use crate::exit::{CodedError, Exit};
 use crate::links::hub_client::HubClient;
 
 pub async fn run(global: &GlobalArgs, args: WatchArgs) -> anyhow::Result<()> {
+    // Before the `watching` line tells a script the subscription is live.
+    let stop = super::stop_signal::install()?;
     let client = HubClient::open(&args.hub).await?;
     let device = crate::config::resolve_alias(args.device.as_deref());
     let mut events = client.watch(device.as_deref(), args.traffic || args.record.is_some()).await.map_err(|e| CodedError::new(Exit::Unreachable, e.message))?;
@@ -26,7 +28,7 @@ pub async fn run(global: &GlobalArgs, args: WatchArgs) -> anyhow::Result<()> {
     let color = crate::commands::output::use_color(global.color, std::io::stdout().is_terminal());
     let mut seen = 0u64;
     // One listener for the whole watch: a signal that comes between two events is not missed.
-    let signalled = super::stop_signal::stop_signal();
+    let signalled = stop.wait();
     tokio::pin!(signalled);
     loop {
         let mut ev = tokio::select! {

@@ -98,8 +98,13 @@ pub enum Refusal {
     Waited(Duration),
 }
 
+/// A device ceiling below this many is a warning at start-up (else a note).
+pub const FEW_DEVICES: usize = 1_000;
+
 #[derive(Debug, Default)]
 pub struct Budget {
+    /// Whether the warning that the devices are near the ceiling was given (once per run).
+    near_ceiling_said: std::sync::atomic::AtomicBool,
     caps: Caps,
     /// The soft open-file limit in force (`None`: unknown), which `caps.max_connections` is under.
     fd_limit: Option<u64>,
@@ -275,6 +280,14 @@ impl Budget {
         let conn = ConnPermit(self.clone());
         if open >= self.caps.max_connections {
             return Err(Refusal::Full(open));
+        }
+        // Once per run, when the devices come near the ceiling: time to raise it.
+        if open + 1 >= self.caps.max_connections - self.caps.max_connections / 10 && !self.near_ceiling_said.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "{} device-side connections are open, near the ceiling of {}: raise --max-device-connections or the open-file limit (docs/hub.md, \"Descriptor limits\")",
+                open + 1,
+                self.caps.max_connections
+            );
         }
         let mut pre = self.lock();
         let total = pre.total;

@@ -35,7 +35,20 @@ pub fn router(hub: Arc<Hub>) -> Router {
         .route(DEVICE_PATH, any(accept_device))
         .route("/xiaozhi/v1", any(accept_device))
         .merge(super::cors::allow_browsers(Router::new().route(VISION_PATH, post(super::vision::explain).layer(vision_limit)).merge(super::ota::routes())))
+        .fallback(not_here)
         .with_state(hub)
+}
+
+/// Any other path: most likely a CLI or browser pointed at this port instead of the host
+/// listener's; the answer says so ([`crate::links::listeners`]).
+async fn not_here() -> Response<Body> {
+    use crate::links::listeners;
+    Response::builder()
+        .status(StatusCode::NOT_FOUND)
+        .header(listeners::HEADER, listeners::DEVICES)
+        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+        .body(Body::from(listeners::DEVICES_SAYS))
+        .expect("static response")
 }
 
 async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectInfo<DevicePeer>, mut req: Request<Body>) -> Response<Body> {
@@ -55,7 +68,11 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
     // it cannot take over the session of a connected device with the same Device-Id either.
     if let Err(why) = hub.check_device_token(&identity, Some(remote)) {
         hub.admission.log_refusal(Some(remote.ip()), &format!("device {}", identity.device_id), &why);
-        let status = if matches!(why, super::admission::Refusal::Busy { .. }) { StatusCode::TOO_MANY_REQUESTS } else { StatusCode::UNAUTHORIZED };
+        let status = match why {
+            super::admission::Refusal::Busy { .. } => StatusCode::TOO_MANY_REQUESTS,
+            super::admission::Refusal::Taken { .. } => StatusCode::CONFLICT,
+            _ => StatusCode::UNAUTHORIZED,
+        };
         crate::metrics::refused(crate::metrics::Refused::NotAdmitted);
         return Response::builder()
             .status(status)

@@ -160,6 +160,11 @@ impl Hub {
                 let p = self.admission.request(&r)?;
                 Err(admission::Refusal::NotAdmitted { device_id, code: Some(p.code) })
             }
+            // The Device-Id of a device connected now: the advice is a Device-Id of its own, never
+            // a re-binding that would lock the connected one out.
+            Err(admission::Refusal::NoToken { device_id } | admission::Refusal::WrongToken { device_id }) if self.registry.get(&device_id).is_some() => {
+                Err(admission::Refusal::Taken { device_id, resident: false })
+            }
             other => other,
         }
     }
@@ -223,12 +228,15 @@ pub async fn bind(config: HubConfig) -> anyhow::Result<BoundHub> {
         queued_per_peer = caps.queued_per_peer(),
         "open-file limit raised to the hard limit; device-side connections capped below it"
     );
+    // A note at start-up, not a warning: 20,000 descriptors is plenty for most fleets. It is a
+    // warning when the ceiling is near for any fleet, and when the devices near it (Budget::admit).
     if budget.limited_by_descriptors(config.caps.max_connections) {
-        tracing::warn!(
+        let note = format!(
             "the open-file limit ({}) allows {} devices at most; raise it for more (docs/hub.md, \"Descriptor limits\": LimitNOFILE, ulimit -n, fs.nr_open)",
             fd_limit.unwrap_or_default(),
             caps.max_connections
         );
+        if caps.max_connections < budget::FEW_DEVICES { tracing::warn!("{note}") } else { tracing::info!("{note}") }
     }
     let device_listener = listener::bind(config.device_addr, listener::DEVICE_BACKLOG)
         .map_err(|e| bind_error("for devices", config.device_addr, "--device-addr", &e))?;
@@ -273,7 +281,15 @@ impl BoundHub {
             .route(crate::links::hub_client::CONTROL_PATH, any(control::link))
             .with_state(hub.clone())
             .route_layer(middleware::from_fn_with_state(hub.control.clone(), owner::require_token));
+        // A device pointed at this port is told which port it wants (crate::links::listeners).
+        let for_devices = || async {
+            use crate::links::listeners;
+            let headers = [(listeners::HEADER, listeners::HOST), (header::CONTENT_TYPE.as_str(), "text/plain; charset=utf-8")];
+            (StatusCode::NOT_FOUND, headers, listeners::HOST_SAYS)
+        };
         let host_app = control_route
+            .route(ota::DEVICE_PATH, any(for_devices))
+            .route(ota::DEVICE_PATH.trim_end_matches('/'), any(for_devices))
             .merge(host_routes)
             .layer(check_layer::CheckLayer::new({
                 let hub = hub.clone();

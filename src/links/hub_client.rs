@@ -40,6 +40,22 @@ impl ControlError {
         Self { kind: "hub_unreachable".into(), message: "the connection to the hub was lost".into(), rpc: None }
     }
 
+    /// The exit code of a hub's refusal to pick a device, the same for every command: an
+    /// ambiguous `--device` is a usage mistake (2), any other a device not reachable (4).
+    pub fn select_exit(&self) -> Exit {
+        if self.kind == "ambiguous" { Exit::Usage } else { Exit::Unreachable }
+    }
+
+    /// This error as the CLI reports it when it could not pick a device of the hub at `hub`.
+    pub fn to_coded(&self, hub: &str) -> CodedError {
+        let err = CodedError::new(self.select_exit(), format!("{} (hub {hub})", self.message));
+        match self.kind.as_str() {
+            "ambiguous" => err.with_help("name one with --device (an id, a unique prefix or an alias from mcpdev.toml)"),
+            "no_devices" | "not_found" => err.with_help("--wait 30s waits for the device to connect"),
+            _ => err,
+        }
+    }
+
     /// The hub did not answer in time (kind `timeout`, as when the hub itself says so).
     pub fn no_answer(waited: Duration) -> Self {
         Self { kind: "timeout".into(), message: format!("the hub did not answer within {waited:?}"), rpc: None }
@@ -141,6 +157,12 @@ impl HubClient {
                     }
                     return Err(CodedError::new(Exit::Auth, message).into());
                 }
+                Err(tungstenite::Error::Http(resp)) if resp.headers().contains_key(super::listeners::HEADER) => {
+                    let answered = resp.headers().get(super::listeners::HEADER).and_then(|v| v.to_str().ok());
+                    let wrong = super::listeners::wrong_listener(super::listeners::Client::Cli, hub, answered);
+                    return Err(wrong.map_or_else(|| anyhow::anyhow!("the hub at {hub} answered {}", resp.status()), Into::into));
+                }
+                Err(e) if super::listeners::is_refused(&e) => return Err(super::listeners::no_hub(hub).into()),
                 Err(e) => return Err(e.into()),
             }
         };
@@ -181,7 +203,8 @@ impl HubClient {
         Ok(Self { sink: tokio::sync::Mutex::new(sink), waiters, next_id: 1.into() })
     }
 
-    /// [`Self::connect`], with the error as the CLI reports it: refused (exit 3), or unreachable (4).
+    /// [`Self::connect`], with the error as the CLI reports it: refused (exit 3), the wrong
+    /// listener (2), nobody listening or unreachable (4).
     pub async fn open(hub: &str) -> Result<Self, CodedError> {
         Self::connect(hub).await.map_err(|e| match e.downcast::<CodedError>() {
             Ok(coded) => coded,

@@ -5,13 +5,15 @@
 //! - [`mqtt`]: a device reached through an MQTT broker, by the hub or by a CLI command with `--mqtt`;
 //! - [`upgrade`]: turning an HTTP request into a WebSocket on our own listeners;
 //! - [`hub_client`]: the CLI's link through a running hub, which behaves like a direct one;
-//!   [`control_token`]: where it finds the hub's control token;
+//!   [`control_token`]: where it finds the hub's control token; [`listeners`]: which of a hub's
+//!   two listeners a client reached;
 //! - [`changes`]: the tools epoch and the log of which device changed at each epoch.
 
 pub mod changes;
 pub mod control_token;
 pub mod handle;
 pub mod hub_client;
+pub mod listeners;
 pub(crate) mod mailbox;
 pub mod mcp_client;
 pub mod sse_client;

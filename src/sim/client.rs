@@ -77,16 +77,18 @@ pub struct Stopped {
     pub auth: bool,
     /// The URL or settings cannot work (a scheme that is not ws/wss, HTTP 404).
     pub usage: bool,
+    /// Another device has this Device-Id on the backend (HTTP 409): another id may get in.
+    pub taken: bool,
     pub message: String,
 }
 
 impl Stopped {
-    fn auth(message: String) -> Self {
-        Self { auth: true, usage: false, message }
+    pub(crate) fn auth(message: String) -> Self {
+        Self { auth: true, usage: false, taken: false, message }
     }
 
-    fn usage(message: String) -> Self {
-        Self { auth: false, usage: true, message }
+    pub(crate) fn usage(message: String) -> Self {
+        Self { auth: false, usage: true, taken: false, message }
     }
 }
 
@@ -110,11 +112,18 @@ fn permanent(url: &str, e: &anyhow::Error) -> Option<Stopped> {
     match e.downcast_ref::<WsError>()? {
         WsError::Http(response) => {
             let status = response.status();
+            // The hub's host listener: say which port a device wants.
+            let answered = response.headers().get(crate::links::listeners::HEADER).and_then(|v| v.to_str().ok());
+            if let Some(wrong) = crate::links::listeners::wrong_listener(crate::links::listeners::Client::Device, url, answered) {
+                return Some(Stopped::usage(format!("{}: {}", wrong.message, wrong.help.unwrap_or_default())));
+            }
             let body = response.body().as_deref().map(String::from_utf8_lossy).map(|b| b.trim().to_string()).filter(|b| !b.is_empty());
             let reason = body.map_or_else(|| status.to_string(), |b| format!("{status}: {b}"));
             match status.as_u16() {
                 401 | 403 => Some(Stopped::auth(format!("{url} refused this device ({reason})"))),
                 400 | 404 | 405 | 410 => Some(Stopped::usage(format!("{url} refused the connection ({reason})"))),
+                // Another device has this Device-Id: the answer says which to choose.
+                409 => Some(Stopped { taken: true, ..Stopped::usage(format!("{url} refused this device ({reason})")) }),
                 _ => None,
             }
         }

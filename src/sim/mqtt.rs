@@ -67,11 +67,7 @@ pub async fn run_device(cfg: SimConfig, t: MqttTarget) -> Result<(), super::clie
                 debug!(device = %cfg.device_id, broker = %t.broker, "connected over MQTT; hello sent");
             }
             Some(ConnEvent::Down(why)) if refused_credentials(&why) => {
-                return Err(super::client::Stopped {
-                    auth: true,
-                    usage: false,
-                    message: format!("the MQTT broker {} refused this device's credentials ({why})", t.broker),
-                });
+                return Err(super::client::Stopped::auth(format!("the MQTT broker {} refused this device's credentials ({why})", t.broker)));
             }
             Some(ConnEvent::Down(why)) => debug!(device = %cfg.device_id, %why, "broker unreachable; reconnecting"),
             Some(ConnEvent::Message(p)) if p.topic == t.subscribe_topic => {

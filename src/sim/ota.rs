@@ -108,13 +108,13 @@ fn final_refusal(url: &str, e: &anyhow::Error) -> Option<super::client::Stopped>
     if let Some(r) = e.downcast_ref::<reqwest::Error>()
         && r.is_builder()
     {
-        return Some(super::client::Stopped { auth: false, usage: true, message: format!("the OTA URL {url} cannot be used: {r}") });
+        return Some(super::client::Stopped::usage(format!("the OTA URL {url} cannot be used: {r}")));
     }
     let status = e.downcast_ref::<OtaStatus>()?;
     match status.0 {
-        401 | 403 => Some(super::client::Stopped { auth: true, usage: false, message: format!("the OTA endpoint {url} refused this device: {}", status.1) }),
+        401 | 403 => Some(super::client::Stopped::auth(format!("the OTA endpoint {url} refused this device: {}", status.1))),
         400..=499 if !matches!(status.0, 408 | 429) => {
-            Some(super::client::Stopped { auth: false, usage: true, message: format!("the OTA endpoint {url} refused the check-in: {}", status.1) })
+            Some(super::client::Stopped::usage(format!("the OTA endpoint {url} refused the check-in: {}", status.1)))
         }
         _ => None,
     }

@@ -241,10 +241,14 @@ impl Admission {
         if state.book.revoked.contains_key(device_id) {
             return None;
         }
+        // The hub's own virtual devices hold their Device-Id for this run, over any approval.
+        if state.book.resident.contains(device_id) {
+            return Some(String::new());
+        }
         if let Some(a) = state.book.admitted.get(device_id) {
             return Some(a.nonce.clone());
         }
-        (self.approve_all || state.book.resident.contains(device_id)).then(String::new)
+        self.approve_all.then(String::new)
     }
 
     /// `device_id`'s current device token (WebSocket bearer, MQTT password), if it is admitted.
@@ -276,6 +280,11 @@ impl Admission {
         lock(&self.state).book.revoked.contains_key(&device_id.to_ascii_lowercase())
     }
 
+    /// Whether `device_id` is one of this hub's own virtual devices (`serve --demo`).
+    pub fn is_resident(&self, device_id: &str) -> bool {
+        lock(&self.state).book.resident.contains(&device_id.to_ascii_lowercase())
+    }
+
     /// Admits a device that runs inside this hub (`serve --demo`) for this run, whatever the
     /// mode, and returns its token.
     pub fn admit_resident(&self, device_id: &str) -> String {
@@ -293,6 +302,14 @@ impl Admission {
         let state = lock(&self.state);
         if state.book.revoked.contains_key(&device_id) {
             return Err(Refusal::Revoked { device_id });
+        }
+        // One of this hub's own virtual devices: nothing else may use its Device-Id, whatever the
+        // mode (`--approve-all` or a shared token would let another device replace it, back and forth).
+        if state.book.resident.contains(&device_id) {
+            return match token {
+                Some(t) if self.secret.verify(Purpose::Device, &device_id, t) => Ok(()),
+                _ => Err(Refusal::Taken { device_id, resident: true }),
+            };
         }
         if let Some(t) = token
             && self.shared_tokens.iter().any(|s| constant_time_eq(s.as_bytes(), t.as_bytes()))
@@ -511,6 +528,9 @@ impl Admission {
             Some(p) => p.device_id.clone(),
             None => device_id(wanted).map_err(|_| format!("{wanted:?} is neither a 6-digit activation code nor a Device-Id like aa:bb:cc:dd:ee:ff"))?,
         };
+        if state.book.resident.contains(&id) {
+            return Err(resident_refusal(&id, "approving it (or re-binding it) would give it a token it does not have and lock it out"));
+        }
         let previous = state.book.admitted.get(&id).cloned();
         if let Some(prev) = &previous
             && !rebind
@@ -597,6 +617,9 @@ impl Admission {
     pub fn revoke(&self, id: &str) -> Result<bool, String> {
         let id = device_id(id).map_err(|_| format!("{id:?} is not a Device-Id like aa:bb:cc:dd:ee:ff"))?;
         let mut state = lock(&self.state);
+        if state.book.resident.contains(&id) {
+            return Err(resident_refusal(&id, "revoking it would leave it locked out until the hub restarts; stop the hub, or run it without --demo"));
+        }
         let prev = state.book.admitted.remove(&id);
         let was_resident = state.book.resident.remove(&id);
         let prev_revoked = state.book.revoked.get(&id).copied();
@@ -722,6 +745,13 @@ fn held(state: &State, id: &str, by: &str) -> Option<Record> {
 fn next_time(state: &State, id: &str) -> u64 {
     let latest = state.book.revoked.get(id).copied().into_iter().chain(state.book.admitted.get(id).map(|a| a.approved_at_ms)).max();
     latest.map_or(now_ms(), |l| now_ms().max(l + 1))
+}
+
+/// Why `approve` and `revoke` leave one of the hub's own virtual devices alone.
+fn resident_refusal(id: &str, what: &str) -> String {
+    format!(
+        "{id} is one of this hub's own virtual devices (serve --demo): it is admitted for this run and needs no approval; {what}. A device that uses this Device-Id too is another device: give it its own (`mcpdev sim --device-id 02:…`)"
+    )
 }
 
 /// An admitted binding, for people: its Client-Id, transport and age.

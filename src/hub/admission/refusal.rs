@@ -25,6 +25,9 @@ pub enum Refusal {
     Revoked { device_id: String },
     /// This address asked for too many approvals too fast: try again later.
     Busy { retry_after_s: u64 },
+    /// Another device has this Device-Id: one of the hub's own virtual devices (`resident`), or
+    /// one connected now with its token. The advice never breaks that device.
+    Taken { device_id: String, resident: bool },
 }
 
 impl std::fmt::Display for Refusal {
@@ -52,6 +55,14 @@ impl std::fmt::Display for Refusal {
             Refusal::Busy { retry_after_s } => {
                 write!(f, "too many admission requests from this address: try again in {retry_after_s} s")
             }
+            Refusal::Taken { device_id, resident: true } => write!(
+                f,
+                "Device-Id {device_id} is one of this hub's own virtual devices (serve --demo); this is another device with the same Device-Id: give it its own (`mcpdev sim --device-id 02:…`, or leave --device-id out for a free one)"
+            ),
+            Refusal::Taken { device_id, resident: false } => write!(
+                f,
+                "Device-Id {device_id} belongs to a device connected to this hub now, with its token; this is another device with the same Device-Id: give it its own (`mcpdev sim --device-id 02:…`). Only if this is that very device, reset, and the connected one is gone for good: `mcpdev devices approve {device_id} --rebind` prints a new token (the old one stops working)"
+            ),
         }
     }
 }
