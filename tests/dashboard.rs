@@ -218,6 +218,11 @@ async fn metrics_pass_promtool_and_count_calls() {
     check.stdin.take().unwrap().write_all(after.as_bytes()).await.unwrap();
     let out = check.wait_with_output().await.unwrap();
     assert!(out.status.success(), "promtool: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    // The standard process families and the build, as every client library exports them.
+    for family in ["process_cpu_seconds_total ", "process_resident_memory_bytes ", "process_virtual_memory_bytes ", "process_start_time_seconds ", "process_open_fds ", "process_max_fds "] {
+        assert!(after.lines().any(|l| l.starts_with(family)), "{family} in\n{after}");
+    }
+    assert!(after.contains(&format!("mcpdev_build_info{{version=\"{}\",commit=\"", env!("CARGO_PKG_VERSION"))), "{after}");
     // OpenMetrics for a scraper that asks for it.
     let (_, headers, open) = http(&hub, "GET", "/metrics", &[("Authorization", &bearer), ("Accept", "application/openmetrics-text;version=1.0.0")], "").await;
     assert!(header(&headers, "content-type").unwrap().starts_with("application/openmetrics-text"));
@@ -379,4 +384,49 @@ async fn the_check_button_runs_mcpdev_check_on_the_device() {
     let results = ran["results"].as_array().unwrap();
     assert!(results.iter().any(|c| c["id"].as_str().unwrap().starts_with("initialize") && c["status"] == "pass"), "{ran}");
     assert_eq!(ran["summary"]["fail"], 0, "{ran}");
+}
+
+/// The alert rules pass `promtool check rules`, and `promtool test rules` shows each one firing
+/// on its trouble (devices dropping, onboarding failures, refusals rising, call errors, p99) and
+/// quiet on a healthy hub.
+#[test]
+fn alert_rules_pass_promtool_and_fire_on_their_trouble() {
+    let check = std::process::Command::new(promtool()).args(["check", "rules"]).arg(common::repo_path("docs/monitoring/alerts.yml")).output().unwrap();
+    assert!(check.status.success(), "promtool check rules: {}{}", String::from_utf8_lossy(&check.stdout), String::from_utf8_lossy(&check.stderr));
+    let test = std::process::Command::new(promtool()).args(["test", "rules", "alerts_test.yml"]).current_dir(common::repo_path("tests/monitoring")).output().unwrap();
+    assert!(test.status.success(), "promtool test rules: {}{}", String::from_utf8_lossy(&test.stdout), String::from_utf8_lossy(&test.stderr));
+    let rules = std::fs::read_to_string(common::repo_path("docs/monitoring/alerts.yml")).unwrap();
+    for alert in ["McpdevDevicesDropping", "McpdevOnboardingFailures", "McpdevRefusalsRising", "McpdevCallErrors", "McpdevCallLatencyP99"] {
+        assert!(rules.contains(&format!("alert: {alert}\n")), "{alert}");
+    }
+}
+
+/// Every metric the Grafana dashboard and the alert rules query is one the hub exports, so
+/// neither drifts from `/metrics` unseen.
+#[tokio::test]
+async fn the_grafana_dashboard_and_alerts_query_only_what_the_hub_exports() {
+    let hub = demo_hub().await;
+    let token = std::fs::read_to_string(PathBuf::from(&hub.runtime_dir).join(format!("control-{}.token", hub.host_url.rsplit(':').next().unwrap()))).unwrap();
+    let bearer = format!("Bearer {}", token.trim());
+    assert_eq!(mcpdev(&hub, &["call", "self.audio_speaker.set_volume", "volume=20", "-d", DEV]).await.code, 0);
+    let (_, _, text) = http(&hub, "GET", "/metrics", &[("Authorization", &bearer)], "").await;
+    let exported: std::collections::HashSet<&str> = text.lines().filter(|l| !l.starts_with('#')).filter_map(|l| l.split(['{', ' ']).next()).collect();
+    let dashboard: Value = serde_json::from_str(&std::fs::read_to_string(common::repo_path("docs/monitoring/grafana-dashboard.json")).unwrap()).expect("the dashboard is JSON");
+    assert_eq!(dashboard["__inputs"][0]["pluginId"], "prometheus", "importable with a data source of the user's choice");
+    let mut exprs: Vec<String> = dashboard["panels"].as_array().unwrap().iter().flat_map(|p| p["targets"].as_array().unwrap().iter().map(|t| t["expr"].as_str().unwrap().to_string())).collect();
+    assert!(exprs.len() >= 12, "{exprs:?}");
+    exprs.push(std::fs::read_to_string(common::repo_path("docs/monitoring/alerts.yml")).unwrap());
+    let mut used = std::collections::BTreeSet::new();
+    for expr in &exprs {
+        for (i, _) in expr.match_indices("mcpdev_").chain(expr.match_indices("process_")) {
+            if i > 0 && expr.as_bytes()[i - 1].is_ascii_alphanumeric() {
+                continue;
+            }
+            let name: String = expr[i..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            used.insert(name);
+        }
+    }
+    assert!(used.contains("mcpdev_call_duration_seconds_bucket") && used.contains("process_cpu_seconds_total"), "{used:?}");
+    let missing: Vec<&String> = used.iter().filter(|n| !exported.contains(n.as_str())).collect();
+    assert!(missing.is_empty(), "queried but not exported: {missing:?}\n{text}");
 }

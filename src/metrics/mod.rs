@@ -10,15 +10,18 @@
 //!   the device states and transports): nothing a device or a peer sends becomes a label, so no
 //!   peer can grow the exposition.
 //! - One process runs one hub: the counters are the process's, monotonic from its start.
+//! - Names follow Prometheus conventions (`promtool check metrics` passes): the process's own
+//!   figures are the standard `process_*` families ([`process`]), not names of our own, and
+//!   `mcpdev_build_info{version,commit}` is 1.
 
 pub mod device;
+pub mod process;
 pub mod rate;
 
-use std::sync::atomic::AtomicU64;
 use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
-use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::text::{encode_eof, encode_registry};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -120,8 +123,6 @@ struct Metrics {
     broker_clients: Gauge,
     mcp_sessions: Gauge,
     devices: Family<Label2, Gauge>,
-    resident_bytes: Gauge,
-    uptime: Gauge<f64, AtomicU64>,
     started: Instant,
     calls_rate: RateRing,
     onboarding_rate: RateRing,
@@ -154,10 +155,9 @@ impl Metrics {
         registry.register("mcp_sessions", "Open MCP sessions on the host listener", mcp_sessions.clone());
         let devices = Family::<Label2, Gauge>::default();
         registry.register("devices", "Connected devices, by state and transport", devices.clone());
-        let resident_bytes = Gauge::default();
-        registry.register_with_unit("resident_memory", "The hub's resident memory", Unit::Bytes, resident_bytes.clone());
-        let uptime = Gauge::<f64, AtomicU64>::default();
-        registry.register_with_unit("uptime", "Time since the hub started", Unit::Seconds, uptime.clone());
+        let build_info = Family::<Label2, Gauge>::default();
+        registry.register("build_info", "The running mcpdev's version and the commit it was built from (1)", build_info.clone());
+        build_info.get_or_create(&[("version", env!("CARGO_PKG_VERSION")), ("commit", env!("MCPDEV_COMMIT"))]).set(1);
         // Every outcome and reason is written from the start, at 0: a rate over a series that
         // appears only with its first event misses that event.
         for o in Outcome::ALL {
@@ -177,8 +177,6 @@ impl Metrics {
             broker_clients,
             mcp_sessions,
             devices,
-            resident_bytes,
-            uptime,
             started: Instant::now(),
             calls_rate: RateRing::default(),
             onboarding_rate: RateRing::default(),
@@ -283,11 +281,11 @@ pub fn exposition(devices: &DeviceCounts) -> String {
             m.devices.get_or_create(&[("state", state), ("transport", transport)]).set(i64::try_from(count).unwrap_or(i64::MAX));
         }
     }
-    m.resident_bytes.set(i64::try_from(resident_bytes().unwrap_or(0)).unwrap_or(i64::MAX));
-    m.uptime.set(m.started.elapsed().as_secs_f64());
     let mut text = String::with_capacity(8 * 1024);
     // Writing to a String cannot fail.
-    let _ = encode(&mut text, &m.registry);
+    let _ = encode_registry(&mut text, &m.registry);
+    process::read().write_open_metrics(&mut text);
+    let _ = encode_eof(&mut text);
     text
 }
 
@@ -342,7 +340,7 @@ pub fn hub_numbers() -> HubNumbers {
     let now = m.started.elapsed().as_secs();
     HubNumbers {
         uptime_s: now,
-        resident_bytes: resident_bytes().unwrap_or(0),
+        resident_bytes: process::read().resident_bytes.unwrap_or(0),
         calls: Outcome::ALL.iter().map(|o| (o.as_str(), m.calls.get_or_create(&[("outcome", o.as_str())]).get())).collect(),
         refusals: Refused::ALL.iter().map(|r| (r.as_str(), m.refusals.get_or_create(&[("reason", r.as_str())]).get())).collect(),
         onboarded: m.onboarded.get(),
@@ -353,15 +351,6 @@ pub fn hub_numbers() -> HubNumbers {
         calls_per_s: m.calls_rate.series(now),
         onboarded_per_s: m.onboarding_rate.series(now),
     }
-}
-
-/// The process's resident set, from `/proc/self/statm` (Linux); `None` elsewhere.
-fn resident_bytes() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    // SAFETY: sysconf only reads a constant.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    Some(pages * u64::try_from(page).unwrap_or(4096))
 }
 
 #[cfg(test)]
@@ -384,7 +373,11 @@ mod tests {
         }
         assert!(after.contains("mcpdev_devices{state=\"ready\",transport=\"websocket\"} 2"), "{after}");
         assert!(after.contains("mcpdev_devices{state=\"listing\",transport=\"other\"} 1"), "{after}");
-        assert!(after.ends_with("# EOF\n"), "{after}");
+        assert!(after.ends_with("# EOF\n") && after.matches("# EOF").count() == 1, "{after}");
+        assert!(after.contains("\nprocess_resident_memory_bytes ") && after.contains("\nprocess_cpu_seconds_total "), "the standard process families: {after}");
+        assert!(!after.contains("mcpdev_resident_memory") && !after.contains("mcpdev_uptime"), "no names of our own for them: {after}");
+        let build = format!("mcpdev_build_info{{version=\"{}\",commit=\"{}\"}} 1", env!("CARGO_PKG_VERSION"), env!("MCPDEV_COMMIT"));
+        assert!(after.contains(&build), "{build} in {after}");
         let text = text_format(&after);
         assert!(text.contains("# TYPE mcpdev_calls_total counter\nmcpdev_calls_total{"), "{text}");
         assert!(!text.contains("# EOF") && !text.contains("# UNIT"), "{text}");
