@@ -7,7 +7,8 @@
 //!   CLI's own range error inline and nothing reaches the device; a call made by the CLI shows up
 //!   in the traffic pane within a second; a device that checks in is pending on the admission page
 //!   within a second, and approving it there brings it in. The device page's screenshot is saved
-//!   to docs/dashboard.png.
+//!   under target/ (`target/tmp/dashboard.png`); the committed docs/dashboard.png is never
+//!   written by a test (`.ci/refresh-screenshot` copies it there).
 //! - The attacker's path: a device whose tool names, descriptions and results carry HTML, script
 //!   and terminal escapes is shown as inert text: no dialog, no console error, no script run, no
 //!   image loaded from its markup.
@@ -57,7 +58,8 @@ async fn the_dashboard_end_to_end_in_chromium() {
     let hub = HubProcess::start_admitting(&["--demo", "2"], &[]).await;
     assert_eq!(mcpdev(&hub, &["tools", "list", "-d", DEV, "--wait", "20s", "--json"]).await.code, 0);
     let link = hub.info["dashboard"].as_str().expect("serve prints a log-in link").to_string();
-    let screenshot = repo_path("docs/dashboard.png");
+    let screenshot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard.png");
+    let committed = std::fs::read(repo_path("docs/dashboard.png")).ok();
     let mut b = open_dashboard(&link, "main", screenshot.to_str().unwrap(), profile.path());
 
     let login = b.step("login").await;
@@ -72,6 +74,15 @@ async fn the_dashboard_end_to_end_in_chromium() {
 
     let page = b.step("device-page").await;
     assert_eq!((page["type"].as_str(), page["min"].as_str(), page["max"].as_str()), (Some("number"), Some("0"), Some("100")), "an integer range with its limits: {page}");
+    // A list of every tool (user-only ones marked, as the CLI hides them) and one form at a time.
+    let listed = page["listed"].as_array().unwrap();
+    assert!(listed.len() >= 6, "{page}");
+    let marked: Vec<&str> = listed.iter().filter(|t| t["userOnly"] == true).map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(marked.contains(&"self.reboot") && !marked.contains(&"self.audio_speaker.set_volume"), "user-only tools are marked: {page}");
+    assert_eq!((page["formsAtFirst"].as_u64(), page["forms"].as_u64()), (Some(1), Some(1)), "one form at a time: {page}");
+    assert_eq!(page["found"], json!(["self.audio_speaker.set_volume"]), "the search narrows the list: {page}");
+    assert_eq!(page["placeholder"]["fits"], true, "the search placeholder is not cut off: {page}");
+    assert!(page["trafficTop"].as_f64().unwrap() < 2500.0, "the traffic pane is within reach: {page}");
 
     let fifty = b.step("volume-50").await;
     assert!(fifty["result"].as_str().unwrap().contains("true"), "{fifty}");
@@ -98,6 +109,7 @@ async fn the_dashboard_end_to_end_in_chromium() {
     b.step("screenshot").await;
     let png = std::fs::read(&screenshot).unwrap();
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "a real screenshot");
+    assert_eq!(std::fs::read(repo_path("docs/dashboard.png")).ok(), committed, "a test never writes into the tree");
 
     // Admission: a device knocks; it is pending on the page within a second; approving it there
     // gives it its token, with which it gets in.
@@ -117,6 +129,10 @@ async fn the_dashboard_end_to_end_in_chromium() {
     assert!(approved["pending_ms"].as_u64().unwrap() <= 1000, "{approved}");
     assert!(approved["pending"].as_str().unwrap().contains(NEW), "{approved}");
     assert_eq!(approved["answer"]["device_id"], NEW, "{approved}");
+    let text = approved["text"].as_str().unwrap();
+    assert!(text.contains("give it this token") && text.contains("Authorization: Bearer") && text.contains("mcpdev sim --device-id"), "what to do with the token: {approved}");
+    let headers: Vec<&str> = approved["headers"].as_array().unwrap().iter().map(|h| h.as_str().unwrap()).collect();
+    assert!(!headers.iter().any(|h| h.contains('_')), "human column names: {headers:?}");
     let token = approved["answer"]["token"].as_str().expect("the approval's token").to_string();
     let _sim = spawn_mcpdev(&["sim", "--url", &hub.device_url, "--device-id", NEW], &[("MCPDEV_DEVICE_TOKEN", &token)]);
     let ready = mcpdev(&hub, &["tools", "list", "-d", NEW, "--wait", "20s", "--json"]).await;
@@ -181,7 +197,7 @@ async fn a_hostile_devices_text_is_shown_inertly() {
     let dom = &seen["dom"];
     assert_eq!(dom["pwned"], false, "no device script ran: {seen}");
     assert_eq!(dom["handlers"], 0, "no element carries an on… attribute: {seen}");
-    assert_eq!(dom["scripts"], json!(["/assets/app.js"]), "no script element was added: {seen}");
+    assert_eq!(dom["scripts"], json!(["/assets/uPlot.iife.min.js", "/assets/app.js"]), "no script element was added: {seen}");
     assert_eq!(dom["images"], json!([]), "no image from the device's markup or its non-raster 'images': {seen}");
     assert_eq!(dom["title"], "mcpdev hub", "the window title did not change");
     // The markup is there, as text; the escapes are shown escaped, never raw.
@@ -199,4 +215,31 @@ async fn a_hostile_devices_text_is_shown_inertly() {
 fn base64_svg() -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(b"<svg xmlns=\"http://www.w3.org/2000/svg\" onload=\"alert(3)\"><script>alert(3)</script></svg>")
+}
+
+/// Every page at 800, 1280 and 1920 px, in the light and the dark theme, as a user sees it: no
+/// element outside its card or its table cell, no two overlapping, no page wider than the window.
+/// The pages carry what makes them long: a device's tools with a refused call, a pending request
+/// and an approval's outcome, the hub's caps and plots.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_page_fits_its_window_at_three_widths_in_both_themes() {
+    let profile = tempfile::tempdir().unwrap();
+    let hub = HubProcess::start_admitting(&["--demo", "2"], &[]).await;
+    assert_eq!(mcpdev(&hub, &["tools", "list", "-d", DEV, "--wait", "20s", "--json"]).await.code, 0);
+    assert_eq!(mcpdev(&hub, &["devices", "approve", "aa:bb:cc:00:77:01"]).await.code, 0, "an admitted device for the table");
+    for (i, id) in ["02:00:00:00:da:11", "02:00:00:00:da:12"].iter().enumerate() {
+        let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(hub.device_url.as_str()).unwrap();
+        req.headers_mut().insert("Device-Id", id.parse().unwrap());
+        req.headers_mut().insert("Client-Id", format!("5f0c2a8e-1111-4222-8333-94445555666{i}").parse().unwrap());
+        assert!(tokio_tungstenite::connect_async(req).await.is_err(), "a new device waits for approval");
+    }
+    let link = hub.info["dashboard"].as_str().unwrap().to_string();
+    let mut b = open_dashboard(&link, "layout", DEV, profile.path());
+    let seen = b.step("layout").await;
+    let done = b.step("done").await;
+    b.close().await;
+    assert_eq!(seen["checked"].as_array().unwrap().len(), 24, "four pages, three widths, two themes: {seen}");
+    assert!(seen["checked"].as_array().unwrap().iter().any(|c| c.as_str().unwrap().ends_with("dark")), "{seen}");
+    assert_eq!(seen["count"], 0, "layout problems:\n{}", seen["problems"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect::<Vec<_>>().join("\n"));
+    assert_eq!(done["pageErrors"], json!([]), "{done}");
 }

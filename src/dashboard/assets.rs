@@ -4,6 +4,8 @@
 //! Rules it enforces: every answer carries [`CSP`] (scripts and styles only from this origin,
 //! none inline; images also as `data:` URLs, which is how tool results carry them; no frames,
 //! no plugins, no `<base>`), `nosniff`, and no referrer; only the files listed here are served.
+//! The one third-party file, uPlot (`assets/vendor/`, MIT), is served as published, with its
+//! licence beside it.
 
 use axum::extract::Path;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -17,10 +19,19 @@ pub const LOGIN_HTML: &str = include_str!("assets/login.html");
 const APP_JS: &str = include_str!("assets/app.js");
 const APP_CSS: &str = include_str!("assets/app.css");
 const ICON_SVG: &str = include_str!("assets/icon.svg");
+const UPLOT_JS: &str = include_str!("assets/vendor/uPlot.iife.min.js");
+const UPLOT_CSS: &str = include_str!("assets/vendor/uPlot.min.css");
+const UPLOT_LICENSE: &str = include_str!("assets/vendor/uPlot.LICENSE");
 
 /// Every embedded file with its type (the page weight in benches/README.md is their sum).
-pub const FILES: [(&str, &str, &str); 3] =
-    [("app.js", "text/javascript; charset=utf-8", APP_JS), ("app.css", "text/css; charset=utf-8", APP_CSS), ("icon.svg", "image/svg+xml", ICON_SVG)];
+pub const FILES: [(&str, &str, &str); 6] = [
+    ("app.js", "text/javascript; charset=utf-8", APP_JS),
+    ("app.css", "text/css; charset=utf-8", APP_CSS),
+    ("icon.svg", "image/svg+xml", ICON_SVG),
+    ("uPlot.iife.min.js", "text/javascript; charset=utf-8", UPLOT_JS),
+    ("uPlot.min.css", "text/css; charset=utf-8", UPLOT_CSS),
+    ("uPlot.LICENSE", "text/plain; charset=utf-8", UPLOT_LICENSE),
+];
 
 fn secure(mut resp: Response) -> Response {
     let h = resp.headers_mut();
@@ -70,6 +81,19 @@ mod tests {
             assert!(!page.contains("http://") && !page.contains("https://"), "a page loads something from elsewhere");
         }
         assert!(!APP_CSS.contains("url(http"), "the stylesheet loads something from elsewhere");
+    }
+
+    /// The charting library is the published file, writes no HTML and loads nothing, and its
+    /// licence is served beside it.
+    #[test]
+    fn the_vendored_chart_library_is_inert_and_licensed() {
+        assert!(UPLOT_JS.starts_with("/*! https://github.com/leeoniya/uPlot (v1.6.32) */"));
+        for sink in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "http://", "XMLHttpRequest", "fetch("] {
+            assert!(!UPLOT_JS.contains(sink), "uPlot uses {sink}");
+        }
+        assert!(!UPLOT_CSS.contains("url("), "its stylesheet loads nothing");
+        assert!(UPLOT_LICENSE.contains("MIT License") && UPLOT_LICENSE.contains("Leon Sorokin"));
+        assert!(INDEX_HTML.contains("/assets/uPlot.iife.min.js") && INDEX_HTML.contains("/assets/uPlot.min.css"));
     }
 
     /// ` onclick=`, ` onload=`…: an attribute that runs script.

@@ -8,6 +8,9 @@
 //   SCENARIO main:    ARG = the path of the device page's screenshot
 //   SCENARIO hostile: ARG = the hostile device's id
 //   SCENARIO measure: ARG = how many loads of the devices page to time (benches/dashboard.rs)
+//   SCENARIO layout:  ARG = the device to open; every page at 800, 1280 and 1920 px, light and
+//                     dark: any element outside its card or cell, any two overlapping, a page
+//                     wider than the window is reported
 'use strict';
 
 const [playwrightDir, chromiumPath, userDataDir, loginUrl, scenario, arg] = process.argv.slice(2);
@@ -45,9 +48,19 @@ async function main(page, context) {
   await page.keyboard.press('Enter');
   await page.waitForSelector('body[data-rendered="device"]', { timeout: 15000 });
   await page.waitForSelector('section[data-live="true"]', { timeout: 15000 });
+  // One form at a time: the tool list, its search, then the chosen tool's form.
+  const listed = await page.$$eval('#tool-list button[data-tool]', (bs) => bs.map((b) => ({ name: b.dataset.tool, userOnly: !!b.querySelector('.tag') })));
+  const formsAtFirst = await page.locator('form[data-tool]').count();
+  await page.fill('#tool-search', 'set_vol');
+  const found = await page.$$eval('#tool-list button[data-tool]', (bs) => bs.map((b) => b.dataset.tool));
+  await page.click('#tool-list button[data-tool="self.audio_speaker.set_volume"]');
   const form = page.locator('form[data-tool="self.audio_speaker.set_volume"]');
+  await form.waitFor({ timeout: 5000 });
   const volume = form.locator('input[name="volume"]');
-  say('device-page', { min: await volume.getAttribute('min'), max: await volume.getAttribute('max'), type: await volume.getAttribute('type') });
+  const placeholder = await page.$eval('#tool-search', (i) => ({ fits: i.scrollWidth <= i.clientWidth, text: i.placeholder }));
+  say('device-page', { min: await volume.getAttribute('min'), max: await volume.getAttribute('max'), type: await volume.getAttribute('type'),
+    listed, formsAtFirst, found, forms: await page.locator('form[data-tool]').count(), placeholder,
+    trafficTop: await page.$eval('#traffic-rows', (t) => t.getBoundingClientRect().top + window.scrollY) });
 
   await volume.fill('50');
   await form.locator('button[type="submit"]').click();
@@ -83,9 +96,11 @@ async function main(page, context) {
   // Beside it, Deny: the row offers both, and this test approves.
   await pending.locator('button', { hasText: 'Deny' }).waitFor({ timeout: 1000 });
   await pending.locator('button', { hasText: 'Approve' }).click();
-  const outcome = page.locator('#admission-outcome pre');
+  const outcome = page.locator('#admission-outcome .outcome');
   await outcome.waitFor({ timeout: 15000 });
-  say('approved', { pending_ms: pendingMs, pending: pendingText, answer: JSON.parse(await outcome.innerText()) });
+  const headers = await page.$$eval('#pending th, #admitted th', (ths) => ths.map((t) => t.textContent));
+  say('approved', { pending_ms: pendingMs, pending: pendingText, headers, text: await outcome.innerText(),
+    answer: { device_id: await outcome.getAttribute('data-device'), token: await page.locator('#approved-token').innerText() } });
   const { device } = await go();
   await page.goto(new URL('/#/devices', loginUrl.split('?')[0]).href);
   await page.waitForSelector(`tr[data-device="${device}"]`, { timeout: 15000 });
@@ -145,6 +160,96 @@ async function measure(page) {
   say('measure', { runs });
 }
 
+// Every element of a card (`.panel`, a table's scroll box, the header) or of a table cell lies
+// inside it, unless a scrolling box between them clips it; no two siblings in the flow overlap;
+// the page is no wider than the window. Run in the page.
+function layoutProblems() {
+  const problems = [];
+  const root = document.documentElement;
+  if (root.scrollWidth > root.clientWidth + 1) problems.push(`the page is ${root.scrollWidth}px wide in a ${root.clientWidth}px window`);
+  const name = (e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (typeof e.className === 'string' && e.className.trim() ? '.' + e.className.trim().split(/\s+/).join('.') : '')
+    + (e.dataset && e.dataset.tool ? `[data-tool="${e.dataset.tool}"]` : '') + (e.dataset && e.dataset.field ? `[data-field="${e.dataset.field}"]` : '');
+  const path = (e) => { const p = []; for (let x = e; x && x !== document.body && p.length < 5; x = x.parentElement) p.unshift(name(x)); return p.join(' > '); };
+  const shown = (e) => { const r = e.getBoundingClientRect(); const st = getComputedStyle(e); return r.width > 0 && r.height > 0 && st.visibility !== 'hidden'; };
+  const inFlow = (e) => !['absolute', 'fixed'].includes(getComputedStyle(e).position);
+  const clips = (e) => { const st = getComputedStyle(e); return st.overflowX !== 'visible' || st.overflowY !== 'visible'; };
+  const box = (r) => `${Math.round(r.left)},${Math.round(r.top)} ${Math.round(r.width)}×${Math.round(r.height)}`;
+  const inside = (container) => {
+    const c = container.getBoundingClientRect();
+    for (const e of container.querySelectorAll('*')) {
+      if (!shown(e) || !inFlow(e)) continue;
+      let hidden = false;
+      for (let x = e.parentElement; x && x !== container; x = x.parentElement) if (clips(x) || !inFlow(x)) { hidden = true; break; }
+      if (hidden) continue;
+      const r = e.getBoundingClientRect();
+      if (r.left < c.left - 1 || r.right > c.right + 1 || r.top < c.top - 1 || r.bottom > c.bottom + 1) {
+        problems.push(`${path(e)} (${box(r)}) overflows ${name(container)} (${box(c)})`);
+      }
+    }
+  };
+  document.querySelectorAll('header, main .panel, main .table-wrap, main td, main th').forEach(inside);
+  const overlap = (a, b) => {
+    for (const x of a.getClientRects()) for (const y of b.getClientRects()) {
+      if (Math.min(x.right, y.right) - Math.max(x.left, y.left) > 1 && Math.min(x.bottom, y.bottom) - Math.max(x.top, y.top) > 1) return true;
+    }
+    return false;
+  };
+  for (const parent of document.querySelectorAll('header, header *, main, main *')) {
+    if (getComputedStyle(parent).position === 'absolute' || !shown(parent)) continue;
+    const kids = [...parent.children].filter((k) => shown(k) && inFlow(k) && k.tagName !== 'CANVAS');
+    for (let i = 0; i < kids.length; i++) for (let j = i + 1; j < kids.length; j++) {
+      if (overlap(kids[i], kids[j])) problems.push(`${path(kids[i])} overlaps ${name(kids[j])}`);
+    }
+  }
+  return problems;
+}
+
+async function layout(page) {
+  const base = loginUrl.split('?')[0];
+  await page.goto(loginUrl);
+  await page.waitForSelector('body[data-rendered="devices"]', { timeout: 15000 });
+  const checked = [];
+  const problems = [];
+  let approved = false;
+  for (const theme of ['light', 'dark']) {
+    for (const width of [800, 1280, 1920]) {
+      await page.setViewportSize({ width, height: 900 });
+      await page.evaluate((t) => localStorage.setItem('mcpdev-theme', t), theme);
+      const pages = [
+        ['devices', '#/devices', '#device-rows tr'],
+        ['device', '#/device/' + encodeURIComponent(arg), 'section[data-live="true"]'],
+        ['admission', '#/admission', '#pending, #admitted'],
+        ['hub', '#/hub', '.plot canvas'],
+      ];
+      for (const [what, hash, ready] of pages) {
+        await page.goto(new URL('/' + hash, base).href);
+        await page.reload();
+        await page.waitForSelector(`body[data-rendered="${what}"]`, { timeout: 15000 });
+        await page.waitForSelector(ready, { timeout: 15000 });
+        if (what === 'device') {
+          await page.click('#tool-list button[data-tool="self.audio_speaker.set_volume"]');
+          // A refused value: the field shows the CLI's error (validated on change, nothing sent).
+          const volume = page.locator('form[data-tool="self.audio_speaker.set_volume"] input[name="volume"]');
+          await volume.fill('500');
+          await volume.press('Tab');
+          await page.locator('form[data-tool="self.audio_speaker.set_volume"] .field-error').filter({ hasText: 'at most 100' }).waitFor({ timeout: 15000 });
+        }
+        if (what === 'admission' && !approved) {
+          await page.locator('#pending tr[data-code] button', { hasText: 'Approve' }).first().click();
+          await page.waitForSelector('#admission-outcome .outcome', { timeout: 15000 });
+          approved = true;
+        }
+        if (what === 'hub') await page.waitForFunction(() => document.querySelectorAll('.plot .u-legend').length >= 2, null, { timeout: 15000 });
+        const dark = await page.evaluate(() => document.documentElement.dataset.theme);
+        const found = await page.evaluate(layoutProblems);
+        checked.push(`${what} ${width} ${dark}`);
+        for (const p of found) problems.push(`${what} at ${width} px, ${dark}: ${p}`);
+      }
+    }
+  }
+  say('layout', { checked, problems: problems.slice(0, 60), count: problems.length });
+}
+
 (async () => {
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: chromiumPath,
@@ -157,7 +262,7 @@ async function measure(page) {
   page.on('console', (m) => { if (m.type() === 'error') seen.consoleErrors.push(m.text()); });
   page.on('pageerror', (e) => seen.pageErrors.push(String(e)));
   try {
-    if (scenario === 'hostile') await hostile(page); else if (scenario === 'measure') await measure(page); else await main(page, context);
+    if (scenario === 'hostile') await hostile(page); else if (scenario === 'measure') await measure(page); else if (scenario === 'layout') await layout(page); else await main(page, context);
     say('done', seen);
   } catch (e) {
     say('failed', { error: String(e && e.stack || e), ...seen });

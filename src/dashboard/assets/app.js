@@ -39,6 +39,46 @@
   };
   const since = (ms) => ms ? el('time', { datetime: new Date(ms).toISOString(), title: new Date(ms).toLocaleString(), text: ago(ms) }) : '';
   const bytes = (n) => n > 1 << 20 ? (n / (1 << 20)).toFixed(1) + ' MiB' : n > 1024 ? (n / 1024).toFixed(1) + ' KiB' : n + ' B';
+  const duration = (s) => s < 60 ? `${s} s` : s < 3600 ? `${Math.floor(s / 60)} min ${s % 60} s` : s < 86400 ? `${Math.floor(s / 3600)} h ${Math.floor(s % 3600 / 60)} min` : `${Math.floor(s / 86400)} d ${Math.floor(s % 86400 / 3600)} h`;
+  // The hub's words (`device_error`, `not_admitted`) as people read them.
+  const words = (k) => String(k).replace(/_/g, ' ');
+  // A tool meant for people only (xiaozhi's `annotations.audience: ["user"]`): hidden from MCP
+  // hosts unless `serve --mcp-user-tools`, listed by the CLI with `tools list --user-tools`.
+  const userOnly = (t) => { const a = t && t.annotations && t.annotations.audience; return Array.isArray(a) && a.includes('user') && !a.includes('assistant'); };
+  const userOnlyTag = () => el('span', { class: 'tag', title: 'User-only: the device lists it only when asked for user tools; MCP hosts do not see it unless the hub runs with --mcp-user-tools (the CLI: tools list --user-tools)', text: 'user only' });
+  const css = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+
+  // A plot over time drawn by uPlot (vendored, assets/vendor/): a time axis, a value axis with
+  // its unit, and a legend with the values under the cursor. `update(series)` takes one array
+  // per line, one value a second, the last one now. It follows the box's width and the theme.
+  function timePlot(label, unit, names) {
+    const box = el('div', { class: 'plot', role: 'img', 'aria-label': label });
+    let chart = null, last = null;
+    const make = () => {
+      const fg = css('--muted'), line = css('--line');
+      const axis = { stroke: fg, grid: { stroke: line, width: 1 }, ticks: { stroke: line, width: 1 }, font: '11px system-ui, sans-serif' };
+      const colors = [css('--accent'), css('--warn'), css('--bad')];
+      chart = new uPlot({
+        width: Math.max(160, box.clientWidth), height: 150, cursor: { drag: { x: false, y: false } },
+        scales: { x: { time: true }, y: { range: (u, lo, hi) => [0, Math.max(1, Math.ceil((hi || 0) * 1.2))] } },
+        axes: [axis, { ...axis, label: unit, labelFont: '11px system-ui, sans-serif', size: 48, labelSize: 14 }],
+        series: [{ label: 'time', value: '{HH}:{mm}:{ss}' }, ...names.map((n, i) => ({ label: n, stroke: colors[i % colors.length], width: 1.5, value: (u, v) => v == null ? '–' : String(Math.round(v * 100) / 100) }))],
+      }, last, box);
+    };
+    const update = (series) => {
+      const n = series[0].length;
+      const now = Math.floor(Date.now() / 1000);
+      last = [Array.from({ length: n }, (_, i) => now - n + 1 + i), ...series];
+      if (!box.isConnected) return;
+      if (!chart) make(); else chart.setData(last);
+    };
+    const redraw = () => { if (chart) { chart.destroy(); chart = null; } if (last && box.isConnected) make(); };
+    const resize = new ResizeObserver(() => { if (chart && Math.abs(chart.width - box.clientWidth) > 2) chart.setSize({ width: Math.max(160, box.clientWidth), height: 150 }); });
+    resize.observe(box);
+    document.addEventListener('mcpdev-theme', redraw);
+    cleanup.push(() => { resize.disconnect(); document.removeEventListener('mcpdev-theme', redraw); if (chart) chart.destroy(); });
+    return { box, update };
+  }
 
   async function request(method, path, body) {
     const headers = { accept: 'application/json' };
@@ -87,10 +127,10 @@
   const listState = { q: '', state: '', offset: 0, limit: 50 };
 
   function devicesPage(main) {
-    const search = el('input', { type: 'search', id: 'q', placeholder: 'id, alias, transport, state', 'aria-label': 'Search devices' });
+    const search = el('input', { type: 'search', id: 'q', placeholder: 'Search devices', title: 'Matches the Device-Id, alias, transport or state', 'aria-label': 'Search devices by Device-Id, alias, transport or state' });
     search.value = listState.q;
     const state = el('select', { id: 'state-filter', 'aria-label': 'Filter by state' },
-      ['', 'ready', 'initializing', 'listing', 'awaiting_hello'].map((s) => el('option', { value: s, text: s || 'every state' })));
+      ['', 'ready', 'initializing', 'listing', 'awaiting_hello'].map((s) => el('option', { value: s, text: s ? words(s) : 'every state' })));
     state.value = listState.state;
     const prev = el('button', { type: 'button', text: '← Previous' });
     const next = el('button', { type: 'button', text: 'Next →' });
@@ -98,8 +138,8 @@
     const body = el('tbody', { id: 'device-rows' });
     const table = el('table', { 'aria-label': 'Connected devices' },
       el('thead', {}, el('tr', {}, ['Device', 'Alias', 'Transport', 'State', 'Tools', 'Connected', 'Address', 'Calls', 'Errors', 'p50', 'p99', 'Latency']
-        .map((h, i) => el('th', { scope: 'col', class: i >= 7 && i <= 10 ? 'num' : undefined, text: h })))), body);
-    main.replaceChildren(el('h1', { text: 'Devices' }), el('div', { class: 'toolbar' }, search, state, prev, next, count), table);
+        .map((h, i) => el('th', { scope: 'col', class: i >= 7 && i <= 10 ? 'num' : i === 11 ? 'spark-col' : undefined, text: h })))), body);
+    main.replaceChildren(el('h1', { text: 'Devices' }), el('div', { class: 'toolbar' }, search, state, prev, next, count), el('div', { class: 'table-wrap' }, table));
     let refresh = () => {};
     search.addEventListener('input', () => { listState.q = search.value; listState.offset = 0; refresh(); });
     state.addEventListener('change', () => { listState.state = state.value; listState.offset = 0; refresh(); });
@@ -119,7 +159,7 @@
         el('td', {}, el('a', { href: '#/device/' + encodeURIComponent(d.id), text: d.id })),
         el('td', { text: d.alias || '' }),
         el('td', { text: d.transport }),
-        el('td', { class: 'state-' + d.state, text: d.state, title: d.onboarding_error || undefined }),
+        el('td', { class: 'state-' + d.state, text: words(d.state), title: d.onboarding_error || undefined }),
         el('td', { class: 'num', text: d.tools }),
         el('td', {}, since(d.connected_at_ms)),
         el('td', { text: d.remote || '' }),
@@ -127,7 +167,7 @@
         el('td', { class: 'num' + (d.calls.errors ? ' bad' : ''), text: d.calls.errors }),
         el('td', { class: 'num', text: d.calls.p50_ms == null ? '' : '≤' + d.calls.p50_ms + ' ms' }),
         el('td', { class: 'num', text: d.calls.p99_ms == null ? '' : '≤' + d.calls.p99_ms + ' ms' }),
-        el('td', {}, spark(d.calls.recent_ms)))));
+        el('td', { class: 'spark-col' }, spark(d.calls.recent_ms)))));
       document.body.dataset.rendered = 'devices';
     };
     every(1000, () => refresh());
@@ -145,7 +185,7 @@
     const fid = 'tool-' + Math.random().toString(36).slice(2);
     const fields = [];
     const form = el('form', { class: 'tool', novalidate: true, 'data-tool': tool.name, 'aria-labelledby': fid + '-name' });
-    form.append(el('h3', { id: fid + '-name' }, el('code', { text: tool.name })));
+    form.append(el('h3', { id: fid + '-name' }, el('code', { text: tool.name }), userOnly(tool) ? [' ', userOnlyTag()] : null));
     if (tool.description) form.append(el('p', { class: 'muted', text: tool.description }));
     for (const [name, prop] of Object.entries(props)) {
       const id = `${fid}-${fields.length}`;
@@ -218,6 +258,40 @@
       } finally { submit.disabled = false; }
     });
     return form;
+  }
+
+  // The device's tools as a list with a search, and the form of the one chosen (as the MCP
+  // Inspector shows them): a device with many tools keeps the traffic pane in reach.
+  function toolsPanel(deviceId, tools, warning) {
+    const search = el('input', { type: 'search', id: 'tool-search', placeholder: 'Search tools', 'aria-label': 'Search tools by name or description' });
+    const list = el('ul', { class: 'tool-list', id: 'tool-list', 'aria-label': 'Tools' });
+    const shown = el('span', { class: 'muted', id: 'tool-count' });
+    const formBox = el('div', { class: 'tool-form', id: 'tool-form' });
+    let chosen = tools.length ? tools[0].name : null;
+    const draw = () => {
+      const q = search.value.trim().toLowerCase();
+      const hits = tools.filter((t) => !q || t.name.toLowerCase().includes(q) || String(t.description || '').toLowerCase().includes(q));
+      shown.textContent = q ? `${hits.length} of ${tools.length}` : '';
+      list.replaceChildren(...hits.map((t) => {
+        const b = el('button', { type: 'button', class: 'tool-item', 'data-tool': t.name, 'aria-pressed': String(t.name === chosen), title: t.description || undefined },
+          el('code', { text: t.name }), userOnly(t) ? userOnlyTag() : null);
+        b.addEventListener('click', () => { chosen = t.name; draw(); const f = formBox.querySelector('input, select, textarea, button'); if (f) f.focus(); });
+        return el('li', {}, b);
+      }));
+      if (!hits.length) list.append(el('li', { class: 'muted', text: 'No tool matches.' }));
+      const tool = tools.find((t) => t.name === chosen);
+      if (formBox.dataset.tool !== chosen) {
+        formBox.dataset.tool = chosen || '';
+        formBox.replaceChildren(tool ? toolForm(deviceId, tool) : el('p', { class: 'muted', text: 'This device offers no tools.' }));
+      }
+    };
+    search.addEventListener('input', draw);
+    draw();
+    const users = tools.filter(userOnly).length;
+    return el('section', { class: 'panel', 'aria-labelledby': 'tools-h' },
+      el('h2', { id: 'tools-h', text: `Tools (${tools.length}${users ? `, ${users} user-only` : ''})` }),
+      warning ? el('p', { class: 'bad', text: warning }) : '',
+      el('div', { class: 'tools-layout' }, el('div', { class: 'tool-nav' }, el('div', { class: 'toolbar' }, search, shown), list), formBox));
   }
 
   const IMAGE = /^image\/(png|jpeg|gif|webp)$/;
@@ -355,8 +429,7 @@
         el('section', { class: 'panel', 'aria-labelledby': 'ob-h' }, el('h2', { id: 'ob-h', text: 'Onboarding' }),
           el('p', { text: `attempt ${info.onboarding.attempt} of ${info.onboarding.max_attempts}${info.onboarding.failed ? ', failed' : ''}${info.onboarding.last_error ? ': ' + info.onboarding.last_error : ''}` }),
           timeline)),
-      el('section', { class: 'panel', 'aria-labelledby': 'tools-h' }, el('h2', { id: 'tools-h', text: `Tools (${tools.length})` }),
-        info.tools_warning ? el('p', { class: 'bad', text: info.tools_warning }) : '', tools.map((t) => toolForm(info.device_id, t))),
+      toolsPanel(info.device_id, tools, info.tools_warning),
       trafficPane(info.device_id, info),
       checkPane(info.device_id));
     document.body.dataset.rendered = 'device';
@@ -378,17 +451,56 @@
     items.forEach((it) => Object.keys(it || {}).forEach((k) => { if (!SECRET.test(k)) keys.add(k); }));
     return [...PREFERRED.filter((k) => keys.has(k)), ...[...keys].filter((k) => !PREFERRED.includes(k))];
   };
+  // Column names people read; a field added later gets its name with the underscores and the
+  // unit suffix taken off.
+  const LABELS = { code: 'Code', device_id: 'Device', remote: 'Address', client_id: 'Client-Id', via: 'Asked over', conflicts: 'Conflicts',
+    conflict: 'Conflict', bindings: 'Bindings', since_ms: 'Waiting since', expires_in_ms: 'Code expires', approved_at_ms: 'Approved',
+    device_key: 'Device key', key_hash: 'Device key', reported: 'Reported', board: 'Board', firmware: 'Firmware' };
+  const label = (k) => LABELS[k] || words(k.replace(/_(ms|s)$/, '')).replace(/^./, (c) => c.toUpperCase());
+  const VIA = { ota: 'OTA check-in', websocket: 'WebSocket', gateway: 'a gateway' };
   const cell = (k, v) => {
     if (v === null || v === undefined) return el('td', {});
-    if (/_ms$/.test(k) && typeof v === 'number') return el('td', { class: 'num', text: k === 'expires_in_ms' ? Math.round(v / 1000) + ' s' : new Date(v).toLocaleTimeString() });
+    if (k === 'expires_in_ms' && typeof v === 'number') return el('td', { class: 'num', text: 'in ' + duration(Math.max(0, Math.round(v / 1000))) });
+    if (/_ms$/.test(k) && typeof v === 'number') {
+      const t = new Date(v);
+      const today = t.toDateString() === new Date().toDateString();
+      return el('td', {}, el('time', { datetime: t.toISOString(), title: t.toLocaleString(), text: today ? `${t.toLocaleTimeString()} (${ago(v)})` : t.toLocaleString() }));
+    }
+    if (k === 'via' && typeof v === 'string') return el('td', { text: VIA[v] || v });
+    if (typeof v === 'boolean') return el('td', { text: v ? 'yes' : 'no' });
+    if (Array.isArray(v) && v.every((x) => typeof x === 'string')) return el('td', { class: v.length ? 'bad' : '' }, v.length ? el('ul', { class: 'plain' }, v.map((x) => el('li', { text: x }))) : 'none');
     if (typeof v === 'object') return el('td', { class: Array.isArray(v) && v.length || (!Array.isArray(v) && Object.keys(v).length) ? 'bad' : '' }, pre(v));
     return el('td', { text: String(v) });
   };
-  function tableOf(label, items, action) {
+  function tableOf(name, items, action) {
     const cols = columns(items);
-    return el('table', { 'aria-label': label },
-      el('thead', {}, el('tr', {}, cols.map((c) => el('th', { scope: 'col', text: c })), el('th', { scope: 'col', text: 'Action' }))),
-      el('tbody', {}, items.map((it) => el('tr', { 'data-device': it.device_id, 'data-code': it.code }, cols.map((c) => cell(c, it[c])), el('td', {}, action(it))))));
+    return el('div', { class: 'table-wrap' }, el('table', { 'aria-label': name },
+      el('thead', {}, el('tr', {}, cols.map((c) => el('th', { scope: 'col', 'data-field': c, text: label(c) })), el('th', { scope: 'col', text: 'Action' }))),
+      el('tbody', {}, items.map((it) => el('tr', { 'data-device': it.device_id, 'data-code': it.code }, cols.map((c) => cell(c, it[c])), el('td', {}, action(it)))))));
+  }
+
+  // What an approval did, and what to do next, as `mcpdev devices approve` says it.
+  function approvalOutcome(a) {
+    const id = String(a.device_id || '');
+    const out = el('div', { class: 'panel outcome', 'data-device': id });
+    if (a.replaced) out.append(el('p', { class: 'bad', text: `Re-bound ${id}: replaced ${a.replaced}; its old tokens no longer work.` }));
+    if (a.token) {
+      const url = a.device_url || 'ws://HUB:PORT/xiaozhi/v1/';
+      const how = a.via === 'websocket' ? 'it asked over WebSocket' : 'it was approved by its Device-Id';
+      const copy = el('button', { type: 'button', text: 'Copy token' });
+      copy.addEventListener('click', () => navigator.clipboard && navigator.clipboard.writeText(a.token).then(() => { copy.textContent = 'Copied'; }, () => {}));
+      out.append(el('p', { class: 'state-ready', text: `Approved ${id}. ${how[0].toUpperCase() + how.slice(1)}, so it cannot learn its token from an OTA check-in: give it this token (shown once).` }),
+        el('p', {}, el('code', { id: 'approved-token', class: 'secret', text: a.token }), ' ', copy),
+        el('ul', {},
+          el('li', {}, `Any device: connect to ${url} with the header `, el('code', { text: 'Authorization: Bearer <token>' }), '.'),
+          el('li', {}, 'Stock firmware: its ', el('code', { text: 'websocket.token' }), ' setting; a browser page: the query parameter ', el('code', { text: 'authorization=<token>' }), '.'),
+          el('li', {}, 'A virtual device: ', el('code', { text: `MCPDEV_DEVICE_TOKEN=<token> mcpdev sim --device-id ${id} --url ${url}` }))),
+        el('p', { class: 'muted', text: 'A device that checks in at OTA should be approved by the code it shows instead.' }));
+    } else {
+      const next = a.via === 'gateway' ? 'its gateway\'s next connection for it gets in' : 'its activation poll or next OTA check-in gets its token';
+      out.append(el('p', { class: 'state-ready', text: `Approved ${id}: ${next}. Nothing more to do.` }));
+    }
+    return out;
   }
 
   function admissionPage(main) {
@@ -399,7 +511,9 @@
     const act = async (path, body, what) => {
       try {
         const r = await post(path, body);
-        outcome.replaceChildren(el('p', { class: 'ok', text: what + ':' }), pre(r));
+        if (what === 'Approved') outcome.replaceChildren(approvalOutcome(r));
+        else if (what === 'Denied') outcome.replaceChildren(el('p', { class: 'state-ready', text: `Denied code ${body.code}${r.device_id ? ' of ' + r.device_id : ''}: the device may ask again, with a new code.` }));
+        else outcome.replaceChildren(el('p', { class: 'state-ready', text: `Revoked ${body.device}: ${r.disconnected ? 'it was cut off; ' : ''}its tokens no longer work, and only a new approval lets it in again.` }));
       } catch (e) { outcome.replaceChildren(el('p', { class: 'bad', text: e.message })); }
       refresh();
     };
@@ -436,24 +550,30 @@
 
   // ---- Hub ------------------------------------------------------------------------------
   function hubPage(main) {
-    const box = el('div', {});
-    main.replaceChildren(el('h1', { text: 'Hub' }), box);
+    const top = el('div', { class: 'grid' });
+    const callsText = el('div', {});
+    const onboardText = el('div', {});
+    const callsPlot = timePlot('Calls per second over the last 5 minutes', 'calls/s', ['calls/s']);
+    const onboardPlot = timePlot('Devices onboarded per second over the last 5 minutes', 'devices/s', ['onboarded/s']);
+    const rows = (pairs, bad) => el('table', {}, el('tbody', {}, pairs.map(([k, v]) => el('tr', {}, el('th', { scope: 'row', text: words(k) }), el('td', { class: 'num' + (bad && v ? ' bad' : ''), text: v })))));
+    main.replaceChildren(el('h1', { text: 'Hub' }), top, el('div', { class: 'grid wide' },
+      el('section', { class: 'panel', 'aria-labelledby': 'calls-h' }, el('h2', { id: 'calls-h', text: 'Calls' }), callsText, callsPlot.box),
+      el('section', { class: 'panel', 'aria-labelledby': 'onboard-h' }, el('h2', { id: 'onboard-h', text: 'Onboarding' }), onboardText, onboardPlot.box)));
     every(2000, async () => {
       const h = await get('/dashboard/api/hub');
       const n = h.numbers;
       const sum = (pairs) => pairs.reduce((a, [, v]) => a + v, 0);
-      const perFive = (series) => { const out = []; for (let i = 0; i < series.length; i += 5) out.push(series.slice(i, i + 5).reduce((a, b) => a + b, 0) / 5); return out; };
-      box.replaceChildren(el('div', { class: 'grid' },
+      top.replaceChildren(
         el('section', { class: 'panel' }, el('h2', { text: 'Listeners' }), el('table', {}, el('tbody', {}, h.listeners.map((l) => el('tr', {}, el('th', { scope: 'row', text: l.name }), el('td', {}, el('code', { text: l.addr })), el('td', { text: l.what }))))),
-          el('p', { text: `MQTT: ${h.mqtt ? 'on' : 'off'} · ${h.devices} devices · uptime ${Math.floor(n.uptime_s / 60)} min ${n.uptime_s % 60} s · memory ${bytes(n.resident_bytes)}` })),
-        el('section', { class: 'panel' }, el('h2', { text: 'Caps and use' }), el('table', {}, el('tbody', {}, h.caps.map((c) => el('tr', {}, el('th', { scope: 'row', text: c.name }),
-          el('td', { class: 'num', text: c.used == null ? '' : `${c.used} / ${c.cap}` }), el('td', {}, c.used == null ? el('span', { class: 'muted', text: `cap ${c.cap}` }) : el('meter', { min: 0, max: c.cap, value: c.used }))))))),
-        el('section', { class: 'panel' }, el('h2', { text: 'Calls' }), el('table', {}, el('tbody', {}, n.calls.map(([k, v]) => el('tr', {}, el('th', { scope: 'row', text: k }), el('td', { class: 'num', text: v }))))),
-          el('p', { text: `calls/s over the last 5 minutes (now ${n.calls_per_s[n.calls_per_s.length - 1]}/s, ${sum(n.calls)} in all)` }), spark(perFive(n.calls_per_s), 'plot')),
-        el('section', { class: 'panel' }, el('h2', { text: 'Onboarding' }), el('p', { text: `${n.onboarded} onboarded, ${n.onboarding_retries} retries, ${n.onboarding_failures} failures` }),
-          el('p', { text: 'devices onboarded/s over the last 5 minutes' }), spark(perFive(n.onboarded_per_s), 'plot')),
-        el('section', { class: 'panel' }, el('h2', { text: 'Refusals' }), el('table', {}, el('tbody', {}, n.refusals.map(([k, v]) => el('tr', {}, el('th', { scope: 'row', text: k }), el('td', { class: 'num' + (v ? ' bad' : ''), text: v })))))),
-        el('section', { class: 'panel' }, el('h2', { text: 'Clients' }), el('p', { text: `${n.mcp_sessions} MCP sessions · ${n.broker_clients} broker clients` }))));
+          el('p', { text: `MQTT ${h.mqtt ? 'on' : 'off'} · ${h.devices} devices · up ${duration(n.uptime_s)} · memory ${bytes(n.resident_bytes)}` })),
+        el('section', { class: 'panel' }, el('h2', { text: 'Caps and use' }), el('table', { class: 'caps' }, el('tbody', {}, h.caps.map((c) => el('tr', {}, el('th', { scope: 'row', text: c.name }),
+          el('td', { class: 'num', text: c.used == null ? `cap ${c.cap}` : `${c.used} / ${c.cap}` }), el('td', { class: 'use' }, c.used == null ? '' : el('meter', { min: 0, max: c.cap, value: c.used, title: `${c.used} of ${c.cap}` }))))))),
+        el('section', { class: 'panel' }, el('h2', { text: 'Refusals' }), rows(n.refusals, true)),
+        el('section', { class: 'panel' }, el('h2', { text: 'Clients' }), el('p', { text: `${n.mcp_sessions} MCP sessions · ${n.broker_clients} broker clients` })));
+      callsText.replaceChildren(rows(n.calls, false), el('p', { class: 'muted', text: `${sum(n.calls)} calls in all; now ${n.calls_per_s[n.calls_per_s.length - 1] || 0}/s` }));
+      onboardText.replaceChildren(el('p', { text: `${n.onboarded} onboarded, ${n.onboarding_retries} retries, ${n.onboarding_failures} failures` }));
+      callsPlot.update([n.calls_per_s]);
+      onboardPlot.update([n.onboarded_per_s]);
       document.body.dataset.rendered = 'hub';
     });
   }
@@ -494,6 +614,7 @@
       const next = button.getAttribute('aria-pressed') === 'true' ? 'light' : 'dark';
       try { localStorage.setItem('mcpdev-theme', next); } catch (_) { /* storage off */ }
       apply(next);
+      document.dispatchEvent(new Event('mcpdev-theme'));
     });
   }
 
