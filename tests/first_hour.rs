@@ -219,26 +219,25 @@ async fn a_tool_description_reads_as_lines() {
 /// ample, a warning when it is near for any fleet.
 async fn serve_stderr(nofile: u32) -> String {
     let state = tempfile::tempdir().unwrap();
-    let script = format!("ulimit -n {nofile} && exec \"$0\" serve --json --demo 1 --device-addr 127.0.0.1:0 --host-addr 127.0.0.1:0");
-    let mut child = tokio::process::Command::new("/bin/sh")
-        .args(["-c", &script, env!("CARGO_BIN_EXE_mcpdev")])
-        .env("MCPDEV_STATE_DIR", state.path())
-        .env("MCPDEV_RUNTIME_DIR", state.path())
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let script = format!("ulimit -n {nofile} && exec \"$0\" serve --json --device-addr 127.0.0.1:0 --host-addr 127.0.0.1:0");
+    let mut cmd = tokio::process::Command::new("/bin/sh");
+    cmd.args(["-c", &script, env!("CARGO_BIN_EXE_mcpdev")]).env("MCPDEV_STATE_DIR", state.path()).env("MCPDEV_RUNTIME_DIR", state.path()).env("NO_COLOR", "1");
+    let out = signalled_after_first_line(cmd, "\"listening\"", libc::SIGTERM).await;
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs `cmd`, waits for its first line on stdout (which must contain `expect`), sends it
+/// `signal`, and returns how it ended: with 130, the exit code of a clean stop.
+async fn signalled_after_first_line(mut cmd: tokio::process::Command, expect: &str, signal: i32) -> std::process::Output {
+    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true).spawn().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await.unwrap().unwrap().unwrap();
-    assert!(first.contains("\"listening\""), "{first}");
+    assert!(first.contains(expect), "{first}");
     // SAFETY: a signal to our own child.
-    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGTERM) };
+    unsafe { libc::kill(child.id().unwrap() as i32, signal) };
     let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output()).await.unwrap().unwrap();
-    assert_eq!(out.status.code(), Some(130));
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    assert_eq!(out.status.code(), Some(130), "{out:?}");
+    out
 }
 
 #[tokio::test]
@@ -253,22 +252,8 @@ async fn serve_is_quiet_when_all_is_well_and_ends_by_signal_without_an_error_lin
 #[tokio::test]
 async fn watch_json_ended_by_a_signal_writes_no_error_line() {
     let hub = HubProcess::start(&[], &[]).await;
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"))
-        .args(["watch", "--json"])
-        .env("MCPDEV_HUB", &hub.host_url)
-        .env("MCPDEV_RUNTIME_DIR", &hub.runtime_dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await.unwrap().unwrap().unwrap();
-    assert!(first.contains("\"watching\""), "{first}");
-    // SAFETY: a signal to our own child (Ctrl-C's).
-    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGINT) };
-    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output()).await.unwrap().unwrap();
-    assert_eq!(out.status.code(), Some(130));
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"));
+    cmd.args(["watch", "--json"]).env("MCPDEV_HUB", &hub.host_url).env("MCPDEV_RUNTIME_DIR", &hub.runtime_dir);
+    let out = signalled_after_first_line(cmd, "\"watching\"", libc::SIGINT).await;
     assert_eq!(String::from_utf8_lossy(&out.stderr), "", "no {{\"error\":…}} line after Ctrl-C");
 }
