@@ -119,7 +119,7 @@ async fn a_taken_device_id_is_refused_with_advice_that_breaks_no_other_device() 
     let owner = start_sim(&["--url", &hub.device_url, "--device-id", REAL], &with_token).await;
     ready(&hub, REAL).await;
     let out = run(&["sim", "--url", &hub.device_url, "--device-id", REAL], &env).await;
-    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(out.code, 3, "refused for want of its credential: {out:?}");
     assert!(out.stderr.contains("belongs to a device connected to this hub") && out.stderr.contains("--device-id"), "{out:?}");
     assert_eq!(mcpdev(&hub, &["hello", "-d", REAL]).await.code, 0, "the connected device stays");
     drop(owner.child);

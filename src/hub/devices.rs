@@ -70,7 +70,9 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
         hub.admission.log_refusal(Some(remote.ip()), &format!("device {}", identity.device_id), &why);
         let status = match why {
             super::admission::Refusal::Busy { .. } => StatusCode::TOO_MANY_REQUESTS,
-            super::admission::Refusal::Taken { .. } => StatusCode::CONFLICT,
+            // One of the hub's own devices: another device's id to take (a sim moves on). A
+            // device connected with its token: still a missing credential, with that advice.
+            super::admission::Refusal::Taken { resident: true, .. } => StatusCode::CONFLICT,
             _ => StatusCode::UNAUTHORIZED,
         };
         crate::metrics::refused(crate::metrics::Refused::NotAdmitted);
