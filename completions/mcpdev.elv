@@ -71,6 +71,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --mqtt 'Serve MQTT devices: `embedded` runs a broker in this process; or a broker URL (mqtt://[user@]host[:port], mqtts://…; a password in MCPDEV_MQTT_PASSWORD)'
             cand --mqtt-listen 'Where the embedded broker listens'
             cand --mqtt-group 'Shared-subscription group: hubs on one broker with the same group share the devices'
+            cand --hub-name 'This hub''s name in a cluster, shown by `devices` (column `hub`) instead of its id: up to 32 letters, digits, `.`, `-` and `_` (needs --mqtt: a hub without a broker has no cluster)'
             cand --mqtt-max-payload 'Largest MQTT message to or from a device, in bytes; larger ones are refused'
             cand --mqtt-hooks 'EMQX 5: serve its HTTP authentication and authorization hooks here (/mqtt/authn, /mqtt/authz), so that EMQX asks the hub; the secret EMQX sends is in MCPDEV_MQTT_HOOK_SECRET(_FILE)'
             cand --mqtt-device-endpoint '`mqtt.endpoint` handed to devices by OTA (default: the broker''s address as devices reach it)'
@@ -365,7 +366,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         }
         &'mcpdev;sim'= {
             cand --url 'The backend''s WebSocket URL [default: ws://127.0.0.1:PORT/xiaozhi/v1/, PORT from MCPDEV_DEVICE_ADDR as `serve` reads it, else 8000]'
-            cand --device-id 'Device-Id (MAC) of the first device; further devices count up from it [default: 02:00:00:00:00:01, or the next free one: another `sim` here, or a device the hub has (`serve --demo`''s), moves it on; the id taken is printed]'
+            cand --device-id 'Device-Id (MAC) of the first device; further devices count up from it [default: 02:00:00:00:00:01, or the next free one: another `sim` here, or a device the hub has (`serve --demo`''s), moves it on; the id taken is printed]. With --replay: replay under this id (with a Client-Id of its own), beside the recorded device, instead of as it'
             cand --count 'How many virtual devices to run in this process'
             cand --token 'Device token, sent as `Authorization: Bearer <token>` (prefer the environment variable)'
             cand --extra-tools 'Extra generated tools per device, to exercise paging'
@@ -374,7 +375,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --source-addr 'Connect from these local addresses, the devices spread over them in turn (e.g. 127.0.0.2,127.0.0.3): one source address reaches a hub through about 28,000 ports at most'
             cand --mqtt 'Connect over MQTT through this broker instead of WebSocket (mqtt://host:1883)'
             cand --ota 'Bootstrap like a stock device: POST the system info to this OTA URL, then connect over what the answer says (MQTT if it has an mqtt section, else WebSocket)'
-            cand --replay 'Play back a session recorded with `watch --record FILE`: one device with the recorded identity and hello, answering each request with the recorded reply'
+            cand --replay 'Play back a session recorded with `watch --record FILE`: one device with the recorded identity and hello, answering each request with the recorded reply (--count, --extra-tools, --profile, --protocol-version, --mqtt, --ota and --source-addr do not apply to it and are refused)'
             cand --color 'When to use colour (NO_COLOR is honoured under auto)'
             cand --replay-timing 'With --replay: answer after the recorded latencies'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
