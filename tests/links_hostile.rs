@@ -365,14 +365,14 @@ impl Drop for Permit {
 
 /// Serves one raw socket with a link that wants a hello within 300 ms; returns the link's
 /// events, the permit's drop signal and the client's socket.
-async fn link_with_hello_timeout() -> (tokio::sync::broadcast::Receiver<std::sync::Arc<mcpdev::links::DeviceEvent>>, tokio::sync::oneshot::Receiver<()>, Ws, mcpdev::links::DeviceHandle) {
+async fn link_with_hello_timeout() -> (mcpdev::links::ring::Receiver, tokio::sync::oneshot::Receiver<()>, Ws, mcpdev::links::DeviceHandle) {
     use mcpdev::links::handle::{LinkSetup, Tracing};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("ws://{}/xiaozhi/v1/", listener.local_addr().unwrap());
     let client = tokio::spawn(async move { tokio_tungstenite::connect_async(url).await.unwrap().0 });
     let (tcp, _) = listener.accept().await.unwrap();
     let server = mcpdev::links::upgrade::accept_one(tcp, |_| Ok(())).await.unwrap().0;
-    let (events, rx) = tokio::sync::broadcast::channel(64);
+    let (events, rx) = mcpdev::links::ring::channel(64, 1 << 20);
     let (dropped_tx, dropped) = tokio::sync::oneshot::channel();
     let identity = mcpdev::wire::identity::Identity { device_id: "02:00:00:00:10:01".into(), client_id: None, token: None, protocol_version: 1 };
     let session = mcpdev::session::SessionConfig::new("s", mcpdev::links::websocket::server_hello("s"));
@@ -390,7 +390,7 @@ async fn link_with_hello_timeout() -> (tokio::sync::broadcast::Receiver<std::syn
     (rx, dropped, client.await.unwrap(), handle)
 }
 
-async fn disconnect_reason(events: &mut tokio::sync::broadcast::Receiver<std::sync::Arc<mcpdev::links::DeviceEvent>>) -> String {
+async fn disconnect_reason(events: &mut mcpdev::links::ring::Receiver) -> String {
     tokio::time::timeout(Duration::from_secs(10), async {
         loop {
             let ev = serde_json::to_value(events.recv().await.unwrap()).unwrap();
@@ -447,7 +447,7 @@ async fn a_waiter_finds_a_device_that_was_ready_before_it_was_registered() {
     let (tcp, _) = listener.accept().await.unwrap();
     let server = mcpdev::links::upgrade::accept_one(tcp, |_| Ok(())).await.unwrap().0;
     // The link's events go to a channel of its own: the registry hears nothing from this device.
-    let (events, mut heard) = tokio::sync::broadcast::channel(64);
+    let (events, mut heard) = mcpdev::links::ring::channel(64, 1 << 20);
     let identity = mcpdev::wire::identity::Identity { device_id: DEV.into(), client_id: None, token: None, protocol_version: 1 };
     let session = mcpdev::session::SessionConfig::new("s", mcpdev::links::websocket::server_hello("s"));
     let setup = LinkSetup { identity, session, events, tracing: std::sync::Arc::new(Tracing::default()), generation: 1, remote: None, until_hello: None, hello_timeout: None };
