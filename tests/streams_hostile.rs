@@ -20,7 +20,7 @@ use common::HubProcess;
 use common::fake_device::{FakeDevice, tool};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -31,7 +31,7 @@ const DEADLINE: Duration = Duration::from_secs(60);
 fn token(hub: &HubProcess) -> String {
     let port = hub.host_url.rsplit(':').next().unwrap();
     let bytes = std::fs::read(PathBuf::from(&hub.runtime_dir).join(format!("control-{port}.token"))).unwrap();
-    mcpdev::links::control_token::token_of(&bytes).unwrap().to_string()
+    mcpdev::links::control_token::token_of(&bytes)
 }
 
 /// A connection to the host listener that reads slowly: a small receive buffer, so the hub's
@@ -57,6 +57,7 @@ fn sample(text: &str, name: &str) -> f64 {
 async fn read_sse_until(tcp: &mut TcpStream, mut want: impl FnMut(&str, &str) -> bool) {
     let mut buf = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
+    let mut seen = std::collections::BTreeMap::<String, usize>::new();
     tokio::time::timeout(DEADLINE, async {
         loop {
             let n = tcp.read(&mut chunk).await.unwrap();
@@ -67,6 +68,7 @@ async fn read_sse_until(tcp: &mut TcpStream, mut want: impl FnMut(&str, &str) ->
                 buf.drain(..end + 2);
                 let name = block.lines().find_map(|l| l.strip_prefix("event:")).map(str::trim).unwrap_or_default().to_string();
                 let data: String = block.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim_start).collect();
+                *seen.entry(name.clone()).or_default() += 1;
                 if want(&name, &data) {
                     return;
                 }
@@ -74,7 +76,7 @@ async fn read_sse_until(tcp: &mut TcpStream, mut want: impl FnMut(&str, &str) ->
         }
     })
     .await
-    .expect("the awaited event in time");
+    .unwrap_or_else(|_| panic!("the awaited event in time; seen so far: {seen:?}"));
 }
 
 #[tokio::test]
@@ -114,7 +116,9 @@ async fn a_slow_reader_of_every_stream_never_makes_the_hub_hold_a_devices_megaby
     // frames, then it answers a call, which tells the test the hub has read everything before.
     let sid = device.session_id.clone();
     let small = json!({"session_id": sid, "type": "mcp", "payload": {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "tick"}}}).to_string();
-    for _ in 0..(mcpdev::hub::registry::EVENT_RING / 2 + 1000) {
+    // Each frame is two events (its traffic and the notification); the readers' kernel buffers
+    // take a few MiB before they stall, so twice the ring's slots are sure to overflow it.
+    for _ in 0..(mcpdev::hub::registry::EVENT_RING * 2) {
         device.ws.feed(Message::text(small.clone())).await.unwrap();
     }
     let big_data = "m".repeat((1 << 20) - 200);
@@ -124,10 +128,22 @@ async fn a_slow_reader_of_every_stream_never_makes_the_hub_hold_a_devices_megaby
         device.ws.feed(Message::text(big.clone())).await.unwrap();
     }
     device.ws.flush().await.unwrap();
-    let call = common::mcpdev(&hub, &["call", "t", "n=1", "-d", DEV, "--json"]);
-    let request = device.recv_request("tools/call").await;
+    let call = tokio::spawn(common::mcpdev(&hub, &["call", "t", "n=1", "-d", DEV, "--json"]));
+    // The hub reads the flood first (a debug build on a shared machine may take a while).
+    let request = tokio::time::timeout(DEADLINE, async {
+        loop {
+            let Some(Ok(Message::Text(t))) = device.ws.next().await else { panic!("the device's link ended") };
+            let v: Value = serde_json::from_str(&t).unwrap();
+            if v["payload"]["method"] == "tools/call" {
+                return v["payload"].clone();
+            }
+        }
+    })
+    .await
+    .expect("the call reaches the device after its flood");
     device.reply(&request["id"], json!({"content": [{"type": "text", "text": "done"}]})).await;
-    assert_eq!(call.await.code, 0);
+    let call = call.await.unwrap();
+    assert_eq!(call.code, 0, "{call:?}");
 
     // The ring never held more than its bound, whatever the readers did.
     let text = metrics(&hub).await;
@@ -215,7 +231,8 @@ fn summed_up(log: &str, device: &str) -> Option<u64> {
 async fn a_device_reconnecting_in_a_loop_is_summed_up_not_logged_line_by_line() {
     const LOOP: usize = 120;
     const LOOPER: &str = "02:00:00:00:31:02";
-    let mut hub = HubProcess::start_capturing(&[], &[]).await;
+    // `-v`: connect lines are at info.
+    let mut hub = HubProcess::start_capturing(&["-v"], &[]).await;
     let started = Instant::now();
     for _ in 0..LOOP {
         connect_and_leave(&hub.device_url, LOOPER).await;
