@@ -216,7 +216,9 @@ fn what(kind: Kind, n: u64) -> String {
         Kind::Connect => format!("connected {n} more times"),
         Kind::Disconnect => format!("disconnected {n} more times"),
         Kind::Onboarding => format!("{n} more onboarding lines"),
-        other => format!("{n} more {} lines", other.as_str()),
+        Kind::Device => format!("{n} more warnings about what it sent (malformed frames, too many requests, caps)"),
+        Kind::Refusal => format!("{n} more refusals"),
+        Kind::Event => format!("{n} more events"),
     }
 }
 
