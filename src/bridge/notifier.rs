@@ -15,8 +15,8 @@
 //! - **Ended sessions** are dropped from the tables on every fan-out and whenever the table has
 //!   doubled since the last sweep; a device's kept notifications go when it disconnects.
 //! - **Kept notifications are bounded in bytes**: [`RECENT`] per device, at most
-//!   [`RECENT_BYTES`] (their JSON) in all; the oldest go first, this device's, then any
-//!   other's. A notification over [`crate::session::VIEW_MAX_BYTES`] is kept as its size and a
+//!   [`RECENT_BYTES`] (their JSON) in all; the oldest go first, the sending device's, then
+//!   any other's. A notification over [`crate::session::VIEW_MAX_BYTES`] is kept as its size and a
 //!   preview (cut by the session).
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -377,7 +377,7 @@ mod tests {
     use super::*;
 
     /// The attacker: devices that send big notifications as fast as they can. What the resources
-    /// keep stays under its byte bound, and each device keeps its newest.
+    /// keep stays under its byte bound, and the newest is kept.
     #[test]
     fn kept_notifications_stay_under_their_byte_bound() {
         let mut r = Recent::default();
@@ -387,8 +387,8 @@ mod tests {
             assert!(r.bytes <= RECENT_BYTES, "{}", r.bytes);
         }
         assert_eq!(r.bytes, r.by_device.values().flatten().map(|(_, w)| w).sum::<usize>());
-        assert!(!r.by_device["dev-299"].is_empty());
-        r.forget("dev-299");
+        assert!(!r.by_device["dev-199"].is_empty(), "the newest notification is kept");
+        r.forget("dev-199");
         assert_eq!(r.bytes, r.by_device.values().flatten().map(|(_, w)| w).sum::<usize>());
     }
 
