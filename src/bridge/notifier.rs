@@ -14,6 +14,10 @@
 //! - **Subscriptions** are kept per session, each URI once, at most [`MAX_SUBSCRIPTIONS`].
 //! - **Ended sessions** are dropped from the tables on every fan-out and whenever the table has
 //!   doubled since the last sweep; a device's kept notifications go when it disconnects.
+//! - **Kept notifications are bounded in bytes**: [`RECENT`] per device, at most
+//!   [`RECENT_BYTES`] (their JSON) in all; the oldest go first, the sending device's, then
+//!   any other's. A notification over [`crate::session::VIEW_MAX_BYTES`] is kept as its size and a
+//!   preview (cut by the session).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -31,6 +35,8 @@ use crate::session::Event;
 
 /// How many device notifications each device's resource keeps.
 const RECENT: usize = 50;
+/// Bytes of notifications (their JSON) the resources keep in all.
+pub const RECENT_BYTES: usize = 8 << 20;
 /// `list_changed` goes out at most this often.
 pub const FANOUT_EVERY: Duration = Duration::from_secs(1);
 /// Resource URIs one session's mailbox holds while a send to it is under way.
@@ -183,7 +189,7 @@ impl Outlets {
 #[derive(Default)]
 pub struct Notifier {
     outlets: Mutex<Outlets>,
-    recent: Mutex<HashMap<String, VecDeque<Value>>>,
+    recent: Mutex<Recent>,
     next_listener: std::sync::atomic::AtomicU64,
     /// How many `list_changed` fan-outs went out (for tests).
     fanouts: std::sync::atomic::AtomicU64,
@@ -239,7 +245,7 @@ impl Notifier {
 
     /// The device notifications kept for a device's resource.
     pub fn recent(&self, device_id: &str) -> Vec<Value> {
-        lock(&self.recent).get(device_id).map(|q| q.iter().cloned().collect()).unwrap_or_default()
+        lock(&self.recent).by_device.get(device_id).map(|q| q.iter().map(|(v, _)| v.clone()).collect()).unwrap_or_default()
     }
 
     /// How many `list_changed` fan-outs went out so far.
@@ -283,7 +289,7 @@ impl Notifier {
                 match &ev.event {
                     LinkEvent::Session(Event::Ready { .. } | Event::ToolsChanged { .. }) | LinkEvent::Link(Lifecycle::Disconnected { .. }) => {
                         if matches!(&ev.event, LinkEvent::Link(Lifecycle::Disconnected { .. })) {
-                            lock(&me.recent).remove(&*ev.device_id);
+                            lock(&me.recent).forget(&ev.device_id);
                         }
                         changed.insert(ev.device_id.to_string());
                         if fanout_at.is_none() {
@@ -316,14 +322,8 @@ impl Notifier {
     }
 
     fn device_notification(&self, device_id: &str, method: String, params: Value) {
-        {
-            let mut recent = lock(&self.recent);
-            let q = recent.entry(device_id.to_string()).or_default();
-            if q.len() == RECENT {
-                q.pop_front();
-            }
-            q.push_back(serde_json::json!({"method": method, "params": params, "received_at": humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()}));
-        }
+        let kept = serde_json::json!({"method": method, "params": params, "received_at": humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()});
+        lock(&self.recent).keep(device_id, kept);
         let uri = super::notifications_uri(device_id);
         let concerned: Vec<Arc<Outlet>> = lock(&self.outlets)
             .by_key
@@ -337,9 +337,60 @@ impl Notifier {
     }
 }
 
+/// The notifications kept for the devices' resources, and their bytes.
+#[derive(Default)]
+struct Recent {
+    by_device: HashMap<String, VecDeque<(Value, usize)>>,
+    bytes: usize,
+}
+
+impl Recent {
+    fn keep(&mut self, device_id: &str, kept: Value) {
+        let weight = kept.to_string().len();
+        let q = self.by_device.entry(device_id.to_string()).or_default();
+        q.push_back((kept, weight));
+        self.bytes += weight;
+        let mut over = q.len().saturating_sub(RECENT);
+        while over > 0 || (self.bytes > RECENT_BYTES && q.len() > 1) {
+            let Some((_, w)) = q.pop_front() else { break };
+            self.bytes -= w;
+            over = over.saturating_sub(1);
+        }
+        // Still over: the oldest of other devices go (any order; each device keeps its newest).
+        while self.bytes > RECENT_BYTES {
+            let Some(other) = self.by_device.iter_mut().find(|(k, q)| k.as_str() != device_id && !q.is_empty()).map(|(_, q)| q) else { break };
+            if let Some((_, w)) = other.pop_front() {
+                self.bytes -= w;
+            }
+        }
+    }
+
+    fn forget(&mut self, device_id: &str) {
+        if let Some(q) = self.by_device.remove(device_id) {
+            self.bytes -= q.iter().map(|(_, w)| w).sum::<usize>();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The attacker: devices that send big notifications as fast as they can. What the resources
+    /// keep stays under its byte bound, and the newest is kept.
+    #[test]
+    fn kept_notifications_stay_under_their_byte_bound() {
+        let mut r = Recent::default();
+        let big = serde_json::json!({"preview": "z".repeat(60_000)});
+        for i in 0..2_000 {
+            r.keep(&format!("dev-{}", i % 300), big.clone());
+            assert!(r.bytes <= RECENT_BYTES, "{}", r.bytes);
+        }
+        assert_eq!(r.bytes, r.by_device.values().flatten().map(|(_, w)| w).sum::<usize>());
+        assert!(!r.by_device["dev-199"].is_empty(), "the newest notification is kept");
+        r.forget("dev-199");
+        assert_eq!(r.bytes, r.by_device.values().flatten().map(|(_, w)| w).sum::<usize>());
+    }
 
     #[test]
     fn a_mailbox_coalesces_and_stays_bounded() {

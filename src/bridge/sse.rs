@@ -20,6 +20,9 @@ use tokio_util::sync::PollSender;
 use super::Bridge;
 use crate::links::upgrade::plain;
 
+/// Messages one SSE session queues for a client that has not read them yet.
+pub const OUT_QUEUE: usize = 4;
+
 /// The open SSE sessions: session id -> where its POSTed messages go.
 #[derive(Default)]
 pub struct SseSessions {
@@ -39,7 +42,9 @@ impl Drop for Unregister {
 pub fn open(sessions: &Arc<SseSessions>, bridge: Bridge, messages_path: &str) -> Response<Body> {
     let id = uuid::Uuid::new_v4().simple().to_string();
     let (in_tx, in_rx) = mpsc::channel::<ClientJsonRpcMessage>(64);
-    let (out_tx, out_rx) = mpsc::channel(64);
+    // What waits for a client that reads its stream slowly: at most OUT_QUEUE messages (each at
+    // most a device's frame cap), then the session waits for it (and so do its POSTs).
+    let (out_tx, out_rx) = mpsc::channel(OUT_QUEUE);
     sessions.inbound.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id.clone(), in_tx);
     tokio::spawn(async move {
         match bridge.serve((PollSender::new(out_tx), ReceiverStream::new(in_rx))).await {

@@ -112,29 +112,82 @@ fn reported(event: &str) -> bool {
     matches!(event, "connected" | "ready" | "tools_changed" | "disconnected" | "warning") || event.contains("fail") || event.starts_with("onboarding")
 }
 
+/// Lifecycle events one device may put in the event log per [`crate::metrics::log_limit::WINDOW`];
+/// the rest are summed up in one `suppressed` event.
+pub const EVENTS_PER_WINDOW: u32 = 10;
+
+/// What the event log held back of one device in a window: how many of each event, and the last.
+#[derive(Debug, Default)]
+struct Tally {
+    counts: Vec<(&'static str, u64)>,
+    last: &'static str,
+}
+
+impl Tally {
+    fn add(&mut self, name: &'static str) {
+        match self.counts.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, c)) => *c += 1,
+            None => self.counts.push((name, 1)),
+        }
+        self.last = name;
+    }
+}
+
+type EventLimiter = crate::metrics::log_limit::Limiter<std::sync::Arc<str>, Tally>;
+
+/// The `suppressed` event that sums up what a device (or, with no `device_id`, the devices beyond
+/// those followed one by one) did in a window beyond [`EVENTS_PER_WINDOW`]: `count` events,
+/// `counts` by event, and `last`, the last of them (so a script that follows a device's state
+/// knows it after a loop: `connected` or `disconnected`).
+fn suppressed(h: &crate::metrics::log_limit::Held<std::sync::Arc<str>, Tally>) -> Value {
+    let counts: serde_json::Map<String, Value> = h.tally.counts.iter().map(|(n, c)| ((*n).to_string(), Value::from(*c))).collect();
+    serde_json::json!({"device_id": h.key.as_deref(), "event": "suppressed", "count": h.count, "counts": counts, "last": h.tally.last, "window_s": h.over.as_secs().max(1)})
+}
+
 /// Reports device lifecycle events until the hub's event channel closes: NDJSON on stdout with
 /// `--json` (after the `listening` line), else one line each on stderr; nothing with `-q`.
 ///
 /// The log is written from a thread of its own: a reader that stops reading the hub's stdout
 /// blocks that thread only, never a runtime worker, and the events it misses meanwhile are
-/// reported as one `lagged` line when it reads again.
+/// reported as one `lagged` line when it reads again. A device may put at most
+/// [`EVENTS_PER_WINDOW`] events in it per window; the rest are summed up in one `suppressed`
+/// line once the window is over (never silently lost), and counted in `/metrics`.
 pub fn spawn_event_log(hub: std::sync::Arc<Hub>, json: bool, quiet: bool, color: bool) {
     if quiet {
         return;
     }
     let events = hub.registry.events.subscribe();
-    let spawned = std::thread::Builder::new().name("mcpdev-event-log".into()).spawn(move || write_event_log(events, json, color));
+    let spawned = std::thread::Builder::new().name("mcpdev-event-log".into()).spawn(move || {
+        // A runtime of the thread's own, for its one timer (the summaries are due even when no
+        // event comes).
+        match tokio::runtime::Builder::new_current_thread().enable_time().build() {
+            Ok(rt) => rt.block_on(write_event_log(events, json, color)),
+            Err(e) => tracing::warn!("cannot start the event log: {e}; device events are not reported"),
+        }
+    });
     if let Err(e) = spawned {
         tracing::warn!("cannot start the event log: {e}; device events are not reported");
     }
 }
 
-fn write_event_log(mut events: tokio::sync::broadcast::Receiver<std::sync::Arc<crate::links::handle::DeviceEvent>>, json: bool, color: bool) {
+async fn write_event_log(mut events: crate::links::ring::Receiver, json: bool, color: bool) {
+    use crate::links::ring::{RecvError, TryRecvError};
     use std::io::Write;
-    use tokio::sync::broadcast::error::{RecvError, TryRecvError};
     // Buffered, and flushed whenever no event is waiting: a fleet coming back at once is written
     // in a few large writes, not a write per event, and a single event is out at once.
     let mut out: Box<dyn Write> = if json { Box::new(std::io::BufWriter::new(std::io::stdout())) } else { Box::new(std::io::BufWriter::new(std::io::stderr())) };
+    let mut limiter = EventLimiter::new(crate::metrics::log_limit::WINDOW, EVENTS_PER_WINDOW, crate::metrics::log_limit::MAX_KEYS);
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let line = |out: &mut Box<dyn Write>, mut v: Value, now: std::time::SystemTime| {
+        if json {
+            v["ts"] = Value::from(humantime::format_rfc3339_millis(now).to_string());
+            writeln!(out, "{v}")
+        } else {
+            super::watch::stamp(&mut v, now);
+            writeln!(out, "{}", super::watch::describe(&v, color))
+        }
+    };
     loop {
         let next = match events.try_recv() {
             Ok(ev) => Ok(ev),
@@ -145,7 +198,18 @@ fn write_event_log(mut events: tokio::sync::broadcast::Receiver<std::sync::Arc<c
                     tracing::debug!("the event log stopped: {e}");
                     return;
                 }
-                events.blocking_recv()
+                tokio::select! {
+                    ev = events.recv() => ev,
+                    _ = tick.tick() => {
+                        let now = std::time::SystemTime::now();
+                        for h in limiter.due(std::time::Instant::now()) {
+                            if line(&mut out, suppressed(&h), now).is_err() {
+                                return;
+                            }
+                        }
+                        continue;
+                    }
+                }
             }
         };
         // Only lifecycle events are reported: the others (a device's notifications, say) are
@@ -153,25 +217,33 @@ fn write_event_log(mut events: tokio::sync::broadcast::Receiver<std::sync::Arc<c
         let now = std::time::SystemTime::now();
         let written = match next {
             Ok(ev) if !reported(ev.event.name()) => continue,
-            // The JSON line is the event as the control API's `watch` sends it, with its time
-            // last, written straight from the event (no JSON tree per event).
-            Ok(ev) if json => match serde_json::to_string(&*ev) {
-                Ok(mut line) if line.ends_with('}') => {
-                    line.pop();
-                    writeln!(out, "{line},\"ts\":\"{}\"}}", humantime::format_rfc3339_millis(now))
-                }
-                _ => continue,
-            },
             Ok(ev) => {
-                let mut v = serde_json::to_value(&*ev).unwrap_or(Value::Null);
-                super::watch::stamp(&mut v, now);
-                writeln!(out, "{}", super::watch::describe(&v, color))
+                let name = ev.event.name();
+                let (log, ended) = limiter.check(&ev.device_id, std::time::Instant::now(), |t| t.add(name));
+                if let Some(h) = ended
+                    && line(&mut out, suppressed(&h), now).is_err()
+                {
+                    return;
+                }
+                if !log {
+                    crate::metrics::log_lines_suppressed(crate::metrics::log_limit::Kind::Event, 1);
+                    continue;
+                }
+                if json {
+                    // The JSON line is the event as the control API's `watch` sends it, with its
+                    // time last, written straight from the event (no JSON tree per event).
+                    match serde_json::to_string(&*ev) {
+                        Ok(mut text) if text.ends_with('}') => {
+                            text.pop();
+                            writeln!(out, "{text},\"ts\":\"{}\"}}", humantime::format_rfc3339_millis(now))
+                        }
+                        _ => continue,
+                    }
+                } else {
+                    line(&mut out, serde_json::to_value(&*ev).unwrap_or(Value::Null), now)
+                }
             }
-            Err(RecvError::Lagged(n)) => {
-                let mut v = serde_json::json!({"event": "lagged", "skipped": n});
-                super::watch::stamp(&mut v, now);
-                if json { writeln!(out, "{v}") } else { writeln!(out, "{}", super::watch::describe(&v, color)) }
-            }
+            Err(RecvError::Lagged(n)) => line(&mut out, serde_json::json!({"event": "lagged", "skipped": n}), now),
             Err(RecvError::Closed) => {
                 let _ = out.flush();
                 return;

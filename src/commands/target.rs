@@ -386,7 +386,7 @@ async fn accept_direct(
     let mut cfg = SessionConfig::new(&session_id, crate::session::ServerHello::WebSocket);
     (cfg.vision_url, cfg.vision_token) = vision.unwrap_or_else(|| ("http://127.0.0.1/mcpdev-no-vision".into(), "none".into()));
     cfg.onboarding_timeout = args.timeout;
-    let (events, mut rx) = tokio::sync::broadcast::channel(256);
+    let (events, mut rx) = crate::links::ring::channel(256, crate::hub::registry::EVENT_RING_BYTES);
     let setup = LinkSetup { identity, session: cfg, events, tracing: Arc::new(Tracing::default()), generation: 1, remote: Some(remote), until_hello: None, hello_timeout: None };
     let handle = websocket::spawn(ws, setup, || {});
     let ready = async {

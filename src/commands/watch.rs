@@ -104,7 +104,11 @@ pub(crate) fn describe(ev: &Value, color: bool) -> String {
         "warning" => format!("warning: {}", s("message")),
         "onboarding_retry" => format!("onboarding step failed ({}); attempt {} of {} in {} ms", s("error"), ev["attempt"], ev["of"], ev["retry_in_ms"]),
         "onboarding_failed" => s("error"),
-        "lagged" => format!("(skipped {} events: the watcher fell behind)", ev["skipped"]),
+        "lagged" => format!("(dropped {} events: the watcher fell behind)", ev["skipped"]),
+        "suppressed" => {
+            let counts = ev["counts"].as_object().map(|m| m.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ")).unwrap_or_default();
+            format!("({} more events not shown in the last {} s: {counts}; the last: {})", ev["count"], ev["window_s"], s("last"))
+        }
         other => format!("{other} {ev}"),
     };
     let style = match event {
@@ -112,7 +116,7 @@ pub(crate) fn describe(ev: &Value, color: bool) -> String {
         "traffic" if ev["direction"] == "in" => Style::new().green(),
         "traffic" => Style::new().blue(),
         "disconnected" | "malformed" | "onboarding_failed" => Style::new().red(),
-        "warning" | "late_reply" | "lagged" | "onboarding_retry" => Style::new().yellow(),
+        "warning" | "late_reply" | "lagged" | "suppressed" | "onboarding_retry" => Style::new().yellow(),
         "connected" | "ready" => Style::new().bold(),
         _ => Style::new(),
     };

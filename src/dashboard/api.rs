@@ -50,6 +50,7 @@ fn ok(value: Value) -> Response {
 /// text format 0.0.4 (what `promtool check metrics` and older scrapers read).
 pub async fn metrics(State(d): State<Arc<Dashboard>>, headers: HeaderMap) -> Response {
     let snapshots = d.hub.registry.snapshots();
+    crate::metrics::set_event_ring(d.hub.registry.events.held_bytes(), d.hub.registry.events.peak());
     let counts = crate::metrics::DeviceCounts::count(snapshots.iter().map(|i| (phase_word(i.phase), i.transport)));
     let text = crate::metrics::exposition(&counts);
     let open_metrics = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("application/openmetrics-text"));
@@ -241,41 +242,36 @@ pub async fn call(State(d): State<Arc<Dashboard>>, Json(body): Json<CallBody>) -
 }
 
 /// `/dashboard/api/traffic?id=`: the device's MCP traffic as server-sent events, for as long as
-/// the page listens.
+/// the page listens. The stream reads the hub's event ring only as fast as the page takes what it
+/// wrote (nothing is queued for it beyond the event being written): a page that falls behind
+/// gets a `lagged` event saying how many events it missed, and never makes the hub hold more
+/// than the ring's bound. A frame over [`crate::session::VIEW_MAX_BYTES`] arrives as its size
+/// and a preview.
 pub async fn traffic(State(d): State<Arc<Dashboard>>, Query(q): Query<DeviceQuery>) -> Response {
     let Ok(permit) = d.streams.clone().try_acquire_owned() else {
         return error(StatusCode::TOO_MANY_REQUESTS, &format!("{MAX_STREAMS} traffic streams are open; close a device page"));
     };
-    let mut events = d.hub.registry.events.subscribe();
+    let events = d.hub.registry.events.subscribe();
     let trace = d.hub.registry.tracing.watch();
     let wanted = q.id;
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<SseEvent, Infallible>>(64);
-    tokio::spawn(async move {
-        let _held = (permit, trace);
-        let _ = tx.send(Ok(SseEvent::default().event("open").data("{}"))).await;
+    let open = futures_util::stream::iter([Ok::<_, Infallible>(SseEvent::default().event("open").data("{}"))]);
+    let frames = futures_util::stream::unfold((events, wanted, (permit, trace)), |(mut events, wanted, held)| async move {
         loop {
-            let ev = tokio::select! {
-                ev = events.recv() => ev,
-                () = tx.closed() => return,
-            };
-            let ev = match ev {
+            let ev = match events.recv().await {
                 Ok(ev) => ev,
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                    let _ = tx.send(Ok(SseEvent::default().event("lagged").data(n.to_string()))).await;
-                    continue;
+                Err(crate::links::ring::RecvError::Lagged(n)) => {
+                    return Some((Ok(SseEvent::default().event("lagged").data(n.to_string())), (events, wanted, held)));
                 }
-                Err(_) => return,
+                Err(_) => return None,
             };
             if *ev.device_id != *wanted || !matches!(ev.event, LinkEvent::Session(Event::Traffic { .. })) {
                 continue;
             }
             let data = serde_json::to_string(&*ev).unwrap_or_default();
-            if tx.send(Ok(SseEvent::default().event("traffic").data(data))).await.is_err() {
-                return;
-            }
+            return Some((Ok(SseEvent::default().event("traffic").data(data)), (events, wanted, held)));
         }
     });
-    Sse::new(tokio_stream::wrappers::ReceiverStream::new(rx)).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))).into_response()
+    Sse::new(futures_util::StreamExt::chain(open, frames)).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))).into_response()
 }
 
 /// `/dashboard/api/check` (POST `{"device"}`): `mcpdev check` on the device through this hub (no

@@ -460,7 +460,9 @@ pub fn raise_fd_limit() -> Option<u64> {
     None
 }
 
-/// A log line a peer can trigger at will, at most once per period, with a count of those skipped.
+/// A log line any peer can trigger at will, at most once per period for all peers together, with
+/// a count of those skipped (also counted in `/metrics` as refusal lines held back, as
+/// [`crate::metrics::log_limit`] counts those it holds back per key).
 #[derive(Debug)]
 pub struct RateLimited {
     start: Instant,
@@ -482,6 +484,7 @@ impl RateLimited {
             return Some(self.skipped.swap(0, Ordering::AcqRel));
         }
         self.skipped.fetch_add(1, Ordering::Relaxed);
+        crate::metrics::log_lines_suppressed(crate::metrics::log_limit::Kind::Refusal, 1);
         None
     }
 }

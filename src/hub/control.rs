@@ -59,6 +59,8 @@ pub const MAX_IN_FLIGHT: usize = 256;
 pub const MAX_REQUEST_BYTES: usize = 1 << 20;
 /// Most devices in one page of `devices`.
 pub const MAX_DEVICES_PAGE: usize = 1000;
+/// Watch events one connection queues for its socket (beyond them, the ring's bound holds).
+pub const WATCH_QUEUE: usize = 16;
 /// Longest the hub waits for a client to take one answer.
 pub const WRITE_DEADLINE: Duration = Duration::from_secs(30);
 
@@ -102,8 +104,12 @@ pub async fn link(State(hub): State<Arc<Hub>>, mut req: Request<Body>) -> Respon
 /// answers and its watches' events to the socket itself (no writer task between them).
 async fn serve(hub: Arc<Hub>, io: upgrade::DeviceSocket) {
     let mut socket = Socket::with_write_deadline(io, WRITE_DEADLINE);
-    // Watches send their events here; the loop takes them when it has room for them.
-    let (tx, mut events) = mpsc::channel::<String>(256);
+    // Watches send their events here; the loop takes them when it has room for them. Short: a
+    // watch that waits here stops reading the hub's event ring, which drops what it cannot keep
+    // and tells the watch how many it missed (a `lagged` event), so a client that reads slowly
+    // makes the hub hold at most this many events (each cut to the viewers' frame size) beyond
+    // the ring's bound and the socket's queue.
+    let (tx, mut events) = mpsc::channel::<String>(WATCH_QUEUE);
     // Requests under way, polled only here; each yields its answer (a finished request leaves
     // at once: nothing is kept per request). Answers, as frames, wait in `outbox` for room in the
     // socket's queue, and no new request or event is taken while one waits, so the outbox holds

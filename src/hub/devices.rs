@@ -97,13 +97,12 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
     response
 }
 
-/// Logs a refused identity (a bad Device-Id, a control character in a Client-Id, …) at most
-/// once every 5 s for the whole device listener, with the count of those not logged: a peer can
-/// send such requests at will. The message names the field, never its raw value.
+/// Logs a refused identity (a bad Device-Id, a control character in a Client-Id, …) through the
+/// hub's one limiter, per address (a peer can send such requests at will; the rest are summed
+/// up). The message names the field, never its raw value.
 pub fn log_identity_refusal(remote: SocketAddr, what: &str, e: &identity::IdentityError) {
-    static LOG: std::sync::LazyLock<super::budget::RateLimited> = std::sync::LazyLock::new(|| super::budget::RateLimited::new(std::time::Duration::from_secs(5)));
-    if let Some(suppressed) = LOG.allow() {
-        warn!(%remote, suppressed, "{what} refused: {e}");
+    if crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Refusal, &remote.ip().to_string()) {
+        warn!(%remote, "{what} refused: {e}");
     }
 }
 
@@ -134,9 +133,14 @@ pub fn attach(hub: Arc<Hub>, ws: upgrade::DeviceSocket, identity: Identity, loca
     };
     let (owner, id) = (hub.clone(), device_id.clone());
     let handle = websocket::spawn(ws, setup, move || owner.registry.remove(&id, generation));
-    info!(device = %device_id, "device connected");
+    let log = crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Connect, &device_id);
+    if log {
+        info!(device = %device_id, "device connected");
+    }
     if let Some(old) = hub.registry.insert(handle.clone()) {
-        info!(device = %device_id, "replacing the previous session of this device");
+        if log {
+            info!(device = %device_id, "replacing the previous session of this device");
+        }
         tokio::spawn(async move { old.close(crate::links::handle::CloseReason::Replaced).await });
     }
     // A link that ended before it was registered found nothing to remove when it ended.

@@ -217,6 +217,7 @@ pub struct BoundHub {
 pub async fn bind(config: HubConfig) -> anyhow::Result<BoundHub> {
     check_remote_use(&config)?;
     crate::metrics::start();
+    crate::metrics::log_limit::spawn_summaries();
     let fd_limit = budget::raise_fd_limit();
     let budget = budget::Budget::under_fd_limit(config.caps, fd_limit);
     let caps = budget.caps();

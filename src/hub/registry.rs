@@ -10,8 +10,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use tokio::sync::broadcast;
-
 use crate::links::changes;
 use crate::links::handle::{CloseReason, EventSender, Tracing};
 use crate::links::DeviceHandle;
@@ -37,6 +35,9 @@ pub const SEEN_MAX: usize = 16_384;
 
 /// Events the hub keeps for watchers that fall behind.
 pub const EVENT_RING: usize = 32_768;
+/// Bytes of events (their JSON) the hub keeps for watchers that fall behind: a watcher further
+/// behind is told how many it missed ([`crate::links::ring`]).
+pub const EVENT_RING_BYTES: usize = 16 << 20;
 
 pub struct Registry {
     devices: RwLock<BTreeMap<String, DeviceHandle>>,
@@ -57,8 +58,8 @@ impl Registry {
     pub fn new(aliases: HashMap<String, String>) -> Self {
         // Long enough that a watcher (the control API's `watch`, the event log) keeps every event
         // of a few thousand devices onboarding at once (about four each) while it catches up:
-        // 32,768 pointers, 1.3 MB.
-        let (events, _) = broadcast::channel(EVENT_RING);
+        // 32,768 pointers, 1.3 MB, and at most 16 MiB of what they point at.
+        let (events, _) = crate::links::ring::channel(EVENT_RING, EVENT_RING_BYTES);
         Self { devices: RwLock::default(), seen: Mutex::default(), aliases, events, tracing: Arc::default(), generation: AtomicU64::new(1), membership: tokio::sync::watch::Sender::new(0), ota: Default::default() }
     }
 

@@ -2,7 +2,9 @@
 //! its arenas (issue 24: 4.9 KB per device settled after a throttled onboarding, 5.3-7.9 KB after
 //! a burst). Once devices have stopped arriving for a moment after at least [`BURST`] of them,
 //! the hub calls `malloc_trim(0)`, which returns free pages at the top and inside every arena to
-//! the system.
+//! the system. Likewise once the hub's event ring, having held at least [`RING_WORTH`] for a
+//! watcher that fell behind, has given most of it back (the watcher caught up or went away):
+//! the memory a slow stream made the hub hold returns after the stream.
 //!
 //! Rules it enforces: never during a burst (trimming takes the arenas' locks, and a burst would
 //! only take the pages back); at most once per quiet spell; off the async workers
@@ -18,6 +20,8 @@ use super::Hub;
 pub const BURST: u64 = 256;
 /// How long no device must have connected before the trim.
 pub const QUIET: Duration = Duration::from_secs(2);
+/// Bytes the event ring must have held for its draining to be worth a trim.
+pub const RING_WORTH: usize = 4 << 20;
 
 /// Whether this build can trim (glibc on Linux) and it was not turned off.
 pub fn enabled() -> bool {
@@ -32,11 +36,13 @@ pub fn spawn(hub: Arc<Hub>) {
     }
     tokio::spawn(async move {
         let mut plan = Plan::new(hub.registry.generations());
+        let mut ring = RingPlan::default();
         let mut tick = tokio::time::interval(QUIET / 2);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            if plan.due(hub.registry.generations(), Instant::now()) {
+            let drained = ring.due(hub.registry.events.held_bytes());
+            if plan.due(hub.registry.generations(), Instant::now()) || drained {
                 let started = Instant::now();
                 let freed = tokio::task::spawn_blocking(trim).await.unwrap_or(false);
                 tracing::debug!(freed, took_ms = started.elapsed().as_millis() as u64, "heap trimmed after an onboarding burst");
@@ -75,6 +81,24 @@ impl Plan {
     }
 }
 
+/// When to trim after the event ring drained: it held at least [`RING_WORTH`] (as sampled), and
+/// holds less than an eighth of that now.
+#[derive(Debug, Default)]
+pub struct RingPlan {
+    high: usize,
+}
+
+impl RingPlan {
+    pub fn due(&mut self, held: usize) -> bool {
+        self.high = self.high.max(held);
+        if self.high >= RING_WORTH && held <= self.high / 8 {
+            self.high = held;
+            return true;
+        }
+        false
+    }
+}
+
 /// `malloc_trim(0)`: whether memory was given back.
 fn trim() -> bool {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -89,6 +113,16 @@ fn trim() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_trim_comes_once_the_ring_gave_back_what_a_slow_watcher_held() {
+        let mut p = RingPlan::default();
+        assert!(!p.due(RING_WORTH / 2) && !p.due(0), "too little to be worth it");
+        assert!(!p.due(RING_WORTH * 4), "not while it is held");
+        assert!(!p.due(RING_WORTH));
+        assert!(p.due(RING_WORTH / 4));
+        assert!(!p.due(0), "once");
+    }
 
     #[test]
     fn a_trim_comes_once_after_a_burst_has_gone_quiet() {

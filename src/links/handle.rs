@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::oneshot;
 
 use super::mailbox;
 
@@ -43,7 +43,24 @@ pub enum Lifecycle {
     Disconnected { reason: String },
 }
 
+impl DeviceEvent {
+    /// What the event weighs in the hub's ring: the length of its JSON (what a watcher is sent),
+    /// plus the event itself. A device's values reach it already cut to
+    /// [`crate::session::VIEW_MAX_BYTES`].
+    pub fn weight(&self) -> usize {
+        std::mem::size_of::<Self>() + self.device_id.len() + self.event.weight()
+    }
+}
+
 impl LinkEvent {
+    fn weight(&self) -> usize {
+        match self {
+            LinkEvent::Session(e) => e.weight(),
+            LinkEvent::Link(Lifecycle::Connected { client_id, remote, .. }) => client_id.as_ref().map_or(0, |s| s.len()) + remote.as_ref().map_or(0, |s| s.len()),
+            LinkEvent::Link(Lifecycle::Disconnected { reason }) => reason.len(),
+        }
+    }
+
     /// The `event` field it is serialized with, without serializing it (a reader that keeps
     /// a few kinds of event need not serialize every device notification to find them).
     pub fn name(&self) -> &'static str {
@@ -279,8 +296,9 @@ impl Drop for CancelOnDrop<'_> {
 }
 
 /// Events are shared, not copied: each slot of the hub's ring holds a pointer, so the ring can be
-/// long enough for a fleet's onboarding burst without holding a copy of every event per slot.
-pub type EventSender = broadcast::Sender<std::sync::Arc<DeviceEvent>>;
+/// long enough for a fleet's onboarding burst without holding a copy of every event per slot; it
+/// is bounded in bytes too ([`super::ring`]).
+pub type EventSender = super::ring::Sender;
 
 /// Starts a link task: `body` serves the device, reading the handle's commands and publishing
 /// the device's description. `on_end` runs in the task once it has ended, normally or not (a
@@ -423,62 +441,21 @@ pub(crate) fn end_callers(on_disconnect: Vec<crate::session::Output>, waiting: &
     }
 }
 
-/// How many malformed messages of one device are logged one by one; after that, one summary
-/// line per [`MALFORMED_SUMMARY`] says how many more came.
-const MALFORMED_LOGGED: u64 = 5;
-const MALFORMED_SUMMARY: Duration = Duration::from_secs(60);
-
-/// Rate-limits the warning about a device's malformed messages (a device can send them at will).
-/// Its tallies are allocated at the first malformed message: most devices never send one.
+/// Logs a device's malformed messages through the hub's one limiter of lines a peer can trigger
+/// ([`crate::metrics::log_limit`], per Device-Id: a few lines, then a count summed up).
 #[derive(Debug)]
 pub(crate) struct MalformedLog<'a> {
     device_id: &'a str,
-    tally: Option<Box<MalformedTally>>,
-}
-
-#[derive(Debug, Default)]
-struct MalformedTally {
-    total: u64,
-    /// Not logged since the last line.
-    unlogged: u64,
-    last_reason: String,
-    summary_at: Option<Instant>,
 }
 
 impl<'a> MalformedLog<'a> {
     pub(crate) fn new(device_id: &'a str) -> Self {
-        Self { device_id, tally: None }
+        Self { device_id }
     }
 
-    fn record(&mut self, reason: &str, now: Instant) {
-        let device_id = self.device_id;
-        let t = self.tally.get_or_insert_with(Box::default);
-        t.total += 1;
-        if t.total <= MALFORMED_LOGGED {
-            tracing::warn!(device = %device_id, %reason, "malformed message from a device");
-            if t.total == MALFORMED_LOGGED {
-                tracing::warn!(device = %device_id, "further malformed messages from this device are counted and summarised every {} s", MALFORMED_SUMMARY.as_secs());
-                t.summary_at = Some(now + MALFORMED_SUMMARY);
-            }
-            return;
-        }
-        t.unlogged += 1;
-        t.last_reason = reason.chars().take(200).collect();
-        if t.summary_at.is_some_and(|at| now >= at) {
-            self.summarise();
-            if let Some(t) = &mut self.tally {
-                t.summary_at = Some(now + MALFORMED_SUMMARY);
-            }
-        }
-    }
-
-    /// Logs the count of messages not logged yet, if any (also when the link ends).
-    pub(crate) fn summarise(&mut self) {
-        if let Some(t) = &mut self.tally
-            && t.unlogged > 0
-        {
-            tracing::warn!(device = %self.device_id, count = t.unlogged, total = t.total, last_reason = %t.last_reason, "{} more malformed messages from this device ({} in all)", t.unlogged, t.total);
-            t.unlogged = 0;
+    fn record(&mut self, reason: &str) {
+        if crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Device, self.device_id) {
+            tracing::warn!(device = %self.device_id, %reason, "malformed message from a device");
         }
     }
 }
@@ -496,7 +473,7 @@ pub(crate) fn deliver(output: crate::session::Output, waiting: &mut Waiting, mal
         }
         crate::session::Output::Event(e) => {
             if let Event::Malformed { reason, .. } = &e {
-                malformed.record(reason, Instant::now());
+                malformed.record(reason);
             }
             tracing::debug!(?e, "device event");
             emit(LinkEvent::Session(e));

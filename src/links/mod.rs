@@ -7,7 +7,8 @@
 //! - [`hub_client`]: the CLI's link through a running hub, which behaves like a direct one;
 //!   [`control_token`]: where it finds the hub's control token; [`listeners`]: which of a hub's
 //!   two listeners a client reached;
-//! - [`changes`]: the tools epoch and the log of which device changed at each epoch.
+//! - [`changes`]: the tools epoch and the log of which device changed at each epoch;
+//! - [`ring`]: the hub's event ring, bounded in events and bytes, that every watcher reads.
 
 pub mod changes;
 pub mod control_token;
@@ -18,6 +19,7 @@ pub(crate) mod mailbox;
 pub mod mcp_client;
 pub mod sse_client;
 pub mod mqtt;
+pub mod ring;
 pub mod upgrade;
 pub mod websocket;
 pub mod ws_socket;

@@ -193,8 +193,9 @@ async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: In
         carry_out(outputs, &setup, &mut waiting, &mut malformed, &emit);
     };
     end_callers(session.on_disconnect(), &mut waiting);
-    malformed.summarise();
-    info!(device = %setup.link.identity.device_id, %reason, "MQTT device link ended");
+    if crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Disconnect, &setup.link.identity.device_id) {
+        info!(device = %setup.link.identity.device_id, %reason, "MQTT device link ended");
+    }
     publisher.gone();
     emit(LinkEvent::Link(Lifecycle::Disconnected { reason }));
 }

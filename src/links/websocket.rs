@@ -157,13 +157,16 @@ where
         publisher.gone();
         drop(until_hello);
         end_callers(session.on_disconnect(), &mut waiting);
-        malformed.summarise();
-        if stalled || refused {
+        // One budget of lines per disconnect (a device reconnecting in a loop is summed up).
+        let log = crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Disconnect, &device_id);
+        if log && (stalled || refused) {
             warn!(device = %device_id, %reason, "disconnecting a device");
         }
         // Boxed: the goodbye runs once, and inline it would enlarge the future for the whole link.
         Box::pin(socket.finish(stalled, close_code)).await;
-        info!(device = %device_id, %reason, "device disconnected");
+        if log {
+            info!(device = %device_id, %reason, "device disconnected");
+        }
         emit(LinkEvent::Link(Lifecycle::Disconnected { reason }));
     }
 }

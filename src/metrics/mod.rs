@@ -15,6 +15,7 @@
 //!   `mcpdev_build_info{version,commit}` is 1.
 
 pub mod device;
+pub mod log_limit;
 pub mod process;
 pub mod rate;
 
@@ -122,6 +123,9 @@ struct Metrics {
     refusals: Family<Label1, Counter>,
     broker_clients: Gauge,
     mcp_sessions: Gauge,
+    log_suppressed: Family<Label1, Counter>,
+    ring_bytes: Gauge,
+    ring_peak_bytes: Gauge,
     devices: Family<Label2, Gauge>,
     started: Instant,
     calls_rate: RateRing,
@@ -153,6 +157,12 @@ impl Metrics {
         registry.register("broker_clients", "Clients connected to the embedded MQTT broker", broker_clients.clone());
         let mcp_sessions = Gauge::default();
         registry.register("mcp_sessions", "Open MCP sessions on the host listener", mcp_sessions.clone());
+        let log_suppressed = Family::<Label1, Counter>::default();
+        registry.register("log_lines_suppressed", "Log lines a peer triggered that were not written one by one (summed up per device or address), by kind", log_suppressed.clone());
+        let ring_bytes = Gauge::default();
+        registry.register_with_unit("event_ring", "Device events held for watchers that have not read them yet (their JSON)", Unit::Bytes, ring_bytes.clone());
+        let ring_peak_bytes = Gauge::default();
+        registry.register_with_unit("event_ring_peak", "The most device events held at once for watchers since the hub started (their JSON)", Unit::Bytes, ring_peak_bytes.clone());
         let devices = Family::<Label2, Gauge>::default();
         registry.register("devices", "Connected devices, by state and transport", devices.clone());
         let build_info = Family::<Label2, Gauge>::default();
@@ -166,6 +176,9 @@ impl Metrics {
         for r in Refused::ALL {
             let _ = refusals.get_or_create(&[("reason", r.as_str())]);
         }
+        for k in log_limit::Kind::ALL {
+            let _ = log_suppressed.get_or_create(&[("kind", k.as_str())]);
+        }
         Self {
             registry,
             calls,
@@ -176,6 +189,9 @@ impl Metrics {
             refusals,
             broker_clients,
             mcp_sessions,
+            log_suppressed,
+            ring_bytes,
+            ring_peak_bytes,
             devices,
             started: Instant::now(),
             calls_rate: RateRing::default(),
@@ -219,6 +235,17 @@ pub fn device_event(name: &str) {
 /// The hub refused something.
 pub fn refused(reason: Refused) {
     METRICS.refusals.get_or_create(&[("reason", reason.as_str())]).inc();
+}
+
+/// `n` log lines of `kind` were held back ([`log_limit`]).
+pub fn log_lines_suppressed(kind: log_limit::Kind, n: u64) {
+    METRICS.log_suppressed.get_or_create(&[("kind", kind.as_str())]).inc_by(n);
+}
+
+/// What the hub's event ring holds now, and the most it held at once (bytes of JSON).
+pub fn set_event_ring(held: usize, peak: usize) {
+    METRICS.ring_bytes.set(i64::try_from(held).unwrap_or(i64::MAX));
+    METRICS.ring_peak_bytes.set(i64::try_from(peak).unwrap_or(i64::MAX));
 }
 
 /// The embedded broker's client count changed.

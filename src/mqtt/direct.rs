@@ -34,7 +34,7 @@ pub async fn open(url: &str, device: Option<&str>, timeout: Duration, wait: Opti
     (cfg.vision_url, cfg.vision_token) = vision.unwrap_or_else(|| ("http://127.0.0.1/mcpdev-no-vision".into(), "none".into()));
     cfg.onboarding_timeout = wait.unwrap_or(timeout);
     cfg.id_base = fastrand::i64(1_000_000_000..1_900_000_000);
-    let (events, mut rx) = tokio::sync::broadcast::channel(256);
+    let (events, mut rx) = crate::links::ring::channel(256, 16 << 20);
     let setup = MqttLinkSetup {
         link: LinkSetup {
             identity: Identity { device_id: device_id.clone(), client_id: Some(key.clone()), token: None, protocol_version: 3 },

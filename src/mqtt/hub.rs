@@ -718,7 +718,7 @@ impl Dispatcher {
             }
         }
         let link = self.links.get(key).expect("started above");
-        if link.inbound.try_send(Inbound::Text(text)).is_err() {
+        if link.inbound.try_send(Inbound::Text(text)).is_err() && crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Device, key) {
             warn!(key, "a device sends faster than its link can handle; dropped a message");
         }
     }
@@ -757,7 +757,9 @@ impl Dispatcher {
     /// Ends a device's link now, saying why (a dropped sender would say only that the hub stopped).
     fn end_link(&mut self, key: &str, why: String) {
         if let Some(l) = self.links.get(key) {
-            info!(key, %why, "ending the device's MQTT link");
+            if crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Disconnect, key) {
+                info!(key, %why, "ending the device's MQTT link");
+            }
             let _ = l.inbound.try_send(Inbound::Closed(why));
         }
         self.drop_link(key);
@@ -766,7 +768,9 @@ impl Dispatcher {
     /// Creates the device's link and registers it; `begin` starts onboarding without a hello.
     fn start_link(&mut self, key: &str, begin: bool) -> bool {
         let Some(device_id) = topics::device_id_of(key) else {
-            warn!(key, "an uplink topic that names no MAC; ignored");
+            if crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Refusal, key) {
+                warn!(key, "an uplink topic that names no MAC; ignored");
+            }
             return false;
         };
         let hub = &self.hub;
@@ -818,9 +822,14 @@ impl Dispatcher {
         if begin {
             let _ = inbound_tx.try_send(Inbound::Begin);
         }
-        info!(device = %device_id, key, "MQTT device attached");
+        let log = crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Connect, &device_id);
+        if log {
+            info!(device = %device_id, key, "MQTT device attached");
+        }
         if let Some(old) = hub.registry.insert(handle) {
-            info!(device = %device_id, "replacing the previous session of this device");
+            if log {
+                info!(device = %device_id, "replacing the previous session of this device");
+            }
             tokio::spawn(async move { old.close(crate::links::handle::CloseReason::Replaced).await });
         }
         let (registry_hub, control, key_owned) = (hub.clone(), self.control.clone(), key.to_string());

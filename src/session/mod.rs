@@ -103,7 +103,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-pub use events::{Direction, Event, SharedJson};
+use crate::metrics::log_limit::Kind;
+
+pub use events::{Direction, Event, SharedJson, VIEW_MAX_BYTES, VIEW_PREVIEW_CHARS};
 pub use info::{Counters, DeviceInfo, OnboardingStatus, Phase, ToolEntry};
 pub use limits::OnboardBudget;
 pub use onboarding::PageMark;
@@ -534,11 +536,11 @@ impl Session {
             Ok(DeviceMessage::Hello(hello)) => self.on_hello(&hello.raw, now),
             Ok(DeviceMessage::Mcp { payload, .. }) => {
                 if self.trace {
-                    self.emit(Event::Traffic { direction: Direction::In, payload: Box::new(payload.clone()), latency_ms: None });
+                    self.emit(Event::Traffic { direction: Direction::In, payload: events::cut_for_viewers(&payload, text.len(), text), latency_ms: None });
                 }
                 match jsonrpc::classify(payload) {
                     Ok(RpcMessage::Response { id, outcome }) => self.on_response(id, outcome.map(Answer::Tree), now),
-                    Ok(RpcMessage::Notification { method, params }) => self.on_notification(method, params, now),
+                    Ok(RpcMessage::Notification { method, params }) => self.on_notification(method, params, text, now),
                     Ok(RpcMessage::Request { id, method, .. }) => {
                         if self.may_answer("requests", now) {
                             // Never echo unbounded device input: the method is cut to 64 characters.
@@ -566,7 +568,7 @@ impl Session {
                 self.maybe_new_instance = self.info.phase != Phase::AwaitingHello;
                 self.emit(Event::Message { kind: "goodbye".into(), message: Box::new(json!({"type":"goodbye"})) })
             }
-            Ok(DeviceMessage::Other { kind, raw }) => self.emit(Event::Message { kind, message: Box::new(raw) }),
+            Ok(DeviceMessage::Other { kind, raw }) => self.emit(Event::Message { kind: truncate(&kind, 64), message: events::cut_for_viewers(&raw, text.len(), text) }),
         }
         self.after_message(marked, now);
         self.drained()
@@ -805,7 +807,9 @@ impl Session {
         }
     }
 
-    fn on_notification(&mut self, method: String, params: Option<Value>, now: Instant) {
+    /// A notification, from a frame whose text is `text`: watchers get its params cut to
+    /// [`VIEW_MAX_BYTES`] ([`events::cut_for_viewers`]).
+    fn on_notification(&mut self, method: String, params: Option<Value>, text: &str, now: Instant) {
         if method == "notifications/tools/list_changed" {
             if matches!(self.info.phase, Phase::Initializing | Phase::Listing) && !self.background {
                 // The list under way may predate the change: it is listed again before `ready`.
@@ -814,7 +818,8 @@ impl Session {
                 self.start_relist(now);
             }
         }
-        self.emit(Event::Notification { method, params: Box::new(params.unwrap_or(Value::Null)) });
+        let params = events::cut_for_viewers(params.as_ref().unwrap_or(&Value::Null), text.len(), text);
+        self.emit(Event::Notification { method: truncate(&method, 256), params });
     }
 
     /// A hello: answered with the server hello (rate-limited). It onboards the device (again)
@@ -851,7 +856,7 @@ impl Session {
         }
         match self.onboard_budget.take(now, self.cfg.max_onboardings, self.cfg.onboarding_window) {
             Ok(()) => {
-                if self.info.phase != Phase::AwaitingHello {
+                if self.info.phase != Phase::AwaitingHello && may_log(Kind::Onboarding, &self.info.device_id) {
                     tracing::info!(device = %self.info.device_id, "onboarding again: {why}");
                 }
                 self.start_onboarding(now);
@@ -864,7 +869,9 @@ impl Session {
                     self.cfg.onboarding_window.as_secs(),
                     at.saturating_duration_since(now).as_millis()
                 );
-                tracing::warn!(device = %self.info.device_id, "{message}");
+                if may_log(Kind::Onboarding, &self.info.device_id) {
+                    tracing::warn!(device = %self.info.device_id, "{message}");
+                }
                 self.emit(Event::Warning { message });
             }
         }
@@ -881,7 +888,9 @@ impl Session {
                         "the device sends more than {} hellos and requests a second; the rest of this second's {what} are not answered",
                         self.cfg.max_answers_per_sec
                     );
-                    tracing::warn!(device = %self.info.device_id, "{message}");
+                    if may_log(Kind::Device, &self.info.device_id) {
+                        tracing::warn!(device = %self.info.device_id, "{message}");
+                    }
                     self.emit(Event::Warning { message });
                 }
                 false
@@ -1024,7 +1033,9 @@ impl Session {
             }
             if !agreed {
                 let warning = format!("no two listings in a row agreed ({} listings); took the last, {} tools", self.agreement_relists + 1, tools.len());
-                tracing::warn!(device = %self.info.device_id, "{warning}");
+                if may_log(Kind::Device, &self.info.device_id) {
+                    tracing::warn!(device = %self.info.device_id, "{warning}");
+                }
                 self.info_mut().tools_warning = Some(warning.clone());
                 self.emit(Event::Warning { message: warning });
             }
@@ -1058,7 +1069,9 @@ impl Session {
         if after < before && self.short_seen != Some(after) && self.truncation_relists < self.cfg.max_relists {
             self.truncation_relists += 1;
             self.short_seen = Some(after);
+            if may_log(Kind::Onboarding, &self.info.device_id) {
             tracing::info!(device = %self.info.device_id, "tools/list gave {after} tools after {before}; listing again to tell a truncated list from a shorter one");
+            }
             self.relist_at = Some(now + Duration::from_secs(1));
             return false;
         }
@@ -1093,7 +1106,9 @@ impl Session {
         if self.onboarding.capped() {
             if !self.cap_logged {
                 self.cap_logged = true;
-                tracing::warn!(device = %self.info.device_id, "{warning}");
+                if may_log(Kind::Device, &self.info.device_id) {
+                    tracing::warn!(device = %self.info.device_id, "{warning}");
+                }
             }
             self.info_mut().tools_warning = Some(warning.clone());
             self.info_mut().bump();
@@ -1153,7 +1168,9 @@ impl Session {
         status.failed = true;
         let attempts = status.attempt;
         let message = format!("onboarding failed at {what} ({attempts} attempts)");
-        tracing::warn!(device = %self.info.device_id, "{message}");
+        if may_log(Kind::Onboarding, &self.info.device_id) {
+            tracing::warn!(device = %self.info.device_id, "{message}");
+        }
         // Keep what a listing that failed part-way found, unless an earlier list had more.
         let partial = self.onboarding.take_tools();
         if partial.len() > self.info.tools.len() {
@@ -1190,7 +1207,7 @@ impl Session {
         let text = envelope::mcp_text(&self.info.session_id, payload);
         if self.trace {
             let payload = serde_json::to_value(payload).unwrap_or_default();
-            self.emit(Event::Traffic { direction: Direction::Out, payload: Box::new(payload), latency_ms: None });
+            self.emit(Event::Traffic { direction: Direction::Out, payload: events::cut_for_viewers(&payload, text.len(), &text), latency_ms: None });
         }
         self.send_text(text, now);
     }
@@ -1204,6 +1221,12 @@ impl Session {
     fn emit(&mut self, e: Event) {
         self.out.push(Output::Event(e));
     }
+}
+
+/// Whether a log line of `kind` about this device may be written now (a device can trigger
+/// these at will: they are rate-limited per device and summed up, [`crate::metrics::log_limit`]).
+fn may_log(kind: Kind, device_id: &str) -> bool {
+    crate::metrics::log_limit::allow(kind, device_id)
 }
 
 /// A device's error reply as a step failure, cut to a bounded length.

@@ -1,16 +1,14 @@
 //! Why a device was not let in, and the refusal log that one peer cannot flood.
 //!
 //! - Every [`Refusal`]'s `Display` says what to do next.
-//! - [`LogLimit`]: one line per peer address per [`LOG_WINDOW`]; the lines it held back are
-//!   counted and reported with the next one. The peers it remembers are capped ([`MAX_LOG_PEERS`]).
+//! - [`LogLimit`]: refusal lines per peer address, through the hub's one limiter
+//!   ([`crate::metrics::log_limit`]): a few per window, the rest summed up and counted.
 
-use std::collections::HashMap;
 use std::net::IpAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// One refusal log line per peer address in this window (the rest are counted).
 pub const LOG_WINDOW: Duration = Duration::from_secs(10);
-const MAX_LOG_PEERS: usize = 4096;
 
 /// Why a device was not let in; its `Display` says what to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,37 +65,17 @@ impl std::fmt::Display for Refusal {
     }
 }
 
-/// At most one log line per peer address per [`LOG_WINDOW`].
+/// Refusal lines per peer address, through the hub's one limiter of lines a peer can trigger
+/// ([`crate::metrics::log_limit`]: a few per address per window, the rest summed up and counted).
 #[derive(Default)]
-pub struct LogLimit {
-    peers: HashMap<IpAddr, (Instant, u64)>,
-}
+pub struct LogLimit;
 
 impl LogLimit {
-    /// `Some(lines suppressed since the last one)` when a line about `remote` may be logged now.
+    /// `Some(0)` when a line about `remote` may be logged now (what is held back is summed up by
+    /// the limiter, not counted here).
     pub fn may_log(&mut self, remote: Option<IpAddr>) -> Option<u64> {
         let Some(ip) = remote else { return Some(0) };
-        let now = Instant::now();
-        if self.peers.len() >= MAX_LOG_PEERS && !self.peers.contains_key(&ip) {
-            self.peers.retain(|_, (at, _)| now.duration_since(*at) < LOG_WINDOW);
-            if self.peers.len() >= MAX_LOG_PEERS {
-                self.peers.clear();
-            }
-        }
-        match self.peers.get_mut(&ip) {
-            Some((at, n)) if now.duration_since(*at) < LOG_WINDOW => {
-                *n += 1;
-                None
-            }
-            Some((at, n)) => {
-                *at = now;
-                Some(std::mem::take(n))
-            }
-            None => {
-                self.peers.insert(ip, (now, 0));
-                Some(0)
-            }
-        }
+        crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Refusal, &ip.to_string()).then_some(0)
     }
 }
 
@@ -106,18 +84,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_line_per_peer_per_window_and_the_rest_counted() {
-        let mut log = LogLimit::default();
-        let a: IpAddr = "10.0.0.1".parse().unwrap();
-        let b: IpAddr = "10.0.0.2".parse().unwrap();
-        assert_eq!(log.may_log(Some(a)), Some(0));
-        assert_eq!(log.may_log(Some(a)), None);
-        assert_eq!(log.may_log(Some(a)), None);
+    fn a_peer_gets_a_few_lines_per_window_and_another_peer_its_own() {
+        let mut log = LogLimit;
+        let a: IpAddr = "10.213.0.1".parse().unwrap();
+        let b: IpAddr = "10.213.0.2".parse().unwrap();
+        let logged = (0..100).filter(|_| log.may_log(Some(a)).is_some()).count();
+        assert_eq!(logged, crate::metrics::log_limit::PER_WINDOW as usize);
         assert_eq!(log.may_log(Some(b)), Some(0), "another peer is not held back by the first");
         assert_eq!(log.may_log(None), Some(0));
-        for i in 0..(MAX_LOG_PEERS as u32 + 10) {
-            log.may_log(Some(IpAddr::from(i.to_be_bytes())));
-        }
-        assert!(log.peers.len() <= MAX_LOG_PEERS, "the peers remembered stay capped");
     }
 }

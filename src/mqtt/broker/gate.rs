@@ -1,6 +1,7 @@
 //! Rate-limited logging for what any client can trigger at will (refusals, kicks): at most
-//! [`PER_WINDOW`] lines per kind every [`WINDOW`], and the number left out is told in the next
-//! line that gets through.
+//! [`PER_WINDOW`] lines per kind every [`WINDOW`] for all clients together, and the number left
+//! out is told in the next line that gets through and counted in `/metrics` (refusal lines held
+//! back, as [`crate::metrics::log_limit`] counts them).
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,6 +37,7 @@ impl LogGate {
             Some(self.suppressed.swap(0, Ordering::Relaxed))
         } else {
             self.suppressed.fetch_add(1, Ordering::Relaxed);
+            crate::metrics::log_lines_suppressed(crate::metrics::log_limit::Kind::Refusal, 1);
             None
         }
     }
