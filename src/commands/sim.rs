@@ -2,6 +2,7 @@
 
 use crate::cli::{GlobalArgs, SimArgs};
 use crate::exit::{CodedError, Exit};
+use crate::sim::client::Stopped;
 use crate::sim::{SimConfig, run_device};
 use crate::wire::identity::{format_mac, parse_mac};
 
@@ -38,27 +39,36 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
             let broker = crate::mqtt::conn::BrokerUrl::parse(url).map_err(anyhow::Error::msg)?;
             cfg.mqtt = Some(crate::sim::mqtt::MqttTarget::direct(broker, &cfg.device_id).map_err(anyhow::Error::msg)?);
         }
-        tasks.spawn(run_device(cfg));
+        let device_id = cfg.device_id.clone();
+        tasks.spawn(async move { (device_id, run_device(cfg).await) });
     }
     if !global.quiet {
         let target = args.bootstrap.mqtt.as_deref().or(args.bootstrap.ota.as_deref()).unwrap_or(&args.url);
         eprintln!("mcpdev sim: {} virtual device(s) from {} -> {target} (Ctrl-C to stop)", args.count, format_mac(&first));
     }
-    // Runs until Ctrl-C or SIGTERM, or until the backend refuses a device for good (every device
-    // would be). One signal listener for the whole run: none is missed between two task ends.
+    // Runs until Ctrl-C or SIGTERM, or until every device ended. A device the backend refuses
+    // (not admitted, revoked) ends alone, reported, and the others run on; a URL or settings that
+    // cannot work end them all (every device would meet it). One signal listener for the whole
+    // run: none is missed between two task ends.
     let signalled = super::stop_signal::stop_signal();
     tokio::pin!(signalled);
+    let (mut refused, mut last) = (0u64, None);
     loop {
         tokio::select! {
             done = tasks.join_next() => match done {
-                Some(Ok(Err(stop))) => {
-                    tasks.shutdown().await;
-                    let exit = if stop.auth { Exit::Auth } else if stop.usage { Exit::Usage } else { Exit::Unreachable };
-                    return Err(CodedError::new(exit, stop.message).into());
+                Some(Ok((device_id, Err(stop)))) if !stop.usage && args.count > 1 => {
+                    refused += 1;
+                    let left = u64::from(args.count) - refused;
+                    eprintln!("mcpdev sim: device {device_id} stopped: {}; {left} of {} still run", super::output::text(&stop.message), args.count);
+                    last = Some(stop);
                 }
-                Some(Ok(Ok(()))) => {}
+                Some(Ok((_, Err(stop)))) => {
+                    tasks.shutdown().await;
+                    return Err(stopped(stop));
+                }
+                Some(Ok((_, Ok(())))) => {}
                 Some(Err(e)) => return Err(anyhow::anyhow!("a virtual device task failed: {e}")),
-                None => return Ok(()),
+                None => return last.map_or(Ok(()), |stop| Err(stopped(Stopped { message: format!("every device stopped; the last: {}", stop.message), ..stop }))),
             },
             signal = &mut signalled => {
                 signal?;
@@ -67,6 +77,12 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
             }
         }
     }
+}
+
+/// The exit a device's final refusal gives the whole run.
+fn stopped(stop: Stopped) -> anyhow::Error {
+    let exit = if stop.auth { Exit::Auth } else if stop.usage { Exit::Usage } else { Exit::Unreachable };
+    CodedError::new(exit, stop.message).into()
 }
 
 /// `sim --replay FILE`: one device playing back a recording; reconnects (after 500 ms) whenever

@@ -55,10 +55,15 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
     // it cannot take over the session of a connected device with the same Device-Id either.
     if let Err(why) = hub.check_device_token(&identity, Some(remote)) {
         hub.admission.log_refusal(Some(remote.ip()), &format!("device {}", identity.device_id), &why);
-        let status = if matches!(why, super::admission::Refusal::Busy { .. }) { StatusCode::TOO_MANY_REQUESTS } else { StatusCode::UNAUTHORIZED };
-        crate::metrics::refused(crate::metrics::Refused::NotAdmitted);
-        return Response::builder()
-            .status(status)
+        let mut answer = Response::builder();
+        match why.retry_after_s() {
+            Some(s) => answer = answer.status(StatusCode::TOO_MANY_REQUESTS).header(header::RETRY_AFTER, s),
+            None => {
+                crate::metrics::refused(crate::metrics::Refused::NotAdmitted);
+                answer = answer.status(StatusCode::UNAUTHORIZED);
+            }
+        }
+        return answer
             .header(header::WWW_AUTHENTICATE, "Bearer")
             .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
             .body(Body::from(format!("{why}\n")))
