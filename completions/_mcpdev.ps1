@@ -395,7 +395,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
         'mcpdev;sim' {
             [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'The backend''s WebSocket URL')
             [CompletionResult]::new('--device-id', '--device-id', [CompletionResultType]::ParameterName, 'Device-Id (MAC) of the first device; further devices count up from it [default: 02:00:00:00:00:01]. With --replay: replay under this id (with a Client-Id of its own), beside the recorded device, instead of as it')
-            [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'How many virtual devices to run in this process')
+            [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'How many virtual devices to run in this process (one the backend refuses ends alone, reported; the others run on)')
             [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'Device token, sent as `Authorization: Bearer <token>` (prefer the environment variable)')
             [CompletionResult]::new('--extra-tools', '--extra-tools', [CompletionResultType]::ParameterName, 'Extra generated tools per device, to exercise paging')
             [CompletionResult]::new('--protocol-version', '--protocol-version', [CompletionResultType]::ParameterName, 'Binary protocol version announced in `Protocol-Version` and the hello')

@@ -367,7 +367,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         &'mcpdev;sim'= {
             cand --url 'The backend''s WebSocket URL'
             cand --device-id 'Device-Id (MAC) of the first device; further devices count up from it [default: 02:00:00:00:00:01]. With --replay: replay under this id (with a Client-Id of its own), beside the recorded device, instead of as it'
-            cand --count 'How many virtual devices to run in this process'
+            cand --count 'How many virtual devices to run in this process (one the backend refuses ends alone, reported; the others run on)'
             cand --token 'Device token, sent as `Authorization: Bearer <token>` (prefer the environment variable)'
             cand --extra-tools 'Extra generated tools per device, to exercise paging'
             cand --protocol-version 'Binary protocol version announced in `Protocol-Version` and the hello'

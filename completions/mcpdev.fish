@@ -295,7 +295,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_s
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l url -d 'The backend\'s WebSocket URL' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l device-id -d 'Device-Id (MAC) of the first device; further devices count up from it [default: 02:00:00:00:00:01]. With --replay: replay under this id (with a Client-Id of its own), beside the recorded device, instead of as it' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l count -d 'How many virtual devices to run in this process' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l count -d 'How many virtual devices to run in this process (one the backend refuses ends alone, reported; the others run on)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l token -d 'Device token, sent as `Authorization: Bearer <token>` (prefer the environment variable)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l extra-tools -d 'Extra generated tools per device, to exercise paging' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l protocol-version -d 'Binary protocol version announced in `Protocol-Version` and the hello' -r
