@@ -106,7 +106,7 @@ pub struct SimArgs {
     /// of its own), beside the recorded device, instead of as it
     #[arg(long, value_parser = parse_mac)]
     pub device_id: Option<String>,
-    /// How many virtual devices to run in this process
+    /// How many virtual devices to run in this process (one the backend refuses ends alone, reported; the others run on)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub count: u32,
     /// Device token, sent as `Authorization: Bearer <token>` (prefer the environment variable)

@@ -305,14 +305,23 @@ pub fn ws_frames(data: &[u8]) {
 /// - `p` + one byte: an `/activate` poll of one of the requesters so far;
 /// - `a` + one byte (+ `!` to rebind): approve one of the codes handed out so far;
 /// - `d` + one byte: approve a Device-Id out of band; `r` + one byte: revoke one;
-/// - `x`: the headers are cleared.
+/// - `n` + three bytes: the address later check-ins come from (IPv4, IPv4-mapped IPv6 or IPv6,
+///   in a few networks; [`fuzz_address`]);
+/// - `m` + three bytes: a flood of made-up Device-Ids (the count, then how its addresses spread:
+///   one address, one network, many networks, IPv6);
+/// - `l`: a person lists the pending requests; `x`: the headers are cleared.
 ///
 /// Invariants: no panic; every Device-Id read is canonical, every Client-Id at most 64 characters,
-/// every reported field capped, a device key hash 64 hex digits; and **every token ever handed
+/// every reported field capped, a device key hash 64 hex digits; **every token ever handed
 /// out opens its device exactly when the request it was bound to is that device's current
-/// approval** (never an impostor's request, never after a revocation or a re-binding).
+/// approval** (never an impostor's request, never after a revocation or a re-binding); and the
+/// request store keeps its caps without evicting an address's only request, evicting a seen
+/// request only when no unseen one could go, and refusing only when nothing could
+/// ([`check_room`]).
 pub fn admission_requests(data: &[u8]) {
     let adm = crate::hub::admission::Admission::load(&crate::hub::admission::AdmissionConfig::default(), &[]).expect("an in-memory admission");
+    let mut remote: std::net::SocketAddr = ([10, 0, 0, 1], 1000).into();
+    let mut flooded = 0u32;
     let mut headers: Vec<(String, String)> = Vec::new();
     // Every token handed out: (device, the request's code, token).
     let mut tokens: Vec<(String, String, String)> = Vec::new();
@@ -333,6 +342,30 @@ pub fn admission_requests(data: &[u8]) {
                 }
             }
             b'x' => headers.clear(),
+            b'n' => remote = fuzz_address(rest),
+            b'm' => {
+                let (n, spread) = (rest.first().copied().unwrap_or(0), rest.get(1).copied().unwrap_or(0));
+                for _ in 0..n {
+                    flooded += 1;
+                    let [_, a, b, c] = flooded.to_be_bytes();
+                    let from = match spread % 4 {
+                        0 => remote,
+                        1 => fuzz_address(&[0, rest.get(2).copied().unwrap_or(0), c]),
+                        2 => fuzz_address(&[3, b, c]),
+                        _ => fuzz_address(&[2, rest.get(2).copied().unwrap_or(0), c]),
+                    };
+                    let id = format!("02:ff:00:{a:02x}:{b:02x}:{c:02x}");
+                    let who = crate::hub::admission::Requester { device_id: &id, via: crate::hub::admission::Via::Ota, client_id: Some("flood"), key_hash: None, remote: Some(from), reported: None };
+                    let before = adm.waiting();
+                    let checked = adm.check_in(&who);
+                    check_room(&before, &adm.waiting(), from.ip(), checked.as_ref().err());
+                }
+            }
+            b'l' => {
+                let listed = adm.pending();
+                assert_eq!(listed.len(), adm.waiting().len(), "`devices pending` lists every waiting request");
+                assert!(adm.waiting().iter().all(|w| w.seen), "a listed request counts as seen");
+            }
             b'q' => {
                 if let Ok(id) = crate::wire::identity::identify(header, Some(&text)) {
                     assert_eq!(crate::wire::identity::parse_mac(&id.device_id).map(|m| crate::wire::identity::format_mac(&m)).as_deref(), Ok(id.device_id.as_str()), "a Device-Id that is not canonical");
@@ -346,8 +379,11 @@ pub fn admission_requests(data: &[u8]) {
                 for v in r.reported.as_object().expect("reported is an object").values() {
                     assert!(v.as_str().is_some_and(|s| s.chars().count() <= 64 * 2 + 1), "a reported field over its cap: {v}");
                 }
-                let who = crate::hub::admission::Requester { device_id: &r.device_id, via: crate::hub::admission::Via::Ota, client_id: r.client_id.as_deref(), key_hash: r.key_hash.clone(), remote: Some(([10, 0, 0, 1], 1000).into()), reported: Some(r.reported.clone()) };
-                if let Ok(crate::hub::admission::CheckIn::Pending { pending, token }) = adm.check_in(&who) {
+                let who = crate::hub::admission::Requester { device_id: &r.device_id, via: crate::hub::admission::Via::Ota, client_id: r.client_id.as_deref(), key_hash: r.key_hash.clone(), remote: Some(remote), reported: Some(r.reported.clone()) };
+                let before = adm.waiting();
+                let checked = adm.check_in(&who);
+                check_room(&before, &adm.waiting(), remote.ip(), checked.as_ref().err());
+                if let Ok(crate::hub::admission::CheckIn::Pending { pending, token }) = checked {
                     tokens.push((r.device_id.clone(), pending.code.clone(), token));
                 }
                 if requesters.len() < 64 {
@@ -386,5 +422,62 @@ pub fn admission_requests(data: &[u8]) {
             let current = bound.get(id) == Some(code);
             assert_eq!(adm.admits(id, Some(token)).is_ok(), current, "{id}'s token of request {code}: admitted = {}, current approval = {current}", !current);
         }
+    }
+}
+
+/// An address a check-in comes from, picked by three bytes: the shape (IPv4 in 10.0.0.0/22,
+/// IPv4-mapped IPv6 in the same networks, IPv6 in four /64s, IPv4 in 65,536 /24s), then two that
+/// pick the network and the host.
+fn fuzz_address(b: &[u8]) -> std::net::SocketAddr {
+    let (shape, net, host) = (b.first().copied().unwrap_or(0), b.get(1).copied().unwrap_or(0), b.get(2).copied().unwrap_or(1));
+    let v4 = std::net::Ipv4Addr::new(10, 0, net % 4, host);
+    let ip: std::net::IpAddr = match shape % 4 {
+        0 => v4.into(),
+        1 => v4.to_ipv6_mapped().into(),
+        2 => std::net::Ipv6Addr::new(0x2001, 0xdb8, 0, u16::from(net % 4), 0, 0, 0, u16::from(host)).into(),
+        _ => std::net::Ipv4Addr::new(10, net, host, 1).into(),
+    };
+    (ip, 1000).into()
+}
+
+/// The request store's caps and eviction rules, checked around one check-in from `from`:
+/// `before` and `after` are what waited around it, `refused` its refusal, if any.
+/// - at most [`MAX_PER_PEER`] per address, [`MAX_PER_PREFIX`] per network, [`MAX_PENDING`] in all;
+/// - an address's only request is never evicted, and a refused check-in evicts nothing;
+/// - a seen request is evicted only when no unseen one of an address holding several could go;
+/// - a full network or store refuses a check-in only when every address there holds one.
+fn check_room(before: &[crate::hub::admission::Waiting], after: &[crate::hub::admission::Waiting], from: std::net::IpAddr, refused: Option<&crate::hub::admission::Refusal>) {
+    use crate::hub::admission::requests::{MAX_PENDING, MAX_PER_PEER, MAX_PER_PREFIX, prefix};
+    use crate::hub::admission::{Crowded, Refusal};
+    let from = from.to_canonical();
+    let count = |set: &[crate::hub::admission::Waiting], f: &dyn Fn(&crate::hub::admission::Waiting) -> bool| set.iter().filter(|w| f(w)).count();
+    for w in after {
+        assert!(count(after, &|o| o.ip == w.ip) <= MAX_PER_PEER, "{:?} holds more than {MAX_PER_PEER} requests", w.ip);
+        assert!(count(after, &|o| o.ip.map(prefix) == w.ip.map(prefix)) <= MAX_PER_PREFIX, "the network of {:?} holds more than {MAX_PER_PREFIX}", w.ip);
+    }
+    assert!(after.len() <= MAX_PENDING, "{} requests held", after.len());
+    let gone: Vec<_> = before.iter().filter(|b| !after.iter().any(|a| a.code == b.code)).collect();
+    if refused.is_some() {
+        assert!(gone.is_empty(), "a refused check-in evicted {gone:?}");
+    }
+    for g in &gone {
+        assert!(count(before, &|o| o.ip == g.ip) > 1, "the only request of {:?} was evicted", g.ip);
+    }
+    assert!(gone.len() <= 1, "one check-in evicted {} requests", gone.len());
+    // Where the room was made: the address's own requests at its cap, else its network, else all.
+    let mine = |o: &crate::hub::admission::Waiting| o.ip == Some(from);
+    let net = |o: &crate::hub::admission::Waiting| o.ip.map(prefix) == Some(prefix(from));
+    let own_full = count(before, &mine) >= MAX_PER_PEER;
+    let net_full = count(before, &net) >= MAX_PER_PREFIX;
+    let scope = |o: &crate::hub::admission::Waiting| if own_full { mine(o) } else if net_full { net(o) } else { true };
+    let several = |o: &crate::hub::admission::Waiting| count(before, &|x| x.ip == o.ip) > 1;
+    if let Some(g) = gone.first() {
+        assert!(scope(g), "{g:?} was evicted from outside the full scope");
+        assert!(!g.seen || !before.iter().any(|o| scope(o) && several(o) && !o.seen), "a seen request was evicted while an unseen one could go");
+    }
+    match refused {
+        Some(Refusal::Busy { cap: Crowded::Network, .. }) => assert!(net_full && !before.iter().any(|o| net(o) && several(o)), "a network refused a check-in though it had room or a request to spare"),
+        Some(Refusal::Busy { cap: Crowded::Full, .. }) => assert!(before.len() >= MAX_PENDING && !before.iter().any(several), "a full store refused a check-in though it had a request to spare"),
+        _ => {}
     }
 }

@@ -195,3 +195,48 @@ async fn approvals_survive_a_restart_and_demo_devices_are_admitted() {
     // In-process demo devices get their own tokens, whatever the mode.
     ok(&hub, &["hello", "-d", "02:00:00:00:00:01", "--wait", "10s"]).await;
 }
+
+/// Issue 31: on an `--approve-all` hub, `devices revoke` reports what it recorded (revoked, and
+/// that `--approve-all` had let the device in), and `sim --count 3` runs on when one of its
+/// devices is revoked: that one ends alone, reported on stderr; the other two stay connected.
+#[tokio::test]
+async fn a_revoked_device_of_sim_count_ends_alone_and_revoke_reports_what_it_recorded() {
+    let hub = HubProcess::start(&[], &[]).await;
+    let sim_state = tempfile::tempdir().unwrap();
+    let mut sim = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"))
+        .args(["sim", "--url", &hub.device_url, "--device-id", "02:00:00:00:31:01", "--count", "3"])
+        .env("MCPDEV_STATE_DIR", sim_state.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    for id in ["02:00:00:00:31:01", "02:00:00:00:31:02", "02:00:00:00:31:03"] {
+        ok(&hub, &["hello", "-d", id, "--wait", "10s"]).await;
+    }
+    let revoked = ok(&hub, &["devices", "revoke", "02:00:00:00:31:02", "--json"]).await.json();
+    assert_eq!(revoked["revoked"], true, "the revocation is recorded: {revoked}");
+    assert_eq!((revoked["was"].as_str(), revoked["was_admitted"].as_bool(), revoked["disconnected"].as_bool()), (Some("approve_all"), Some(true), Some(true)), "{revoked}");
+    let human = ok(&hub, &["devices", "revoke", "02:00:00:00:31:02"]).await;
+    assert!(human.stderr.contains("revoked (it was revoked already"), "{human:?}");
+
+    // The revoked device reconnects, is refused, and ends alone.
+    let mut lines = BufReader::new(sim.stderr.take().unwrap()).lines();
+    let report = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains("device 02:00:00:00:31:02 stopped") {
+                return line;
+            }
+        }
+        panic!("sim's stderr ended without reporting the revoked device");
+    })
+    .await
+    .expect("the refusal is reported");
+    assert!(report.contains("was revoked") && report.contains("2 of 3 still run"), "{report}");
+    assert!(sim.try_wait().unwrap().is_none(), "sim runs on");
+    for id in ["02:00:00:00:31:01", "02:00:00:00:31:03"] {
+        ok(&hub, &["hello", "-d", id]).await;
+    }
+    assert!(!connected(&hub).await.contains(&"02:00:00:00:31:02".to_string()));
+}

@@ -275,6 +275,120 @@ async fn a_flood_of_check_ins_cannot_push_out_a_real_devices_code() {
     ok(&hub, &["devices", "approve", &code]).await;
 }
 
+/// A stock check-in (`Device-Id`, `Client-Id`, `{}`) to the device listener from the loopback
+/// address `from`: the whole answer.
+async fn check_in_from(hub: &HubProcess, from: &str, device: &str, client_id: &str) -> common::raw_http::Answer {
+    let to = common::raw_http::addr_of(&hub.device_url);
+    common::raw_http::request(from, to, "POST", "/xiaozhi/ota/", &[("Device-Id", device), ("Client-Id", client_id), ("Content-Type", "application/json")], "{}").await
+}
+
+/// A 429's `Retry-After`, in seconds: present, and within a code's life.
+fn retry_after(a: &common::raw_http::Answer) -> u64 {
+    let s: u64 = a.header("retry-after").and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("a 429 without Retry-After: {a:?}"));
+    assert!((1..=600).contains(&s), "Retry-After: {s}");
+    s
+}
+
+/// `/metrics` (with the control token): the value of one sample.
+async fn metric(hub: &HubProcess, sample: &str) -> f64 {
+    let port = hub.host_url.rsplit(':').next().unwrap();
+    let token = std::fs::read_to_string(std::path::Path::new(&hub.runtime_dir).join(format!("control-{port}.token"))).unwrap();
+    let addr = hub.host_url.trim_start_matches("http://").to_string();
+    let (status, _, body) = common::ota::exchange(&addr, "GET", "/metrics", &[("Authorization", &format!("Bearer {}", token.trim()))], "", common::ws::DEADLINE).await;
+    assert_eq!(status, 200);
+    let text = String::from_utf8_lossy(&body).into_owned();
+    text.lines().find_map(|l| l.strip_prefix(sample)).and_then(|v| v.trim().parse().ok()).unwrap_or_else(|| panic!("no {sample} in /metrics"))
+}
+
+/// Issue 31, defect 3: one OTA check-in from each of 1,000 source addresses (ten /24s of
+/// 127.0.0.0/8), so that every address holds one request and the real device's address ties for
+/// "busiest". Its code survives and approves; the flood is refused with 429 and `Retry-After` once
+/// its networks (64 each) and then the hub (256 in all) are full, and the refusals are counted.
+#[tokio::test]
+async fn a_flood_from_a_thousand_addresses_spares_a_real_devices_code() {
+    let hub = HubProcess::start_admitting(&[], &[]).await;
+    let real = check_in_from(&hub, "127.0.0.1", VICTIM, VICTIM_UUID).await;
+    assert_eq!(real.status, 200, "{real:?}");
+    let code = real.json()["activation"]["code"].as_str().unwrap().to_string();
+    let (mut held, mut refused) = (0, 0);
+    for i in 0..1_000u32 {
+        let from = format!("127.0.{}.{}", i / 100, i % 100 + 2);
+        let mac = format!("02:66:00:00:{:02x}:{:02x}", i / 256, i % 256);
+        let a = check_in_from(&hub, &from, &mac, "flood").await;
+        match a.status {
+            200 => held += 1,
+            429 => {
+                retry_after(&a);
+                refused += 1;
+            }
+            other => panic!("{from}: {other} {a:?}"),
+        }
+    }
+    assert_eq!(held + 1, 256, "the hub holds as many requests as it keeps, and no more");
+    assert_eq!(refused, 1_000 - held);
+    let list = pending(&hub).await;
+    assert!(list.len() <= 256, "{} requests listed", list.len());
+    assert!(list.iter().any(|p| p["code"] == code.as_str()), "the real device's code is still listed");
+    assert!(metric(&hub, "mcpdev_refusals_total{reason=\"admission_network\"}").await >= 1.0, "refusals by network are counted");
+    assert!(metric(&hub, "mcpdev_refusals_total{reason=\"admission_full\"}").await >= 1.0, "refusals of a full hub are counted");
+    ok(&hub, &["devices", "approve", &code]).await;
+    let after = check_in_from(&hub, "127.0.0.1", VICTIM, VICTIM_UUID).await.json();
+    assert!(after["activation"].is_null() && after["websocket"]["token"].is_string(), "the approved device gets its token: {after}");
+}
+
+/// Many addresses of one /24 (a LAN neighbour that takes many addresses): at most 64 requests,
+/// then 429 with `Retry-After` naming the network; a device of another network still gets its
+/// code, and so does one of that network once a person approves or denies what waits.
+#[tokio::test]
+async fn a_flood_from_one_network_is_refused_with_retry_after() {
+    let hub = HubProcess::start_admitting(&[], &[]).await;
+    let mut first_refusal = None;
+    for i in 0..80u32 {
+        let a = check_in_from(&hub, &format!("127.0.9.{}", i + 1), &format!("02:66:00:09:00:{i:02x}"), "flood").await;
+        match (a.status, first_refusal.is_some()) {
+            (200, false) => {}
+            (429, false) => first_refusal = Some((i, a)),
+            (429, true) => {
+                retry_after(&a);
+            }
+            (status, _) => panic!("check-in {i}: {status} {a:?}"),
+        }
+    }
+    let (at, a) = first_refusal.expect("the network is capped");
+    assert_eq!(at, 64, "64 requests of one /24 are held");
+    assert!(retry_after(&a) > 1, "Retry-After says when the first code of the network expires");
+    assert!(a.body.contains("network"), "the refusal says why: {}", a.body);
+    let other = check_in_from(&hub, "127.0.10.1", VICTIM, VICTIM_UUID).await;
+    assert_eq!(other.status, 200, "another network is not held back: {other:?}");
+    let waiting = pending(&hub).await;
+    let in_net = waiting.iter().filter(|p| p["remote"].as_str().is_some_and(|r| r.starts_with("127.0.9."))).count();
+    assert_eq!(in_net, 64);
+    let denied = waiting.iter().find(|p| p["remote"].as_str().is_some_and(|r| r.starts_with("127.0.9."))).unwrap()["code"].as_str().unwrap().to_string();
+    ok(&hub, &["devices", "deny", &denied]).await;
+    assert_eq!(check_in_from(&hub, "127.0.9.200", "aa:bb:cc:00:22:09", VICTIM_UUID).await.status, 200, "a request denied makes room in its network");
+}
+
+/// The user beside the attacker: a classroom of 40 boards on one /24 and 5 behind one NAT address
+/// check in at once; every one gets its code, `devices pending` lists them all, and each approves.
+#[tokio::test]
+async fn a_room_of_real_devices_on_one_network_all_get_their_codes() {
+    let hub = HubProcess::start_admitting(&[], &[]).await;
+    let mut codes = Vec::new();
+    for i in 0..45u32 {
+        let from = if i < 40 { format!("127.0.7.{}", i + 1) } else { "127.0.8.1".to_string() };
+        let a = check_in_from(&hub, &from, &format!("aa:bb:cc:07:00:{i:02x}"), &format!("11111111-2222-4333-8444-5555555555{i:02x}")).await;
+        assert_eq!(a.status, 200, "{from}: {a:?}");
+        codes.push(a.json()["activation"]["code"].as_str().unwrap().to_string());
+    }
+    let listed = pending(&hub).await;
+    assert_eq!(listed.len(), 45);
+    for code in &codes {
+        assert!(listed.iter().any(|p| p["code"] == code.as_str()), "{code} is listed");
+        ok(&hub, &["devices", "approve", code]).await;
+    }
+    assert!(pending(&hub).await.is_empty());
+}
+
 /// Defect 11: a gateway credential plus an approved Device-Id gets in; the same credential with a
 /// Device-Id nobody approved waits in `devices pending`, and gets in once its code is approved.
 #[tokio::test]

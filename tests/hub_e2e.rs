@@ -251,14 +251,34 @@ async fn device_tokens_are_checked_with_a_clear_reason() {
 async fn the_host_listener_refuses_foreign_origins_and_hosts() {
     let hub = HubProcess::start(&[], &[]).await;
     let link = format!("{}/api/v1/link", hub.host_url.replace("http://", "ws://"));
-    for (name, value) in [("Origin", "https://evil.example"), ("Host", "evil.example:80")] {
+    let port = hub.host_url.rsplit(':').next().unwrap();
+    // A loopback name with junk around it is no loopback name (issue 31): each is read whole, as
+    // an RFC 3986 authority.
+    let junk_hosts = [
+        format!("[::1].evil.example:{port}"),
+        format!("127.0.0.1.evil.example:{port}"),
+        format!("localhost:{port}.evil.example"),
+        format!("localhost:{port}@evil.example"),
+        format!("evil.example@localhost:{port}"),
+        format!("[fe80::1%25lo]:{port}"),
+        "localhost:99999".to_string(),
+        format!("127.1:{port}"),
+    ];
+    let mut refused = vec![("Origin", "https://evil.example".to_string()), ("Origin", format!("http://[::1].evil.example:{port}")), ("Host", "evil.example:80".to_string())];
+    refused.extend(junk_hosts.into_iter().map(|h| ("Host", h)));
+    for (name, value) in refused {
         let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(link.as_str()).unwrap();
         req.headers_mut().insert(name, value.parse().unwrap());
         match tokio_tungstenite::connect_async(req).await {
-            Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => assert_eq!(resp.status(), 403, "{name}"),
-            other => panic!("{name}: expected 403, got {:?}", other.map(|_| ())),
+            Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => assert_eq!(resp.status(), 403, "{name}: {value}"),
+            other => panic!("{name}: {value}: expected 403, got {:?}", other.map(|_| ())),
         }
     }
+    // The same over plain HTTP, on /mcp.
+    let addr = hub.host_url.trim_start_matches("http://").to_string();
+    let (status, _, body) = common::ota::exchange(&addr, "POST", "/mcp", &[("Host", &format!("[::1].evil.example:{port}"))], "{}", common::ws::DEADLINE).await;
+    assert_eq!(status, 403, "{}", String::from_utf8_lossy(&body));
+    assert!(String::from_utf8_lossy(&body).contains("not a host[:port]"), "the refusal says why");
     let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(link.as_str()).unwrap();
     req.headers_mut().insert("Origin", "http://localhost:6274".parse().unwrap());
     let port = req.uri().port_u16().unwrap();

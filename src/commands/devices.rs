@@ -215,9 +215,16 @@ fn revoked(global: &GlobalArgs, a: &Value) {
     let id = super::output::text(a["device_id"].as_str().unwrap_or_default());
     outln!("{id}");
     if !global.quiet {
-        let was = if a["revoked"] == true { "revoked" } else { "was not admitted" };
+        let was = match a["was"].as_str() {
+            Some("approved") => "it was approved",
+            Some("in_process") => "it ran inside the hub",
+            Some("approve_all") => "it was admitted by --approve-all",
+            Some("shared_token") => "a shared MCPDEV_DEVICE_TOKEN let it in",
+            Some("revoked_already") => "it was revoked already",
+            _ => "it was not admitted",
+        };
         let gone = if a["disconnected"] == true { "; disconnected it" } else { "" };
-        eprintln!("{id} {was}{gone}");
+        eprintln!("{id} revoked ({was}; only a new approval lets it in){gone}");
     }
 }
 

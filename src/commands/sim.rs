@@ -10,6 +10,7 @@
 use crate::cli::{GlobalArgs, SimArgs};
 use crate::device_identity::{DEFAULT_STRIDE, SimIdentities};
 use crate::exit::{CodedError, Exit};
+use crate::sim::client::Stopped;
 use crate::sim::{SimConfig, run_device};
 use crate::wire::identity::{format_mac, parse_mac};
 
@@ -82,10 +83,13 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
         let chosen = if defaulted { " (--device-id names another)" } else { "" };
         eprintln!("mcpdev sim: {} virtual device(s) from {}{chosen} -> {target} (Ctrl-C to stop)", args.count, format_mac(&first));
     }
-    // Runs until Ctrl-C or SIGTERM, or until the backend refuses a device for good (every device
-    // would be). One signal listener for the whole run: none is missed between two task ends.
+    // Runs until Ctrl-C or SIGTERM, or until every device ended. A device the backend refuses
+    // (not admitted, revoked) ends alone, reported, and the others run on; a URL or settings that
+    // cannot work end them all (every device would meet it). One signal listener for the whole
+    // run: none is missed between two task ends.
     let signalled = stop.wait();
     tokio::pin!(signalled);
+    let (mut refused, mut last) = (0u64, None);
     loop {
         tokio::select! {
             done = tasks.join_next() => match done {
@@ -99,14 +103,19 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
                     }
                     tasks.spawn(async move { (i, moves + 1, run_device(cfg).await) });
                 }
-                Some(Ok((_, _, Err(stopped)))) => {
+                Some(Ok((i, moves, Err(stop)))) if !stop.usage && count > 1 => {
+                    refused += 1;
+                    let left = count - refused;
+                    eprintln!("mcpdev sim: device {} stopped: {}; {left} of {count} still run", format_number(base + i + moves * count), super::output::text(&stop.message));
+                    last = Some(stop);
+                }
+                Some(Ok((_, _, Err(stop)))) => {
                     tasks.shutdown().await;
-                    let exit = if stopped.auth { Exit::Auth } else if stopped.usage { Exit::Usage } else { Exit::Unreachable };
-                    return Err(CodedError::new(exit, stopped.message).into());
+                    return Err(stopped(stop));
                 }
                 Some(Ok((_, _, Ok(())))) => {}
                 Some(Err(e)) => return Err(anyhow::anyhow!("a virtual device task failed: {e}")),
-                None => return Ok(()),
+                None => return last.map_or(Ok(()), |stop| Err(stopped(Stopped { message: format!("every device stopped; the last: {}", stop.message), ..stop }))),
             },
             signal = &mut signalled => {
                 signal?;
@@ -125,6 +134,12 @@ fn mac_number(mac: &[u8; 6]) -> u64 {
 fn format_number(number: u64) -> String {
     let b = number.to_be_bytes();
     format_mac(&[b[2], b[3], b[4], b[5], b[6], b[7]])
+}
+
+/// The exit a device's final refusal gives the whole run.
+fn stopped(stop: Stopped) -> anyhow::Error {
+    let exit = if stop.auth { Exit::Auth } else if stop.usage { Exit::Usage } else { Exit::Unreachable };
+    CodedError::new(exit, stop.message).into()
 }
 
 /// `sim --replay FILE`: one device playing back a recording; reconnects (after 500 ms) whenever

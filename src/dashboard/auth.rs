@@ -157,7 +157,9 @@ impl Auth {
         if !matches!(*method, Method::GET | Method::HEAD) {
             let token_ok = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()).is_some_and(|t| constant_time_eq(t.as_bytes(), csrf.as_bytes()));
             let text = |name| headers.get(name).and_then(|v: &axum::http::HeaderValue| v.to_str().ok());
-            let own_origin = matches!((text(header::ORIGIN), text(header::HOST)), (Some(origin), Some(host)) if origin.strip_prefix("http://") == Some(host));
+            // The page's own origin: `http://` and the very authority of `Host`, both read whole.
+            let own_origin = matches!((text(header::ORIGIN), text(header::HOST)), (Some(origin), Some(host))
+                if crate::hub::authority::origin(origin).is_ok_and(|(scheme, o)| scheme == "http" && crate::hub::authority::Authority::parse(host).is_ok_and(|h| h == o)));
             if !token_ok || !own_origin {
                 return Err(Denied::Forgery);
             }
@@ -212,6 +214,13 @@ mod tests {
         assert_eq!(a.check(&Method::POST, &h), Err(Denied::Forgery), "another local origin");
         h.insert(header::ORIGIN, HeaderValue::from_static("http://localhost:8001"));
         assert_eq!(a.check(&Method::POST, &h), Err(Denied::Forgery), "another name than the page was loaded by");
+        // The same junk in Host and Origin is no authority, so no origin of the page either.
+        h.insert(header::HOST, HeaderValue::from_static("[::1].evil.example:8001"));
+        h.insert(header::ORIGIN, HeaderValue::from_static("http://[::1].evil.example:8001"));
+        assert_eq!(a.check(&Method::POST, &h), Err(Denied::Forgery), "junk around a loopback address");
+        h.insert(header::HOST, HeaderValue::from_static("LOCALHOST:8001"));
+        h.insert(header::ORIGIN, HeaderValue::from_static("http://localhost:8001"));
+        assert!(a.check(&Method::POST, &h).is_ok(), "one authority, whatever its case");
         h.remove(header::ORIGIN);
         assert_eq!(a.check(&Method::POST, &h), Err(Denied::Forgery), "no Origin");
     }

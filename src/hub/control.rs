@@ -9,7 +9,7 @@
 //!                                                               -> {"id":3,"ok":result} | {"id":3,"error":{…}}
 //! {"id":4,"op":"watch","device":null,"traffic":true}           -> {"id":4,"event":{…}} …
 //! {"id":5,"op":"approve","target":"123456"|"aa:bb:…"}          -> {"id":5,"ok":{device_id,via,token?,device_url}}
-//! {"id":6,"op":"revoke","device":"aa:bb:…"}                    -> {"id":6,"ok":{device_id,revoked,disconnected}}
+//! {"id":6,"op":"revoke","device":"aa:bb:…"}                    -> {"id":6,"ok":{device_id,revoked,was,was_admitted,disconnected}}
 //! {"id":7,"op":"pending"}                                      -> {"id":7,"ok":[Pending…]}
 //! {"id":8,"op":"admitted"}                                     -> {"id":8,"ok":{"approve_all":bool,"devices":[Admitted…]}}
 //! {"id":9,"op":"stats"}                                        -> {"id":9,"ok":{"in_flight":N}}

@@ -68,16 +68,21 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
     // it cannot take over the session of a connected device with the same Device-Id either.
     if let Err(why) = hub.check_device_token(&identity, Some(remote)) {
         hub.admission.log_refusal(Some(remote.ip()), &format!("device {}", identity.device_id), &why);
-        let status = match why {
-            super::admission::Refusal::Busy { .. } => StatusCode::TOO_MANY_REQUESTS,
+        let mut answer = Response::builder();
+        match (&why, why.retry_after_s()) {
+            (_, Some(s)) => answer = answer.status(StatusCode::TOO_MANY_REQUESTS).header(header::RETRY_AFTER, s),
             // One of the hub's own devices: another device's id to take (a sim moves on). A
             // device connected with its token: still a missing credential, with that advice.
-            super::admission::Refusal::Taken { resident: true, .. } => StatusCode::CONFLICT,
-            _ => StatusCode::UNAUTHORIZED,
-        };
-        crate::metrics::refused(crate::metrics::Refused::NotAdmitted);
-        return Response::builder()
-            .status(status)
+            (super::admission::Refusal::Taken { resident: true, .. }, None) => {
+                crate::metrics::refused(crate::metrics::Refused::NotAdmitted);
+                answer = answer.status(StatusCode::CONFLICT);
+            }
+            _ => {
+                crate::metrics::refused(crate::metrics::Refused::NotAdmitted);
+                answer = answer.status(StatusCode::UNAUTHORIZED);
+            }
+        }
+        return answer
             .header(header::WWW_AUTHENTICATE, "Bearer")
             .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
             .body(Body::from(format!("{why}\n")))

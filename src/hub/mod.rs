@@ -20,6 +20,7 @@
 //! approved, presenting its own token, gets in.
 
 pub mod admission;
+pub mod authority;
 pub mod budget;
 pub mod check_layer;
 pub mod control;
@@ -336,7 +337,13 @@ fn supervise(name: &'static str, accept_loop: impl Future<Output = ()> + Send + 
 /// has one always; `/mcp` must have `MCPDEV_MCP_TOKEN`. A `Host` header is no proof of where a
 /// client is, so a non-loopback bind address counts as remote use too.
 fn check_remote_use(config: &HubConfig) -> anyhow::Result<()> {
-    let remote_names: Vec<&str> = config.allowed_hosts.iter().map(String::as_str).filter(|h| !is_loopback_name(host_name(h))).collect();
+    if let Some((entry, why)) = config.allowed_hosts.iter().filter(|h| *h != "*").find_map(|h| {
+        let bare_ip = h.parse::<std::net::IpAddr>().is_ok();
+        authority::Authority::parse(h).err().filter(|_| !bare_ip).map(|why| (h, why))
+    }) {
+        return Err(crate::exit::CodedError::new(crate::exit::Exit::Usage, format!("--allowed-host {entry:?} is not a host[:port] (such as hub.lan or hub.lan:8001): {why}")).into());
+    }
+    let remote_names: Vec<&str> = config.allowed_hosts.iter().map(String::as_str).filter(|h| !is_loopback_entry(h)).collect();
     let remote_bind = !config.host_addr.ip().is_loopback();
     if (remote_names.is_empty() && !remote_bind) || config.mcp_token_set {
         return Ok(());
@@ -371,7 +378,10 @@ pub fn refuse(config: &HubConfig, headers: &axum::http::HeaderMap) -> Option<Res
         && !host_allowed(host, &config.allowed_hosts)
     {
         crate::metrics::refused(crate::metrics::Refused::Host);
-        let hint = format!("Host {host:?} is not allowed; start the hub with --allowed-host {}", host_name(host));
+        let hint = match authority::Authority::parse(host) {
+            Ok(a) => format!("Host {host:?} is not allowed; start the hub with --allowed-host {}", a.host_text()),
+            Err(why) => format!("Host {host:?} is not a host[:port]: {why}"),
+        };
         return Some(plain(StatusCode::FORBIDDEN, &hint));
     }
     if let Some(origin) = get(header::ORIGIN)
@@ -384,27 +394,24 @@ pub fn refuse(config: &HubConfig, headers: &axum::http::HeaderMap) -> Option<Res
     None
 }
 
-fn host_name(host: &str) -> &str {
-    if let Some(rest) = host.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
-    }
-    host.rsplit_once(':').map_or(host, |(n, _)| n)
+/// Whether an allowed-host entry (`--allowed-host`) names this machine.
+fn is_loopback_entry(entry: &str) -> bool {
+    authority::Authority::parse(entry).is_ok_and(|a| a.is_loopback()) || entry.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.to_canonical().is_loopback())
 }
 
-fn is_loopback_name(name: &str) -> bool {
-    matches!(name, "localhost" | "::1") || name.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
-}
-
+/// Whether a `Host` header is allowed: an authority ([`authority`]) naming this machine, or one an
+/// `--allowed-host` entry names (`*`: any well-formed one). Junk around a loopback name is junk.
 pub fn host_allowed(host: &str, allowed: &[String]) -> bool {
-    let name = host_name(host);
-    is_loopback_name(name) || allowed.iter().any(|a| a == name || a == host || a == "*")
+    authority::Authority::parse(host).is_ok_and(|a| a.is_loopback() || allowed.iter().any(|e| e == "*" || a.matches(e)))
 }
 
+/// Whether an `Origin` is allowed: one of `allowed` as written (`*`: any), or `http(s)://` with an
+/// authority naming this machine.
 pub fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
     if allowed.iter().any(|a| a == origin || a == "*") {
         return true;
     }
-    origin.split_once("://").is_some_and(|(scheme, rest)| matches!(scheme, "http" | "https") && is_loopback_name(host_name(rest)))
+    authority::origin(origin).is_ok_and(|(scheme, a)| matches!(scheme.as_str(), "http" | "https") && a.is_loopback())
 }
 
 #[cfg(test)]
@@ -416,10 +423,14 @@ mod tests {
         for ok in ["127.0.0.1:8001", "localhost:8001", "[::1]:8001", "localhost", "127.0.0.5"] {
             assert!(host_allowed(ok, &[]), "{ok}");
         }
-        for bad in ["evil.example:8001", "192.168.1.5:8001", "example.com"] {
+        for bad in ["evil.example:8001", "192.168.1.5:8001", "example.com", "[::1].evil.example:8001", "127.0.0.1.evil.example", "localhost:8001@evil.example", "[fe80::1%25lo]:8001", "localhost:99999"] {
             assert!(!host_allowed(bad, &[]), "{bad}");
         }
         assert!(host_allowed("hub.lan:8001", &["hub.lan".into()]));
+        assert!(!host_allowed("hub.lan.evil.example:8001", &["hub.lan".into()]));
+        assert!(!host_allowed("hub.lan:8001/x", &["*".into()]), "any host, but a host");
+        assert!(!origin_allowed("http://[::1].evil.example:8001", &[]));
+        assert!(!origin_allowed("http://localhost.evil.example", &[]));
         assert!(origin_allowed("http://localhost:6274", &[]));
         assert!(origin_allowed("http://127.0.0.1", &[]));
         assert!(!origin_allowed("https://evil.example", &[]));

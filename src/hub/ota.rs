@@ -193,7 +193,7 @@ async fn check_version(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
         Err(busy) => {
             return Response::builder()
                 .status(StatusCode::TOO_MANY_REQUESTS)
-                .header(header::RETRY_AFTER, "1")
+                .header(header::RETRY_AFTER, busy.retry_after_s().unwrap_or(1))
                 .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
                 .body(Body::from(format!("{busy}\n")))
                 .expect("static response");

@@ -81,6 +81,12 @@ pub enum Refused {
     BadIdentity,
     /// A connection over one of the device listener's caps.
     ConnectionCap,
+    /// A request for admission from an address that asks too fast.
+    AdmissionRate,
+    /// A request for admission from a network (/24, /64) that holds as many as it may.
+    AdmissionNetwork,
+    /// A request for admission while the hub holds as many as it keeps.
+    AdmissionFull,
 }
 
 impl Refused {
@@ -95,9 +101,12 @@ impl Refused {
             Refused::NotAdmitted => "not_admitted",
             Refused::BadIdentity => "bad_identity",
             Refused::ConnectionCap => "connection_cap",
+            Refused::AdmissionRate => "admission_rate",
+            Refused::AdmissionNetwork => "admission_network",
+            Refused::AdmissionFull => "admission_full",
         }
     }
-    pub const ALL: [Refused; 9] = [
+    pub const ALL: [Refused; 12] = [
         Refused::Host,
         Refused::Origin,
         Refused::OtherUser,
@@ -107,6 +116,9 @@ impl Refused {
         Refused::NotAdmitted,
         Refused::BadIdentity,
         Refused::ConnectionCap,
+        Refused::AdmissionRate,
+        Refused::AdmissionNetwork,
+        Refused::AdmissionFull,
     ];
 }
 

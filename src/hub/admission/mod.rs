@@ -43,10 +43,11 @@ use tracing::{info, warn};
 
 pub use book::{Admitted, MAX_ADMITTED};
 pub use record::Record;
-pub use refusal::Refusal;
+pub use refusal::{Crowded, Refusal};
 pub use requests::{CODE_LIFETIME, MAX_PENDING, Pending, Requester, Via};
 
 use super::secret::{HubSecret, Purpose};
+use crate::metrics::Refused;
 use crate::wire::identity::{format_mac, parse_mac};
 use book::Book;
 use refusal::LogLimit;
@@ -436,7 +437,7 @@ impl Admission {
             Ok(Opened::New { pending, evicted }) => {
                 if let Some(suppressed) = self.may_log(ip) {
                     if let Some(gone) = evicted {
-                        warn!(device = %gone.device_id, remote = gone.remote.as_deref().unwrap_or("-"), "admission: too many requests held; dropped this one (its peer held the most)");
+                        warn!(device = %gone.device_id, remote = gone.remote.as_deref().unwrap_or("-"), "admission: too many requests held; dropped this one (its address held several)");
                     }
                     warn!(device = %pending.device_id, via = ?pending.via, remote = pending.remote.as_deref().unwrap_or("-"), suppressed,
                         "a device asks to be admitted: `mcpdev devices pending` shows it; approve it with `mcpdev devices approve {}`", pending.code);
@@ -444,7 +445,15 @@ impl Admission {
                 Ok(*pending)
             }
             Err(refusal) => {
-                if let Some(suppressed) = self.may_log(ip) {
+                // One line per address, per network, or for the whole store in each window: a
+                // flood from many addresses is one line and a count.
+                let (reason, key) = match &refusal {
+                    Refusal::Busy { cap: Crowded::Network, .. } => (Refused::AdmissionNetwork, ip.map(requests::prefix)),
+                    Refusal::Busy { cap: Crowded::Full, .. } => (Refused::AdmissionFull, Some(IpAddr::from([0u8; 4]))),
+                    _ => (Refused::AdmissionRate, ip),
+                };
+                crate::metrics::refused(reason);
+                if let Some(suppressed) = self.may_log(key) {
                     warn!(remote = r.remote.map(|a| a.to_string()).unwrap_or_else(|| "-".into()), suppressed, "admission request refused: {refusal}");
                 }
                 Err(refusal)
@@ -456,7 +465,7 @@ impl Admission {
     /// if any (the stock body is `{}` without an eFuse serial).
     pub fn activation(&self, device_id: &str, client_id: Option<&str>, key_hash: Option<&str>, challenge: Option<&str>) -> Activation {
         let now = Instant::now();
-        let state = lock(&self.state);
+        let mut state = lock(&self.state);
         // A lab bench asks for no activation: whoever polls is done (unless revoked).
         if self.approve_all && !state.book.admitted.contains_key(device_id) && !state.book.revoked.contains_key(device_id) {
             return Activation::Approved;
@@ -472,17 +481,29 @@ impl Admission {
         if mine.is_empty() {
             return Activation::Unknown;
         }
-        match challenge {
-            Some(c) => mine.iter().find(|p| constant_time_eq(p.challenge.as_bytes(), c.as_bytes())).map_or(Activation::WrongChallenge, |p| Activation::Waiting(p.code.clone())),
-            None => Activation::Waiting(mine.iter().min_by_key(|p| p.since).map(|p| p.code.clone()).unwrap_or_default()),
+        let polled = match challenge {
+            Some(c) => mine.iter().find(|p| constant_time_eq(p.challenge.as_bytes(), c.as_bytes())).map(|p| p.code.clone()),
+            None => mine.iter().min_by_key(|p| p.since).map(|p| p.code.clone()),
+        };
+        match polled {
+            // A device polling for its code keeps it ahead of requests nobody looks at.
+            Some(code) => {
+                state.requests.seen(&code);
+                Activation::Waiting(code)
+            }
+            None => Activation::WrongChallenge,
         }
     }
 
-    /// Every live pending request, oldest first, each with its conflicts.
+    /// Every live pending request, oldest first, each with its conflicts. Each is marked as shown
+    /// to a person (`devices pending`, the dashboard): kept ahead of requests nobody saw.
     pub fn pending(&self) -> Vec<Pending> {
         let now = Instant::now();
-        let state = lock(&self.state);
+        let mut state = lock(&self.state);
         let mut v: Vec<Pending> = state.requests.live(now).cloned().map(|p| p.with_expiry(now)).collect();
+        for p in &v {
+            state.requests.seen(&p.code);
+        }
         v.sort_by(|a, b| a.since.cmp(&b.since).then_with(|| a.code.cmp(&b.code)));
         let all: Vec<(String, String, Option<String>, Option<String>)> = v.iter().map(|p| (p.device_id.clone(), p.code.clone(), p.client_id.clone(), p.remote.clone())).collect();
         for p in &mut v {
@@ -503,6 +524,13 @@ impl Admission {
             }
         }
         v
+    }
+
+    /// What the request store holds, as its eviction rules see it, without marking anything
+    /// seen (for the fuzz target's invariants).
+    pub(crate) fn waiting(&self) -> Vec<Waiting> {
+        let now = Instant::now();
+        lock(&self.state).requests.live(now).map(|p| Waiting { code: p.code.clone(), ip: p.ip, seen: p.seen }).collect()
     }
 
     /// Every approved device, by Device-Id.
@@ -612,9 +640,9 @@ impl Admission {
         state.requests.remove(code).ok_or_else(|| format!("no device is waiting with code {code}"))
     }
 
-    /// Withdraws an approval and remembers the revocation (the caller disconnects the device).
-    /// `Ok(false)`: it was not approved (it is remembered as revoked all the same).
-    pub fn revoke(&self, id: &str) -> Result<bool, String> {
+    /// Withdraws an approval and remembers the revocation (the caller disconnects the device);
+    /// `Ok` says how the device was admitted until now. The revocation is recorded either way.
+    pub fn revoke(&self, id: &str) -> Result<WasAdmitted, String> {
         let id = device_id(id).map_err(|_| format!("{id:?} is not a Device-Id like aa:bb:cc:dd:ee:ff"))?;
         let mut state = lock(&self.state);
         if state.book.resident.contains(&id) {
@@ -623,6 +651,14 @@ impl Admission {
         let prev = state.book.admitted.remove(&id);
         let was_resident = state.book.resident.remove(&id);
         let prev_revoked = state.book.revoked.get(&id).copied();
+        let was = match () {
+            _ if prev_revoked.is_some() && prev.is_none() => WasAdmitted::RevokedAlready,
+            _ if prev.is_some() => WasAdmitted::Approved,
+            _ if was_resident => WasAdmitted::InProcess,
+            _ if self.approve_all => WasAdmitted::ApproveAll,
+            _ if !self.shared_tokens.is_empty() => WasAdmitted::SharedToken,
+            _ => WasAdmitted::NotAdmitted,
+        };
         let at = next_time(&state, &id);
         state.book.remember_revoked(&id, at);
         if let Some(path) = &self.file
@@ -641,7 +677,7 @@ impl Admission {
             return Err(e);
         }
         state.requests.remove_device(&id);
-        Ok(prev.is_some() || was_resident)
+        Ok(was)
     }
 
     /// `device_id`'s current decision as a sealed [`Record`] for the other hubs of a cluster
@@ -718,6 +754,41 @@ impl Admission {
     }
 }
 
+/// A waiting request as the request store's eviction rules see it ([`Admission::waiting`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Waiting {
+    pub code: String,
+    /// The requester's address, canonical.
+    pub ip: Option<IpAddr>,
+    /// Shown to a person, or polled for by its device.
+    pub seen: bool,
+}
+
+/// How a device was let in until [`Admission::revoke`] recorded its revocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WasAdmitted {
+    /// A person approved it.
+    Approved,
+    /// It ran inside the hub (`serve --demo`).
+    InProcess,
+    /// The hub admits every device (`serve --approve-all`).
+    ApproveAll,
+    /// A shared `MCPDEV_DEVICE_TOKEN` would have let it in.
+    SharedToken,
+    /// It was revoked already.
+    RevokedAlready,
+    /// Nothing let it in.
+    NotAdmitted,
+}
+
+impl WasAdmitted {
+    /// Whether anything let the device in before.
+    pub fn admitted(self) -> bool {
+        !matches!(self, WasAdmitted::RevokedAlready | WasAdmitted::NotAdmitted)
+    }
+}
+
 /// What [`Admission::import`] did with a record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Imported {
@@ -783,11 +854,13 @@ pub const BROKER_SYNC_LIMIT: Duration = Duration::from_secs(5);
 
 /// `mcpdev devices revoke`: withdraws the approval and cuts the device off on every path.
 pub async fn revoke_and_disconnect(hub: &super::Hub, id: &str) -> Result<Value, String> {
-    let revoked = hub.admission.revoke(id)?;
+    let was = hub.admission.revoke(id)?;
     let device_id = device_id(id)?;
     sync_broker(hub, &device_id).await;
     let disconnected = cut_off(hub, &device_id, crate::links::handle::CloseReason::Revoked).await;
-    Ok(serde_json::json!({"device_id": device_id, "revoked": revoked, "disconnected": disconnected}))
+    // `revoked`: the revocation is recorded (it always is, once `revoke` succeeds); `was`: what
+    // let the device in until now.
+    Ok(serde_json::json!({"device_id": device_id, "revoked": true, "was": was, "was_admitted": was.admitted(), "disconnected": disconnected}))
 }
 
 /// `mcpdev devices approve`: approves, and when the approval re-binds the device (`--rebind`),
@@ -944,7 +1017,7 @@ mod tests {
         let token = adm.approve(A, false).unwrap().token.unwrap();
         let vision = adm.vision_token(A);
         assert!(adm.verify_vision(A, &vision) && adm.may_serve(A));
-        assert!(adm.revoke(A).unwrap());
+        assert_eq!(adm.revoke(A).unwrap(), WasAdmitted::Approved);
         assert!(matches!(adm.admits(A, Some(&token)), Err(Refusal::Revoked { .. })));
         assert!(matches!(adm.admits(A, Some("shared")), Err(Refusal::Revoked { .. })), "a shared token does not bring it back");
         assert!(matches!(adm.admits_through_gateway(A, Some("gw-secret"), None, None), Some(Err(Refusal::Revoked { .. }))));
@@ -958,8 +1031,9 @@ mod tests {
         assert_ne!(adm.vision_token(A), vision);
         let all = Admission::load(&AdmissionConfig { approve_all: true, ..Default::default() }, &[]).unwrap();
         assert_eq!(all.admits(B, None), Ok(()));
-        all.revoke(B).unwrap();
+        assert_eq!(all.revoke(B).unwrap(), WasAdmitted::ApproveAll, "revoking on --approve-all says what let the device in");
         assert!(all.admits(B, None).is_err(), "--approve-all honours a revocation");
+        assert_eq!(all.revoke(B).unwrap(), WasAdmitted::RevokedAlready);
     }
 
     #[test]

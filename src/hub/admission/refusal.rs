@@ -21,11 +21,33 @@ pub enum Refusal {
     WrongToken { device_id: String },
     /// Its approval was withdrawn (`mcpdev devices revoke`); only a new approval lets it in.
     Revoked { device_id: String },
-    /// This address asked for too many approvals too fast: try again later.
-    Busy { retry_after_s: u64 },
+    /// Too many requests for admission, from this address or its network or in all: try again
+    /// later (HTTP 429 with `Retry-After`).
+    Busy { retry_after_s: u64, cap: Crowded },
     /// Another device has this Device-Id: one of the hub's own virtual devices (`resident`), or
     /// one connected now with its token. The advice never breaks that device.
     Taken { device_id: String, resident: bool },
+}
+
+/// Which cap a refused request for admission met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Crowded {
+    /// Its address asks too fast.
+    Rate,
+    /// Its network (the /24 or /64) holds as many requests as it may, one per address.
+    Network,
+    /// The hub holds as many requests as it keeps, one per address.
+    Full,
+}
+
+impl Refusal {
+    /// For a refusal that a later try may not meet ([`Refusal::Busy`]): when to try again.
+    pub fn retry_after_s(&self) -> Option<u64> {
+        match self {
+            Refusal::Busy { retry_after_s, .. } => Some(*retry_after_s),
+            _ => None,
+        }
+    }
 }
 
 impl std::fmt::Display for Refusal {
@@ -50,7 +72,7 @@ impl std::fmt::Display for Refusal {
                 f,
                 "device {device_id} was revoked: it gets in again only after a new approval (`mcpdev devices pending`, then `mcpdev devices approve CODE`)"
             ),
-            Refusal::Busy { retry_after_s } => {
+            Refusal::Busy { retry_after_s, cap: Crowded::Rate } => {
                 write!(f, "too many admission requests from this address: try again in {retry_after_s} s")
             }
             Refusal::Taken { device_id, resident: true } => write!(
@@ -60,6 +82,13 @@ impl std::fmt::Display for Refusal {
             Refusal::Taken { device_id, resident: false } => write!(
                 f,
                 "Device-Id {device_id} belongs to a device connected to this hub now, with its token; this is another device with the same Device-Id: give it its own (`mcpdev sim --device-id 02:…`). Only if this is that very device, reset, and the connected one is gone for good: `mcpdev devices approve {device_id} --rebind` prints a new token (the old one stops working)"
+            Refusal::Busy { retry_after_s, cap: Crowded::Network } => write!(
+                f,
+                "too many devices of this network (its /24 or /64) wait for approval: try again in {retry_after_s} s; the hub's owner can approve or deny them (`mcpdev devices pending`)"
+            ),
+            Refusal::Busy { retry_after_s, cap: Crowded::Full } => write!(
+                f,
+                "the hub holds as many admission requests as it keeps: try again in {retry_after_s} s; the hub's owner can approve or deny them (`mcpdev devices pending`), or approve this device by its Device-Id"
             ),
         }
     }
