@@ -157,7 +157,7 @@ impl Auth {
         if !matches!(*method, Method::GET | Method::HEAD) {
             let token_ok = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()).is_some_and(|t| constant_time_eq(t.as_bytes(), csrf.as_bytes()));
             let text = |name| headers.get(name).and_then(|v: &axum::http::HeaderValue| v.to_str().ok());
-            let own_origin = matches!((text(header::ORIGIN), text(header::HOST)), (Some(origin), Some(host)) if origin.strip_prefix("http://") == Some(host));
+            let own_origin = matches!((text(header::ORIGIN), text(header::HOST)), (Some(origin), Some(host)) if origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")) == Some(host));
             if !token_ok || !own_origin {
                 return Err(Denied::Forgery);
             }

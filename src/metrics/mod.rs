@@ -77,6 +77,8 @@ pub enum Refused {
     BadIdentity,
     /// A connection over one of the device listener's caps.
     ConnectionCap,
+    /// A TLS handshake that failed or did not finish by its deadline.
+    TlsHandshake,
 }
 
 impl Refused {
@@ -91,9 +93,10 @@ impl Refused {
             Refused::NotAdmitted => "not_admitted",
             Refused::BadIdentity => "bad_identity",
             Refused::ConnectionCap => "connection_cap",
+            Refused::TlsHandshake => "tls_handshake",
         }
     }
-    pub const ALL: [Refused; 9] = [
+    pub const ALL: [Refused; 10] = [
         Refused::Host,
         Refused::Origin,
         Refused::OtherUser,
@@ -103,6 +106,7 @@ impl Refused {
         Refused::NotAdmitted,
         Refused::BadIdentity,
         Refused::ConnectionCap,
+        Refused::TlsHandshake,
     ];
 }
 
