@@ -363,3 +363,102 @@ async fn openssl_sees_tls_1_2_and_1_3_only_with_forward_secret_suites() {
         assert!(!ok, "{suite} was accepted: {said}");
     }
 }
+
+/// A Python of a venv `.ci/test` makes (`$var`), else `.ci/<venv>/bin/python`; missing fails.
+fn python(var: &str, venv: &str) -> PathBuf {
+    common::installed(var, common::repo_path(&format!(".ci/{venv}/bin/python")), &format!("the Python of .ci/{venv}"))
+}
+
+#[tokio::test]
+async fn a_remote_cli_and_the_mcp_python_sdk_reach_the_hub_over_https() {
+    let state = tempfile::tempdir().unwrap();
+    let hub = lab_hub(&["--host-tls", "--demo", "1"], state.path()).await;
+    assert!(hub.host_url.starts_with("https://"), "{}", hub.info);
+    let ca = ca_file(&hub);
+    let mcp = format!("{}/mcp", hub.host_url);
+    let tool = "dev-020000000001.self.audio_speaker.set_volume";
+    // The CLI, as an MCP client of the hub's /mcp over https.
+    let out = cli(&hub, &["call", tool, "volume=33", "--url", &mcp, "--json"], &[("MCPDEV_CA_FILE", &ca)]).await;
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = cli(&hub, &["call", tool, "volume=33", "--url", &mcp], &[]).await;
+    assert_eq!(out.code, 3, "a CLI that does not know the CA refuses the hub: {out:?}");
+    assert!(out.stderr.contains("did not prove who it is"), "{out:?}");
+
+    // The official MCP SDK (httpx) with the hub's CA in SSL_CERT_FILE.
+    let commands = serde_json::json!([{"op": "call", "name": tool, "arguments": {"volume": 41}}, {"op": "call", "name": "dev-020000000001.self.get_device_status"}]).to_string();
+    let out = tokio::process::Command::new(python("MCPDEV_TEST_MCP2_PYTHON", "venv-mcp2"))
+        .arg(common::repo_path("tests/interop/mcp_client.py"))
+        .args(["--url", &mcp, "--transport", "http", "--commands", &commands])
+        .env("SSL_CERT_FILE", &ca)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert!(lines.first().is_some_and(|c| c["op"] == "connect" && c.get("error").is_none()), "{lines:?} {}", String::from_utf8_lossy(&out.stderr));
+    let status = lines.iter().find(|l| l["name"] == "dev-020000000001.self.get_device_status").unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(status["result"].to_string().contains("41"), "the SDK's call changed the device: {status}");
+}
+
+#[tokio::test]
+async fn xiaozhi_sdk_devices_connect_over_wss_with_the_hubs_ca() {
+    let state = tempfile::tempdir().unwrap();
+    let hub = lab_hub(&[], state.path()).await;
+    let ca = ca_file(&hub);
+    let url = format!("wss://127.0.0.1:{}/xiaozhi/v1/", port_of(&hub.device_url));
+    let mut cmd = tokio::process::Command::new(python("MCPDEV_TEST_PYTHON", "venv"));
+    cmd.arg(common::repo_path("tests/interop/xiaozhi_sdk_device.py")).args(["--url", &url, "--mac", "aa:bb:cc:00:0c:01"]);
+    cmd.env("SSL_CERT_FILE", &ca).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
+    let mut child = cmd.spawn().unwrap();
+    let mut stdout = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(child.stdout.take().unwrap()));
+    let line = tokio::time::timeout(Duration::from_secs(60), stdout.next_line()).await.expect("the SDK device did not connect").unwrap();
+    assert_eq!(line.as_deref(), Some("ready"));
+    let listed = tools_of(&hub, "aa:bb:cc:00:0c:01", &[]).await;
+    assert_eq!(listed.code, 0, "{listed:?}");
+    assert!(listed.stdout.contains("set_volume"), "{}", listed.stdout);
+    // Without the CA, the SDK's own check refuses the hub: it never connects.
+    let mut cmd = tokio::process::Command::new(python("MCPDEV_TEST_PYTHON", "venv"));
+    cmd.arg(common::repo_path("tests/interop/xiaozhi_sdk_device.py")).args(["--url", &url, "--mac", "aa:bb:cc:00:0c:02"]);
+    cmd.env("SSL_CERT_FILE", "/nonexistent-ca.pem").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).kill_on_drop(true);
+    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output()).await.expect("the SDK device kept trying").unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("ready"), "connected without the CA");
+}
+
+#[tokio::test]
+async fn the_embedded_broker_serves_mqtts_and_the_hub_reaches_mosquitto_over_mqtts() {
+    // The embedded broker: mqtts for devices, plain only on loopback.
+    let state = tempfile::tempdir().unwrap();
+    let hub = lab_hub(&["--mqtt", "embedded", "--mqtt-listen", "127.0.0.1:0", "--mqtts-listen", "127.0.0.1:0"], state.path()).await;
+    let broker = hub.info["mqtt"].as_str().unwrap().to_string();
+    assert!(broker.starts_with("mqtts://"), "{}", hub.info);
+    let ca = ca_file(&hub);
+    let mut device = common::spawn_mcpdev(&["sim", "--mqtt", &broker, "--device-id", "02:00:00:00:0d:01"], &[("MCPDEV_CA_FILE", &ca), ("MCPDEV_STATE_DIR", &state.path().join("sim").to_string_lossy())]);
+    let listed = tools_of(&hub, "02:00:00:00:0d:01", &[]).await;
+    assert_eq!(listed.code, 0, "{listed:?}");
+    device.child.kill().await.unwrap();
+
+    // Mosquitto with a TLS listener, its certificate from a CA of the test's own.
+    let pki = Pki::new();
+    let (cert, key) = pki.leaf("mosquitto", &["127.0.0.1", "localhost"], -1, 30);
+    let tls_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    // Run as root (CI), Mosquitto would drop to its own user, who cannot read the test's 0600 key.
+    let extra = format!("user root\nlistener {tls_port} 127.0.0.1\ncafile {}\ncertfile {}\nkeyfile {}\n", pki.ca().display(), cert.display(), key.display());
+    let mosquitto = common::mqtt::Mosquitto::start_with(&extra).await;
+    let ca = pki.ca().to_string_lossy().into_owned();
+    let url = format!("mqtts://127.0.0.1:{tls_port}");
+    let hub = HubProcess::start(&["--mqtt", &url], &[("MCPDEV_CA_FILE", &ca)]).await;
+    let _device = common::spawn_mcpdev(&["sim", "--mqtt", &mosquitto.url(), "--device-id", "02:00:00:00:0d:02"], &[]);
+    let listed = tools_of(&hub, "02:00:00:00:0d:02", &[]).await;
+    assert_eq!(listed.code, 0, "the hub reaches its devices through Mosquitto over mqtts: {listed:?}");
+    // A hub that does not trust the broker's CA says why it cannot connect.
+    let untrusting = HubProcess::start_capturing(&["--mqtt", &url], &[]).await;
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let log = untrusting.stderr.as_ref().unwrap().lock().unwrap().clone();
+        if log.contains("does not trust") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no word of the untrusted broker: {log}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -92,7 +92,7 @@ fn transport_failure(url: &str, e: &(dyn std::error::Error + Send + Sync + 'stat
         Some(H::InsufficientScope(_)) => auth("refused the credentials (HTTP 403, insufficient scope)"),
         Some(H::HttpStatus(s)) if matches!(s.status, 401 | 403) => auth(&format!("refused the request (HTTP {})", s.status)),
         Some(H::HttpStatus(s)) => McpFailure::Unreachable(format!("{url} answered HTTP {}", s.status)),
-        Some(H::Client(r)) => McpFailure::Unreachable(format!("cannot reach the MCP server at {url}: {}", reqwest_cause(r))),
+        Some(H::Client(r)) => untrusted(url, r).unwrap_or_else(|| McpFailure::Unreachable(format!("cannot reach the MCP server at {url}: {}", reqwest_cause(r)))),
         Some(H::UnexpectedServerResponse(text)) if text.contains("403") => McpFailure::Auth(format!("{url} refused the request: {}", plain_words(text))),
         Some(H::UnexpectedServerResponse(text)) if text.contains("401") => auth(&format!("refused the request ({})", plain_words(text))),
         Some(other) => McpFailure::Unreachable(format!("the MCP server at {url} failed: {}", plain_words(&other.to_string()))),
