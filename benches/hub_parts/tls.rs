@@ -35,10 +35,15 @@ pub async fn run(scratch: &Scratch, fleet: usize) -> anyhow::Result<Vec<Row>> {
     let tls = HubProcess::start_with(scratch, fleet, &["--tls", "auto", "--host-tls"]).await?;
     let ca = scratch.0.join("state/tls/ca.pem");
     let trust = mcpdev::tls::client::Trust { ca_files: vec![ca.clone()], ..Default::default() };
+    // Each part's figures are kept even when a later part cannot run (it says why in a row).
     let mut rows = Vec::new();
-    rows.extend(handshakes(&plain, &tls, &trust).await.context("handshakes")?);
-    rows.extend(mcp_calls(scratch, &plain, &tls, &trust).await.context("/mcp calls")?);
-    rows.extend(memory(scratch, &plain, &tls, &ca, fleet).await.context("memory per device")?);
+    let mut keep = |part: &str, result: anyhow::Result<Vec<Row>>| match result {
+        Ok(r) => rows.extend(r),
+        Err(e) => rows.push(Row::new(format!("tls {part}"), "could not run", format!("{e:#}"))),
+    };
+    keep("handshake", handshakes(&plain, &tls, &trust).await);
+    keep("mcp", mcp_calls(scratch, &plain, &tls, &trust).await);
+    keep("memory", memory(scratch, &plain, &tls, &ca, fleet).await);
     Ok(rows)
 }
 
