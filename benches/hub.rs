@@ -23,6 +23,11 @@
 //!    this process says hello and answers `initialize` and `tools/list` at once; the time runs from
 //!    sending its hello until the hub's `ready` event for it arrives on a control `watch` socket.
 //!
+//! 5. `tls` (only when named: `cargo bench --bench hub -- tls`): what TLS costs, plain and TLS side
+//!    by side: handshakes at 1,000 new connections a second, memory per device with a fleet over
+//!    `wss://` against `ws://` (`HUB_BENCH_TLS_DEVICES`, 10,000 by default), and `/mcp` tools/call
+//!    over `https://` against `http://` ([`tls`]).
+//!
 //! Every virtual device runs in its own `mcpdev sim` process, as a real device would, so each
 //! path crosses the same process boundaries it would in use: bare is this process ↔ device;
 //! relay is this process ↔ hub ↔ device.
@@ -48,6 +53,8 @@ use tokio_tungstenite::tungstenite::Message;
 
 #[path = "hub_parts/op_costs.rs"]
 mod op_costs;
+#[path = "hub_parts/tls.rs"]
+mod tls;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcpdev");
 
@@ -150,6 +157,10 @@ fn main() -> anyhow::Result<()> {
         }
         if want("ready") {
             rows.extend(hello_to_ready(&scratch).await.context("scenario 4 (hello to ready)")?);
+        }
+        if filters.iter().any(|f| f == "tls") {
+            let n = std::env::var("HUB_BENCH_TLS_DEVICES").ok().and_then(|n| n.parse().ok()).unwrap_or(DEVICES);
+            rows.extend(tls::run(&scratch, fleet_size(n, fds)).await.context("scenario 5 (tls)")?);
         }
         if want("call") || want("relay") {
             let hub = HubProcess::start(&scratch).await?;
@@ -875,6 +886,11 @@ impl HubProcess {
 
     /// A hub for a fleet of `fleet` devices that may all connect at once.
     async fn start_for(scratch: &Scratch, fleet: usize) -> anyhow::Result<Self> {
+        Self::start_with(scratch, fleet, &[]).await
+    }
+
+    /// The same with more `serve` arguments.
+    async fn start_with(scratch: &Scratch, fleet: usize, extra: &[&str]) -> anyhow::Result<Self> {
         // Every simulated device connects from 127.0.0.1: the per-address cap on connections that
         // have not said hello yet (16, against slow-loris floods) would throttle the fleet, as no
         // real fleet (one address per device) is. The total cap is raised with it.
@@ -883,6 +899,7 @@ impl HubProcess {
         if !default_caps() {
             args.extend(["--max-pre-hello-per-peer", &cap, "--max-pre-hello", &cap]);
         }
+        args.extend_from_slice(extra);
         let mut child = scratch.command(&args, true).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().context("starting mcpdev serve")?;
         let pid = child.id().context("hub pid")?;
         let mut stdout = BufReader::new(child.stdout.take().context("hub stdout")?).lines();

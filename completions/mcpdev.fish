@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_mcpdev_global_optspecs
-    string join \n json q/quiet v/verbose color= h/help V/version
+    string join \n json q/quiet v/verbose color= ca-file= ca-fingerprint= h/help V/version
 end
 
 function __fish_mcpdev_needs_command
@@ -27,6 +27,8 @@ end
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -85,8 +87,14 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l public-host -d '
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l firmware -d 'Offer this firmware image in OTA answers (served by the hub; needs --firmware-version)' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l firmware-version -d 'The version of --firmware; a device upgrades when it is newer than its own' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l timezone-offset -d '`server_time.timezone_offset` in OTA answers, in minutes east of UTC' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l tls -d 'Serve devices over https:// and wss:// only (and mqtts with --mqtt embedded); `auto`: with the hub\'s own CA (docs/tls.md)' -r -f -a "off\t'Plain ws://, http:// and mqtt://'
+auto\t'The hub\'s own CA and a certificate for this machine\'s names and addresses, kept (0600) in the state directory\'s tls/ and renewed before they expire'"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l tls-cert -d 'Serve TLS with this certificate chain (PEM, leaf first: certbot\'s fullchain.pem), re-read when it changes; a public certificate is what stock xiaozhi firmware accepts' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l tls-key -d 'The private key of --tls-cert (PEM)' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtts-listen -d 'With TLS and --mqtt embedded: where the broker takes MQTT over TLS (stock firmware uses TLS on port 8883 only)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l header-timeout -d 'A request\'s headers must arrive within this (both listeners)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l body-timeout -d 'A request\'s body must arrive within this (both listeners)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l tls-handshake-timeout -d 'A TLS handshake must be complete this long after its connection was let in (it holds a pre-hello slot meanwhile)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l hello-timeout -d 'A WebSocket device that has not said hello this long after connecting is closed' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-pre-hello-per-peer -d 'Connections from one address that have not said hello yet (more for a distant address whose hellos keep coming); more wait their turn (--accept-queue-timeout)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-pre-hello -d 'Device-side connections that have not said hello yet, in total; more wait their turn' -r
@@ -96,10 +104,14 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-device-conne
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l approve-all -d 'Admit every device (a lab bench). By default a device is admitted once approved with `mcpdev devices approve`, and must present its own token'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-user-tools -d 'Also offer tools the device marks user-only to MCP hosts'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-dynsec -d 'Mosquitto with dynamic security: keep a broker login per approved device (username and client id its key, password its token, its own two topics only); removed on revocation. Admin login in MCPDEV_MQTT_ADMIN_USERNAME and MCPDEV_MQTT_ADMIN_PASSWORD(_FILE), else the hub\'s own'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-shared-device-login -d 'Hand approved devices the one login in MCPDEV_MQTT_DEVICE_USERNAME/PASSWORD. It lets every device (and anyone who reads it off one) connect under any client id, another device\'s included: prefer --mqtt-dynsec or --mqtt-hooks'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l host-tls -d 'Serve the host listener (CLI, MCP hosts, dashboard) over https:// too, for use from other machines (with --host-addr or --allowed-host, and MCPDEV_MCP_TOKEN)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-plain -d 'With TLS and --mqtt embedded: keep plain MQTT on --mqtt-listen too (by default it is moved to a loopback port for the hub\'s own link)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -109,6 +121,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -l hub -d 'The 
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -l no-open -d 'Only print the link; do not open a browser'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -s q -l quiet -d 'Print only results (no progress or hints)'
@@ -129,6 +143,8 @@ sse\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -150,6 +166,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l vision-token -d '
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l live -d 'Through a hub: send a new `initialize` instead of showing the onboarding answer (without --vision-url it carries no vision capability, so the device keeps the hub\'s endpoint)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s q -l quiet -d 'Print only results (no progress or hints)'
@@ -159,6 +177,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s V -l version -d '
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen_subcommand_from list help" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen_subcommand_from list help" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen_subcommand_from list help" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen_subcommand_from list help" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen_subcommand_from list help" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen_subcommand_from list help" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -180,6 +200,8 @@ sse\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l user-tools -d 'Also show user-only tools (annotated audience: ["user"])'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l refresh -d 'List the tools on the device again instead of showing the hub\'s cached list (after a failed onboarding: onboard the device again)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
@@ -205,6 +227,8 @@ sse\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l no-validate -d 'Send even if the arguments fail the inputSchema (the device decides)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s q -l quiet -d 'Print only results (no progress or hints)'
@@ -218,6 +242,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l record -d 'Also 
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l traffic -d 'Also show every MCP frame in both directions, with the round-trip latency of replies'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s q -l quiet -d 'Print only results (no progress or hints)'
@@ -229,6 +255,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_se
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l ndjson -d 'The listing as NDJSON: one device object per line, written as the hub\'s pages arrive (--json keeps one array)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -s q -l quiet -d 'Print only results (no progress or hints)'
@@ -245,6 +273,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_s
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l rebind -d 'Replace the binding of a device that is admitted already (a new board or a reset one with the same MAC): the old binding\'s tokens stop working and its session is cut off'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -s q -l quiet -d 'Print only results (no progress or hints)'
@@ -255,6 +285,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_s
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -264,6 +296,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_s
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -273,6 +307,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_s
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -282,6 +318,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_s
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -309,6 +347,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l replay -d 'Play ba
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l replay-timing -d 'With --replay: answer after the recorded latencies'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s q -l quiet -d 'Print only results (no progress or hints)'
@@ -328,6 +368,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l junit -d 'Also w
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l strict -d 'Treat warnings as failures'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -s q -l quiet -d 'Print only results (no progress or hints)'
@@ -350,6 +392,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l firmware-dir -d 
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l no-verify -d 'Do not read the flash back to verify what was written'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l merge -d 'With --save-image: one file for offset 0 (bootloader, partition table, provisioning record, app) instead of the app alone'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l no-provision -d 'Do not write the provisioning record (keep the one on the device; app-only images never have one)'
@@ -365,6 +409,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s V -l version -d 
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand man" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand man" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand man" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand man" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand man" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand man" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -373,6 +419,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand man" -s V -l version -d 'P
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'

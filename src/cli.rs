@@ -40,6 +40,14 @@ pub struct GlobalArgs {
     /// When to use colour (NO_COLOR is honoured under auto)
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+    /// Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA
+    /// certificate (PEM) instead of the system's roots; `serve` prints where the hub keeps its own
+    #[arg(long, global = true, env = "MCPDEV_CA_FILE", value_name = "FILE")]
+    pub ca_file: Option<std::path::PathBuf>,
+    /// Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256
+    /// fingerprint (`serve` prints its CA's)
+    #[arg(long, global = true, env = "MCPDEV_CA_FINGERPRINT", value_name = "SHA256")]
+    pub ca_fingerprint: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -469,7 +477,48 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub mqtt: MqttServeArgs,
     #[command(flatten)]
+    pub tls: TlsServeArgs,
+    #[command(flatten)]
     pub limits: LimitArgs,
+}
+
+/// `serve --tls`: whether the hub makes its own certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TlsMode {
+    /// Plain ws://, http:// and mqtt://
+    Off,
+    /// The hub's own CA and a certificate for this machine's names and addresses, kept (0600) in
+    /// the state directory's tls/ and renewed before they expire
+    Auto,
+}
+
+/// `serve`: TLS on the hub's listeners.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "TLS")]
+pub struct TlsServeArgs {
+    /// Serve devices over https:// and wss:// only (and mqtts with --mqtt embedded); `auto`: with
+    /// the hub's own CA (docs/tls.md)
+    #[arg(long, env = "MCPDEV_TLS", value_enum, value_name = "MODE", default_value_t = TlsMode::Off)]
+    pub tls: TlsMode,
+    /// Serve TLS with this certificate chain (PEM, leaf first: certbot's fullchain.pem), re-read
+    /// when it changes; a public certificate is what stock xiaozhi firmware accepts
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The private key of --tls-cert (PEM)
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// Serve the host listener (CLI, MCP hosts, dashboard) over https:// too, for use from other
+    /// machines (with --host-addr or --allowed-host, and MCPDEV_MCP_TOKEN)
+    #[arg(long)]
+    pub host_tls: bool,
+    /// With TLS and --mqtt embedded: where the broker takes MQTT over TLS (stock firmware uses TLS
+    /// on port 8883 only)
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8883")]
+    pub mqtts_listen: std::net::SocketAddr,
+    /// With TLS and --mqtt embedded: keep plain MQTT on --mqtt-listen too (by default it is moved
+    /// to a loopback port for the hub's own link)
+    #[arg(long)]
+    pub mqtt_plain: bool,
 }
 
 /// `serve`: deadlines and caps that keep slow or hostile connections from starving the hub.
@@ -482,6 +531,10 @@ pub struct LimitArgs {
     /// A request's body must arrive within this (both listeners)
     #[arg(long, env = "MCPDEV_BODY_TIMEOUT", value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     pub body_timeout: std::time::Duration,
+    /// A TLS handshake must be complete this long after its connection was let in (it holds a
+    /// pre-hello slot meanwhile)
+    #[arg(long, env = "MCPDEV_TLS_HANDSHAKE_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub tls_handshake_timeout: std::time::Duration,
     /// A WebSocket device that has not said hello this long after connecting is closed
     #[arg(long, env = "MCPDEV_HELLO_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub hello_timeout: std::time::Duration,

@@ -13,7 +13,7 @@ use crate::wire::identity::Identity;
 
 /// Every target [`run`] knows, by the name of its `fuzz/fuzz_targets/<name>.rs` and
 /// `fuzz/corpus/<name>/`.
-pub const TARGETS: &[&str] = &["envelope_session", "args", "broker_packets", "ws_frames", "mcp_direct", "admission_requests"];
+pub const TARGETS: &[&str] = &["envelope_session", "args", "broker_packets", "ws_frames", "mcp_direct", "admission_requests", "tls_accept"];
 
 /// Runs `data` through the target named `target`; `false` when no target has that name.
 pub fn run(target: &str, data: &[u8]) -> bool {
@@ -24,6 +24,7 @@ pub fn run(target: &str, data: &[u8]) -> bool {
         "ws_frames" => ws_frames(data),
         "mcp_direct" => mcp_direct(data),
         "admission_requests" => admission_requests(data),
+        "tls_accept" => tls_accept(data),
         _ => return false,
     }
     true
@@ -480,4 +481,70 @@ fn check_room(before: &[crate::hub::admission::Waiting], after: &[crate::hub::ad
         Some(Refusal::Busy { cap: Crowded::Full, .. }) => assert!(before.len() >= MAX_PENDING && !before.iter().any(several), "a full store refused a check-in though it had a request to spare"),
         _ => {}
     }
+/// The hub's TLS accept path: the server configuration every hub listener uses
+/// ([`crate::tls::server::config`]: its versions, suites, ALPN and session tickets) fed what a
+/// peer sends. The first byte sets the size of the reads (0: everything in one), the rest is
+/// the peer's bytes (real ClientHellos, cut or mangled, are in the corpus).
+///
+/// Invariants: no panic; once the connection failed it stays failed (the listener closes it);
+/// no application data comes out before the handshake is complete; what the server writes back
+/// stays small (a flight of handshake messages, never a reflection of what it was sent).
+pub fn tls_accept(data: &[u8]) {
+    use std::io::Read;
+    let Some((&size, input)) = data.split_first() else { return };
+    let chunk = if size == 0 { input.len().max(1) } else { usize::from(size) };
+    let config = crate::tls::server::config(fuzz_cert(), crate::tls::server::HTTP1);
+    let mut conn = rustls::ServerConnection::new(config).expect("a server connection from the hub's configuration");
+    let mut written = Vec::new();
+    let mut failed = false;
+    for piece in input.chunks(chunk) {
+        let mut reader = piece;
+        while !reader.is_empty() {
+            match conn.read_tls(&mut reader) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            match conn.process_new_packets() {
+                Ok(state) => {
+                    assert!(!failed, "a failed connection accepted more");
+                    if state.plaintext_bytes_to_read() > 0 {
+                        assert!(!conn.is_handshaking(), "application data before the handshake completed");
+                        let mut sink = Vec::new();
+                        let _ = conn.reader().read_to_end(&mut sink);
+                    }
+                }
+                Err(_) => failed = true,
+            }
+            while conn.wants_write() {
+                if conn.write_tls(&mut written).is_err() {
+                    break;
+                }
+            }
+            if failed {
+                break;
+            }
+        }
+        assert!(written.len() < 64 * 1024, "the server wrote {} bytes back", written.len());
+        if failed {
+            assert!(conn.process_new_packets().is_err(), "a failed connection recovered");
+            return;
+        }
+    }
+}
+
+/// A certificate for [`tls_accept`], made once.
+fn fuzz_cert() -> std::sync::Arc<dyn rustls::server::ResolvesServerCert> {
+    #[derive(Debug)]
+    struct Fixed(std::sync::Arc<rustls::sign::CertifiedKey>);
+    impl rustls::server::ResolvesServerCert for Fixed {
+        fn resolve(&self, _hello: rustls::server::ClientHello<'_>) -> Option<std::sync::Arc<rustls::sign::CertifiedKey>> {
+            Some(self.0.clone())
+        }
+    }
+    static KEY: std::sync::OnceLock<std::sync::Arc<rustls::sign::CertifiedKey>> = std::sync::OnceLock::new();
+    let key = KEY.get_or_init(|| {
+        let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("a self-signed certificate");
+        crate::tls::server::pair_from_pem(made.cert.pem().as_bytes(), made.signing_key.serialize_pem().as_bytes()).expect("the pair just made")
+    });
+    std::sync::Arc::new(Fixed(key.clone()))
 }

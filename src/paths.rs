@@ -5,6 +5,9 @@
 //! - [`runtime_dir`]: `$MCPDEV_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/mcpdev`, else the state
 //!   directory: secrets that only live while a hub runs (the control API's token).
 //!
+//! - [`hub_tls_dir`]: `tls/` in the state directory, where `serve --tls auto` keeps the hub's CA
+//!   and certificate; [`hub_ca_file`] is the CA that `mcpdev flash` provisions and clients trust.
+//!
 //! Both are created with mode 0700 and files in them are written with [`write_private`] (0600,
 //! atomically), so another local user can read none of it.
 
@@ -31,6 +34,18 @@ pub fn runtime_dir() -> PathBuf {
         return PathBuf::from(d).join("mcpdev");
     }
     state_dir()
+}
+
+/// Where `serve --tls auto` keeps the hub's CA (`ca.pem`, `ca.key`) and its certificate
+/// (`hub.pem`, the chain; `hub.key`): 0700, every file 0600.
+pub fn hub_tls_dir() -> PathBuf {
+    state_dir().join("tls")
+}
+
+/// The hub's own CA certificate (PEM), made by `serve --tls auto`: what our firmware and the
+/// CLI verify the hub against.
+pub fn hub_ca_file() -> PathBuf {
+    hub_tls_dir().join("ca.pem")
 }
 
 fn home() -> PathBuf {

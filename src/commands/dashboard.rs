@@ -36,7 +36,7 @@ pub async fn run(global: &GlobalArgs, args: DashboardArgs) -> anyhow::Result<()>
         ForHub::NotThisHub(why) => return Err(CodedError::new(Exit::Auth, why).into()),
     };
     crate::tls::install_crypto_provider();
-    let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(10)).redirect(reqwest::redirect::Policy::none()).build()?;
+    let client = crate::tls::client::reqwest_builder().timeout(std::time::Duration::from_secs(10)).redirect(reqwest::redirect::Policy::none()).build()?;
     let resp = client
         .post(format!("{base}/dashboard/api/login-link"))
         .bearer_auth(&token)

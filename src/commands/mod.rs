@@ -25,6 +25,7 @@ use crate::cli::{Cli, Command, ToolsCommand};
 /// Runs the parsed command line.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let g = &cli.global;
+    set_trust(g)?;
     match cli.command {
         Command::Serve(args) => serve::run(g, args).await,
         Command::Dashboard(args) => dashboard::run(g, args).await,
@@ -40,4 +41,25 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Man(args) => generate::man(&args),
         Command::Completions(args) => generate::completions(&args),
     }
+}
+
+/// What this process's TLS clients trust ([`crate::tls::client`]): `--ca-file`, or a pinned
+/// `--ca-fingerprint`, else the system's roots plus the local hub's own CA (`serve --tls auto`),
+/// so a CLI on the hub's machine reaches `https://` with nothing to set.
+fn set_trust(g: &crate::cli::GlobalArgs) -> anyhow::Result<()> {
+    use crate::exit::{CodedError, Exit};
+    let pin = match g.ca_fingerprint.as_deref().filter(|f| !f.trim().is_empty()) {
+        Some(text) => Some(crate::tls::parse_fingerprint(text).ok_or_else(|| {
+            CodedError::new(Exit::Usage, format!("--ca-fingerprint (MCPDEV_CA_FINGERPRINT) {text:?} is not a SHA-256 fingerprint")).with_help("64 hex digits, colons allowed, as `mcpdev serve` prints it")
+        })?),
+        None => None,
+    };
+    let ca_files: Vec<_> = g.ca_file.iter().filter(|f| !f.as_os_str().is_empty()).cloned().collect();
+    for f in &ca_files {
+        crate::tls::client::read_certs(f).map_err(|e| CodedError::new(Exit::Usage, e.to_string()))?;
+    }
+    let own = crate::paths::hub_ca_file();
+    let implicit_ca_files = if own.exists() { vec![own] } else { Vec::new() };
+    crate::tls::client::set_trust(crate::tls::client::Trust { ca_files, pin, implicit_ca_files });
+    Ok(())
 }

@@ -20,6 +20,7 @@ use crate::sim::{SimConfig, run_device};
 pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
     // Before anything says the hub is ready: a signal from then on is a clean shutdown.
     let stop = super::stop_signal::install()?;
+    let tls = hub_tls(&args)?;
     let config = HubConfig {
         device_addr: args.device_addr,
         host_addr: args.host_addr,
@@ -49,6 +50,9 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
             queue_timeout: args.limits.accept_queue_timeout,
         },
         hello_timeout: args.limits.hello_timeout,
+        tls: tls.clone(),
+        host_tls: args.tls.host_tls,
+        handshake_timeout: args.limits.tls_handshake_timeout,
         // Set from the bridge's token by the stack.
         mcp_token_set: false,
     };
@@ -62,7 +66,12 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         max_sessions_per_peer: args.mcp_max_sessions_per_peer,
         fleet_threshold: args.mcp_fleet_threshold as usize,
     };
-    let stack = super::hub_stack::start(super::hub_stack::StackConfig { hub: config, bridge, mqtt: mqtt_settings(&args.mqtt)? }).await?;
+    let mut mqtt_settings = mqtt_settings(&args.mqtt)?;
+    if let Some(m) = &mut mqtt_settings {
+        m.tls_listen = args.tls.mqtts_listen;
+        m.plain_beside_tls = args.tls.mqtt_plain;
+    }
+    let stack = super::hub_stack::start(super::hub_stack::StackConfig { hub: config, bridge, mqtt: mqtt_settings }).await?;
     let (running, mqtt, dashboard) = (stack.running, stack.mqtt, stack.dashboard);
     let admission = &running.hub.admission;
     if admission.approve_all() {
@@ -70,19 +79,23 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
     } else if admission.has_shared_tokens() {
         tracing::warn!("shared device tokens (MCPDEV_DEVICE_TOKEN) are accepted for any Device-Id: they are not bound to a device");
     }
-    let devices_url = format!("ws://{}/xiaozhi/v1/", running.device_addr);
-    let host_url = format!("http://{}", running.host_addr);
+    let hub_ref = &running.hub;
+    let devices_url = format!("{}://{}/xiaozhi/v1/", hub_ref.ws_scheme(), running.device_addr);
+    let host_url = format!("{}://{}", if tls.is_some() && args.tls.host_tls { "https" } else { "http" }, running.host_addr);
     if let Some(m) = &mqtt {
         // Ready means devices' messages reach the hub; a broker that is down is retried forever.
         if !m.wait_subscribed(std::time::Duration::from_secs(5)).await {
             tracing::warn!(broker = %m.broker, "the MQTT broker is not reachable yet; retrying in the background");
         }
     }
-    let ota_url = format!("http://{}{}", running.device_addr, hub::ota::OTA_PATH);
+    let ota_url = format!("{}://{}{}", hub_ref.http_scheme(), running.device_addr, hub::ota::OTA_PATH);
     if let Some(n) = args.demo {
-        let local = format!("ws://127.0.0.1:{}/xiaozhi/v1/", running.device_addr.port());
+        let local = format!("{}://127.0.0.1:{}/xiaozhi/v1/", hub_ref.ws_scheme(), running.device_addr.port());
+        // In-process devices trust exactly this hub's certificate (its CA, or the served one).
+        let demo_trust = tls.as_ref().map(|t| demo_trust(t)).transpose()?;
         for i in 0..n {
             let mut cfg = SimConfig::new(&local, format!("02:00:00:00:00:{:02x}", i + 1));
+            cfg.tls = demo_trust.clone();
             // In-process devices are admitted whatever the mode: they get their own tokens.
             cfg.token = Some(admission.admit_resident(&cfg.device_id));
             cfg.extra_tools = args.demo_extra_tools as usize;
@@ -90,8 +103,11 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
             tokio::spawn(run_device(cfg));
         }
     }
-    let reach = super::serve_report::device_urls(running.device_addr, hub::ota::DEVICE_PATH);
-    let hub_flag = super::serve_report::hub_flag(running.host_addr);
+    let reach = super::serve_report::device_urls(hub_ref.ws_scheme(), running.device_addr, hub::ota::DEVICE_PATH);
+    let hub_flag = super::serve_report::hub_flag(&host_url, running.host_addr);
+    let tls_info = tls.as_ref().map(|t| {
+        serde_json::json!({"ca_file": t.ca.as_ref().map(|(f, _)| f), "cert_file": t.resolver.cert_file(), "fingerprint": t.fingerprint(), "host": args.tls.host_tls})
+    });
     let listening = {
         let mcp = format!("{host_url}/mcp");
         let (broker, udp) = mqtt.as_ref().map(|m| (m.broker.clone(), m.udp.addr.port())).unzip();
@@ -101,7 +117,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         serde_json::json!({"event": "listening", "devices": devices_url, "device_urls": reach, "host": host_url, "mcp": mcp,
             "demo_devices": args.demo.unwrap_or(0), "ota": ota_url, "mqtt": broker, "udp_port": udp, "mqtt_hooks": hooks, "hub_id": hub_id, "hub_name": args.mqtt.hub_name,
             "approve_all": admission.approve_all(), "admitted_file": admission.file(),
-            "max_device_connections": running.hub.budget.caps().max_connections, "fd_limit": running.hub.budget.fd_limit()})
+            "max_device_connections": running.hub.budget.caps().max_connections, "fd_limit": running.hub.budget.fd_limit(), "tls": tls_info})
     };
     if let Some(path) = &args.ready_file {
         // Written whole (a reader never sees half of it), after every listener is up.
@@ -117,6 +133,19 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         eprintln!("mcpdev hub");
         eprintln!("  devices connect to   {}", reach.join("\n                       "));
         eprintln!("  CLI and MCP hosts    {host_url}  (loopback; --allowed-host for LAN)");
+        if let Some(t) = &tls {
+            match &t.ca {
+                Some((file, fp)) => {
+                    eprintln!("  TLS                  the hub's own CA: {}", file.display());
+                    eprintln!("                       SHA-256 {fp}");
+                    eprintln!("                       (clients: MCPDEV_CA_FILE={} or MCPDEV_CA_FINGERPRINT; `mcpdev flash` provisions it)", file.display());
+                }
+                None => {
+                    eprintln!("  TLS                  {} (re-read when it changes)", t.resolver.cert_file().display());
+                    eprintln!("                       SHA-256 {}", t.fingerprint());
+                }
+            }
+        }
         eprintln!("  MCP endpoint         {host_url}/mcp  (legacy SSE: {host_url}/sse; one device: {host_url}/devices/<id>/mcp)");
         eprintln!("  OTA (device setup)   {ota_url}");
         eprintln!("  dashboard            {}  (one-time log-in link; `mcpdev dashboard` prints a fresh one)", dashboard.login_url());
@@ -171,6 +200,38 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
     // Stopped by a signal, as every long-running command is: 130, like a shell reports SIGINT,
     // for SIGTERM too (a script sees one code for "stopped on request").
     Err(CodedError::interrupted().into())
+}
+
+/// The hub's TLS from `--tls auto` or `--tls-cert/--tls-key` (`None`: plain). The certificate made
+/// by `auto` carries `--public-host`, this machine's name and every address it is reached by.
+fn hub_tls(args: &ServeArgs) -> anyhow::Result<Option<std::sync::Arc<crate::hub::certs::HubTls>>> {
+    use crate::hub::certs::{TlsSource, leaf_names, prepare};
+    let source = match (&args.tls.tls_cert, &args.tls.tls_key, args.tls.tls) {
+        (Some(cert), Some(key), _) => TlsSource::Files { cert: cert.clone(), key: key.clone() },
+        (_, _, crate::cli::TlsMode::Auto) => TlsSource::Auto { dir: crate::paths::hub_tls_dir() },
+        _ => {
+            if args.tls.host_tls {
+                return Err(CodedError::new(Exit::Usage, "--host-tls needs a certificate: add --tls auto, or --tls-cert FILE --tls-key FILE").into());
+            }
+            return Ok(None);
+        }
+    };
+    let mut addresses = super::serve_report::lan_addresses();
+    for bound in [args.device_addr.ip(), args.host_addr.ip()] {
+        if !bound.is_unspecified() {
+            addresses.push(bound);
+        }
+    }
+    let names = leaf_names(args.mqtt.public_host.as_deref(), &addresses);
+    Ok(Some(prepare(&source, &names)?))
+}
+
+/// What `--demo`'s in-process devices verify the hub with: its own CA when it has one, else the
+/// certificate it serves, pinned.
+fn demo_trust(t: &crate::hub::certs::HubTls) -> anyhow::Result<std::sync::Arc<rustls::ClientConfig>> {
+    let pin = crate::tls::parse_fingerprint(&t.fingerprint()).ok_or_else(|| anyhow::anyhow!("the hub's certificate has no fingerprint"))?;
+    let trust = crate::tls::client::Trust { pin: Some(pin), ..Default::default() };
+    crate::tls::client::build(&trust, crate::tls::server::HTTP1).map_err(Into::into)
 }
 
 /// Longest the shutdown waits for every device to take its goodbye.

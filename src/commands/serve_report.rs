@@ -11,11 +11,11 @@ use crate::hub::Hub;
 /// The `ws://…/xiaozhi/v1/` URLs devices can use: the bound address, or, when bound to every
 /// interface (0.0.0.0 / ::), one per LAN address of this machine (loopback last, for a device on
 /// this machine), since no device can connect to 0.0.0.0.
-pub fn device_urls(bound: SocketAddr, path: &str) -> Vec<String> {
+pub fn device_urls(scheme: &str, bound: SocketAddr, path: &str) -> Vec<String> {
     let port = bound.port();
     let url = |ip: IpAddr| match ip {
-        IpAddr::V4(v4) => format!("ws://{v4}:{port}{path}"),
-        IpAddr::V6(v6) => format!("ws://[{v6}]:{port}{path}"),
+        IpAddr::V4(v4) => format!("{scheme}://{v4}:{port}{path}"),
+        IpAddr::V6(v6) => format!("{scheme}://[{v6}]:{port}{path}"),
     };
     if !bound.ip().is_unspecified() {
         return vec![url(bound.ip())];
@@ -32,7 +32,7 @@ pub fn device_urls(bound: SocketAddr, path: &str) -> Vec<String> {
 /// This machine's interface addresses (up interfaces; link-local IPv6 left out: a device cannot
 /// use one without a zone).
 #[cfg(unix)]
-fn lan_addresses() -> Vec<IpAddr> {
+pub fn lan_addresses() -> Vec<IpAddr> {
     let mut out = Vec::new();
     let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs fills `head` with a list we only read and then free with freeifaddrs.
@@ -68,7 +68,7 @@ fn lan_addresses() -> Vec<IpAddr> {
 }
 
 #[cfg(not(unix))]
-fn lan_addresses() -> Vec<IpAddr> {
+pub fn lan_addresses() -> Vec<IpAddr> {
     Vec::new()
 }
 
@@ -83,12 +83,13 @@ pub fn device_ceiling(budget: &crate::hub::budget::Budget) -> String {
     }
 }
 
-pub fn hub_flag(host_addr: SocketAddr) -> String {
-    if host_addr.port() == 8001 && (host_addr.ip().is_loopback() || host_addr.ip().is_unspecified()) {
+pub fn hub_flag(host_url: &str, host_addr: SocketAddr) -> String {
+    let https = host_url.starts_with("https:");
+    if !https && host_addr.port() == 8001 && (host_addr.ip().is_loopback() || host_addr.ip().is_unspecified()) {
         return String::new();
     }
     let ip = if host_addr.ip().is_unspecified() { IpAddr::V4(std::net::Ipv4Addr::LOCALHOST) } else { host_addr.ip() };
-    format!(" --hub http://{}", SocketAddr::new(ip, host_addr.port()))
+    format!(" --hub {}://{}", if https { "https" } else { "http" }, SocketAddr::new(ip, host_addr.port()))
 }
 
 /// The commands the start-up banner suggests after `mcpdev watch`: with `demo` virtual devices,
@@ -264,9 +265,9 @@ mod tests {
     #[test]
     fn devices_are_told_addresses_they_can_reach() {
         let bound: SocketAddr = "127.0.0.1:8000".parse().unwrap();
-        assert_eq!(device_urls(bound, "/xiaozhi/v1/"), ["ws://127.0.0.1:8000/xiaozhi/v1/"]);
+        assert_eq!(device_urls("ws", bound, "/xiaozhi/v1/"), ["ws://127.0.0.1:8000/xiaozhi/v1/"]);
         let every: SocketAddr = "0.0.0.0:8000".parse().unwrap();
-        let urls = device_urls(every, "/xiaozhi/v1/");
+        let urls = device_urls("ws", every, "/xiaozhi/v1/");
         assert!(!urls.iter().any(|u| u.contains("0.0.0.0")), "{urls:?}");
         assert_eq!(urls.last().map(String::as_str), Some("ws://127.0.0.1:8000/xiaozhi/v1/"), "loopback last: {urls:?}");
         assert!(urls.iter().all(|u| u.starts_with("ws://") && u.ends_with(":8000/xiaozhi/v1/")), "{urls:?}");
@@ -274,9 +275,10 @@ mod tests {
 
     #[test]
     fn suggested_commands_name_a_hub_that_is_not_the_default() {
-        assert_eq!(hub_flag("127.0.0.1:8001".parse().unwrap()), "");
-        assert_eq!(hub_flag("127.0.0.1:9001".parse().unwrap()), " --hub http://127.0.0.1:9001");
-        assert_eq!(hub_flag("0.0.0.0:9001".parse().unwrap()), " --hub http://127.0.0.1:9001");
+        assert_eq!(hub_flag("http://127.0.0.1:8001", "127.0.0.1:8001".parse().unwrap()), "");
+        assert_eq!(hub_flag("https://127.0.0.1:8001", "127.0.0.1:8001".parse().unwrap()), " --hub https://127.0.0.1:8001");
+        assert_eq!(hub_flag("http://127.0.0.1:9001", "127.0.0.1:9001".parse().unwrap()), " --hub http://127.0.0.1:9001");
+        assert_eq!(hub_flag("http://0.0.0.0:9001", "0.0.0.0:9001".parse().unwrap()), " --hub http://127.0.0.1:9001");
     }
 
     #[test]

@@ -284,7 +284,7 @@ pub async fn check(State(d): State<Arc<Dashboard>>, Json(body): Json<Value>) -> 
     let Ok(_one) = d.checks.clone().try_acquire_owned() else {
         return error(StatusCode::TOO_MANY_REQUESTS, "a check is running already; wait for its report");
     };
-    let hub_url = format!("http://{}", d.host_addr);
+    let hub_url = format!("{}://{}", d.scheme(), d.host_addr);
     let run = async {
         let (conn, greeting) = crate::check::conn::through_hub(&hub_url, Some(&device), Duration::ZERO, Duration::from_secs(10)).await.map_err(|e| format!("{e:#}"))?;
         let opts = crate::check::Options { call: Vec::new(), max_onboarding: Duration::from_secs(10), fuzz: 0 };

@@ -157,9 +157,9 @@ impl Auth {
         if !matches!(*method, Method::GET | Method::HEAD) {
             let token_ok = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()).is_some_and(|t| constant_time_eq(t.as_bytes(), csrf.as_bytes()));
             let text = |name| headers.get(name).and_then(|v: &axum::http::HeaderValue| v.to_str().ok());
-            // The page's own origin: `http://` and the very authority of `Host`, both read whole.
+            // The page's own origin: `http://` (or `https://` under `--host-tls`) and the very authority of `Host`, both read whole.
             let own_origin = matches!((text(header::ORIGIN), text(header::HOST)), (Some(origin), Some(host))
-                if crate::hub::authority::origin(origin).is_ok_and(|(scheme, o)| scheme == "http" && crate::hub::authority::Authority::parse(host).is_ok_and(|h| h == o)));
+                if crate::hub::authority::origin(origin).is_ok_and(|(scheme, o)| (scheme == "http" || scheme == "https") && crate::hub::authority::Authority::parse(host).is_ok_and(|h| h == o)));
             if !token_ok || !own_origin {
                 return Err(Denied::Forgery);
             }

@@ -66,7 +66,12 @@ impl Dashboard {
             std::net::IpAddr::V6(v6) => format!("[{v6}]"),
             v4 => v4.to_string(),
         };
-        format!("http://{host}:{}/?token={}", self.host_addr.port(), self.auth.new_link())
+        format!("{}://{host}:{}/?token={}", self.scheme(), self.host_addr.port(), self.auth.new_link())
+    }
+
+    /// `https` when the host listener serves TLS (`serve --host-tls`), else `http`.
+    pub fn scheme(&self) -> &'static str {
+        if self.hub.config.host_tls && self.hub.config.tls.is_some() { "https" } else { "http" }
     }
 }
 

@@ -11,6 +11,11 @@
 //!   descriptor ceiling on its own line).
 //! - The host listener notes the local user behind each loopback connection
 //!   ([`super::owner::PeerUser`]), so that its routes can serve only the hub's user.
+//! - With TLS ([`Tls`]), the handshake runs after the connection was admitted and before any
+//!   request is read, within [`Tls::deadline`]: the device listener's permits (the total and the
+//!   pre-hello slot) are held across it, so a peer that opens handshakes and never finishes them
+//!   is capped and queued exactly like one that never says hello. A failed or late handshake is
+//!   closed and logged (rate-limited), and counted in `mcpdev_refusals_total{reason="tls_handshake"}`.
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -71,12 +76,22 @@ pub fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<TcpListener> {
     socket.listen(backlog)
 }
 
-/// Accepts connections until the listener fails for good; serves each on its own task.
-pub async fn serve(listener: TcpListener, app: Router, side: Side, limits: Limits, name: &'static str) {
+/// A listener's TLS: every connection's handshake, within a deadline.
+#[derive(Clone)]
+pub struct Tls {
+    pub acceptor: tokio_rustls::TlsAcceptor,
+    /// The handshake must be complete this long after the connection was admitted.
+    pub deadline: Duration,
+}
+
+/// Accepts connections until the listener fails for good; serves each on its own task (over TLS
+/// when `tls` is given).
+pub async fn serve(listener: TcpListener, app: Router, side: Side, limits: Limits, name: &'static str, tls: Option<Tls>) {
     let local = listener.local_addr().ok();
     let refusals = Arc::new(Refusals {
         ceiling: super::budget::RateLimited::new(Duration::from_secs(10)),
         peer: super::budget::RateLimited::new(Duration::from_secs(5)),
+        handshake: super::budget::RateLimited::new(Duration::from_secs(5)),
     });
     let accept_errors = super::budget::RateLimited::new(Duration::from_secs(5));
     loop {
@@ -99,9 +114,13 @@ pub async fn serve(listener: TcpListener, app: Router, side: Side, limits: Limit
                 Ok(Admit::Wait(permit, waiting)) => {
                     // Its request waits in the socket, unread, until a slot frees or the deadline.
                     let refusals = refusals.clone();
+                    let tls = tls.clone();
                     tokio::spawn(async move {
                         match waiting.turn().await {
-                            Ok(slot) => serve_one(tcp, remote, app, limits, Some(permit), Some(slot), None).await,
+                            Ok(slot) => {
+                                let conn = Conn { remote, app, limits, permit: Some(permit), slot: Some(slot), user: None };
+                                serve_one(tcp, conn, tls, &refusals, name).await;
+                            }
                             Err(why) => refused(&refusals, name, remote, &why),
                         }
                     });
@@ -116,9 +135,10 @@ pub async fn serve(listener: TcpListener, app: Router, side: Side, limits: Limit
             },
             Side::Host => (None, None),
         };
+        let (tls, refusals) = (tls.clone(), refusals.clone());
         tokio::spawn(async move {
             let user = local.filter(|_| host_side).map(|local| PeerUser::of(local, remote));
-            serve_one(tcp, remote, app, limits, permit, slot, user).await;
+            serve_one(tcp, Conn { remote, app, limits, permit, slot, user }, tls, &refusals, name).await;
         });
     }
 }
@@ -128,10 +148,11 @@ pub async fn serve(listener: TcpListener, app: Router, side: Side, limits: Limit
 struct Refusals {
     ceiling: super::budget::RateLimited,
     peer: super::budget::RateLimited,
+    handshake: super::budget::RateLimited,
 }
 
 fn refused(refusals: &Refusals, name: &str, remote: SocketAddr, why: &Refusal) {
-    let Refusals { ceiling, peer } = refusals;
+    let Refusals { ceiling, peer, .. } = refusals;
     match why {
         Refusal::Full(open) => {
             if let Some(skipped) = ceiling.allow() {
@@ -146,19 +167,43 @@ fn refused(refusals: &Refusals, name: &str, remote: SocketAddr, why: &Refusal) {
     }
 }
 
-async fn serve_one(
-    tcp: TcpStream,
+/// One admitted connection and what it carries into its requests.
+struct Conn {
     remote: SocketAddr,
     app: Router,
     limits: Limits,
     permit: Option<ConnPermit>,
     slot: Option<HelloSlot>,
     user: Option<PeerUser>,
-) {
+}
+
+/// Serves one connection: its TLS handshake first when the listener has TLS (the permits held
+/// across it), then HTTP.
+async fn serve_one(tcp: TcpStream, conn: Conn, tls: Option<Tls>, refusals: &Refusals, name: &str) {
     no_delay(&tcp);
-    // Who the connection is, and the hub's own address it came in on (the URLs a device is given
-    // are built from that, never from its `Host` header).
-    let peer = super::devices::DevicePeer { remote, local: tcp.local_addr().ok() };
+    // The hub's own address the connection came in on (the URLs a device is given are built from
+    // that, never from its `Host` header).
+    let local = tcp.local_addr().ok();
+    let Some(tls) = tls else {
+        return serve_http(tcp, local, conn).await;
+    };
+    match crate::tls::server::accept(&tls.acceptor, tcp, tls.deadline).await {
+        Ok(stream) => serve_http(stream, local, conn).await,
+        Err(e) => {
+            crate::metrics::refused(crate::metrics::Refused::TlsHandshake);
+            if let Some(skipped) = refusals.handshake.allow() {
+                tracing::warn!(listener = name, remote = %conn.remote, skipped, "connection closed: {e}");
+            }
+        }
+    }
+}
+
+async fn serve_http<IO>(io: IO, local: Option<SocketAddr>, conn: Conn)
+where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let Conn { remote, app, limits, permit, slot, user } = conn;
+    let peer = super::devices::DevicePeer { remote, local };
     let service = tower::service_fn(move |req: Request<hyper::body::Incoming>| {
         let mut req = req.map(|body| Body::new(Deadline::new(body, limits.body_timeout)));
         req.extensions_mut().insert(ConnectInfo(remote));
@@ -172,7 +217,7 @@ async fn serve_one(
         app.clone().oneshot(req)
     });
     // The permit travels with the socket, also into an upgraded WebSocket, and ends with it.
-    let io = TokioIo::new(Held { io: tcp, _permit: permit });
+    let io = TokioIo::new(Held { io, _permit: permit });
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
@@ -193,18 +238,18 @@ fn no_delay(tcp: &TcpStream) {
 }
 
 /// A socket that holds its connection permit for as long as it lives.
-struct Held {
-    io: TcpStream,
+struct Held<IO> {
+    io: IO,
     _permit: Option<ConnPermit>,
 }
 
-impl AsyncRead for Held {
+impl<IO: AsyncRead + Unpin> AsyncRead for Held<IO> {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.io).poll_read(cx, buf)
     }
 }
 
-impl AsyncWrite for Held {
+impl<IO: AsyncWrite + Unpin> AsyncWrite for Held<IO> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
         Pin::new(&mut self.io).poll_write(cx, buf)
     }

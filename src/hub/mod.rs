@@ -14,6 +14,10 @@
 //! connection [`budget`] (a cap below the descriptor limit, and caps on connections that have not
 //! said hello, per peer and in total), so slow or silent peers cannot starve the hub.
 //!
+//! With TLS (`--tls auto`, `--tls-cert`; [`certs`]), the device listener serves `https://` and
+//! `wss://` only, the host listener `https://` with `--host-tls`, and every URL the hub hands out
+//! (OTA, vision, firmware, the MQTT endpoint) says so.
+//!
 //! With `--mqtt`, devices also come through a broker ([`crate::mqtt::hub`]).
 //!
 //! Devices are admitted, not merely connected ([`admission`]): by default only a device a person
@@ -22,6 +26,7 @@
 pub mod admission;
 pub mod authority;
 pub mod budget;
+pub mod certs;
 pub mod check_layer;
 pub mod control;
 pub mod cors;
@@ -87,6 +92,13 @@ pub struct HubConfig {
     pub caps: budget::Caps,
     /// How long a WebSocket device may take to say hello before it is closed.
     pub hello_timeout: Duration,
+    /// TLS on the device listener (and the embedded broker, and with `host_tls` the host
+    /// listener); `None`: plain.
+    pub tls: Option<Arc<certs::HubTls>>,
+    /// Whether the host listener serves `https://` (with `tls`).
+    pub host_tls: bool,
+    /// A TLS handshake must be complete this long after its connection was admitted.
+    pub handshake_timeout: Duration,
 }
 
 impl Default for HubConfig {
@@ -111,6 +123,9 @@ impl Default for HubConfig {
             limits: listener::Limits::default(),
             caps: budget::Caps::default(),
             hello_timeout: Duration::from_secs(10),
+            tls: None,
+            host_tls: false,
+            handshake_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -189,7 +204,17 @@ impl Hub {
     /// The WebSocket URL devices connect to, as the hub names it to people (`approve`'s hint):
     /// this hub's own port, and the name of [`Hub::public_name`].
     pub fn device_url(&self) -> String {
-        format!("ws://{}:{}{}", self.public_name(None), self.device_port, ota::DEVICE_PATH)
+        format!("{}://{}:{}{}", self.ws_scheme(), self.public_name(None), self.device_port, ota::DEVICE_PATH)
+    }
+
+    /// `wss` when the device listener serves TLS, else `ws`.
+    pub fn ws_scheme(&self) -> &'static str {
+        if self.config.tls.is_some() { "wss" } else { "ws" }
+    }
+
+    /// `https` when the device listener serves TLS, else `http`.
+    pub fn http_scheme(&self) -> &'static str {
+        if self.config.tls.is_some() { "https" } else { "http" }
     }
 
     /// The vision URL and token for `device_id`, which came in on `local` (see [`Hub::public_name`]).
@@ -199,7 +224,7 @@ impl Hub {
         if let Some(url) = &self.config.vision_url {
             return (url.clone(), self.config.vision_token.clone().unwrap_or_default());
         }
-        let url = format!("http://{}:{}{}", self.public_name(local), self.device_port, devices::VISION_PATH);
+        let url = format!("{}://{}:{}{}", self.http_scheme(), self.public_name(local), self.device_port, devices::VISION_PATH);
         (url, self.admission.vision_token(device_id))
     }
 }
@@ -278,7 +303,9 @@ impl BoundHub {
         let BoundHub { hub, device_addr, host_addr, device_listener, host_listener } = self;
         let limits = hub.config.limits;
         let devices = listener::Side::Devices(hub.budget.clone());
-        supervise("device listener", listener::serve(device_listener, devices::router(hub.clone()), devices, limits, "devices"));
+        let tls = hub.config.tls.as_ref().map(|t| listener::Tls { acceptor: tokio_rustls::TlsAcceptor::from(t.http.clone()), deadline: hub.config.handshake_timeout });
+        let host_tls = tls.clone().filter(|_| hub.config.host_tls);
+        supervise("device listener", listener::serve(device_listener, devices::router(hub.clone()), devices, limits, "devices", tls));
         let control_route = Router::new()
             .route(crate::links::hub_client::CONTROL_PATH, any(control::link))
             .with_state(hub.clone())
@@ -297,7 +324,7 @@ impl BoundHub {
                 let hub = hub.clone();
                 move |req: &Request| front_door(&hub, req)
             }));
-        supervise("host listener", listener::serve(host_listener, host_app, listener::Side::Host, limits, "host"));
+        supervise("host listener", listener::serve(host_listener, host_app, listener::Side::Host, limits, "host", host_tls));
         trim::spawn(hub.clone());
         RunningHub { hub, device_addr, host_addr }
     }

@@ -206,9 +206,10 @@ async fn check_version(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
         CheckIn::Admitted { token } => (token.clone(), None, true),
         CheckIn::Pending { pending, token } => (token.clone(), Some(activation_block(pending)), false),
     };
-    let websocket = json!({"url": format!("ws://{base}{DEVICE_PATH}"), "token": token, "version": 1});
+    // With TLS on, every URL handed out is wss:// or https:// (the device listener serves nothing else).
+    let websocket = json!({"url": format!("{}://{base}{DEVICE_PATH}", hub.ws_scheme()), "token": token, "version": 1});
     let mqtt = hub.mqtt.get().map(|m| m.ota_settings(&device_id, &name, &token, admitted));
-    let firmware = ota.firmware.as_ref().map(|(_, version)| json!({"version": version, "url": format!("http://{base}{FIRMWARE_PATH}"), "force": 0}));
+    let firmware = ota.firmware.as_ref().map(|(_, version)| json!({"version": version, "url": format!("{}://{base}{FIRMWARE_PATH}", hub.http_scheme()), "force": 0}));
     // Only the approved binding's report becomes the device's own (what `hello` shows); anyone
     // else's stays with its request.
     if admitted {

@@ -96,7 +96,7 @@ enum Waiter {
     Stream(mpsc::Sender<Value>),
 }
 
-type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+type Socket = super::ws_client::ClientSocket;
 
 /// A connection to a running hub. A caller writes its request to the socket itself (no writer
 /// task to hand it to); one task reads the answers and hands each to its caller.
@@ -142,8 +142,8 @@ impl HubClient {
                 let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| anyhow::anyhow!("the hub token contains characters a header cannot carry"))?;
                 request.headers_mut().insert(header::AUTHORIZATION, value);
             }
-            match tokio_tungstenite::connect_async_with_config(request, Some(ws_config()), true).await {
-                Ok((ws, _)) => break ws,
+            match super::ws_client::connect(request, ws_config(), None).await {
+                Ok(ws) => break ws,
                 Err(tungstenite::Error::Http(resp)) if matches!(resp.status().as_u16(), 401 | 403) => {
                     // No token yet, or one left by a killed hub: a hub that is starting writes its
                     // own a moment later. Read the file again and retry once if it changed.
@@ -163,7 +163,13 @@ impl HubClient {
                     return Err(wrong.map_or_else(|| anyhow::anyhow!("the hub at {hub} answered {}", resp.status()), Into::into));
                 }
                 Err(e) if super::listeners::is_refused(&e) => return Err(super::listeners::no_hub(hub).into()),
-                Err(e) => return Err(e.into()),
+                Err(e) => {
+                    // A hub that does not prove who it is gets nothing, the token included (exit 3).
+                    if let Some(what) = crate::tls::client::explain(&e) {
+                        return Err(CodedError::new(Exit::Auth, format!("the hub at {hub} did not prove who it is: {what}")).into());
+                    }
+                    return Err(e.into());
+                }
             }
         };
         let (sink, mut stream) = ws.split();

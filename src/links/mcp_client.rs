@@ -54,6 +54,11 @@ pub fn parse_headers(headers: &[String]) -> Result<HashMap<String, String>, Stri
         .collect()
 }
 
+/// A server whose certificate did not verify, in words (exit 3, as a refused credential).
+fn untrusted(url: &str, e: &(dyn std::error::Error + 'static)) -> Option<McpFailure> {
+    crate::tls::client::explain(e).map(|what| McpFailure::Auth(format!("{url} did not prove who it is: {what}")))
+}
+
 fn failure(url: &str, e: impl std::fmt::Display) -> McpFailure {
     let text = e.to_string();
     if text.contains("401") || text.contains("403") || text.to_ascii_lowercase().contains("unauthorized") || text.contains("Forbidden") {
@@ -78,13 +83,16 @@ fn init_failure(url: &str, e: &rmcp::service::ClientInitializeError) -> McpFailu
 
 fn transport_failure(url: &str, e: &(dyn std::error::Error + Send + Sync + 'static)) -> McpFailure {
     use rmcp::transport::streamable_http_client::StreamableHttpError as H;
+    if let Some(refused) = untrusted(url, e) {
+        return refused;
+    }
     let auth = |what: &str| McpFailure::Auth(format!("{url} {what}: send a token with --header 'Authorization: Bearer …'"));
     match e.downcast_ref::<H<reqwest::Error>>() {
         Some(H::AuthRequired(_)) => auth("asks for credentials (HTTP 401)"),
         Some(H::InsufficientScope(_)) => auth("refused the credentials (HTTP 403, insufficient scope)"),
         Some(H::HttpStatus(s)) if matches!(s.status, 401 | 403) => auth(&format!("refused the request (HTTP {})", s.status)),
         Some(H::HttpStatus(s)) => McpFailure::Unreachable(format!("{url} answered HTTP {}", s.status)),
-        Some(H::Client(r)) => McpFailure::Unreachable(format!("cannot reach the MCP server at {url}: {}", reqwest_cause(r))),
+        Some(H::Client(r)) => untrusted(url, r).unwrap_or_else(|| McpFailure::Unreachable(format!("cannot reach the MCP server at {url}: {}", reqwest_cause(r)))),
         Some(H::UnexpectedServerResponse(text)) if text.contains("403") => McpFailure::Auth(format!("{url} refused the request: {}", plain_words(text))),
         Some(H::UnexpectedServerResponse(text)) if text.contains("401") => auth(&format!("refused the request ({})", plain_words(text))),
         Some(other) => McpFailure::Unreachable(format!("the MCP server at {url} failed: {}", plain_words(&other.to_string()))),
@@ -100,7 +108,9 @@ const MAX_REDIRECTS: usize = 10;
 /// which would get the session id and `--header`s). For a plain `http://` URL it has no
 /// certificate store: TLS is never used there, and loading the system's certificates (some 150
 /// files) cost more than the whole call.
-fn http_client(url: &str) -> Result<reqwest::Client, McpFailure> {
+/// An `https://` server is verified with the process's trust ([`crate::tls::client`]: the
+/// system's roots, `MCPDEV_CA_FILE`, or a pinned fingerprint).
+pub(crate) fn http_client(url: &str) -> Result<reqwest::Client, McpFailure> {
     let redirects = reqwest::redirect::Policy::custom(|attempt| {
         let keeps_body = matches!(attempt.status(), reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT);
         let same_origin = attempt.previous().first().is_some_and(|first| first.origin() == attempt.url().origin());
@@ -115,6 +125,10 @@ fn http_client(url: &str) -> Result<reqwest::Client, McpFailure> {
     let mut builder = reqwest::Client::builder().pool_max_idle_per_host(0).redirect(redirects);
     if url.get(..7).is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://")) {
         builder = builder.tls_certs_only([]);
+    } else {
+        crate::tls::install_crypto_provider();
+        let config = crate::tls::client::http_config().map_err(|e| McpFailure::Unreachable(e.to_string()))?;
+        builder = builder.tls_backend_preconfigured((*config).clone());
     }
     builder.build().map_err(|e| McpFailure::Unreachable(format!("cannot set up an HTTP client for {url}: {e}")))
 }
@@ -155,7 +169,7 @@ impl McpConnection {
         crate::tls::install_crypto_provider();
         let connecting = async {
             if sse {
-                let t = super::sse_client::connect(url, headers).await.map_err(|e| failure(url, e))?;
+                let t = super::sse_client::connect(url, headers).await.map_err(|e| untrusted(url, e.as_ref()).unwrap_or_else(|| failure(url, e)))?;
                 client_info().serve(t).await.map_err(|e| init_failure(url, &e))
             } else {
                 let mut custom = HashMap::new();

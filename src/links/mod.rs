@@ -3,7 +3,8 @@
 //! - [`websocket`]: a device's WebSocket, accepted by the hub or by a CLI command with `--listen`,
 //!   and [`ws_socket`]: its socket, read and written by the link's one task;
 //! - [`mqtt`]: a device reached through an MQTT broker, by the hub or by a CLI command with `--mqtt`;
-//! - [`upgrade`]: turning an HTTP request into a WebSocket on our own listeners;
+//! - [`upgrade`]: turning an HTTP request into a WebSocket on our own listeners, and
+//!   [`ws_client`]: opening one as a client, `ws://` or `wss://`;
 //! - [`hub_client`]: the CLI's link through a running hub, which behaves like a direct one;
 //!   [`control_token`]: where it finds the hub's control token; [`listeners`]: which of a hub's
 //!   two listeners a client reached;
@@ -22,6 +23,7 @@ pub mod mqtt;
 pub mod ring;
 pub mod upgrade;
 pub mod websocket;
+pub mod ws_client;
 pub mod ws_socket;
 
 pub use handle::{DeviceEvent, DeviceHandle};

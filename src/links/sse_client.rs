@@ -14,8 +14,7 @@ use tokio_util::sync::PollSender;
 pub type Transport = (PollSender<ClientJsonRpcMessage>, ReceiverStream<ServerJsonRpcMessage>);
 
 pub async fn connect(url: &str, headers: &HashMap<String, String>) -> anyhow::Result<Transport> {
-    crate::tls::install_crypto_provider();
-    let http = reqwest::Client::new();
+    let http = super::mcp_client::http_client(url)?;
     let with_headers = |mut rb: reqwest::RequestBuilder| {
         for (k, v) in headers {
             rb = rb.header(k, v);

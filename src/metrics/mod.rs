@@ -87,6 +87,8 @@ pub enum Refused {
     AdmissionNetwork,
     /// A request for admission while the hub holds as many as it keeps.
     AdmissionFull,
+    /// A TLS handshake that failed or did not finish by its deadline.
+    TlsHandshake,
 }
 
 impl Refused {
@@ -104,9 +106,10 @@ impl Refused {
             Refused::AdmissionRate => "admission_rate",
             Refused::AdmissionNetwork => "admission_network",
             Refused::AdmissionFull => "admission_full",
+            Refused::TlsHandshake => "tls_handshake",
         }
     }
-    pub const ALL: [Refused; 12] = [
+    pub const ALL: [Refused; 13] = [
         Refused::Host,
         Refused::Origin,
         Refused::OtherUser,
@@ -119,6 +122,7 @@ impl Refused {
         Refused::AdmissionRate,
         Refused::AdmissionNetwork,
         Refused::AdmissionFull,
+        Refused::TlsHandshake,
     ];
 }
 

@@ -9,7 +9,9 @@ use rumqttc::{AsyncClient, ConnectionError, Event, LastWill, MqttOptions, Packet
 use tokio::sync::{mpsc, watch};
 use tracing::debug;
 
-/// `mqtt://[user[:password]@]host[:port]` (1883) or `mqtts://…` (8883, TLS with the system's roots).
+/// `mqtt://[user[:password]@]host[:port]` (1883) or `mqtts://…` (8883, TLS verified as every
+/// client of mcpdev verifies: [`crate::tls::client`], the system's roots or `MCPDEV_CA_FILE`, or a
+/// pinned fingerprint).
 #[derive(Clone, PartialEq, Eq)]
 pub struct BrokerUrl {
     pub host: String,
@@ -90,7 +92,17 @@ impl BrokerUrl {
             o.set_credentials(self.username.clone().unwrap_or_default(), self.password.clone().unwrap_or_default());
         }
         if self.tls {
-            o.set_transport(Transport::tls_with_default_config());
+            crate::tls::install_crypto_provider();
+            match crate::tls::client::plain_config() {
+                Ok(config) => {
+                    o.set_transport(Transport::Tls(rumqttc::TlsConfiguration::Rustls(config)));
+                }
+                // Connecting then fails on the certificate, and says so; the trust's own problem is logged here.
+                Err(e) => {
+                    tracing::warn!("{e}; connecting to {self} with the system's roots only");
+                    o.set_transport(Transport::tls_with_default_config());
+                }
+            }
         }
         o
     }
@@ -171,7 +183,7 @@ fn describe(e: &ConnectionError) -> String {
     match e {
         ConnectionError::ConnectionRefused(code) => format!("the broker refused the connection ({code:?})"),
         ConnectionError::Io(io) => format!("{io}"),
-        other => other.to_string(),
+        other => crate::tls::client::explain(other).unwrap_or_else(|| other.to_string()),
     }
 }
 

@@ -178,7 +178,7 @@ pub async fn serve(hub: Arc<Hub>, addr: SocketAddr, secret: String, group: Strin
     let limits = hub.config.limits;
     let hooks = Arc::new(Hooks { hub: Arc::downgrade(&hub), secret, group, in_flight: Semaphore::new(MAX_IN_FLIGHT), log: Mutex::default() });
     let app = Router::new().route(AUTHN_PATH, post(authn)).route(AUTHZ_PATH, post(authz)).layer(DefaultBodyLimit::max(MAX_BODY)).with_state(hooks);
-    tokio::spawn(crate::hub::listener::serve(listener, app, crate::hub::listener::Side::Host, limits, "MQTT hooks"));
+    tokio::spawn(crate::hub::listener::serve(listener, app, crate::hub::listener::Side::Host, limits, "MQTT hooks", None));
     info!(%bound, "MQTT hooks for EMQX: {AUTHN_PATH}, {AUTHZ_PATH}");
     Ok(bound)
 }

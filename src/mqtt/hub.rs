@@ -72,6 +72,12 @@ pub struct MqttSettings {
     pub hooks: Option<SocketAddr>,
     /// The name the operator gave this hub (`serve --hub-name`), shown by `devices` for its id.
     pub hub_name: Option<String>,
+    /// Where the embedded broker listens for MQTT over TLS when the hub has TLS (`--mqtts-listen`).
+    /// Its plain listener then binds loopback only (the hub's own link, the CLI), unless
+    /// `plain_beside_tls`.
+    pub tls_listen: SocketAddr,
+    /// With TLS, keep the embedded broker's plain listener on its address too (`--mqtt-plain`).
+    pub plain_beside_tls: bool,
 }
 
 impl MqttSettings {
@@ -88,6 +94,8 @@ impl MqttSettings {
             dynsec: false,
             hooks: None,
             hub_name: None,
+            tls_listen: "0.0.0.0:8883".parse().expect("static address"),
+            plain_beside_tls: false,
         }
     }
 }
@@ -319,9 +327,16 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
             };
             let (events_tx, events_rx) = mpsc::channel(4096);
             client_events = Some(events_rx);
-            let b = broker::start(broker::BrokerConfig { addr: *listen, authenticate, max_packet, limits: broker::Limits::default(), events: Some(events_tx) })
+            // With TLS, devices get mqtts; plain MQTT stays on loopback for the hub's own link
+            // (and the CLI) unless the person asked for it on the network too.
+            let tls = hub.config.tls.as_ref().map(|t| broker::BrokerTls { addr: settings.tls_listen, config: t.mqtt.clone(), deadline: hub.config.handshake_timeout });
+            let plain_addr = match &tls {
+                Some(_) if !settings.plain_beside_tls => SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), 0),
+                _ => *listen,
+            };
+            let b = broker::start(broker::BrokerConfig { addr: plain_addr, authenticate, max_packet, limits: broker::Limits::default(), events: Some(events_tx), tls })
                 .await
-                .map_err(|e| anyhow::anyhow!("cannot start the embedded MQTT broker on {listen}: {e}"))?;
+                .map_err(|e| anyhow::anyhow!("cannot start the embedded MQTT broker on {listen}{}: {e}", if hub.config.tls.is_some() { format!(" / {} (--mqtts-listen)", settings.tls_listen) } else { String::new() }))?;
             watch_broker(b.stopped.clone());
             broker_clients = Some(b.clients.clone());
             let port = b.addr.port();
@@ -335,7 +350,7 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
                 username: Some(broker::acl::HUB_USERNAME.into()),
                 password: Some(hub_password),
             };
-            (url, None, port)
+            (url, None, b.tls_addr.map_or(port, |a| a.port()))
         }
         BrokerChoice::External(url) => {
             let loopback = url.host == "localhost" || url.host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
@@ -353,7 +368,11 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
     };
     // The embedded broker as devices and people reach it: without the hub's credential.
     let (shown, credential_file) = match settings.broker {
-        BrokerChoice::Embedded { .. } => (BrokerUrl { username: None, password: None, ..url.clone() }.to_string(), Some(broker::acl::hub_credential_path(url.port))),
+        BrokerChoice::Embedded { .. } => {
+            let tls = hub.config.tls.is_some();
+            let shown = BrokerUrl { username: None, password: None, tls, port: endpoint_port, ..url.clone() };
+            (shown.to_string(), Some(broker::acl::hub_credential_path(url.port)))
+        }
         BrokerChoice::External(_) => (url.to_string(), None),
     };
     let device_login = device_login(&settings, std::env::var(DEVICE_USERNAME_ENV).ok(), std::env::var(DEVICE_PASSWORD_ENV).ok()).map_err(anyhow::Error::msg)?;

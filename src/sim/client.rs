@@ -36,6 +36,8 @@ pub struct SimConfig {
     pub ota: Option<String>,
     /// Connect from this local address ([`super::source`]; `ws://` only).
     pub source_addr: Option<std::net::IpAddr>,
+    /// What a `wss://` hub is verified with; `None`: the process's trust ([`crate::tls::client`]).
+    pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 impl SimConfig {
@@ -55,6 +57,7 @@ impl SimConfig {
             mqtt: None,
             ota: None,
             source_addr: None,
+            tls: None,
         }
     }
 }
@@ -128,7 +131,9 @@ fn permanent(url: &str, e: &anyhow::Error) -> Option<Stopped> {
             }
         }
         WsError::Url(why) => Some(Stopped::usage(format!("{url} cannot be used: {why} (a device URL looks like ws://HOST:8000/xiaozhi/v1/)"))),
-        _ => None,
+        // A server that does not prove who it is gets no hello and no token, and trying again
+        // cannot change its certificate: the person must act (exit 3).
+        other => crate::tls::client::explain(other).map(|what| Stopped::auth(format!("{url} did not prove who it is: {what}"))),
     }
 }
 
@@ -184,13 +189,13 @@ pub(crate) fn device_request(
 /// One connection. `Ok(true)` if the server said hello (the backoff starts over).
 async fn session(cfg: &SimConfig, link: &mut DeviceLink<SimState>) -> anyhow::Result<bool> {
     let request = device_request(&cfg.url, cfg.token.as_deref(), &cfg.device_id, Some(&cfg.client_id), cfg.protocol_version)?;
-    let (ws, _) = match cfg.source_addr {
-        None => tokio_tungstenite::connect_async_with_config(request, Some(ws_config()), true).await.map_err(anyhow::Error::new)?,
+    let ws = match cfg.source_addr {
+        None => crate::links::ws_client::connect(request, ws_config(), cfg.tls.clone()).await.map_err(anyhow::Error::new)?,
         Some(from) => {
             let host = request.uri().host().unwrap_or("127.0.0.1").to_string();
             let port = request.uri().port_u16().unwrap_or(80);
             let tcp = super::source::connect_from(from, &host, port).await?;
-            tokio_tungstenite::client_async_with_config(request, tokio_tungstenite::MaybeTlsStream::Plain(tcp), Some(ws_config())).await.map_err(anyhow::Error::new)?
+            crate::links::ws_client::over(tcp, request, ws_config(), cfg.tls.clone()).await.map_err(anyhow::Error::new)?
         }
     };
     let (mut tx, mut rx) = ws.split();

@@ -54,8 +54,9 @@ pub async fn bootstrap(mut cfg: SimConfig, url: &str) -> Result<SimConfig, super
 async fn activated(cfg: &SimConfig, url: &str, challenge: Option<&str>) -> bool {
     let activate = format!("{}/activate", url.trim_end_matches('/'));
     let body = challenge.map_or_else(|| "{}".to_string(), |c| json!({"challenge": c}).to_string());
+    let Ok(client) = crate::tls::client::reqwest_builder().build() else { return false };
     loop {
-        let status = match with_headers(cfg, reqwest::Client::new().post(&activate)).body(body.clone()).timeout(Duration::from_secs(10)).send().await {
+        let status = match with_headers(cfg, client.post(&activate)).body(body.clone()).timeout(Duration::from_secs(10)).send().await {
             Ok(r) => r.status().as_u16(),
             Err(e) => {
                 debug!(device = %cfg.device_id, "activation poll failed: {e}");
@@ -161,8 +162,7 @@ pub fn apply(cfg: &mut SimConfig, answer: &Value) -> Result<&'static str, String
 
 /// One `POST` with the stock headers (http:// or https://); the answer's JSON on status 200.
 async fn check_version(cfg: &SimConfig, url: &str) -> anyhow::Result<Value> {
-    crate::tls::install_crypto_provider();
-    let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build()?;
+    let client = crate::tls::client::reqwest_builder().timeout(Duration::from_secs(10)).build()?;
     let response = with_headers(cfg, client.post(url))
         .body(system_info(cfg).to_string())
         .send()

@@ -20,6 +20,8 @@ pub struct Mosquitto {
     child: Option<tokio::process::Child>,
     /// Configuration lines beside the listener (authentication, plugins); anonymous when empty.
     auth: String,
+    /// More of `mosquitto.conf` (a TLS listener, say).
+    extra: String,
 }
 
 /// The dynamic-security admin of [`Mosquitto::start_dynsec`] (what `mosquitto_ctrl dynsec init`
@@ -61,8 +63,13 @@ fn mosquitto_binary() -> String {
 
 impl Mosquitto {
     pub async fn start() -> Self {
+        Self::start_with("").await
+    }
+
+    /// A broker whose configuration also has `extra` (more listeners, say).
+    pub async fn start_with(extra: &str) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let mut m = Self { port, dir: tempfile::tempdir().unwrap(), child: None, auth: String::new() };
+        let mut m = Self { port, dir: tempfile::tempdir().unwrap(), child: None, auth: String::new(), extra: extra.to_string() };
         m.run().await;
         m
     }
@@ -75,7 +82,7 @@ impl Mosquitto {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("dynamic-security.json");
         let auth = format!("allow_anonymous false\nplugin {}\nplugin_opt_config_file {}\n", dynsec_plugin(), file.display());
-        let mut m = Self { port, dir, child: None, auth };
+        let mut m = Self { port, dir, child: None, auth, extra: String::new() };
         m.init_dynsec().await;
         m
     }
@@ -112,7 +119,7 @@ impl Mosquitto {
         let acl_file = dir.path().join("acl");
         std::fs::write(&acl_file, acl).unwrap();
         let auth = format!("allow_anonymous false\npassword_file {}\nacl_file {}\n", passwd.display(), acl_file.display());
-        let mut m = Self { port, dir, child: None, auth };
+        let mut m = Self { port, dir, child: None, auth, extra: String::new() };
         m.run().await;
         m
     }
@@ -145,9 +152,10 @@ impl Mosquitto {
         std::fs::write(
             &conf,
             format!(
-                "listener {} 127.0.0.1\n{}persistence false\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\n",
+                "listener {} 127.0.0.1\n{}persistence false\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\n{}",
                 self.port,
                 if self.auth.is_empty() { "allow_anonymous true\n" } else { &self.auth },
+                self.extra,
             ),
         )
         .unwrap();

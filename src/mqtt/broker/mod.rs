@@ -21,6 +21,10 @@
 //! [`BrokerConfig::events`]): the event is queued before the CONNACK is, so it comes before
 //! anything the connection publishes; a full queue drops the event, and that is logged.
 //!
+//! With [`BrokerConfig::tls`], the broker also listens for MQTT over TLS (`mqtts`, 8883 by
+//! default): the handshake must finish within its deadline, and the 10 s for CONNECT start after
+//! it, so a client that stalls either step is dropped.
+//!
 //! Packets are read and written with rumqttc's codec.
 
 pub mod acl;
@@ -38,7 +42,7 @@ use futures_util::FutureExt;
 use rumqttc::mqttbytes::v4::{ConnAck, ConnectReturnCode, Packet};
 use rumqttc::mqttbytes::{self};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, error, info};
 
@@ -60,6 +64,17 @@ pub struct BrokerConfig {
     pub limits: Limits,
     /// Where device clients' connections starting and ending are told (`None`: nowhere).
     pub events: Option<mpsc::Sender<ClientEvent>>,
+    /// A second listener for MQTT over TLS.
+    pub tls: Option<BrokerTls>,
+}
+
+/// The embedded broker's TLS listener.
+#[derive(Clone)]
+pub struct BrokerTls {
+    pub addr: SocketAddr,
+    pub config: Arc<rustls::ServerConfig>,
+    /// The handshake must be complete this long after the connection was accepted.
+    pub deadline: Duration,
 }
 
 /// A device client's connection (a [`Role::Device`]) started or ended. `conn` tells one
@@ -90,6 +105,8 @@ impl std::fmt::Debug for BrokerConfig {
 /// A started broker; it serves until the process ends.
 pub struct RunningBroker {
     pub addr: SocketAddr,
+    /// The TLS listener's bound address, when it has one.
+    pub tls_addr: Option<SocketAddr>,
     /// `None` while the accept loop serves; `Some(why)` once it ended (already logged as an error).
     pub stopped: watch::Receiver<Option<String>>,
     /// Reaches the broker's clients from outside (a revocation).
@@ -119,28 +136,23 @@ fn lock(state: &Shared) -> MutexGuard<'_, State> {
 pub async fn start(cfg: BrokerConfig) -> std::io::Result<RunningBroker> {
     let listener = TcpListener::bind(cfg.addr).await?;
     let addr = listener.local_addr()?;
+    let tls_listener = match &cfg.tls {
+        Some(t) => Some((TcpListener::bind(t.addr).await?, tokio_rustls::TlsAcceptor::from(t.config.clone()), t.deadline)),
+        None => None,
+    };
+    let tls_addr = tls_listener.as_ref().map(|(l, ..)| l.local_addr()).transpose()?;
     let state: Shared = Arc::new(Mutex::new(State::new(cfg.limits.clone())));
     let cfg = Arc::new(cfg);
     let clients = Clients(state.clone());
-    let accept = tokio::spawn(async move {
-        loop {
-            match listener.accept().await {
-                Ok((stream, remote)) => {
-                    let _ = stream.set_nodelay(true);
-                    let serving = std::panic::AssertUnwindSafe(serve(state.clone(), cfg.clone(), stream, remote)).catch_unwind();
-                    tokio::spawn(async move {
-                        if let Err(panic) = serving.await {
-                            error!(%remote, panic = %panic_text(&panic), "embedded broker: a connection task failed; that client is disconnected");
-                        }
-                    });
-                }
-                Err(e) => {
-                    warn_limited!("embedded broker: accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
+    let accept = tokio::spawn(accept_loop(listener, None, state.clone(), cfg.clone()));
+    if let Some((listener, acceptor, deadline)) = tls_listener {
+        let tls_accept = tokio::spawn(accept_loop(listener, Some((acceptor, deadline)), state.clone(), cfg.clone()));
+        tokio::spawn(async move {
+            if let Err(e) = tls_accept.await {
+                error!("embedded MQTT broker: its TLS listener stopped: {e}; mqtts clients cannot connect until the hub restarts");
             }
-        }
-    });
+        });
+    }
     let (stopped_tx, stopped) = watch::channel(None);
     tokio::spawn(async move {
         let why = match accept.await {
@@ -151,8 +163,42 @@ pub async fn start(cfg: BrokerConfig) -> std::io::Result<RunningBroker> {
         error!(%addr, "embedded MQTT broker stopped: {why}; MQTT devices cannot connect until the hub restarts");
         stopped_tx.send_replace(Some(why));
     });
-    info!(%addr, "embedded MQTT broker listening");
-    Ok(RunningBroker { addr, stopped, clients })
+    info!(%addr, tls = ?tls_addr, "embedded MQTT broker listening");
+    Ok(RunningBroker { addr, tls_addr, stopped, clients })
+}
+
+/// Accepts clients (over TLS when `tls` is given, each handshake within its deadline).
+async fn accept_loop(listener: TcpListener, tls: Option<(tokio_rustls::TlsAcceptor, Duration)>, state: Shared, cfg: Arc<BrokerConfig>) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, remote)) => {
+                let _ = stream.set_nodelay(true);
+                let (state, cfg, tls) = (state.clone(), cfg.clone(), tls.clone());
+                let connection = async move {
+                    match tls {
+                        None => serve(state, cfg, stream, remote).await,
+                        Some((acceptor, deadline)) => match crate::tls::server::accept(&acceptor, stream, deadline).await {
+                            Ok(tls) => serve(state, cfg, tls, remote).await,
+                            Err(e) => {
+                                crate::metrics::refused(crate::metrics::Refused::TlsHandshake);
+                                warn_limited!(%remote, "embedded broker: {e}");
+                            }
+                        },
+                    }
+                };
+                let serving = std::panic::AssertUnwindSafe(connection).catch_unwind();
+                tokio::spawn(async move {
+                    if let Err(panic) = serving.await {
+                        error!(%remote, panic = %panic_text(&panic), "embedded broker: a connection task failed; that client is disconnected");
+                    }
+                });
+            }
+            Err(e) => {
+                warn_limited!("embedded broker: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
 }
 
 fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
@@ -177,7 +223,7 @@ async fn read_packet(rd: &mut (impl AsyncReadExt + Unpin), buf: &mut BytesMut, m
     }
 }
 
-async fn refuse(wr: &mut tokio::net::tcp::OwnedWriteHalf, code: ConnectReturnCode) {
+async fn refuse(wr: &mut (impl AsyncWriteExt + Unpin), code: ConnectReturnCode) {
     let mut out = BytesMut::new();
     if ConnAck::new(code, false).write(&mut out).is_ok() {
         let _ = tokio::time::timeout(Duration::from_secs(5), wr.write_all(&out)).await;
@@ -214,8 +260,11 @@ impl Drop for Registered {
 /// How long one write to a client may take before it counts as not reading.
 const WRITE_DEADLINE: Duration = Duration::from_secs(30);
 
-async fn serve(state: Shared, cfg: Arc<BrokerConfig>, stream: TcpStream, remote: SocketAddr) {
-    let (mut rd, mut wr) = stream.into_split();
+async fn serve<IO>(state: Shared, cfg: Arc<BrokerConfig>, stream: IO, remote: SocketAddr)
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+{
+    let (mut rd, mut wr) = tokio::io::split(stream);
     let mut buf = BytesMut::with_capacity(4096);
     let connect = match tokio::time::timeout(Duration::from_secs(10), read_packet(&mut rd, &mut buf, cfg.max_packet)).await {
         Ok(Ok(Packet::Connect(c))) => c,

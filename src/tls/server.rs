@@ -1,0 +1,166 @@
+//! The server side of TLS: the configuration every hub listener uses, a certificate that is
+//! re-read when its files change, and a handshake with a deadline.
+//!
+//! Rules:
+//! - [`config`]: TLS 1.2 and 1.3, forward-secret suites ([`super::provider`]), session tickets
+//!   (a device that reconnects skips the full handshake), ALPN as the listener speaks.
+//! - [`FileResolver`]: serves the certificate chain and key of two PEM files. A change of either
+//!   file (certbot's renewal, `--tls auto`'s own) is picked up by the next handshake; connections
+//!   already up keep the session they have, so no device is dropped. A half-written pair (a new
+//!   certificate beside the old key) is not taken: the old pair stays until both match.
+//! - [`accept`]: a handshake that has not finished by its deadline is dropped. The caller holds
+//!   the connection's pre-hello permit across it, so slow or half-finished handshakes count
+//!   against the same caps as connections that have not said hello.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime};
+
+use rustls::ServerConfig;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+
+/// ALPN for the HTTP listeners (HTTP/1.1 only: WebSocket upgrades need it).
+pub const HTTP1: &[&[u8]] = &[b"http/1.1"];
+
+/// A server configuration serving `resolver`'s certificate, offering `alpn` (empty: none, as
+/// MQTT clients expect).
+pub fn config(resolver: Arc<dyn ResolvesServerCert>, alpn: &[&[u8]]) -> Arc<ServerConfig> {
+    let mut config = ServerConfig::builder_with_provider(super::provider())
+        .with_protocol_versions(super::VERSIONS)
+        .expect("the ring provider supports TLS 1.2 and 1.3")
+        .with_no_client_auth()
+        .with_cert_resolver(resolver);
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    if let Ok(ticketer) = rustls::crypto::ring::Ticketer::new() {
+        config.ticketer = ticketer;
+    }
+    Arc::new(config)
+}
+
+/// Why a certificate pair cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CertError(pub String);
+
+/// A certificate chain and its key from two PEM files, re-read when they change.
+#[derive(Debug)]
+pub struct FileResolver {
+    cert: PathBuf,
+    key: PathBuf,
+    current: RwLock<Loaded>,
+}
+
+#[derive(Debug)]
+struct Loaded {
+    key: Arc<CertifiedKey>,
+    stamp: Stamp,
+}
+
+/// What tells a changed file: its modification time and length, both files.
+type Stamp = [(Option<SystemTime>, u64); 2];
+
+fn stamp(cert: &Path, key: &Path) -> Stamp {
+    let of = |p: &Path| std::fs::metadata(p).map(|m| (m.modified().ok(), m.len())).unwrap_or((None, 0));
+    [of(cert), of(key)]
+}
+
+/// Reads a chain and its key and checks that they belong together.
+pub fn load_pair(cert: &Path, key: &Path) -> Result<Arc<CertifiedKey>, CertError> {
+    let cert_pem = std::fs::read(cert).map_err(|e| CertError(format!("cannot read the certificate {}: {e}", cert.display())))?;
+    let key_pem = std::fs::read(key).map_err(|e| CertError(format!("cannot read the key {}: {e}", key.display())))?;
+    pair_from_pem(&cert_pem, &key_pem).map_err(|CertError(why)| CertError(format!("{} and {}: {why}", cert.display(), key.display())))
+}
+
+/// A chain and key from PEM text.
+pub fn pair_from_pem(cert_pem: &[u8], key_pem: &[u8]) -> Result<Arc<CertifiedKey>, CertError> {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem).filter_map(Result::ok).collect();
+    if chain.is_empty() {
+        return Err(CertError("the certificate file holds no PEM certificate".into()));
+    }
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| CertError(format!("the key file holds no PEM private key ({e})")))?;
+    let provider = super::provider();
+    let signing = provider.key_provider.load_private_key(key).map_err(|e| CertError(format!("the private key cannot be used: {e}")))?;
+    let certified = CertifiedKey::new(chain, signing);
+    certified.keys_match().map_err(|_| CertError("the private key is not the certificate's (a half-renewed pair?)".into()))?;
+    Ok(Arc::new(certified))
+}
+
+impl FileResolver {
+    /// Reads the pair now; an error says which file and what is wrong.
+    pub fn load(cert: &Path, key: &Path) -> Result<Arc<Self>, CertError> {
+        let before = stamp(cert, key);
+        let pair = load_pair(cert, key)?;
+        Ok(Arc::new(Self { cert: cert.to_path_buf(), key: key.to_path_buf(), current: RwLock::new(Loaded { key: pair, stamp: before }) }))
+    }
+
+    /// Re-reads the pair if either file changed since it was read. `Ok(true)`: a new pair is
+    /// served from the next handshake on. An error keeps the pair served until now (and is
+    /// tried again at the next change).
+    pub fn reload_if_changed(&self) -> Result<bool, CertError> {
+        let now = stamp(&self.cert, &self.key);
+        if self.current.read().unwrap_or_else(std::sync::PoisonError::into_inner).stamp == now {
+            return Ok(false);
+        }
+        let pair = load_pair(&self.cert, &self.key);
+        let mut current = self.current.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        current.stamp = now;
+        current.key = pair?;
+        Ok(true)
+    }
+
+    /// Checks the files every `every` from a task of its own, for as long as the resolver lives;
+    /// each change is logged.
+    pub fn watch(self: &Arc<Self>, every: Duration) {
+        let weak = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(me) = weak.upgrade() else { return };
+                match me.reload_if_changed() {
+                    Ok(true) => tracing::info!(cert = %me.cert.display(), "TLS certificate changed on disk: new connections get the new one"),
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!("TLS certificate changed on disk but cannot be used; still serving the previous one: {e}"),
+                }
+            }
+        });
+    }
+
+    /// The chain served now (leaf first).
+    pub fn chain(&self) -> Vec<CertificateDer<'static>> {
+        self.current.read().unwrap_or_else(std::sync::PoisonError::into_inner).key.cert.clone()
+    }
+
+    pub fn cert_file(&self) -> &Path {
+        &self.cert
+    }
+}
+
+impl ResolvesServerCert for FileResolver {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.current.read().unwrap_or_else(std::sync::PoisonError::into_inner).key.clone())
+    }
+}
+
+/// Why a handshake did not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum HandshakeError {
+    #[error("no TLS handshake within {0:?}")]
+    Timeout(Duration),
+    #[error("TLS handshake failed: {0}")]
+    Failed(std::io::Error),
+}
+
+/// Runs the server's handshake on `io`, within `deadline`.
+pub async fn accept<IO>(acceptor: &tokio_rustls::TlsAcceptor, io: IO, deadline: Duration) -> Result<tokio_rustls::server::TlsStream<IO>, HandshakeError>
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    match tokio::time::timeout(deadline, acceptor.accept(io)).await {
+        Ok(Ok(stream)) => Ok(stream),
+        Ok(Err(e)) => Err(HandshakeError::Failed(e)),
+        Err(_) => Err(HandshakeError::Timeout(deadline)),
+    }
+}
