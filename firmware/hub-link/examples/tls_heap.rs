@@ -104,11 +104,15 @@ fn hub(acceptor: Option<tokio_rustls::TlsAcceptor>) -> u16 {
             let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
             loop {
                 let (tcp, _) = listener.accept().await.unwrap();
+                // The bare handshake measurement closes right after the handshake: skip it.
                 match &acceptor {
-                    Some(a) => match a.accept(tcp).await {
-                        Ok(tls) => session(tokio_tungstenite::accept_async(tls).await.unwrap()).await,
-                        Err(_) => continue, // a bare handshake measurement closes after it
-                    },
+                    Some(a) => {
+                        if let Ok(tls) = a.accept(tcp).await
+                            && let Ok(ws) = tokio_tungstenite::accept_async(tls).await
+                        {
+                            session(ws).await;
+                        }
+                    }
                     None => session(tokio_tungstenite::accept_async(tcp).await.unwrap()).await,
                 }
             }

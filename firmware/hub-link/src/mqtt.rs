@@ -138,9 +138,9 @@ fn split_endpoint(endpoint: &str) -> Option<(&str, u16)> {
     (!host.is_empty() && !host.contains(['/', ' '])).then_some((host, port))
 }
 
-/// One session with the broker over a connected `socket` (plain or TLS). `greeted` is set once the broker accepted the device
-/// (the link is up from then on, with or without a hub). `rx` holds incoming packets: the largest
-/// message accepted; larger ones are skipped.
+/// One session with the broker over a connected `socket` (plain or TLS). `greeted` is set once
+/// the broker accepted the device (the link is up from then on, with or without a hub). `rx`
+/// holds incoming packets: the largest message accepted; larger ones are skipped.
 #[allow(clippy::too_many_arguments)]
 pub async fn session<T, S, M, const N: usize>(
     socket: &mut Stream<'_, T>,

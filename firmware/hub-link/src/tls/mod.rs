@@ -398,11 +398,16 @@ pub async fn open<'b, S: Read + Write + 'b>(
         verifier: Verifier { trust, host, leaf: None, refusal: None, proven: false },
     };
     let opened = tls.open(TlsContext::new(&config, &mut provider)).await;
-    let v = &provider.verifier;
+    outcome(opened, &provider.verifier).map(|()| Stream::Tls(tls, pos))
+}
+
+/// Whether a finished handshake may be used: only when it completed *and* our verifier checked
+/// the chain and the CertificateVerify signature.
+fn outcome(opened: Result<(), TlsError>, v: &Verifier<'_>) -> Result<(), TlsFailure> {
     match (opened, v.refusal, v.proven) {
         (_, Some(refusal), _) => Err(TlsFailure::Certificate(refusal)),
         (Err(e), None, _) => Err(TlsFailure::Handshake(e)),
-        (Ok(()), None, true) => Ok(Stream::Tls(tls, pos)),
+        (Ok(()), None, true) => Ok(()),
         // The server finished the handshake without proving its key: never use that session.
         (Ok(()), None, false) => Err(TlsFailure::Certificate(Refusal::BadHandshakeSignature)),
     }
@@ -416,6 +421,50 @@ pub fn describe(host: &str, failure: &TlsFailure) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ca_der() -> Vec<u8> {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.self_signed(&key).unwrap().der().to_vec()
+    }
+
+    #[test]
+    fn a_handshake_that_skipped_certificate_verify_is_refused() {
+        // embedded-tls accepts a server Finished without Certificate/CertificateVerify; that
+        // session must not be used even though `open` said Ok.
+        let trust = Trust::new(ca_der(), 0).unwrap();
+        let mut v = Verifier { trust: &trust, host: "10.0.0.2", leaf: None, refusal: None, proven: false };
+        assert!(matches!(outcome(Ok(()), &v), Err(TlsFailure::Certificate(Refusal::BadHandshakeSignature))));
+        // A CertificateVerify before (or without) a verified certificate proves nothing.
+        let cv = CertificateVerifyRef { signature_scheme: SignatureScheme::EcdsaSecp256r1Sha256, signature: &[0x30, 0x06, 2, 1, 1, 2, 1, 1] };
+        assert!(v.verify_signature(cv).is_err());
+        assert_eq!(v.refusal, Some(Refusal::BadHandshakeSignature));
+        assert!(!v.proven);
+        assert!(matches!(outcome(Ok(()), &v), Err(TlsFailure::Certificate(Refusal::BadHandshakeSignature))));
+        // Only a verified chain and signature pass.
+        let ok = Verifier { trust: &trust, host: "10.0.0.2", leaf: None, refusal: None, proven: true };
+        assert!(outcome(Ok(()), &ok).is_ok());
+    }
+
+    #[test]
+    fn a_ca_that_is_not_der_is_refused_up_front() {
+        assert_eq!(Trust::new(alloc::vec![0x30, 0x03, 1, 2, 3], 0).err(), Some(Refusal::Malformed));
+        let ca = ca_der();
+        assert_eq!(Trust::new(ca[..ca.len() - 1].to_vec(), 0).err(), Some(Refusal::Malformed));
+        assert!(Trust::new(ca, 0).is_ok());
+    }
+
+    #[test]
+    fn the_clock_only_moves_forward() {
+        let trust = Trust::new(ca_der(), 1_800_000_000).unwrap();
+        assert!(trust.now() >= 1_800_000_000);
+        trust.saw_time(1_700_000_000);
+        assert!(trust.now() >= 1_800_000_000, "an earlier server_time does not move the clock back");
+        trust.saw_time(1_900_000_000);
+        assert!(trust.now() >= 1_900_000_000);
+        assert_eq!(Trust::new(ca_der(), 0).unwrap().now(), 0, "no flash time: nothing known");
+    }
 
     #[test]
     fn record_boundaries_in_any_chunking() {
