@@ -597,7 +597,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__flash)
-            opts="-c -p -B -M -q -v -h -V --chip --port --baud --no-verify --save-image --merge --image --flash-args --wifi-ssid --hub-url --no-provision --wait-device --monitor --monitor-baud --monitor-only --board-info --erase --hub --firmware-dir --json --quiet --verbose --color --help --version"
+            opts="-c -p -B -M -q -v -h -V --chip --port --baud --no-verify --save-image --merge --image --flash-args --wifi-ssid --hub-url --hub-ca --no-hub-ca --no-provision --wait-device --monitor --monitor-baud --monitor-only --board-info --erase --hub --firmware-dir --json --quiet --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -644,6 +644,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --hub-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hub-ca)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

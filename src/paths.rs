@@ -22,6 +22,12 @@ pub fn state_dir() -> PathBuf {
     home().join(".local/state/mcpdev")
 }
 
+/// The CA certificate (PEM) of `mcpdev serve --tls auto`: `<state dir>/tls/ca.pem`. `mcpdev
+/// flash` provisions devices with it, so they verify the hub.
+pub fn hub_ca_file() -> PathBuf {
+    state_dir().join("tls").join("ca.pem")
+}
+
 /// The directory for secrets that live only while a hub runs.
 pub fn runtime_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("MCPDEV_RUNTIME_DIR").filter(|d| !d.is_empty()) {
