@@ -14,6 +14,7 @@
 //!   firmware does at boot, and not counted);
 //! - the size of the `attempt` future (what the firmware's hub task keeps in its static task
 //!   storage), whose largest state now holds a `TlsConnection`.
+//!
 //! Pointer-sized fields are twice the ESP32-C3's here; the buffers, which dominate, are not.
 
 use std::alloc::{GlobalAlloc, Layout, System};

@@ -234,7 +234,10 @@ async fn tls_accept_outcome(listener: &TcpListener, acceptor: &TlsAcceptor) -> R
             let mut buf = [0u8; 64];
             match tokio::time::timeout(StdDuration::from_secs(2), tls.read(&mut buf)).await {
                 Ok(Ok(0)) | Ok(Err(_)) | Err(_) => Err("no application data".into()),
-                Ok(Ok(n)) => Ok(println!("the device sent {n} bytes of application data")),
+                Ok(Ok(n)) => {
+                    println!("the device sent {n} bytes of application data");
+                    Ok(())
+                }
             }
         }
         Err(e) => Err(e.to_string()),

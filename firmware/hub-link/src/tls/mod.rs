@@ -270,6 +270,7 @@ impl<S: Write> Write for Gate<'_, S> {
 }
 
 /// The connection to the hub or broker: plain TCP, or TLS over it.
+#[allow(clippy::large_enum_variant, reason = "one per session, inside the attempt future; boxing it would put 1.3 KB more on the heap")]
 pub enum Stream<'b, S: Read + Write> {
     Plain(S),
     Tls(TlsConnection<'b, Gate<'b, S>, Aes128GcmSha256>, &'b Cell<RecordPos>),
