@@ -33,7 +33,7 @@ use mqttrs::{
 use provisioning::HubUrl;
 use serde_json::Value;
 
-use crate::tls::{LinkError, ReadOr, Stream};
+use crate::tls::{LinkError, Stream};
 use crate::{Board, End, Timing, queue_press, take_text};
 
 /// Where and how to reach the hub through a broker.
@@ -208,11 +208,7 @@ where
         let wake = if hub_said_hello { next_ping } else { next_ping.min(next_hello) };
         let event = socket.read_or(inbox.free(rx), select(board.presses.receive(), Timer::at(wake))).await;
         out.clear();
-        let (read, other) = match event {
-            ReadOr::Read(r) => (Some(r), None),
-            ReadOr::Other(o) => (None, Some(o)),
-            ReadOr::Both(r, o) => (Some(r), Some(o)),
-        };
+        let (read, other) = event.split();
         if let Some(Either::First(presses)) = other {
             queue_press(link, presses);
         }

@@ -21,7 +21,7 @@ use mcp_device::DeviceLink;
 use provisioning::HubUrl;
 use ws_frames::{Frame, Frames};
 
-use crate::tls::{LinkError, ReadOr, Stream};
+use crate::tls::{LinkError, Stream};
 use crate::{Board, End, Identity, Timing, http, queue_press, take_text};
 
 /// One WebSocket session over a connected `socket` (plain or TLS), from the HTTP upgrade to the
@@ -88,11 +88,7 @@ where
         let wake = if *greeted { next_ping } else { next_ping.min(hello_deadline) };
         let event = socket.read_or(&mut rx[frames.filled..], select(board.presses.receive(), Timer::at(wake))).await;
         out.clear();
-        let (read, other) = match event {
-            ReadOr::Read(r) => (Some(r), None),
-            ReadOr::Other(o) => (None, Some(o)),
-            ReadOr::Both(r, o) => (Some(r), Some(o)),
-        };
+        let (read, other) = event.split();
         if let Some(Either::First(presses)) = other {
             queue_press(link, presses);
         }

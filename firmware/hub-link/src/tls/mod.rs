@@ -344,6 +344,17 @@ pub enum ReadOr<R, O> {
     Both(R, O),
 }
 
+impl<R, O> ReadOr<R, O> {
+    /// The read's result and the other future's output, each if there is one.
+    pub fn split(self) -> (Option<R>, Option<O>) {
+        match self {
+            ReadOr::Read(r) => (Some(r), None),
+            ReadOr::Other(o) => (None, Some(o)),
+            ReadOr::Both(r, o) => (Some(r), Some(o)),
+        }
+    }
+}
+
 /// The longest the rest of a half-read record may take once something else wants the session.
 const RECORD_FINISH: Duration = Duration::from_secs(10);
 
