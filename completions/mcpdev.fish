@@ -384,7 +384,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l save-image -d 'W
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l image -d 'Flash this prebuilt merged image at 0x0 instead of building (e.g. the stock xiaozhi firmware)' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l flash-args -d 'Flash a prebuilt ESP-IDF build from its `build/flash_args` (offsets and files)' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l wifi-ssid -d 'Wi-Fi network the device joins' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l hub-url -d 'Hub URL: ws://HOST:PORT/xiaozhi/v1/, mqtt://BROKER[:PORT] or http://HOST:PORT/xiaozhi/ota/ (default: ws://<LAN address>:8000/xiaozhi/v1/)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l hub-url -d 'Hub URL: ws://HOST:PORT/xiaozhi/v1/, mqtt://BROKER[:PORT] or http://HOST:PORT/xiaozhi/ota/, or their TLS forms wss://, mqtts://, https:// with a hub CA (default: ws://<LAN address>:8000/xiaozhi/v1/, wss:// with a hub CA)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l hub-ca -d 'The hub\'s CA certificate (PEM or DER) for the record: the device then talks to its hub only over TLS (wss://, https://, mqtts://), verified against it [default: the CA of `mcpdev serve --tls auto` on this machine, <state dir>/tls/ca.pem, when it exists]' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l wait-device -d 'After flashing, wait up to DURATION (60s without a value) for the device to connect to the hub and print its hello' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l monitor-baud -d 'Baud rate of the serial log for --monitor' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l hub -d 'The hub\'s host listener, for --wait-device' -r
@@ -396,6 +397,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l ca-file -d 'Veri
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l no-verify -d 'Do not read the flash back to verify what was written'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l merge -d 'With --save-image: one file for offset 0 (bootloader, partition table, provisioning record, app) instead of the app alone'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l no-hub-ca -d 'Provision no hub CA even when this machine\'s hub has one: the link stays plain text'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l no-provision -d 'Do not write the provisioning record (keep the one on the device; app-only images never have one)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s M -l monitor -d 'After flashing, show the device\'s serial log until Ctrl-C (reopening the port when a USB-Serial-JTAG board comes back after its reset); NDJSON lines with --json'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l monitor-only -d 'Only show the serial log of the board (no build, no flashing) until Ctrl-C'

@@ -96,6 +96,15 @@ fn usage(m: impl Into<String>) -> anyhow::Error {
     CodedError::new(Exit::Usage, m).into()
 }
 
+/// The record's inputs from the flags; `detected_ca` is where `serve --tls auto` keeps its CA.
+fn record_inputs<'a>(args: &'a FlashArgs, detected_ca: &'a std::path::Path) -> record::Inputs<'a> {
+    record::Inputs {
+        wifi_ssid: args.wifi_ssid.as_deref(),
+        hub_url: args.hub_url.as_deref(),
+        hub_ca: record::hub_ca_choice(args.hub_ca.as_deref(), args.no_hub_ca, detected_ca),
+    }
+}
+
 /// Flashes (or saves the image); returns the Device-Id (MAC) of the chip flashed.
 fn run_blocking(g: &GlobalArgs, args: &FlashArgs) -> anyhow::Result<Option<Flashed>> {
     if let Some(out) = &args.save_image {
@@ -113,7 +122,7 @@ fn run_blocking(g: &GlobalArgs, args: &FlashArgs) -> anyhow::Result<Option<Flash
     let seen = port::available();
     let port = port::select(args.port.as_deref(), &seen)?;
     let mut record = match (&prebuilt, args.no_provision || args.board_info) {
-        (None, false) => Some(record::gather(&record::Inputs { wifi_ssid: args.wifi_ssid.as_deref(), hub_url: args.hub_url.as_deref() }, &record::Process)?),
+        (None, false) => Some(record::gather(&record_inputs(args, &crate::paths::hub_ca_file()), &record::Process)?),
         _ => None,
     };
     let fw_dir = if prebuilt.is_none() && !args.board_info { Some(build::firmware_dir(args.firmware_dir.as_deref())?) } else { None };
@@ -225,7 +234,7 @@ fn save_image(g: &GlobalArgs, args: &FlashArgs, out: &std::path::Path) -> anyhow
     let chip = args.chip.ok_or_else(|| usage("--save-image needs --chip (esp32c3 or esp32c6)"))?;
     // Only a merged image carries the record; the app alone never holds secrets.
     let record = if args.merge && !args.no_provision {
-        let mut r = record::gather(&record::Inputs { wifi_ssid: args.wifi_ssid.as_deref(), hub_url: args.hub_url.as_deref() }, &record::Process)?;
+        let mut r = record::gather(&record_inputs(args, &crate::paths::hub_ca_file()), &record::Process)?;
         // No board to keep it by: the image carries a fresh pair, for the one board it goes on.
         record::identify(&mut r, std::path::Path::new(""), None)?;
         say(g, "the merged image carries a fresh random Client-Id and device key: write it to one board only (boards sharing them cannot be told apart)");

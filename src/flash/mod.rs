@@ -76,6 +76,7 @@ impl Chip {
 #[derive(Debug, Args)]
 #[command(after_help = "Provisioning (written at flash time to its own sector at 0xE000, never into the image):\n  \
 --wifi-ssid, --hub-url         flags (or MCPDEV_WIFI_SSID, MCPDEV_HUB_URL)\n  \
+--hub-ca                       the hub's CA (default: <state dir>/tls/ca.pem of `serve --tls auto`, when there); then TLS only\n  \
 MCPDEV_WIFI_PASSWORD           the Wi-Fi password (empty for an open network); asked for, hidden, when unset at a terminal\n  \
 MCPDEV_DEVICE_TOKEN            the device token the hub expects (optional)\n  \
 (generated)                    a random Client-Id and device key per board, kept in the state directory's flash/<mac>.json\n\n\
@@ -114,9 +115,18 @@ pub struct FlashArgs {
     /// Wi-Fi network the device joins
     #[arg(long, env = "MCPDEV_WIFI_SSID")]
     pub wifi_ssid: Option<String>,
-    /// Hub URL: ws://HOST:PORT/xiaozhi/v1/, mqtt://BROKER[:PORT] or http://HOST:PORT/xiaozhi/ota/ (default: ws://<LAN address>:8000/xiaozhi/v1/)
+    /// Hub URL: ws://HOST:PORT/xiaozhi/v1/, mqtt://BROKER[:PORT] or http://HOST:PORT/xiaozhi/ota/, or their TLS
+    /// forms wss://, mqtts://, https:// with a hub CA (default: ws://<LAN address>:8000/xiaozhi/v1/, wss:// with a hub CA)
     #[arg(long, env = "MCPDEV_HUB_URL")]
     pub hub_url: Option<String>,
+    /// The hub's CA certificate (PEM or DER) for the record: the device then talks to its hub only
+    /// over TLS (wss://, https://, mqtts://), verified against it [default: the CA of `mcpdev serve
+    /// --tls auto` on this machine, <state dir>/tls/ca.pem, when it exists]
+    #[arg(long, env = "MCPDEV_HUB_CA", value_name = "FILE")]
+    pub hub_ca: Option<PathBuf>,
+    /// Provision no hub CA even when this machine's hub has one: the link stays plain text
+    #[arg(long, conflicts_with = "hub_ca")]
+    pub no_hub_ca: bool,
     /// Do not write the provisioning record (keep the one on the device; app-only images never have one)
     #[arg(long)]
     pub no_provision: bool,

@@ -12,6 +12,7 @@ use embassy_sync::channel::Channel;
 use embassy_time::{Duration, Timer};
 use esp_hal::rng::Rng;
 use hub_link::connect::{Buffers, attempt};
+use hub_link::tls::{TlsBuffers, Trust};
 use hub_link::{Backoff, End, Identity, Timing};
 use log::{info, warn};
 use mcp_device::DeviceLink;
@@ -40,19 +41,21 @@ fn reboot_requested(b: &Board) -> bool {
     b.reboot_requested
 }
 
-/// Whether the provisioned URL itself is what cannot be used (TLS); settings from an OTA answer
-/// may change, so those are retried.
-fn provisioned_url_unusable(hub_url: &str) -> bool {
-    HubUrl::parse(hub_url).map_or(true, |u| u.scheme.is_tls())
+/// Whether the provisioned URL itself is what cannot be used (TLS without a hub CA); settings
+/// from an OTA answer may change, so those are retried.
+fn provisioned_url_unusable(hub_url: &str, trust: Option<&Trust>) -> bool {
+    HubUrl::parse(hub_url).map_or(true, |u| u.scheme.is_tls() && trust.is_none())
 }
 
 /// Connects to the hub and keeps reconnecting, forever.
-pub async fn run(stack: Stack<'static>, hub_url: String, id: Identity, mut link: DeviceLink<Board>) -> ! {
+pub async fn run(stack: Stack<'static>, hub_url: String, id: Identity, trust: Option<Trust>, mut link: DeviceLink<Board>) -> ! {
     let shown = loggable_url(&hub_url);
     static TCP_BUFFERS: StaticCell<TcpBuffers<1, TCP_TX_LEN, TCP_RX_LEN>> = StaticCell::new();
     let tcp = Tcp::new(stack, TCP_BUFFERS.init(TcpBuffers::new()));
     let dns = Dns::new(stack);
     let (mut rx, mut http) = (vec![0u8; RX_BUF_LEN], vec![0u8; HTTP_BUF_LEN]);
+    // Allocated by the first TLS handshake (about 21 KB), never without a hub CA.
+    let mut tls = TlsBuffers::default();
     let user_agent = alloc::format!("mcpdev-fw-{}/{}", crate::board::NAME, env!("CARGO_PKG_VERSION"));
     let board = hub_link::Board {
         random,
@@ -60,6 +63,7 @@ pub async fn run(stack: Stack<'static>, hub_url: String, id: Identity, mut link:
         system_info: tools::system_info_json,
         user_agent: &user_agent,
         presses: &BUTTON_PRESSES,
+        trust: trust.as_ref(),
     };
     let timing = Timing::default();
     let mut backoff = Backoff::default();
@@ -74,7 +78,7 @@ pub async fn run(stack: Stack<'static>, hub_url: String, id: Identity, mut link:
             info!("hub: own address {ip}, connecting to {shown}");
         }
         let mut greeted = false;
-        let mut bufs = Buffers { rx: &mut rx, http: &mut http };
+        let mut bufs = Buffers { rx: &mut rx, http: &mut http, tls: &mut tls };
         let end = attempt(&tcp, &dns, &hub_url, &id, &mut link, &board, &timing, &mut bufs, &mut greeted).await;
         match end {
             End::Reboot => {
@@ -83,7 +87,7 @@ pub async fn run(stack: Stack<'static>, hub_url: String, id: Identity, mut link:
                 esp_hal::system::software_reset();
             }
             // Provisioning fixes this, not retrying: say so every minute.
-            End::Unusable(why) if provisioned_url_unusable(&hub_url) => crate::park(alloc::format!("hub: {why}")).await,
+            End::Unusable(why) if provisioned_url_unusable(&hub_url, trust.as_ref()) => crate::park(alloc::format!("hub: {why}")).await,
             _ => {}
         }
         status::set_ipv4(None);

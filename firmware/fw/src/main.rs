@@ -134,7 +134,22 @@ async fn main(spawner: Spawner) -> ! {
     let link = DeviceLink::new(tools::build_server(board), Transport::WebSocket { binary_version: 1 });
     let identity =
         hub_link::Identity { device_id, client_id, token: prov.token.clone(), device_key: prov.device_key.clone() };
-    hub::run(stack, prov.hub_url, identity, link).await
+    // With the hub's CA the device talks to its hub only over TLS; a CA it cannot use is a
+    // provisioning problem no retry fixes.
+    let trust = match prov.hub_ca.is_empty() {
+        true => {
+            warn!("provisioning: no hub CA; the link to the hub is plain text (flash with `mcpdev flash` while the hub runs with --tls)");
+            None
+        }
+        false => match hub_link::tls::Trust::new(prov.hub_ca.clone(), prov.flashed_at) {
+            Ok(t) => {
+                info!("provisioning: hub CA present; TLS only, verified against it");
+                Some(t)
+            }
+            Err(why) => park(alloc::format!("provisioning: the hub CA cannot be used: {why}; re-flash with `mcpdev flash`")).await,
+        },
+    };
+    hub::run(stack, prov.hub_url, identity, trust, link).await
 }
 
 /// The LED on LEDC low-speed timer 0 / channel 0: 5 kHz, 10-bit duty, starting dark.

@@ -12,6 +12,9 @@
 //! that goes out as `Mcpdev-Device-Key` with OTA check-ins and `/activate` polls, as a flashed
 //! board's provisioned key does; `MCPDEV_CLIENT_ID` overrides the Client-Id, which is otherwise
 //! derived from the MAC (the predictable fallback of a board provisioned by an older host).
+//! `MCPDEV_CA_FILE` names the hub's CA (PEM or DER, e.g. `serve --tls auto`'s `tls/ca.pem`): the
+//! device then speaks only `wss://`, `https://` and `mqtts://`, verified against it, as a board
+//! flashed with that CA does (the flash time is "now").
 //!
 //! Press Enter to "press the BOOT button"; Ctrl-C to stop. Each session's end is printed as a
 //! line `session ended: …`, and the firmware's log (info and up, e.g. the activation code a hub
@@ -24,6 +27,7 @@ use embassy_sync::blocking_mutex::raw::CriticalSectionRawMutex;
 use embassy_sync::channel::Channel;
 use embassy_time::Timer;
 use hub_link::connect::{Buffers, attempt};
+use hub_link::tls::{TlsBuffers, Trust};
 use hub_link::{Backoff, Board, End, Identity, Timing};
 use mcp_device::{Call, DeviceLink, McpServer, Property, Tool, ToolError, ToolOutput, Transport};
 use provisioning::{HubUrl, client_id_from_mac, format_mac, format_uuid};
@@ -85,6 +89,15 @@ fn random() -> u32 {
     x
 }
 
+/// The DER inside a PEM `CERTIFICATE` block, if the file is PEM.
+fn pem_to_der(pem: &[u8]) -> Option<Vec<u8>> {
+    use base64::Engine;
+    let text = std::str::from_utf8(pem).ok()?;
+    let body = text.split("-----BEGIN CERTIFICATE-----").nth(1)?.split("-----END CERTIFICATE-----").next()?;
+    let b64: String = body.chars().filter(|c| !c.is_whitespace()).collect();
+    base64::engine::general_purpose::STANDARD.decode(b64).ok()
+}
+
 static PRESSES: Channel<CriticalSectionRawMutex, u32, 8> = Channel::new();
 
 /// The firmware's `log` lines on stdout, as its serial console would show them.
@@ -142,6 +155,26 @@ fn main() {
             eprintln!("MCPDEV_DEVICE_KEY must be 16 to 64 visible ASCII characters, as a provisioning record's");
             std::process::exit(2);
         }
+        // MCPDEV_CA_FILE: the hub's CA (PEM or DER), as `mcpdev flash` provisions it; then the
+        // device connects only over TLS, verified against it.
+        let trust = match std::env::var("MCPDEV_CA_FILE") {
+            Ok(path) => {
+                let bytes = std::fs::read(&path).unwrap_or_else(|e| {
+                    eprintln!("MCPDEV_CA_FILE {path}: {e}");
+                    std::process::exit(2)
+                });
+                let der = pem_to_der(&bytes).unwrap_or(bytes);
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+                match Trust::new(der, now) {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        eprintln!("MCPDEV_CA_FILE {path}: {e}");
+                        std::process::exit(2)
+                    }
+                }
+            }
+            Err(_) => None,
+        };
         let client_id = std::env::var("MCPDEV_CLIENT_ID").unwrap_or_else(|_| format_uuid(&client_id_from_mac(mac)));
         let id = Identity { device_id: format_mac(mac), client_id, token: token.clone(), device_key };
         let keyed = if id.device_key.is_empty() { "no device key" } else { "with a device key" };
@@ -165,14 +198,16 @@ fn main() {
             system_info,
             user_agent: concat!("mcpdev-fw-host/", env!("CARGO_PKG_VERSION")),
             presses: &PRESSES,
+            trust: trust.as_ref(),
         };
         let timing = Timing::default();
         let stack = edge_nal_std::Stack::new();
         let (mut rx, mut http) = (vec![0u8; 8192], vec![0u8; 2048]);
+        let mut tls = TlsBuffers::default();
         let mut backoff = Backoff::default();
         loop {
             let mut greeted = false;
-            let mut bufs = Buffers { rx: &mut rx, http: &mut http };
+            let mut bufs = Buffers { rx: &mut rx, http: &mut http, tls: &mut tls };
             let end = attempt(&stack, &stack, &url_text, &id, &mut link, &board, &timing, &mut bufs, &mut greeted).await;
             println!("session ended: {end}");
             if matches!(end, End::Reboot) {

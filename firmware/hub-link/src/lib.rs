@@ -17,8 +17,10 @@
 extern crate alloc;
 
 pub mod connect;
+mod http;
 pub mod mqtt;
 pub mod ota;
+pub mod tls;
 pub mod ws;
 
 use alloc::string::String;
@@ -121,6 +123,9 @@ pub struct Board<'a, S, M: RawMutex, const N: usize> {
     pub user_agent: &'a str,
     /// BOOT-button presses (their running count), queued as notifications.
     pub presses: &'a Channel<M, u32, N>,
+    /// The hub CA from the provisioning record: with it the device connects only over TLS, to
+    /// that hub; without it, only in plain text.
+    pub trust: Option<&'a tls::Trust>,
 }
 
 /// Why a session ended.
@@ -135,8 +140,13 @@ pub enum End<E> {
     Ota(String),
     /// A host name did not resolve (the host, why).
     Resolve(String, &'static str),
-    /// Settings this firmware cannot use (TLS, a bad URL); retrying will not help until they change.
+    /// Settings this firmware cannot use (TLS without a CA, a bad URL); retrying will not help
+    /// until they change.
     Unusable(String),
+    /// A plain URL (shown) for a device that has a hub CA: refused, never connected to.
+    Downgrade(String),
+    /// The TLS handshake failed or the hub's certificate was refused (the reason).
+    Tls(String),
     Timeout(&'static str),
     Ws(edge_ws::Error<E>),
     PeerClosed,
@@ -151,7 +161,7 @@ pub enum End<E> {
 impl<E: fmt::Debug> fmt::Display for End<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            End::Tcp(e) => write!(f, "TCP: {e:?}"),
+            End::Tcp(e) => write!(f, "connection: {e:?}"),
             End::Http(e) => write!(f, "HTTP upgrade: {e:?}"),
             End::Rejected(401) => write!(f, "the hub refused the device (401): check the device token"),
             End::Rejected(code) => write!(f, "the hub answered with HTTP {code}"),
@@ -162,6 +172,11 @@ impl<E: fmt::Debug> fmt::Display for End<E> {
             End::Ota(why) => write!(f, "OTA check-in: {why}"),
             End::Resolve(host, why) => write!(f, "DNS lookup of {host}: {why}"),
             End::Unusable(why) => write!(f, "{why}"),
+            End::Downgrade(url) => write!(
+                f,
+                "refused {url}: this device has its hub's CA and talks to the hub only over TLS (wss://, https://, mqtts://); a plain connection would be a downgrade"
+            ),
+            End::Tls(why) => write!(f, "{why}"),
             End::Timeout(what) => write!(f, "timed out {what}"),
             End::Ws(e) => write!(f, "WebSocket: {e:?}"),
             End::PeerClosed => write!(f, "the hub or broker closed the TCP connection"),

@@ -19,10 +19,8 @@
 
 use alloc::string::{String, ToString};
 use alloc::vec;
-use core::net::SocketAddr;
 
-use edge_nal::TcpConnect;
-use embassy_futures::select::{Either3, select3};
+use embassy_futures::select::{Either, select};
 use embassy_sync::blocking_mutex::raw::RawMutex;
 use embassy_time::{Duration, Instant, Timer, with_timeout};
 use embedded_io_async::{Read, Write};
@@ -35,6 +33,7 @@ use mqttrs::{
 use provisioning::HubUrl;
 use serde_json::Value;
 
+use crate::tls::{LinkError, Stream};
 use crate::{Board, End, Timing, queue_press, take_text};
 
 /// Where and how to reach the hub through a broker.
@@ -139,29 +138,23 @@ fn split_endpoint(endpoint: &str) -> Option<(&str, u16)> {
     (!host.is_empty() && !host.contains(['/', ' '])).then_some((host, port))
 }
 
-/// One connection to the broker at `addr`. `greeted` is set once the broker accepted the device
-/// (the link is up from then on, with or without a hub). `rx` holds incoming packets: the largest
-/// message accepted; larger ones are skipped.
+/// One session with the broker over a connected `socket` (plain or TLS). `greeted` is set once
+/// the broker accepted the device (the link is up from then on, with or without a hub). `rx`
+/// holds incoming packets: the largest message accepted; larger ones are skipped.
 #[allow(clippy::too_many_arguments)]
 pub async fn session<T, S, M, const N: usize>(
-    tcp: &T,
-    addr: SocketAddr,
+    socket: &mut Stream<'_, T>,
     settings: &MqttSettings,
     link: &mut DeviceLink<S>,
     board: &Board<'_, S, M, N>,
     timing: &Timing,
     rx: &mut [u8],
     greeted: &mut bool,
-) -> End<T::Error>
+) -> End<LinkError<T::Error>>
 where
-    T: TcpConnect,
+    T: Read + Write,
     M: RawMutex,
 {
-    let mut socket = match with_timeout(timing.connect, tcp.connect(addr)).await {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => return End::Tcp(e),
-        Err(_) => return End::Timeout("connecting to the broker"),
-    };
     let tx = Sender { timeout: timing.write };
     let connect = Packet::Connect(Connect {
         protocol: Protocol::MQTT311,
@@ -172,11 +165,11 @@ where
         username: Some(settings.username.as_str()).filter(|u| !u.is_empty()),
         password: Some(settings.password.as_bytes()).filter(|p| !p.is_empty()),
     });
-    if let Err(e) = tx.send(&mut socket, &connect).await {
+    if let Err(e) = tx.send(&mut *socket, &connect).await {
         return e;
     }
     let mut inbox = Inbox::default();
-    let len = match with_timeout(timing.connect, inbox.fill(&mut socket, rx)).await {
+    let len = match with_timeout(timing.connect, inbox.fill(&mut *socket, rx)).await {
         Ok(Ok(len)) => len,
         Ok(Err(e)) => return e,
         Err(_) => return End::Timeout("waiting for the broker's CONNACK"),
@@ -197,11 +190,11 @@ where
         }
         let mut topics = heapless::Vec::new();
         let _ = topics.push(SubscribeTopic { topic_path, qos: QoS::AtMostOnce });
-        if let Err(e) = tx.send(&mut socket, &Packet::Subscribe(Subscribe::new(Pid::new(), topics))).await {
+        if let Err(e) = tx.send(&mut *socket, &Packet::Subscribe(Subscribe::new(Pid::new(), topics))).await {
             return e;
         }
     }
-    if let Err(e) = tx.publish(&mut socket, &settings.publish_topic, &link.hello()).await {
+    if let Err(e) = tx.publish(&mut *socket, &settings.publish_topic, &link.hello()).await {
         return e;
     }
 
@@ -213,11 +206,15 @@ where
     let mut next_hello = Instant::now() + timing.hello;
     loop {
         let wake = if hub_said_hello { next_ping } else { next_ping.min(next_hello) };
-        let event = select3(socket.read(inbox.free(rx)), board.presses.receive(), Timer::at(wake)).await;
+        let event = socket.read_or(inbox.free(rx), select(board.presses.receive(), Timer::at(wake))).await;
         out.clear();
-        match event {
-            Either3::First(Ok(0)) => return End::PeerClosed,
-            Either3::First(Ok(n)) => {
+        let (read, other) = event.split();
+        if let Some(Either::First(presses)) = other {
+            queue_press(link, presses);
+        }
+        match read {
+            Some(Ok(0)) => return End::PeerClosed,
+            Some(Ok(n)) => {
                 last_rx = Instant::now();
                 inbox.received(rx, n);
                 loop {
@@ -261,12 +258,12 @@ where
                     };
                     inbox.consume(rx, len);
                     if let Some(ack) = reply
-                        && let Err(e) = tx.send(&mut socket, &ack).await
+                        && let Err(e) = tx.send(&mut *socket, &ack).await
                     {
                         return e;
                     }
                     if !out.is_empty() {
-                        if let Err(e) = tx.publish(&mut socket, &settings.publish_topic, &out).await {
+                        if let Err(e) = tx.publish(&mut *socket, &settings.publish_topic, &out).await {
                             return e;
                         }
                         out.clear();
@@ -274,28 +271,27 @@ where
                     if (board.reboot_requested)(link.server.state()) {
                         // The stock firmware reboots 1 s after answering; over MQTT it says goodbye.
                         Timer::after(Duration::from_secs(1)).await;
-                        let _ = tx.publish(&mut socket, &settings.publish_topic, &link.goodbye()).await;
-                        let _ = tx.write(&mut socket, &DISCONNECT).await;
+                        let _ = tx.publish(&mut *socket, &settings.publish_topic, &link.goodbye()).await;
+                        let _ = tx.write(&mut *socket, &DISCONNECT).await;
                         return End::Reboot;
                     }
                 }
             }
-            Either3::First(Err(e)) => return End::Tcp(e),
-            Either3::Second(presses) => queue_press(link, presses),
-            Either3::Third(()) => {
+            Some(Err(e)) => return End::Tcp(e),
+            None => {
                 let now = Instant::now();
                 if now - last_rx >= timing.dead_after {
                     return End::Silent(timing.dead_after);
                 }
                 if !hub_said_hello && now >= next_hello {
                     warn!("hub: no server hello on the downlink yet; saying hello again");
-                    if let Err(e) = tx.publish(&mut socket, &settings.publish_topic, &link.hello()).await {
+                    if let Err(e) = tx.publish(&mut *socket, &settings.publish_topic, &link.hello()).await {
                         return e;
                     }
                     next_hello = now + timing.dead_after;
                 }
                 if now >= next_ping {
-                    if let Err(e) = tx.write(&mut socket, &PINGREQ).await {
+                    if let Err(e) = tx.write(&mut *socket, &PINGREQ).await {
                         return e;
                     }
                     next_ping = now + ping_every;
@@ -305,7 +301,7 @@ where
         // Notifications (from tools or the button) go out once a hub is there to get them.
         if hub_said_hello {
             while link.next_notification(&mut out) {
-                if let Err(e) = tx.publish(&mut socket, &settings.publish_topic, &out).await {
+                if let Err(e) = tx.publish(&mut *socket, &settings.publish_topic, &out).await {
                     return e;
                 }
                 out.clear();

@@ -14,11 +14,7 @@
 
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
-use core::net::SocketAddr;
 
-use edge_http::Method;
-use edge_http::io::client::Connection;
-use edge_nal::TcpConnect;
 use embassy_time::{Duration, with_timeout};
 use embedded_io_async::{Read, Write};
 use log::info;
@@ -26,7 +22,7 @@ use provisioning::HubUrl;
 use serde_json::Value;
 
 use crate::mqtt::MqttSettings;
-use crate::{End, Identity, Timing};
+use crate::{End, Identity, Timing, http};
 
 /// The largest OTA answer accepted.
 const MAX_ANSWER: usize = 4096;
@@ -71,13 +67,31 @@ pub fn activate_path(ota_path: &str) -> String {
     if ota_path.ends_with('/') { alloc::format!("{ota_path}activate") } else { alloc::format!("{ota_path}/activate") }
 }
 
+/// An OTA answer: where to connect, and the server's clock (`server_time.timestamp`, Unix
+/// milliseconds; 0 when absent).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub directions: Directions,
+    pub server_time_ms: u64,
+}
+
 /// Reads an OTA answer. `mqtt` wins over `websocket`, as in the stock firmware; an answer with
 /// neither is an error here (the stock firmware would fall back to settings saved earlier, which
 /// this firmware does not keep).
 pub fn directions(answer: &[u8]) -> Result<Directions, String> {
+    read_answer(answer).map(|a| a.directions)
+}
+
+/// Reads an OTA answer, with the server's time.
+pub fn read_answer(answer: &[u8]) -> Result<Answer, String> {
     // Parsed from a str, the way mcp-device parses, so the chip carries one copy of the parser.
     let answer = core::str::from_utf8(answer).map_err(|_| String::from("the answer is not UTF-8 text"))?;
     let answer: Value = serde_json::from_str(answer).map_err(|_| String::from("the answer is not JSON"))?;
+    let server_time_ms = answer.get("server_time").and_then(|t| t.get("timestamp")).and_then(Value::as_u64).unwrap_or(0);
+    directions_of(&answer).map(|directions| Answer { directions, server_time_ms })
+}
+
+fn directions_of(answer: &Value) -> Result<Directions, String> {
     if let Some(firmware) = answer.get("firmware").and_then(|f| f.get("version")).and_then(Value::as_str) {
         info!("ota: the server offers firmware {firmware}; flash it with `mcpdev flash` (this firmware does not update itself)");
     }
@@ -101,48 +115,44 @@ pub fn directions(answer: &[u8]) -> Result<Directions, String> {
     Err("the answer has neither an mqtt nor a websocket section".into())
 }
 
-/// POSTs `system_info` (the stock body, reference §3.1) to the OTA endpoint at `addr` (`url`
-/// names its host and path) with the stock headers, and reads the answer's directions. `http_buf`
-/// holds the response headers.
+/// POSTs `system_info` (the stock body, reference §3.1) to the OTA endpoint over `stream` (`url`
+/// names its host and path) with the stock headers, and reads the answer. `http_buf` holds the
+/// response headers.
 #[allow(clippy::too_many_arguments)]
-pub async fn check_in<T: TcpConnect>(
-    tcp: &T,
-    addr: SocketAddr,
+pub async fn check_in<S: Read + Write>(
+    stream: S,
     url: &HubUrl<'_>,
     id: &Identity,
     system_info: &str,
     user_agent: &str,
     timing: &Timing,
     http_buf: &mut [u8],
-) -> Result<Directions, End<T::Error>> {
-    match post(tcp, addr, url, url.path, id, system_info, user_agent, timing, http_buf).await? {
-        (200, answer) => directions(&answer).map_err(End::Ota),
+) -> Result<Answer, End<S::Error>> {
+    match post(stream, url, url.path, id, system_info, user_agent, timing, http_buf).await? {
+        (200, answer) => read_answer(&answer).map_err(End::Ota),
         (code, _) => Err(End::Rejected(code)),
     }
 }
 
 /// POSTs to `<ota_url>activate` (body `{}`: this device has no eFuse serial to sign the challenge
-/// with) and returns the status: 200 activated, 202 pending.
-#[allow(clippy::too_many_arguments)]
-pub async fn activate<T: TcpConnect>(
-    tcp: &T,
-    addr: SocketAddr,
+/// with) over `stream` and returns the status: 200 activated, 202 pending.
+pub async fn activate<S: Read + Write>(
+    stream: S,
     url: &HubUrl<'_>,
     id: &Identity,
     user_agent: &str,
     timing: &Timing,
     http_buf: &mut [u8],
-) -> Result<u16, End<T::Error>> {
+) -> Result<u16, End<S::Error>> {
     let path = activate_path(url.path);
-    post(tcp, addr, url, &path, id, "{}", user_agent, timing, http_buf).await.map(|(code, _)| code)
+    post(stream, url, &path, id, "{}", user_agent, timing, http_buf).await.map(|(code, _)| code)
 }
 
 /// One POST with the stock headers to `path` on the OTA server; the status and (up to
 /// [`MAX_ANSWER`] bytes of) the body.
 #[allow(clippy::too_many_arguments)]
-async fn post<T: TcpConnect>(
-    tcp: &T,
-    addr: SocketAddr,
+async fn post<S: Read + Write>(
+    mut stream: S,
     url: &HubUrl<'_>,
     path: &str,
     id: &Identity,
@@ -150,9 +160,8 @@ async fn post<T: TcpConnect>(
     user_agent: &str,
     timing: &Timing,
     http_buf: &mut [u8],
-) -> Result<(u16, Vec<u8>), End<T::Error>> {
+) -> Result<(u16, Vec<u8>), End<S::Error>> {
     let host = if url.explicit_port { alloc::format!("{}:{}", url.host, url.port) } else { String::from(url.host) };
-    let length = body.len().to_string();
     let mut headers = alloc::vec![
         ("Host", host.as_str()),
         ("Activation-Version", "1"),
@@ -160,31 +169,18 @@ async fn post<T: TcpConnect>(
         ("Client-Id", id.client_id.as_str()),
         ("User-Agent", user_agent),
         ("Content-Type", "application/json"),
-        ("Content-Length", length.as_str()),
         ("Connection", "close"),
     ];
     if !id.device_key.is_empty() {
         headers.push((crate::DEVICE_KEY_HEADER, id.device_key.as_str()));
     }
-    let mut conn: Connection<'_, T, 16> = Connection::new(http_buf, tcp, addr);
     let answer = with_timeout(timing.connect, async {
-        conn.initiate_request(true, Method::Post, path, &headers).await?;
-        conn.write_all(body.as_bytes()).await?;
-        conn.initiate_response().await?;
-        let code = conn.headers()?.code;
+        let (head, rest, read) = http::request(&mut stream, "POST", path, &headers, body.as_bytes(), http_buf).await?;
         let mut answer = Vec::new();
-        let mut chunk = [0u8; 512];
-        loop {
-            let n = conn.read(&mut chunk).await?;
-            if n == 0 || answer.len() + n > MAX_ANSWER {
-                break;
-            }
-            answer.extend_from_slice(&chunk[..n]);
-        }
-        Ok::<_, edge_http::io::Error<T::Error>>((code, answer))
+        http::read_body(&head, rest, read, &mut stream, &mut answer, MAX_ANSWER).await?;
+        Ok::<_, edge_http::io::Error<S::Error>>((head.code, answer))
     })
     .await;
-    let _ = conn.close().await;
     match answer {
         Ok(Ok(pair)) => Ok(pair),
         Ok(Err(e)) => Err(End::Http(e)),

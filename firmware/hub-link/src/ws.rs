@@ -9,14 +9,10 @@
 
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::net::SocketAddr;
 
-use edge_http::Method;
-use edge_http::io::client::Connection;
 use edge_http::ws::{MAX_BASE64_KEY_LEN, MAX_BASE64_KEY_RESPONSE_LEN, NONCE_LEN, upgrade_request_headers};
-use edge_nal::TcpConnect;
 use edge_ws::FrameType;
-use embassy_futures::select::{Either3, select3};
+use embassy_futures::select::{Either, select};
 use embassy_sync::blocking_mutex::raw::RawMutex;
 use embassy_time::{Duration, Instant, Timer, with_timeout};
 use embedded_io_async::{Read, Write};
@@ -25,15 +21,15 @@ use mcp_device::DeviceLink;
 use provisioning::HubUrl;
 use ws_frames::{Frame, Frames};
 
-use crate::{Board, End, Identity, Timing, queue_press, take_text};
+use crate::tls::{LinkError, Stream};
+use crate::{Board, End, Identity, Timing, http, queue_press, take_text};
 
-/// One connection to `addr`, from the TCP connect to the end of the WebSocket. `greeted` is set
-/// once the server said hello. `rx` is the receive buffer (the largest text message accepted),
-/// `http_buf` holds the upgrade response headers.
+/// One WebSocket session over a connected `socket` (plain or TLS), from the HTTP upgrade to the
+/// end. `greeted` is set once the server said hello. `rx` is the receive buffer (the largest text
+/// message accepted), `http_buf` holds the upgrade response headers.
 #[allow(clippy::too_many_arguments)]
 pub async fn session<T, S, M, const N: usize>(
-    tcp: &T,
-    addr: SocketAddr,
+    socket: &mut Stream<'_, T>,
     url: &HubUrl<'_>,
     id: &Identity,
     link: &mut DeviceLink<S>,
@@ -42,9 +38,9 @@ pub async fn session<T, S, M, const N: usize>(
     rx: &mut [u8],
     http_buf: &mut [u8],
     greeted: &mut bool,
-) -> End<T::Error>
+) -> End<LinkError<T::Error>>
 where
-    T: TcpConnect,
+    T: Read + Write,
     M: RawMutex,
 {
     let mut nonce = [0u8; NONCE_LEN];
@@ -65,29 +61,21 @@ where
         headers.push(("Authorization", auth));
     }
 
-    let mut conn: Connection<'_, T, 16> = Connection::new(http_buf, tcp, addr);
-    let upgraded = with_timeout(timing.connect, async {
-        conn.initiate_request(true, Method::Get, url.path, &headers).await?;
-        conn.initiate_response().await
-    })
-    .await;
-    match upgraded {
-        Ok(Ok(())) => {}
+    let upgraded = with_timeout(timing.connect, http::request(&mut *socket, "GET", url.path, &headers, &[], http_buf)).await;
+    let head = match upgraded {
+        Ok(Ok((head, _, _))) => head,
         Ok(Err(e)) => return End::Http(e),
         Err(_) => return End::Timeout("connecting to the hub"),
-    }
+    };
     let mut accept_buf = [0u8; MAX_BASE64_KEY_RESPONSE_LEN];
-    match conn.is_ws_upgrade_accepted(&nonce, &mut accept_buf) {
-        Ok(true) => {}
-        Ok(false) => return End::Rejected(conn.headers().map(|h| h.code).unwrap_or(0)),
-        Err(e) => return End::Http(e),
+    if !head.is_ws_upgrade_accepted(&nonce, &mut accept_buf) {
+        return End::Rejected(head.code);
     }
-    let (mut socket, _) = conn.release();
     info!("hub: WebSocket open");
 
     let tx = Sender { random: board.random, timeout: timing.write };
     let mut out = String::new();
-    if let Err(e) = tx.send(&mut socket, FrameType::Text(false), link.hello().as_bytes()).await {
+    if let Err(e) = tx.send(&mut *socket, FrameType::Text(false), link.hello().as_bytes()).await {
         return e;
     }
     let mut frames = Frames::default();
@@ -98,11 +86,15 @@ where
 
     loop {
         let wake = if *greeted { next_ping } else { next_ping.min(hello_deadline) };
-        let event = select3(socket.read(&mut rx[frames.filled..]), board.presses.receive(), Timer::at(wake)).await;
+        let event = socket.read_or(&mut rx[frames.filled..], select(board.presses.receive(), Timer::at(wake))).await;
         out.clear();
-        match event {
-            Either3::First(Ok(0)) => return End::PeerClosed,
-            Either3::First(Ok(n)) => {
+        let (read, other) = event.split();
+        if let Some(Either::First(presses)) = other {
+            queue_press(link, presses);
+        }
+        match read {
+            Some(Ok(0)) => return End::PeerClosed,
+            Some(Ok(n)) => {
                 frames.filled += n;
                 last_rx = Instant::now();
                 // Every complete frame in the buffer.
@@ -115,7 +107,7 @@ where
                             }
                             frames.consume(rx);
                             if !out.is_empty() {
-                                if let Err(e) = tx.send(&mut socket, FrameType::Text(false), out.as_bytes()).await {
+                                if let Err(e) = tx.send(&mut *socket, FrameType::Text(false), out.as_bytes()).await {
                                     return e;
                                 }
                                 out.clear();
@@ -123,7 +115,7 @@ where
                             if (board.reboot_requested)(link.server.state()) {
                                 // The stock firmware reboots 1 s after answering.
                                 Timer::after(Duration::from_secs(1)).await;
-                                let _ = tx.send(&mut socket, FrameType::Close, &1001u16.to_be_bytes()).await;
+                                let _ = tx.send(&mut *socket, FrameType::Close, &1001u16.to_be_bytes()).await;
                                 return End::Reboot;
                             }
                         }
@@ -132,26 +124,25 @@ where
                             let len = payload.len().min(pong.len());
                             pong[..len].copy_from_slice(&payload[..len]);
                             frames.consume(rx);
-                            if let Err(e) = tx.send(&mut socket, FrameType::Pong, &pong[..len]).await {
+                            if let Err(e) = tx.send(&mut *socket, FrameType::Pong, &pong[..len]).await {
                                 return e;
                             }
                         }
                         Ok(Some(Frame::Close(code))) => {
                             let echo = code.unwrap_or(1000).to_be_bytes();
-                            let _ = tx.send(&mut socket, FrameType::Close, &echo).await;
+                            let _ = tx.send(&mut *socket, FrameType::Close, &echo).await;
                             return End::CloseFrame(code);
                         }
                         Ok(Some(Frame::Skipped)) => frames.consume(rx),
                         Err(why) => {
-                            let _ = tx.send(&mut socket, FrameType::Close, &1009u16.to_be_bytes()).await;
+                            let _ = tx.send(&mut *socket, FrameType::Close, &1009u16.to_be_bytes()).await;
                             return End::Protocol(why.as_str());
                         }
                     }
                 }
             }
-            Either3::First(Err(e)) => return End::Tcp(e),
-            Either3::Second(presses) => queue_press(link, presses),
-            Either3::Third(()) => {
+            Some(Err(e)) => return End::Tcp(e),
+            None => {
                 let now = Instant::now();
                 if !*greeted && now >= hello_deadline {
                     return End::Timeout("waiting for the server hello");
@@ -161,7 +152,7 @@ where
                 }
                 if now >= next_ping {
                     pings = pings.wrapping_add(1);
-                    if let Err(e) = tx.send(&mut socket, FrameType::Ping, &pings.to_be_bytes()).await {
+                    if let Err(e) = tx.send(&mut *socket, FrameType::Ping, &pings.to_be_bytes()).await {
                         return e;
                     }
                     next_ping = now + timing.ping;
@@ -171,7 +162,7 @@ where
         // Notifications (from tools or the button) go out once the session is established.
         if *greeted {
             while link.next_notification(&mut out) {
-                if let Err(e) = tx.send(&mut socket, FrameType::Text(false), out.as_bytes()).await {
+                if let Err(e) = tx.send(&mut *socket, FrameType::Text(false), out.as_bytes()).await {
                     return e;
                 }
                 out.clear();

@@ -4,6 +4,7 @@
 
 use std::time::Duration as StdDuration;
 
+use edge_nal::TcpConnect;
 use hub_link::{Identity, Timing, ota};
 use provisioning::HubUrl;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -81,9 +82,11 @@ fn check_in_and_poll(port: u16, id: Identity) -> std::thread::JoinHandle<(ota::D
             let stack = edge_nal_std::Stack::new();
             let timing = Timing::default();
             let mut http = vec![0u8; 2048];
-            let directions = ota::check_in(&stack, addr, &url, &id, "{}", "test/0", &timing, &mut http).await.map_err(|e| e.to_string()).unwrap();
-            let status = ota::activate(&stack, addr, &url, &id, "test/0", &timing, &mut http).await.map_err(|e| e.to_string()).unwrap();
-            (directions, status)
+            let socket = stack.connect(addr).await.unwrap();
+            let answer = ota::check_in(socket, &url, &id, "{}", "test/0", &timing, &mut http).await.map_err(|e| e.to_string()).unwrap();
+            let socket = stack.connect(addr).await.unwrap();
+            let status = ota::activate(socket, &url, &id, "test/0", &timing, &mut http).await.map_err(|e| e.to_string()).unwrap();
+            (answer.directions, status)
         })
     })
 }

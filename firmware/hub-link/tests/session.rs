@@ -12,6 +12,8 @@ use embassy_sync::blocking_mutex::raw::NoopRawMutex;
 use embassy_sync::channel::Channel;
 use embassy_time::{Duration, Timer};
 use futures_util::{SinkExt, StreamExt};
+use edge_nal::TcpConnect;
+use hub_link::tls::Stream;
 use hub_link::{Board, End, Identity, Timing};
 use mcp_device::{Call, DeviceLink, McpServer, Property, Tool, ToolError, ToolOutput, Transport};
 use provisioning::HubUrl;
@@ -98,14 +100,16 @@ fn device(port: u16, token: &str, timing: Timing, presses: u32, press_after: Std
                 system_info: |_| String::new(),
                 user_agent: "test/0",
                 presses: &channel,
+                trust: None,
             };
             let mut link = link();
             let (mut rx, mut http) = (vec![0u8; 8192], vec![0u8; 2048]);
             let mut greeted = false;
             let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
             let stack = edge_nal_std::Stack::new();
+            let mut stream = Stream::Plain(stack.connect(addr).await.unwrap());
             let session =
-                hub_link::ws::session(&stack, addr, &url, &id, &mut link, &board, &timing, &mut rx, &mut http, &mut greeted);
+                hub_link::ws::session(&mut stream, &url, &id, &mut link, &board, &timing, &mut rx, &mut http, &mut greeted);
             let press = async {
                 Timer::after(Duration::from_millis(press_after.as_millis() as u64)).await;
                 for n in 1..=presses {

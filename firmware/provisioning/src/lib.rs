@@ -19,12 +19,12 @@
 //! `0xE000` when the table has none (espflash's default table: there the sector is the last page
 //! of the `nvs` partition, which nothing in this firmware uses).
 //!
-//! # Format (version 1), all integers little-endian
+//! # Format (versions 1 and 2), all integers little-endian
 //!
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 4 | magic `"MCPP"` (`4D 43 50 50`) |
-//! | 4 | 1 | format version, `01` |
+//! | 4 | 1 | format version: `02` when the record carries a hub CA (tag `08`), else `01` |
 //! | 5 | 1 | flags, `00` (reserved; ignored by version-1 readers) |
 //! | 6 | 2 | `N`, the length of the field area, u16 |
 //! | 8 | N | fields, each `tag: u8, len: u16, value: [u8; len]` |
@@ -42,6 +42,13 @@
 //! | `05` | Client-Id | 16 bytes, a binary UUID; if absent the firmware derives one from the MAC (see below) |
 //! | `06` | status LED | 2 bytes: GPIO number, flags (bit 0: active low) |
 //! | `07` | device key | 16..=64 bytes of visible ASCII (no spaces), a secret sent as `Mcpdev-Device-Key` |
+//! | `08` | hub CA | one X.509 certificate in DER, 64..=2048 bytes; then the hub URL must be `wss://`, `https://` or `mqtts://` |
+//! | `09` | flash time | 8 bytes, Unix seconds: the device's lower bound of "now" for certificate expiry |
+//!
+//! **Why version 2.** A version-1 reader skips unknown tags, so it would drop the hub CA and
+//! connect in plain text. A record with a CA is therefore version 2, which such a reader refuses
+//! ("unsupported version") instead; this crate reads both, and writes version 1 when there is no
+//! CA, so records for plain hubs stay what older firmware reads.
 //!
 //! Unknown tags are skipped (a newer host may add optional fields); a tag that appears twice, a
 //! field longer than its maximum or a value that breaks its rule makes the whole record invalid,
@@ -76,7 +83,7 @@ mod url;
 pub use crc::crc32;
 pub use identity::{client_id_from_mac, format_mac, format_uuid};
 pub use record::{
-    DecodeError, EncodeError, Field, LedConfig, MAX_DEVICE_KEY_LEN, MIN_DEVICE_KEY_LEN, Provisioning, decode,
+    DecodeError, EncodeError, Field, LedConfig, MAX_DEVICE_KEY_LEN, MAX_HUB_CA_LEN, MIN_DEVICE_KEY_LEN, Provisioning, decode,
 };
 
 /// Shows a URL without its query (which may carry credentials), for logs.
@@ -93,8 +100,10 @@ pub const SECTOR_SIZE: usize = 4096;
 pub const MAX_RECORD_LEN: usize = SECTOR_SIZE;
 /// `"MCPP"`.
 pub const MAGIC: [u8; 4] = *b"MCPP";
-/// The format version this crate writes and reads.
-pub const VERSION: u8 = 1;
+/// The newest format version this crate writes and reads: 2, for records with a hub CA.
+pub const VERSION: u8 = 2;
+/// The version of records without a hub CA (what firmware from before TLS reads); still read.
+pub const VERSION_PLAIN: u8 = 1;
 /// The partition label the firmware looks for.
 pub const PARTITION_LABEL: &str = "mcpdev";
 /// The partition's type (`0x40`, the first custom type ESP-IDF allows) and subtype.

@@ -6,7 +6,7 @@ use core::fmt;
 
 use crate::crc::crc32;
 use crate::url::HubUrl;
-use crate::{MAGIC, MAX_RECORD_LEN, SECTOR_SIZE, VERSION};
+use crate::{MAGIC, MAX_RECORD_LEN, SECTOR_SIZE, VERSION, VERSION_PLAIN};
 
 /// Bytes before the fields: magic, version, flags, field-area length.
 const HEADER_LEN: usize = 8;
@@ -26,10 +26,12 @@ pub enum Field {
     ClientId,
     Led,
     DeviceKey,
+    HubCa,
+    FlashedAt,
 }
 
 impl Field {
-    pub const ALL: [Field; 7] = [
+    pub const ALL: [Field; 9] = [
         Field::WifiSsid,
         Field::WifiPassword,
         Field::HubUrl,
@@ -37,6 +39,8 @@ impl Field {
         Field::ClientId,
         Field::Led,
         Field::DeviceKey,
+        Field::HubCa,
+        Field::FlashedAt,
     ];
 
     pub const fn tag(self) -> u8 {
@@ -48,6 +52,8 @@ impl Field {
             Field::ClientId => 0x05,
             Field::Led => 0x06,
             Field::DeviceKey => 0x07,
+            Field::HubCa => 0x08,
+            Field::FlashedAt => 0x09,
         }
     }
 
@@ -65,6 +71,8 @@ impl Field {
             Field::ClientId => 16,
             Field::Led => 2,
             Field::DeviceKey => MAX_DEVICE_KEY_LEN,
+            Field::HubCa => MAX_HUB_CA_LEN,
+            Field::FlashedAt => 8,
         }
     }
 
@@ -77,6 +85,8 @@ impl Field {
             Field::ClientId => "Client-Id",
             Field::Led => "LED setting",
             Field::DeviceKey => "device key",
+            Field::HubCa => "hub CA certificate",
+            Field::FlashedAt => "flash time",
         }
     }
 }
@@ -91,6 +101,10 @@ impl fmt::Display for Field {
 pub const MIN_DEVICE_KEY_LEN: usize = 16;
 /// The longest device key (the hub takes up to 128).
 pub const MAX_DEVICE_KEY_LEN: usize = 64;
+
+/// The largest hub CA certificate (DER). The hub's own CA (`serve --tls auto`, ECDSA P-256) is
+/// about 400 bytes.
+pub const MAX_HUB_CA_LEN: usize = 2048;
 
 /// The status LED the brightness tool drives (LEDC PWM).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +131,14 @@ pub struct Provisioning {
     /// The secret sent as `Mcpdev-Device-Key` with OTA check-ins and `/activate` polls, which the
     /// hub binds the admission request to. Empty: none (records from older hosts).
     pub device_key: String,
+    /// The hub's CA certificate (DER). Non-empty: the device connects only over TLS
+    /// (`wss://`, `https://`, `mqtts://`) and only to a hub whose certificate this CA signed for
+    /// the name or address it dialled; a plain `ws://`/`http://`/`mqtt://` URL, from the record
+    /// or from an OTA answer, is refused. Records with a CA are format version 2.
+    pub hub_ca: Vec<u8>,
+    /// When the board was flashed, in Unix seconds (0: unknown). The device has no clock of its own;
+    /// this is its lower bound for "now", so a hub certificate that expired before that is refused.
+    pub flashed_at: u64,
 }
 
 /// Secrets stay out of logs.
@@ -130,11 +152,22 @@ impl fmt::Debug for Provisioning {
             .field("client_id", &self.client_id.as_ref().map(crate::format_uuid))
             .field("led", &self.led)
             .field("device_key", &Redacted(self.device_key.len()))
+            .field("hub_ca", &HubCaLen(self.hub_ca.len()))
+            .field("flashed_at", &self.flashed_at)
             .finish()
     }
 }
 
 struct Redacted(usize);
+
+/// The CA is public; the log shows only whether there is one.
+struct HubCaLen(usize);
+
+impl fmt::Debug for HubCaLen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 == 0 { f.write_str("(none)") } else { write!(f, "({} bytes of DER)", self.0) }
+    }
+}
 
 /// A URL's query may carry credentials (`?token=`): logs show only that there is one.
 pub(crate) struct UrlWithoutQuery<'a>(pub &'a str);
@@ -197,7 +230,7 @@ impl fmt::Display for DecodeError {
             }
             DecodeError::BadMagic(m) => write!(f, "no provisioning record here (magic {m:02x?}, expected \"MCPP\")"),
             DecodeError::UnsupportedVersion(v) => {
-                write!(f, "provisioning record version {v} is not supported (this firmware reads version {VERSION})")
+                write!(f, "provisioning record version {v} is not supported (this firmware reads versions {VERSION_PLAIN} to {VERSION})")
             }
             DecodeError::BadLength { len, max } => write!(f, "the record claims {len} bytes, more than the {max} allowed"),
             DecodeError::BadCrc { stored, computed } => {
@@ -290,6 +323,18 @@ fn check(field: Field, value: &[u8]) -> Result<(), Problem> {
                 return Err(Problem::Invalid("a device key is visible ASCII only (no spaces or controls)"));
             }
         }
+        Field::HubCa => {
+            // A DER certificate is a SEQUENCE with a long-form length; the firmware parses the
+            // rest when it connects (and refuses a CA it cannot use, with the reason).
+            if value.len() < 64 || value[0] != 0x30 {
+                return Err(Problem::Invalid("the hub CA must be one X.509 certificate in DER (convert a PEM file first)"));
+            }
+        }
+        Field::FlashedAt => {
+            if value.len() != 8 {
+                return Err(Problem::Invalid("the flash time is 8 bytes (Unix seconds, little-endian)"));
+            }
+        }
         Field::Led => {
             if value.len() != 2 {
                 return Err(Problem::Invalid("the LED setting is 2 bytes: GPIO, flags"));
@@ -298,6 +343,16 @@ fn check(field: Field, value: &[u8]) -> Result<(), Problem> {
                 return Err(Problem::Invalid("unknown LED flags"));
             }
         }
+    }
+    Ok(())
+}
+
+/// A record with a hub CA must name a TLS URL: the CA is there so the device never talks to its
+/// hub in clear text.
+fn check_tls(hub_url: &str, hub_ca: &[u8]) -> Result<(), &'static str> {
+    let tls = HubUrl::parse(hub_url).is_ok_and(|u| u.scheme.is_tls());
+    if !hub_ca.is_empty() && !tls {
+        return Err("a device with a hub CA connects only over TLS: the hub URL must be wss://, https:// or mqtts://");
     }
     Ok(())
 }
@@ -323,7 +378,20 @@ impl Provisioning {
         if !self.device_key.is_empty() {
             v.push((Field::DeviceKey, self.device_key.as_bytes().to_vec()));
         }
+        if !self.hub_ca.is_empty() {
+            v.push((Field::HubCa, self.hub_ca.clone()));
+        }
+        if self.flashed_at != 0 {
+            v.push((Field::FlashedAt, self.flashed_at.to_le_bytes().to_vec()));
+        }
         v
+    }
+
+    /// The format version this record needs: 2 when it carries a hub CA (a version-1 reader
+    /// would skip the CA as an unknown field and connect without TLS), else 1, which older
+    /// firmware reads too.
+    pub fn version(&self) -> u8 {
+        if self.hub_ca.is_empty() { VERSION_PLAIN } else { VERSION }
     }
 
     /// Checks every field as the decoder would.
@@ -340,7 +408,7 @@ impl Provisioning {
                 Problem::Invalid(reason) => EncodeError::InvalidValue { field, reason },
             })?;
         }
-        Ok(())
+        check_tls(&self.hub_url, &self.hub_ca).map_err(|reason| EncodeError::InvalidValue { field: Field::HubUrl, reason })
     }
 
     /// The record's bytes (header, fields, CRC), without padding.
@@ -352,7 +420,7 @@ impl Provisioning {
         debug_assert!(fields_len <= MAX_FIELDS_LEN);
         let mut out = Vec::with_capacity(HEADER_LEN + fields_len + CRC_LEN);
         out.extend_from_slice(&MAGIC);
-        out.push(VERSION);
+        out.push(self.version());
         out.push(0);
         out.extend_from_slice(&(fields_len as u16).to_le_bytes());
         for (field, value) in &fields {
@@ -387,7 +455,7 @@ pub fn decode(bytes: &[u8]) -> Result<Provisioning, DecodeError> {
     if magic != MAGIC {
         return Err(DecodeError::BadMagic(magic));
     }
-    if bytes[4] != VERSION {
+    if !(VERSION_PLAIN..=VERSION).contains(&bytes[4]) {
         return Err(DecodeError::UnsupportedVersion(bytes[4]));
     }
     let fields_len = usize::from(u16::from_le_bytes([bytes[6], bytes[7]]));
@@ -445,6 +513,12 @@ pub fn decode(bytes: &[u8]) -> Result<Provisioning, DecodeError> {
             }
             Field::Led => p.led = Some(LedConfig { gpio: value[0], active_low: value[1] & 1 != 0 }),
             Field::DeviceKey => p.device_key = text(),
+            Field::HubCa => p.hub_ca = value.to_vec(),
+            Field::FlashedAt => {
+                let mut t = [0u8; 8];
+                t.copy_from_slice(value);
+                p.flashed_at = u64::from_le_bytes(t);
+            }
         }
     }
     for required in [Field::WifiSsid, Field::HubUrl] {
@@ -453,5 +527,6 @@ pub fn decode(bytes: &[u8]) -> Result<Provisioning, DecodeError> {
             return Err(DecodeError::MissingField(required));
         }
     }
+    check_tls(&p.hub_url, &p.hub_ca).map_err(|reason| DecodeError::InvalidValue { field: Field::HubUrl, reason })?;
     Ok(p)
 }

@@ -16,6 +16,25 @@ fn full() -> Provisioning {
         client_id: Some([0x11; 16]),
         led: Some(LedConfig { gpio: 8, active_low: true }),
         device_key: "k3y-0123456789abcdef".into(),
+        hub_ca: Vec::new(),
+        flashed_at: 0,
+    }
+}
+
+/// Bytes shaped like a DER certificate (the record checks only the outer SEQUENCE; the firmware
+/// parses the rest when it connects).
+fn fake_ca() -> Vec<u8> {
+    let mut der = vec![0x30, 0x82, 0x01, 0x80];
+    der.resize(0x184, 0xA5);
+    der
+}
+
+fn with_ca() -> Provisioning {
+    Provisioning {
+        hub_url: "https://192.168.1.20:8443/xiaozhi/ota/".into(),
+        hub_ca: fake_ca(),
+        flashed_at: 1_795_000_000,
+        ..full()
     }
 }
 
@@ -120,8 +139,8 @@ fn truncated() {
 
 #[test]
 fn wrong_version() {
-    let rec = raw(2, &[(1, b"x"), (3, b"ws://hub/")]);
-    assert_eq!(decode(&rec), Err(DecodeError::UnsupportedVersion(2)));
+    let rec = raw(3, &[(1, b"x"), (3, b"ws://hub/")]);
+    assert_eq!(decode(&rec), Err(DecodeError::UnsupportedVersion(3)));
     let rec = raw(0, &[(1, b"x"), (3, b"ws://hub/")]);
     assert_eq!(decode(&rec), Err(DecodeError::UnsupportedVersion(0)));
 }
@@ -297,15 +316,24 @@ proptest! {
         client_id in proptest::option::of(any::<[u8; 16]>()),
         led in proptest::option::of((0u8..=30, any::<bool>())),
         device_key in prop_oneof![Just(String::new()), "[!-~]{16,64}"],
+        ca_tail in proptest::option::of(proptest::collection::vec(any::<u8>(), 63..2048)),
+        flashed_at in any::<u64>(),
     ) {
+        // With a CA the URL must be a TLS one; the largest of every field still fits a sector.
+        let (scheme, hub_ca) = match ca_tail {
+            Some(tail) => ("wss", [&[0x30][..], &tail].concat()),
+            None => ("ws", Vec::new()),
+        };
         let p = Provisioning {
             wifi_ssid: ssid,
             wifi_password: password,
-            hub_url: format!("ws://{host}:{port}{path}"),
+            hub_url: format!("{scheme}://{host}:{port}{path}"),
             token,
             client_id,
             led: led.map(|(gpio, active_low)| LedConfig { gpio, active_low }),
             device_key,
+            hub_ca,
+            flashed_at,
         };
         let bytes = p.encode().unwrap();
         prop_assert!(bytes.len() <= MAX_RECORD_LEN);
@@ -323,4 +351,63 @@ proptest! {
         rec.extend_from_slice(&crc.to_le_bytes());
         let _ = decode(&rec);
     }
+}
+
+#[test]
+fn a_record_with_a_hub_ca_is_version_2_and_round_trips() {
+    let p = with_ca();
+    let bytes = p.encode().unwrap();
+    assert_eq!(bytes[4], 2, "a record with a CA is version 2, so a reader from before TLS refuses it instead of skipping the CA");
+    assert_eq!(decode(&bytes).unwrap(), p);
+    // Tags 08 (the DER as is) and 09 (u64 LE).
+    let ca_at = bytes.windows(3).position(|w| w == [0x08, 0x84, 0x01]).expect("tag 08 with the CA's length");
+    assert_eq!(&bytes[ca_at + 3..ca_at + 3 + p.hub_ca.len()], &p.hub_ca[..]);
+    let t_at = bytes.windows(3).position(|w| w == [0x09, 0x08, 0x00]).expect("tag 09, 8 bytes");
+    assert_eq!(&bytes[t_at + 3..t_at + 11], &1_795_000_000u64.to_le_bytes());
+    // Without a CA the record stays version 1, byte for byte what older firmware reads.
+    assert_eq!(full().encode().unwrap()[4], 1);
+    // The CA is public but long: Debug shows its size only.
+    let shown = format!("{p:?}");
+    assert!(shown.contains("hub_ca: (388 bytes of DER)") && shown.contains("flashed_at: 1795000000"), "{shown}");
+}
+
+#[test]
+fn version_1_records_from_older_hosts_still_decode() {
+    let rec = raw(1, &[(1, b"lab"), (3, b"ws://hub:8000/xiaozhi/v1/"), (4, b"tok")]);
+    let p = decode(&rec).unwrap();
+    assert_eq!((p.hub_url.as_str(), p.token.as_str(), p.hub_ca.len(), p.flashed_at), ("ws://hub:8000/xiaozhi/v1/", "tok", 0, 0));
+    // A version-2 record without a CA is read as well.
+    let rec = raw(2, &[(1, b"lab"), (3, b"ws://hub/")]);
+    assert!(decode(&rec).is_ok());
+}
+
+#[test]
+fn a_hub_ca_with_a_plain_url_is_refused_both_ways() {
+    for url in ["ws://hub:8000/xiaozhi/v1/", "http://hub:8000/xiaozhi/ota/", "mqtt://hub"] {
+        let p = Provisioning { hub_url: url.into(), ..with_ca() };
+        let err = p.encode().unwrap_err();
+        assert!(
+            matches!(err, EncodeError::InvalidValue { field: Field::HubUrl, reason } if reason.contains("only over TLS")),
+            "{url}: {err}"
+        );
+        let ca = fake_ca();
+        let rec = raw(2, &[(1, b"lab"), (3, url.as_bytes()), (8, &ca)]);
+        let err = decode(&rec).unwrap_err();
+        assert!(err.to_string().contains("connects only over TLS"), "{url}: {err}");
+    }
+    for url in ["wss://hub:8443/xiaozhi/v1/", "https://hub:8443/xiaozhi/ota/", "mqtts://hub"] {
+        assert!(Provisioning { hub_url: url.into(), ..with_ca() }.encode().is_ok(), "{url}");
+    }
+}
+
+#[test]
+fn a_hub_ca_that_is_not_der_is_refused() {
+    for bad in [b"-----BEGIN CERTIFICATE-----\nMIIB".repeat(4), vec![0x30; 10], vec![0x31; 300]] {
+        let p = Provisioning { hub_ca: bad, ..with_ca() };
+        assert!(matches!(p.encode(), Err(EncodeError::InvalidValue { field: Field::HubCa, .. })));
+    }
+    let p = Provisioning { hub_ca: vec![0x30; 2049], ..with_ca() };
+    assert_eq!(p.encode(), Err(EncodeError::FieldTooLong { field: Field::HubCa, len: 2049, max: 2048 }));
+    let rec = raw(2, &[(1, b"lab"), (3, b"wss://hub/"), (9, &[1, 2, 3])]);
+    assert!(matches!(decode(&rec), Err(DecodeError::InvalidValue { field: Field::FlashedAt, .. })));
 }
