@@ -19,6 +19,7 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
         .inspect_err(|e| tracing::warn!("{e}; this run's devices get fresh Client-Ids and device keys"))
         .ok();
     let mut tasks = tokio::task::JoinSet::new();
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
     for i in 0..u64::from(args.count) {
         let mac = (base + i).to_be_bytes();
         let device_id = format_mac(&[mac[2], mac[3], mac[4], mac[5], mac[6], mac[7]]);
@@ -33,7 +34,9 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
         cfg.profile = args.profile;
         cfg.protocol_version = args.protocol_version;
         cfg.ota = args.bootstrap.ota.clone();
-        cfg.source_addr = (!args.source_addr.is_empty()).then(|| args.source_addr[i as usize % args.source_addr.len()]);
+        cfg.source_addr = (!args.source_addr.is_empty())
+            .then(|| args.source_addr[i as usize % args.source_addr.len()]);
+        cfg.stop = Some(stop_rx.clone());
         if let Some(url) = &args.bootstrap.mqtt {
             let broker = crate::mqtt::conn::BrokerUrl::parse(url).map_err(anyhow::Error::msg)?;
             cfg.mqtt = Some(crate::sim::mqtt::MqttTarget::direct(broker, &cfg.device_id).map_err(anyhow::Error::msg)?);
@@ -62,12 +65,18 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
             },
             signal = &mut signalled => {
                 signal?;
+                // MQTT devices say goodbye and disconnect (a WebSocket closes with its task).
+                let _ = stop.send(true);
+                let _ = tokio::time::timeout(STOP_WAIT, async { while tasks.join_next().await.is_some() {} }).await;
                 tasks.shutdown().await;
                 return Err(CodedError::interrupted().into());
             }
         }
     }
 }
+
+/// Longest a stopping `sim` waits for its devices to leave.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// `sim --replay FILE`: one device playing back a recording; reconnects (after 500 ms) whenever
 /// the backend drops it, until Ctrl-C.

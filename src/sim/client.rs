@@ -36,6 +36,9 @@ pub struct SimConfig {
     pub ota: Option<String>,
     /// Connect from this local address ([`super::source`]; `ws://` only).
     pub source_addr: Option<std::net::IpAddr>,
+    /// Becomes `true` when the device is to stop: an MQTT device then says goodbye and
+    /// disconnects from its broker (an MQTT DISCONNECT), so the hub drops it at once.
+    pub stop: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 impl SimConfig {
@@ -55,6 +58,7 @@ impl SimConfig {
             mqtt: None,
             ota: None,
             source_addr: None,
+            stop: None,
         }
     }
 }
