@@ -71,6 +71,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --mqtt 'Serve MQTT devices: `embedded` runs a broker in this process; or a broker URL (mqtt://[user@]host[:port], mqtts://…; a password in MCPDEV_MQTT_PASSWORD)'
             cand --mqtt-listen 'Where the embedded broker listens'
             cand --mqtt-group 'Shared-subscription group: hubs on one broker with the same group share the devices'
+            cand --cluster-index-max 'Cluster: devices this hub lists in its index for the other hubs at most (the first in Device-Id order); the others hubs find the rest on demand and say how many are not listed'
+            cand --cluster-stand-ins 'Cluster: other hubs'' devices kept as stand-ins for this hub''s MCP endpoints at once; beyond it the one used least recently is dropped and made again when asked for'
             cand --mqtt-max-payload 'Largest MQTT message to or from a device, in bytes; larger ones are refused'
             cand --mqtt-hooks 'EMQX 5: serve its HTTP authentication and authorization hooks here (/mqtt/authn, /mqtt/authz), so that EMQX asks the hub; the secret EMQX sends is in MCPDEV_MQTT_HOOK_SECRET(_FILE)'
             cand --mqtt-device-endpoint '`mqtt.endpoint` handed to devices by OTA (default: the broker''s address as devices reach it)'

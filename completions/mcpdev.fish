@@ -76,6 +76,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-max-sessions
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt -d 'Serve MQTT devices: `embedded` runs a broker in this process; or a broker URL (mqtt://[user@]host[:port], mqtts://…; a password in MCPDEV_MQTT_PASSWORD)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-listen -d 'Where the embedded broker listens' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-group -d 'Shared-subscription group: hubs on one broker with the same group share the devices' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l cluster-index-max -d 'Cluster: devices this hub lists in its index for the other hubs at most (the first in Device-Id order); the others hubs find the rest on demand and say how many are not listed' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l cluster-stand-ins -d 'Cluster: other hubs\' devices kept as stand-ins for this hub\'s MCP endpoints at once; beyond it the one used least recently is dropped and made again when asked for' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-max-payload -d 'Largest MQTT message to or from a device, in bytes; larger ones are refused' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-hooks -d 'EMQX 5: serve its HTTP authentication and authorization hooks here (/mqtt/authn, /mqtt/authz), so that EMQX asks the hub; the secret EMQX sends is in MCPDEV_MQTT_HOOK_SECRET(_FILE)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-device-endpoint -d '`mqtt.endpoint` handed to devices by OTA (default: the broker\'s address as devices reach it)' -r
