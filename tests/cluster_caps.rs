@@ -163,6 +163,7 @@ async fn every_device_is_reached_from_every_hub_beyond_every_cap() {
     }
 
     // The last device of each hub, from every other hub, through the CLI.
+    #[allow(clippy::needless_range_loop, reason = "i names a hub and its id alike")]
     for i in 0..3 {
         let last = device(i, PER_HUB);
         for j in (0..3).filter(|j| *j != i) {
@@ -198,6 +199,7 @@ async fn every_device_is_reached_from_every_hub_beyond_every_cap() {
 
     // Through /mcp's fleet tools (the official Python SDK): found, listed and called, the last
     // and the next-to-last of each other hub: more devices than the 2 stand-ins kept.
+    #[allow(clippy::needless_range_loop, reason = "j names a hub and its index alike")]
     for j in 0..3 {
         let mut steps = Vec::new();
         let wanted: Vec<String> = (0..3)

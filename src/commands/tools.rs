@@ -25,7 +25,7 @@ async fn list_on(
     mut info: Value,
 ) -> anyhow::Result<()> {
     if args.refresh {
-        info = refresh(&target, info, args.target.timeout).await?;
+        info = refresh(target, info, args.target.timeout).await?;
     }
     if let Some(failed) = onboarding_failure(target.device_id(), &info) {
         return Err(failed);

@@ -498,7 +498,7 @@ impl View {
     pub fn page(&self, after: Option<&str>, limit: usize) -> Vec<(String, Arc<str>, Row)> {
         let start = match after.map(parse_mac) {
             Some(Ok(mac)) => Bound::Excluded(mac),
-            Some(Err(_)) => match after.and_then(|a| crate::hub::registry::id_prefix(a)) {
+            Some(Err(_)) => match after.and_then(crate::hub::registry::id_prefix) {
                 Some(p) => Bound::Included(bounds(&p).0),
                 None => return Vec::new(),
             },
