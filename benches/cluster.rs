@@ -12,6 +12,16 @@
 //! Run: `cargo bench --bench cluster` (needs `mosquitto`; figures in benches/README.md).
 //! `MCPDEV_BENCH_DEVICES` sets the fleet (default 1000), `MCPDEV_BENCH_REST_SECS` the quiet
 //! window (default 60).
+//!
+//! **At scale** (issue 36): with `MCPDEV_BENCH_HUBS=N` (3 or more) the bench instead runs N hubs
+//! on one Mosquitto with `MCPDEV_BENCH_DEVICES` devices, half of them MQTT (one `sim --mqtt`
+//! process), half WebSocket (one `sim` per hub, attached to it), and reports: the time until
+//! hub 1 lists every device ready; each hub's memory per device it serves; Mosquitto's memory
+//! and messages per second at rest; a cross-hub call against a local one at that size (latency,
+//! CPU of both hubs); `devices --ndjson` and the table through hub 1 (first line, end, the hub's
+//! memory before and after); `search_devices` and a call through `/mcp` (`mcpdev call --url`) of
+//! the device that arrived last; and the takeover after `kill -9` of the hub serving most MQTT
+//! devices.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -59,8 +69,26 @@ async fn mosquitto(dir: &std::path::Path) -> (Proc, u16) {
 
 /// A hub process; its host URL.
 async fn hub(broker: &str, state: &std::path::Path) -> (Proc, String) {
+    let (p, host, _) = hub_with(broker, state, &[]).await;
+    (p, host)
+}
+
+/// A hub process with `extra` arguments, sharing the bench's hub secret; its host and device URLs.
+async fn hub_with(broker: &str, state: &std::path::Path, extra: &[&str]) -> (Proc, String, String) {
+    share_secret(state);
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"))
-        .args(["serve", "--json", "--approve-all", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0", "--mqtt", broker])
+        .args([
+            "serve",
+            "--json",
+            "--approve-all",
+            "--device-addr",
+            "127.0.0.1:0",
+            "--host-addr",
+            "127.0.0.1:0",
+            "--mqtt",
+            broker,
+        ])
+        .args(extra)
         .env("MCPDEV_STATE_DIR", state)
         .env("RUST_LOG", "error")
         .stdin(Stdio::null())
@@ -73,7 +101,11 @@ async fn hub(broker: &str, state: &std::path::Path) -> (Proc, String) {
     let line = lines.next_line().await.unwrap().expect("the hub starts");
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     let v: Value = serde_json::from_str(&line).unwrap();
-    (Proc(child), v["host"].as_str().unwrap().to_string())
+    (
+        Proc(child),
+        v["host"].as_str().unwrap().to_string(),
+        v["devices"].as_str().unwrap_or_default().to_string(),
+    )
 }
 
 /// The devices a hub lists as its own and ready, and all it lists.
@@ -135,7 +167,18 @@ async fn broker_counters(port: u16) -> [u64; 4] {
     got.map(|v| v.expect("mosquitto publishes its counters ($SYS, sys_interval 1)"))
 }
 
+/// The hub secret every hub of the bench's clusters shares (docs/cluster.md).
+fn share_secret(state: &std::path::Path) {
+    std::fs::create_dir_all(state).unwrap();
+    let path = state.join("hub-secret");
+    std::fs::write(&path, "5b".repeat(32)).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+}
+
 async fn run() {
+    if env_or("MCPDEV_BENCH_HUBS", 0) >= 3 {
+        return scale::run().await;
+    }
     let devices = env_or("MCPDEV_BENCH_DEVICES", 1000) as usize;
     let rest = Duration::from_secs(env_or("MCPDEV_BENCH_REST_SECS", 60));
     // A thousand broker connections: Mosquitto and the simulator inherit this limit.
@@ -254,3 +297,6 @@ async fn takeover(victim: &mut Proc, survivor: &HubClient, moving: &[String]) ->
     }
     format!("{:.2?} after the kill ({})", killed.elapsed(), marks.join(", "))
 }
+
+#[path = "cluster_parts/scale.rs"]
+mod scale;

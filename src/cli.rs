@@ -573,6 +573,14 @@ pub struct MqttServeArgs {
     /// letters, digits, `.`, `-` and `_` (needs --mqtt: a hub without a broker has no cluster)
     #[arg(long, env = "MCPDEV_HUB_NAME", value_name = "NAME", requires = "mqtt", value_parser = parse_hub_name)]
     pub hub_name: Option<String>,
+    /// Cluster: devices this hub lists in its index for the other hubs at most (the first in
+    /// Device-Id order); the others hubs find the rest on demand and say how many are not listed
+    #[arg(long, env = "MCPDEV_CLUSTER_INDEX_MAX", value_name = "N", default_value_t = crate::mqtt::presence::DEFAULT_INDEX_MAX)]
+    pub cluster_index_max: u32,
+    /// Cluster: other hubs' devices kept as stand-ins for this hub's MCP endpoints at once; beyond
+    /// it the one used least recently is dropped and made again when asked for
+    #[arg(long, env = "MCPDEV_CLUSTER_STAND_INS", value_name = "N", default_value_t = crate::mqtt::proxy::DEFAULT_MAX_PROXIES, value_parser = clap::value_parser!(u32).range(1..))]
+    pub cluster_stand_ins: u32,
     /// Largest MQTT message to or from a device, in bytes; larger ones are refused
     #[arg(long, value_name = "BYTES", default_value_t = 8192, value_parser = clap::value_parser!(u64).range(512..=1_048_576))]
     pub mqtt_max_payload: u64,

@@ -12,23 +12,16 @@ use std::time::{Duration, Instant};
 
 use common::fake_device::tool;
 use common::mqtt::{Counts, Mosquitto, MqttDevice};
-use common::{HubProcess, Outcome, mcpdev, spawn_mcpdev};
+use common::{HubProcess, Outcome, mcp_sdk_client, mcpdev, spawn_mcpdev};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// How soon the survivors take over a dead hub's MQTT devices (docs/cluster.md).
 const TAKEOVER_BOUND: Duration = Duration::from_secs(5);
 
-async fn three_hubs(broker: &Mosquitto, admitting: bool) -> Vec<HubProcess> {
-    let mut hubs = Vec::new();
-    for _ in 0..3 {
-        hubs.push(if admitting {
-            HubProcess::start_admitting(&["--mqtt", &broker.url()], &[]).await
-        } else {
-            HubProcess::start(&["--mqtt", &broker.url()], &[]).await
-        });
-    }
-    hubs
+/// Three hubs of one cluster (the same hub secret), with their state directories.
+async fn three_hubs(broker: &Mosquitto) -> (Vec<HubProcess>, Vec<tempfile::TempDir>) {
+    HubProcess::cluster(3, &["--mqtt", &broker.url()], false).await
 }
 
 /// `devices --json` through `hub`.
@@ -98,7 +91,7 @@ fn call_ok(out: &Outcome, id: &str) {
 #[tokio::test]
 async fn any_hub_reaches_every_device_of_the_cluster() {
     let broker = Mosquitto::start().await;
-    let hubs = three_hubs(&broker, false).await;
+    let (hubs, _dirs) = three_hubs(&broker).await;
     let ids = mqtt_ids("ca:00:00:00:00", 6);
     let counts = mqtt_devices(&broker, &ids).await;
     const WS: &str = "ca:00:00:00:01:01";
@@ -234,29 +227,13 @@ async fn any_hub_reaches_every_device_of_the_cluster() {
     }
 }
 
-/// The official MCP Python SDK 2.x (`.ci/venv-mcp2`, `MCPDEV_TEST_MCP2_PYTHON`) against `url`,
-/// running `steps` (tests/interop/mcp_client.py); its output lines.
-async fn mcp_sdk_client(url: &str, steps: &Value) -> Vec<Value> {
-    let python = common::installed("MCPDEV_TEST_MCP2_PYTHON", common::repo_path(".ci/venv-mcp2/bin/python"), "the MCP Python SDK 2.x (.ci/test creates .ci/venv-mcp2)");
-    let out = tokio::process::Command::new(python)
-        .arg(common::repo_path("tests/interop/mcp_client.py"))
-        .args(["--url", url, "--transport", "http", "--commands", &steps.to_string()])
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(120), out).await.expect("the MCP client hung").unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "the MCP client failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
-    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))).collect()
-}
-
 /// `kill -9` of a hub: every MQTT device it served answers through the survivors within the
 /// bound, idle ones included; a call in flight through a survivor ends at once with a typed
 /// error; no device is ever served by two hubs.
 #[tokio::test]
 async fn a_dead_hubs_devices_answer_through_the_survivors_within_the_bound() {
     let broker = Mosquitto::start().await;
-    let mut hubs = three_hubs(&broker, false).await;
+    let (mut hubs, _dirs) = three_hubs(&broker).await;
     let ids = mqtt_ids("cb:00:00:00:00", 9);
     let counts = mqtt_devices(&broker, &ids).await;
     // A device that takes its time: its call is in flight when its hub dies.
@@ -506,14 +483,25 @@ async fn forged_admission_records_are_refused_and_logged() {
     admitted_everywhere(&hubs, REVOKED, false).await;
 }
 
-/// The adversary: a broker client that is not a hub forges hub-to-hub requests. A request that
-/// does not name a live hub as its sender is dropped (the device never sees it); a flood in the
-/// name of a live hub is capped per peer, the excess answered `busy`. (Forging a live hub's name
-/// is stopped by the broker's ACL: docs/cluster.md.)
+/// The adversary: a broker client that is not a hub forges hub-to-hub requests. A request without
+/// the MAC of the cluster's hub secret is dropped (the device never sees it), even in the name of
+/// a live hub; a request that does not name a live hub as its sender is dropped; a flood from a
+/// live hub (one holding the secret) is capped per peer, the excess answered `busy`.
 #[tokio::test]
 async fn forged_and_flooding_cluster_requests_are_refused() {
     let broker = Mosquitto::start().await;
-    let hubs = three_hubs(&broker, false).await;
+    let (hubs, dirs) = three_hubs(&broker).await;
+    let secret =
+        mcpdev::hub::secret::HubSecret::load_or_create(&dirs[0].path().join("hub-secret")).unwrap();
+    let seal = |v: &Value| {
+        format!(
+            "{}\n{v}",
+            secret.mac(
+                mcpdev::hub::secret::Purpose::ClusterRpc,
+                v.to_string().as_bytes()
+            )
+        )
+    };
     let ids = mqtt_ids("cd:00:00:00:00", 1);
     let counts = mqtt_devices(&broker, &ids).await;
     let rows = until_listed(&hubs[0], &ids, Duration::from_secs(20)).await;
@@ -535,25 +523,89 @@ async fn forged_and_flooding_cluster_requests_are_refused() {
     }
     let peer = live.iter().find(|h| **h != owner_hub).unwrap().clone();
     let rpc = serde_json::json!({"op": "rpc", "device": ids[0], "method": "tools/call", "params": {"name": "t.echo", "arguments": {"n": 1}}, "timeout_ms": 5000});
-    // Forged sender: dropped.
+    // Forged sender: dropped, signed or not.
     let forged = serde_json::json!({"c": 1, "from": "intruder", "op": rpc});
-    c.client.publish(format!("mcpdev/rpc/{owner_hub}/q"), rumqttc::QoS::AtMostOnce, false, forged.to_string()).await.unwrap();
-    let out = mcpdev(&hubs[0], &["call", "t.echo", "n=1", "-d", &ids[0], "--json"]).await;
+    c.client
+        .publish(
+            format!("mcpdev/rpc/{owner_hub}/q"),
+            rumqttc::QoS::AtMostOnce,
+            false,
+            forged.to_string(),
+        )
+        .await
+        .unwrap();
+    c.client
+        .publish(
+            format!("mcpdev/rpc/{owner_hub}/q"),
+            rumqttc::QoS::AtMostOnce,
+            false,
+            seal(&forged),
+        )
+        .await
+        .unwrap();
+    // A live hub's name without the secret's MAC (or with a wrong one): dropped.
+    let unsigned = serde_json::json!({"c": 2, "from": peer, "op": rpc});
+    c.client
+        .publish(
+            format!("mcpdev/rpc/{owner_hub}/q"),
+            rumqttc::QoS::AtMostOnce,
+            false,
+            unsigned.to_string(),
+        )
+        .await
+        .unwrap();
+    let wrong = format!("{}\n{unsigned}", "00".repeat(32));
+    c.client
+        .publish(
+            format!("mcpdev/rpc/{owner_hub}/q"),
+            rumqttc::QoS::AtMostOnce,
+            false,
+            wrong,
+        )
+        .await
+        .unwrap();
+    let out = mcpdev(
+        &hubs[0],
+        &["call", "t.echo", "n=1", "-d", &ids[0], "--json"],
+    )
+    .await;
     call_ok(&out, &ids[0]);
     assert_eq!(counts[0].get("tools/call"), 1, "only the real call reached the device");
 
-    // A flood in a live hub's name: watches (which stay under way), 300 of them.
-    c.client.subscribe(format!("mcpdev/rpc/{peer}/a"), rumqttc::QoS::AtMostOnce).await.unwrap();
+    // A flood from a live hub (signed with the secret): watches (which stay under way), 300 of them.
+    c.client
+        .subscribe(format!("mcpdev/rpc/{peer}/a"), rumqttc::QoS::AtMostOnce)
+        .await
+        .unwrap();
     for n in 0..300u64 {
         let w = serde_json::json!({"c": 1_000_000 + n, "from": peer, "op": {"op": "watch", "device": null, "traffic": false}});
-        c.client.publish(format!("mcpdev/rpc/{owner_hub}/q"), rumqttc::QoS::AtMostOnce, false, w.to_string()).await.unwrap();
+        c.client
+            .publish(
+                format!("mcpdev/rpc/{owner_hub}/q"),
+                rumqttc::QoS::AtMostOnce,
+                false,
+                seal(&w),
+            )
+            .await
+            .unwrap();
     }
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     let mut watching = 0;
     while busy + watching < 300 {
         match tokio::time::timeout_at(deadline, c.events.recv()).await.expect("an answer to every request").unwrap() {
             mcpdev::mqtt::conn::ConnEvent::Message(p) if p.topic.ends_with("/a") => {
-                let v: Value = serde_json::from_slice(&p.payload).unwrap();
+                // Answers are sealed too: their MAC, a newline, the answer.
+                let text = String::from_utf8_lossy(&p.payload);
+                let (mac, answer) = text.split_once('\n').expect("a sealed answer");
+                assert!(
+                    secret.verify_mac(
+                        mcpdev::hub::secret::Purpose::ClusterRpc,
+                        answer.as_bytes(),
+                        mac
+                    ),
+                    "{text}"
+                );
+                let v: Value = serde_json::from_str(answer).unwrap();
                 if v["error"]["kind"] == "busy" {
                     busy += 1;
                 } else if v["ok"].get("watching").is_some() {

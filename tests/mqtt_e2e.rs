@@ -192,7 +192,7 @@ async fn a_broker_restart_mid_session_ends_calls_clearly_and_keeps_every_device(
 #[tokio::test]
 async fn two_hubs_on_one_broker_serve_each_device_exactly_once() {
     let broker = Mosquitto::start().await;
-    let hubs = [HubProcess::start(&["--mqtt", &broker.url()], &[]).await, HubProcess::start(&["--mqtt", &broker.url()], &[]).await];
+    let (hubs, _dirs) = HubProcess::cluster(2, &["--mqtt", &broker.url()], false).await;
     let ids: Vec<String> = (1..=6).map(|i| format!("aa:00:00:00:01:{i:02x}")).collect();
     let mut counts = Vec::new();
     for id in &ids {

@@ -42,6 +42,7 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use serde_json::{Map, Value, json};
 
 use super::{Shared, naming, prepare};
+use crate::hub::remote::ProxyError;
 use crate::links::DeviceHandle;
 use crate::session::{DeviceInfo, Phase};
 use crate::wire::identity;
@@ -68,7 +69,8 @@ pub const TOOLS_PAGE_DEFAULT: usize = 50;
 pub const TOOLS_PAGE_MAX: usize = 100;
 /// Matching tool names shown per device in a search.
 const MATCHING_TOOLS_MAX: usize = 10;
-/// Devices read from the registry at a time while searching (its lock is held per chunk).
+/// Devices read at a time while searching (the registry's lock, and the cluster index's, is held
+/// per chunk).
 const SCAN_CHUNK: usize = 256;
 
 /// Whether `name` is one of the fleet tools (reserved on `/mcp`).
@@ -226,9 +228,13 @@ pub fn tools() -> Vec<Tool> {
 pub(super) async fn call(shared: &Shared, name: &str, arguments: Option<JsonObject>, cancelled: impl Future<Output = ()>) -> CallToolResult {
     let args = arguments.unwrap_or_default();
     let outcome = match name {
-        SEARCH => search(shared, &args),
-        LIST_TOOLS => list_tools(shared, &args),
-        _ => return call_tool(shared, &args, cancelled).await.unwrap_or_else(|refused| refused),
+        SEARCH => search(shared, &args).await,
+        LIST_TOOLS => list_tools(shared, &args).await,
+        _ => {
+            return call_tool(shared, &args, cancelled)
+                .await
+                .unwrap_or_else(|refused| refused);
+        }
     };
     outcome.unwrap_or_else(|refused| refused)
 }
@@ -313,7 +319,7 @@ fn truncated(s: &str, max: usize) -> &str {
 }
 
 /// `search_devices`: devices in Device-Id order, after the cursor, that match the query.
-fn search(shared: &Shared, args: &JsonObject) -> Result<CallToolResult, CallToolResult> {
+async fn search(shared: &Shared, args: &JsonObject) -> Result<CallToolResult, CallToolResult> {
     known_keys(SEARCH, args, &["query", "limit", "cursor"])?;
     let query = match string(SEARCH, args, "query", usize::MAX)? {
         Some(q) if q.len() > QUERY_MAX => {
@@ -334,14 +340,22 @@ fn search(shared: &Shared, args: &JsonObject) -> Result<CallToolResult, CallTool
     let mut found = Vec::new();
     let mut more = false;
     'scan: loop {
-        let (chunk, next) = shared.listing_after(after.as_deref(), SCAN_CHUNK);
-        for info in chunk.iter().filter_map(DeviceHandle::snapshot) {
-            if let Some(entry) = rules.matching(&info, &query) {
+        let (chunk, next) = shared.cluster_after(after.as_deref(), SCAN_CHUNK);
+        for seen in chunk {
+            let entry = match seen {
+                Seen::Here(h) => h.snapshot().and_then(|info| {
+                    Some((info.device_id.clone(), rules.matching(&info, &query)?))
+                }),
+                Seen::Indexed { row } => rules
+                    .matching_row(&row, &query)
+                    .map(|e| (row["device_id"].as_str().unwrap_or_default().to_string(), e)),
+            };
+            if let Some(entry) = entry {
                 if found.len() == limit {
                     more = true;
                     break 'scan;
                 }
-                found.push((info.device_id.clone(), entry));
+                found.push(entry);
             }
         }
         match next {
@@ -349,9 +363,51 @@ fn search(shared: &Shared, args: &JsonObject) -> Result<CallToolResult, CallTool
             None => break,
         }
     }
-    let next_cursor = more.then(|| found.last().map(|(id, _)| shared.fleet.cursor('s', &query, id))).flatten();
+    // A device no index lists (its hub leaves some out), named by its id or prefix: found on
+    // demand, as a call would.
+    if found.is_empty()
+        && let Some(c) = crate::hub::remote::of(&shared.hub).filter(|c| !c.unlisted().is_empty())
+        && let Some(id) = identity::parse_mac(&query)
+            .ok()
+            .map(|m| identity::format_mac(&m))
+            .or_else(|| naming::device_for_prefix(&query, &shared.hub.config.aliases))
+        && let Ok(h) = c.proxy(&id).await
+        && let Some(entry) = h.snapshot().and_then(|info| rules.matching(&info, &query))
+    {
+        found.push((h.device_id.clone(), entry));
+    }
+    let next_cursor = more
+        .then(|| {
+            found
+                .last()
+                .map(|(id, _)| shared.fleet.cursor('s', &query, id))
+        })
+        .flatten();
     let devices: Vec<Value> = found.into_iter().map(|(_, e)| e).collect();
-    Ok(answer(json!({"devices": devices, "next_cursor": next_cursor, "connected": super::listed_count(&shared.hub)})))
+    let mut answer_value = json!({"devices": devices, "next_cursor": next_cursor, "connected": super::listed_count(&shared.hub)});
+    if let Some(c) = crate::hub::remote::of(&shared.hub) {
+        let unlisted: Vec<Value> = c
+            .unlisted()
+            .into_iter()
+            .map(|(hub, n)| json!({"hub": hub, "devices": n}))
+            .collect();
+        if !unlisted.is_empty() {
+            answer_value["unlisted"] = Value::Array(unlisted);
+            answer_value["unlisted_note"] = json!(format!(
+                "some hubs serve more devices than their index lists (above); {SEARCH} finds those by their full device id, and {LIST_TOOLS} and {CALL} reach them by it"
+            ));
+        }
+    }
+    Ok(answer(answer_value))
+}
+
+/// A device of the cluster as the fleet tools see it.
+pub(super) enum Seen {
+    /// Served here, or another hub's device with a stand-in made: its whole description.
+    Here(DeviceHandle),
+    /// Another hub's device known from its index only: `{hub, device_id, transport, phase,
+    /// tool_count, connected_at_ms}`.
+    Indexed { row: Value },
 }
 
 /// What decides which of a device's tools are offered.
@@ -392,6 +448,28 @@ impl Listed<'_> {
     }
 }
 
+impl Listed<'_> {
+    /// The search entry of another hub's device known from its index only (its id, prefix and
+    /// phase; its name and tools are matched once a stand-in is made for it).
+    fn matching_row(&self, row: &Value, query: &str) -> Option<Value> {
+        let id = row["device_id"].as_str()?;
+        let prefix = naming::prefix_for(id, self.aliases);
+        (query.is_empty() || contains_folded(id, query) || contains_folded(&prefix, query)).then(
+            || {
+                json!({
+                    "device_id": id,
+                    "prefix": prefix,
+                    "name": null,
+                    "phase": row["phase"],
+                    "tools": row["tool_count"],
+                    "matching_tools": [],
+                    "hub": row["hub"],
+                })
+            },
+        )
+    }
+}
+
 /// Whether `hay` holds `needle` (already lower case), whatever the case.
 fn contains_folded(hay: &str, needle: &str) -> bool {
     if needle.is_empty() {
@@ -404,8 +482,9 @@ fn contains_folded(hay: &str, needle: &str) -> bool {
 }
 
 /// The connected device a selector names (Device-Id, alias or `dev-<hex>` prefix), looked up,
-/// never searched for.
-fn resolve(shared: &Shared, selector: &str) -> Result<DeviceHandle, CallToolResult> {
+/// never searched for; in a cluster, another hub's device through its stand-in (made if needed),
+/// or why it cannot be reached (its hub did not answer).
+async fn resolve(shared: &Shared, selector: &str) -> Result<DeviceHandle, CallToolResult> {
     let registry = &shared.hub.registry;
     let selector = selector.trim();
     let lower = selector.to_ascii_lowercase();
@@ -418,8 +497,24 @@ fn resolve(shared: &Shared, selector: &str) -> Result<DeviceHandle, CallToolResu
         .map(|mac| identity::format_mac(&mac))
         .or_else(|| naming::device_for_prefix(selector, &shared.hub.config.aliases))
         .or_else(|| registry.was_seen(selector).then(|| selector.to_string()));
+    if let Some(h) = named.as_deref().and_then(|id| shared.device(id)) {
+        return Ok(h);
+    }
+    if let Some(c) = crate::hub::remote::of(&shared.hub) {
+        match c.proxy(named.as_deref().unwrap_or(selector)).await {
+            Ok(h) => return Ok(h),
+            Err(ProxyError::Unanswered(why)) => {
+                return Err(refusal(
+                    "hub_unreachable",
+                    format!("{why}; nothing was sent. Try again"),
+                    json!({"device": named.as_deref().unwrap_or(selector)}),
+                ));
+            }
+            Err(ProxyError::NotServed) => {}
+        }
+    }
     match named {
-        Some(id) => shared.device(&id).ok_or_else(|| gone(&id)),
+        Some(id) => Err(gone(&id)),
         None => Err(refusal(
             "unknown_device",
             format!("no connected device is {selector:?}; {SEARCH} finds connected devices (give its device_id or prefix)"),
@@ -451,9 +546,9 @@ fn ready(handle: &DeviceHandle) -> Result<Arc<DeviceInfo>, CallToolResult> {
 }
 
 /// `list_device_tools`: one device's tools, a page at a time.
-fn list_tools(shared: &Shared, args: &JsonObject) -> Result<CallToolResult, CallToolResult> {
+async fn list_tools(shared: &Shared, args: &JsonObject) -> Result<CallToolResult, CallToolResult> {
     known_keys(LIST_TOOLS, args, &["device", "limit", "cursor"])?;
-    let handle = resolve(shared, required(LIST_TOOLS, args, "device", SELECTOR_MAX)?)?;
+    let handle = resolve(shared, required(LIST_TOOLS, args, "device", SELECTOR_MAX)?).await?;
     let limit = limit(LIST_TOOLS, args, TOOLS_PAGE_DEFAULT, TOOLS_PAGE_MAX)?;
     let info = ready(&handle)?;
     // A cursor belongs to one device's connection and tool list: a re-list starts over.
@@ -508,7 +603,7 @@ async fn call_tool(shared: &Shared, args: &JsonObject, cancelled: impl Future<Ou
         Some(Value::Object(a)) => Some(a.clone()),
         Some(other) => return Err(refusal("invalid_arguments", format!("{CALL}: `arguments` must be an object, not {}", kind_of(other)), json!({"argument": "arguments"}))),
     };
-    let handle = resolve(shared, selector)?;
+    let handle = resolve(shared, selector).await?;
     let info = ready(&handle)?;
     let rules = Listed { user_tools: shared.config.user_tools, aliases: &shared.hub.config.aliases };
     let Some(tool) = rules.offered(&info).find(|t| t.name == tool_name) else {

@@ -220,19 +220,26 @@ fn per_device(e: &Endpoints, device_id: String) -> Option<Endpoint> {
 }
 
 /// A device no local selector matches but another hub of the cluster serves: its proxy is made
-/// (with its tools) before the endpoint is used ([`crate::hub::remote::Cluster::proxy`]).
-async fn remote_device(e: &Endpoints, id: &str) -> Option<String> {
+/// (with its tools) before the endpoint is used ([`crate::hub::remote::Cluster::proxy`]); a 503
+/// that says so when the hub that serves it does not answer.
+async fn remote_device(e: &Endpoints, id: &str) -> Option<Result<String, Response<Body>>> {
     let hub = &e.shared.hub;
     if hub.registry.select(Some(id)).is_ok() {
         return None;
     }
     let cluster = crate::hub::remote::of(hub)?;
-    cluster.proxy(id).await.map(|h| h.device_id)
+    match cluster.proxy(id).await {
+        Ok(h) => Some(Ok(h.device_id)),
+        Err(crate::hub::remote::ProxyError::Unanswered(why)) => {
+            Some(Err(plain(StatusCode::SERVICE_UNAVAILABLE, &why)))
+        }
+        Err(crate::hub::remote::ProxyError::NotServed) => None,
+    }
 }
 
 async fn device_streamable(State(e): State<Arc<Endpoints>>, Path(id): Path<String>, req: Request) -> Response<Body> {
     let scope = match remote_device(&e, &id).await {
-        Some(device_id) => Ok(device_id),
+        Some(found) => found,
         None => device_scope(&e, &id),
     };
     let device_id = match scope {
@@ -254,7 +261,7 @@ async fn all_sse(State(e): State<Arc<Endpoints>>, req: Request) -> Response<Body
 
 async fn device_sse(State(e): State<Arc<Endpoints>>, Path(id): Path<String>, req: Request) -> Response<Body> {
     let scope = match remote_device(&e, &id).await {
-        Some(device_id) => Ok(device_id),
+        Some(found) => found,
         None => device_scope(&e, &id),
     };
     match scope {

@@ -150,6 +150,51 @@ impl Shared {
         (page, next)
     }
 
+    /// Up to `limit` devices of the whole cluster in Device-Id order after the Device-Id `after`
+    /// (this hub's, and the others' from their index, a stand-in's full description where one
+    /// is made), and the cursor of the next page when more follow. O(limit), whatever the cluster.
+    fn cluster_after(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> (Vec<fleet::Seen>, Option<String>) {
+        let registry = &self.hub.registry;
+        let (local, next) = registry.handles_after(after, limit);
+        let Some(c) = crate::hub::remote::of(&self.hub) else {
+            return (local.into_iter().map(fleet::Seen::Here).collect(), next);
+        };
+        // The others' devices, not past the end of the local page when more local ones follow.
+        let upto = next.clone();
+        let remote = c
+            .remote_page(after, limit + 1)
+            .into_iter()
+            .filter(|(id, _)| {
+                upto.as_deref().is_none_or(|u| id.as_str() <= u) && registry.get(id).is_none()
+            });
+        let mut all: Vec<(String, fleet::Seen)> = local
+            .into_iter()
+            .map(|h| (h.device_id.clone(), fleet::Seen::Here(h)))
+            .collect();
+        all.extend(remote.map(|(id, row)| {
+            let seen = match c.cached_proxy(&id) {
+                Some(h) => fleet::Seen::Here(h),
+                None => fleet::Seen::Indexed {
+                    row: serde_json::from_str(&row).unwrap_or_default(),
+                },
+            };
+            (id, seen)
+        }));
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        let more = all.len() > limit || next.is_some();
+        all.truncate(limit);
+        let next = if more {
+            all.last().map(|(id, _)| id.clone())
+        } else {
+            None
+        };
+        (all.into_iter().map(|(_, s)| s).collect(), next)
+    }
+
     /// One device of the listing, by Device-Id: served here, or another hub's stand-in.
     fn device(&self, device_id: &str) -> Option<DeviceHandle> {
         self.hub.registry.get(device_id).or_else(|| crate::hub::remote::of(&self.hub)?.cached_proxy(device_id))
@@ -316,9 +361,14 @@ fn stand_ins(hub: &Hub) -> Vec<DeviceHandle> {
     remote
 }
 
-/// How many devices `/mcp` lists on `hub`: its own, and other hubs' stand-ins in a cluster.
+/// How many devices `/mcp` counts on `hub` (for its face): its own and, in a cluster, every
+/// other hub's, listed in their index or not.
 fn listed_count(hub: &Hub) -> usize {
-    hub.registry.len() + stand_ins(hub).len()
+    let Some(c) = crate::hub::remote::of(hub) else {
+        return hub.registry.len();
+    };
+    let unlisted: u64 = c.unlisted().iter().map(|(_, n)| *n).sum();
+    hub.registry.len() + c.remote_count() + usize::try_from(unlisted).unwrap_or(usize::MAX)
 }
 
 pub fn device_uri(device_id: &str) -> String {

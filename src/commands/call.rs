@@ -14,6 +14,17 @@ use crate::exit::{CodedError, Exit};
 
 pub async fn run(global: &GlobalArgs, args: CallArgs) -> anyhow::Result<()> {
     let (target, info) = Target::open_for(&args.target, global, None, Some(&args.tool)).await?;
+    let out = run_on(global, args, &target, info).await;
+    target.close().await;
+    out
+}
+
+async fn run_on(
+    global: &GlobalArgs,
+    args: CallArgs,
+    target: &Target,
+    info: Value,
+) -> anyhow::Result<()> {
     if let Some(failed) = onboarding_failure(target.device_id(), &info) {
         return Err(failed);
     }

@@ -85,8 +85,17 @@ async fn list(global: &GlobalArgs, args: &DevicesArgs, client: &HubClient) -> an
         Listing::Table(Vec::new(), by_id)
     };
     let (mut count, mut after) = (0usize, None::<String>);
+    // Hubs of the cluster that serve devices their index does not list (the last page's word).
+    let mut unlisted = Vec::new();
     loop {
-        let answer = ask(client, json!({"op": "devices", "limit": args.page_size, "after": after})).await?;
+        let mut answer = ask(
+            client,
+            json!({"op": "devices", "limit": args.page_size, "after": after}),
+        )
+        .await?;
+        if let Some(u) = answer.get_mut("unlisted").and_then(Value::as_array_mut) {
+            unlisted = std::mem::take(u);
+        }
         let (devices, next) = match answer {
             // A hub that does not page: everything at once.
             Value::Array(all) => (all, None),
@@ -134,6 +143,14 @@ async fn list(global: &GlobalArgs, args: &DevicesArgs, client: &HubClient) -> an
     }
     if !global.quiet && !global.json && !args.ndjson {
         eprintln!("{count} device(s) connected");
+    }
+    // Said whatever the format (on stderr): a listing never leaves devices out silently.
+    for u in &unlisted {
+        let hub = super::output::text(u["hub"].as_str().unwrap_or_default());
+        eprintln!(
+            "{} more devices on hub {hub} are not listed here (over its --cluster-index-max); reach one by its id (`mcpdev call -d ID …`)",
+            u["devices"]
+        );
     }
     Ok(())
 }

@@ -10,6 +10,18 @@ use crate::cli::{GlobalArgs, InitArgs};
 pub async fn run(global: &GlobalArgs, args: InitArgs) -> anyhow::Result<()> {
     let vision = args.vision_url.clone().map(|url| (url, args.vision_token.clone().unwrap_or_default()));
     let (target, info) = Target::open(&args.target, global, vision.clone()).await?;
+    let out = run_on(global, args, &target, info, vision).await;
+    target.close().await;
+    out
+}
+
+async fn run_on(
+    global: &GlobalArgs,
+    args: InitArgs,
+    target: &Target,
+    info: Value,
+    vision: Option<(String, String)>,
+) -> anyhow::Result<()> {
     // Through a hub, the answer the device gave to the hub's own initialize at onboarding, unless
     // --live (or --vision-url) asks for a fresh one. A direct device was initialized just now.
     let live = args.live || vision.is_some();

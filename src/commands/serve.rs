@@ -246,6 +246,8 @@ fn mqtt_settings(a: &MqttServeArgs) -> anyhow::Result<Option<MqttSettings>> {
     };
     let mut s = MqttSettings::new(broker);
     s.group = a.mqtt_group.clone();
+    s.index_max = a.cluster_index_max as usize;
+    s.stand_ins = a.cluster_stand_ins as usize;
     s.max_payload = a.mqtt_max_payload as usize;
     s.udp_addr = a.udp_addr;
     s.device_endpoint = a.mqtt_device_endpoint.clone();

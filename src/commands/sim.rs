@@ -53,6 +53,8 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
         crate::sim::check_source_addr(*ip, &url).map_err(|e| CodedError::new(Exit::Usage, e))?;
     }
     let count = u64::from(args.count);
+    // Set when the run stops: MQTT devices then say goodbye and disconnect from their broker.
+    let (leave, leave_rx) = tokio::sync::watch::channel(false);
     let config = |i: u64, number: u64| -> anyhow::Result<SimConfig> {
         let mac = number.to_be_bytes();
         let mut cfg = SimConfig::new(&url, format_mac(&[mac[2], mac[3], mac[4], mac[5], mac[6], mac[7]]));
@@ -66,7 +68,9 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
         cfg.profile = args.profile;
         cfg.protocol_version = args.protocol_version;
         cfg.ota = args.bootstrap.ota.clone();
-        cfg.source_addr = (!args.source_addr.is_empty()).then(|| args.source_addr[i as usize % args.source_addr.len()]);
+        cfg.source_addr = (!args.source_addr.is_empty())
+            .then(|| args.source_addr[i as usize % args.source_addr.len()]);
+        cfg.stop = Some(leave_rx.clone());
         if let Some(url) = &args.bootstrap.mqtt {
             let broker = crate::mqtt::conn::BrokerUrl::parse(url).map_err(anyhow::Error::msg)?;
             cfg.mqtt = Some(crate::sim::mqtt::MqttTarget::direct(broker, &cfg.device_id).map_err(anyhow::Error::msg)?);
@@ -119,6 +123,9 @@ pub async fn run(global: &GlobalArgs, args: SimArgs) -> anyhow::Result<()> {
             },
             signal = &mut signalled => {
                 signal?;
+                // MQTT devices say goodbye and disconnect (a WebSocket closes with its task).
+                let _ = leave.send(true);
+                let _ = tokio::time::timeout(STOP_WAIT, async { while tasks.join_next().await.is_some() {} }).await;
                 tasks.shutdown().await;
                 return Err(CodedError::interrupted().into());
             }
@@ -141,6 +148,8 @@ fn stopped(stop: Stopped) -> anyhow::Error {
     let exit = if stop.auth { Exit::Auth } else if stop.usage { Exit::Usage } else { Exit::Unreachable };
     CodedError::new(exit, stop.message).into()
 }
+/// Longest a stopping `sim` waits for its devices to leave.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// `sim --replay FILE`: one device playing back a recording; reconnects (after 500 ms) whenever
 /// the backend drops it, until Ctrl-C.

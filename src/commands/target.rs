@@ -108,6 +108,14 @@ impl Target {
         }
     }
 
+    /// Ends what was opened: an MCP session is closed on the server (`DELETE`), so one-shot
+    /// commands leave none open behind them.
+    pub async fn close(self) {
+        if let Target::Mcp { conn, .. } = self {
+            conn.close().await;
+        }
+    }
+
     pub fn device_id(&self) -> &str {
         match self {
             Target::Hub { device_id, .. } => device_id,
@@ -187,19 +195,54 @@ async fn open_url(url: &str, args: &DeviceArgs, wanted: Option<&str>) -> anyhow:
         };
         CodedError::new(exit, e.to_string()).into()
     };
-    let conn = McpConnection::connect(url, &headers, args.transport, args.timeout).await.map_err(mcp_error)?;
+    let conn = McpConnection::connect(url, &headers, args.transport, args.timeout)
+        .await
+        .map_err(mcp_error)?;
+    match describe_url(&conn, url, args, wanted).await {
+        Ok((info, fleet, hub)) => Ok((
+            Target::Mcp {
+                conn,
+                url: url.to_string(),
+                fleet,
+                hub,
+            },
+            info,
+        )),
+        Err(e) => {
+            conn.close().await;
+            Err(mcp_error(e))
+        }
+    }
+}
+
+/// An MCP server's description, as a device's: its tools (until `wanted`), and how to reach
+/// `wanted` on an mcpdev hub's fleet.
+async fn describe_url(
+    conn: &McpConnection,
+    url: &str,
+    args: &DeviceArgs,
+    wanted: Option<&str>,
+) -> Result<(Value, Option<FleetRoute>, bool), McpFailure> {
     let init = conn.server_info();
     let fleet_tools = init.pointer(&format!("/capabilities/experimental/{}", FLEET_CAPABILITY.replace('/', "~1"))).is_some();
     // An mcpdev hub: its `/mcp` declares the fleet tools; one device's endpoint names itself so.
     let hub = fleet_tools || init["serverInfo"]["name"].as_str().is_some_and(|n| n.starts_with("mcpdev device "));
     let found = match wanted {
-        Some(name) if fleet_tools => Some(fleet_lookup(&conn, name, args.timeout).await),
+        Some(name) if fleet_tools => Some(fleet_lookup(conn, name, args.timeout).await),
         _ => None,
     };
     let (tools, fleet, fleet_note) = match found {
         Some(Ok((tool, route))) => (vec![tool], Some(route), None),
-        Some(Err(note)) => (conn.list_tools_until(args.timeout, wanted).await.map_err(mcp_error)?, None, note),
-        None => (conn.list_tools_until(args.timeout, wanted).await.map_err(mcp_error)?, None, None),
+        Some(Err(note)) => (
+            conn.list_tools_until(args.timeout, wanted).await?,
+            None,
+            note,
+        ),
+        None => (
+            conn.list_tools_until(args.timeout, wanted).await?,
+            None,
+            None,
+        ),
     };
     let info = json!({
         "device_id": url,
@@ -210,7 +253,7 @@ async fn open_url(url: &str, args: &DeviceArgs, wanted: Option<&str>) -> anyhow:
         "capabilities": init["capabilities"],
         "fleet_note": fleet_note,
     });
-    Ok((Target::Mcp { conn, url: url.to_string(), fleet, hub }, info))
+    Ok((info, fleet, hub))
 }
 
 
@@ -232,8 +275,12 @@ async fn fleet_lookup(conn: &McpConnection, name: &str, timeout: Duration) -> Re
         if page["isError"] == true {
             // Said only of a prefix that names a device (`dev-<hex>`, an alias): "self" in
             // `self.get_device_status` is a plain name's part (`unknown_device`).
-            let named = listing["error"]["kind"] == "device_not_connected";
-            return Err(named.then(|| page["content"][0]["text"].as_str().map(str::to_string)).flatten());
+            // Or one another hub serves that could not be reached (said as such).
+            let named = listing["error"]["kind"] == "device_not_connected"
+                || listing["error"]["kind"] == "hub_unreachable";
+            return Err(named
+                .then(|| page["content"][0]["text"].as_str().map(str::to_string))
+                .flatten());
         }
         if let Some(found) = listing["tools"].as_array().and_then(|tools| tools.iter().find(|t| t["name"] == tool)) {
             let mut declared = found.clone();

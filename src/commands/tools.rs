@@ -12,9 +12,20 @@ pub fn is_user_only(tool: &Value) -> bool {
 }
 
 pub async fn list(global: &GlobalArgs, args: ToolsListArgs) -> anyhow::Result<()> {
-    let (target, mut info) = Target::open(&args.target, global, None).await?;
+    let (target, info) = Target::open(&args.target, global, None).await?;
+    let out = list_on(global, args, &target, info).await;
+    target.close().await;
+    out
+}
+
+async fn list_on(
+    global: &GlobalArgs,
+    args: ToolsListArgs,
+    target: &Target,
+    mut info: Value,
+) -> anyhow::Result<()> {
     if args.refresh {
-        info = refresh(&target, info, args.target.timeout).await?;
+        info = refresh(target, info, args.target.timeout).await?;
     }
     if let Some(failed) = onboarding_failure(target.device_id(), &info) {
         return Err(failed);

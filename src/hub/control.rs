@@ -284,8 +284,15 @@ pub async fn answer_once(hub: Arc<Hub>, text: &str) -> String {
 
 /// One page of `devices`: `{"devices":[…],"next":…}`. In a cluster the page runs over every
 /// hub's devices in Device-Id order (this hub's and, from the index, the others'), each with its
-/// `hub`; a device listed both here and in another hub's index (it is moving) is listed once, here.
-fn devices_page(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, after: Option<&str>, limit: usize) -> String {
+/// `hub`; a device listed both here and in another hub's index (it is moving) is listed once,
+/// here. O(limit), whatever the cluster. `unlisted` names the hubs that serve devices their index
+/// does not list, with how many (`[{"hub":…,"devices":N}]`).
+fn devices_page(
+    hub: &Hub,
+    cluster: Option<&Arc<dyn Cluster>>,
+    after: Option<&str>,
+    limit: usize,
+) -> String {
     #[derive(serde::Serialize)]
     struct Page<'a> {
         devices: Vec<&'a crate::session::DeviceInfo>,
@@ -298,13 +305,12 @@ fn devices_page(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, after: Option<&st
     // The others' devices after the cursor, but not past the end of the local page when more
     // local devices follow it (they come first in the next page).
     let upto = next.clone();
-    let mut remote: Vec<(String, String)> = c
-        .remote_devices()
+    let remote = c
+        .remote_page(after, limit + 1)
         .into_iter()
-        .filter_map(|v| Some((v["device_id"].as_str()?.to_string(), v.to_string())))
-        .filter(|(id, _)| after.is_none_or(|a| id.as_str() > a) && upto.as_deref().is_none_or(|u| id.as_str() <= u) && hub.registry.get(id).is_none())
-        .collect();
-    remote.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        .filter(|(id, _)| {
+            upto.as_deref().is_none_or(|u| id.as_str() <= u) && hub.registry.get(id).is_none()
+        });
     let mut rows: Vec<(String, String)> = local.chain(remote).collect();
     rows.sort_by(|a, b| a.0.cmp(&b.0));
     rows.dedup_by(|a, b| a.0 == b.0);
@@ -312,7 +318,23 @@ fn devices_page(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, after: Option<&st
     rows.truncate(limit);
     let next = if more { rows.last().map(|r| r.0.clone()) } else { None };
     let devices: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
-    format!(r#"{{"devices":[{}],"next":{}}}"#, devices.join(","), text_of(&next))
+    format!(
+        r#"{{"devices":[{}],"next":{},"unlisted":{}}}"#,
+        devices.join(","),
+        text_of(&next),
+        unlisted_text(c.as_ref())
+    )
+}
+
+/// The hubs that serve devices their index does not list: `[{"hub":…,"devices":N}]`.
+fn unlisted_text(c: &dyn Cluster) -> String {
+    Value::Array(
+        c.unlisted()
+            .into_iter()
+            .map(|(hub, n)| json!({"hub": hub, "devices": n}))
+            .collect(),
+    )
+    .to_string()
 }
 
 /// The JSON text of an answer. Serializing these types cannot fail (string keys, no floats
@@ -420,8 +442,25 @@ pub async fn serve_forwarded(hub: Arc<Hub>, request: &str, tx: mpsc::Sender<Stri
 /// their index), each with the hub that serves it.
 fn devices_text(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>) -> String {
     let local = hub.registry.snapshots();
-    let Some(c) = cluster else { return text_of(&local.iter().map(|i| &**i).collect::<Vec<_>>()) };
-    let rows: Vec<String> = local.iter().map(|i| remote::with_this_hub(&text_of(&**i), c.as_ref())).chain(c.remote_devices().iter().map(Value::to_string)).collect();
+    let Some(c) = cluster else {
+        return text_of(&local.iter().map(|i| &**i).collect::<Vec<_>>());
+    };
+    let mut rows: Vec<String> = local
+        .iter()
+        .map(|i| remote::with_this_hub(&text_of(&**i), c.as_ref()))
+        .collect();
+    let mut after = None;
+    loop {
+        let chunk = c.remote_page(after.as_deref(), MAX_DEVICES_PAGE);
+        let Some((last, _)) = chunk.last() else { break };
+        after = Some(last.clone());
+        rows.extend(
+            chunk
+                .into_iter()
+                .filter(|(id, _)| hub.registry.get(id).is_none())
+                .map(|(_, row)| row),
+        );
+    }
     format!("[{}]", rows.join(","))
 }
 

@@ -224,27 +224,50 @@ impl Registry {
     }
 
     /// Resolves a selector: exact Device-Id, an alias, or a unique prefix (colons optional);
-    /// with no selector, the only connected device.
+    /// with no selector, the only connected device. An id or an alias is one map lookup; a
+    /// prefix is one range of the sorted map (no allocation per device), whatever the fleet.
     pub fn select(&self, selector: Option<&str>) -> Result<DeviceHandle, SelectError> {
         let devices = self.read();
         let Some(sel) = selector.map(str::trim).filter(|s| !s.is_empty()) else {
             return match devices.len() {
                 0 => Err(SelectError::NoDevices),
                 1 => Ok(devices.values().next().expect("one device").clone()),
-                n => Err(SelectError::Ambiguous { count: n, ids: join_ids(devices.keys()) }),
+                n => Err(SelectError::Ambiguous {
+                    count: n,
+                    ids: join_ids(devices.keys().take(AMBIGUOUS_SHOWN)) + &more(n),
+                }),
             };
         };
-        let wanted = self.aliases.get(sel).map_or(sel, String::as_str).to_ascii_lowercase();
-        if let Some(h) = devices.get(&wanted) {
+        let wanted = self.aliases.get(sel).map_or(sel, String::as_str);
+        if let Some(h) = devices.get(wanted) {
             return Ok(h.clone());
         }
-        let bare = |s: &str| s.replace([':', '-', '_'], "");
-        let matches: Vec<&DeviceHandle> = devices.values().filter(|h| bare(&h.device_id).starts_with(&bare(&wanted))).collect();
-        match matches.as_slice() {
-            [one] => Ok((*one).clone()),
-            [] => Err(SelectError::NotFound(sel.to_string())),
-            many => Err(SelectError::AmbiguousPrefix { selector: sel.to_string(), ids: join_ids(many.iter().map(|h| &h.device_id)) }),
+        let not_found = || SelectError::NotFound(sel.to_string());
+        let prefix = id_prefix(wanted).ok_or_else(not_found)?;
+        if let Some(h) = devices.get(&prefix) {
+            return Ok(h.clone());
         }
+        let mut matching = devices
+            .range::<str, _>((Bound::Included(prefix.as_str()), Bound::Unbounded))
+            .take_while(|(id, _)| id.starts_with(&prefix));
+        let Some((_, first)) = matching.next() else {
+            return Err(not_found());
+        };
+        let others: Vec<&String> = matching
+            .by_ref()
+            .take(AMBIGUOUS_SHOWN - 1)
+            .map(|(id, _)| id)
+            .collect();
+        if others.is_empty() {
+            return Ok(first.clone());
+        }
+        let rest = matching.count();
+        let ids = join_ids(std::iter::once(&first.device_id).chain(others.iter().copied()))
+            + &more(others.len() + 1 + rest);
+        Err(SelectError::AmbiguousPrefix {
+            selector: sel.to_string(),
+            ids,
+        })
     }
 
     /// Waits up to `timeout` for a device matching `selector` to be connected and onboarded.
@@ -306,6 +329,38 @@ impl Seen {
             }
         }
     }
+}
+
+/// Device-Ids named in an "ambiguous" error at most.
+const AMBIGUOUS_SHOWN: usize = 10;
+
+fn more(n: usize) -> String {
+    if n > AMBIGUOUS_SHOWN {
+        format!(" and {} more", n - AMBIGUOUS_SHOWN)
+    } else {
+        String::new()
+    }
+}
+
+/// The Device-Id prefix (`aa:bb:c`) a selector stands for: its hex digits in any case, with or
+/// without `:`, `-` or `_` between them; `None` if it holds anything else or is longer than an id.
+pub fn id_prefix(selector: &str) -> Option<String> {
+    let mut out = String::with_capacity(17);
+    let mut digits = 0;
+    for c in selector.trim().chars() {
+        match c {
+            ':' | '-' | '_' => continue,
+            c if c.is_ascii_hexdigit() && digits < 12 => {
+                if digits > 0 && digits % 2 == 0 {
+                    out.push(':');
+                }
+                out.push(c.to_ascii_lowercase());
+                digits += 1;
+            }
+            _ => return None,
+        }
+    }
+    (digits > 0).then_some(out)
 }
 
 fn join_ids<'a>(ids: impl Iterator<Item = &'a String>) -> String {

@@ -38,6 +38,15 @@ pub enum Located {
     Nowhere,
 }
 
+/// Why another hub's device has no stand-in here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProxyError {
+    /// No live hub of the cluster serves it.
+    NotServed,
+    /// The hub that serves it did not answer (or answered with something unreadable): the message.
+    Unanswered(String),
+}
+
 /// What a watch on another hub yields.
 #[derive(Debug)]
 pub enum WatchItem {
@@ -66,18 +75,36 @@ pub trait Cluster: Send + Sync {
     fn forward(&self, hub: &str, op: Value, deadline: Duration) -> BoxFuture<'static, Answer>;
     /// Runs a `watch` on `hub`: its first answer, then every event (as JSON text), on `events`,
     /// until `events` is closed or the hub goes away.
-    fn watch(&self, hub: &str, op: Value, events: mpsc::Sender<WatchItem>) -> BoxFuture<'static, ()>;
-    /// The other live hubs' devices, from their index: `{device_id, hub, transport, phase,
-    /// tool_count, connected_at_ms}` each.
-    fn remote_devices(&self) -> Vec<Value>;
+    fn watch(
+        &self,
+        hub: &str,
+        op: Value,
+        events: mpsc::Sender<WatchItem>,
+    ) -> BoxFuture<'static, ()>;
+    /// Up to `limit` of the other live hubs' devices their indexes list, after the Device-Id
+    /// `after`, in Device-Id order: `(device_id, row)`, the row the JSON text of `{hub,
+    /// device_id, transport, phase, tool_count, connected_at_ms}`. O(limit), whatever the cluster.
+    fn remote_page(&self, after: Option<&str>, limit: usize) -> Vec<(String, String)>;
+    /// How many devices of the other live hubs their indexes list.
+    fn remote_count(&self) -> usize;
+    /// The other live hubs that serve devices their index does not list, and how many.
+    fn unlisted(&self) -> Vec<(String, u64)>;
+    /// Asks the hubs that do not list all their devices ([`Self::unlisted`]) whether they serve
+    /// the device `selector` names, within `deadline`: where it is, or an error that names the
+    /// hub that did not answer.
+    fn find(
+        &self,
+        selector: &str,
+        deadline: Duration,
+    ) -> BoxFuture<'static, Result<Located, Value>>;
     /// The other live hubs.
     fn peers(&self) -> Vec<String>;
     /// Hands every hub of the cluster `device_id`'s admission decision made here: a sealed
     /// record ([`crate::hub::admission::Record`]), kept by the broker for hubs that come later.
     fn publish_admission(&self, device_id: &str, record: &str);
     /// A device another hub serves, as a local handle (its requests are forwarded), made with
-    /// its description if needed; `None` if no live hub serves it.
-    fn proxy(&self, device_id: &str) -> BoxFuture<'static, Option<DeviceHandle>>;
+    /// its description if needed; why not if no live hub serves it or its hub did not answer.
+    fn proxy(&self, device_id: &str) -> BoxFuture<'static, Result<DeviceHandle, ProxyError>>;
     /// The proxy [`Self::proxy`] made for a device, while it lives.
     fn cached_proxy(&self, device_id: &str) -> Option<DeviceHandle>;
     /// Every live proxy: the other hubs' ready devices, as `/mcp` offers them (made in the
@@ -103,7 +130,15 @@ pub async fn route(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, selector: Opti
     let until = tokio::time::Instant::now() + deadline;
     let mut changed = cluster.changed();
     loop {
-        match cluster.locate(selector, hub.registry.aliases()) {
+        let located = match cluster.locate(selector, hub.registry.aliases()) {
+            // Not in any index: asked of the hubs that leave some of their devices out.
+            Located::Nowhere if !cluster.unlisted().is_empty() => match selector {
+                Some(sel) => cluster.find(sel, deadline.min(FIND_WAIT)).await?,
+                None => Located::Nowhere,
+            },
+            located => located,
+        };
+        match located {
             Located::Remote { hub, device_id } => return Ok(Some((hub, device_id))),
             Located::Ambiguous(ids) => {
                 let sel = selector.unwrap_or_default();
@@ -122,6 +157,9 @@ pub async fn route(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, selector: Opti
         }
     }
 }
+
+/// Longest a lookup of a device no index lists waits for the hubs that leave devices out.
+pub const FIND_WAIT: Duration = Duration::from_secs(2);
 
 /// `text` (a JSON object) with `"hub": hub` as its first field.
 pub fn with_hub(text: &str, hub: &str) -> String {

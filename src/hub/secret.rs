@@ -19,6 +19,12 @@ pub enum Purpose {
     /// The MAC of an admission record one hub of a cluster hands the others
     /// ([`super::admission::record`]).
     ClusterRecord,
+    /// The MAC of a shard of a hub's device index ([`crate::mqtt`] `presence`): only hubs
+    /// holding the hub secret can list devices in the cluster.
+    ClusterIndex,
+    /// The MAC of a request one hub of a cluster sends another, and of its answers
+    /// ([`crate::mqtt`] `cluster_rpc`): only hubs can ask a hub to reach a device, or answer it.
+    ClusterRpc,
 }
 
 impl Purpose {
@@ -27,6 +33,8 @@ impl Purpose {
             Purpose::Device => "device",
             Purpose::Vision => "vision",
             Purpose::ClusterRecord => "cluster-record",
+            Purpose::ClusterIndex => "cluster-index",
+            Purpose::ClusterRpc => "cluster-rpc",
         }
     }
 }

@@ -33,6 +33,9 @@ pub enum McpFailure {
     Timeout(Duration),
 }
 
+/// Longest [`McpConnection::close`] waits for the server.
+pub const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
 pub struct McpConnection {
     client: RunningService<RoleClient, ClientConfig>,
 }
@@ -185,6 +188,13 @@ impl McpConnection {
         };
         let client = tokio::time::timeout(timeout, connecting).await.map_err(|_| McpFailure::Timeout(timeout))??;
         Ok(Self { client })
+    }
+
+    /// Ends the session, telling the server (a Streamable HTTP session is `DELETE`d), within
+    /// [`CLOSE_WAIT`]: a one-shot client leaves no session open behind it for the server to count
+    /// against its caps until it expires.
+    pub async fn close(mut self) {
+        let _ = self.client.close_with_timeout(CLOSE_WAIT).await;
     }
 
     /// The server's initialize result (protocol version, capabilities, serverInfo).

@@ -11,7 +11,8 @@
 //! sends an MCP `ping` after each keepalive period without traffic, which every live device
 //! answers (the stock firmware with an error, which counts), so nothing heard for
 //! [`SILENT_PERIODS`] keepalive periods while the broker was up means the device is gone. It comes
-//! back with its next message.
+//! back with its next message. A device that says `goodbye` is pinged at once and taken for gone
+//! if it does not answer within [`GOODBYE_PROBE`]: one that shuts down cleanly leaves at once.
 //!
 //! Where the broker does tell (the hub's embedded one, [`Inbound::Closed`]), the link ends the
 //! moment the device's connection closes or a new connection with its client id starts: a
@@ -44,6 +45,11 @@ pub fn publish(client: &AsyncClient, topic: String, payload: impl Into<Vec<u8>>)
 /// Keepalive periods without a word from the device (the broker being up) after which it is
 /// taken for gone.
 pub const SILENT_PERIODS: u32 = 3;
+
+/// How long a device that said goodbye has to answer the `ping` sent at once, before it is taken
+/// for gone (a device that stays, as stock firmware does after a voice session, answers it; one
+/// that is shutting down, as `mcpdev sim` on Ctrl-C, does not).
+pub const GOODBYE_PROBE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// How long a device that just connected has to say hello before it is onboarded without one.
 pub const BEGIN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
@@ -119,6 +125,8 @@ async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: In
     let silence_limit = setup.link.session.keepalive * SILENT_PERIODS;
     // The last word from the device, or the broker coming back (nothing can be heard before).
     let mut heard = Instant::now();
+    // It said goodbye and has not been heard from since.
+    let mut leaving = false;
     let reason = loop {
         session.trace = setup.link.tracing.enabled();
         let deadline = session.next_deadline().map(tokio::time::Instant::from_std);
@@ -127,13 +135,20 @@ async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: In
             msg = inbound.recv() => {
                 if let Some(Inbound::Text(_) | Inbound::Audio(_)) = msg {
                     heard = Instant::now();
+                    leaving = false;
                 }
                 match msg {
                     Some(Inbound::Text(text)) if text.len() > max => session.on_oversize(&text, max),
                     Some(Inbound::Text(text)) => {
                         // Read per frame: a watcher that just subscribed sees the very next one.
                         session.trace = setup.link.tracing.enabled();
-                        session.on_text(&text, Instant::now())
+                        let mut out = session.on_text(&text, Instant::now());
+                        if session.take_goodbye() {
+                            out.extend(session.probe(Instant::now()));
+                            heard = Instant::now().checked_sub(silence_limit.saturating_sub(GOODBYE_PROBE)).unwrap_or(heard);
+                            leaving = true;
+                        }
+                        out
                     }
                     Some(Inbound::Audio(n)) => { session.on_binary(n); Vec::new() }
                     Some(Inbound::Begin) => session.begin(Instant::now()),
@@ -185,6 +200,9 @@ async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: In
                 if !*setup.broker_up.borrow() {
                     heard = Instant::now();
                     continue;
+                }
+                if leaving {
+                    break format!("the device said goodbye and did not answer a ping within {} s (it shut down)", GOODBYE_PROBE.as_secs());
                 }
                 break format!("nothing heard from the device for {} s (switched off or out of reach)", silence_limit.as_secs());
             }

@@ -7,6 +7,10 @@
 //!   (a watch sends many). `{"c": N, "from": me, "cancel": true}` ends a request early.
 //! - **Correlated**: answers are matched by `c` to the request this hub made; an answer nobody
 //!   waits for is dropped.
+//! - **Authenticated**: every request and answer travels as `<HMAC-SHA256 hex>\n<text>`, keyed
+//!   from the shared hub secret ([`Purpose::ClusterRpc`]): a broker client that is not a hub can
+//!   neither make a hub reach a device nor answer a hub's request (a lookup, a call); what does
+//!   not verify is dropped and logged (rate-limited).
 //! - **Deadlines**: every request carries its own (`wait_ms`, `timeout_ms`), and the asking hub
 //!   gives up after it plus a hop's grace with a `timeout` error, cancelling the request there.
 //!   When the asked hub dies (its presence is cleared), every request waiting on it ends at once
@@ -42,7 +46,8 @@ use tracing::warn;
 
 use super::presence::{self, SharedView, View};
 use super::topics;
-use crate::hub::remote::{Answer, Cluster, Located, WatchItem};
+use crate::hub::remote::{Answer, Cluster, Located, ProxyError, WatchItem};
+use crate::hub::secret::{HubSecret, Purpose};
 use crate::hub::{Hub, control};
 
 /// Requests of one peer hub served here at once (watches included).
@@ -89,8 +94,8 @@ struct Calls {
     /// Requests of peers under way here: (peer, c) -> the task serving it.
     served: HashMap<(String, u64), tokio::task::AbortHandle>,
     served_per_peer: HashMap<String, usize>,
-    last_refusal_log: Option<Instant>,
-    refusals: u64,
+    /// Per kind of refusal: when it was last logged, and how many since.
+    refusal_logs: HashMap<&'static str, (Option<Instant>, u64)>,
     /// Rejected admission records: the window's start, lines logged in it, and those not logged.
     record_logs: Option<(Instant, u32, u64)>,
 }
@@ -112,6 +117,8 @@ pub struct ClusterNode {
     proxies: super::proxy::Proxies,
     /// A pass that makes proxies for the other hubs' ready devices is scheduled.
     offering: std::sync::atomic::AtomicBool,
+    /// The shared hub secret: requests and answers are MAC'd with a key from it.
+    secret: Arc<HubSecret>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -142,8 +149,23 @@ struct Incoming {
 
 type Map = serde_json::Map<String, Value>;
 
+fn seal(secret: &HubSecret, text: &str) -> String {
+    format!(
+        "{}\n{text}",
+        secret.mac(Purpose::ClusterRpc, text.as_bytes())
+    )
+}
+
 impl ClusterNode {
-    pub fn new(me: &str, name: Option<String>, hub: Weak<Hub>, client: AsyncClient) -> Arc<Self> {
+    /// `stand_ins`: other hubs' devices offered through this hub's MCP endpoints at once.
+    pub fn new(
+        me: &str,
+        name: Option<String>,
+        hub: Weak<Hub>,
+        client: AsyncClient,
+        stand_ins: usize,
+        secret: Arc<HubSecret>,
+    ) -> Arc<Self> {
         Arc::new_cyclic(|this| Self {
             this: this.clone(),
             me: me.to_string(),
@@ -154,15 +176,16 @@ impl ClusterNode {
             calls: Mutex::default(),
             changed: watch::Sender::new(0),
             next: AtomicU64::new(1),
-            proxies: Default::default(),
+            proxies: super::proxy::Proxies::new(stand_ins),
             offering: std::sync::atomic::AtomicBool::new(false),
+            secret,
         })
     }
 
     /// The topic filters this hub subscribes to for the cluster (with their QoS).
     pub fn subscriptions(&self) -> [(String, QoS); 3] {
         [
-            (format!("{}+", topics::INDEX), QoS::AtLeastOnce),
+            (format!("{}+/+", topics::INDEX), QoS::AtLeastOnce),
             (format!("{}+", topics::ADMISSION), QoS::AtLeastOnce),
             (format!("{}{}/+", topics::RPC, self.me), QoS::AtMostOnce),
         ]
@@ -200,8 +223,12 @@ impl ClusterNode {
     }
 
     /// Where the index places a device: its hub and row.
-    pub fn row(&self, device_id: &str) -> Option<(String, presence::Row)> {
+    pub fn row(&self, device_id: &str) -> Option<(Arc<str>, presence::Row)> {
         lock(&self.view).row(device_id)
+    }
+
+    pub fn is_alive(&self, hub: &str) -> bool {
+        lock(&self.view).is_alive(hub)
     }
 
     /// After reconnecting: presence is learned again.
@@ -217,7 +244,14 @@ impl ClusterNode {
             tokio::time::sleep(presence::DEAD_INDEX_GRACE).await;
             let gone = { !lock(&view).is_alive(&hub) };
             if gone {
-                let _ = client.try_publish(format!("{}{hub}", topics::INDEX), QoS::AtLeastOnce, true, Vec::<u8>::new());
+                for n in 0..presence::SHARDS {
+                    let _ = client.try_publish(
+                        format!("{}{hub}/{n}", topics::INDEX),
+                        QoS::AtLeastOnce,
+                        true,
+                        Vec::<u8>::new(),
+                    );
+                }
             }
         });
     }
@@ -233,10 +267,12 @@ impl ClusterNode {
             tokio::time::sleep(OFFER_DELAY).await;
             let Some(node) = node.upgrade() else { return };
             node.offering.store(false, Ordering::Release);
-            let wanted = lock(&node.view).remote_ready(super::proxy::MAX_PROXIES);
+            // Only while every ready device of the others fits: beyond, stand-ins are made on
+            // demand (a cap never picks which devices by arrival order).
+            let wanted = lock(&node.view).remote_ready(node.proxies.max());
             for device_id in wanted {
                 if node.proxies.get(&device_id).is_none() {
-                    node.proxies.make(&node, &device_id).await;
+                    let _ = node.proxies.make(&node, &device_id).await;
                 }
             }
         });
@@ -244,21 +280,8 @@ impl ClusterNode {
 
     /// A message on one of [`Self::subscriptions`]; `false` if the topic is not the cluster's.
     pub fn on_message(&self, topic: &str, payload: &[u8]) -> bool {
-        if let Some(hub) = topic.strip_prefix(topics::INDEX) {
-            if topics::valid_key(hub) {
-                let rows = if payload.is_empty() { Vec::new() } else { presence::parse_index(payload) };
-                let dead = {
-                    let mut v = lock(&self.view);
-                    v.on_index(hub, rows);
-                    v.set_name(hub, presence::parse_index_name(payload));
-                    !payload.is_empty() && !v.is_alive(hub) && hub != self.me
-                };
-                if dead {
-                    self.clear_later(hub);
-                }
-                self.bump();
-                self.offer_later();
-            }
+        if let Some(rest) = topic.strip_prefix(topics::INDEX) {
+            self.on_index(rest, payload);
         } else if let Some(rest) = topic.strip_prefix(topics::RPC) {
             match rest.strip_prefix(self.me.as_str()) {
                 Some("/q") => self.on_request(payload),
@@ -273,13 +296,59 @@ impl ClusterNode {
         true
     }
 
-    fn refuse_log(&self, why: &str) {
+    /// One shard of a hub's index (`<hub>/<shard>`), checked ([`presence::open_shard`]); a
+    /// forged or replayed one is refused and logged.
+    fn on_index(&self, place: &str, payload: &[u8]) {
+        let Some((hub, shard)) = place.split_once('/') else {
+            return;
+        };
+        let Some(shard) = shard.parse::<u8>().ok().filter(|n| *n < presence::SHARDS) else {
+            return;
+        };
+        if !topics::valid_key(hub) || hub == self.me {
+            return;
+        }
+        let new = if payload.is_empty() {
+            None
+        } else {
+            let Some(h) = self.hub.upgrade() else { return };
+            match presence::open_shard(&h.secret, hub, shard, payload) {
+                Ok(s) => Some(s),
+                Err(why) => {
+                    return self.refuse_log(
+                        "index",
+                        &format!("an index shard filed as hub {hub:?}: {why}"),
+                    );
+                }
+            }
+        };
+        let (taken, dead) = {
+            let mut v = lock(&self.view);
+            let taken = v.on_shard(hub, shard, new);
+            (taken, !payload.is_empty() && !v.is_alive(hub))
+        };
+        if !taken {
+            return self.refuse_log(
+                "replay",
+                &format!("an index shard of hub {hub:?} older than the one held (a replay)"),
+            );
+        }
+        if dead {
+            self.clear_later(hub);
+        }
+        self.bump();
+        self.offer_later();
+    }
+
+    /// Logs a refusal: one line per kind per [`LOG_WINDOW`], with how many of that kind came.
+    fn refuse_log(&self, kind: &'static str, why: &str) {
         let mut calls = lock(&self.calls);
-        calls.refusals += 1;
-        if calls.last_refusal_log.is_none_or(|t| t.elapsed() >= LOG_WINDOW) {
-            warn!(count = calls.refusals, "cluster request refused: {why}");
-            calls.last_refusal_log = Some(Instant::now());
-            calls.refusals = 0;
+        let now = Instant::now();
+        let (last, count) = calls.refusal_logs.entry(kind).or_default();
+        *count += 1;
+        if last.is_none_or(|t| now.duration_since(t) >= LOG_WINDOW) {
+            warn!(count = *count, "cluster: refused {why}");
+            (*last, *count) = (Some(now), 0);
         }
     }
 
@@ -302,19 +371,68 @@ impl ClusterNode {
         warn!(device = %device.escape_debug(), suppressed, "cluster: an admission record for {:?} was rejected (not made by a hub of this cluster, or malformed): {why}", device.chars().take(64).collect::<String>());
     }
 
+    /// `text` as it travels between hubs: its MAC, a newline, the text.
+    fn seal(&self, text: &str) -> String {
+        seal(&self.secret, text)
+    }
+
+    /// The text of a sealed message, if its MAC verifies (else logged, rate-limited).
+    fn open<'a>(&self, payload: &'a [u8], what: &str) -> Option<&'a [u8]> {
+        let opened = payload.iter().position(|b| *b == b'\n').and_then(|at| {
+            let (mac, text) = (
+                std::str::from_utf8(&payload[..at]).ok()?,
+                &payload[at + 1..],
+            );
+            self.secret
+                .verify_mac(Purpose::ClusterRpc, text, mac)
+                .then_some(text)
+        });
+        if opened.is_none() {
+            self.refuse_log(
+                "mac",
+                &format!(
+                    "{what} that does not carry a valid MAC (not from a hub with this hub secret)"
+                ),
+            );
+        }
+        opened
+    }
+
     fn answer(&self, to: &str, text: String) {
-        if let Err(e) = self.client.try_publish(format!("{}{to}/a", topics::RPC), QoS::AtMostOnce, false, text) {
+        if let Err(e) = self.client.try_publish(
+            format!("{}{to}/a", topics::RPC),
+            QoS::AtMostOnce,
+            false,
+            self.seal(&text),
+        ) {
             warn!(hub = %to, "cannot queue a cluster answer: {e}");
         }
     }
 
     fn on_request(&self, payload: &[u8]) {
         if payload.len() > MAX_REQUEST_BYTES {
-            return self.refuse_log(&format!("a request of {} bytes, over {MAX_REQUEST_BYTES}", payload.len()));
+            return self.refuse_log(
+                "size",
+                &format!(
+                    "a request of {} bytes, over {MAX_REQUEST_BYTES}",
+                    payload.len()
+                ),
+            );
         }
-        let Ok(req) = serde_json::from_slice::<Incoming>(payload) else { return self.refuse_log("an unreadable request") };
-        if !topics::valid_key(&req.from) || !lock(&self.view).is_alive(&req.from) || req.from == self.me {
-            return self.refuse_log("a request from a client that is not a live hub of the cluster");
+        let Some(payload) = self.open(payload, "a request") else {
+            return;
+        };
+        let Ok(req) = serde_json::from_slice::<Incoming>(payload) else {
+            return self.refuse_log("unreadable", "an unreadable request");
+        };
+        if !topics::valid_key(&req.from)
+            || !lock(&self.view).is_alive(&req.from)
+            || req.from == self.me
+        {
+            return self.refuse_log(
+                "sender",
+                "a request from a client that is not a live hub of the cluster",
+            );
         }
         let key = (req.from.clone(), req.c);
         if req.cancel {
@@ -323,15 +441,29 @@ impl ClusterNode {
             }
             return;
         }
-        let Some(mut op) = req.op else { return self.refuse_log("a request with no op") };
+        let Some(mut op) = req.op else {
+            return self.refuse_log("unreadable", "a request with no op");
+        };
         {
             let mut calls = lock(&self.calls);
             let n = calls.served_per_peer.entry(req.from.clone()).or_default();
             if *n >= MAX_SERVED_PER_PEER {
                 drop(calls);
-                self.refuse_log(&format!("hub {} has {MAX_SERVED_PER_PEER} requests under way here", req.from));
-                let message = format!("hub {} has {MAX_SERVED_PER_PEER} requests of this hub under way; try again when some end", self.me);
-                return self.answer(&req.from, json!({"id": req.c, "error": {"kind": "busy", "message": message}}).to_string());
+                self.refuse_log(
+                    "busy",
+                    &format!(
+                        "hub {} has {MAX_SERVED_PER_PEER} requests under way here",
+                        req.from
+                    ),
+                );
+                let message = format!(
+                    "hub {} has {MAX_SERVED_PER_PEER} requests of this hub under way; try again when some end",
+                    self.me
+                );
+                return self.answer(
+                    &req.from,
+                    json!({"id": req.c, "error": {"kind": "busy", "message": message}}).to_string(),
+                );
             }
             *n += 1;
         }
@@ -341,6 +473,7 @@ impl ClusterNode {
         let (client, to, c) = (self.client.clone(), req.from.clone(), req.c);
         let topic = format!("{}{to}/a", topics::RPC);
         let node = self.this.clone();
+        let secret = self.secret.clone();
         // Registered before the task can end (its end takes the same lock).
         let mut calls = lock(&self.calls);
         let task = tokio::spawn(async move {
@@ -351,12 +484,12 @@ impl ClusterNode {
                 tokio::select! {
                     a = &mut served => break a,
                     Some(ev) = events.recv() => {
-                        let _ = client.publish(topic.clone(), QoS::AtMostOnce, false, ev).await;
+                        let _ = client.publish(topic.clone(), QoS::AtMostOnce, false, seal(&secret, &ev)).await;
                     }
                 }
             };
             if let Some(a) = answer {
-                let _ = client.try_publish(topic, QoS::AtMostOnce, false, a);
+                let _ = client.try_publish(topic, QoS::AtMostOnce, false, seal(&secret, &a));
             }
             if let Some(node) = node.upgrade() {
                 node.served_done(&to, c);
@@ -374,7 +507,12 @@ impl ClusterNode {
     }
 
     fn on_answer(&self, payload: &[u8]) {
-        let Ok(reply) = serde_json::from_slice::<Reply>(payload) else { return };
+        let Some(payload) = self.open(payload, "an answer") else {
+            return;
+        };
+        let Ok(reply) = serde_json::from_slice::<Reply>(payload) else {
+            return;
+        };
         let mut calls = lock(&self.calls);
         match calls.waiting.get(&reply.id) {
             None => {}
@@ -405,7 +543,14 @@ impl ClusterNode {
     }
 
     fn send(&self, to: &str, body: Value) -> bool {
-        self.client.try_publish(format!("{}{to}/q", topics::RPC), QoS::AtMostOnce, false, body.to_string()).is_ok()
+        self.client
+            .try_publish(
+                format!("{}{to}/q", topics::RPC),
+                QoS::AtMostOnce,
+                false,
+                self.seal(&body.to_string()),
+            )
+            .is_ok()
     }
 
     /// Registers a waiter and sends the request; the error answer if it cannot be sent.
@@ -497,7 +642,7 @@ impl Cluster for ClusterNode {
                     if let Some(n) = node.upgrade() {
                         n.cancel(&to, c);
                     }
-                    Err(json!({"kind": "timeout", "message": format!("hub {to}, which serves the device, did not answer within {deadline:?}")}))
+                    Err(json!({"kind": "timeout", "hub": to, "message": format!("the device is served by hub {to}, which did not answer within {deadline:?}")}))
                 }
             }
         }
@@ -524,18 +669,80 @@ impl Cluster for ClusterNode {
         .boxed()
     }
 
-    fn remote_devices(&self) -> Vec<Value> {
-        lock(&self.view).remote_devices()
+    fn remote_page(&self, after: Option<&str>, limit: usize) -> Vec<(String, String)> {
+        let view = lock(&self.view);
+        let rows = view.page(after, limit);
+        rows.into_iter()
+            .map(|(id, hub, row)| (id, row.listing_text(&hub, view.hub_name(&hub).as_deref())))
+            .collect()
+    }
+
+    fn remote_count(&self) -> usize {
+        lock(&self.view).remote_count()
+    }
+
+    fn unlisted(&self) -> Vec<(String, u64)> {
+        lock(&self.view).unlisted()
+    }
+
+    fn find(
+        &self,
+        selector: &str,
+        deadline: Duration,
+    ) -> BoxFuture<'static, Result<Located, Value>> {
+        let peers: Vec<(String, u64)> = self.unlisted();
+        let asked: Vec<_> = peers
+            .iter()
+            .map(|(p, _)| {
+                self.forward(
+                    p,
+                    json!({"op": "device", "device": selector, "wait_ms": 0}),
+                    deadline,
+                )
+            })
+            .collect();
+        let selector = selector.to_string();
+        async move {
+            let answers = futures_util::future::join_all(asked).await;
+            let (mut found, mut silent, mut ambiguous) = (Vec::new(), Vec::new(), None);
+            for ((peer, unlisted), answer) in peers.into_iter().zip(answers) {
+                match answer {
+                    Ok(text) => {
+                        if let Some(id) = serde_json::from_str::<Value>(&text).ok().and_then(|v| v["device_id"].as_str().map(str::to_string)) {
+                            found.push((peer, id));
+                        }
+                    }
+                    // There, still onboarding: its hub says so when asked.
+                    Err(e) if e["kind"] == "not_ready" => found.push((peer, selector.clone())),
+                    Err(e) if e["kind"] == "ambiguous" => ambiguous = Some(e),
+                    Err(e) if matches!(e["kind"].as_str(), Some("not_found" | "no_devices")) => {}
+                    Err(e) => silent.push(format!("hub {peer}, which serves {unlisted} devices not listed here, did not answer ({})", e["message"].as_str().unwrap_or_default())),
+                }
+            }
+            match (found.as_slice(), ambiguous) {
+                ([(hub, id)], _) => Ok(Located::Remote { hub: hub.clone(), device_id: id.clone() }),
+                ([_, _, ..], _) => Ok(Located::Ambiguous(found.iter().map(|(_, id)| id.as_str()).collect::<Vec<_>>().join(", "))),
+                ([], Some(e)) => Err(e),
+                ([], None) if !silent.is_empty() => Err(json!({"kind": "link_down", "message": format!("{selector:?} is in no hub's index; {}", silent.join("; "))})),
+                ([], None) => Ok(Located::Nowhere),
+            }
+        }
+        .boxed()
     }
 
     fn peers(&self) -> Vec<String> {
         lock(&self.view).peers()
     }
 
-    fn proxy(&self, device_id: &str) -> BoxFuture<'static, Option<crate::links::DeviceHandle>> {
+    fn proxy(
+        &self,
+        device_id: &str,
+    ) -> BoxFuture<'static, Result<crate::links::DeviceHandle, ProxyError>> {
         let (node, device_id) = (self.this.upgrade(), device_id.to_string());
         async move {
-            let node = node?;
+            let Some(node) = node else {
+                return Err(ProxyError::NotServed);
+            };
             node.proxies.make(&node, &device_id).await
         }
         .boxed()

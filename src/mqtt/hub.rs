@@ -78,6 +78,10 @@ pub struct MqttSettings {
     pub tls_listen: SocketAddr,
     /// With TLS, keep the embedded broker's plain listener on its address too (`--mqtt-plain`).
     pub plain_beside_tls: bool,
+    /// Devices this hub lists in its cluster index at most (`--cluster-index-max`).
+    pub index_max: usize,
+    /// Other hubs' devices offered through this hub's MCP endpoints at once (`--cluster-stand-ins`).
+    pub stand_ins: usize,
 }
 
 impl MqttSettings {
@@ -96,6 +100,8 @@ impl MqttSettings {
             hub_name: None,
             tls_listen: "0.0.0.0:8883".parse().expect("static address"),
             plain_beside_tls: false,
+            index_max: super::presence::DEFAULT_INDEX_MAX as usize,
+            stand_ins: super::proxy::DEFAULT_MAX_PROXIES as usize,
         }
     }
 }
@@ -311,6 +317,7 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
     let hub_id = uuid::Uuid::new_v4().simple().to_string()[..12].to_string();
     let tokens = hub.config.device_tokens.clone();
     let max_packet = (settings.max_payload * 4).max(1 << 20);
+    let (index_max, stand_ins) = (settings.index_max, settings.stand_ins);
     let mut broker_clients = None;
     // Device connections starting and ending, from the embedded broker (none from another one).
     let mut client_events = None;
@@ -410,13 +417,29 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         probing: Arc::default(),
         control: control.clone(),
         broker_clients,
+        cluster: ClusterNode::new(
+            &hub_id,
+            settings.hub_name.clone(),
+            Arc::downgrade(&hub),
+            connection.client.clone(),
+            stand_ins,
+            hub.secret.clone(),
+        ),
         dynsec,
         hooks,
-        cluster: ClusterNode::new(&hub_id, settings.hub_name.clone(), Arc::downgrade(&hub), connection.client.clone()),
         settings,
     });
     let (republish, republish_rx) = watch::channel(0u64);
-    super::presence::publish_index(Arc::downgrade(&hub), hub_id.clone(), mqtt.settings.hub_name.clone(), connection.client.clone(), republish_rx);
+    // A shard leaves room in its packet for its MAC and header.
+    super::presence::publish_index(
+        Arc::downgrade(&hub),
+        hub_id.clone(),
+        mqtt.settings.hub_name.clone(),
+        connection.client.clone(),
+        republish_rx,
+        index_max,
+        max_packet - 4096,
+    );
     info!(broker = %mqtt.broker, hub = %hub_id, "MQTT: connecting");
     let dispatcher = Dispatcher {
         hub,

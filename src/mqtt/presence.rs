@@ -2,54 +2,142 @@
 //! apart from [`publish_index`]).
 //!
 //! - `mcpdev/hubs/<hub>` (retained, cleared by the hub's last will): the hub is alive.
-//! - `mcpdev/index/<hub>` (retained): the devices it serves, one compact row each
-//!   `[device_id, transport, phase, tool_count, connected_at_ms]` (~60 bytes), republished at most
-//!   every [`INDEX_PERIOD`] and only when some device came, went, or changed phase or tools.
-//!   A cluster at rest costs the broker nothing; one device's change costs one index of its
-//!   hub. At most [`MAX_INDEX`] rows (~1 MB) per hub; beyond that the index says how many it left
-//!   out, and those devices are reachable only through their own hub.
+//! - `mcpdev/index/<hub>/<shard>` (retained, [`SHARDS`] shards): the devices it serves, one
+//!   compact row each `[device_id, transport, phase, tool_count, connected_at_ms]` (~55 bytes).
+//!   A device's shard is a hash of its MAC, so one device that comes, goes or changes costs one
+//!   shard (1/16 of the hub's index), never the whole index; a shard is republished at most every
+//!   [`INDEX_PERIOD`] and only when it changed. A cluster at rest costs the broker nothing.
+//! - **Bounded, and nothing left out silently**: a hub lists at most `--cluster-index-max`
+//!   devices (the first in Device-Id order, not the first to arrive), and a shard at most what
+//!   one MQTT packet holds. Each shard says how many of its devices it left out; the hub logs it
+//!   when that starts, the other hubs show it in `devices` and find those devices on demand
+//!   (they ask the hubs that left some out: [`crate::hub::remote::Cluster::find`]).
+//! - **Authenticated**: a shard is `<HMAC-SHA256 hex>\n<body>`, the MAC keyed from the shared hub
+//!   secret ([`Purpose::ClusterIndex`]); its body names its hub, shard and a sequence number. A
+//!   shard with a wrong MAC (a broker client that is not a hub), filed under another hub or
+//!   shard, or older than the one held (a replay), is refused: no one but a hub can list a
+//!   device, nor make a hub forward requests to a device that is not there.
 //!
 //! Rules: a hub's index counts only while the hub is alive; the index of a hub that died says
 //! which devices are *moving* (being taken over) until a survivor lists them or
-//! [`DEAD_INDEX_GRACE`] passes, when a survivor clears it from the broker. Rows from the broker
-//! are data: a row that is not a well-formed Device-Id is dropped, and every field is bounded.
+//! [`DEAD_INDEX_GRACE`] passes, when a survivor clears it from the broker. Rows are data: a row
+//! whose Device-Id is not a MAC is dropped, and every field is bounded. The view keeps ~70 bytes
+//! per device of the other hubs, in one map sorted by MAC: an id is one lookup, a prefix one
+//! range, a page of a listing O(page).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use crate::hub::Hub;
 use crate::hub::remote::Located;
+use crate::hub::secret::{HubSecret, Purpose};
 use crate::links::handle::tools_epoch;
 use crate::wire::identity::{format_mac, parse_mac};
 
 /// How often a hub looks whether its index changed.
 pub const INDEX_PERIOD: Duration = Duration::from_millis(500);
-/// Rows one hub's index holds at most.
-pub const MAX_INDEX: usize = 16_384;
+/// Shards of one hub's index.
+pub const SHARDS: u8 = 16;
+/// Devices one hub lists in its index at most, unless configured (`--cluster-index-max`).
+pub const DEFAULT_INDEX_MAX: u32 = 131_072;
 /// How long the index of a hub that died is kept as "moving" before it is cleared.
 pub const DEAD_INDEX_GRACE: Duration = Duration::from_secs(30);
 
-/// One device in a hub's index.
-#[derive(Debug, Clone, PartialEq, Eq)]
+const TRANSPORTS: [&str; 3] = ["websocket", "mqtt", "other"];
+const PHASES: [&str; 6] = [
+    "awaiting_hello",
+    "initializing",
+    "listing",
+    "ready",
+    "disconnected",
+    "other",
+];
+const READY: u8 = 3;
+
+pub type Mac = [u8; 6];
+
+/// One device in a hub's index (24 bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Row {
-    pub device_id: String,
-    pub transport: String,
-    pub phase: String,
-    pub tools: u64,
+    pub mac: Mac,
+    transport: u8,
+    phase: u8,
+    pub tools: u32,
     pub since_ms: u64,
 }
 
-/// A hub's index as published: compact rows, and the name its operator gave it, if any.
-pub fn index_text(hub_id: &str, name: Option<&str>, rows: &[Row], left_out: usize) -> String {
-    let rows: Vec<Value> = rows.iter().map(|r| json!([r.device_id, r.transport, r.phase, r.tools, r.since_ms])).collect();
-    let mut v = json!({"hub": hub_id, "devices": rows, "left_out": left_out});
-    if let Some(name) = name {
-        v["name"] = json!(name);
+fn code(names: &[&str], s: &str) -> u8 {
+    names
+        .iter()
+        .position(|n| *n == s)
+        .unwrap_or(names.len() - 1) as u8
+}
+
+impl Row {
+    pub fn new(
+        device_id: &str,
+        transport: &str,
+        phase: &str,
+        tools: u64,
+        since_ms: u64,
+    ) -> Option<Self> {
+        let mac = parse_mac(device_id).ok()?;
+        Some(Self {
+            mac,
+            transport: code(&TRANSPORTS, transport),
+            phase: code(&PHASES, phase),
+            tools: tools.min(u64::from(u32::MAX)) as u32,
+            since_ms,
+        })
     }
-    v.to_string()
+
+    pub fn device_id(&self) -> String {
+        format_mac(&self.mac)
+    }
+
+    pub fn transport(&self) -> &'static str {
+        TRANSPORTS[usize::from(self.transport)]
+    }
+
+    pub fn phase(&self) -> &'static str {
+        PHASES[usize::from(self.phase)]
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.phase == READY
+    }
+
+    /// The row as a `devices` entry, `hub` first, then the hub's name when its operator gave one.
+    pub fn listing_text(&self, hub: &str, name: Option<&str>) -> String {
+        let name = name.map(|n| format!(r#""hub_name":{},"#, serde_json::Value::from(n))).unwrap_or_default();
+        format!(
+            r#"{{"hub":{},{name}"device_id":"{}","transport":"{}","phase":"{}","tool_count":{},"connected_at_ms":{}}}"#,
+            serde_json::Value::from(hub),
+            self.device_id(),
+            self.transport(),
+            self.phase(),
+            self.tools,
+            self.since_ms
+        )
+    }
+
+    fn push_json(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let _ = write!(
+            out,
+            r#"["{}","{}","{}",{},{}]"#,
+            self.device_id(),
+            self.transport(),
+            self.phase(),
+            self.tools,
+            self.since_ms
+        );
+    }
 }
 
 /// The longest hub name (`serve --hub-name`).
@@ -64,54 +152,167 @@ pub fn valid_hub_name(name: &str) -> bool {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
 }
 
-/// The name in a published index, if it has a valid one (another hub's is data like any).
-pub fn parse_index_name(payload: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Named {
-        name: Option<String>,
+/// Which shard a device is in (every hub computes the same).
+pub fn shard_of(mac: &Mac) -> u8 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in mac {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
     }
-    serde_json::from_slice::<Named>(payload).ok()?.name.filter(|n| valid_hub_name(n))
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    ((h ^ (h >> 33)) % u64::from(SHARDS)) as u8
 }
 
-/// The rows of a published index; malformed rows are dropped.
-pub fn parse_index(payload: &[u8]) -> Vec<Row> {
-    let Ok(v) = serde_json::from_slice::<Value>(payload) else { return Vec::new() };
-    let short = |v: &Value| v.as_str().filter(|s| s.len() <= 32).map(str::to_string);
-    v["devices"]
-        .as_array()
-        .map(|rows| {
-            rows.iter()
-                .take(MAX_INDEX)
-                .filter_map(|r| {
-                    let device_id = format_mac(&parse_mac(r.get(0)?.as_str()?).ok()?);
-                    Some(Row { device_id, transport: short(r.get(1)?)?, phase: short(r.get(2)?)?, tools: r.get(3)?.as_u64()?, since_ms: r.get(4)?.as_u64().unwrap_or(0) })
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+/// One shard of a hub's index, as it travels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shard {
+    pub seq: u64,
+    /// The name the hub's operator gave it (`serve --hub-name`), carried by every shard.
+    pub name: Option<String>,
+    /// Devices of this shard the hub serves but did not list.
+    pub left_out: u64,
+    pub rows: Vec<Row>,
 }
 
-/// This hub's devices as index rows (and how many were left out over [`MAX_INDEX`]).
-pub fn rows_of(hub: &Hub) -> (Vec<Row>, usize) {
-    let snapshots = hub.registry.snapshots();
-    let left_out = snapshots.len().saturating_sub(MAX_INDEX);
-    let rows = snapshots
+/// The shard's payload: its MAC, a newline, and its body.
+pub fn shard_text(secret: &HubSecret, hub_id: &str, shard: u8, s: &Shard) -> String {
+    let mut body = String::with_capacity(64 + s.rows.len() * 56);
+    body.push_str(&format!(
+        r#"{{"hub":{},"shard":{shard},"seq":{},"left_out":{},"#,
+        serde_json::Value::from(hub_id),
+        s.seq,
+        s.left_out
+    ));
+    if let Some(name) = &s.name {
+        body.push_str(&format!(r#""name":{},"#, serde_json::Value::from(name.as_str())));
+    }
+    body.push_str(r#""devices":["#);
+    for (i, r) in s.rows.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        r.push_json(&mut body);
+    }
+    body.push_str("]}");
+    let mac = secret.mac(Purpose::ClusterIndex, body.as_bytes());
+    format!("{mac}\n{body}")
+}
+
+#[derive(Deserialize)]
+struct Body<'a> {
+    #[serde(borrow)]
+    hub: std::borrow::Cow<'a, str>,
+    shard: u8,
+    seq: u64,
+    #[serde(default)]
+    left_out: u64,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(borrow)]
+    devices: Vec<&'a RawValue>,
+}
+
+/// A shard filed under `hub`/`shard`, checked: its MAC, then that it is the shard it is filed
+/// as; rows that are not well-formed are dropped.
+pub fn open_shard(
+    secret: &HubSecret,
+    hub: &str,
+    shard: u8,
+    payload: &[u8],
+) -> Result<Shard, String> {
+    let text = std::str::from_utf8(payload).map_err(|_| "not UTF-8".to_string())?;
+    let (mac, body) = text.split_once('\n').ok_or("not a signed index shard")?;
+    if !secret.verify_mac(Purpose::ClusterIndex, body.as_bytes(), mac) {
+        return Err("its MAC does not match: it was not made by a hub with this hub secret".into());
+    }
+    let b: Body = serde_json::from_str(body)
+        .map_err(|e| format!("an authenticated body that is not an index shard ({e})"))?;
+    if b.hub != hub || b.shard != shard {
+        return Err(format!(
+            "the shard of hub {:?} #{} filed as {hub:?} #{shard}",
+            b.hub, b.shard
+        ));
+    }
+    let rows = b
+        .devices
         .iter()
-        .take(MAX_INDEX)
-        .map(|i| {
-            let phase = serde_json::to_value(i.phase).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-            Row { device_id: i.device_id.clone(), transport: i.transport.to_string(), phase, tools: i.tools.len() as u64, since_ms: i.connected_at_ms }
+        .filter_map(|raw| {
+            let (id, transport, phase, tools, since): (&str, &str, &str, u64, u64) =
+                serde_json::from_str(raw.get()).ok()?;
+            Row::new(id, transport, phase, tools, since).filter(|r| shard_of(&r.mac) == shard)
         })
         .collect();
-    (rows, left_out)
+    Ok(Shard {
+        // Another hub's name is data like any: one that could carry escapes is dropped.
+        name: b.name.filter(|n| valid_hub_name(n)),
+        seq: b.seq,
+        left_out: b.left_out,
+        rows,
+    })
 }
 
-/// Publishes this hub's index whenever it changes (looked at every [`INDEX_PERIOD`]), and again
-/// whenever `republish` is bumped (a new broker connection). Ends when `republish` is dropped.
-pub fn publish_index(hub: std::sync::Weak<Hub>, hub_id: String, name: Option<String>, client: rumqttc::AsyncClient, mut republish: tokio::sync::watch::Receiver<u64>) {
+/// This hub's devices as index shards (the first `max` in Device-Id order); each shard holds at
+/// most `max_bytes` of rows, and says how many of its devices it left out.
+pub fn shards_of(hub: &Hub, max: usize, max_bytes: usize) -> Vec<Shard> {
+    let mut shards: Vec<Shard> = (0..SHARDS)
+        .map(|_| Shard {
+            name: None,
+            seq: 0,
+            left_out: 0,
+            rows: Vec::new(),
+        })
+        .collect();
+    let max_rows = max_bytes / 64;
+    let (mut after, mut listed) = (None::<String>, 0usize);
+    loop {
+        let (page, next) = hub.registry.page(after.as_deref(), 1024);
+        for info in &page {
+            let phase = serde_json::to_value(info.phase)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let Some(row) = Row::new(
+                &info.device_id,
+                info.transport,
+                &phase,
+                info.tools.len() as u64,
+                info.connected_at_ms,
+            ) else {
+                continue;
+            };
+            let s = &mut shards[usize::from(shard_of(&row.mac))];
+            if listed >= max || s.rows.len() >= max_rows {
+                s.left_out += 1;
+            } else {
+                s.rows.push(row);
+                listed += 1;
+            }
+        }
+        match next {
+            Some(n) => after = Some(n),
+            None => break,
+        }
+    }
+    shards
+}
+
+/// Publishes this hub's index, each shard whenever it changes (looked at every
+/// [`INDEX_PERIOD`]), and every shard again whenever `republish` is bumped (a new broker
+/// connection). Logs when devices start to be left out. Ends when `republish` is dropped.
+pub fn publish_index(
+    hub: std::sync::Weak<Hub>,
+    hub_id: String,
+    name: Option<String>,
+    client: rumqttc::AsyncClient,
+    mut republish: tokio::sync::watch::Receiver<u64>,
+    max: usize,
+    max_bytes: usize,
+) {
     tokio::spawn(async move {
-        let topic = format!("{}{hub_id}", super::topics::INDEX);
-        let (mut epoch, mut last) = (0u64, String::new());
+        let (mut epoch, mut seq) = (0u64, 0u64);
+        let mut last: Vec<Option<Shard>> = vec![None; usize::from(SHARDS)];
+        let mut logged_left_out = 0u64;
         loop {
             let forced = tokio::select! {
                 r = republish.changed() => {
@@ -128,18 +329,69 @@ pub fn publish_index(hub: std::sync::Weak<Hub>, hub_id: String, name: Option<Str
             }
             epoch = now;
             let Some(hub) = hub.upgrade() else { return };
-            let (rows, left_out) = rows_of(&hub);
-            let text = index_text(&hub_id, name.as_deref(), &rows, left_out);
-            if text != last || forced {
-                if client.try_publish(topic.clone(), rumqttc::QoS::AtLeastOnce, true, text.clone()).is_err() {
+            let shards = shards_of(&hub, max, max_bytes);
+            let left_out: u64 = shards.iter().map(|s| s.left_out).sum();
+            if left_out > 0 && (logged_left_out == 0 || left_out >= logged_left_out * 2) {
+                tracing::warn!(
+                    left_out,
+                    listed = shards.iter().map(|s| s.rows.len()).sum::<usize>(),
+                    "this hub serves more devices than its cluster index lists (--cluster-index-max {max}): the other hubs show how many are left out and find them on demand"
+                );
+                logged_left_out = left_out;
+            } else if left_out == 0 {
+                logged_left_out = 0;
+            }
+            for (n, mut shard) in shards.into_iter().enumerate() {
+                let same = last[n]
+                    .as_ref()
+                    .is_some_and(|l| l.rows == shard.rows && l.left_out == shard.left_out);
+                if same && !forced {
+                    continue;
+                }
+                // Later than every shard this hub sent before, across restarts too.
+                seq = seq.max(crate::session::now_ms().saturating_mul(1000)) + 1;
+                shard.seq = seq;
+                shard.name.clone_from(&name);
+                let text = shard_text(&hub.secret, &hub_id, n as u8, &shard);
+                if client
+                    .try_publish(
+                        format!("{}{hub_id}/{n}", super::topics::INDEX),
+                        rumqttc::QoS::AtLeastOnce,
+                        true,
+                        text,
+                    )
+                    .is_err()
+                {
                     // Queue full: try again next period.
                     epoch = 0;
                     continue;
                 }
-                last = text;
+                last[n] = Some(shard);
             }
         }
     });
+}
+
+/// One shard of another hub, as held.
+#[derive(Debug, Default)]
+struct HeldShard {
+    seq: u64,
+    left_out: u64,
+    macs: Vec<Mac>,
+}
+
+#[derive(Debug, Default)]
+struct HubIndex {
+    shards: HashMap<u8, HeldShard>,
+    rows: usize,
+    /// The name its last shard gave it.
+    name: Option<Arc<str>>,
+}
+
+impl HubIndex {
+    fn left_out(&self) -> u64 {
+        self.shards.values().map(|s| s.left_out).sum()
+    }
 }
 
 /// The cluster as one hub sees it: which hubs are alive and what each one serves.
@@ -147,16 +399,17 @@ pub fn publish_index(hub: std::sync::Weak<Hub>, hub_id: String, name: Option<Str
 pub struct View {
     me: String,
     alive: HashSet<String>,
-    indexes: HashMap<String, Vec<Row>>,
-    /// Device-Id -> the hub whose index lists it last.
-    by_device: HashMap<String, String>,
-    /// Hub id -> the name its operator gave it, from its index.
-    names: HashMap<String, String>,
+    hubs: HashMap<Arc<str>, HubIndex>,
+    /// Every other hub's device, by MAC: the hub whose index lists it last, and its row.
+    rows: BTreeMap<Mac, (Arc<str>, Row)>,
 }
 
 impl View {
     pub fn new(me: &str) -> Self {
-        Self { me: me.to_string(), ..Self::default() }
+        Self {
+            me: me.to_string(),
+            ..Self::default()
+        }
     }
 
     pub fn is_alive(&self, hub: &str) -> bool {
@@ -165,123 +418,229 @@ impl View {
 
     /// A presence record came or went; returns whether this changed anything.
     pub fn on_presence(&mut self, hub: &str, alive: bool) -> bool {
-        if alive { self.alive.insert(hub.to_string()) } else { self.alive.remove(hub) }
+        if alive {
+            self.alive.insert(hub.to_string())
+        } else {
+            self.alive.remove(hub)
+        }
     }
 
     pub fn forget_presence(&mut self) {
         self.alive.clear();
     }
 
-    /// The name a hub's index gave it (none: it has none, or its index was cleared).
-    pub fn set_name(&mut self, hub: &str, name: Option<String>) {
-        match name {
-            Some(n) => self.names.insert(hub.to_string(), n),
-            None => self.names.remove(hub),
-        };
-    }
-
-    /// A hub's index (empty rows: cleared).
-    pub fn on_index(&mut self, hub: &str, rows: Vec<Row>) {
-        if let Some(old) = self.indexes.remove(hub) {
-            for r in old {
-                if self.by_device.get(&r.device_id).is_some_and(|h| h == hub) {
-                    self.by_device.remove(&r.device_id);
+    /// One shard of a hub's index (`None`: cleared). A shard older than the one held is a
+    /// replay: ignored (`false`). This hub's own index is not kept.
+    pub fn on_shard(&mut self, hub: &str, shard: u8, new: Option<Shard>) -> bool {
+        if hub == self.me {
+            return true;
+        }
+        let name: Arc<str> = self
+            .hubs
+            .get_key_value(hub)
+            .map_or_else(|| Arc::from(hub), |(k, _)| k.clone());
+        let index = self.hubs.entry(name.clone()).or_default();
+        if let (Some(held), Some(n)) = (index.shards.get(&shard), new.as_ref())
+            && n.seq < held.seq
+        {
+            return false;
+        }
+        if let Some(old) = index.shards.remove(&shard) {
+            index.rows -= old.macs.len();
+            for mac in old.macs {
+                if self.rows.get(&mac).is_some_and(|(h, _)| **h == *hub) {
+                    self.rows.remove(&mac);
                 }
             }
         }
-        if rows.is_empty() {
-            return;
+        if let Some(n) = &new {
+            index.name = n.name.as_deref().map(Arc::from);
         }
-        for r in &rows {
-            self.by_device.insert(r.device_id.clone(), hub.to_string());
+        if let Some(n) = new.filter(|n| !n.rows.is_empty() || n.left_out > 0) {
+            let macs: Vec<Mac> = n.rows.iter().map(|r| r.mac).collect();
+            for r in n.rows {
+                self.rows.insert(r.mac, (name.clone(), r));
+            }
+            index.rows += macs.len();
+            index.shards.insert(
+                shard,
+                HeldShard {
+                    seq: n.seq,
+                    left_out: n.left_out,
+                    macs,
+                },
+            );
         }
-        self.indexes.insert(hub.to_string(), rows);
+        if index.shards.is_empty() {
+            self.hubs.remove(hub);
+        }
+        true
     }
 
     /// Hubs whose index is kept though they are not alive.
     pub fn dead_indexes(&self) -> Vec<String> {
-        self.indexes.keys().filter(|h| !self.alive.contains(*h)).cloned().collect()
+        self.hubs
+            .keys()
+            .filter(|h| !self.alive.contains(&***h))
+            .map(|h| h.to_string())
+            .collect()
     }
 
     /// The other live hubs.
     pub fn peers(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.alive.iter().filter(|h| **h != self.me).cloned().collect();
+        let mut v: Vec<String> = self
+            .alive
+            .iter()
+            .filter(|h| **h != self.me)
+            .cloned()
+            .collect();
         v.sort();
         v
     }
 
-    /// The other live hubs' devices, as `devices` rows.
-    pub fn remote_devices(&self) -> Vec<Value> {
-        let mut out = Vec::new();
-        for hub in self.peers() {
-            for r in self.indexes.get(&hub).into_iter().flatten() {
-                let mut row = json!({"hub": hub, "device_id": r.device_id, "transport": r.transport, "phase": r.phase, "tool_count": r.tools, "connected_at_ms": r.since_ms});
-                if let Some(name) = self.names.get(&hub) {
-                    row["hub_name"] = json!(name);
-                }
-                out.push(row);
-            }
-        }
-        out
+    fn listed(&self, hub: &str) -> bool {
+        hub != self.me && self.alive.contains(hub)
+    }
+
+    /// The other live hubs' devices the index lists.
+    pub fn remote_count(&self) -> usize {
+        self.hubs
+            .iter()
+            .filter(|(h, _)| self.listed(h))
+            .map(|(_, i)| i.rows)
+            .sum()
+    }
+
+    /// The other live hubs that serve devices their index does not list, with how many.
+    pub fn unlisted(&self) -> Vec<(String, u64)> {
+        let mut v: Vec<(String, u64)> = self
+            .hubs
+            .iter()
+            .filter(|(h, _)| self.listed(h))
+            .map(|(h, i)| (h.to_string(), i.left_out()))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Up to `limit` of the other live hubs' devices after the Device-Id `after`, in Device-Id
+    /// order, each as `(device_id, hub, row)`. O(limit) (plus rows of dead hubs passed over).
+    pub fn page(&self, after: Option<&str>, limit: usize) -> Vec<(String, Arc<str>, Row)> {
+        let start = match after.map(parse_mac) {
+            Some(Ok(mac)) => Bound::Excluded(mac),
+            Some(Err(_)) => match after.and_then(crate::hub::registry::id_prefix) {
+                Some(p) => Bound::Included(bounds(&p).0),
+                None => return Vec::new(),
+            },
+            None => Bound::Unbounded,
+        };
+        self.rows
+            .range((start, Bound::Unbounded))
+            .filter(|(_, (h, _))| self.listed(h))
+            .take(limit)
+            .map(|(_, (h, r))| (r.device_id(), h.clone(), *r))
+            .collect()
+    }
+
+    /// The name a hub's operator gave it, from its index.
+    pub fn hub_name(&self, hub: &str) -> Option<Arc<str>> {
+        self.hubs.get(hub).and_then(|i| i.name.clone())
     }
 
     /// The index row of a device and the live hub that lists it.
-    pub fn row(&self, device_id: &str) -> Option<(String, Row)> {
-        let hub = self.by_device.get(device_id).filter(|h| self.alive.contains(*h))?;
-        let row = self.indexes.get(hub)?.iter().find(|r| r.device_id == device_id)?;
-        Some((hub.clone(), row.clone()))
+    pub fn row(&self, device_id: &str) -> Option<(Arc<str>, Row)> {
+        let (hub, row) = self.rows.get(&parse_mac(device_id).ok()?)?;
+        self.listed(hub).then(|| (hub.clone(), *row))
     }
 
-    /// The other live hubs' ready devices (at most `max`).
+    /// The other live hubs' ready devices, if there are at most `max` of them (else none: they
+    /// are offered on demand, not in arrival order).
     pub fn remote_ready(&self, max: usize) -> Vec<String> {
-        self.peers_rows().filter(|(_, r)| r.phase == "ready").map(|(_, r)| r.device_id.clone()).take(max).collect()
+        let ready: Vec<String> = self
+            .rows
+            .values()
+            .filter(|(h, r)| r.is_ready() && self.listed(h))
+            .take(max + 1)
+            .map(|(_, r)| r.device_id())
+            .collect();
+        if ready.len() > max { Vec::new() } else { ready }
     }
 
-    /// Where another hub serves the device `selector` names (see [`Located`]).
+    /// Where another hub serves the device `selector` names (see [`Located`]): an id or alias
+    /// is one lookup, a prefix one range of the sorted index.
     pub fn locate(&self, selector: Option<&str>, aliases: &HashMap<String, String>) -> Located {
-        let remote = |hub: &String| *hub != self.me;
         let Some(sel) = selector.map(str::trim).filter(|s| !s.is_empty()) else {
-            let all: Vec<(&String, &Row)> = self.peers_rows().collect();
-            return match all.as_slice() {
-                [] => Located::Nowhere,
-                [(hub, row)] => Located::Remote { hub: (*hub).clone(), device_id: row.device_id.clone() },
-                many => Located::Ambiguous(join(many.iter().map(|(_, r)| r.device_id.as_str()))),
-            };
+            return self.one_of(self.rows.iter());
         };
-        let wanted = aliases.get(sel).map_or(sel, String::as_str).to_ascii_lowercase();
-        if let Some(hub) = self.by_device.get(&wanted).filter(|h| remote(h)) {
-            return match self.alive.contains(hub) {
-                true => Located::Remote { hub: hub.clone(), device_id: wanted },
-                false => Located::Moving { device_id: wanted },
-            };
-        }
-        let bare = |s: &str| s.replace([':', '-', '_'], "");
-        let prefix = bare(&wanted);
-        if prefix.is_empty() {
+        let wanted = aliases.get(sel).map_or(sel, String::as_str);
+        let Some(prefix) = crate::hub::registry::id_prefix(wanted) else {
             return Located::Nowhere;
+        };
+        let (lo, hi) = bounds(&prefix);
+        match self.one_of(self.rows.range(lo..=hi)) {
+            Located::Nowhere => {}
+            found => return found,
         }
-        let matching: Vec<(&String, &Row)> = self.peers_rows().filter(|(_, r)| bare(&r.device_id).starts_with(&prefix)).collect();
-        match matching.as_slice() {
-            [(hub, row)] => return Located::Remote { hub: (*hub).clone(), device_id: row.device_id.clone() },
-            [] => {}
-            many => return Located::Ambiguous(join(many.iter().map(|(_, r)| r.device_id.as_str()))),
-        }
-        let moving: Vec<&Row> = self.indexes.iter().filter(|(h, _)| !self.alive.contains(*h) && remote(h)).flat_map(|(_, rows)| rows).filter(|r| bare(&r.device_id).starts_with(&prefix)).collect();
-        match moving.as_slice() {
-            [one] => Located::Moving { device_id: one.device_id.clone() },
+        let mut moving = self
+            .rows
+            .range(lo..=hi)
+            .filter(|(_, (h, _))| **h != *self.me && !self.alive.contains(&**h));
+        match (moving.next(), moving.next()) {
+            (Some((_, (_, row))), None) => Located::Moving {
+                device_id: row.device_id(),
+            },
             _ => Located::Nowhere,
         }
     }
 
-    fn peers_rows(&self) -> impl Iterator<Item = (&String, &Row)> {
-        self.indexes.iter().filter(|(h, _)| **h != self.me && self.alive.contains(*h)).flat_map(|(h, rows)| rows.iter().map(move |r| (h, r)))
+    /// The one device of the other live hubs among `rows`, or which several match.
+    fn one_of<'a>(&self, rows: impl Iterator<Item = (&'a Mac, &'a (Arc<str>, Row))>) -> Located {
+        let mut live = rows.filter(|(_, (h, _))| self.listed(h));
+        let Some((_, (hub, row))) = live.next() else {
+            return Located::Nowhere;
+        };
+        let others: Vec<String> = live
+            .by_ref()
+            .take(9)
+            .map(|(_, (_, r))| r.device_id())
+            .collect();
+        if others.is_empty() {
+            return Located::Remote {
+                hub: hub.to_string(),
+                device_id: row.device_id(),
+            };
+        }
+        let rest = live.count();
+        let mut ids = std::iter::once(row.device_id())
+            .chain(others)
+            .collect::<Vec<_>>()
+            .join(", ");
+        if rest > 0 {
+            ids.push_str(&format!(" and {rest} more"));
+        }
+        Located::Ambiguous(ids)
     }
 }
 
-fn join<'a>(ids: impl Iterator<Item = &'a str>) -> String {
-    let mut v: Vec<&str> = ids.collect();
-    v.sort_unstable();
-    v.join(", ")
+/// The lowest and highest MAC that start with a Device-Id prefix (`aa:b`).
+fn bounds(prefix: &str) -> (Mac, Mac) {
+    let digits: Vec<u8> = prefix
+        .bytes()
+        .filter_map(|c| (c as char).to_digit(16).map(|d| d as u8))
+        .collect();
+    let (mut lo, mut hi) = ([0u8; 6], [0xffu8; 6]);
+    for (i, d) in digits.iter().take(12).enumerate() {
+        let (byte, high) = (i / 2, i % 2 == 0);
+        if high {
+            lo[byte] = d << 4;
+            hi[byte] = (d << 4) | 0x0f;
+        } else {
+            lo[byte] |= d;
+            hi[byte] = (hi[byte] & 0xf0) | d;
+        }
+    }
+    (lo, hi)
 }
 
 /// Shared between the dispatcher (which feeds it) and the control API (which reads it).
@@ -292,22 +651,140 @@ mod tests {
     use super::*;
 
     fn row(id: &str) -> Row {
-        Row { device_id: id.into(), transport: "mqtt".into(), phase: "ready".into(), tools: 3, since_ms: 7 }
+        Row::new(id, "mqtt", "ready", 3, 7).unwrap()
+    }
+
+    fn shard(rows: &[&str]) -> Vec<(u8, Shard)> {
+        let mut by: HashMap<u8, Vec<Row>> = HashMap::new();
+        for r in rows {
+            let r = row(r);
+            by.entry(shard_of(&r.mac)).or_default().push(r);
+        }
+        by.into_iter()
+            .map(|(n, mut rows)| {
+                rows.sort_by_key(|r| r.mac);
+                (
+                    n,
+                    Shard {
+                        name: None,
+                        seq: 1,
+                        left_out: 0,
+                        rows,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    fn index(v: &mut View, hub: &str, rows: &[&str]) {
+        for n in 0..SHARDS {
+            v.on_shard(hub, n, None);
+        }
+        for (n, s) in shard(rows) {
+            v.on_shard(hub, n, Some(s));
+        }
     }
 
     #[test]
-    fn an_index_round_trips_and_hostile_rows_are_dropped() {
-        let text = index_text("h1", Some("rack-2.east"), &[row("aa:00:00:00:00:01")], 0);
-        assert_eq!(parse_index(text.as_bytes()), vec![row("aa:00:00:00:00:01")]);
-        assert_eq!(parse_index_name(text.as_bytes()).as_deref(), Some("rack-2.east"));
-        assert_eq!(parse_index_name(index_text("h1", None, &[], 0).as_bytes()), None);
-        for hostile in [r#"{"name":"\u001b[31mred"}"#, r#"{"name":"-flag"}"#, r#"{"name":"<b>x</b>"}"#, r#"{"name":""}"#, r#"{"name":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}"#, r#"{"name":7}"#] {
-            assert_eq!(parse_index_name(hostile.as_bytes()), None, "{hostile}");
-        }
-        let hostile = br#"{"devices":[["<script>","mqtt","ready",1,1],["AA-00-00-00-00-02","mqtt","ready",1,1],["aa:00:00:00:00:03","x","yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy",1,1],"nope",[]]}"#;
-        let rows = parse_index(hostile);
-        assert_eq!(rows.iter().map(|r| r.device_id.as_str()).collect::<Vec<_>>(), ["aa:00:00:00:00:02"]);
-        assert!(parse_index(b"not json").is_empty());
+    fn a_shard_round_trips_and_forged_or_hostile_ones_are_refused() {
+        let secret = HubSecret::ephemeral();
+        let r = row("aa:00:00:00:00:01");
+        let n = shard_of(&r.mac);
+        let s = Shard {
+            name: None,
+            seq: 9,
+            left_out: 2,
+            rows: vec![r],
+        };
+        let text = shard_text(&secret, "h1", n, &s);
+        assert_eq!(open_shard(&secret, "h1", n, text.as_bytes()), Ok(s.clone()));
+        assert!(
+            open_shard(&HubSecret::ephemeral(), "h1", n, text.as_bytes())
+                .unwrap_err()
+                .contains("MAC"),
+            "another secret"
+        );
+        assert!(
+            open_shard(&secret, "h2", n, text.as_bytes()).is_err(),
+            "filed under another hub"
+        );
+        assert!(
+            open_shard(&secret, "h1", (n + 1) % SHARDS, text.as_bytes()).is_err(),
+            "filed under another shard"
+        );
+        let forged = text.replacen("aa:00:00:00:00:01", "aa:00:00:00:00:02", 1);
+        assert!(
+            open_shard(&secret, "h1", n, forged.as_bytes()).is_err(),
+            "an altered body"
+        );
+        // Hostile rows of an authenticated shard are dropped one by one.
+        let body = format!(
+            r#"{{"hub":"h1","shard":{n},"seq":1,"devices":[["<script>","mqtt","ready",1,1],["AA-00-00-00-00-01","mqtt","ready",1,1],"nope",[],["aa:00:00:00:00:01","x","yyyy",1]]}}"#
+        );
+        let signed = format!(
+            "{}\n{body}",
+            secret.mac(Purpose::ClusterIndex, body.as_bytes())
+        );
+        let rows = open_shard(&secret, "h1", n, signed.as_bytes())
+            .unwrap()
+            .rows;
+        assert_eq!(
+            rows.iter().map(Row::device_id).collect::<Vec<_>>(),
+            ["aa:00:00:00:00:01"]
+        );
+        assert!(open_shard(&secret, "h1", n, b"not signed").is_err());
+    }
+
+    #[test]
+    fn a_replayed_older_shard_is_ignored() {
+        let mut v = View::new("me");
+        v.on_presence("b", true);
+        let r = row("aa:00:00:00:00:01");
+        let n = shard_of(&r.mac);
+        assert!(v.on_shard(
+            "b",
+            n,
+            Some(Shard {
+                name: None,
+                seq: 5,
+                left_out: 0,
+                rows: vec![r]
+            })
+        ));
+        assert!(
+            !v.on_shard(
+                "b",
+                n,
+                Some(Shard {
+                    name: None,
+                    seq: 4,
+                    left_out: 0,
+                    rows: vec![]
+                })
+            ),
+            "older: a replay"
+        );
+        assert!(v.row("aa:00:00:00:00:01").is_some());
+        assert!(v.on_shard("b", n, None), "a cleared shard is always taken");
+        assert!(v.row("aa:00:00:00:00:01").is_none());
+    }
+
+    #[test]
+    fn prefixes_map_to_mac_bounds() {
+        assert_eq!(
+            bounds("aa:b"),
+            (
+                [0xaa, 0xb0, 0, 0, 0, 0],
+                [0xaa, 0xbf, 0xff, 0xff, 0xff, 0xff]
+            )
+        );
+        assert_eq!(
+            bounds("aa:bb:cc:dd:ee:ff"),
+            (
+                [0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff],
+                [0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff]
+            )
+        );
     }
 
     #[test]
@@ -316,27 +793,113 @@ mod tests {
         for h in ["me", "b", "c"] {
             v.on_presence(h, true);
         }
-        v.on_index("b", vec![row("aa:00:00:00:00:01"), row("aa:00:00:00:01:02")]);
-        v.on_index("c", vec![row("bb:00:00:00:00:03")]);
-        v.on_index("me", vec![row("cc:00:00:00:00:04")]);
+        index(&mut v, "b", &["aa:00:00:00:00:01", "aa:00:00:00:01:02"]);
+        index(&mut v, "c", &["bb:00:00:00:00:03"]);
+        index(&mut v, "me", &["cc:00:00:00:00:04"]);
         let none = HashMap::new();
-        assert_eq!(v.locate(Some("aa:00:00:00:00:01"), &none), Located::Remote { hub: "b".into(), device_id: "aa:00:00:00:00:01".into() });
-        assert_eq!(v.locate(Some("bb00"), &none), Located::Remote { hub: "c".into(), device_id: "bb:00:00:00:00:03".into() });
-        assert!(matches!(v.locate(Some("aa:00"), &none), Located::Ambiguous(ids) if ids.contains("aa:00:00:00:01:02")));
-        assert_eq!(v.locate(Some("cc:00:00:00:00:04"), &none), Located::Nowhere, "this hub's own devices are never remote");
+        assert_eq!(
+            v.locate(Some("aa:00:00:00:00:01"), &none),
+            Located::Remote {
+                hub: "b".into(),
+                device_id: "aa:00:00:00:00:01".into()
+            }
+        );
+        assert_eq!(
+            v.locate(Some("AA-00-00-00-00-01"), &none),
+            Located::Remote {
+                hub: "b".into(),
+                device_id: "aa:00:00:00:00:01".into()
+            }
+        );
+        assert_eq!(
+            v.locate(Some("bb00"), &none),
+            Located::Remote {
+                hub: "c".into(),
+                device_id: "bb:00:00:00:00:03".into()
+            }
+        );
+        assert!(
+            matches!(v.locate(Some("aa:00"), &none), Located::Ambiguous(ids) if ids.contains("aa:00:00:00:01:02"))
+        );
+        assert_eq!(
+            v.locate(Some("cc:00:00:00:00:04"), &none),
+            Located::Nowhere,
+            "this hub's own devices are never remote"
+        );
+        assert_eq!(v.locate(Some("lamp"), &none), Located::Nowhere);
         let aliases = HashMap::from([("lamp".to_string(), "BB:00:00:00:00:03".to_string())]);
-        assert_eq!(v.locate(Some("lamp"), &aliases), Located::Remote { hub: "c".into(), device_id: "bb:00:00:00:00:03".into() });
-        assert_eq!(v.remote_devices().len(), 3);
+        assert_eq!(
+            v.locate(Some("lamp"), &aliases),
+            Located::Remote {
+                hub: "c".into(),
+                device_id: "bb:00:00:00:00:03".into()
+            }
+        );
+        assert_eq!(v.remote_count(), 3);
+        let page: Vec<String> = v.page(None, 2).into_iter().map(|(id, _, _)| id).collect();
+        assert_eq!(page, ["aa:00:00:00:00:01", "aa:00:00:00:01:02"]);
+        let page: Vec<String> = v
+            .page(Some("aa:00:00:00:01:02"), 2)
+            .into_iter()
+            .map(|(id, _, _)| id)
+            .collect();
+        assert_eq!(page, ["bb:00:00:00:00:03"]);
 
         v.on_presence("b", false);
-        assert_eq!(v.locate(Some("aa:00:00:00:00:01"), &none), Located::Moving { device_id: "aa:00:00:00:00:01".into() });
-        assert_eq!(v.locate(Some("aa0000000102"), &none), Located::Moving { device_id: "aa:00:00:00:01:02".into() });
+        assert_eq!(
+            v.locate(Some("aa:00:00:00:00:01"), &none),
+            Located::Moving {
+                device_id: "aa:00:00:00:00:01".into()
+            }
+        );
+        assert_eq!(
+            v.locate(Some("aa0000000102"), &none),
+            Located::Moving {
+                device_id: "aa:00:00:00:01:02".into()
+            }
+        );
         assert_eq!(v.dead_indexes(), ["b"]);
-        assert_eq!(v.remote_devices().len(), 1, "a dead hub's devices are not listed");
+        assert_eq!(v.remote_count(), 1, "a dead hub's devices are not listed");
         // Taken over by c, listed there before b's index is cleared: c is where it is.
-        v.on_index("c", vec![row("bb:00:00:00:00:03"), row("aa:00:00:00:00:01")]);
-        v.on_index("b", Vec::new());
-        assert_eq!(v.locate(Some("aa:00:00:00:00:01"), &none), Located::Remote { hub: "c".into(), device_id: "aa:00:00:00:00:01".into() });
+        index(&mut v, "c", &["bb:00:00:00:00:03", "aa:00:00:00:00:01"]);
+        index(&mut v, "b", &[]);
+        assert_eq!(
+            v.locate(Some("aa:00:00:00:00:01"), &none),
+            Located::Remote {
+                hub: "c".into(),
+                device_id: "aa:00:00:00:00:01".into()
+            }
+        );
         assert_eq!(v.locate(Some("aa:00:00:00:01:02"), &none), Located::Nowhere);
+        assert!(v.dead_indexes().is_empty(), "a cleared index is forgotten");
+    }
+
+    #[test]
+    fn what_a_hub_leaves_out_is_counted() {
+        let mut v = View::new("me");
+        v.on_presence("b", true);
+        let r = row("aa:00:00:00:00:01");
+        v.on_shard(
+            "b",
+            shard_of(&r.mac),
+            Some(Shard {
+                name: None,
+                seq: 1,
+                left_out: 40,
+                rows: vec![r],
+            }),
+        );
+        v.on_shard(
+            "b",
+            (shard_of(&r.mac) + 1) % SHARDS,
+            Some(Shard {
+                name: None,
+                seq: 1,
+                left_out: 2,
+                rows: vec![],
+            }),
+        );
+        assert_eq!(v.unlisted(), [("b".to_string(), 42)]);
+        assert_eq!(v.remote_count(), 1);
     }
 }

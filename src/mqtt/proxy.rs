@@ -7,12 +7,16 @@
 //! - a proxy ends, and its handle says the device is gone, as soon as the cluster index no longer
 //!   lists the device as it was when the proxy was made (it moved, its hub died, its tools or its
 //!   session changed); a new one is made with the new description;
-//! - at most [`MAX_PROXIES`] live at once: beyond that no proxy is made, and the endpoint says
-//!   the device is not reachable from this hub;
+//! - at most `--cluster-stand-ins` live at once ([`DEFAULT_MAX_PROXIES`]): a new one, beyond
+//!   that, ends the one used least recently (made again when it is next asked for), so any
+//!   device of the cluster is reachable whatever the cap, the cap bounding only memory;
+//! - a proxy that cannot be made says why: no live hub serves the device, or the hub that serves
+//!   it did not answer (never "not connected" for a device that is);
 //! - every request ends within its timeout plus the hop's grace, with the device's answer or a
 //!   [`CallError`] that says what happened.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,71 +24,154 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::cluster_rpc::ClusterNode;
-use crate::hub::remote::{Cluster, Located};
+use crate::hub::remote::{Cluster, Located, ProxyError};
 use crate::links::DeviceHandle;
 use crate::links::handle::{Command, spawn_link};
 use crate::session::{CallError, DeviceInfo, Phase, ToolEntry, ToolList};
 use crate::wire::identity::Identity;
 use crate::wire::jsonrpc::{RawResult, RpcError};
 
-/// Proxies alive at once.
-pub const MAX_PROXIES: usize = 1024;
+/// Proxies alive at once, unless configured.
+pub const DEFAULT_MAX_PROXIES: u32 = 1024;
 /// How long fetching the device's description may take.
 const FETCH: Duration = Duration::from_secs(5);
 /// The hop's grace beyond a request's own timeout.
 const HOP_GRACE: Duration = Duration::from_secs(2);
 
-/// The live proxies, by Device-Id.
-#[derive(Default)]
-pub struct Proxies(Mutex<HashMap<String, DeviceHandle>>);
+/// The live proxies, by Device-Id, each with when it was last asked for.
+pub struct Proxies {
+    max: usize,
+    map: Mutex<HashMap<String, (DeviceHandle, u64)>>,
+    clock: AtomicU64,
+}
 
 impl Proxies {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, DeviceHandle>> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    pub fn new(max: usize) -> Self {
+        Self {
+            max: max.max(1),
+            map: Mutex::default(),
+            clock: AtomicU64::new(0),
+        }
     }
 
-    /// The live proxy of a device, if there is one.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (DeviceHandle, u64)>> {
+        self.map
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The live proxy of a device, if there is one (marked as used).
     pub fn get(&self, device_id: &str) -> Option<DeviceHandle> {
-        self.lock().get(device_id).filter(|h| h.is_connected()).cloned()
+        let now = self.clock.fetch_add(1, Ordering::Relaxed);
+        let mut map = self.lock();
+        let (h, used) = map.get_mut(device_id).filter(|(h, _)| h.is_connected())?;
+        *used = now;
+        Some(h.clone())
     }
 
     /// Every live proxy, by Device-Id.
     pub fn all(&self) -> Vec<DeviceHandle> {
-        let mut v: Vec<DeviceHandle> = self.lock().values().filter(|h| h.is_connected()).cloned().collect();
+        let mut v: Vec<DeviceHandle> = self
+            .lock()
+            .values()
+            .map(|(h, _)| h)
+            .filter(|h| h.is_connected())
+            .cloned()
+            .collect();
         v.sort_by(|a, b| a.device_id.cmp(&b.device_id));
         v
     }
 
     /// The device's proxy, made (with its description fetched from its hub) if needed.
-    pub async fn make(&self, node: &Arc<ClusterNode>, device_id: &str) -> Option<DeviceHandle> {
+    pub async fn make(
+        &self,
+        node: &Arc<ClusterNode>,
+        device_id: &str,
+    ) -> Result<DeviceHandle, ProxyError> {
         if let Some(h) = self.get(device_id) {
-            return Some(h);
+            return Ok(h);
         }
-        let Located::Remote { hub, device_id } = node.locate(Some(device_id), &HashMap::new()) else { return None };
-        let row = node.row(&device_id)?;
-        {
-            let mut map = self.lock();
-            map.retain(|_, h| h.is_connected());
-            if map.len() >= MAX_PROXIES {
-                tracing::warn!("{MAX_PROXIES} devices of other hubs are offered through this hub already; not offering {device_id}");
-                return None;
+        let (hub, device_id) = match node.locate(Some(device_id), &HashMap::new()) {
+            Located::Remote { hub, device_id } => (hub, device_id),
+            Located::Nowhere if !node.unlisted().is_empty() => {
+                match node.find(device_id, crate::hub::remote::FIND_WAIT).await {
+                    Ok(Located::Remote { hub, device_id }) => (hub, device_id),
+                    Ok(_) => return Err(ProxyError::NotServed),
+                    Err(e) => {
+                        return Err(ProxyError::Unanswered(
+                            e["message"].as_str().unwrap_or_default().to_string(),
+                        ));
+                    }
+                }
             }
-        }
-        let answer = node.forward(&hub, json!({"op": "device", "device": device_id, "wait_ms": 0}), FETCH).await.ok()?;
-        let info = description(&serde_json::from_str(&answer).ok()?)?;
-        let handle = spawn(node.clone(), row, info);
+            _ => return Err(ProxyError::NotServed),
+        };
+        let unanswered = |why: String| {
+            ProxyError::Unanswered(format!(
+                "device {device_id} is served by hub {hub}, which did not answer: {why}"
+            ))
+        };
+        let answer = node
+            .forward(
+                &hub,
+                json!({"op": "device", "device": device_id, "wait_ms": 0}),
+                FETCH,
+            )
+            .await
+            .map_err(|e| match e["kind"].as_str() {
+                Some("not_found" | "no_devices") => ProxyError::NotServed,
+                _ => unanswered(e["message"].as_str().unwrap_or_default().to_string()),
+            })?;
+        let info = serde_json::from_str(&answer)
+            .ok()
+            .and_then(|v| description(&v))
+            .ok_or_else(|| unanswered("its description could not be read".into()))?;
+        // Listed (the index row it lives by) or, beyond the index, found on demand (lives until
+        // its hub goes away or is evicted).
+        let listed = node
+            .row(&device_id)
+            .map(|(h, r)| (h.to_string(), Some(r)))
+            .unwrap_or((hub, None));
+        let handle = spawn(node.clone(), listed, info);
+        let now = self.clock.fetch_add(1, Ordering::Relaxed);
         let mut map = self.lock();
         // Another caller may have made one meanwhile: keep the first.
-        if let Some(h) = map.get(&device_id).filter(|h| h.is_connected()) {
+        if let Some((h, _)) = map.get(&device_id).filter(|(h, _)| h.is_connected()) {
             let h = h.clone();
             drop(map);
-            let spare = handle.clone();
-            tokio::spawn(async move { spare.close(crate::links::handle::CloseReason::Replaced).await });
-            return Some(h);
+            close(handle);
+            return Ok(h);
         }
-        map.insert(device_id, handle.clone());
-        Some(handle)
+        map.retain(|_, (h, _)| h.is_connected());
+        let evicted = if map.len() >= self.max {
+            let oldest = map
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(id, _)| id.clone());
+            oldest.and_then(|id| map.remove(&id)).map(|(h, _)| h)
+        } else {
+            None
+        };
+        map.insert(device_id, (handle.clone(), now));
+        drop(map);
+        if let Some(old) = evicted {
+            tracing::debug!(device = %old.device_id, "{} stand-ins for other hubs' devices are kept (--cluster-stand-ins): ended the one used least recently", self.max);
+            close(old);
+        }
+        Ok(handle)
     }
+}
+
+fn close(handle: DeviceHandle) {
+    tokio::spawn(async move {
+        handle
+            .close(crate::links::handle::CloseReason::Replaced)
+            .await
+    });
 }
 
 /// A device's description from its hub's `device` answer (the fields the bridge reads).
@@ -107,38 +194,57 @@ fn description(v: &Value) -> Option<DeviceInfo> {
     Some(info)
 }
 
-/// The proxy's task; it lives while the index lists the device as `listed` (hub and row).
-fn spawn(node: Arc<ClusterNode>, listed: (String, super::presence::Row), info: DeviceInfo) -> DeviceHandle {
+/// The proxy's task; it lives while the index lists the device as `listed` (hub and row; a
+/// device found beyond the index: while its hub is alive).
+fn spawn(
+    node: Arc<ClusterNode>,
+    listed: (String, Option<super::presence::Row>),
+    info: DeviceInfo,
+) -> DeviceHandle {
     let device_id = info.device_id.clone();
     let hub = listed.0.clone();
     let info = Arc::new(info);
-    spawn_link(device_id.clone(), 0, move |mut commands, mut publisher| async move {
-        publisher.update(&info, Instant::now());
-        let mut changed = node.changed();
-        loop {
-            tokio::select! {
-                cmd = commands.recv() => match cmd.map(|c| *c) {
-                    Some(Command::Request(r)) => {
-                        let op = json!({"op": "rpc", "device": device_id, "method": r.method, "params": r.params, "timeout_ms": r.timeout.as_millis() as u64});
-                        let call = node.forward(&hub, op, r.timeout + HOP_GRACE);
-                        let timeout = r.timeout;
-                        tokio::spawn(async move {
-                            let _ = r.reply.send(call.await.map_err(|e| call_error(&e, timeout)).and_then(result));
-                        });
-                    }
-                    // A cancelled request's answer is dropped by its caller.
-                    Some(Command::Cancel(_)) => {}
-                    Some(Command::Close(_)) | None => break,
-                },
-                r = changed.changed() => {
-                    if r.is_err() || node.row(&device_id).as_ref() != Some(&listed) {
-                        break;
+    spawn_link(
+        device_id.clone(),
+        0,
+        move |mut commands, mut publisher| {
+            // Published before the handle is handed out: whoever made it reads its description at once.
+            publisher.update(&info, Instant::now());
+            async move {
+                let mut changed = node.changed();
+                let still_there = |node: &ClusterNode| match listed.1 {
+                    Some(row) => node
+                        .row(&device_id)
+                        .is_some_and(|(h, r)| *h == *listed.0 && r == row),
+                    None => node.is_alive(&listed.0) && node.row(&device_id).is_none(),
+                };
+                loop {
+                    tokio::select! {
+                        cmd = commands.recv() => match cmd.map(|c| *c) {
+                            Some(Command::Request(r)) => {
+                                let op = json!({"op": "rpc", "device": device_id, "method": r.method, "params": r.params, "timeout_ms": r.timeout.as_millis() as u64});
+                                let call = node.forward(&hub, op, r.timeout + HOP_GRACE);
+                                let timeout = r.timeout;
+                                tokio::spawn(async move {
+                                    let _ = r.reply.send(call.await.map_err(|e| call_error(&e, timeout)).and_then(result));
+                                });
+                            }
+                            // A cancelled request's answer is dropped by its caller.
+                            Some(Command::Cancel(_)) => {}
+                            Some(Command::Close(_)) | None => break,
+                        },
+                        r = changed.changed() => {
+                            if r.is_err() || !still_there(&node) {
+                                break;
+                            }
+                        }
                     }
                 }
+                publisher.gone();
             }
-        }
-        publisher.gone();
-    }, || {})
+        },
+        || {},
+    )
 }
 
 fn result(text: String) -> Result<RawResult, CallError> {
@@ -153,6 +259,8 @@ fn call_error(e: &Value, timeout: Duration) -> CallError {
             let rpc = &e["rpc"];
             CallError::Device(RpcError { code: rpc["code"].as_i64(), message: rpc["message"].as_str().unwrap_or(&message).to_string(), data: rpc.get("data").cloned() })
         }
+        // The serving hub itself did not answer: said as such, not as the device's silence.
+        Some("timeout") if e.get("hub").is_some() => CallError::Link(message),
         Some("timeout") => CallError::Timeout(timeout),
         Some("disconnected") => CallError::Disconnected,
         _ => CallError::Link(message),

@@ -125,8 +125,11 @@ pub struct DeviceInfo {
     version: u64,
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+/// The wall clock, in unix milliseconds.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// What the device said, kept as text. Shared (`Arc`): the description a link publishes is a

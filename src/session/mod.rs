@@ -106,7 +106,7 @@ use serde_json::{Value, json};
 use crate::metrics::log_limit::Kind;
 
 pub use events::{Direction, Event, SharedJson, VIEW_MAX_BYTES, VIEW_PREVIEW_CHARS};
-pub use info::{Counters, DeviceInfo, OnboardingStatus, Phase, ToolEntry};
+pub use info::{Counters, DeviceInfo, OnboardingStatus, Phase, ToolEntry, now_ms};
 pub use limits::OnboardBudget;
 pub use onboarding::PageMark;
 pub use tool_list::ToolList;
@@ -384,6 +384,8 @@ pub struct Session {
     /// The device may be a new instance (the link was down, it said goodbye, it checked in at
     /// OTA): its next message onboards it again.
     maybe_new_instance: bool,
+    /// The device said goodbye since [`Session::take_goodbye`] was last asked.
+    said_goodbye: bool,
     /// Onboardings spent in this window, and one put off until the window ends.
     onboard_budget: limits::OnboardBudget,
     deferred_onboarding: Option<Instant>,
@@ -461,6 +463,7 @@ impl Session {
             truncation_relists: 0,
             retry_step: None,
             maybe_new_instance: false,
+            said_goodbye: false,
             onboard_budget,
             deferred_onboarding: None,
             begin_at: None,
@@ -566,7 +569,11 @@ impl Session {
                 // The device ended its session (an MQTT device before it reboots or sleeps): what
                 // it sends next may be new firmware with other tools, so it is onboarded again.
                 self.maybe_new_instance = self.info.phase != Phase::AwaitingHello;
-                self.emit(Event::Message { kind: "goodbye".into(), message: Box::new(json!({"type":"goodbye"})) })
+                self.said_goodbye = true;
+                self.emit(Event::Message {
+                    kind: "goodbye".into(),
+                    message: Box::new(json!({"type":"goodbye"})),
+                })
             }
             Ok(DeviceMessage::Other { kind, raw }) => self.emit(Event::Message { kind: truncate(&kind, 64), message: events::cut_for_viewers(&raw, text.len(), text) }),
         }
@@ -738,6 +745,26 @@ impl Session {
     #[doc(hidden)]
     pub fn pending_requests(&self) -> usize {
         self.pending.len()
+    }
+
+    /// Whether the device said goodbye since this was last asked (an MQTT link then checks at
+    /// once that it is still there: [`Self::probe`]).
+    pub fn take_goodbye(&mut self) -> bool {
+        std::mem::take(&mut self.said_goodbye)
+    }
+
+    /// A `ping` now, whatever the phase: any live device answers it (stock firmware with an
+    /// error, which counts as hearing from it).
+    pub fn probe(&mut self, now: Instant) -> Vec<Output> {
+        self.now = now;
+        self.send_request(
+            "ping",
+            None,
+            Origin::Keepalive,
+            self.cfg.onboarding_timeout,
+            now,
+        );
+        self.drained()
     }
 
     /// The next moment `on_tick` has something to do.

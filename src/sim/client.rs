@@ -38,6 +38,9 @@ pub struct SimConfig {
     pub source_addr: Option<std::net::IpAddr>,
     /// What a `wss://` hub is verified with; `None`: the process's trust ([`crate::tls::client`]).
     pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    /// Becomes `true` when the device is to stop: an MQTT device then says goodbye and
+    /// disconnects from its broker (an MQTT DISCONNECT), so the hub drops it at once.
+    pub stop: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 impl SimConfig {
@@ -58,6 +61,7 @@ impl SimConfig {
             ota: None,
             source_addr: None,
             tls: None,
+            stop: None,
         }
     }
 }

@@ -35,18 +35,39 @@ impl MqttTarget {
     }
 }
 
-/// Serves until the task is dropped, or the broker refuses the credentials for good.
-pub async fn run_device(cfg: SimConfig, t: MqttTarget) -> Result<(), super::client::Stopped> {
-    let mut link = DeviceLink::new(build_server_with(cfg.profile, &cfg.device_id, cfg.extra_tools), Transport::Mqtt);
-    let options = t.broker.options(&t.client_id, Duration::from_secs(u64::from(t.keepalive.max(5))), 1 << 20);
+/// How long a stopping device waits for its goodbye and DISCONNECT to leave.
+const LEAVE_WAIT: Duration = Duration::from_secs(2);
+
+/// Serves until the task is dropped, `cfg.stop` says stop (then it says goodbye and disconnects),
+/// or the broker refuses the credentials for good.
+pub async fn run_device(mut cfg: SimConfig, t: MqttTarget) -> Result<(), super::client::Stopped> {
+    let mut link = DeviceLink::new(
+        build_server_with(cfg.profile, &cfg.device_id, cfg.extra_tools),
+        Transport::Mqtt,
+    );
+    let options = t.broker.options(
+        &t.client_id,
+        Duration::from_secs(u64::from(t.keepalive.max(5))),
+        1 << 20,
+    );
     let mut c = conn::connect(options, None);
     let client = c.client.clone();
     let publish = |text: String| crate::links::mqtt::publish(&client, t.publish_topic.clone(), text);
     let mut hello_deadline: Option<Instant> = None;
     let mut out = String::new();
+    let mut stop = cfg.stop.take();
     loop {
         let ev = tokio::select! {
             ev = c.events.recv() => ev,
+            () = stopping(&mut stop) => {
+                // The hub hears the goodbye and checks at once whether the device is still there;
+                // the DISCONNECT tells the broker this is no crash (no will).
+                publish(link.goodbye());
+                let _ = c.client.try_disconnect();
+                let _ = tokio::time::timeout(LEAVE_WAIT, async { while c.events.recv().await.is_some_and(|e| !matches!(e, ConnEvent::Down(_))) {} }).await;
+                info!(device = %cfg.device_id, "stopped: said goodbye and disconnected");
+                return Ok(());
+            }
             _ = sleep_until(hello_deadline) => {
                 // The stock firmware gives up on the voice session; the simulator says hello again
                 // (its hello may have gone to a broker nobody was subscribed to yet).
@@ -102,6 +123,18 @@ pub async fn run_device(cfg: SimConfig, t: MqttTarget) -> Result<(), super::clie
             }
             Some(ConnEvent::Message(_) | ConnEvent::Subscribed) => {}
         }
+    }
+}
+
+/// Resolves once `stop` turns `true` (never without one).
+async fn stopping(stop: &mut Option<tokio::sync::watch::Receiver<bool>>) {
+    match stop {
+        Some(rx) => {
+            if rx.wait_for(|s| *s).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+        None => std::future::pending().await,
     }
 }
 

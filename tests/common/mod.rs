@@ -79,6 +79,33 @@ impl HubProcess {
         Self::start_with(&args, env, true).await
     }
 
+    /// `n` hubs of one cluster (`--approve-all`, plus `extra`, which names the broker): each with
+    /// its own state directory holding the same hub secret, as docs/cluster.md requires (their
+    /// indexes and requests are MAC'd with it); the directories go with the hubs.
+    pub async fn cluster(
+        n: usize,
+        extra: &[&str],
+        capture: bool,
+    ) -> (Vec<Self>, Vec<tempfile::TempDir>) {
+        let secret: String = (0..32)
+            .map(|i| format!("{:02x}", (i * 37 + 11) % 256))
+            .collect();
+        let (mut hubs, mut dirs) = (Vec::new(), Vec::new());
+        for _ in 0..n {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("hub-secret");
+            std::fs::write(&path, &secret).unwrap();
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .unwrap();
+            let state = dir.path().to_string_lossy().into_owned();
+            let mut args = vec!["--approve-all"];
+            args.extend_from_slice(extra);
+            hubs.push(Self::start_with(&args, &[("MCPDEV_STATE_DIR", &state)], capture).await);
+            dirs.push(dir);
+        }
+        (hubs, dirs)
+    }
+
     /// Starts `mcpdev serve --json` with `extra` (no `--approve-all` unless given), its stderr
     /// collected in `stderr` when `capture`.
     pub async fn start_with(extra: &[&str], env: &[(&str, &str)], capture: bool) -> Self {
@@ -172,4 +199,40 @@ pub fn installed(var: &str, fallback: std::path::PathBuf, what: &str) -> std::pa
         return p.clone();
     }
     panic!("no {what}: {var} is {from_env:?} and {} does not exist. Run .ci/test (it installs it), or set {var}.", fallback.display());
+}
+
+/// The official MCP Python SDK 2.x (`.ci/venv-mcp2`, `MCPDEV_TEST_MCP2_PYTHON`) against `url`,
+/// running `steps` (tests/interop/mcp_client.py); its output lines.
+pub async fn mcp_sdk_client(url: &str, steps: &serde_json::Value) -> Vec<serde_json::Value> {
+    let python = installed(
+        "MCPDEV_TEST_MCP2_PYTHON",
+        repo_path(".ci/venv-mcp2/bin/python"),
+        "the MCP Python SDK 2.x (.ci/test creates .ci/venv-mcp2)",
+    );
+    let out = tokio::process::Command::new(python)
+        .arg(repo_path("tests/interop/mcp_client.py"))
+        .args([
+            "--url",
+            url,
+            "--transport",
+            "http",
+            "--commands",
+            &steps.to_string(),
+        ])
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(120), out)
+        .await
+        .expect("the MCP client hung")
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the MCP client failed: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
 }

@@ -1,0 +1,291 @@
+//! The cluster at scale (issue 36): N hubs on one Mosquitto, half the devices over MQTT, half
+//! over WebSocket attached to each hub; see the bench's opening comment for what is reported.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use mcpdev::links::hub_client::HubClient;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use super::{Proc, broker_counters, calls, cpu_ticks, env_or, hub_with, mosquitto, until};
+
+/// Resident memory of a process, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn sim(args: &[&str]) -> Proc {
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"))
+        .args(["sim", "--quiet"])
+        .args(args)
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    Proc(child)
+}
+
+/// Pages through `devices` of a hub: (ready in all, ready served by it).
+async fn census(client: &HubClient) -> (usize, usize) {
+    let (mut after, mut ready, mut own) = (None::<String>, 0, 0);
+    loop {
+        let Ok(page) = client
+            .call(json!({"op": "devices", "limit": 1000, "after": after}))
+            .await
+        else {
+            return (ready, own);
+        };
+        for d in page["devices"].as_array().into_iter().flatten() {
+            if d["phase"] == "ready" {
+                ready += 1;
+                own += usize::from(d.get("session_id").is_some());
+            }
+        }
+        match page["next"].as_str() {
+            Some(n) => after = Some(n.to_string()),
+            None => return (ready, own),
+        }
+    }
+}
+
+/// `mcpdev ARGS` against a hub: the time to its first line on stdout, and to its end.
+async fn timed(
+    host: &str,
+    runtime: &std::path::Path,
+    args: &[&str],
+) -> (Duration, Duration, usize) {
+    let start = Instant::now();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"))
+        .args(args)
+        .env("MCPDEV_HUB", host)
+        .env("MCPDEV_RUNTIME_DIR", runtime)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut first, mut n) = (None, 0);
+    while let Ok(Some(_)) = lines.next_line().await {
+        first.get_or_insert_with(|| start.elapsed());
+        n += 1;
+    }
+    let _ = child.wait().await;
+    (first.unwrap_or_default(), start.elapsed(), n)
+}
+
+pub async fn run() {
+    let n = env_or("MCPDEV_BENCH_HUBS", 3) as usize;
+    let devices = env_or("MCPDEV_BENCH_DEVICES", 6000) as usize;
+    let rest = Duration::from_secs(env_or("MCPDEV_BENCH_REST_SECS", 60));
+    mcpdev::hub::budget::raise_fd_limit();
+    let dir = tempfile::tempdir().unwrap();
+    // SAFETY: set before any thread of this process reads the environment concurrently.
+    unsafe { std::env::set_var("MCPDEV_RUNTIME_DIR", dir.path()) };
+    let (broker, port) = mosquitto(dir.path()).await;
+    let url = format!("mqtt://127.0.0.1:{port}");
+    let mut hubs = Vec::new();
+    for i in 0..n {
+        hubs.push(hub_with(&url, &dir.path().join(format!("h{i}")), &[]).await);
+    }
+    let clients: Vec<HubClient> =
+        futures_util::future::join_all(hubs.iter().map(|h| HubClient::connect(&h.1)))
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let base: Vec<u64> = hubs.iter().map(|h| rss_kib(h.0.pid())).collect();
+    let broker_base = rss_kib(broker.pid());
+    println!(
+        "## {n} hubs, {devices} devices ({} MQTT, {} WebSocket), Mosquitto on loopback, debug={}",
+        devices / 2,
+        devices - devices / 2,
+        cfg!(debug_assertions)
+    );
+
+    // Devices: MQTT ids 0f:00:…, WebSocket ids 0f:<hub+1>:… (the last one of the last hub
+    // arrives last).
+    let started = Instant::now();
+    let _mqtt = sim(&[
+        "--mqtt",
+        &url,
+        "--device-id",
+        "0f:00:00:00:00:00",
+        "--count",
+        &(devices / 2).to_string(),
+    ]);
+    let ws_each = (devices - devices / 2) / n;
+    let mut _ws = Vec::new();
+    let mut last_ws = String::new();
+    for (i, h) in hubs.iter().enumerate() {
+        let first = format!("0f:{:02x}:00:00:00:00", i + 1);
+        _ws.push(sim(&[
+            "--url",
+            &h.2,
+            "--device-id",
+            &first,
+            "--count",
+            &ws_each.to_string(),
+        ]));
+        last_ws = format!(
+            "0f:{:02x}:00:00:{:02x}:{:02x}",
+            i + 1,
+            (ws_each - 1) / 256,
+            (ws_each - 1) % 256
+        );
+    }
+    let total = devices / 2 + ws_each * n;
+    let ready = until(
+        Duration::from_secs(900),
+        "every device ready, listed through hub 1",
+        async || {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            census(&clients[0]).await.0 >= total
+        },
+    )
+    .await;
+    println!(
+        "all {total} ready, listed through hub 1: {:.1?} after the first sim started ({ready:.1?} of polling)",
+        started.elapsed()
+    );
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let mut own = Vec::new();
+    for (i, c) in clients.iter().enumerate() {
+        let (_, mine) = census(c).await;
+        let kib = rss_kib(hubs[i].0.pid());
+        println!(
+            "hub {}: serves {mine}, RSS {} MB ({} MB before), {:.2} KB a device it serves, {:.2} KB a device of the cluster",
+            i + 1,
+            kib / 1024,
+            base[i] / 1024,
+            (kib - base[i]) as f64 / mine.max(1) as f64 * 1.024,
+            (kib - base[i]) as f64 / total as f64 * 1.024
+        );
+        own.push(mine);
+    }
+
+    // At rest: the broker's memory and traffic.
+    let before = broker_counters(port).await;
+    let cpu0: Vec<u64> = hubs.iter().map(|h| cpu_ticks(h.0.pid())).collect();
+    tokio::time::sleep(rest).await;
+    let after = broker_counters(port).await;
+    let cpu1: Vec<u64> = hubs.iter().map(|h| cpu_ticks(h.0.pid())).collect();
+    let secs = rest.as_secs_f64();
+    println!(
+        "at rest over {rest:?}: Mosquitto RSS {} MB ({} MB empty), {:.0} messages/s in, {:.0} out, {:.0} KB/s in; hubs' CPU {}",
+        rss_kib(broker.pid()) / 1024,
+        broker_base / 1024,
+        (after[2] - before[2]) as f64 / secs,
+        (after[3] - before[3]) as f64 / secs,
+        (after[0] - before[0]) as f64 / secs / 1024.0,
+        cpu0.iter()
+            .zip(&cpu1)
+            .map(|(a, b)| format!("{:.1}%", (b - a) as f64 / secs))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+
+    // Cross-hub vs local, at this size: a WebSocket device of hub 1, and one of hub 2, through hub 1.
+    let local_dev = "0f:01:00:00:00:00";
+    let remote_dev = "0f:02:00:00:00:00";
+    let pids = [hubs[0].0.pid(), hubs[1].0.pid()];
+    println!("| path (through hub 1) | p50 | p90 | CPU of hub 1 / call | CPU of hub 2 / call |");
+    println!("|---|---:|---:|---:|---:|");
+    let (p50, p90, cpu) = calls(&clients[0], local_dev, pids).await;
+    println!(
+        "| local ({local_dev}) | {p50:.2?} | {p90:.2?} | {:.0} µs | {:.0} µs |",
+        cpu[0], cpu[1]
+    );
+    let (p50, p90, cpu) = calls(&clients[0], remote_dev, pids).await;
+    println!(
+        "| cross-hub ({remote_dev} on hub 2) | {p50:.2?} | {p90:.2?} | {:.0} µs | {:.0} µs |",
+        cpu[0], cpu[1]
+    );
+
+    // Listings through hub 1.
+    let host = hubs[0].1.clone();
+    for args in [
+        &["devices", "--ndjson"][..],
+        &["devices"][..],
+        &["devices", "--json"][..],
+    ] {
+        let before = rss_kib(hubs[0].0.pid());
+        let (first, end, lines) = timed(&host, dir.path(), args).await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        println!(
+            "`mcpdev {}` through hub 1: first line {first:.1?}, end {end:.2?}, {lines} lines; hub 1 RSS {} MB before, {} MB 3 s after",
+            args.join(" "),
+            before / 1024,
+            rss_kib(hubs[0].0.pid()) / 1024
+        );
+    }
+
+    // /mcp: search and call of the device that arrived last (the last WebSocket device of the
+    // last hub), through hub 1.
+    let prefix = mcpdev::bridge::naming::prefix_for(&last_ws, &Default::default());
+    let mcp = format!("{host}/mcp");
+    let query = format!("query={last_ws}");
+    let (_, search, _) = timed(
+        &host,
+        dir.path(),
+        &["call", "search_devices", &query, "--url", &mcp, "--json"],
+    )
+    .await;
+    let name = format!("{prefix}.self.get_device_status");
+    let (_, call, _) = timed(&host, dir.path(), &["call", &name, "--url", &mcp, "--json"]).await;
+    println!(
+        "/mcp through hub 1, the device that arrived last ({last_ws}, on hub {n}): `call search_devices` {search:.2?}, `call {name}` {call:.2?} (each a whole CLI run: connect, initialize, the calls, DELETE)"
+    );
+
+    // Failover: kill -9 of the hub with the most MQTT devices (WebSocket ones reconnect to their URL's hub).
+    let victim = (1..n).max_by_key(|i| own[*i]).unwrap_or(1);
+    let survivor = if victim == 0 { 1 } else { 0 };
+    let moving: Vec<String> = {
+        let mut v = Vec::new();
+        let mut after = None::<String>;
+        loop {
+            let page = clients[victim]
+                .call(json!({"op": "devices", "limit": 1000, "after": after}))
+                .await
+                .unwrap();
+            for d in page["devices"].as_array().into_iter().flatten() {
+                if d.get("session_id").is_some() && d["transport"] == "mqtt" {
+                    v.push(d["device_id"].as_str().unwrap().to_string());
+                }
+            }
+            match page["next"].as_str() {
+                Some(x) => after = Some(x.to_string()),
+                None => break v,
+            }
+        }
+    };
+    // The survivors share the MQTT devices between them: the cluster's listing says when all are back.
+    hubs[victim].0.0.kill().await.unwrap();
+    let t = Instant::now();
+    until(
+        Duration::from_secs(600),
+        "the survivors serve every MQTT device of the dead hub",
+        async || {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            census(&clients[survivor]).await.0 >= total - ws_each
+        },
+    )
+    .await;
+    println!(
+        "failover: kill -9 of hub {} ({} MQTT devices); every one listed ready through hub {} again {:.1?} later (polled every 0.5 s)",
+        victim + 1,
+        moving.len(),
+        survivor + 1,
+        t.elapsed()
+    );
+}
