@@ -685,7 +685,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__flash)
-            opts="-c -p -B -M -q -v -h -V --chip --port --baud --no-verify --save-image --merge --image --flash-args --wifi-ssid --hub-url --no-provision --wait-device --monitor --monitor-baud --monitor-only --board-info --erase --hub --firmware-dir --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            opts="-c -p -B -M -q -v -h -V --chip --port --baud --no-verify --save-image --merge --image --flash-args --wifi-ssid --hub-url --hub-ca --no-hub-ca --no-provision --wait-device --monitor --monitor-baud --monitor-only --board-info --erase --hub --firmware-dir --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -732,6 +732,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --hub-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hub-ca)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1239,7 +1243,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__serve)
-            opts="-q -v -h -V --device-addr --host-addr --ready-file --demo --demo-extra-tools --demo-profile --device-token --gateway-token --approve-all --vision-url --vision-token --vision-dir --vision-max-files --vision-max-mb --keepalive --onboarding-timeout --allowed-host --allowed-origin --mcp-token --mcp-timeout --mcp-names --mcp-user-tools --mcp-page-size --mcp-fleet-threshold --mcp-max-sessions --mcp-max-sessions-per-peer --mqtt --mqtt-listen --mqtt-group --hub-name --mqtt-max-payload --mqtt-dynsec --mqtt-hooks --mqtt-shared-device-login --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --tls --tls-cert --tls-key --host-tls --mqtts-listen --mqtt-plain --header-timeout --body-timeout --tls-handshake-timeout --hello-timeout --max-pre-hello-per-peer --max-pre-hello --accept-queue-timeout --max-queued-per-peer --max-device-connections --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            opts="-q -v -h -V --device-addr --host-addr --ready-file --demo --demo-extra-tools --demo-profile --device-token --gateway-token --approve-all --vision-url --vision-token --vision-dir --vision-max-files --vision-max-mb --keepalive --onboarding-timeout --allowed-host --allowed-origin --mcp-token --mcp-timeout --mcp-names --mcp-user-tools --mcp-page-size --mcp-fleet-threshold --mcp-max-sessions --mcp-max-sessions-per-peer --mqtt --mqtt-listen --mqtt-group --hub-name --cluster-index-max --cluster-stand-ins --mqtt-max-payload --mqtt-dynsec --mqtt-hooks --mqtt-shared-device-login --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --tls --tls-cert --tls-key --host-tls --mqtts-listen --mqtt-plain --header-timeout --body-timeout --tls-handshake-timeout --hello-timeout --max-pre-hello-per-peer --max-pre-hello --accept-queue-timeout --max-queued-per-peer --max-device-connections --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1354,6 +1358,14 @@ _mcpdev() {
                     return 0
                     ;;
                 --hub-name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cluster-index-max)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cluster-stand-ins)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

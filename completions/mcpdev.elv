@@ -74,6 +74,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --mqtt-listen 'Where the embedded broker listens'
             cand --mqtt-group 'Shared-subscription group: hubs on one broker with the same group share the devices'
             cand --hub-name 'This hub''s name in a cluster, shown by `devices` (column `hub`) instead of its id: up to 32 letters, digits, `.`, `-` and `_` (needs --mqtt: a hub without a broker has no cluster)'
+            cand --cluster-index-max 'Cluster: devices this hub lists in its index for the other hubs at most (the first in Device-Id order); the others hubs find the rest on demand and say how many are not listed'
+            cand --cluster-stand-ins 'Cluster: other hubs'' devices kept as stand-ins for this hub''s MCP endpoints at once; beyond it the one used least recently is dropped and made again when asked for'
             cand --mqtt-max-payload 'Largest MQTT message to or from a device, in bytes; larger ones are refused'
             cand --mqtt-hooks 'EMQX 5: serve its HTTP authentication and authorization hooks here (/mqtt/authn, /mqtt/authz), so that EMQX asks the hub; the secret EMQX sends is in MCPDEV_MQTT_HOOK_SECRET(_FILE)'
             cand --mqtt-device-endpoint '`mqtt.endpoint` handed to devices by OTA (default: the broker''s address as devices reach it)'
@@ -404,7 +406,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         &'mcpdev;sim'= {
             cand --url 'The backend''s WebSocket URL [default: ws://127.0.0.1:PORT/xiaozhi/v1/, PORT from MCPDEV_DEVICE_ADDR as `serve` reads it, else 8000]'
             cand --device-id 'Device-Id (MAC) of the first device; further devices count up from it [default: 02:00:00:00:00:01, or the next free one: another `sim` here, or a device the hub has (`serve --demo`''s), moves it on; the id taken is printed]. With --replay: replay under this id (with a Client-Id of its own), beside the recorded device, instead of as it'
-            cand --count 'How many virtual devices to run in this process'
+            cand --count 'How many virtual devices to run in this process (one the backend refuses ends alone, reported; the others run on)'
             cand --token 'Device token, sent as `Authorization: Bearer <token>` (prefer the environment variable)'
             cand --extra-tools 'Extra generated tools per device, to exercise paging'
             cand --protocol-version 'Binary protocol version announced in `Protocol-Version` and the hello'

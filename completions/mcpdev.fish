@@ -79,6 +79,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt -d 'Serve M
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-listen -d 'Where the embedded broker listens' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-group -d 'Shared-subscription group: hubs on one broker with the same group share the devices' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l hub-name -d 'This hub\'s name in a cluster, shown by `devices` (column `hub`) instead of its id: up to 32 letters, digits, `.`, `-` and `_` (needs --mqtt: a hub without a broker has no cluster)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l cluster-index-max -d 'Cluster: devices this hub lists in its index for the other hubs at most (the first in Device-Id order); the others hubs find the rest on demand and say how many are not listed' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l cluster-stand-ins -d 'Cluster: other hubs\' devices kept as stand-ins for this hub\'s MCP endpoints at once; beyond it the one used least recently is dropped and made again when asked for' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-max-payload -d 'Largest MQTT message to or from a device, in bytes; larger ones are refused' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-hooks -d 'EMQX 5: serve its HTTP authentication and authorization hooks here (/mqtt/authn, /mqtt/authz), so that EMQX asks the hub; the secret EMQX sends is in MCPDEV_MQTT_HOOK_SECRET(_FILE)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-device-endpoint -d '`mqtt.endpoint` handed to devices by OTA (default: the broker\'s address as devices reach it)' -r
@@ -333,7 +335,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_s
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l url -d 'The backend\'s WebSocket URL [default: ws://127.0.0.1:PORT/xiaozhi/v1/, PORT from MCPDEV_DEVICE_ADDR as `serve` reads it, else 8000]' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l device-id -d 'Device-Id (MAC) of the first device; further devices count up from it [default: 02:00:00:00:00:01, or the next free one: another `sim` here, or a device the hub has (`serve --demo`\'s), moves it on; the id taken is printed]. With --replay: replay under this id (with a Client-Id of its own), beside the recorded device, instead of as it' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l count -d 'How many virtual devices to run in this process' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l count -d 'How many virtual devices to run in this process (one the backend refuses ends alone, reported; the others run on)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l token -d 'Device token, sent as `Authorization: Bearer <token>` (prefer the environment variable)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l extra-tools -d 'Extra generated tools per device, to exercise paging' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l protocol-version -d 'Binary protocol version announced in `Protocol-Version` and the hello' -r

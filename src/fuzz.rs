@@ -481,6 +481,8 @@ fn check_room(before: &[crate::hub::admission::Waiting], after: &[crate::hub::ad
         Some(Refusal::Busy { cap: Crowded::Full, .. }) => assert!(before.len() >= MAX_PENDING && !before.iter().any(several), "a full store refused a check-in though it had a request to spare"),
         _ => {}
     }
+}
+
 /// The hub's TLS accept path: the server configuration every hub listener uses
 /// ([`crate::tls::server::config`]: its versions, suites, ALPN and session tickets) fed what a
 /// peer sends. The first byte sets the size of the reads (0: everything in one), the rest is

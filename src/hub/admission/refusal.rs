@@ -82,6 +82,7 @@ impl std::fmt::Display for Refusal {
             Refusal::Taken { device_id, resident: false } => write!(
                 f,
                 "Device-Id {device_id} belongs to a device connected to this hub now, with its token; this is another device with the same Device-Id: give it its own (`mcpdev sim --device-id 02:…`). Only if this is that very device, reset, and the connected one is gone for good: `mcpdev devices approve {device_id} --rebind` prints a new token (the old one stops working)"
+            ),
             Refusal::Busy { retry_after_s, cap: Crowded::Network } => write!(
                 f,
                 "too many devices of this network (its /24 or /64) wait for approval: try again in {retry_after_s} s; the hub's owner can approve or deny them (`mcpdev devices pending`)"
