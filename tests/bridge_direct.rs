@@ -115,7 +115,8 @@ async fn a_sessions_tool_call_is_answered_directly_as_rmcp_answers_it() {
     // The first call after rmcp last served the session is taken directly.
     let ok = json!({"result": {"content": [{"type": "text", "text": "lamp at 5"}]}});
     let (direct, via_rmcp) = both_ways(&mut session, &mut device, json!({"n": 5}), Some(ok)).await;
-    assert_eq!(direct["result"], json!({"content": [{"type": "text", "text": "lamp at 5"}], "isError": false}));
+    // The hub names the device that answered in `_meta` (issue 33), on both paths alike.
+    assert_eq!(direct["result"], json!({"content": [{"type": "text", "text": "lamp at 5"}], "isError": false, "_meta": {"mcpdev/device_id": "02:00:00:00:00:0a"}}));
     assert_eq!(direct["result"], via_rmcp["result"]);
     // The stock firmware's image shape, normalised the same way.
     let image = json!({"result": {"content": [{"type": "image", "image": "{\"mimeType\":\"image/png\",\"data\":\"iVBO\"}"}]}});
@@ -136,12 +137,12 @@ async fn a_sessions_tool_call_is_answered_directly_as_rmcp_answers_it() {
     assert_eq!(direct["result"], via_rmcp["result"]);
     let ok = json!({"result": {"content": []}});
     let (direct, _) = both_ways(&mut session, &mut device, json!({"n": 8}), Some(ok)).await;
-    assert_eq!(direct["result"], json!({"content": [], "isError": false}));
+    assert_eq!(direct["result"], json!({"content": [], "isError": false, "_meta": {"mcpdev/device_id": "02:00:00:00:00:0a"}}));
     // A result that is no result shape at all (a string, a number): passed on as text, by both
     // paths, and the session goes on.
     for (n, odd) in [(9, json!("done")), (10, json!(5)), (11, json!([]))] {
         let (direct, via_rmcp) = both_ways(&mut session, &mut device, json!({"n": n}), Some(json!({"result": odd}))).await;
-        assert_eq!(direct["result"], json!({"content": [{"type": "text", "text": odd.to_string()}], "isError": false}), "{odd}");
+        assert_eq!(direct["result"], json!({"content": [{"type": "text", "text": odd.to_string()}], "isError": false, "_meta": {"mcpdev/device_id": "02:00:00:00:00:0a"}}), "{odd}");
         assert_eq!(direct["result"], via_rmcp["result"]);
     }
 }

@@ -33,8 +33,21 @@ async fn both_listed(hub: &HubProcess) -> Vec<Value> {
 #[tokio::test]
 async fn devices_shows_each_hub_by_its_name_or_by_the_id_serve_printed() {
     let broker = Mosquitto::start().await;
-    let named = HubProcess::start(&["--mqtt", &broker.url(), "--hub-name", "rack-2.east"], &[]).await;
-    let plain = HubProcess::start(&["--mqtt", &broker.url()], &[]).await;
+    // Hubs of one cluster share the hub secret (docs/cluster.md): each its own state directory
+    // holding the same one, as `HubProcess::cluster` makes them.
+    let secret: String = (0..32).map(|i| format!("{:02x}", (i * 53 + 7) % 256)).collect();
+    let states: Vec<tempfile::TempDir> = (0..2)
+        .map(|_| {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("hub-secret");
+            std::fs::write(&path, &secret).unwrap();
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+            dir
+        })
+        .collect();
+    let state = |i: usize| states[i].path().to_string_lossy().into_owned();
+    let named = HubProcess::start(&["--mqtt", &broker.url(), "--hub-name", "rack-2.east"], &[("MCPDEV_STATE_DIR", &state(0))]).await;
+    let plain = HubProcess::start(&["--mqtt", &broker.url()], &[("MCPDEV_STATE_DIR", &state(1))]).await;
     let id_of = |hub: &HubProcess| -> String {
         let id = hub.info["hub_id"].as_str().unwrap_or_else(|| panic!("no hub_id in the listening event: {}", hub.info)).to_string();
         assert!(id.len() == 12 && id.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");

@@ -27,6 +27,12 @@ pub fn spawn_mcpdev(args: &[&str], env: &[(&str, &str)]) -> Running {
 fn spawn_mcpdev_with(args: &[&str], env: &[(&str, &str)], stderr: Stdio) -> Running {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"));
     cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(stderr).kill_on_drop(true);
+    // A `sim` with no id of its own takes the first default slot no other `sim` on this machine
+    // holds, and tests run side by side: these tests mean the default first id itself, so they
+    // name it (a named id never moves). `tests/first_hour.rs` tests the moving default.
+    if args.first() == Some(&"sim") && !args.iter().any(|a| *a == "--device-id" || *a == "--replay") {
+        cmd.args(["--device-id", "02:00:00:00:00:01"]);
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }
