@@ -100,6 +100,18 @@ struct Calls {
     record_logs: Option<(Instant, u32, u64)>,
 }
 
+impl Calls {
+    /// Ends a served request's bookkeeping: whoever removes its entry (its own end, or a cancel)
+    /// releases the peer's slot, once. The task, if it is still running, is the caller's to abort.
+    fn release(&mut self, key: &(String, u64)) -> Option<tokio::task::AbortHandle> {
+        let task = self.served.remove(key)?;
+        if let Some(n) = self.served_per_peer.get_mut(&key.0) {
+            *n = n.saturating_sub(1);
+        }
+        Some(task)
+    }
+}
+
 /// This hub's place in the cluster: the view of the others, and requests to and from them.
 pub struct ClusterNode {
     me: String,
@@ -436,7 +448,8 @@ impl ClusterNode {
         }
         let key = (req.from.clone(), req.c);
         if req.cancel {
-            if let Some(task) = lock(&self.calls).served.remove(&key) {
+            // The aborted task never reaches its own `served_done`: the slot is released here.
+            if let Some(task) = lock(&self.calls).release(&key) {
                 task.abort();
             }
             return;
@@ -499,11 +512,7 @@ impl ClusterNode {
     }
 
     fn served_done(&self, peer: &str, c: u64) {
-        let mut calls = lock(&self.calls);
-        calls.served.remove(&(peer.to_string(), c));
-        if let Some(n) = calls.served_per_peer.get_mut(peer) {
-            *n = n.saturating_sub(1);
-        }
+        lock(&self.calls).release(&(peer.to_string(), c));
     }
 
     fn on_answer(&self, payload: &[u8]) {
