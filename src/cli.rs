@@ -468,12 +468,17 @@ pub struct ServeArgs {
     #[arg(long, env = "MCPDEV_MCP_FLEET_THRESHOLD", value_name = "N", default_value_t = crate::bridge::fleet::DEFAULT_THRESHOLD)]
     pub mcp_fleet_threshold: u32,
     /// Open MCP sessions (/mcp, /sse, /devices/*/mcp and /sse) allowed in total; a new one
-    /// beyond it is refused with 503 until sessions end or expire (5 min idle)
+    /// beyond it takes the place of the least recently used Streamable HTTP session idle for
+    /// --mcp-reclaim-idle, or is refused with 503 until sessions end or expire (5 min idle)
     #[arg(long, env = "MCPDEV_MCP_MAX_SESSIONS", value_name = "N", default_value_t = crate::bridge::sessions::DEFAULT_TOTAL, value_parser = clap::value_parser!(u32).range(1..))]
     pub mcp_max_sessions: u32,
     /// Open MCP sessions allowed from one peer address (on loopback, every local MCP host is one peer)
     #[arg(long, env = "MCPDEV_MCP_MAX_SESSIONS_PER_PEER", value_name = "N", default_value_t = crate::bridge::sessions::DEFAULT_PER_PEER, value_parser = clap::value_parser!(u32).range(1..))]
     pub mcp_max_sessions_per_peer: u32,
+    /// How long a Streamable HTTP session must go without a request (and with none open) before
+    /// a new session may take its place when a session cap is full
+    #[arg(long, env = "MCPDEV_MCP_RECLAIM_IDLE", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub mcp_reclaim_idle: std::time::Duration,
     #[command(flatten)]
     pub mqtt: MqttServeArgs,
     #[command(flatten)]

@@ -84,6 +84,56 @@ async fn mcp_sessions_are_capped_per_peer_and_in_total_and_come_back_when_they_e
     assert!((1..=2).contains(&lines), "refusals logged {lines} times:\n{log}");
 }
 
+/// Issue 36 (sessions a host never ends): when a cap is full, a new session takes the place of
+/// the least recently used session its host left idle, instead of being refused; a session in
+/// use (a request or a GET stream open) and another peer's sessions are never taken. The
+/// reclaimed session's host gets 404 (start a new session); every reclaim is counted.
+#[tokio::test]
+async fn a_full_cap_reclaims_the_least_recently_used_idle_session_and_keeps_those_in_use() {
+    // `--mcp-reclaim-idle 0s`: any session not in use is reclaimable, so the order is the test.
+    let hub = HubProcess::start_capturing(&["--mcp-max-sessions-per-peer", "3", "--mcp-reclaim-idle", "0s"], &[]).await;
+    let to = addr_of(&hub.host_url);
+    let list = |id: &str| {
+        let id = id.to_string();
+        async move {
+            request("127.0.0.2", to, "POST", "/mcp", &[MCP_HEADERS[0], MCP_HEADERS[1], ("Mcp-Session-Id", &id)], r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#).await.status
+        }
+    };
+    let hub_ref = &hub;
+    let open = |from: &'static str, n: u32| async move {
+        let a = open_session(hub_ref, from, "/mcp", n).await;
+        assert_eq!(a.status, 200, "{a:?}");
+        a.header("mcp-session-id").expect("a session id").to_string()
+    };
+    let other = open("127.0.0.3", 1).await;
+    let (a, b, c) = (open("127.0.0.2", 1).await, open("127.0.0.2", 2).await, open("127.0.0.2", 3).await);
+    // C's host listens on its GET stream (in use); A's host makes a request (used after B).
+    let mut stream = raw_http::connect_from("127.0.0.2", to).await;
+    raw_http::send(&mut stream, "GET", "/mcp", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &c)], "").await;
+    assert_eq!(raw_http::read_head(&mut stream).await.0, 200);
+    assert_eq!(list(&a).await, 200);
+
+    // A fourth session of the peer: B, idle longest and not in use, makes room.
+    let d = open("127.0.0.2", 4).await;
+    eventually("the reclaimed session is gone for its host", || async { list(&b).await == 404 }).await;
+    assert_eq!(list(&a).await, 200, "a session used more recently is kept");
+    assert_eq!(list(&d).await, 200);
+    let theirs = request("127.0.0.3", to, "POST", "/mcp", &[MCP_HEADERS[0], MCP_HEADERS[1], ("Mcp-Session-Id", &other)], r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#).await;
+    assert_eq!(theirs.status, 200, "another peer's session is never taken for this peer's cap: {theirs:?}");
+    // C's stream was never cut: the hub still writes to it (a keepalive or an event) and the
+    // session answers.
+    assert_eq!(list(&c).await, 200, "a session with its GET stream open is in use, never reclaimed");
+    drop(stream);
+
+    // Counted and logged.
+    let port = hub.host_url.rsplit(':').next().unwrap();
+    let token = std::fs::read_to_string(std::path::Path::new(&hub.runtime_dir).join(format!("control-{port}.token"))).unwrap();
+    let metrics = request("127.0.0.1", to, "GET", "/metrics", &[("Authorization", &format!("Bearer {}", token.trim()))], "").await;
+    assert!(metrics.body.contains("mcpdev_mcp_sessions_reclaimed_total 1"), "{}", metrics.body);
+    let log = hub.stderr.as_ref().unwrap().lock().unwrap().clone();
+    assert!(log.contains("MCP session reclaimed"), "{log}");
+}
+
 /// A legacy SSE session (`GET /sse`), read as raw bytes: what the hub sent on its stream.
 struct SseSession {
     tcp: tokio::net::TcpStream,

@@ -40,6 +40,7 @@ struct Endpoint {
     service: Service,
     direct: Arc<Direct>,
     caps: Arc<SessionCaps>,
+    sessions: Arc<LocalSessionManager>,
 }
 
 tokio::task_local! {
@@ -67,10 +68,10 @@ fn endpoint(shared: &Arc<Shared>, scope: Scope) -> Endpoint {
     let caps = shared.sessions.clone();
     let service = StreamableHttpService::new(
         move || Ok(Bridge::new(shared.clone(), scope.clone(), NEW_SLOT.try_with(std::cell::Cell::take).ok().flatten())),
-        sessions,
+        sessions.clone(),
         config,
     );
-    Endpoint { service, direct, caps }
+    Endpoint { service, direct, caps, sessions }
 }
 
 /// The MCP routes, to merge into the host listener's router.
@@ -82,7 +83,7 @@ fn endpoints(hub: Arc<Hub>, config: BridgeConfig) -> Arc<Endpoints> {
     let fleet = Arc::new(super::fleet::Fleet::new(config.fleet_threshold));
     let notifier = Arc::new(super::notifier::Notifier::default());
     notifier.spawn(&hub, fleet.clone());
-    let sessions = SessionCaps::new(config.max_sessions, config.max_sessions_per_peer);
+    let sessions = SessionCaps::with_reclaim(config.max_sessions, config.max_sessions_per_peer, config.reclaim_idle);
     let shared = Arc::new(Shared { hub, config, notifier, catalogues: Default::default(), sessions, fleet });
     Arc::new(Endpoints {
         all: endpoint(&shared, Scope::All),
@@ -131,20 +132,44 @@ async fn all_streamable(State(e): State<Arc<Endpoints>>, req: Request) -> Respon
 /// rmcp. A session ended by `DELETE` is answered 204 (rmcp says 202, which the Python SDK 1.x
 /// reports as a failed termination).
 async fn streamable(endpoint: Endpoint, req: Request) -> Response<Body> {
+    // The host uses its session while this request (and a stream it opens) lasts: the session is
+    // not reclaimed meanwhile ([`super::sessions`]).
+    let busy = req.headers().get(&SESSION_ID).and_then(|v| v.to_str().ok()).and_then(|id| endpoint.caps.busy(id));
     let req = match endpoint.direct.answer(req).await {
         Ok(answered) => return answered,
         Err(req) => req,
     };
     let delete = req.method() == axum::http::Method::DELETE;
     let session = req.headers().get(&SESSION_ID).cloned();
+    let peer = peer_ip(&req);
     // A POST without a session makes one (or is a sessionless request): within the caps.
-    let slot = match (req.method() == axum::http::Method::POST && session.is_none()).then(|| endpoint.caps.acquire(peer_ip(&req))) {
-        Some(Err(why)) => return refuse_session(req, why).await,
-        Some(Ok(slot)) => Some(slot),
-        None => None,
+    let slot = if req.method() == axum::http::Method::POST && session.is_none() {
+        match endpoint.caps.acquire_or_reclaim(peer).await {
+            Err(why) => return refuse_session(req, why).await,
+            Ok(slot) => Some(slot),
+        }
+    } else {
+        None
     };
+    let id_cell = slot.as_ref().map(Slot::id_cell);
     let served = NEW_SLOT.scope(std::cell::Cell::new(slot), endpoint.service.oneshot(req));
     let mut resp = served.await.unwrap_or_else(|never| match never {}).map(Body::new);
+    if let Some(cell) = id_cell
+        && let Some(id) = resp.headers().get(&SESSION_ID).and_then(|v| v.to_str().ok())
+    {
+        endpoint.caps.register(&cell, id, peer, &endpoint.sessions);
+    }
+    if let Some(busy) = busy
+        && is_event_stream(&resp)
+    {
+        // A stream (the GET stream, or a POST answered as events) keeps the session in use
+        // until it ends.
+        let body = std::mem::take(resp.body_mut()).into_data_stream();
+        *resp.body_mut() = Body::from_stream(futures_util::StreamExt::map(body, move |chunk| {
+            let _in_use = &busy;
+            chunk
+        }));
+    }
     if let Some(session) = session
         && resp.status().is_success()
         && !delete
@@ -156,6 +181,10 @@ async fn streamable(endpoint: Endpoint, req: Request) -> Response<Body> {
         *resp.body_mut() = Body::empty();
     }
     resp
+}
+
+fn is_event_stream(resp: &Response<Body>) -> bool {
+    resp.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("text/event-stream"))
 }
 
 /// The address of the peer that sent a request (loopback when the listener did not say, as in

@@ -69,6 +69,8 @@ pub struct BridgeConfig {
     /// Open MCP sessions allowed, in total and per peer address ([`sessions`]).
     pub max_sessions: u32,
     pub max_sessions_per_peer: u32,
+    /// A session idle this long may be reclaimed for a new one when a cap is full.
+    pub reclaim_idle: Duration,
     /// Devices connected above which `/mcp` offers the fleet tools instead of every device's
     /// tools ([`fleet`]).
     pub fleet_threshold: usize,
@@ -84,6 +86,7 @@ impl Default for BridgeConfig {
             token: None,
             max_sessions: sessions::DEFAULT_TOTAL,
             max_sessions_per_peer: sessions::DEFAULT_PER_PEER,
+            reclaim_idle: sessions::DEFAULT_RECLAIM_IDLE,
             fleet_threshold: fleet::DEFAULT_THRESHOLD as usize,
         }
     }

@@ -14,6 +14,16 @@
 //!   held only while it runs) over a cap is refused with HTTP 503, `Retry-After`, and a JSON-RPC
 //!   error naming the cap and what to do; the refusal is logged at most once per 5 s (with how
 //!   many were not logged).
+//! - **A full cap makes room from sessions nobody uses.** A session whose host sent no request for
+//!   `reclaim_idle` (30 s by default, `--mcp-reclaim-idle`) and that has no request or stream
+//!   open is reclaimable: a new session over the per-peer cap closes that peer's least recently
+//!   used reclaimable session, and one over the total cap the hub's, instead of being refused. A
+//!   host that never ends its sessions (many clients send no `DELETE`) no longer locks out the
+//!   next one, and rmcp's own idle expiry cannot do this, since the hub's notifications to a
+//!   session (`list_changed` as devices come and go) keep it alive. The reclaimed session's host
+//!   gets 404 on its next request and starts a new session, as the MCP specification has it.
+//!   Each reclaim is logged (rate-limited). Only sessions the host is not using are taken: a
+//!   host with a request under way or a `GET` stream open keeps its session.
 //! - A slot is counted in one small table under one lock; nothing that can panic runs under it.
 //! - Memory comes back when sessions end: a session's allocations are freed with its handler,
 //!   but glibc keeps freed pages in its arenas (20,000 sessions opened and ended left the hub at
@@ -22,8 +32,11 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use rmcp::transport::streamable_http_server::session::SessionManager;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
 use crate::hub::budget::RateLimited;
 
@@ -32,21 +45,45 @@ pub const DEFAULT_TOTAL: u32 = 512;
 /// Default cap on open MCP sessions per peer address.
 pub const DEFAULT_PER_PEER: u32 = 128;
 
+/// Default time without a request after which a session may be reclaimed when a cap is full.
+pub const DEFAULT_RECLAIM_IDLE: Duration = Duration::from_secs(30);
+
+/// How long a new session waits for a reclaimed one to give its slot back.
+const RECLAIM_WAIT: Duration = Duration::from_secs(2);
+
 /// The open sessions, by peer, within their caps.
 pub struct SessionCaps {
     total: usize,
     per_peer: usize,
+    reclaim_idle: Duration,
     open: Mutex<Open>,
     refusals: RateLimited,
+    reclaims: RateLimited,
+    /// Woken whenever a slot is given back.
+    released: tokio::sync::Notify,
 }
 
 #[derive(Default)]
 struct Open {
     total: usize,
     by_peer: HashMap<IpAddr, usize>,
+    /// Streamable HTTP sessions by id: what tells a reclaimable one.
+    activity: HashMap<Arc<str>, Activity>,
     /// Sessions ended since the heap was last trimmed, and whether a trim is planned.
     ended: usize,
     trim_planned: bool,
+}
+
+/// What the host of one session is doing.
+struct Activity {
+    peer: IpAddr,
+    /// When the host's last request began or ended.
+    last: Instant,
+    /// Its requests under way (a `GET` stream counts while it is open).
+    busy: u32,
+    /// Chosen for reclaiming already.
+    closing: bool,
+    sessions: Weak<LocalSessionManager>,
 }
 
 /// Sessions that end before the heap is trimmed (sooner when none is left open).
@@ -56,6 +93,30 @@ pub const TRIM_AFTER: usize = 64;
 pub struct Slot {
     caps: Arc<SessionCaps>,
     peer: IpAddr,
+    /// The session id, once rmcp made the session ([`SessionCaps::register`]).
+    id: Arc<OnceLock<Arc<str>>>,
+}
+
+impl Slot {
+    /// Where the session's id goes once it is known (the slot itself moves into the handler).
+    pub fn id_cell(&self) -> Arc<OnceLock<Arc<str>>> {
+        self.id.clone()
+    }
+}
+
+/// A request of a session's host under way: the session is not reclaimable until it is dropped.
+pub struct Busy {
+    caps: Arc<SessionCaps>,
+    id: Arc<str>,
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        if let Some(a) = self.caps.lock().activity.get_mut(&self.id) {
+            a.busy = a.busy.saturating_sub(1);
+            a.last = Instant::now();
+        }
+    }
 }
 
 /// Why a session was refused: the text an MCP client is sent.
@@ -64,45 +125,133 @@ pub struct Refused(pub String);
 
 impl SessionCaps {
     pub fn new(total: u32, per_peer: u32) -> Arc<Self> {
+        Self::with_reclaim(total, per_peer, DEFAULT_RECLAIM_IDLE)
+    }
+
+    /// Caps that reclaim sessions idle for `reclaim_idle` when full.
+    pub fn with_reclaim(total: u32, per_peer: u32, reclaim_idle: Duration) -> Arc<Self> {
         Arc::new(Self {
             total: total.max(1) as usize,
             per_peer: per_peer.max(1) as usize,
+            reclaim_idle,
             open: Mutex::default(),
             refusals: RateLimited::new(Duration::from_secs(5)),
+            reclaims: RateLimited::new(Duration::from_secs(5)),
+            released: tokio::sync::Notify::new(),
         })
     }
 
-    /// A slot for a new session of `peer`, or why not (logged, rate-limited).
+    /// A slot for a new session of `peer`, or why not (logged, rate-limited). Never reclaims:
+    /// for transports whose sessions cannot be (legacy SSE).
     pub fn acquire(self: &Arc<Self>, peer: IpAddr) -> Result<Slot, Refused> {
         let peer = peer.to_canonical();
-        let refused = {
-            let mut open = self.lock();
-            let mine = open.by_peer.get(&peer).copied().unwrap_or(0);
-            if mine >= self.per_peer {
-                Some(format!(
-                    "{mine} MCP sessions are open from {peer}, its cap (--mcp-max-sessions-per-peer {}); end sessions you no longer use (HTTP DELETE with their Mcp-Session-Id) or retry once they expire",
-                    self.per_peer
-                ))
-            } else if open.total >= self.total {
-                Some(format!(
-                    "{} MCP sessions are open on this hub, its cap (--mcp-max-sessions {}); retry once sessions end or expire",
-                    open.total, self.total
-                ))
-            } else {
-                open.total += 1;
-                *open.by_peer.entry(peer).or_insert(0) += 1;
-                None
-            }
+        self.try_acquire(peer).map_err(|(_, why)| self.refuse(peer, why))
+    }
+
+    /// A slot for a new Streamable HTTP session of `peer`; when a cap is full, the least recently
+    /// used reclaimable session in its way is closed first (module docs).
+    pub async fn acquire_or_reclaim(self: &Arc<Self>, peer: IpAddr) -> Result<Slot, Refused> {
+        let peer = peer.to_canonical();
+        let (per_peer, why) = match self.try_acquire(peer) {
+            Ok(slot) => return Ok(slot),
+            Err(full) => full,
         };
-        match refused {
-            None => Ok(Slot { caps: self.clone(), peer }),
-            Some(why) => {
-                if let Some(skipped) = self.refusals.allow() {
-                    tracing::warn!(%peer, skipped, "MCP session refused: {why}");
-                }
-                Err(Refused(why))
-            }
+        let Some((id, sessions, idle)) = self.reclaimable(peer, per_peer) else {
+            return Err(self.refuse(peer, why));
+        };
+        if let Some(skipped) = self.reclaims.allow() {
+            tracing::warn!(%peer, skipped, idle_s = idle.as_secs(), "MCP session reclaimed to make room for a new one: its host sent no request for {}s and has none open", idle.as_secs());
         }
+        crate::metrics::count_mcp_session_reclaimed();
+        let released = self.released.notified();
+        tokio::pin!(released);
+        released.as_mut().enable();
+        let _ = sessions.close_session(&id.to_string().into()).await;
+        let deadline = tokio::time::Instant::now() + RECLAIM_WAIT;
+        loop {
+            match self.try_acquire(peer) {
+                Ok(slot) => return Ok(slot),
+                Err((_, why)) if tokio::time::Instant::now() >= deadline => return Err(self.refuse(peer, why)),
+                Err(_) => {}
+            }
+            let _ = tokio::time::timeout_at(deadline, released.as_mut()).await;
+            released.set(self.released.notified());
+            released.as_mut().enable();
+        }
+    }
+
+    /// Takes a slot, or says which cap is full (`true`: the peer's) and how to say so.
+    fn try_acquire(self: &Arc<Self>, peer: IpAddr) -> Result<Slot, (bool, String)> {
+        let mut open = self.lock();
+        let mine = open.by_peer.get(&peer).copied().unwrap_or(0);
+        if mine >= self.per_peer {
+            return Err((
+                true,
+                format!(
+                    "{mine} MCP sessions are open from {peer}, its cap (--mcp-max-sessions-per-peer {}), and none has been idle for {}s; end sessions you no longer use (HTTP DELETE with their Mcp-Session-Id) or retry once they expire",
+                    self.per_peer,
+                    self.reclaim_idle.as_secs()
+                ),
+            ));
+        }
+        if open.total >= self.total {
+            return Err((
+                false,
+                format!(
+                    "{} MCP sessions are open on this hub, its cap (--mcp-max-sessions {}), and none has been idle for {}s; retry once sessions end or expire",
+                    open.total,
+                    self.total,
+                    self.reclaim_idle.as_secs()
+                ),
+            ));
+        }
+        open.total += 1;
+        *open.by_peer.entry(peer).or_insert(0) += 1;
+        Ok(Slot { caps: self.clone(), peer, id: Arc::default() })
+    }
+
+    fn refuse(&self, peer: IpAddr, why: String) -> Refused {
+        if let Some(skipped) = self.refusals.allow() {
+            tracing::warn!(%peer, skipped, "MCP session refused: {why}");
+        }
+        Refused(why)
+    }
+
+    /// The least recently used session that may be reclaimed for a new one of `peer` (among the
+    /// peer's own when its cap is full), marked as closing; its id, manager and idle time.
+    fn reclaimable(&self, peer: IpAddr, per_peer: bool) -> Option<(Arc<str>, Arc<LocalSessionManager>, Duration)> {
+        let now = Instant::now();
+        let mut open = self.lock();
+        let (id, a) = open
+            .activity
+            .iter_mut()
+            .filter(|(_, a)| !a.closing && a.busy == 0 && (!per_peer || a.peer == peer))
+            .filter(|(_, a)| now.saturating_duration_since(a.last) >= self.reclaim_idle)
+            .min_by_key(|(_, a)| a.last)?;
+        let sessions = a.sessions.upgrade()?;
+        a.closing = true;
+        Some((id.clone(), sessions, now.saturating_duration_since(a.last)))
+    }
+
+    /// Records that `slot`'s session is `id`, held by `sessions` (after rmcp made it).
+    pub fn register(&self, slot: &OnceLock<Arc<str>>, id: &str, peer: IpAddr, sessions: &Arc<LocalSessionManager>) {
+        let id: Arc<str> = id.into();
+        if slot.set(id.clone()).is_err() {
+            return;
+        }
+        let activity = Activity { peer: peer.to_canonical(), last: Instant::now(), busy: 0, closing: false, sessions: Arc::downgrade(sessions) };
+        self.lock().activity.insert(id, activity);
+    }
+
+    /// A request of session `id`'s host begins; it ends when the guard is dropped. `None` for a
+    /// session the caps do not track (unknown, or not Streamable HTTP).
+    pub fn busy(self: &Arc<Self>, id: &str) -> Option<Busy> {
+        let mut open = self.lock();
+        let key = open.activity.get_key_value(id)?.0.clone();
+        let a = open.activity.get_mut(&key)?;
+        a.busy += 1;
+        a.last = Instant::now();
+        Some(Busy { caps: self.clone(), id: key })
     }
 
     /// Sessions open now, in total and for `peer`.
@@ -120,6 +269,9 @@ impl Drop for Slot {
     fn drop(&mut self) {
         let trim = {
             let mut open = self.caps.lock();
+            if let Some(id) = self.id.get() {
+                open.activity.remove(id);
+            }
             open.total = open.total.saturating_sub(1);
             if let Some(n) = open.by_peer.get_mut(&self.peer) {
                 *n -= 1;
@@ -135,6 +287,7 @@ impl Drop for Slot {
             }
             due
         };
+        self.caps.released.notify_waiters();
         if trim {
             plan_trim(self.caps.clone());
         }

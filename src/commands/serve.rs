@@ -64,6 +64,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         token: args.mcp_token.clone().filter(|t| !t.is_empty()),
         max_sessions: args.mcp_max_sessions,
         max_sessions_per_peer: args.mcp_max_sessions_per_peer,
+        reclaim_idle: args.mcp_reclaim_idle,
         fleet_threshold: args.mcp_fleet_threshold as usize,
     };
     let mut mqtt_settings = mqtt_settings(&args.mqtt)?;

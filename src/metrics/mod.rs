@@ -139,6 +139,7 @@ struct Metrics {
     refusals: Family<Label1, Counter>,
     broker_clients: Gauge,
     mcp_sessions: Gauge,
+    mcp_sessions_reclaimed: Counter,
     log_suppressed: Family<Label1, Counter>,
     ring_bytes: Gauge,
     ring_peak_bytes: Gauge,
@@ -173,6 +174,8 @@ impl Metrics {
         registry.register("broker_clients", "Clients connected to the embedded MQTT broker", broker_clients.clone());
         let mcp_sessions = Gauge::default();
         registry.register("mcp_sessions", "Open MCP sessions on the host listener", mcp_sessions.clone());
+        let mcp_sessions_reclaimed = Counter::default();
+        registry.register("mcp_sessions_reclaimed", "MCP sessions closed to make room for a new one while a cap was full (their host had left them idle)", mcp_sessions_reclaimed.clone());
         let log_suppressed = Family::<Label1, Counter>::default();
         registry.register("log_lines_suppressed", "Log lines a peer triggered that were not written one by one (summed up per device or address), by kind", log_suppressed.clone());
         let ring_bytes = Gauge::default();
@@ -205,6 +208,7 @@ impl Metrics {
             refusals,
             broker_clients,
             mcp_sessions,
+            mcp_sessions_reclaimed,
             log_suppressed,
             ring_bytes,
             ring_peak_bytes,
@@ -270,6 +274,11 @@ pub fn set_broker_clients(n: usize) {
 }
 
 /// Counts one open MCP session for as long as it lives (not `Clone`: one guard, one session).
+/// An idle MCP session was closed to make room for a new one.
+pub fn count_mcp_session_reclaimed() {
+    METRICS.mcp_sessions_reclaimed.inc();
+}
+
 pub struct SessionGuard(());
 
 impl SessionGuard {
