@@ -156,10 +156,10 @@ pub struct DeviceArgs {
     #[arg(short, long, env = "MCPDEV_DEVICE")]
     pub device: Option<String>,
     /// Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["url", "stdio"])]
     pub listen: Option<std::net::SocketAddr>,
     /// Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883
-    #[arg(long, value_name = "URL", conflicts_with_all = ["listen", "url"])]
+    #[arg(long, value_name = "URL", conflicts_with_all = ["listen", "url", "stdio"])]
     pub mqtt: Option<String>,
     /// Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
@@ -167,15 +167,41 @@ pub struct DeviceArgs {
     /// How long to wait for each answer from the device
     #[arg(long, env = "MCPDEV_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub timeout: std::time::Duration,
+    #[command(flatten)]
+    pub server: McpServerArgs,
+}
+
+/// Any MCP server instead of a device: at a URL, or run over stdio.
+#[derive(Debug, Args, Clone)]
+pub struct McpServerArgs {
     /// Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", conflicts_with = "stdio")]
     pub url: Option<String>,
+    /// Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y
+    /// @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run).
+    /// Without a command: the one in mcpdev.toml's [stdio]
+    #[arg(long, value_name = "COMMAND", num_args = 0..=1, default_missing_value = "")]
+    pub stdio: Option<String>,
+    /// With --stdio: NAME=VALUE in the server's environment, or NAME to pass ours on (it gets
+    /// only HOME, PATH, USER, LANG… of ours otherwise); repeatable
+    #[arg(long = "stdio-env", value_name = "NAME[=VALUE]", requires = "stdio")]
+    pub stdio_env: Vec<String>,
     /// With --url: an HTTP header `Name: value` for every request; repeatable
     #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
     pub headers: Vec<String>,
     /// With --url: the transport (auto picks SSE for URLs ending in /sse)
-    #[arg(long, value_enum, default_value_t = crate::links::mcp_client::McpTransport::Auto)]
-    pub transport: crate::links::mcp_client::McpTransport,
+    #[arg(long, value_enum, default_value_t = crate::links::mcp::McpTransport::Auto)]
+    pub transport: crate::links::mcp::McpTransport,
+}
+
+/// The MCP server a client command (`resources`, `prompts`, `tasks`) talks to.
+#[derive(Debug, Args, Clone)]
+pub struct ServerArgs {
+    #[command(flatten)]
+    pub server: McpServerArgs,
+    /// How long to wait for each answer from the server
+    #[arg(long, env = "MCPDEV_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,7 @@ pub mod generate;
 pub mod hello;
 pub mod hub_stack;
 pub mod init;
+pub mod mcp_server;
 pub mod output;
 mod record;
 pub mod serve;
