@@ -139,6 +139,17 @@ impl Target {
         }
     }
 
+    /// The `tools/call` params that reach a tool of this MCP server: through an mcpdev hub's
+    /// fleet tools when the name was found there.
+    pub fn mcp_call_params(&self, params: Value) -> Value {
+        match self {
+            Target::Mcp { fleet: Some(f), .. } if params["name"] == f.name.as_str() => {
+                json!({"name": FLEET_CALL, "arguments": {"device": f.device, "tool": f.tool, "arguments": params["arguments"]}})
+            }
+            _ => params,
+        }
+    }
+
     /// One JSON-RPC request to the device.
     pub async fn request(&self, method: &str, params: Option<Value>, timeout: Duration) -> Result<Value, CallFailure> {
         match self {

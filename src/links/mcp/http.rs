@@ -158,7 +158,7 @@ pub(crate) fn status_failure(url: &str, status: u16, had_session: bool) -> McpFa
         401 => auth("asks for credentials (HTTP 401)"),
         403 => auth("refused the credentials (HTTP 403)"),
         404 if had_session => McpFailure::Unreachable(format!("{url} no longer knows this session (HTTP 404)")),
-        s => McpFailure::Unreachable(format!("{url} answered HTTP {s}")),
+        s => McpFailure::Unreachable(format!("the MCP server at {url} answered HTTP {s}")),
     }
 }
 
