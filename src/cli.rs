@@ -782,6 +782,15 @@ pub fn secrets_on_command_line(matches: &clap::ArgMatches) -> Vec<String> {
         if headers && here.get_many::<String>("headers").into_iter().flatten().any(|h| h.trim_start().to_ascii_lowercase().starts_with("authorization")) {
             warnings.push("an Authorization header on the command line is visible to other users of this machine (ps)".into());
         }
+        // `--stdio-env API_KEY=…`: the value is on the command line; `--stdio-env API_KEY` passes ours.
+        let env = here.ids().any(|id| id.as_str() == "stdio_env") && on_line("stdio_env");
+        for pair in here.get_many::<String>("stdio_env").into_iter().flatten().filter(|_| env) {
+            if let Some((name, _)) = pair.split_once('=')
+                && ["TOKEN", "KEY", "SECRET", "PASSWORD"].iter().any(|w| name.to_ascii_uppercase().contains(w))
+            {
+                warnings.push(format!("--stdio-env {name}=… on the command line is visible to other users of this machine (ps); export {name} and pass `--stdio-env {name}` instead"));
+            }
+        }
         m = here.subcommand().map(|(_, sub)| sub);
     }
     warnings

@@ -304,6 +304,11 @@ async fn a_stdio_server_gets_its_words_unshelled_and_a_clean_environment() {
     assert_eq!(seen["env"]["PASSED"], "on");
     assert!(seen["env"].get("MCPDEV_SECRET_TOKEN").is_none(), "our environment leaked: {}", seen["env"]);
     assert!(seen["env"].get("PATH").is_some());
+    // A secret's value on the command line is visible to `ps`: mcpdev says how to avoid it.
+    let out = run(&["call", "argv", "--stdio", &hostile("plain"), "--stdio-env", "MY_API_KEY=k"]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("--stdio-env MY_API_KEY=… on the command line is visible to other users"), "{}", out.stderr);
+    assert!(!out.stderr.contains("=k"), "the warning does not repeat the secret: {}", out.stderr);
 
     // `--stdio` alone: mcpdev.toml's [stdio], with its env.
     let dir = tempfile::tempdir().unwrap();

@@ -8,8 +8,9 @@
 //!   session's `DELETE`.
 //! - One answer's body, or one POST's SSE stream, is read up to [`MAX_MESSAGE`] bytes, no more.
 //! - A failed `POST` fails its own request with why (HTTP 401/403 as refused credentials, a
-//!   certificate that did not verify in words), and a stream that ends without the answer fails
-//!   it at once rather than at its timeout.
+//!   certificate that did not verify in words). A stream that ends without the answer is resumed
+//!   from its last event id (`GET` with `Last-Event-ID`, after the server's `retry`, capped),
+//!   at most [`RESUMES`] times; one with no event id fails its request at once.
 //! - No standalone `GET` stream: the client polls (`tasks/get`) and reads answers on their POST.
 
 use std::sync::{Arc, Mutex, OnceLock};
@@ -98,23 +99,34 @@ impl Poster {
         let status = resp.status();
         if !status.is_success() {
             let had_session = self.session.lock().is_ok_and(|s| s.is_some());
-            return Err(status_failure(&self.url, status.as_u16(), had_session));
+            return Err(with_reason(status_failure(&self.url, status.as_u16(), had_session), resp).await);
         }
         let sse = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("text/event-stream"));
         let mut answered = id.is_none();
         if sse {
-            let mut events = sse_stream::SseStream::from_bytes_stream(capped(resp.bytes_stream(), false));
-            while let Some(event) = events.next().await {
-                let event = event.map_err(|e| stream_failure(&self.url, &e.to_string()))?;
-                if event.event.as_deref().is_some_and(|e| e != "message") {
-                    continue;
+            let mut stream = self.read_events(resp, id).await?;
+            answered |= stream.answered;
+            // A stream that ended before its answer is resumed where it stopped (`GET` with
+            // `Last-Event-ID`), after the server's `retry`, at most RESUMES times.
+            let mut resumes = 0;
+            while !answered && resumes < RESUMES {
+                let Some(last) = stream.last_id.clone() else { break };
+                resumes += 1;
+                tokio::time::sleep(stream.retry.min(RETRY_MAX)).await;
+                let mut rb = self.http.get(&self.url).headers(self.headers.clone()).header("accept", "text/event-stream").header("last-event-id", last);
+                if let Some(s) = self.session.lock().ok().and_then(|s| s.clone()) {
+                    rb = rb.header(SESSION, s);
                 }
-                if let Some(msg) = event.data.and_then(|d| serde_json::from_str::<Value>(&d).ok()) {
-                    answered |= answers(&msg, id);
-                    if self.to.send(Incoming::Message(msg)).await.is_err() {
-                        return Ok(());
-                    }
+                if let Some(v) = self.protocol.get() {
+                    rb = rb.header("mcp-protocol-version", v);
                 }
+                let resp = rb.send().await.map_err(|e| send_failure(&self.url, &e))?;
+                if !resp.status().is_success() {
+                    return Err(with_reason(status_failure(&self.url, resp.status().as_u16(), true), resp).await);
+                }
+                let next = self.read_events(resp, id).await?;
+                answered |= next.answered;
+                stream = Events { last_id: next.last_id.or(stream.last_id), retry: next.retry, answered };
             }
         } else if status != reqwest::StatusCode::ACCEPTED {
             let body = read_body(resp).await.map_err(|e| stream_failure(&self.url, &e))?;
@@ -131,6 +143,45 @@ impl Poster {
             }
         }
         if answered { Ok(()) } else { Err(McpFailure::Unreachable(format!("{} ended its answer without a result", self.url))) }
+    }
+}
+
+/// Most times one request's stream is resumed, and the longest wait before each.
+const RESUMES: usize = 3;
+const RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// What reading one SSE stream left: the last event id, the server's `retry`, whether the answer came.
+struct Events {
+    last_id: Option<String>,
+    retry: std::time::Duration,
+    answered: bool,
+}
+
+impl Poster {
+    /// Delivers a stream's messages; notes whether the answer to `id` was among them.
+    async fn read_events(&self, resp: reqwest::Response, id: Option<&Value>) -> Result<Events, McpFailure> {
+        let mut out = Events { last_id: None, retry: std::time::Duration::from_millis(100), answered: false };
+        let mut events = sse_stream::SseStream::from_bytes_stream(capped(resp.bytes_stream(), false));
+        while let Some(event) = events.next().await {
+            let event = event.map_err(|e| stream_failure(&self.url, &e.to_string()))?;
+            if let Some(i) = event.id.filter(|i| !i.is_empty()) {
+                out.last_id = Some(i);
+            }
+            if let Some(r) = event.retry {
+                out.retry = std::time::Duration::from_millis(r);
+            }
+            if event.event.as_deref().is_some_and(|e| e != "message") {
+                continue;
+            }
+            if let Some(msg) = event.data.and_then(|d| serde_json::from_str::<Value>(&d).ok()) {
+                out.answered |= answers(&msg, id);
+                if self.to.send(Incoming::Message(msg)).await.is_err() {
+                    out.answered = true;
+                    return Ok(out);
+                }
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -159,6 +210,29 @@ pub(crate) fn status_failure(url: &str, status: u16, had_session: bool) -> McpFa
         403 => auth("refused the credentials (HTTP 403)"),
         404 if had_session => McpFailure::Unreachable(format!("{url} no longer knows this session (HTTP 404)")),
         s => McpFailure::Unreachable(format!("the MCP server at {url} answered HTTP {s}")),
+    }
+}
+
+/// Most of a refusal's body quoted in the error.
+const REASON_MAX: usize = 300;
+
+/// A refusal with what the server said in its body (the first [`REASON_MAX`] characters).
+pub(crate) async fn with_reason(failure: McpFailure, mut resp: reqwest::Response) -> McpFailure {
+    let mut body = Vec::new();
+    while body.len() < 4 * REASON_MAX
+        && let Ok(Some(chunk)) = resp.chunk().await
+    {
+        body.extend_from_slice(&chunk);
+    }
+    let text = String::from_utf8_lossy(&body);
+    let reason: String = text.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(REASON_MAX).collect();
+    if reason.is_empty() {
+        return failure;
+    }
+    match failure {
+        McpFailure::Auth(m) => McpFailure::Auth(format!("{m} (it said: {reason})")),
+        McpFailure::Unreachable(m) => McpFailure::Unreachable(format!("{m} (it said: {reason})")),
+        other => other,
     }
 }
 

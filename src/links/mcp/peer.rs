@@ -41,7 +41,8 @@ impl Peer {
         let waiting: Waiting = Arc::default();
         let ended: Arc<Mutex<Option<McpFailure>>> = Arc::default();
         let (note_tx, note_rx) = mpsc::channel(NOTES);
-        let (w, e, reply) = (waiting.clone(), ended.clone(), out.clone());
+        // Weak: the transport's writer ends (and the session closes) once the peer lets go of `out`.
+        let (w, e, reply) = (waiting.clone(), ended.clone(), out.downgrade());
         tokio::spawn(async move {
             while let Some(inc) = incoming.recv().await {
                 match inc {
@@ -145,7 +146,7 @@ impl Drop for Cancel<'_> {
     }
 }
 
-fn dispatch(msg: Value, waiting: &Waiting, notes: &mpsc::Sender<Value>, reply: &mpsc::Sender<Value>) {
+fn dispatch(msg: Value, waiting: &Waiting, notes: &mpsc::Sender<Value>, reply: &mpsc::WeakSender<Value>) {
     let method = msg.get("method").and_then(Value::as_str);
     match (msg.get("id"), method) {
         (Some(id), None) => {
@@ -169,7 +170,9 @@ fn dispatch(msg: Value, waiting: &Waiting, notes: &mpsc::Sender<Value>, reply: &
             } else {
                 json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("mcpdev does not serve {method}")}})
             };
-            let _ = reply.try_send(answer);
+            if let Some(reply) = reply.upgrade() {
+                let _ = reply.try_send(answer);
+            }
         }
         (None, Some(_)) => {
             let _ = notes.try_send(msg);

@@ -14,14 +14,14 @@ use sse_stream::SseStream;
 use tokio::sync::mpsc;
 
 use super::McpFailure;
-use super::http::{capped, send_failure, status_failure};
+use super::http::{capped, send_failure, status_failure, with_reason};
 use super::wire::{Incoming, QUEUE, Wire};
 
 pub async fn connect(url: &str, headers: HeaderMap) -> Result<Wire, McpFailure> {
     let http = super::http_client(url)?;
     let resp = http.get(url).headers(headers.clone()).header("accept", "text/event-stream").send().await.map_err(|e| send_failure(url, &e))?;
     if !resp.status().is_success() {
-        return Err(status_failure(url, resp.status().as_u16(), false));
+        return Err(with_reason(status_failure(url, resp.status().as_u16(), false), resp).await);
     }
     let mut events = SseStream::from_bytes_stream(capped(resp.bytes_stream(), true));
     let endpoint = loop {
@@ -64,7 +64,7 @@ pub async fn connect(url: &str, headers: HeaderMap) -> Result<Wire, McpFailure> 
             let sent = http.post(post_url.clone()).headers(headers.clone()).json(&msg).send().await;
             let failure = match sent {
                 Ok(r) if r.status().is_success() => continue,
-                Ok(r) => status_failure(post_url.as_str(), r.status().as_u16(), true),
+                Ok(r) => with_reason(status_failure(post_url.as_str(), r.status().as_u16(), true), r).await,
                 Err(e) => send_failure(post_url.as_str(), &e),
             };
             match msg.get("id").filter(|_| msg.get("method").is_some()) {
