@@ -784,7 +784,8 @@ pub fn secrets_on_command_line(matches: &clap::ArgMatches) -> Vec<String> {
         }
         // `--stdio-env API_KEY=…`: the value is on the command line; `--stdio-env API_KEY` passes ours.
         let env = here.ids().any(|id| id.as_str() == "stdio_env") && on_line("stdio_env");
-        for pair in here.get_many::<String>("stdio_env").into_iter().flatten().filter(|_| env) {
+        let pairs = if env { here.get_many::<String>("stdio_env").into_iter().flatten().collect() } else { Vec::new() };
+        for pair in pairs {
             if let Some((name, _)) = pair.split_once('=')
                 && ["TOKEN", "KEY", "SECRET", "PASSWORD"].iter().any(|w| name.to_ascii_uppercase().contains(w))
             {

@@ -5,9 +5,8 @@ timed from spawning the client until it has exited, one run of each in turn. The
 start (Node loading its bundle) is in both figures alike."""
 
 import statistics
-import subprocess
-import time
 
+from compare_cli import timed
 from procs import Failure
 from report import Row, ms, ratio, spread
 
@@ -40,7 +39,7 @@ def run(children, scratch, tools, runs, warmup):
         names = list(commands)
         for i in range(warmup + runs):
             for name in names[i % 2:] + names[:i % 2]:
-                took = _timed(f"{name} {measure}", commands[name], scratch.env, scratch.root, expect)
+                took = timed(f"{name} {measure}", commands[name], scratch.env, scratch.root, expect, DEADLINE_S)
                 if i >= warmup:
                     times[name].append(took)
         m, p = times["mcpdev"], times["Inspector CLI"]
@@ -48,15 +47,3 @@ def run(children, scratch, tools, runs, warmup):
                         f"{ms(statistics.median(m))} ({spread(m, ms)})", f"{ms(statistics.median(p))} ({spread(p, ms)})",
                         ratio(statistics.median(p), statistics.median(m))))
     return rows
-
-
-def _timed(name, args, env, cwd, expect):
-    start = time.perf_counter()
-    try:
-        out = subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True, timeout=DEADLINE_S)
-    except subprocess.TimeoutExpired:
-        raise Failure(f"{name}: no exit within {DEADLINE_S} s")
-    took = time.perf_counter() - start
-    if out.returncode != 0 or expect not in out.stdout:
-        raise Failure(f"{name}: exit {out.returncode}, stdout {out.stdout.strip()[:200]!r}, stderr {out.stderr.strip()[:300]!r}")
-    return took

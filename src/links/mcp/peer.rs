@@ -90,13 +90,10 @@ impl Peer {
         };
         let answer = tokio::time::timeout(timeout, sent).await;
         match answer {
-            Ok(Ok(result)) => {
+            // Answered, or failed for good: nothing to cancel.
+            Ok(outcome) => {
                 guard.armed = false;
-                Ok(result)
-            }
-            Ok(Err(failure)) => {
-                guard.armed = !matches!(failure, McpFailure::Rpc { .. } | McpFailure::Unreachable(_) | McpFailure::TooLarge(_));
-                Err(failure)
+                outcome
             }
             Err(_) => Err(McpFailure::Timeout(timeout)),
         }
