@@ -6,5 +6,6 @@
 for url; do :; done
 case "$MCP_CONFORMANCE_SCENARIO" in
   tools_call) exec "$MCPDEV_BIN" call add_numbers a=2 b=3 --url "$url" --timeout 20s ;;
+  sse-retry) exec "$MCPDEV_BIN" call test_reconnection --no-validate --url "$url" --timeout 20s ;;
   *) exec "$MCPDEV_BIN" tools list --url "$url" --timeout 20s ;;
 esac
