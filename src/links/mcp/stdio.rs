@@ -52,7 +52,7 @@ impl StdioCommand {
         let env = env
             .iter()
             .map(|pair| match pair.split_once('=') {
-                Some((k, _)) if k.is_empty() => Err(format!("--stdio-env {pair:?}: the name is empty")),
+                Some(("", _)) => Err(format!("--stdio-env {pair:?}: the name is empty")),
                 Some((k, v)) => Ok((k.to_string(), Some(v.to_string()))),
                 None => Ok((pair.clone(), None)),
             })
