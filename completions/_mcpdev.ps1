@@ -150,8 +150,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--mqtt', '--mqtt', [CompletionResultType]::ParameterName, 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the device')
-            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)')
-            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
             [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
             [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
@@ -178,8 +178,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--mqtt', '--mqtt', [CompletionResultType]::ParameterName, 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the device')
-            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)')
-            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
             [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
             [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
@@ -226,8 +226,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--mqtt', '--mqtt', [CompletionResultType]::ParameterName, 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the device')
-            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)')
-            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
             [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
             [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
@@ -270,8 +270,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--mqtt', '--mqtt', [CompletionResultType]::ParameterName, 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the device')
-            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)')
-            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
             [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
             [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
@@ -312,8 +312,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;resources;list' {
-            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)')
-            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
             [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
             [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
@@ -335,8 +335,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
         }
         'mcpdev;resources;read' {
             [CompletionResult]::new('--out', '--out', [CompletionResultType]::ParameterName, 'Write the contents (text as UTF-8, blobs decoded) to FILE instead of the terminal')
-            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)')
-            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
             [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
             [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
@@ -357,8 +357,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;resources;templates' {
-            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)')
-            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
             [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
             [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
@@ -416,8 +416,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;prompts;list' {
-            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)')
-            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
             [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
             [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
@@ -439,8 +439,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
         }
         'mcpdev;prompts;get' {
             [CompletionResult]::new('--args-json', '--args-json', [CompletionResultType]::ParameterName, 'Arguments as one JSON object of strings (name=value words are merged on top)')
-            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)')
-            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
             [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
             [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
@@ -496,8 +496,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;tasks;list' {
-            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)')
-            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
             [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
             [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
@@ -518,8 +518,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;tasks;get' {
-            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)')
-            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
             [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
             [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
@@ -540,8 +540,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;tasks;result' {
-            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)')
-            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
             [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
             [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
@@ -562,8 +562,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;tasks;cancel' {
-            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)')
-            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
             [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
             [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')

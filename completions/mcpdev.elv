@@ -144,8 +144,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --mqtt 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883'
             cand --wait 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)'
             cand --timeout 'How long to wait for each answer from the device'
-            cand --url 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)'
-            cand --stdio 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
             cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
             cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
@@ -171,8 +171,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --mqtt 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883'
             cand --wait 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)'
             cand --timeout 'How long to wait for each answer from the device'
-            cand --url 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)'
-            cand --stdio 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
             cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
             cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
@@ -217,8 +217,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --mqtt 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883'
             cand --wait 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)'
             cand --timeout 'How long to wait for each answer from the device'
-            cand --url 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)'
-            cand --stdio 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
             cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
             cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
@@ -257,8 +257,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --mqtt 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883'
             cand --wait 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)'
             cand --timeout 'How long to wait for each answer from the device'
-            cand --url 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)'
-            cand --stdio 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
             cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
             cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
@@ -297,8 +297,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpdev;resources;list'= {
-            cand --url 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)'
-            cand --stdio 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
             cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
             cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
@@ -319,8 +319,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         }
         &'mcpdev;resources;read'= {
             cand --out 'Write the contents (text as UTF-8, blobs decoded) to FILE instead of the terminal'
-            cand --url 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)'
-            cand --stdio 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
             cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
             cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
@@ -340,8 +340,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --version 'Print version'
         }
         &'mcpdev;resources;templates'= {
-            cand --url 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)'
-            cand --stdio 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
             cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
             cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
@@ -392,8 +392,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpdev;prompts;list'= {
-            cand --url 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)'
-            cand --stdio 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
             cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
             cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
@@ -414,8 +414,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         }
         &'mcpdev;prompts;get'= {
             cand --args-json 'Arguments as one JSON object of strings (name=value words are merged on top)'
-            cand --url 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)'
-            cand --stdio 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
             cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
             cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
@@ -465,8 +465,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpdev;tasks;list'= {
-            cand --url 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)'
-            cand --stdio 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
             cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
             cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
@@ -486,8 +486,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --version 'Print version'
         }
         &'mcpdev;tasks;get'= {
-            cand --url 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)'
-            cand --stdio 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
             cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
             cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
@@ -507,8 +507,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --version 'Print version'
         }
         &'mcpdev;tasks;result'= {
-            cand --url 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)'
-            cand --stdio 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
             cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
             cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
@@ -528,8 +528,8 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --version 'Print version'
         }
         &'mcpdev;tasks;cancel'= {
-            cand --url 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)'
-            cand --stdio 'Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
             cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
             cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'

@@ -189,10 +189,10 @@ pub struct DeviceArgs {
 /// Any MCP server instead of a device: at a URL, or run over stdio.
 #[derive(Debug, Args, Clone)]
 pub struct McpServerArgs {
-    /// Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)
+    /// An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)
     #[arg(long, value_name = "URL", conflicts_with = "stdio")]
     pub url: Option<String>,
-    /// Instead of a device: an MCP server run as a child over stdio, e.g. --stdio "npx -y
+    /// An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y
     /// @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run).
     /// Without a command: the one in mcpdev.toml's [stdio]
     #[arg(long, value_name = "COMMAND", num_args = 0..=1, default_missing_value = "")]

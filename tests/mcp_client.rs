@@ -194,12 +194,13 @@ async fn tasks_outlive_the_command_that_made_them_over_streamable_http() {
     };
     let task_id = |stderr: &str| stderr.split("task ").nth(1).and_then(|r| r.split(':').next()).unwrap_or_else(|| panic!("no task named: {stderr}")).to_string();
     // The deadline passes: the task is left to run, and named.
-    let out = u(&["call", "slow", "seconds=60", "--task", "--timeout", "300ms"]).await;
+    let out = u(&["call", "slow", "seconds=60", "--task", "--task-ttl", "10m", "--timeout", "300ms"]).await;
     assert_eq!(out.code, 6, "{}", out.stderr);
     let running = task_id(&out.stderr);
     assert!(out.stderr.contains(&format!("mcpdev tasks result {running}")), "{}", out.stderr);
     let doc = u(&["tasks", "get", &running, "--json"]).await.json();
     assert_eq!((doc["taskId"].as_str(), doc["status"].as_str()), (Some(running.as_str()), Some("working")), "{doc}");
+    assert_eq!(doc["ttl"], 600_000, "--task-ttl reached the server, and every field of the task reaches --json: {doc}");
     // tasks/result waits for the end.
     let out = u(&["call", "slow", "seconds=2", "--task", "--timeout", "300ms"]).await;
     assert_eq!(out.code, 6, "{}", out.stderr);
