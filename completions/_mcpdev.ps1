@@ -39,6 +39,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('init', 'init', [CompletionResultType]::ParameterValue, 'Show the device''s MCP `initialize` answer: protocol version, serverInfo, capabilities (through a hub: the answer to the hub''s initialize at onboarding; --live sends a new one)')
             [CompletionResult]::new('tools', 'tools', [CompletionResultType]::ParameterValue, 'List a device''s tools')
             [CompletionResult]::new('call', 'call', [CompletionResultType]::ParameterValue, 'Call a tool: arguments typed and validated by its inputSchema before anything is sent')
+            [CompletionResult]::new('resources', 'resources', [CompletionResultType]::ParameterValue, 'An MCP server''s resources: list, read, templates (--url or --stdio)')
+            [CompletionResult]::new('prompts', 'prompts', [CompletionResultType]::ParameterValue, 'An MCP server''s prompts: list, get with typed arguments (--url or --stdio)')
+            [CompletionResult]::new('tasks', 'tasks', [CompletionResultType]::ParameterValue, 'The tasks an MCP server keeps (MCP 2025-11-25): list, get, result, cancel (--url or --stdio)')
             [CompletionResult]::new('watch', 'watch', [CompletionResultType]::ParameterValue, 'Stream live events: connects, hellos, notifications, messages, and MCP traffic')
             [CompletionResult]::new('devices', 'devices', [CompletionResultType]::ParameterValue, 'List connected devices; approve, revoke and list devices waiting to be admitted')
             [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'Run virtual devices (the firmware''s own MCP core) against a backend')
@@ -147,7 +150,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--mqtt', '--mqtt', [CompletionResultType]::ParameterName, 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the device')
-            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
             [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
@@ -173,7 +178,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--mqtt', '--mqtt', [CompletionResultType]::ParameterName, 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the device')
-            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
             [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
@@ -219,7 +226,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--mqtt', '--mqtt', [CompletionResultType]::ParameterName, 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the device')
-            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
             [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
@@ -253,6 +262,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
         'mcpdev;call' {
             [CompletionResult]::new('--args-json', '--args-json', [CompletionResultType]::ParameterName, 'Arguments as one JSON object (k=v words are merged on top)')
             [CompletionResult]::new('--save-images', '--save-images', [CompletionResultType]::ParameterName, 'Save image and audio content to DIR instead of summarising it')
+            [CompletionResult]::new('--task-ttl', '--task-ttl', [CompletionResultType]::ParameterName, 'With --task: how long the server should keep the task and its result (its `ttl`)')
             [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
             [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected')
             [CompletionResult]::new('--device', '--device', [CompletionResultType]::ParameterName, 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected')
@@ -260,7 +270,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--mqtt', '--mqtt', [CompletionResultType]::ParameterName, 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the device')
-            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
             [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
@@ -268,6 +280,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
             [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--no-validate', '--no-validate', [CompletionResultType]::ParameterName, 'Send even if the arguments fail the inputSchema (the device decides)')
+            [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'With --url or --stdio: run the call as a task (MCP 2025-11-25): its status is shown on stderr while it runs, its result fetched when it ends, and Ctrl-C cancels it (`tasks/cancel`). --timeout bounds the whole wait; a task still running then is left to run (`mcpdev tasks result ID` fetches it later). A tool whose taskSupport is "required" runs as a task without it')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
@@ -277,6 +290,320 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;resources' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every resource, all pages, as a table (as the server sent them with --json)')
+            [CompletionResult]::new('read', 'read', [CompletionResultType]::ParameterValue, 'Read one resource by URI: text printed (escaped for the terminal), binary saved with --out')
+            [CompletionResult]::new('templates', 'templates', [CompletionResultType]::ParameterValue, 'Every resource template (URIs with {placeholders})')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'mcpdev;resources;list' {
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
+            [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
+            [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
+            [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the server')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;resources;read' {
+            [CompletionResult]::new('--out', '--out', [CompletionResultType]::ParameterName, 'Write the contents (text as UTF-8, blobs decoded) to FILE instead of the terminal')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
+            [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
+            [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
+            [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the server')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;resources;templates' {
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
+            [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
+            [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
+            [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the server')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;resources;help' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every resource, all pages, as a table (as the server sent them with --json)')
+            [CompletionResult]::new('read', 'read', [CompletionResultType]::ParameterValue, 'Read one resource by URI: text printed (escaped for the terminal), binary saved with --out')
+            [CompletionResult]::new('templates', 'templates', [CompletionResultType]::ParameterValue, 'Every resource template (URIs with {placeholders})')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'mcpdev;resources;help;list' {
+            break
+        }
+        'mcpdev;resources;help;read' {
+            break
+        }
+        'mcpdev;resources;help;templates' {
+            break
+        }
+        'mcpdev;resources;help;help' {
+            break
+        }
+        'mcpdev;prompts' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every prompt, all pages, with its arguments')
+            [CompletionResult]::new('get', 'get', [CompletionResultType]::ParameterValue, 'Get a prompt''s messages: arguments given as name=value, checked against the prompt''s declared arguments before anything is sent')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'mcpdev;prompts;list' {
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
+            [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
+            [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
+            [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the server')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;prompts;get' {
+            [CompletionResult]::new('--args-json', '--args-json', [CompletionResultType]::ParameterName, 'Arguments as one JSON object of strings (name=value words are merged on top)')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
+            [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
+            [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
+            [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the server')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;prompts;help' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every prompt, all pages, with its arguments')
+            [CompletionResult]::new('get', 'get', [CompletionResultType]::ParameterValue, 'Get a prompt''s messages: arguments given as name=value, checked against the prompt''s declared arguments before anything is sent')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'mcpdev;prompts;help;list' {
+            break
+        }
+        'mcpdev;prompts;help;get' {
+            break
+        }
+        'mcpdev;prompts;help;help' {
+            break
+        }
+        'mcpdev;tasks' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'The tasks the server keeps for this session (all pages)')
+            [CompletionResult]::new('get', 'get', [CompletionResultType]::ParameterValue, 'One task''s status')
+            [CompletionResult]::new('result', 'result', [CompletionResultType]::ParameterValue, 'A task''s result: waits (up to --timeout) for it to finish, then shows it as `call` does')
+            [CompletionResult]::new('cancel', 'cancel', [CompletionResultType]::ParameterValue, 'Cancel a task')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'mcpdev;tasks;list' {
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
+            [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
+            [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
+            [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the server')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;tasks;get' {
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
+            [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
+            [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
+            [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the server')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;tasks;result' {
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
+            [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
+            [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
+            [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the server')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;tasks;cancel' {
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
+            [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
+            [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
+            [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
+            [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
+            [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the server')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'mcpdev;tasks;help' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'The tasks the server keeps for this session (all pages)')
+            [CompletionResult]::new('get', 'get', [CompletionResultType]::ParameterValue, 'One task''s status')
+            [CompletionResult]::new('result', 'result', [CompletionResultType]::ParameterValue, 'A task''s result: waits (up to --timeout) for it to finish, then shows it as `call` does')
+            [CompletionResult]::new('cancel', 'cancel', [CompletionResultType]::ParameterValue, 'Cancel a task')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'mcpdev;tasks;help;list' {
+            break
+        }
+        'mcpdev;tasks;help;get' {
+            break
+        }
+        'mcpdev;tasks;help;result' {
+            break
+        }
+        'mcpdev;tasks;help;cancel' {
+            break
+        }
+        'mcpdev;tasks;help;help' {
             break
         }
         'mcpdev;watch' {
@@ -563,6 +890,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('init', 'init', [CompletionResultType]::ParameterValue, 'Show the device''s MCP `initialize` answer: protocol version, serverInfo, capabilities (through a hub: the answer to the hub''s initialize at onboarding; --live sends a new one)')
             [CompletionResult]::new('tools', 'tools', [CompletionResultType]::ParameterValue, 'List a device''s tools')
             [CompletionResult]::new('call', 'call', [CompletionResultType]::ParameterValue, 'Call a tool: arguments typed and validated by its inputSchema before anything is sent')
+            [CompletionResult]::new('resources', 'resources', [CompletionResultType]::ParameterValue, 'An MCP server''s resources: list, read, templates (--url or --stdio)')
+            [CompletionResult]::new('prompts', 'prompts', [CompletionResultType]::ParameterValue, 'An MCP server''s prompts: list, get with typed arguments (--url or --stdio)')
+            [CompletionResult]::new('tasks', 'tasks', [CompletionResultType]::ParameterValue, 'The tasks an MCP server keeps (MCP 2025-11-25): list, get, result, cancel (--url or --stdio)')
             [CompletionResult]::new('watch', 'watch', [CompletionResultType]::ParameterValue, 'Stream live events: connects, hellos, notifications, messages, and MCP traffic')
             [CompletionResult]::new('devices', 'devices', [CompletionResultType]::ParameterValue, 'List connected devices; approve, revoke and list devices waiting to be admitted')
             [CompletionResult]::new('sim', 'sim', [CompletionResultType]::ParameterValue, 'Run virtual devices (the firmware''s own MCP core) against a backend')
@@ -593,6 +923,51 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;help;call' {
+            break
+        }
+        'mcpdev;help;resources' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every resource, all pages, as a table (as the server sent them with --json)')
+            [CompletionResult]::new('read', 'read', [CompletionResultType]::ParameterValue, 'Read one resource by URI: text printed (escaped for the terminal), binary saved with --out')
+            [CompletionResult]::new('templates', 'templates', [CompletionResultType]::ParameterValue, 'Every resource template (URIs with {placeholders})')
+            break
+        }
+        'mcpdev;help;resources;list' {
+            break
+        }
+        'mcpdev;help;resources;read' {
+            break
+        }
+        'mcpdev;help;resources;templates' {
+            break
+        }
+        'mcpdev;help;prompts' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every prompt, all pages, with its arguments')
+            [CompletionResult]::new('get', 'get', [CompletionResultType]::ParameterValue, 'Get a prompt''s messages: arguments given as name=value, checked against the prompt''s declared arguments before anything is sent')
+            break
+        }
+        'mcpdev;help;prompts;list' {
+            break
+        }
+        'mcpdev;help;prompts;get' {
+            break
+        }
+        'mcpdev;help;tasks' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'The tasks the server keeps for this session (all pages)')
+            [CompletionResult]::new('get', 'get', [CompletionResultType]::ParameterValue, 'One task''s status')
+            [CompletionResult]::new('result', 'result', [CompletionResultType]::ParameterValue, 'A task''s result: waits (up to --timeout) for it to finish, then shows it as `call` does')
+            [CompletionResult]::new('cancel', 'cancel', [CompletionResultType]::ParameterValue, 'Cancel a task')
+            break
+        }
+        'mcpdev;help;tasks;list' {
+            break
+        }
+        'mcpdev;help;tasks;get' {
+            break
+        }
+        'mcpdev;help;tasks;result' {
+            break
+        }
+        'mcpdev;help;tasks;cancel' {
             break
         }
         'mcpdev;help;watch' {

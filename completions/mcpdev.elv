@@ -36,6 +36,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand init 'Show the device''s MCP `initialize` answer: protocol version, serverInfo, capabilities (through a hub: the answer to the hub''s initialize at onboarding; --live sends a new one)'
             cand tools 'List a device''s tools'
             cand call 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
+            cand resources 'An MCP server''s resources: list, read, templates (--url or --stdio)'
+            cand prompts 'An MCP server''s prompts: list, get with typed arguments (--url or --stdio)'
+            cand tasks 'The tasks an MCP server keeps (MCP 2025-11-25): list, get, result, cancel (--url or --stdio)'
             cand watch 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
             cand devices 'List connected devices; approve, revoke and list devices waiting to be admitted'
             cand sim 'Run virtual devices (the firmware''s own MCP core) against a backend'
@@ -141,7 +144,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --mqtt 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883'
             cand --wait 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)'
             cand --timeout 'How long to wait for each answer from the device'
-            cand --url 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
             cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
@@ -166,7 +171,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --mqtt 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883'
             cand --wait 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)'
             cand --timeout 'How long to wait for each answer from the device'
-            cand --url 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
             cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
@@ -210,7 +217,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --mqtt 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883'
             cand --wait 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)'
             cand --timeout 'How long to wait for each answer from the device'
-            cand --url 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
             cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
@@ -240,6 +249,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         &'mcpdev;call'= {
             cand --args-json 'Arguments as one JSON object (k=v words are merged on top)'
             cand --save-images 'Save image and audio content to DIR instead of summarising it'
+            cand --task-ttl 'With --task: how long the server should keep the task and its result (its `ttl`)'
             cand --hub 'The hub''s host listener'
             cand -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected'
             cand --device 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected'
@@ -247,7 +257,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --mqtt 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883'
             cand --wait 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)'
             cand --timeout 'How long to wait for each answer from the device'
-            cand --url 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
             cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
@@ -255,6 +267,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
             cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --no-validate 'Send even if the arguments fail the inputSchema (the device decides)'
+            cand --task 'With --url or --stdio: run the call as a task (MCP 2025-11-25): its status is shown on stderr while it runs, its result fetched when it ends, and Ctrl-C cancels it (`tasks/cancel`). --timeout bounds the whole wait; a task still running then is left to run (`mcpdev tasks result ID` fetches it later). A tool whose taskSupport is "required" runs as a task without it'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
@@ -264,6 +277,293 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
             cand --version 'Print version'
+        }
+        &'mcpdev;resources'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand list 'Every resource, all pages, as a table (as the server sent them with --json)'
+            cand read 'Read one resource by URI: text printed (escaped for the terminal), binary saved with --out'
+            cand templates 'Every resource template (URIs with {placeholders})'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'mcpdev;resources;list'= {
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
+            cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
+            cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
+            cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
+            cand --timeout 'How long to wait for each answer from the server'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;resources;read'= {
+            cand --out 'Write the contents (text as UTF-8, blobs decoded) to FILE instead of the terminal'
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
+            cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
+            cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
+            cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
+            cand --timeout 'How long to wait for each answer from the server'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;resources;templates'= {
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
+            cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
+            cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
+            cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
+            cand --timeout 'How long to wait for each answer from the server'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;resources;help'= {
+            cand list 'Every resource, all pages, as a table (as the server sent them with --json)'
+            cand read 'Read one resource by URI: text printed (escaped for the terminal), binary saved with --out'
+            cand templates 'Every resource template (URIs with {placeholders})'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'mcpdev;resources;help;list'= {
+        }
+        &'mcpdev;resources;help;read'= {
+        }
+        &'mcpdev;resources;help;templates'= {
+        }
+        &'mcpdev;resources;help;help'= {
+        }
+        &'mcpdev;prompts'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand list 'Every prompt, all pages, with its arguments'
+            cand get 'Get a prompt''s messages: arguments given as name=value, checked against the prompt''s declared arguments before anything is sent'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'mcpdev;prompts;list'= {
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
+            cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
+            cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
+            cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
+            cand --timeout 'How long to wait for each answer from the server'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;prompts;get'= {
+            cand --args-json 'Arguments as one JSON object of strings (name=value words are merged on top)'
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
+            cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
+            cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
+            cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
+            cand --timeout 'How long to wait for each answer from the server'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;prompts;help'= {
+            cand list 'Every prompt, all pages, with its arguments'
+            cand get 'Get a prompt''s messages: arguments given as name=value, checked against the prompt''s declared arguments before anything is sent'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'mcpdev;prompts;help;list'= {
+        }
+        &'mcpdev;prompts;help;get'= {
+        }
+        &'mcpdev;prompts;help;help'= {
+        }
+        &'mcpdev;tasks'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand list 'The tasks the server keeps for this session (all pages)'
+            cand get 'One task''s status'
+            cand result 'A task''s result: waits (up to --timeout) for it to finish, then shows it as `call` does'
+            cand cancel 'Cancel a task'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'mcpdev;tasks;list'= {
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
+            cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
+            cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
+            cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
+            cand --timeout 'How long to wait for each answer from the server'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;tasks;get'= {
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
+            cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
+            cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
+            cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
+            cand --timeout 'How long to wait for each answer from the server'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;tasks;result'= {
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
+            cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
+            cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
+            cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
+            cand --timeout 'How long to wait for each answer from the server'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;tasks;cancel'= {
+            cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
+            cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
+            cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
+            cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
+            cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
+            cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
+            cand --timeout 'How long to wait for each answer from the server'
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;tasks;help'= {
+            cand list 'The tasks the server keeps for this session (all pages)'
+            cand get 'One task''s status'
+            cand result 'A task''s result: waits (up to --timeout) for it to finish, then shows it as `call` does'
+            cand cancel 'Cancel a task'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'mcpdev;tasks;help;list'= {
+        }
+        &'mcpdev;tasks;help;get'= {
+        }
+        &'mcpdev;tasks;help;result'= {
+        }
+        &'mcpdev;tasks;help;cancel'= {
+        }
+        &'mcpdev;tasks;help;help'= {
         }
         &'mcpdev;watch'= {
             cand -d 'Only this device (id, prefix or alias); all devices when left out'
@@ -530,6 +830,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand init 'Show the device''s MCP `initialize` answer: protocol version, serverInfo, capabilities (through a hub: the answer to the hub''s initialize at onboarding; --live sends a new one)'
             cand tools 'List a device''s tools'
             cand call 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
+            cand resources 'An MCP server''s resources: list, read, templates (--url or --stdio)'
+            cand prompts 'An MCP server''s prompts: list, get with typed arguments (--url or --stdio)'
+            cand tasks 'The tasks an MCP server keeps (MCP 2025-11-25): list, get, result, cancel (--url or --stdio)'
             cand watch 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
             cand devices 'List connected devices; approve, revoke and list devices waiting to be admitted'
             cand sim 'Run virtual devices (the firmware''s own MCP core) against a backend'
@@ -553,6 +856,39 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         &'mcpdev;help;tools;list'= {
         }
         &'mcpdev;help;call'= {
+        }
+        &'mcpdev;help;resources'= {
+            cand list 'Every resource, all pages, as a table (as the server sent them with --json)'
+            cand read 'Read one resource by URI: text printed (escaped for the terminal), binary saved with --out'
+            cand templates 'Every resource template (URIs with {placeholders})'
+        }
+        &'mcpdev;help;resources;list'= {
+        }
+        &'mcpdev;help;resources;read'= {
+        }
+        &'mcpdev;help;resources;templates'= {
+        }
+        &'mcpdev;help;prompts'= {
+            cand list 'Every prompt, all pages, with its arguments'
+            cand get 'Get a prompt''s messages: arguments given as name=value, checked against the prompt''s declared arguments before anything is sent'
+        }
+        &'mcpdev;help;prompts;list'= {
+        }
+        &'mcpdev;help;prompts;get'= {
+        }
+        &'mcpdev;help;tasks'= {
+            cand list 'The tasks the server keeps for this session (all pages)'
+            cand get 'One task''s status'
+            cand result 'A task''s result: waits (up to --timeout) for it to finish, then shows it as `call` does'
+            cand cancel 'Cancel a task'
+        }
+        &'mcpdev;help;tasks;list'= {
+        }
+        &'mcpdev;help;tasks;get'= {
+        }
+        &'mcpdev;help;tasks;result'= {
+        }
+        &'mcpdev;help;tasks;cancel'= {
         }
         &'mcpdev;help;watch'= {
         }

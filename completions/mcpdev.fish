@@ -40,6 +40,9 @@ complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "hello" -d 'Show a dev
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "init" -d 'Show the device\'s MCP `initialize` answer: protocol version, serverInfo, capabilities (through a hub: the answer to the hub\'s initialize at onboarding; --live sends a new one)'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "tools" -d 'List a device\'s tools'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "call" -d 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "resources" -d 'An MCP server\'s resources: list, read, templates (--url or --stdio)'
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "prompts" -d 'An MCP server\'s prompts: list, get with typed arguments (--url or --stdio)'
+complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "tasks" -d 'The tasks an MCP server keeps (MCP 2025-11-25): list, get, result, cancel (--url or --stdio)'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "watch" -d 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "devices" -d 'List connected devices; approve, revoke and list devices waiting to be admitted'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "sim" -d 'Run virtual devices (the firmware\'s own MCP core) against a backend'
@@ -138,7 +141,9 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l listen -d 'Inste
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l mqtt -d 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l timeout -d 'How long to wait for each answer from the device' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l url -d 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l stdio-env -d 'With --stdio: NAME=VALUE in the server\'s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s H -l header -d 'With --url: an HTTP header `Name: value` for every request; repeatable' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
 http\t''
@@ -159,7 +164,9 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l listen -d 'Instea
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l mqtt -d 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l timeout -d 'How long to wait for each answer from the device' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l url -d 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l stdio-env -d 'With --stdio: NAME=VALUE in the server\'s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s H -l header -d 'With --url: an HTTP header `Name: value` for every request; repeatable' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
 http\t''
@@ -195,7 +202,9 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_sub
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l mqtt -d 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l timeout -d 'How long to wait for each answer from the device' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l url -d 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l stdio-env -d 'With --stdio: NAME=VALUE in the server\'s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s H -l header -d 'With --url: an HTTP header `Name: value` for every request; repeatable' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
 http\t''
@@ -216,13 +225,16 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_sub
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l args-json -d 'Arguments as one JSON object (k=v words are merged on top)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l save-images -d 'Save image and audio content to DIR instead of summarising it' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l task-ttl -d 'With --task: how long the server should keep the task and its result (its `ttl`)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s d -l device -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l listen -d 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l mqtt -d 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l wait -d 'Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l timeout -d 'How long to wait for each answer from the device' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l url -d 'Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l stdio-env -d 'With --stdio: NAME=VALUE in the server\'s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s H -l header -d 'With --url: an HTTP header `Name: value` for every request; repeatable' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
 http\t''
@@ -233,11 +245,230 @@ never\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l no-validate -d 'Send even if the arguments fail the inputSchema (the device decides)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l task -d 'With --url or --stdio: run the call as a task (MCP 2025-11-25): its status is shown on stderr while it runs, its result fetched when it ends, and Ctrl-C cancels it (`tasks/cancel`). --timeout bounds the whole wait; a task still running then is left to run (`mcpdev tasks result ID` fetches it later). A tool whose taskSupport is "required" runs as a task without it'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and not __fish_seen_subcommand_from list read templates help" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and not __fish_seen_subcommand_from list read templates help" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and not __fish_seen_subcommand_from list read templates help" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and not __fish_seen_subcommand_from list read templates help" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and not __fish_seen_subcommand_from list read templates help" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and not __fish_seen_subcommand_from list read templates help" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and not __fish_seen_subcommand_from list read templates help" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and not __fish_seen_subcommand_from list read templates help" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and not __fish_seen_subcommand_from list read templates help" -f -a "list" -d 'Every resource, all pages, as a table (as the server sent them with --json)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and not __fish_seen_subcommand_from list read templates help" -f -a "read" -d 'Read one resource by URI: text printed (escaped for the terminal), binary saved with --out'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and not __fish_seen_subcommand_from list read templates help" -f -a "templates" -d 'Every resource template (URIs with {placeholders})'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and not __fish_seen_subcommand_from list read templates help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -l stdio-env -d 'With --stdio: NAME=VALUE in the server\'s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -s H -l header -d 'With --url: an HTTP header `Name: value` for every request; repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
+http\t''
+sse\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -l timeout -d 'How long to wait for each answer from the server' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -l out -d 'Write the contents (text as UTF-8, blobs decoded) to FILE instead of the terminal' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -l stdio-env -d 'With --stdio: NAME=VALUE in the server\'s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -s H -l header -d 'With --url: an HTTP header `Name: value` for every request; repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
+http\t''
+sse\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -l timeout -d 'How long to wait for each answer from the server' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -l stdio-env -d 'With --stdio: NAME=VALUE in the server\'s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -s H -l header -d 'With --url: an HTTP header `Name: value` for every request; repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
+http\t''
+sse\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -l timeout -d 'How long to wait for each answer from the server' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from help" -f -a "list" -d 'Every resource, all pages, as a table (as the server sent them with --json)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from help" -f -a "read" -d 'Read one resource by URI: text printed (escaped for the terminal), binary saved with --out'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from help" -f -a "templates" -d 'Every resource template (URIs with {placeholders})'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and not __fish_seen_subcommand_from list get help" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and not __fish_seen_subcommand_from list get help" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and not __fish_seen_subcommand_from list get help" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and not __fish_seen_subcommand_from list get help" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and not __fish_seen_subcommand_from list get help" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and not __fish_seen_subcommand_from list get help" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and not __fish_seen_subcommand_from list get help" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and not __fish_seen_subcommand_from list get help" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and not __fish_seen_subcommand_from list get help" -f -a "list" -d 'Every prompt, all pages, with its arguments'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and not __fish_seen_subcommand_from list get help" -f -a "get" -d 'Get a prompt\'s messages: arguments given as name=value, checked against the prompt\'s declared arguments before anything is sent'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and not __fish_seen_subcommand_from list get help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -l stdio-env -d 'With --stdio: NAME=VALUE in the server\'s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -s H -l header -d 'With --url: an HTTP header `Name: value` for every request; repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
+http\t''
+sse\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -l timeout -d 'How long to wait for each answer from the server' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -l args-json -d 'Arguments as one JSON object of strings (name=value words are merged on top)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -l stdio-env -d 'With --stdio: NAME=VALUE in the server\'s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -s H -l header -d 'With --url: an HTTP header `Name: value` for every request; repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
+http\t''
+sse\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -l timeout -d 'How long to wait for each answer from the server' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from help" -f -a "list" -d 'Every prompt, all pages, with its arguments'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from help" -f -a "get" -d 'Get a prompt\'s messages: arguments given as name=value, checked against the prompt\'s declared arguments before anything is sent'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and not __fish_seen_subcommand_from list get result cancel help" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and not __fish_seen_subcommand_from list get result cancel help" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and not __fish_seen_subcommand_from list get result cancel help" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and not __fish_seen_subcommand_from list get result cancel help" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and not __fish_seen_subcommand_from list get result cancel help" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and not __fish_seen_subcommand_from list get result cancel help" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and not __fish_seen_subcommand_from list get result cancel help" -s h -l help -d 'Print help'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and not __fish_seen_subcommand_from list get result cancel help" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and not __fish_seen_subcommand_from list get result cancel help" -f -a "list" -d 'The tasks the server keeps for this session (all pages)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and not __fish_seen_subcommand_from list get result cancel help" -f -a "get" -d 'One task\'s status'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and not __fish_seen_subcommand_from list get result cancel help" -f -a "result" -d 'A task\'s result: waits (up to --timeout) for it to finish, then shows it as `call` does'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and not __fish_seen_subcommand_from list get result cancel help" -f -a "cancel" -d 'Cancel a task'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and not __fish_seen_subcommand_from list get result cancel help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -l stdio-env -d 'With --stdio: NAME=VALUE in the server\'s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -s H -l header -d 'With --url: an HTTP header `Name: value` for every request; repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
+http\t''
+sse\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -l timeout -d 'How long to wait for each answer from the server' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -l stdio-env -d 'With --stdio: NAME=VALUE in the server\'s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -s H -l header -d 'With --url: an HTTP header `Name: value` for every request; repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
+http\t''
+sse\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -l timeout -d 'How long to wait for each answer from the server' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -l stdio-env -d 'With --stdio: NAME=VALUE in the server\'s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -s H -l header -d 'With --url: an HTTP header `Name: value` for every request; repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
+http\t''
+sse\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -l timeout -d 'How long to wait for each answer from the server' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -l stdio-env -d 'With --stdio: NAME=VALUE in the server\'s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -s H -l header -d 'With --url: an HTTP header `Name: value` for every request; repeatable' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
+http\t''
+sse\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -l timeout -d 'How long to wait for each answer from the server' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from help" -f -a "list" -d 'The tasks the server keeps for this session (all pages)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from help" -f -a "get" -d 'One task\'s status'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from help" -f -a "result" -d 'A task\'s result: waits (up to --timeout) for it to finish, then shows it as `call` does'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from help" -f -a "cancel" -d 'Cancel a task'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s d -l device -d 'Only this device (id, prefix or alias); all devices when left out' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l count -d 'Stop after this many events' -r
@@ -431,21 +662,33 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -s q -l quiet
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "serve" -d 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "dashboard" -d 'Print a fresh one-time log-in link to the hub\'s dashboard (and open it in a browser where one is available)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "hello" -d 'Show a device\'s hello: identity, transport, features, audio parameters'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "init" -d 'Show the device\'s MCP `initialize` answer: protocol version, serverInfo, capabilities (through a hub: the answer to the hub\'s initialize at onboarding; --live sends a new one)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "tools" -d 'List a device\'s tools'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "call" -d 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "watch" -d 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "devices" -d 'List connected devices; approve, revoke and list devices waiting to be admitted'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "sim" -d 'Run virtual devices (the firmware\'s own MCP core) against a backend'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "check" -d 'Check a device\'s firmware: conformance and robustness, each check pass/warn/fail'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "flash" -d 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "man" -d 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "completions" -d 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call watch devices sim check flash man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call resources prompts tasks watch devices sim check flash man completions help" -f -a "serve" -d 'Run the hub: devices connect here; the CLI and MCP hosts reach them through it'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call resources prompts tasks watch devices sim check flash man completions help" -f -a "dashboard" -d 'Print a fresh one-time log-in link to the hub\'s dashboard (and open it in a browser where one is available)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call resources prompts tasks watch devices sim check flash man completions help" -f -a "hello" -d 'Show a device\'s hello: identity, transport, features, audio parameters'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call resources prompts tasks watch devices sim check flash man completions help" -f -a "init" -d 'Show the device\'s MCP `initialize` answer: protocol version, serverInfo, capabilities (through a hub: the answer to the hub\'s initialize at onboarding; --live sends a new one)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call resources prompts tasks watch devices sim check flash man completions help" -f -a "tools" -d 'List a device\'s tools'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call resources prompts tasks watch devices sim check flash man completions help" -f -a "call" -d 'Call a tool: arguments typed and validated by its inputSchema before anything is sent'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call resources prompts tasks watch devices sim check flash man completions help" -f -a "resources" -d 'An MCP server\'s resources: list, read, templates (--url or --stdio)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call resources prompts tasks watch devices sim check flash man completions help" -f -a "prompts" -d 'An MCP server\'s prompts: list, get with typed arguments (--url or --stdio)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call resources prompts tasks watch devices sim check flash man completions help" -f -a "tasks" -d 'The tasks an MCP server keeps (MCP 2025-11-25): list, get, result, cancel (--url or --stdio)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call resources prompts tasks watch devices sim check flash man completions help" -f -a "watch" -d 'Stream live events: connects, hellos, notifications, messages, and MCP traffic'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call resources prompts tasks watch devices sim check flash man completions help" -f -a "devices" -d 'List connected devices; approve, revoke and list devices waiting to be admitted'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call resources prompts tasks watch devices sim check flash man completions help" -f -a "sim" -d 'Run virtual devices (the firmware\'s own MCP core) against a backend'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call resources prompts tasks watch devices sim check flash man completions help" -f -a "check" -d 'Check a device\'s firmware: conformance and robustness, each check pass/warn/fail'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call resources prompts tasks watch devices sim check flash man completions help" -f -a "flash" -d 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call resources prompts tasks watch devices sim check flash man completions help" -f -a "man" -d 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call resources prompts tasks watch devices sim check flash man completions help" -f -a "completions" -d 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call resources prompts tasks watch devices sim check flash man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from tools" -f -a "list" -d 'Every tool, all pages, as a table (full schemas with --json)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from resources" -f -a "list" -d 'Every resource, all pages, as a table (as the server sent them with --json)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from resources" -f -a "read" -d 'Read one resource by URI: text printed (escaped for the terminal), binary saved with --out'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from resources" -f -a "templates" -d 'Every resource template (URIs with {placeholders})'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from prompts" -f -a "list" -d 'Every prompt, all pages, with its arguments'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from prompts" -f -a "get" -d 'Get a prompt\'s messages: arguments given as name=value, checked against the prompt\'s declared arguments before anything is sent'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from tasks" -f -a "list" -d 'The tasks the server keeps for this session (all pages)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from tasks" -f -a "get" -d 'One task\'s status'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from tasks" -f -a "result" -d 'A task\'s result: waits (up to --timeout) for it to finish, then shows it as `call` does'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from tasks" -f -a "cancel" -d 'Cancel a task'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "approve" -d 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "deny" -d 'Refuse a pending request by its code (the device may ask again, with a new code)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "revoke" -d 'Withdraw a device\'s admission and disconnect it'

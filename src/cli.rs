@@ -76,6 +76,21 @@ pub enum Command {
     },
     /// Call a tool: arguments typed and validated by its inputSchema before anything is sent
     Call(CallArgs),
+    /// An MCP server's resources: list, read, templates (--url or --stdio)
+    Resources {
+        #[command(subcommand)]
+        command: ResourcesCommand,
+    },
+    /// An MCP server's prompts: list, get with typed arguments (--url or --stdio)
+    Prompts {
+        #[command(subcommand)]
+        command: PromptsCommand,
+    },
+    /// The tasks an MCP server keeps (MCP 2025-11-25): list, get, result, cancel (--url or --stdio)
+    Tasks {
+        #[command(subcommand)]
+        command: TasksCommand,
+    },
     /// Stream live events: connects, hellos, notifications, messages, and MCP traffic
     Watch(WatchArgs),
     /// List connected devices; approve, revoke and list devices waiting to be admitted
@@ -96,7 +111,7 @@ impl Command {
     /// Whether the command does one exchange and exits, so one thread serves it: starting
     /// worker threads (and their allocator arenas) would cost it more than the work.
     pub fn is_one_shot(&self) -> bool {
-        matches!(self, Command::Dashboard(_) | Command::Hello(_) | Command::Init(_) | Command::Tools { .. } | Command::Call(_) | Command::Devices(_) | Command::Man(_) | Command::Completions(_))
+        matches!(self, Command::Dashboard(_) | Command::Hello(_) | Command::Init(_) | Command::Tools { .. } | Command::Call(_) | Command::Resources { .. } | Command::Prompts { .. } | Command::Tasks { .. } | Command::Devices(_) | Command::Man(_) | Command::Completions(_))
     }
 }
 
@@ -156,10 +171,10 @@ pub struct DeviceArgs {
     #[arg(short, long, env = "MCPDEV_DEVICE")]
     pub device: Option<String>,
     /// Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["url", "stdio"])]
     pub listen: Option<std::net::SocketAddr>,
     /// Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883
-    #[arg(long, value_name = "URL", conflicts_with_all = ["listen", "url"])]
+    #[arg(long, value_name = "URL", conflicts_with_all = ["listen", "url", "stdio"])]
     pub mqtt: Option<String>,
     /// Wait up to DURATION for the device to connect and finish onboarding (e.g. 30s)
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
@@ -167,15 +182,41 @@ pub struct DeviceArgs {
     /// How long to wait for each answer from the device
     #[arg(long, env = "MCPDEV_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub timeout: std::time::Duration,
-    /// Instead of a device: any MCP server at this URL (Streamable HTTP, or legacy SSE for …/sse)
-    #[arg(long, value_name = "URL")]
+    #[command(flatten)]
+    pub server: McpServerArgs,
+}
+
+/// Any MCP server instead of a device: at a URL, or run over stdio.
+#[derive(Debug, Args, Clone)]
+pub struct McpServerArgs {
+    /// An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)
+    #[arg(long, value_name = "URL", conflicts_with = "stdio")]
     pub url: Option<String>,
+    /// An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y
+    /// @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run).
+    /// Without a command: the one in mcpdev.toml's [stdio]
+    #[arg(long, value_name = "COMMAND", num_args = 0..=1, default_missing_value = "")]
+    pub stdio: Option<String>,
+    /// With --stdio: NAME=VALUE in the server's environment, or NAME to pass ours on (it gets
+    /// only HOME, PATH, USER, LANG… of ours otherwise); repeatable
+    #[arg(long = "stdio-env", value_name = "NAME[=VALUE]", requires = "stdio")]
+    pub stdio_env: Vec<String>,
     /// With --url: an HTTP header `Name: value` for every request; repeatable
     #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
     pub headers: Vec<String>,
     /// With --url: the transport (auto picks SSE for URLs ending in /sse)
-    #[arg(long, value_enum, default_value_t = crate::links::mcp_client::McpTransport::Auto)]
-    pub transport: crate::links::mcp_client::McpTransport,
+    #[arg(long, value_enum, default_value_t = crate::links::mcp::McpTransport::Auto)]
+    pub transport: crate::links::mcp::McpTransport,
+}
+
+/// The MCP server a client command (`resources`, `prompts`, `tasks`) talks to.
+#[derive(Debug, Args, Clone)]
+pub struct ServerArgs {
+    #[command(flatten)]
+    pub server: McpServerArgs,
+    /// How long to wait for each answer from the server
+    #[arg(long, env = "MCPDEV_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
 }
 
 #[derive(Debug, Args)]
@@ -219,6 +260,74 @@ pub struct ToolsListArgs {
     pub refresh: bool,
 }
 
+#[derive(Debug, Subcommand)]
+pub enum ResourcesCommand {
+    /// Every resource, all pages, as a table (as the server sent them with --json)
+    List(ServerArgs),
+    /// Read one resource by URI: text printed (escaped for the terminal), binary saved with --out
+    Read(ResourceReadArgs),
+    /// Every resource template (URIs with {placeholders})
+    Templates(ServerArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "A resource is read whole into memory up to 64 MiB, the most mcpdev reads of one message; a larger one is \
+refused (exit 5) and the session ended.\n\nExamples:\n  mcpdev resources read file:///notes.txt --stdio \"npx -y @modelcontextprotocol/server-filesystem .\"\n  \
+mcpdev resources read test://blob --out blob.bin --url http://127.0.0.1:8080/mcp")]
+pub struct ResourceReadArgs {
+    /// The resource's URI
+    pub uri: String,
+    /// Write the contents (text as UTF-8, blobs decoded) to FILE instead of the terminal
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PromptsCommand {
+    /// Every prompt, all pages, with its arguments
+    List(ServerArgs),
+    /// Get a prompt's messages: arguments given as name=value, checked against the prompt's
+    /// declared arguments before anything is sent
+    Get(PromptGetArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  mcpdev prompts get greet name=Ada --stdio \"python server.py\"\n  mcpdev prompts get greet --args-json '{\"name\":\"Ada\"}' --url http://127.0.0.1:8080/mcp --json")]
+pub struct PromptGetArgs {
+    /// The prompt's name
+    pub name: String,
+    /// Arguments as name=value (prompt arguments are strings)
+    #[arg(value_name = "ARG")]
+    pub args: Vec<String>,
+    /// Arguments as one JSON object of strings (name=value words are merged on top)
+    #[arg(long, value_name = "JSON")]
+    pub args_json: Option<String>,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TasksCommand {
+    /// The tasks the server keeps for this session (all pages)
+    List(ServerArgs),
+    /// One task's status
+    Get(TaskIdArgs),
+    /// A task's result: waits (up to --timeout) for it to finish, then shows it as `call` does
+    Result(TaskIdArgs),
+    /// Cancel a task
+    Cancel(TaskIdArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TaskIdArgs {
+    /// The task's id (as `call --task` or `tasks list` printed it)
+    pub task_id: String,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
 #[derive(Debug, Args)]
 #[command(after_help = "Arguments:\n  key=value     typed by the tool's inputSchema: zip=01234 stays a string, volume=50 is an integer\n  \
 a.b=value     nested object {\"a\":{\"b\":…}}\n  key:=JSON     raw JSON, no typing (opts:='{\"x\":[1,2]}')\n\n\
@@ -242,6 +351,16 @@ pub struct CallArgs {
     /// Send even if the arguments fail the inputSchema (the device decides)
     #[arg(long)]
     pub no_validate: bool,
+    /// With --url or --stdio: run the call as a task (MCP 2025-11-25): its status is shown on
+    /// stderr while it runs, its result fetched when it ends, and Ctrl-C cancels it
+    /// (`tasks/cancel`). --timeout bounds the whole wait; a task still running then is left to
+    /// run (`mcpdev tasks result ID` fetches it later). A tool whose taskSupport is "required"
+    /// runs as a task without it
+    #[arg(long)]
+    pub task: bool,
+    /// With --task: how long the server should keep the task and its result (its `ttl`)
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "task")]
+    pub task_ttl: Option<std::time::Duration>,
     #[command(flatten)]
     pub target: DeviceArgs,
 }
@@ -662,6 +781,16 @@ pub fn secrets_on_command_line(matches: &clap::ArgMatches) -> Vec<String> {
         let headers = here.ids().any(|id| id.as_str() == "headers") && on_line("headers");
         if headers && here.get_many::<String>("headers").into_iter().flatten().any(|h| h.trim_start().to_ascii_lowercase().starts_with("authorization")) {
             warnings.push("an Authorization header on the command line is visible to other users of this machine (ps)".into());
+        }
+        // `--stdio-env API_KEY=…`: the value is on the command line; `--stdio-env API_KEY` passes ours.
+        let env = here.ids().any(|id| id.as_str() == "stdio_env") && on_line("stdio_env");
+        let pairs = if env { here.get_many::<String>("stdio_env").into_iter().flatten().collect() } else { Vec::new() };
+        for pair in pairs {
+            if let Some((name, _)) = pair.split_once('=')
+                && ["TOKEN", "KEY", "SECRET", "PASSWORD"].iter().any(|w| name.to_ascii_uppercase().contains(w))
+            {
+                warnings.push(format!("--stdio-env {name}=… on the command line is visible to other users of this machine (ps); export {name} and pass `--stdio-env {name}` instead"));
+            }
         }
         m = here.subcommand().map(|(_, sub)| sub);
     }

@@ -14,6 +14,9 @@
 //! mcp_fleet_threshold = 32        # serve --mcp-fleet-threshold / MCPDEV_MCP_FLEET_THRESHOLD
 //! [aliases]
 //! kitchen = "aa:bb:cc:dd:ee:ff"   # --device kitchen
+//! [stdio]                         # --stdio with no command
+//! command = "npx -y @modelcontextprotocol/server-everything"
+//! env = { DEBUG = "1" }           # on top of HOME, PATH, USER… (see `--stdio-env`)
 //! ```
 //! Secrets (tokens) are not read from this file: use the environment.
 
@@ -34,6 +37,16 @@ pub struct FileConfig {
     pub mcp_fleet_threshold: Option<u32>,
     #[serde(default)]
     pub aliases: HashMap<String, String>,
+    pub stdio: Option<StdioConfig>,
+}
+
+/// `[stdio]`: the MCP server `--stdio` runs when given no command.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StdioConfig {
+    pub command: String,
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
 }
 
 impl FileConfig {

@@ -165,3 +165,33 @@ async fn the_conformance_suite_passes_against_the_hub() {
     ];
     assert_passed("2026-07-28", &results(&modern), &must_pass, &excused);
 }
+
+/// The suite's client scenarios, with mcpdev as the client (`--url`, through
+/// `tests/conformance/mcpdev_client.sh`): the handshake, a tool call, and a Streamable HTTP
+/// stream that the server closes before its answer, which the client must resume (`GET` with
+/// `Last-Event-ID`, after the server's `retry`). The suite has no stdio runner: its client
+/// scenarios serve over HTTP.
+#[tokio::test]
+async fn mcpdev_as_a_client_passes_the_suites_client_scenarios() {
+    let node = node22();
+    for scenario in ["initialize", "tools_call", "sse-retry"] {
+        let out = tempfile::tempdir().unwrap();
+        let mut cmd = tokio::process::Command::new(&node);
+        cmd.arg(conformance_cli())
+            .args(["client", "--command"])
+            .arg(repo_path("tests/conformance/mcpdev_client.sh"))
+            .args(["--scenario", scenario, "-o"])
+            .arg(out.path())
+            .env("MCPDEV_BIN", env!("CARGO_BIN_EXE_mcpdev"))
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        let output = tokio::time::timeout(RUN_DEADLINE, cmd.output()).await.expect("the conformance suite hung").expect("run node");
+        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        assert_eq!(output.status.code(), Some(0), "client scenario {scenario}:\n{text}");
+        let dir = std::fs::read_dir(out.path()).unwrap().next().expect("a result directory").unwrap().path();
+        let checks: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(dir.join("checks.json")).unwrap()).unwrap();
+        assert!(checks.iter().any(|c| c["status"] == "SUCCESS"), "{scenario}: no check passed: {checks:?}");
+        assert!(!checks.iter().any(|c| c["status"] == "FAILURE" || c["status"] == "WARNING"), "{scenario}: {checks:?}");
+    }
+}

@@ -1,4 +1,4 @@
-"""mcpdev side by side with its peers (issue 14): runs the three comparisons, prints one table,
+"""mcpdev side by side with its peers (issues 14 and 35): runs the four comparisons, prints one table,
 and exits 1 if any comparison could not run. Started by `benches/peers/run`, which installs the
 peers and passes their paths in PEERS_* variables; the figures come from this run only."""
 
@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import compare_cli  # noqa: E402
 import compare_memory  # noqa: E402
+import compare_stdio  # noqa: E402
 import compare_throughput  # noqa: E402
 from procs import Children, Failure, loadavg, raise_fd_limit  # noqa: E402
 from report import print_table  # noqa: E402
@@ -41,7 +42,7 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     tools = SimpleNamespace(mcpdev=os.environ["PEERS_MCPDEV"], node=installed("PEERS_NODE"),
                             inspector=installed("PEERS_INSPECTOR"), stackchan=installed("PEERS_STACKCHAN"),
-                            wrk=installed("PEERS_WRK"))
+                            wrk=installed("PEERS_WRK"), everything=installed("PEERS_EVERYTHING"))
     if not tools.node:
         tools.inspector = None
     fds = raise_fd_limit()
@@ -59,6 +60,7 @@ def main():
             conns=setting("PEERS_CONNECTIONS", 16), threads=2)),
         ("memory", lambda ch, sc: compare_memory.run(ch, sc, tools, devices=setting("PEERS_DEVICES", 1000),
                                                      rounds=setting("PEERS_MEMORY_ROUNDS", 2))),
+        ("stdio", lambda ch, sc: compare_stdio.run(ch, sc, tools, runs=setting("PEERS_STDIO_RUNS", 10), warmup=1)),
     ]
     names = [name for name, _ in comparisons]
     only = sys.argv[1:] or names

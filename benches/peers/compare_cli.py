@@ -34,7 +34,7 @@ def run(children, scratch, tools, runs, warmup):
         # One run of each in turn, starting with a different one each time, so a change in the
         # machine's load falls on all alike.
         for name in names[i % 3:] + names[:i % 3]:
-            took = _timed(name, commands[name], env, scratch.root)
+            took = timed(name, commands[name], env, scratch.root)
             if i >= warmup:
                 times[name].append(took)
     children.stop(sim)
@@ -51,13 +51,14 @@ def run(children, scratch, tools, runs, warmup):
     return rows
 
 
-def _timed(name, args, env, cwd):
+def timed(name, args, env, cwd, expect="true", deadline=CALL_DEADLINE_S):
+    """Seconds from spawning `args` until it exited 0 with `expect` on stdout (else Failure)."""
     start = time.perf_counter()
     try:
-        out = subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True, timeout=CALL_DEADLINE_S)
+        out = subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True, timeout=deadline)
     except subprocess.TimeoutExpired:
-        raise Failure(f"{name}: no exit within {CALL_DEADLINE_S} s")
+        raise Failure(f"{name}: no exit within {deadline} s")
     took = time.perf_counter() - start
-    if out.returncode != 0 or "true" not in out.stdout:
+    if out.returncode != 0 or expect not in out.stdout:
         raise Failure(f"{name}: exit {out.returncode}, stdout {out.stdout.strip()[:200]!r}, stderr {out.stderr.strip()[:300]!r}")
     return took

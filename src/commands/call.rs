@@ -57,17 +57,68 @@ async fn run_on(
         return Err(CodedError::new(Exit::InvalidCall, msg).into());
     }
     let params = json!({"name": args.tool, "arguments": arguments});
-    let result = target.request("tools/call", Some(params), args.target.timeout).await.map_err(call_failure)?;
+    let support = tool.pointer("/execution/taskSupport").and_then(Value::as_str).unwrap_or("forbidden");
+    if let Target::Mcp { conn, .. } = target
+        && (args.task || support == "required")
+    {
+        return as_task(global, &args, target, conn, params, support).await;
+    }
+    let result = match target {
+        // Ctrl-C gives the call up, which cancels it on the server (`notifications/cancelled`).
+        Target::Mcp { .. } => {
+            let stop = super::stop_signal::install()?;
+            tokio::select! {
+                r = target.request("tools/call", Some(params), args.target.timeout) => r,
+                _ = stop.wait() => return Err(CodedError::new(Exit::Interrupted, format!("interrupted: the call of {} was cancelled on the server", args.tool)).into()),
+            }
+        }
+        _ => target.request("tools/call", Some(params), args.target.timeout).await,
+    };
+    let result = result.map_err(call_failure)?;
+    show(global, target.answered_by(&result), &result, &args.tool, args.save_images.as_deref())
+}
+
+/// A call's result, as people or programs read it; exit 5 when the tool says it failed.
+pub fn show(global: &GlobalArgs, answered_by: &str, result: &Value, tool: &str, save_images: Option<&Path>) -> anyhow::Result<()> {
     let is_error = result["isError"].as_bool().unwrap_or(false);
     if global.json {
-        print_json(&super::output::device_document(target.answered_by(&result), &result));
+        print_json(&super::output::device_document(answered_by, result));
     } else {
-        render(&result, &args.tool, args.save_images.as_deref())?;
+        render(result, tool, save_images)?;
     }
     if is_error {
-        return Err(CodedError::new(Exit::ToolError, format!("{} reported an error (isError: true)", args.tool)).into());
+        return Err(CodedError::new(Exit::ToolError, format!("{tool} reported an error (isError: true)")).into());
     }
     Ok(())
+}
+
+/// `call --task`: the call made a task on the server, followed to its end.
+async fn as_task(global: &GlobalArgs, args: &CallArgs, target: &Target, conn: &crate::links::mcp::McpConnection, params: Value, support: &str) -> anyhow::Result<()> {
+    super::tasks::keeps_tasks(conn, target.device_id())?;
+    if support == "forbidden" {
+        let msg = format!("tool {} does not run as a task (its execution.taskSupport is not \"optional\" or \"required\"); nothing was sent", args.tool);
+        return Err(CodedError::new(Exit::InvalidCall, msg).with_help("call it without --task").into());
+    }
+    if !args.task && !global.quiet {
+        eprintln!("tool {} runs only as a task (taskSupport: required): running it as one", super::output::text(&args.tool));
+    }
+    let mut params = target.mcp_call_params(params);
+    params["task"] = match args.task_ttl {
+        Some(ttl) => json!({"ttl": ttl.as_millis() as u64}),
+        None => json!({}),
+    };
+    let created = conn.request("tools/call", Some(params), args.target.timeout).await.map_err(super::mcp_server::failure)?;
+    let Some(task) = created.get("task") else {
+        // A server that ran the call at once instead (allowed for an optional tool).
+        return show(global, target.answered_by(&created), &created, &args.tool, args.save_images.as_deref());
+    };
+    match super::tasks::follow(global, conn, task, args.target.timeout).await? {
+        super::tasks::Followed::Interrupted => Err(CodedError::new(Exit::Interrupted, "interrupted").into()),
+        super::tasks::Followed::Done(result) => {
+            let result = result.map_err(super::mcp_server::failure)?;
+            show(global, target.answered_by(&result), &result, &args.tool, args.save_images.as_deref())
+        }
+    }
 }
 
 /// Prints a result for people: JSON text pretty-printed, media saved or summarised.

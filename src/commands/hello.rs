@@ -8,8 +8,8 @@ use super::target::Target;
 use crate::cli::{GlobalArgs, HelloArgs};
 
 pub async fn run(global: &GlobalArgs, args: HelloArgs) -> anyhow::Result<()> {
-    if args.target.url.is_some() {
-        let msg = "MCP servers have no hello (that is the xiaozhi device handshake); use `mcpdev init --url …`";
+    if args.target.server.url.is_some() || args.target.server.stdio.is_some() {
+        let msg = "MCP servers have no hello (that is the xiaozhi device handshake); use `mcpdev init --url …` (or --stdio …)";
         return Err(crate::exit::CodedError::new(crate::exit::Exit::Usage, msg).into());
     }
     let (_target, info) = Target::open(&args.target, global, None).await?;

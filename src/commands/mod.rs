@@ -9,13 +9,17 @@ pub mod generate;
 pub mod hello;
 pub mod hub_stack;
 pub mod init;
+pub mod mcp_server;
 pub mod output;
+pub mod prompts;
 mod record;
+pub mod resources;
 pub mod serve;
 pub mod serve_report;
 pub mod sim;
 pub mod stop_signal;
 pub mod target;
+pub mod tasks;
 pub mod terminal_text;
 pub mod tools;
 pub mod watch;
@@ -33,6 +37,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Init(args) => init::run(g, args).await,
         Command::Tools { command: ToolsCommand::List(args) } => tools::list(g, args).await,
         Command::Call(args) => call::run(g, args).await,
+        Command::Resources { command } => resources::run(g, command).await,
+        Command::Prompts { command } => prompts::run(g, command).await,
+        Command::Tasks { command } => tasks::run(g, command).await,
         Command::Watch(args) => watch::run(g, args).await,
         Command::Devices(args) => devices::run(g, args).await,
         Command::Sim(args) => sim::run(g, args).await,

@@ -14,7 +14,7 @@ use crate::cli::{DeviceArgs, GlobalArgs};
 use crate::exit::{CodedError, Exit};
 use crate::links::handle::{LinkEvent, Tracing};
 use crate::links::hub_client::{ControlError, HubClient};
-use crate::links::mcp_client::{McpConnection, McpFailure, parse_headers};
+use crate::links::mcp::{McpConnection, McpEndpoint, McpFailure};
 use crate::links::handle::LinkSetup;
 use crate::links::websocket;
 use crate::links::DeviceHandle;
@@ -95,8 +95,8 @@ impl Target {
     /// As [`Target::open`], for calling the tool `wanted`: an MCP server (`--url`) is listed only
     /// until the page that holds it (its description's `tools` then stops there).
     pub async fn open_for(args: &DeviceArgs, global: &GlobalArgs, vision: Option<(String, String)>, wanted: Option<&str>) -> anyhow::Result<(Target, Value)> {
-        if let Some(url) = &args.url {
-            return open_url(url, args, wanted).await;
+        if let Some(endpoint) = super::mcp_server::endpoint(&args.server)? {
+            return open_mcp(endpoint, args, wanted).await;
         }
         if let Some(url) = &args.mqtt {
             let (handle, info) = crate::mqtt::direct::open(url, args.device.as_deref(), args.timeout, args.wait, vision).await?;
@@ -139,6 +139,17 @@ impl Target {
         }
     }
 
+    /// The `tools/call` params that reach a tool of this MCP server: through an mcpdev hub's
+    /// fleet tools when the name was found there.
+    pub fn mcp_call_params(&self, params: Value) -> Value {
+        match self {
+            Target::Mcp { fleet: Some(f), .. } if params["name"] == f.name.as_str() => {
+                json!({"name": FLEET_CALL, "arguments": {"device": f.device, "tool": f.tool, "arguments": params["arguments"]}})
+            }
+            _ => params,
+        }
+    }
+
     /// One JSON-RPC request to the device.
     pub async fn request(&self, method: &str, params: Option<Value>, timeout: Duration) -> Result<Value, CallFailure> {
         match self {
@@ -162,6 +173,7 @@ impl Target {
                             CallFailure::Device { code: Some(code.into()), message, rpc }
                         }
                         McpFailure::Timeout(d) => CallFailure::Timeout(format!("the MCP server did not answer within {d:?}")),
+                        McpFailure::TooLarge(why) => CallFailure::Device { code: None, message: why.clone(), rpc: json!({"message": why}) },
                         other => CallFailure::Gone(other.to_string()),
                     })
                 }
@@ -184,33 +196,14 @@ impl Target {
 
 /// Any MCP server: connect, list its tools (every one, or until `wanted`), and describe it like
 /// a device.
-async fn open_url(url: &str, args: &DeviceArgs, wanted: Option<&str>) -> anyhow::Result<(Target, Value)> {
-    let headers = parse_headers(&args.headers).map_err(|e| CodedError::new(Exit::Usage, e))?;
-    let mcp_error = |e: McpFailure| -> anyhow::Error {
-        let exit = match &e {
-            McpFailure::Auth(_) => Exit::Auth,
-            McpFailure::Timeout(_) => Exit::Timeout,
-            McpFailure::Rpc { .. } => Exit::ToolError,
-            McpFailure::Unreachable(_) => Exit::Unreachable,
-        };
-        CodedError::new(exit, e.to_string()).into()
-    };
-    let conn = McpConnection::connect(url, &headers, args.transport, args.timeout)
-        .await
-        .map_err(mcp_error)?;
-    match describe_url(&conn, url, args, wanted).await {
-        Ok((info, fleet, hub)) => Ok((
-            Target::Mcp {
-                conn,
-                url: url.to_string(),
-                fleet,
-                hub,
-            },
-            info,
-        )),
+async fn open_mcp(endpoint: McpEndpoint, args: &DeviceArgs, wanted: Option<&str>) -> anyhow::Result<(Target, Value)> {
+    let conn = McpConnection::connect(&endpoint, args.timeout).await.map_err(super::mcp_server::failure)?;
+    let url = endpoint.name();
+    match describe_url(&conn, &url, args, wanted).await {
+        Ok((info, fleet, hub)) => Ok((Target::Mcp { conn, url, fleet, hub }, info)),
         Err(e) => {
             conn.close().await;
-            Err(mcp_error(e))
+            Err(super::mcp_server::failure(e).into())
         }
     }
 }
