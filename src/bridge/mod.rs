@@ -544,23 +544,30 @@ impl ServerHandler for Bridge {
 
     async fn call_tool(&self, request: CallToolRequestParams, cx: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
         // A progress token: the call's stages go to the host, in order, on the request's stream.
+        let mut sending = None;
         let progress: Progress = cx.meta.get_progress_token().map(|token| {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Stage>();
             let peer = cx.peer.clone();
-            tokio::spawn(async move {
+            sending = Some(tokio::spawn(async move {
                 while let Some(stage) = rx.recv().await {
                     let Ok(params) = serde_json::from_value(stage.progress(&serde_json::to_value(&token).unwrap_or_default())) else { return };
                     if peer.notify_progress(params).await.is_err() {
                         return;
                     }
                 }
-            });
+            }));
             Arc::new(move |stage| {
                 let _ = tx.send(stage);
             }) as Arc<dyn Fn(Stage) + Send + Sync>
         });
         // notifications/cancelled: stop waiting.
-        self.shared.run_call(&self.scope, &request.name, request.arguments, cx.ct.cancelled(), &progress).await.map(Into::into)
+        let answer = self.shared.run_call(&self.scope, &request.name, request.arguments, cx.ct.cancelled(), &progress).await;
+        // Every stage is on its way before the answer ends the request's stream.
+        drop(progress);
+        if let Some(sending) = sending {
+            let _ = tokio::time::timeout(Duration::from_secs(1), sending).await;
+        }
+        answer.map(Into::into)
     }
 
     // No prompts: answer "method not found", as the capabilities say, rather than rmcp's default

@@ -202,6 +202,11 @@ impl Tasks {
         let cancel = CancellationToken::new();
         let refused = {
             let mut inner = self.lock();
+            let full = |inner: &Inner| inner.per_session.get(&key).copied().unwrap_or(0) >= self.limits.per_session || inner.by_id.len() >= self.limits.total;
+            if full(&inner) {
+                // Expired tasks give their places back before anything is refused.
+                Self::sweep_locked(&mut inner);
+            }
             let mine = inner.per_session.get(&key).copied().unwrap_or(0);
             if mine >= self.limits.per_session {
                 Some(format!(
@@ -340,8 +345,11 @@ impl Tasks {
 
     /// Forgets expired tasks (cancelling their calls); how many went.
     pub fn sweep(&self) -> usize {
+        Self::sweep_locked(&mut self.lock())
+    }
+
+    fn sweep_locked(inner: &mut Inner) -> usize {
         let now = Instant::now();
-        let mut inner = self.lock();
         let expired: Vec<Arc<str>> = inner.by_id.iter().filter(|(_, e)| e.expires <= now).map(|(id, _)| id.clone()).collect();
         for id in &expired {
             if let Some(e) = inner.by_id.remove(id) {
