@@ -225,3 +225,36 @@ async fn a_call_with_a_progress_token_hears_its_stages() {
     assert!(progress.iter().all(|p| p["progressToken"] == "p1"));
     assert!(seen.contains("\"ok\""), "{seen}");
 }
+
+/// The MCP Python SDK 1.x's own task client, over Streamable HTTP and legacy SSE: it sees the
+/// capability and the tool's task support, creates a task, polls it to its end while the device
+/// works, and fetches the device's answer.
+#[tokio::test]
+async fn the_python_sdks_task_client_runs_a_slow_tool_as_a_task() {
+    let python = common::installed("MCPDEV_TEST_MCP1_PYTHON", common::repo_path(".ci/venv-mcp1/bin/python"), "the MCP Python SDK 1.x (.ci/test creates .ci/venv-mcp1)");
+    let (hub, mut device) = hub_with_camera(&[]).await;
+    for (transport, path) in [("http", "/mcp"), ("sse", "/sse")] {
+        let child = tokio::process::Command::new(&python)
+            .arg(common::repo_path("tests/interop/mcp_task_client.py"))
+            .args(["--url", &format!("{}{path}", hub.host_url), "--transport", transport, "--tool", SLOW])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let call = tokio::time::timeout(Duration::from_secs(60), device.recv_request("tools/call")).await.expect("the SDK's task reached no device");
+        device.reply(&call["id"], json!({"content": [{"type": "text", "text": "a photo"}], "isError": false})).await;
+        let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output()).await.expect("the SDK client hung").unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{transport}: {text}");
+        let steps: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let step = |op: &str| steps.iter().find(|s| s["op"] == op).cloned().unwrap_or_else(|| panic!("{transport}: no {op} in {text}"));
+        assert_eq!(step("connect")["capabilities"]["tasks"]["requests"]["tools"]["call"], json!({}), "{transport}");
+        let tools = step("list_tools")["tools"].as_array().unwrap().clone();
+        assert_eq!(tools.iter().find(|t| t["name"] == SLOW).unwrap()["execution"]["taskSupport"], "optional", "{transport}");
+        let id = step("created")["task"]["taskId"].as_str().unwrap().to_string();
+        assert_eq!(step("polled")["statuses"].as_array().unwrap().last().unwrap(), "completed", "{transport}");
+        assert_eq!(step("result")["result"]["content"][0]["text"], "a photo", "{transport}");
+        assert!(step("list")["ids"].as_array().unwrap().contains(&json!(id)), "{transport}");
+    }
+}
