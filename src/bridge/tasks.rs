@@ -444,17 +444,22 @@ mod tests {
     fn caps_per_session_and_in_total_and_ttl_frees_them() {
         let tasks = Tasks::new(Limits { total: 3, per_session: 2 });
         let a = who("10.0.0.1", "s1");
-        tasks.create(&a, "hub", Some(0)).unwrap();
-        tasks.create(&a, "hub", Some(0)).unwrap();
+        tasks.create(&a, "hub", None).unwrap();
+        tasks.create(&a, "hub", None).unwrap();
         let why = tasks.create(&a, "hub", None).err().unwrap();
         assert!(why.0.contains("--mcp-max-tasks-per-session 2"), "{why:?}");
         tasks.create(&who("10.0.0.1", "s2"), "hub", None).unwrap();
         let why = tasks.create(&who("10.0.0.1", "s3"), "hub", None).err().unwrap();
         assert!(why.0.contains("--mcp-max-tasks 3"), "{why:?}");
-        // The two TTL-0 tasks are gone at the next sweep, and their places with them.
-        assert_eq!(tasks.sweep(), 2);
-        assert_eq!(tasks.held().0, 1);
-        tasks.create(&a, "hub", None).unwrap();
+        // Expired tasks are gone at the next sweep, or when a cap would refuse, and their
+        // places with them.
+        let short = Tasks::new(Limits { total: 1, per_session: 1 });
+        let (first, _) = short.create(&a, "hub", Some(0)).unwrap();
+        assert!(short.get(a.owner, &first.id).is_none());
+        short.create(&a, "hub", Some(0)).unwrap();
+        assert!(first.cancel.is_cancelled(), "an expired task's call is stopped");
+        assert_eq!(short.sweep(), 1);
+        assert_eq!(short.held(), (0, 0));
     }
 
     #[test]
