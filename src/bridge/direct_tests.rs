@@ -102,7 +102,7 @@ fn only_headers_rmcp_accepts_on_a_session_are_taken() {
 async fn direct(sessions: Arc<LocalSessionManager>) -> Direct {
     let config = HubConfig { device_addr: "127.0.0.1:0".parse().unwrap(), host_addr: "127.0.0.1:0".parse().unwrap(), ..Default::default() };
     let running = start(config).await.unwrap();
-    let shared = Arc::new(Shared { hub: running.hub.clone(), config: Default::default(), notifier: Default::default(), catalogues: Default::default(), sessions: SessionCaps::new(8, 8), fleet: Arc::new(crate::bridge::fleet::Fleet::new(32)) });
+    let shared = Arc::new(Shared { hub: running.hub.clone(), config: Default::default(), notifier: Default::default(), catalogues: Default::default(), sessions: SessionCaps::new(8, 8), fleet: Arc::new(crate::bridge::fleet::Fleet::new(32)), tasks: crate::bridge::tasks::Tasks::new(Default::default()), task_peers: Default::default() });
     Direct::new(shared, Scope::All, sessions)
 }
 

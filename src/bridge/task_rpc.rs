@@ -79,14 +79,14 @@ pub async fn answer(shared: &Arc<Shared>, scope: &Scope, who: &Requestor, msg: V
         "tasks/list" => {
             let cursor = params.get("cursor").and_then(Value::as_str);
             match tasks.list(who.owner, cursor) {
-                Ok((page, next)) => {
+                Some((page, next)) => {
                     let mut v = json!({"tasks": page});
                     if let Some(n) = next {
                         v["nextCursor"] = json!(n);
                     }
                     Ok(v)
                 }
-                Err(()) => Err(invalid("this tasks/list cursor is no task of yours (its task may have expired); list again without a cursor".into())),
+                None => Err(invalid("this tasks/list cursor is no task of yours (its task may have expired); list again without a cursor".into())),
             }
         }
         _ => Err(json!({"code": -32601, "message": "Method not found"})),
