@@ -218,7 +218,7 @@ async fn tasks_first(endpoint: &Endpoint, req: Request) -> Result<Response<Body>
     // The host listener's body deadline bounds this read.
     let bytes = match axum::body::to_bytes(body, BODY_MAX).await {
         Ok(b) => b,
-        Err(e) => return Ok(plain(StatusCode::PAYLOAD_TOO_LARGE, &format!("the request body could not be read (at most {BODY_MAX} bytes): {e}"))),
+        Err(e) => return Ok(plain(StatusCode::BAD_REQUEST, &format!("the request body could not be read (it must arrive within the body deadline, at most {BODY_MAX} bytes): {e}"))),
     };
     let session = parts.headers.get(&SESSION_ID).and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
     let known = match &session {
