@@ -138,9 +138,17 @@ async fn a_cancelled_task_ends_at_once_and_a_failing_tool_fails_its_task() {
     let (mut s, _) = Session::open(&hub, "/devices/02:00:00:00:00:0b/mcp", "127.0.0.1").await;
     let task = s.task("camera.take", 60_000).await;
     let id = task["taskId"].as_str().unwrap().to_string();
-    device.recv_request("tools/call").await;
+    let call = device.recv_request("tools/call").await;
     let cancelled = s.ask("tasks/cancel", json!({"taskId": id})).await;
     assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    // The device hears of it, naming the request it was sent.
+    let note = loop {
+        let m = device.recv().await;
+        if m["payload"]["method"] == "notifications/cancelled" {
+            break m["payload"].clone();
+        }
+    };
+    assert_eq!(note["params"]["requestId"], call["id"], "{note}");
     let result = s.ask("tasks/result", json!({"taskId": id})).await;
     assert!(result["error"]["message"].as_str().unwrap().contains("cancelled"), "{result}");
 
