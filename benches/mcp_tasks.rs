@@ -8,7 +8,8 @@
 //!   with `params.task`, then `tasks/result`), alternating for 5 rounds; prints wall time and the
 //!   hub's CPU per call of each;
 //! - **memory**: the hub's resident memory (VmRSS) before, with 10,000 finished tasks held
-//!   (created from 40 sessions, each fetched), and once their TTL (20 s) has passed.
+//!   (created from 40 sessions, each fetched; the sessions then end), and once their TTL (20 s)
+//!   has passed.
 //!
 //! Runs on 127.0.0.1 only, stops by itself.
 
@@ -154,6 +155,11 @@ async fn main() -> anyhow::Result<()> {
         sessions[i % SESSIONS].as_task(&tool, i, TTL_MS).await?;
     }
     let held = rss_kib(pid);
+    // The sessions end, so what is left is the tasks'.
+    for t in &sessions {
+        t.http.delete(&t.url).header("mcp-session-id", &t.id).send().await?.text().await?;
+    }
+    drop(sessions);
     let listed = s.ask("tasks/list", json!({})).await?;
     anyhow::ensure!(listed["result"]["tasks"].as_array().is_some_and(|t| !t.is_empty()), "no tasks held: {listed}");
     let started = Instant::now();

@@ -18,7 +18,8 @@
 //!   with a message saying so, rather than being kept.
 //! - **TTL.** The host's `ttl` is clamped to [`TTL_MAX`] (none given: [`TTL_DEFAULT`]); a task
 //!   is forgotten (its call cancelled if it still runs) when its TTL from creation ends, by a
-//!   sweep once a second and by every lookup, so a host that never fetches leaves nothing.
+//!   sweep once a second and by every lookup, so a host that never fetches leaves nothing (a
+//!   sweep that forgot [`TRIM_AFTER`] or more trims the heap, as ended sessions do).
 //! - **Status lifecycle**: `working` then exactly one of `completed`, `failed` (the tool said
 //!   `isError`, or the call ended in an error) or `cancelled`; a terminal status never changes.
 //! - Nothing that can panic runs under the store's lock.
@@ -48,6 +49,8 @@ pub const DEFAULT_TOTAL: u32 = 10_000;
 pub const DEFAULT_PER_SESSION: u32 = 256;
 /// Tasks a `tasks/list` page holds.
 pub const PAGE: usize = 100;
+/// Tasks forgotten in one sweep after which the heap is trimmed.
+pub const TRIM_AFTER: usize = 64;
 
 /// The authorisation context a task is bound to (see the module's rules).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -385,7 +388,11 @@ impl Tasks {
                 loop {
                     tick.tick().await;
                     let Some(tasks) = weak.upgrade() else { return };
-                    tasks.sweep();
+                    // Many tasks gone at once: their pages go back to the system, as sessions'
+                    // do (glibc keeps freed pages otherwise), off the async workers.
+                    if tasks.sweep() >= TRIM_AFTER {
+                        let _ = tokio::task::spawn_blocking(super::sessions::trim_heap).await;
+                    }
                 }
             });
         }
