@@ -266,3 +266,36 @@ async fn the_python_sdks_task_client_runs_a_slow_tool_as_a_task() {
         assert!(step("list")["ids"].as_array().unwrap().contains(&json!(id)), "{transport}");
     }
 }
+
+/// Two hubs of one cluster on Mosquitto: a host on hub A runs a task of a device that hub B
+/// serves; the task is held by A, and its id says so.
+#[tokio::test]
+async fn a_task_on_one_hub_for_another_hubs_device_works_and_its_id_names_its_hub() {
+    let broker = common::mqtt::Mosquitto::start().await;
+    let (hubs, _dirs) = HubProcess::cluster(2, &["--mqtt", &broker.url(), "--mcp-timeout", "30"], false).await;
+    let mut device = FakeDevice::connect(&hubs[1].device_url, DEVICE, vec![tool("camera.take")]).await;
+    let hub_a = hubs[0].info["hub_id"].as_str().unwrap().to_string();
+    let hub_b = hubs[1].info["hub_id"].as_str().unwrap().to_string();
+    assert_ne!(hub_a, hub_b);
+    // Until hub A knows the device (the cluster index carries it within a few seconds).
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    let (mut s, _) = Session::open(&hubs[0], "/mcp", "127.0.0.1").await;
+    loop {
+        let tools = s.ask("tools/list", json!({})).await;
+        if tools["result"]["tools"].as_array().is_some_and(|t| t.iter().any(|t| t["name"] == SLOW)) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "hub A never offered hub B's device: {tools}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let task = s.task(SLOW, 60_000).await;
+    let id = task["taskId"].as_str().unwrap().to_string();
+    assert!(id.starts_with(&format!("{hub_a}/")), "{id} should name hub A ({hub_a})");
+    let call = device.recv_request("tools/call").await;
+    device.reply(&call["id"], json!({"content": [{"type": "text", "text": "through the cluster"}]})).await;
+    let result = s.ask("tasks/result", json!({"taskId": id})).await;
+    assert_eq!(result["result"]["content"][0]["text"], "through the cluster", "{result}");
+    // Hub B holds no such task: it answers as for any unknown id.
+    let (mut on_b, _) = Session::open(&hubs[1], "/mcp", "127.0.0.1").await;
+    assert_eq!(on_b.ask("tasks/get", json!({"taskId": id})).await["error"]["code"], -32602);
+}
