@@ -299,3 +299,33 @@ async fn a_task_on_one_hub_for_another_hubs_device_works_and_its_id_names_its_hu
     let (mut on_b, _) = Session::open(&hubs[1], "/mcp", "127.0.0.1").await;
     assert_eq!(on_b.ask("tasks/get", json!({"taskId": id})).await["error"]["code"], -32602);
 }
+
+/// Ctrl-C during `mcpdev call -d` (the control API's path): the CLI ends, and the hub gives up
+/// the call at once, telling the device with `notifications/cancelled`.
+#[tokio::test]
+async fn ctrl_c_during_a_call_cancels_it_on_the_hub() {
+    let (hub, mut device) = hub_with_camera(&[]).await;
+    let mut cli = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"))
+        .args(["call", "camera.take", "n=1", "-d", DEVICE])
+        .env("MCPDEV_HUB", &hub.host_url)
+        .env("MCPDEV_RUNTIME_DIR", &hub.runtime_dir)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let call = device.recv_request("tools/call").await;
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(cli.id().unwrap() as i32, libc::SIGINT) };
+    let status = tokio::time::timeout(DEADLINE, cli.wait()).await.expect("the CLI did not end on Ctrl-C").unwrap();
+    assert!(!status.success());
+    let note = loop {
+        let m = device.recv().await;
+        if m["payload"]["method"] == "notifications/cancelled" {
+            break m["payload"].clone();
+        }
+    };
+    assert_eq!(note["params"]["requestId"], call["id"], "{note}");
+}
