@@ -216,6 +216,15 @@ async fn a_call_with_a_progress_token_hears_its_stages() {
         let chunk = tokio::time::timeout(DEADLINE, stream.next()).await.expect("no progress in time").unwrap().unwrap();
         seen.push_str(&String::from_utf8_lossy(&chunk));
     }
+    // The device reports progress of its own, under the token the hub gave it.
+    let token = call["params"]["_meta"]["progressToken"].clone();
+    assert!(token.as_str().is_some_and(|t| t.starts_with("mcpdev-")), "{call}");
+    let sid = device.session_id.clone();
+    device.send(json!({"session_id": sid, "type": "mcp", "payload": {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": 1, "total": 2, "message": "half"}}})).await;
+    while !seen.contains("half") {
+        let chunk = tokio::time::timeout(DEADLINE, stream.next()).await.expect("the device's progress was not relayed").unwrap().unwrap();
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
     device.reply(&call["id"], json!({"content": [{"type": "text", "text": "ok"}]})).await;
     while let Ok(Some(Ok(chunk))) = tokio::time::timeout(DEADLINE, stream.next()).await {
         seen.push_str(&String::from_utf8_lossy(&chunk));
@@ -228,7 +237,7 @@ async fn a_call_with_a_progress_token_hears_its_stages() {
         .map(|m| m["params"].clone())
         .collect();
     let messages: Vec<&str> = progress.iter().map(|p| p["message"].as_str().unwrap()).collect();
-    assert_eq!(messages, ["sent to the device", "waiting for the device", "answered by the device"], "{seen}");
+    assert_eq!(messages, ["sent to the device", "waiting for the device", "half", "answered by the device"], "{seen}");
     assert!(progress.windows(2).all(|w| w[0]["progress"].as_f64() < w[1]["progress"].as_f64()));
     assert!(progress.iter().all(|p| p["progressToken"] == "p1"));
     assert!(seen.contains("\"ok\""), "{seen}");

@@ -27,6 +27,7 @@ pub mod fleet;
 pub mod http;
 pub mod naming;
 pub mod notifier;
+pub mod progress;
 pub mod results;
 pub mod sessions;
 pub mod sse;
@@ -118,7 +119,7 @@ pub struct Shared {
 }
 
 /// A stage of a device tool's call, reported to a host that sent a `progressToken`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Stage {
     /// Handed to the device's link.
     Sent,
@@ -126,33 +127,67 @@ pub enum Stage {
     /// every [`WAITING_EVERY`]).
     Waiting(u32),
     Answered,
+    /// The device's own progress ([`progress`]): a fraction of its work, and its message.
+    Device { fraction: f64, message: Option<String> },
 }
 
 /// How often a call that waits for its device says so.
 pub const WAITING_EVERY: Duration = Duration::from_secs(5);
 
 impl Stage {
-    pub fn message(self) -> &'static str {
+    pub fn message(&self) -> &str {
         match self {
             Stage::Sent => "sent to the device",
             Stage::Waiting(_) => "waiting for the device",
             Stage::Answered => "answered by the device",
+            Stage::Device { message, .. } => message.as_deref().unwrap_or("the device reports progress"),
         }
     }
 
-    /// The `notifications/progress` params: progress rises with every report, out of 3.
-    pub fn progress(self, token: &Value) -> Value {
-        let progress = match self {
+    /// Where the stage stands, out of 3: sent 1, waiting just above (1.05 to 1.1), the
+    /// device's own progress from 1.1 to 2.9, answered 3.
+    pub fn value(&self) -> f64 {
+        match self {
             Stage::Sent => 1.0,
-            Stage::Waiting(n) => 1.0 + f64::from(n) / f64::from(n + 1),
+            Stage::Waiting(n) => 1.0 + 0.1 * f64::from(*n) / f64::from(n + 1),
             Stage::Answered => 3.0,
-        };
-        json!({"progressToken": token, "progress": progress, "total": 3.0, "message": self.message()})
+            Stage::Device { fraction, .. } => 1.1 + fraction.clamp(0.0, 1.0) * 1.8,
+        }
+    }
+
+    /// The `notifications/progress` params.
+    pub fn progress(&self, token: &Value) -> Value {
+        json!({"progressToken": token, "progress": self.value(), "total": 3.0, "message": self.message()})
     }
 }
 
 /// Where a call reports its stages, if anywhere.
 pub type Progress = Option<Arc<dyn Fn(Stage) + Send + Sync>>;
+
+/// A call's reports, passed on only while they rise (the hub's stages and the device's own
+/// progress share one scale).
+#[derive(Clone)]
+struct Reporter {
+    progress: Progress,
+    last: Arc<std::sync::Mutex<f64>>,
+}
+
+impl Reporter {
+    fn report(&self, stage: Stage) {
+        let Some(p) = &self.progress else { return };
+        let rises = {
+            let mut last = self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let rises = stage.value() > *last;
+            if rises {
+                *last = stage.value();
+            }
+            rises
+        };
+        if rises {
+            p(stage);
+        }
+    }
+}
 
 impl Shared {
     /// The devices an endpoint offers (one lookup for a device's own endpoint, whatever the
@@ -275,12 +310,19 @@ impl Shared {
     /// drops the device's late reply).
     async fn relay_call(&self, (device, params): (DeviceHandle, Value), cancelled: impl Future<Output = ()>, progress: &Progress) -> Result<CallToolResult, McpError> {
         let timeout = self.config.call_timeout;
-        let report = |stage| {
-            if let Some(p) = progress {
-                p(stage);
-            }
-        };
+        let reporter = Reporter { progress: progress.clone(), last: Arc::default() };
+        let report = |stage| reporter.report(stage);
         report(Stage::Sent);
+        // The device is asked for its own progress too, under a token of the hub's.
+        let mut params = params;
+        let _route = progress.as_ref().map(|_| {
+            let to_host = reporter.clone();
+            let route = self.notifier.progress.route(&device.device_id, Arc::new(move |r: progress::Reported| to_host.report(Stage::Device { fraction: r.fraction, message: r.message })));
+            if let Some(p) = params.as_object_mut() {
+                p.insert("_meta".into(), json!({"progressToken": route.token}));
+            }
+            route
+        });
         let call = tokio::time::timeout(timeout + CALL_GRACE, device.request("tools/call", Some(params), timeout));
         let waiting = async {
             if progress.is_none() {
