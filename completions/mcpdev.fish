@@ -79,6 +79,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-fleet-thresh
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-max-sessions -d 'Open MCP sessions (/mcp, /sse, /devices/*/mcp and /sse) allowed in total; a new one beyond it takes the place of the least recently used Streamable HTTP session idle for --mcp-reclaim-idle, or is refused with 503 until sessions end or expire (5 min idle)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-max-sessions-per-peer -d 'Open MCP sessions allowed from one peer address (on loopback, every local MCP host is one peer)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-reclaim-idle -d 'How long a Streamable HTTP session must go without a request (and with none open) before a new session may take its place when a session cap is full' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-max-tasks -d 'MCP tasks (a tools/call with params.task) the hub holds at once, running or finished; a task is kept for its ttl (at most 1 h), then forgotten' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-max-tasks-per-session -d 'MCP tasks one session may hold at once' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt -d 'Serve MQTT devices: `embedded` runs a broker in this process; or a broker URL (mqtt://[user@]host[:port], mqtts://…; a password in MCPDEV_MQTT_PASSWORD)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-listen -d 'Where the embedded broker listens' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-group -d 'Shared-subscription group: hubs on one broker with the same group share the devices' -r

@@ -598,6 +598,13 @@ pub struct ServeArgs {
     /// a new session may take its place when a session cap is full
     #[arg(long, env = "MCPDEV_MCP_RECLAIM_IDLE", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub mcp_reclaim_idle: std::time::Duration,
+    /// MCP tasks (a tools/call with params.task) the hub holds at once, running or finished; a
+    /// task is kept for its ttl (at most 1 h), then forgotten
+    #[arg(long, env = "MCPDEV_MCP_MAX_TASKS", value_name = "N", default_value_t = crate::bridge::tasks::DEFAULT_TOTAL, value_parser = clap::value_parser!(u32).range(1..))]
+    pub mcp_max_tasks: u32,
+    /// MCP tasks one session may hold at once
+    #[arg(long, env = "MCPDEV_MCP_MAX_TASKS_PER_SESSION", value_name = "N", default_value_t = crate::bridge::tasks::DEFAULT_PER_SESSION, value_parser = clap::value_parser!(u32).range(1..))]
+    pub mcp_max_tasks_per_session: u32,
     #[command(flatten)]
     pub mqtt: MqttServeArgs,
     #[command(flatten)]

@@ -131,9 +131,10 @@ impl SessionDriver {
                     if *state == Ticket::Open {
                         *state = Ticket::Cancelled;
                     }
-                    self.session.cancel(ticket);
+                    self.session.cancel(ticket, self.now)
+                } else {
+                    Vec::new()
                 }
-                Vec::new()
             }
             b'f' => self.session.fail_callers(CallError::Link("fuzz: link failed".into())),
             b'd' => {

@@ -147,6 +147,10 @@ impl Client {
             // without listing the fleet.
             capabilities["experimental"] = json!({"mcpdev/fleet": {"tools": ["search_devices", "list_device_tools", "call_device_tool"]}});
         }
+        if version == "2025-11-25" {
+            // MCP Tasks (2025-11-25) on tool calls (issue 35); 2026-07-28 has another extension.
+            capabilities["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
+        }
         assert_eq!(
             client.connect,
             json!({

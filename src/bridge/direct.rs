@@ -8,7 +8,8 @@
 //! leaves everything else to rmcp: it **declines**, giving the request back untouched, unless
 //! it is exactly
 //! - a `POST` of one JSON-RPC `tools/call` request with a string or integer id, whose params
-//!   have only `name`, `arguments` and a `_meta` with at most a `progressToken`;
+//!   have only `name`, `arguments` and an empty `_meta` (a `progressToken` goes to rmcp, whose
+//!   request stream carries the call's progress);
 //! - with the headers rmcp would accept on a session of a version before `2026-07-28` (`Accept`
 //!   both media types, `Content-Type: application/json`, a known `MCP-Protocol-Version` or none);
 //! - of a device's tool in the endpoint's catalogue;
@@ -156,7 +157,7 @@ impl Direct {
             in_flight.insert(key.clone(), cancel.clone());
         }
         let _done = InFlight { table: &self.in_flight, key };
-        Some(json_answer(id, self.shared.relay_call(call, cancel.cancelled()).await))
+        Some(json_answer(id, self.shared.relay_call(call, cancel.cancelled(), &None).await))
     }
 
     /// Cancels a call in flight here; false if there is none by that id on that session.
@@ -221,18 +222,15 @@ struct Envelope<'a> {
 struct CallParams {
     name: String,
     arguments: Option<JsonObject>,
-    /// Read only to refuse any `_meta` but a progress token.
+    /// Read only to refuse any `_meta` with something in it.
     #[serde(rename = "_meta")]
-    _meta: Option<ProgressOnly>,
+    _meta: Option<EmptyMeta>,
 }
 
-/// A `_meta` with nothing the bridge would act on (a progress token it does not use).
+/// A `_meta` with nothing the bridge would act on.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ProgressOnly {
-    #[serde(rename = "progressToken")]
-    _progress_token: Option<IgnoredAny>,
-}
+struct EmptyMeta {}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

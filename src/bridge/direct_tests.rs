@@ -18,7 +18,7 @@ fn call_id(b: &Bytes) -> Option<String> {
 
 #[test]
 fn plain_tool_calls_are_taken_and_their_name_and_arguments_kept() {
-    let b = body(serde_json::json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"dev-1.lamp","arguments":{"on":true},"_meta":{"progressToken":"p"}}}));
+    let b = body(serde_json::json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"dev-1.lamp","arguments":{"on":true},"_meta":{}}}));
     let Some(Message::Call { id, name, arguments }) = parse(&b) else { panic!("not taken") };
     assert_eq!((id.get(), name.as_str()), ("7", "dev-1.lamp"));
     assert_eq!(arguments.unwrap()["on"], true);
@@ -40,7 +40,8 @@ fn anything_but_a_plain_tool_call_is_left_to_rmcp() {
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
         r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"x"}}"#,
         r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}]"#,
-        // params the bridge would not ignore: a task, a per-request protocol version
+        // params the bridge would not ignore: a task, a progress token, a per-request version
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"p"}}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","task":{"ttl":1}}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
@@ -101,7 +102,7 @@ fn only_headers_rmcp_accepts_on_a_session_are_taken() {
 async fn direct(sessions: Arc<LocalSessionManager>) -> Direct {
     let config = HubConfig { device_addr: "127.0.0.1:0".parse().unwrap(), host_addr: "127.0.0.1:0".parse().unwrap(), ..Default::default() };
     let running = start(config).await.unwrap();
-    let shared = Arc::new(Shared { hub: running.hub.clone(), config: Default::default(), notifier: Default::default(), catalogues: Default::default(), sessions: SessionCaps::new(8, 8), fleet: Arc::new(crate::bridge::fleet::Fleet::new(32)) });
+    let shared = Arc::new(Shared { hub: running.hub.clone(), config: Default::default(), notifier: Default::default(), catalogues: Default::default(), sessions: SessionCaps::new(8, 8), fleet: Arc::new(crate::bridge::fleet::Fleet::new(32)), tasks: crate::bridge::tasks::Tasks::new(Default::default()), task_peers: Default::default() });
     Direct::new(shared, Scope::All, sessions)
 }
 

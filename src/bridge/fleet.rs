@@ -225,13 +225,13 @@ pub fn tools() -> Vec<Tool> {
 }
 
 /// Answers a call of a fleet tool on `/mcp`; `cancelled` ends a device call early.
-pub(super) async fn call(shared: &Shared, name: &str, arguments: Option<JsonObject>, cancelled: impl Future<Output = ()>) -> CallToolResult {
+pub(super) async fn call(shared: &Shared, name: &str, arguments: Option<JsonObject>, cancelled: impl Future<Output = ()>, progress: &super::Progress) -> CallToolResult {
     let args = arguments.unwrap_or_default();
     let outcome = match name {
         SEARCH => search(shared, &args).await,
         LIST_TOOLS => list_tools(shared, &args).await,
         _ => {
-            return call_tool(shared, &args, cancelled)
+            return call_tool(shared, &args, cancelled, progress)
                 .await
                 .unwrap_or_else(|refused| refused);
         }
@@ -594,7 +594,7 @@ fn declaration(tool: &Value) -> Value {
 }
 
 /// `call_device_tool`: one device's tool, checked and relayed as a direct call is.
-async fn call_tool(shared: &Shared, args: &JsonObject, cancelled: impl Future<Output = ()>) -> Result<CallToolResult, CallToolResult> {
+async fn call_tool(shared: &Shared, args: &JsonObject, cancelled: impl Future<Output = ()>, progress: &super::Progress) -> Result<CallToolResult, CallToolResult> {
     known_keys(CALL, args, &["device", "tool", "arguments"])?;
     let selector = required(CALL, args, "device", SELECTOR_MAX)?;
     let tool_name = required(CALL, args, "tool", 1024)?;
@@ -625,7 +625,7 @@ async fn call_tool(shared: &Shared, args: &JsonObject, cancelled: impl Future<Ou
         refused
     })?;
     drop(info);
-    Ok(shared.relay_call(call, cancelled).await.unwrap_or_else(|e| CallToolResult::error(vec![ContentBlock::text(e.message.to_string())])))
+    Ok(shared.relay_call(call, cancelled, progress).await.unwrap_or_else(|e| CallToolResult::error(vec![ContentBlock::text(e.message.to_string())])))
 }
 
 #[cfg(test)]

@@ -25,6 +25,8 @@ use tower::ServiceExt as _;
 use super::direct::{Direct, SESSION_ID};
 use super::sessions::{Refused, SessionCaps, Slot};
 use super::sse::{self, SseSessions};
+use super::task_rpc;
+use super::tasks::{Owner, Requestor};
 use super::{Bridge, BridgeConfig, Scope, Shared};
 use crate::hub::Hub;
 use crate::hub::check_layer::CheckLayer;
@@ -40,6 +42,8 @@ struct Endpoint {
     service: Service,
     direct: Arc<Direct>,
     caps: Arc<SessionCaps>,
+    shared: Arc<Shared>,
+    scope: Scope,
     sessions: Arc<LocalSessionManager>,
 }
 
@@ -62,6 +66,7 @@ struct Endpoints {
 fn endpoint(shared: &Arc<Shared>, scope: Scope) -> Endpoint {
     let sessions = Arc::new(LocalSessionManager::default());
     let direct = Arc::new(Direct::new(shared.clone(), scope.clone(), sessions.clone()));
+    let (for_tasks, scope_of_tasks) = (shared.clone(), scope.clone());
     let shared = shared.clone();
     // Host and Origin are checked once, for every route, by the host listener.
     let config = StreamableHttpServerConfig::default().disable_allowed_hosts().disable_allowed_origins();
@@ -71,7 +76,7 @@ fn endpoint(shared: &Arc<Shared>, scope: Scope) -> Endpoint {
         sessions.clone(),
         config,
     );
-    Endpoint { service, direct, caps, sessions }
+    Endpoint { service, direct, caps, shared: for_tasks, scope: scope_of_tasks, sessions }
 }
 
 /// The MCP routes, to merge into the host listener's router.
@@ -84,7 +89,9 @@ fn endpoints(hub: Arc<Hub>, config: BridgeConfig) -> Arc<Endpoints> {
     let notifier = Arc::new(super::notifier::Notifier::default());
     notifier.spawn(&hub, fleet.clone());
     let sessions = SessionCaps::with_reclaim(config.max_sessions, config.max_sessions_per_peer, config.reclaim_idle);
-    let shared = Arc::new(Shared { hub, config, notifier, catalogues: Default::default(), sessions, fleet });
+    let tasks = super::tasks::Tasks::new(config.task_limits);
+    tasks.spawn_sweeper();
+    let shared = Arc::new(Shared { hub, config, notifier, catalogues: Default::default(), sessions, fleet, tasks, task_peers: Default::default() });
     Arc::new(Endpoints {
         all: endpoint(&shared, Scope::All),
         shared,
@@ -135,6 +142,10 @@ async fn streamable(endpoint: Endpoint, req: Request) -> Response<Body> {
     // The host uses its session while this request (and a stream it opens) lasts: the session is
     // not reclaimed meanwhile ([`super::sessions`]).
     let busy = req.headers().get(&SESSION_ID).and_then(|v| v.to_str().ok()).and_then(|id| endpoint.caps.busy(id));
+    let (req, declare) = match tasks_first(&endpoint, req).await {
+        Ok(answered) => return answered,
+        Err(passed) => passed,
+    };
     let req = match endpoint.direct.answer(req).await {
         Ok(answered) => return answered,
         Err(req) => req,
@@ -180,11 +191,99 @@ async fn streamable(endpoint: Endpoint, req: Request) -> Response<Body> {
         *resp.status_mut() = StatusCode::NO_CONTENT;
         *resp.body_mut() = Body::empty();
     }
+    if declare && resp.status().is_success() {
+        resp.headers_mut().remove(header::CONTENT_LENGTH);
+        let body = std::mem::replace(resp.body_mut(), Body::empty());
+        *resp.body_mut() = declared(endpoint.scope.clone(), body);
+    }
     resp
 }
 
 fn is_event_stream(resp: &Response<Body>) -> bool {
     resp.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("text/event-stream"))
+}
+
+/// Largest request body read before rmcp (rmcp's own limit).
+const BODY_MAX: usize = 4 << 20;
+
+/// A `POST` of a task message is answered here ([`task_rpc`]); any other request is given back,
+/// with whether its answer must declare what tasks need (an `initialize` or `tools/list` of a
+/// version before `2026-07-28`, whose tasks are another extension, rmcp's).
+async fn tasks_first(endpoint: &Endpoint, req: Request) -> Result<Response<Body>, (Request, bool)> {
+    let version = req.headers().get("mcp-protocol-version").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    if req.method() != axum::http::Method::POST || version.starts_with("2026") {
+        return Err((req, false));
+    }
+    let (parts, body) = req.into_parts();
+    // The host listener's body deadline bounds this read.
+    let bytes = match axum::body::to_bytes(body, BODY_MAX).await {
+        Ok(b) => b,
+        Err(e) => return Ok(plain(StatusCode::BAD_REQUEST, &format!("the request body could not be read (it must arrive within the body deadline, at most {BODY_MAX} bytes): {e}"))),
+    };
+    let session = parts.headers.get(&SESSION_ID).and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
+    let known = match &session {
+        Some(s) => endpoint.sessions.sessions.read().await.contains_key(&**s),
+        None => true,
+    };
+    let msg = if known { task_rpc::parse(&bytes) } else { None };
+    let Some(msg) = msg else {
+        let declare = bytes.windows(12).any(|w| w == b"\"initialize\"") || bytes.windows(12).any(|w| w == b"\"tools/list\"");
+        return Err((Request::from_parts(parts, Body::from(bytes)), declare));
+    };
+    let peer = parts.extensions.get::<ConnectInfo<std::net::SocketAddr>>().map_or(std::net::Ipv6Addr::LOCALHOST.into(), |c| c.0.ip());
+    let who = Requestor { owner: Owner::of(peer), session: session.clone() };
+    let sink = session.and_then(|s| peer_sink(&endpoint.shared, &s));
+    let answer = task_rpc::answer(&endpoint.shared, &endpoint.scope, &who, msg, sink).await;
+    Ok(Response::builder()
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(answer.to_string()))
+        .unwrap_or_else(|_| plain(StatusCode::INTERNAL_SERVER_ERROR, "the answer could not be built")))
+}
+
+/// Where a Streamable HTTP session hears of its tasks: its rmcp peer (what rmcp does with a
+/// notification outside a request: the session's GET stream, when the host keeps one open).
+fn peer_sink(shared: &Shared, session: &str) -> Option<task_rpc::Sink> {
+    let peer = shared.task_peers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(session).cloned()?;
+    Some(Arc::new(move |method, params| {
+        let peer = peer.clone();
+        Box::pin(async move {
+            let n = rmcp::model::CustomNotification::new(method, Some(params));
+            peer.send_notification(rmcp::model::ServerNotification::CustomNotification(n)).await.is_ok()
+        })
+    }))
+}
+
+/// rmcp's answer with [`task_rpc::declare`] applied to each message, event by event (an SSE
+/// stream is passed on as its events come).
+fn declared(scope: Scope, body: Body) -> Body {
+    use futures_util::StreamExt as _;
+    let stream = body.into_data_stream();
+    let events = futures_util::stream::unfold((stream, Vec::<u8>::new(), false), move |(mut stream, mut buf, mut done)| {
+        let scope = scope.clone();
+        async move {
+            loop {
+                if let Some(end) = buf.windows(2).position(|w| w == b"\n\n") {
+                    let event: Vec<u8> = buf.drain(..end + 2).collect();
+                    let out = task_rpc::declare_in_body(&scope, &event).unwrap_or(event);
+                    return Some((Ok::<_, axum::Error>(axum::body::Bytes::from(out)), (stream, buf, done)));
+                }
+                if done {
+                    if buf.is_empty() {
+                        return None;
+                    }
+                    let rest = std::mem::take(&mut buf);
+                    let out = task_rpc::declare_in_body(&scope, &rest).unwrap_or(rest);
+                    return Some((Ok(axum::body::Bytes::from(out)), (stream, buf, done)));
+                }
+                match stream.next().await {
+                    Some(Ok(chunk)) => buf.extend_from_slice(&chunk),
+                    Some(Err(e)) => return Some((Err(e), (stream, buf, true))),
+                    None => done = true,
+                }
+            }
+        }
+    });
+    Body::from_stream(events)
 }
 
 /// The address of the peer that sent a request (loopback when the listener did not say, as in
@@ -305,7 +404,7 @@ async fn device_sse(State(e): State<Arc<Endpoints>>, Path(id): Path<String>, req
 /// A legacy SSE session, within the session caps.
 fn open_sse(e: &Endpoints, scope: Scope, messages_path: &str, peer: std::net::IpAddr) -> Response<Body> {
     match e.shared.sessions.acquire(peer) {
-        Ok(slot) => sse::open(&e.sse, Bridge::new(e.shared.clone(), scope, Some(slot)), messages_path),
+        Ok(slot) => sse::open(&e.sse, Bridge::new(e.shared.clone(), scope, Some(slot)), messages_path, peer),
         Err(why) => {
             let mut resp = plain(StatusCode::SERVICE_UNAVAILABLE, &why.0);
             resp.headers_mut().insert(header::RETRY_AFTER, axum::http::HeaderValue::from_static("5"));

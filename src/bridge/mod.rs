@@ -15,6 +15,9 @@
 //!   device connects, disconnects or changes its tools, at most once a second ([`notifier`]).
 //! - Open sessions are capped in total and per peer address, on every endpoint and transport
 //!   ([`sessions`]).
+//! - Slow tools run as MCP Tasks (2025-11-25): a `tools/call` with `params.task` answers a task
+//!   at once, polled with `tasks/get|result|list|cancel` ([`task_rpc`], kept in [`tasks`]); a
+//!   call with a `progressToken` hears its own stages as `notifications/progress` ([`Stage`]).
 //! - Device notifications become resources: `mcpdev://devices/<id>/notifications` (subscribe
 //!   to get `notifications/resources/updated`), beside `mcpdev://devices/<id>` (its description).
 
@@ -24,9 +27,12 @@ pub mod fleet;
 pub mod http;
 pub mod naming;
 pub mod notifier;
+pub mod progress;
 pub mod results;
 pub mod sessions;
 pub mod sse;
+pub mod task_rpc;
+pub mod tasks;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -74,6 +80,8 @@ pub struct BridgeConfig {
     /// Devices connected above which `/mcp` offers the fleet tools instead of every device's
     /// tools ([`fleet`]).
     pub fleet_threshold: usize,
+    /// Tasks held at once, in total and per session ([`tasks`]).
+    pub task_limits: tasks::Limits,
 }
 
 impl Default for BridgeConfig {
@@ -88,6 +96,7 @@ impl Default for BridgeConfig {
             max_sessions_per_peer: sessions::DEFAULT_PER_PEER,
             reclaim_idle: sessions::DEFAULT_RECLAIM_IDLE,
             fleet_threshold: fleet::DEFAULT_THRESHOLD as usize,
+            task_limits: tasks::Limits::default(),
         }
     }
 }
@@ -103,6 +112,81 @@ pub struct Shared {
     pub sessions: Arc<sessions::SessionCaps>,
     /// The face `/mcp` shows, and the key of the fleet tools' cursors.
     pub fleet: Arc<fleet::Fleet>,
+    /// The tasks hosts created, on every endpoint.
+    pub tasks: Arc<tasks::Tasks>,
+    /// Each Streamable HTTP session's peer (by `Mcp-Session-Id`), to notify of its tasks.
+    pub task_peers: std::sync::Mutex<std::collections::HashMap<Arc<str>, rmcp::Peer<RoleServer>>>,
+}
+
+/// A stage of a device tool's call, reported to a host that sent a `progressToken`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stage {
+    /// Handed to the device's link.
+    Sent,
+    /// Still waiting for the device: the `n`th report (the first a second after sending, then
+    /// every [`WAITING_EVERY`]).
+    Waiting(u32),
+    Answered,
+    /// The device's own progress ([`progress`]): a fraction of its work, and its message.
+    Device { fraction: f64, message: Option<String> },
+}
+
+/// How often a call that waits for its device says so.
+pub const WAITING_EVERY: Duration = Duration::from_secs(5);
+
+impl Stage {
+    pub fn message(&self) -> &str {
+        match self {
+            Stage::Sent => "sent to the device",
+            Stage::Waiting(_) => "waiting for the device",
+            Stage::Answered => "answered by the device",
+            Stage::Device { message, .. } => message.as_deref().unwrap_or("the device reports progress"),
+        }
+    }
+
+    /// Where the stage stands, out of 3: sent 1, waiting just above (1.05 to 1.1), the
+    /// device's own progress from 1.1 to 2.9, answered 3.
+    pub fn value(&self) -> f64 {
+        match self {
+            Stage::Sent => 1.0,
+            Stage::Waiting(n) => 1.0 + 0.1 * f64::from(*n) / f64::from(n + 1),
+            Stage::Answered => 3.0,
+            Stage::Device { fraction, .. } => 1.1 + fraction.clamp(0.0, 1.0) * 1.8,
+        }
+    }
+
+    /// The `notifications/progress` params.
+    pub fn progress(&self, token: &Value) -> Value {
+        json!({"progressToken": token, "progress": self.value(), "total": 3.0, "message": self.message()})
+    }
+}
+
+/// Where a call reports its stages, if anywhere.
+pub type Progress = Option<Arc<dyn Fn(Stage) + Send + Sync>>;
+
+/// A call's reports, passed on only while they rise (the hub's stages and the device's own
+/// progress share one scale).
+#[derive(Clone)]
+struct Reporter {
+    progress: Progress,
+    last: Arc<std::sync::Mutex<f64>>,
+}
+
+impl Reporter {
+    fn report(&self, stage: Stage) {
+        let Some(p) = &self.progress else { return };
+        let rises = {
+            let mut last = self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let rises = stage.value() > *last;
+            if rises {
+                *last = stage.value();
+            }
+            rises
+        };
+        if rises {
+            p(stage);
+        }
+    }
 }
 
 impl Shared {
@@ -224,16 +308,125 @@ impl Shared {
     /// Relays a device's tool call for an MCP client ([`prepare_call`] checked it first). It
     /// ends within `--mcp-timeout`, or with an error once `cancelled` completes (the session
     /// drops the device's late reply).
-    async fn relay_call(&self, (device, params): (DeviceHandle, Value), cancelled: impl Future<Output = ()>) -> Result<CallToolResult, McpError> {
+    async fn relay_call(&self, (device, params): (DeviceHandle, Value), cancelled: impl Future<Output = ()>, progress: &Progress) -> Result<CallToolResult, McpError> {
         let timeout = self.config.call_timeout;
+        let reporter = Reporter { progress: progress.clone(), last: Arc::default() };
+        let report = |stage| reporter.report(stage);
+        report(Stage::Sent);
+        // The device is asked for its own progress too, under a token of the hub's.
+        let mut params = params;
+        let _route = progress.as_ref().map(|_| {
+            let to_host = reporter.clone();
+            let route = self.notifier.progress.route(&device.device_id, Arc::new(move |r: progress::Reported| to_host.report(Stage::Device { fraction: r.fraction, message: r.message })));
+            if let Some(p) = params.as_object_mut() {
+                p.insert("_meta".into(), json!({"progressToken": route.token}));
+            }
+            route
+        });
         let call = tokio::time::timeout(timeout + CALL_GRACE, device.request("tools/call", Some(params), timeout));
+        let waiting = async {
+            if progress.is_none() {
+                return std::future::pending().await;
+            }
+            let mut next = tokio::time::Instant::now() + Duration::from_secs(1);
+            for n in 1.. {
+                tokio::time::sleep_until(next).await;
+                report(Stage::Waiting(n));
+                next += WAITING_EVERY;
+            }
+        };
         tokio::select! {
-            outcome = call => Ok(results::answered_by(match outcome.unwrap_or(Err(CallError::Timeout(timeout))) {
+            outcome = call => Ok(results::answered_by(match outcome.inspect(|_| report(Stage::Answered)).unwrap_or(Err(CallError::Timeout(timeout))) {
                 Ok(result) => results::from_device(&result),
                 Err(e) => results::from_error(&device.device_id, &e),
             }, &device.device_id)),
             () = cancelled => Err(McpError::internal_error("cancelled by the client", None)),
+            () = waiting => Err(McpError::internal_error("the call's progress ended", None)),
         }
+    }
+
+    /// A tool call on an endpoint, as rmcp's handler, the direct path and a task all make it:
+    /// a fleet tool, `list_devices`, or a device's tool (checked, then relayed). Ends within
+    /// `--mcp-timeout`, or once `cancelled` completes.
+    pub async fn run_call(self: &Arc<Self>, scope: &Scope, name: &str, arguments: Option<JsonObject>, cancelled: impl Future<Output = ()>, progress: &Progress) -> Result<CallToolResult, McpError> {
+        // The fleet tools answer on `/mcp` in either face: a host that listed them keeps them
+        // working across a switch, and their names are no device's there.
+        if *scope == Scope::All && fleet::is_fleet_tool(name) {
+            return Ok(fleet::call(self, name, arguments, cancelled, progress).await);
+        }
+        let Some(offered) = self.offered(scope, name) else {
+            return match self.unavailable(scope, name) {
+                Some(why) => Ok(CallToolResult::error(vec![ContentBlock::text(why)])),
+                None => Err(McpError::invalid_params(format!("Unknown tool: {name}"), None)),
+            };
+        };
+        let call = match prepare_call(&offered, arguments) {
+            None => return Ok(self.list_devices(scope)),
+            Some(Err(refused)) => return Ok(refused),
+            Some(Ok(call)) => call,
+        };
+        drop(offered);
+        self.relay_call(call, cancelled, progress).await
+    }
+
+    /// Why a name that is in no catalogue cannot be called, when its prefix (`dev-<hex>`, an
+    /// alias) or its endpoint names a device that is offline or still onboarding: a text the
+    /// model can act on. `None` when no device is named, or it is ready (the tool is unknown).
+    fn unavailable(&self, scope: &Scope, name: &str) -> Option<String> {
+        let registry = &self.hub.registry;
+        let aliases = &self.hub.config.aliases;
+        let device_id = match scope {
+            Scope::Device(id) => id.clone(),
+            Scope::All => {
+                let (prefix, _) = name.split_once('.')?;
+                match registry.find(|h| naming::prefix_for(&h.device_id, aliases) == prefix) {
+                    Some(h) => h.device_id,
+                    None => naming::device_for_prefix(prefix, aliases)?,
+                }
+            }
+        };
+        match self.device(&device_id).map(|h| h.phase()) {
+            None | Some(None) => Some(format!(
+                "device {device_id} is not connected, so {name} cannot run now; nothing was sent. Call it again once the device is back (list_devices shows the connected devices)."
+            )),
+            Some(Some(Phase::Ready)) => None,
+            Some(Some(phase)) => Some(format!(
+                "device {device_id} is connected but still onboarding ({}); nothing was sent. Call {name} again in a few seconds.",
+                serde_json::to_value(phase).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+            )),
+        }
+    }
+
+    /// Every device of a fleet below the threshold; above it the first
+    /// max(threshold, [`fleet::DEVICES_PAGE_MAX`]) by Device-Id, with `truncated` and where to
+    /// look for the rest (`search_devices` pages through them): never one answer of 10,000.
+    fn list_devices(&self, scope: &Scope) -> CallToolResult {
+        let (handles, more) = match scope {
+            Scope::All => self.listing_after(None, self.config.fleet_threshold.max(fleet::DEVICES_PAGE_MAX)),
+            Scope::Device(_) => (self.devices(scope), None),
+        };
+        let mut devices = Vec::new();
+        for h in handles {
+            if let Some(info) = h.snapshot() {
+                devices.push(json!({
+                    "device_id": info.device_id,
+                    "prefix": naming::prefix_for(&info.device_id, &self.hub.config.aliases),
+                    "transport": info.transport,
+                    "phase": info.phase,
+                    "server_name": info.server_name(),
+                    "tools": info.tools.len(),
+                    "mcp_url": format!("/devices/{}/mcp", info.device_id),
+                }));
+            }
+        }
+        let mut value = json!({"devices": devices});
+        if more.is_some() {
+            value["truncated"] = json!(true);
+            value["more"] = json!(format!("only the first {} devices are listed; {} finds and pages through every device", devices.len(), fleet::SEARCH));
+        }
+        let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
+        result.structured_content = Some(value);
+        result
     }
 }
 
@@ -292,66 +485,6 @@ impl Bridge {
     /// Whether this endpoint shows the fleet face now (only `/mcp` and `/sse` ever do).
     fn fleet_face(&self) -> bool {
         self.scope == Scope::All && self.shared.fleet.is_fleet(listed_count(&self.shared.hub))
-    }
-
-    /// Why a name that is in no catalogue cannot be called, when its prefix (`dev-<hex>`, an
-    /// alias) or its endpoint names a device that is offline or still onboarding: a text the
-    /// model can act on. `None` when no device is named, or it is ready (the tool is unknown).
-    fn unavailable(&self, name: &str) -> Option<String> {
-        let registry = &self.shared.hub.registry;
-        let aliases = &self.shared.hub.config.aliases;
-        let device_id = match &self.scope {
-            Scope::Device(id) => id.clone(),
-            Scope::All => {
-                let (prefix, _) = name.split_once('.')?;
-                match registry.find(|h| naming::prefix_for(&h.device_id, aliases) == prefix) {
-                    Some(h) => h.device_id,
-                    None => naming::device_for_prefix(prefix, aliases)?,
-                }
-            }
-        };
-        match self.shared.device(&device_id).map(|h| h.phase()) {
-            None | Some(None) => Some(format!(
-                "device {device_id} is not connected, so {name} cannot run now; nothing was sent. Call it again once the device is back (list_devices shows the connected devices)."
-            )),
-            Some(Some(Phase::Ready)) => None,
-            Some(Some(phase)) => Some(format!(
-                "device {device_id} is connected but still onboarding ({}); nothing was sent. Call {name} again in a few seconds.",
-                serde_json::to_value(phase).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
-            )),
-        }
-    }
-
-    /// Every device of a fleet below the threshold; above it the first
-    /// max(threshold, [`fleet::DEVICES_PAGE_MAX`]) by Device-Id, with `truncated` and where to
-    /// look for the rest (`search_devices` pages through them): never one answer of 10,000.
-    async fn list_devices(&self) -> CallToolResult {
-        let (handles, more) = match &self.scope {
-            Scope::All => self.shared.listing_after(None, self.shared.config.fleet_threshold.max(fleet::DEVICES_PAGE_MAX)),
-            Scope::Device(_) => (self.devices(), None),
-        };
-        let mut devices = Vec::new();
-        for h in handles {
-            if let Some(info) = h.snapshot() {
-                devices.push(json!({
-                    "device_id": info.device_id,
-                    "prefix": naming::prefix_for(&info.device_id, &self.shared.hub.config.aliases),
-                    "transport": info.transport,
-                    "phase": info.phase,
-                    "server_name": info.server_name(),
-                    "tools": info.tools.len(),
-                    "mcp_url": format!("/devices/{}/mcp", info.device_id),
-                }));
-            }
-        }
-        let mut value = json!({"devices": devices});
-        if more.is_some() {
-            value["truncated"] = json!(true);
-            value["more"] = json!(format!("only the first {} devices are listed; {} finds and pages through every device", devices.len(), fleet::SEARCH));
-        }
-        let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
-        result.structured_content = Some(value);
-        result
     }
 }
 
@@ -412,6 +545,15 @@ impl ServerHandler for Bridge {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // A Streamable HTTP session's peer, to tell it of its tasks.
+        let session = context.extensions.get::<axum::http::request::Parts>().and_then(|p| p.headers.get("mcp-session-id")?.to_str().ok().map(Arc::<str>::from));
+        if let Some(session) = session {
+            let mut peers = self.shared.task_peers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if peers.len() >= self.shared.config.max_sessions as usize {
+                peers.retain(|_, p| !p.is_transport_closed());
+            }
+            peers.insert(session, context.peer.clone());
+        }
         self.shared.notifier.add_peer(self.scope.clone(), self.session, context.peer);
     }
 
@@ -443,25 +585,31 @@ impl ServerHandler for Bridge {
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, cx: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
-        // The fleet tools answer on `/mcp` in either face: a host that listed them keeps them
-        // working across a switch, and their names are no device's there.
-        if self.scope == Scope::All && fleet::is_fleet_tool(&request.name) {
-            return Ok(fleet::call(&self.shared, &request.name, request.arguments, cx.ct.cancelled()).await.into());
-        }
-        let Some(offered) = self.shared.offered(&self.scope, &request.name) else {
-            return match self.unavailable(&request.name) {
-                Some(why) => Ok(CallToolResult::error(vec![ContentBlock::text(why)]).into()),
-                None => Err(McpError::invalid_params(format!("Unknown tool: {}", request.name), None)),
-            };
-        };
-        let call = match prepare_call(&offered, request.arguments) {
-            None => return Ok(self.list_devices().await.into()),
-            Some(Err(refused)) => return Ok(refused.into()),
-            Some(Ok(call)) => call,
-        };
-        drop(offered);
+        // A progress token: the call's stages go to the host, in order, on the request's stream.
+        let mut sending = None;
+        let progress: Progress = cx.meta.get_progress_token().map(|token| {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Stage>();
+            let peer = cx.peer.clone();
+            sending = Some(tokio::spawn(async move {
+                while let Some(stage) = rx.recv().await {
+                    let Ok(params) = serde_json::from_value(stage.progress(&serde_json::to_value(&token).unwrap_or_default())) else { return };
+                    if peer.notify_progress(params).await.is_err() {
+                        return;
+                    }
+                }
+            }));
+            Arc::new(move |stage| {
+                let _ = tx.send(stage);
+            }) as Arc<dyn Fn(Stage) + Send + Sync>
+        });
         // notifications/cancelled: stop waiting.
-        self.shared.relay_call(call, cx.ct.cancelled()).await.map(Into::into)
+        let answer = self.shared.run_call(&self.scope, &request.name, request.arguments, cx.ct.cancelled(), &progress).await;
+        // Every stage is on its way before the answer ends the request's stream.
+        drop(progress);
+        if let Some(sending) = sending {
+            let _ = tokio::time::timeout(Duration::from_secs(1), sending).await;
+        }
+        answer.map(Into::into)
     }
 
     // No prompts: answer "method not found", as the capabilities say, rather than rmcp's default

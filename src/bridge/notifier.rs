@@ -193,6 +193,8 @@ pub struct Notifier {
     next_listener: std::sync::atomic::AtomicU64,
     /// How many `list_changed` fan-outs went out (for tests).
     fanouts: std::sync::atomic::AtomicU64,
+    /// Devices' own progress, to the calls that asked for it.
+    pub progress: Arc<super::progress::Relay>,
 }
 
 // Nothing that can panic runs under these locks.
@@ -322,6 +324,9 @@ impl Notifier {
     }
 
     fn device_notification(&self, device_id: &str, method: String, params: Value) {
+        if method == "notifications/progress" {
+            self.progress.device_progress(device_id, &params);
+        }
         let kept = serde_json::json!({"method": method, "params": params, "received_at": humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()});
         lock(&self.recent).keep(device_id, kept);
         let uri = super::notifications_uri(device_id);

@@ -312,7 +312,7 @@ fn plan_trim(caps: Arc<SessionCaps>) {
 }
 
 /// Gives the freed pages of every glibc arena back to the system.
-fn trim_heap() {
+pub(super) fn trim_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks the allocator's own arenas; any pad is valid.
     unsafe {

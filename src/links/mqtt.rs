@@ -173,14 +173,15 @@ async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: In
                         _ => None,
                     });
                     if let Some(len) = oversize {
-                        session.cancel(ticket);
+                        // Nothing was sent, so the device hears of no cancel either.
+                        session.cancel(ticket, Instant::now());
                         out.retain(|o| !matches!(o, Output::Send(_)));
                         let why = format!("the request is {len} bytes, over the {max}-byte MQTT payload limit (--mqtt-max-payload); nothing was sent");
                         out.push(Output::Reply { ticket, outcome: Err(CallError::Link(why)) });
                     }
                     out
                 }
-                Some(Command::Cancel(ticket)) => { waiting.remove(&ticket); session.cancel(ticket); continue; }
+                Some(Command::Cancel(ticket)) => { waiting.remove(&ticket); session.cancel(ticket, Instant::now()) }
                 Some(Command::Close(why)) => break why.says().to_string(),
                 None => break super::handle::HANDLES_DROPPED.to_string(),
             },

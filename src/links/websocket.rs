@@ -121,7 +121,7 @@ where
                         session.trace = tracing.enabled();
                         session.request(ticket, &method, params, timeout, Instant::now())
                     }
-                    Some(Command::Cancel(ticket)) => { waiting.remove(&ticket); session.cancel(ticket); continue; }
+                    Some(Command::Cancel(ticket)) => { waiting.remove(&ticket); session.cancel(ticket, Instant::now()) }
                     Some(Command::Close(why)) => {
                         close_code = why.close_code();
                         break why.says().to_string();

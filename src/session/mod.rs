@@ -461,10 +461,19 @@ impl Session {
         self.drained()
     }
 
-    /// A caller gave up (cancelled): stop waiting; a late reply will be dropped.
-    pub fn cancel(&mut self, ticket: u64) {
+    /// A caller gave up (cancelled): stop waiting, and tell the device with
+    /// `notifications/cancelled` naming the request it was sent (MCP's cancellation; the
+    /// xiaozhi firmware and our device core ignore every notification, so it is harmless where
+    /// it is not understood); a late reply will be dropped.
+    pub fn cancel(&mut self, ticket: u64, now: Instant) -> Vec<Output> {
+        let sent: Vec<i64> = self.pending.iter().filter(|(_, p)| p.origin == Origin::Caller(ticket)).map(|(id, _)| *id).collect();
         self.pending.retain(|_, p| p.origin != Origin::Caller(ticket));
         self.waiters.retain(|w| w.ticket != ticket);
+        for id in sent {
+            let note = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id, "reason": "the caller gave up"}});
+            self.send_payload(&note, now);
+        }
+        self.drained()
     }
 
     /// Time passed: timeouts, keepalive, list retries.

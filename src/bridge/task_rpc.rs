@@ -1,0 +1,272 @@
+//! The Tasks protocol (MCP 2025-11-25, experimental) on the hub's MCP endpoints, spoken in front
+//! of rmcp (which implements the later tasks extension, not this one): a task-augmented
+//! `tools/call`, `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` are answered here,
+//! on every endpoint and transport; everything else goes on to rmcp untouched. What is kept is
+//! [`super::tasks`]; what a task runs is the bridge's one tool call
+//! ([`super::Shared::run_call`]), so a task answers exactly what the plain call would.
+//!
+//! Rules:
+//! - **Declared.** `initialize` answers carry `capabilities.tasks` (`list`, `cancel`,
+//!   `requests.tools.call`), and `tools/list` marks every device tool (and `call_device_tool`)
+//!   `execution.taskSupport: "optional"`; `list_devices`, `search_devices` and
+//!   `list_device_tools` are answered at once and stay without (a task of one gets `-32601`).
+//! - **At once.** A task-augmented call answers `CreateTaskResult` before the device is asked;
+//!   the call runs with the bridge's own timeout (`--mcp-timeout`), whatever the TTL.
+//! - **Spec errors**: an unknown, expired or foreign task id, a bad cursor, or a cancel of an
+//!   ended task are `-32602`, with one message for unknown and foreign alike; a task over a cap
+//!   is `-32000` with the cap's name.
+//! - **`tasks/result` blocks** until the task ends (its call is bounded, so this is), and
+//!   answers exactly the call's result or its JSON-RPC error, with
+//!   `io.modelcontextprotocol/related-task` in the result's `_meta`.
+//! - **Notifications**: when the session can receive them, `notifications/tasks/status` when a
+//!   task ends, and `notifications/progress` for the call's stages when the request carried a
+//!   `progressToken`; they go out in order, one at a time.
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::tasks::{Outcome, Requestor, Tasks};
+use super::{Scope, Shared, Stage, fleet};
+
+/// Sends one JSON-RPC notification (method, params) to a session; false once it cannot.
+pub type Sink = Arc<dyn Fn(&'static str, Value) -> BoxFuture<'static, bool> + Send + Sync>;
+
+/// `_meta` key tying a message to its task.
+pub const RELATED: &str = "io.modelcontextprotocol/related-task";
+
+/// Whether a body may hold a task message: a cheap look before any parse, so a plain call
+/// costs one scan of its bytes.
+pub fn may_be_task(body: &[u8]) -> bool {
+    body.windows(6).any(|w| w == b"\"task\"") || body.windows(7).any(|w| w == b"\"tasks/")
+}
+
+/// The message in `body` if it is one answered here (a task-augmented `tools/call`, or a
+/// `tasks/*` request with a string or integer id); `None` to leave it to rmcp.
+pub fn parse(body: &[u8]) -> Option<Value> {
+    if !may_be_task(body) {
+        return None;
+    }
+    let msg: Value = serde_json::from_slice(body).ok()?;
+    let ours = match msg.get("method")?.as_str()? {
+        "tools/call" => msg.get("params").and_then(|p| p.get("task")).is_some_and(Value::is_object),
+        "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/list" => true,
+        _ => false,
+    };
+    let id_ok = msg.get("id").is_some_and(|id| id.is_string() || id.is_i64() || id.is_u64());
+    (ours && id_ok && msg.get("jsonrpc").is_some_and(|v| v == "2.0")).then_some(msg)
+}
+
+/// Answers a message [`parse`] took (`tasks/result` only once its task has ended).
+pub async fn answer(shared: &Arc<Shared>, scope: &Scope, who: &Requestor, msg: Value, sink: Option<Sink>) -> Value {
+    let id = msg.get("id").cloned().unwrap_or_default();
+    let params = msg.get("params").cloned().unwrap_or(Value::Null);
+    let tasks = &shared.tasks;
+    let outcome = match msg.get("method").and_then(Value::as_str).unwrap_or_default() {
+        "tools/call" => create(shared, scope, who, params, sink),
+        "tasks/get" => task_id(&params).and_then(|t| tasks.get(who.owner, t).ok_or_else(|| not_found(t))),
+        "tasks/result" => match task_id(&params) {
+            Ok(t) => result(tasks, who, t).await,
+            Err(e) => Err(e),
+        },
+        "tasks/cancel" => task_id(&params).and_then(|t| match tasks.cancel(who.owner, t) {
+            None => Err(not_found(t)),
+            Some(Ok(task)) => Ok(task),
+            Some(Err(status)) => Err(invalid(format!("Cannot cancel task: already in terminal status '{}'", status.as_str()))),
+        }),
+        "tasks/list" => {
+            let cursor = params.get("cursor").and_then(Value::as_str);
+            match tasks.list(who.owner, cursor) {
+                Some((page, next)) => {
+                    let mut v = json!({"tasks": page});
+                    if let Some(n) = next {
+                        v["nextCursor"] = json!(n);
+                    }
+                    Ok(v)
+                }
+                None => Err(invalid("this tasks/list cursor is no task of yours (its task may have expired); list again without a cursor".into())),
+            }
+        }
+        _ => Err(json!({"code": -32601, "message": "Method not found"})),
+    };
+    match outcome {
+        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+    }
+}
+
+fn invalid(message: String) -> Value {
+    json!({"code": -32602, "message": message})
+}
+
+/// The one answer for a task id that is unknown, expired, or another requestor's.
+fn not_found(id: &str) -> Value {
+    let shown: String = id.chars().take(80).filter(|c| !c.is_control()).collect();
+    invalid(format!("Failed to retrieve task: Task not found ({shown}); it may have expired (tasks are kept for their ttl)"))
+}
+
+fn task_id(params: &Value) -> Result<&str, Value> {
+    params.get("taskId").and_then(Value::as_str).ok_or_else(|| invalid("params.taskId (a string) is missing".into()))
+}
+
+/// `tasks/result`: waits for the task to end, then its call's answer.
+async fn result(tasks: &Tasks, who: &Requestor, id: &str) -> Result<Value, Value> {
+    let mut rx = tasks.watch(who.owner, id).ok_or_else(|| not_found(id))?;
+    let state = rx.wait_for(|s| s.status.is_terminal()).await.map_err(|_| not_found(id))?.clone();
+    match state.outcome.as_deref() {
+        Some(Outcome::Result(v)) => {
+            let mut v = v.clone();
+            if let Some(obj) = v.as_object_mut() {
+                let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+                if let Some(meta) = meta.as_object_mut() {
+                    meta.insert(RELATED.into(), json!({"taskId": id}));
+                }
+            }
+            Ok(v)
+        }
+        Some(Outcome::Error(e)) => Err(e.clone()),
+        None => Err(json!({"code": -32603, "message": "the task ended without an answer"})),
+    }
+}
+
+/// Whether `name` on `scope` may run as a task: device tools and `call_device_tool` may; the
+/// hub's own listings answer at once.
+pub fn task_support(scope: &Scope, name: &str) -> bool {
+    !(matches!(scope, Scope::All) && (name == "list_devices" || (fleet::is_fleet_tool(name) && name != fleet::CALL)))
+}
+
+/// A task-augmented `tools/call`: the task, at once; the call runs on.
+fn create(shared: &Arc<Shared>, scope: &Scope, who: &Requestor, params: Value, sink: Option<Sink>) -> Result<Value, Value> {
+    let name = params.get("name").and_then(Value::as_str).ok_or_else(|| invalid("params.name (a string) is missing".into()))?.to_string();
+    if !task_support(scope, &name) {
+        return Err(json!({"code": -32601, "message": format!("{name} does not run as a task (its execution.taskSupport is forbidden); call it without params.task")}));
+    }
+    let arguments = match params.get("arguments") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(a)) => Some(a.clone()),
+        Some(_) => return Err(invalid("params.arguments must be an object".into())),
+    };
+    let ttl = params.get("task").and_then(|t| t.get("ttl")).and_then(Value::as_u64);
+    let progress_token = params.get("_meta").and_then(|m| m.get("progressToken")).filter(|t| t.is_string() || t.is_i64() || t.is_u64()).cloned();
+    let hub = crate::hub::remote::of(&shared.hub).map_or_else(|| "hub".to_string(), |c| c.me().to_string());
+    let (created, shown) = shared
+        .tasks
+        .create(who, &hub, ttl)
+        .map_err(|why| json!({"code": -32000, "message": why.0, "data": {"kind": "task_cap"}}))?;
+    tracing::debug!(task = %created.id, tool = %name, owner = ?who.owner, "task created");
+    let out = sink.map(ordered);
+    let (shared, scope, owner, id) = (shared.clone(), scope.clone(), who.owner, created.id.clone());
+    tokio::spawn(async move {
+        let stages: super::Progress = {
+            let (tasks, id, out, token) = (shared.tasks.clone(), id.clone(), out.clone(), progress_token);
+            Some(Arc::new(move |stage: Stage| {
+                tasks.stage(&id, stage.message());
+                if let (Some(out), Some(token)) = (&out, &token) {
+                    let mut p = stage.progress(token);
+                    p["_meta"] = json!({RELATED: {"taskId": &*id}});
+                    let _ = out.send(("notifications/progress", p));
+                }
+            }))
+        };
+        let answer = shared.run_call(&scope, &name, arguments, created.cancel.cancelled(), &stages).await;
+        shared.tasks.finish(&id, match answer {
+            Ok(mut r) => {
+                r.result_type = None;
+                Outcome::Result(serde_json::to_value(r).unwrap_or_default())
+            }
+            Err(e) => Outcome::Error(serde_json::to_value(e).unwrap_or_default()),
+        });
+        if let (Some(out), Some(task)) = (out, shared.tasks.get(owner, &id)) {
+            let _ = out.send(("notifications/tasks/status", task));
+        }
+    });
+    let immediate = format!("{} is running on the device as task {}; its result comes with tasks/result", params["name"].as_str().unwrap_or_default(), shown["taskId"].as_str().unwrap_or_default());
+    Ok(json!({"task": shown, "_meta": {"io.modelcontextprotocol/model-immediate-response": immediate}}))
+}
+
+/// A queue whose notifications go to `sink` in order, one at a time.
+fn ordered(sink: Sink) -> mpsc::UnboundedSender<(&'static str, Value)> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<(&'static str, Value)>();
+    tokio::spawn(async move {
+        while let Some((method, params)) = rx.recv().await {
+            if !sink(method, params).await {
+                return;
+            }
+        }
+    });
+    tx
+}
+
+/// Adds what the hub declares for tasks to an answer rmcp gave (an `initialize` result, a
+/// `tools/list` result); anything else is left as it is.
+pub fn declare(scope: &Scope, message: &mut Value) {
+    let Some(result) = message.get_mut("result").and_then(Value::as_object_mut) else { return };
+    if result.contains_key("protocolVersion")
+        && let Some(caps) = result.get_mut("capabilities").and_then(Value::as_object_mut)
+    {
+        caps.insert("tasks".into(), json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}));
+        return;
+    }
+    if let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) {
+        for tool in tools {
+            let supported = tool.get("name").and_then(Value::as_str).is_some_and(|n| task_support(scope, n));
+            if supported && let Some(t) = tool.as_object_mut() {
+                t.insert("execution".into(), json!({"taskSupport": "optional"}));
+            }
+        }
+    }
+}
+
+/// [`declare`] on a body rmcp sent: one JSON message, or an SSE stream of them (its `data:`
+/// lines).
+pub fn declare_in_body(scope: &Scope, body: &[u8]) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(body).ok()?;
+    if text.trim_start().starts_with('{') {
+        let mut v: Value = serde_json::from_str(text).ok()?;
+        declare(scope, &mut v);
+        return serde_json::to_vec(&v).ok();
+    }
+    let mut out = String::with_capacity(text.len() + 128);
+    for line in text.split_inclusive('\n') {
+        let data = line.strip_prefix("data:").map(str::trim);
+        match data.and_then(|d| serde_json::from_str::<Value>(d).ok()) {
+            Some(mut v) => {
+                declare(scope, &mut v);
+                out.push_str("data: ");
+                out.push_str(&v.to_string());
+                out.push('\n');
+            }
+            None => out.push_str(line),
+        }
+    }
+    Some(out.into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declares_tasks_in_initialize_and_tools_and_not_for_the_hubs_own_listings() {
+        let mut init = json!({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}}}});
+        declare(&Scope::All, &mut init);
+        assert_eq!(init["result"]["capabilities"]["tasks"]["requests"]["tools"]["call"], json!({}));
+        let body = b"id: 0\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"tools\":[{\"name\":\"lamp.set\"},{\"name\":\"list_devices\"},{\"name\":\"call_device_tool\"}]}}\n\n";
+        let out: Value = {
+            let b = declare_in_body(&Scope::All, body).unwrap();
+            let text = String::from_utf8(b).unwrap();
+            assert!(text.starts_with("id: 0\n") && text.ends_with("\n\n"), "{text}");
+            serde_json::from_str(text.lines().find_map(|l| l.strip_prefix("data: ")).unwrap()).unwrap()
+        };
+        let tools = out["result"]["tools"].as_array().unwrap();
+        assert_eq!(tools[0]["execution"]["taskSupport"], "optional");
+        assert!(tools[1].get("execution").is_none());
+        assert_eq!(tools[2]["execution"]["taskSupport"], "optional");
+        // On a device's own endpoint every tool is the device's.
+        assert!(task_support(&Scope::Device("d".into()), "list_devices"));
+        assert!(may_be_task(br#"{"method":"tasks/get"}"#) && may_be_task(br#"{"params":{"task":{}}}"#));
+        assert!(!may_be_task(br#"{"method":"tools/call","params":{"name":"tasks"}}"#));
+    }
+}
