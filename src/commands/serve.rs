@@ -53,6 +53,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         tls: tls.clone(),
         host_tls: args.tls.host_tls,
         handshake_timeout: args.limits.tls_handshake_timeout,
+        remote_tokens: crate::hub::remote_tokens::default_path(),
         // Set from the bridge's token by the stack.
         mcp_token_set: false,
     };
@@ -79,6 +80,13 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         tracing::warn!("--approve-all: every device is admitted, whatever it is; use this on a lab bench only");
     } else if admission.has_shared_tokens() {
         tracing::warn!("shared device tokens (MCPDEV_DEVICE_TOKEN) are accepted for any Device-Id: they are not bound to a device");
+    }
+    let host_over_tls = tls.is_some() && args.tls.host_tls;
+    if !running.host_addr.ip().is_loopback() && !host_over_tls {
+        tracing::warn!(
+            "the host listener on {} serves plain http to other machines: MCPDEV_MCP_TOKEN crosses the network in clear text, and remote tokens are refused; add --tls auto --host-tls",
+            running.host_addr
+        );
     }
     let hub_ref = &running.hub;
     let devices_url = format!("{}://{}/xiaozhi/v1/", hub_ref.ws_scheme(), running.device_addr);
