@@ -335,3 +335,36 @@ async fn the_firmware_refuses_a_hub_with_another_certificate() {
     let listed = mcpdev(&hub_b, &["devices", "--json"]).await;
     assert_eq!(listed.json(), json!([]), "nothing reached hub B, which admits every device: {listed:?}");
 }
+
+#[tokio::test]
+async fn the_firmware_reaches_the_embedded_brokers_mqtts_with_the_hubs_ca() {
+    const DEV: &str = "02:00:00:fe:10:09";
+    // Tests listen on ephemeral ports, never on 8883, the only port on which devices read an OTA
+    // mqtt endpoint as TLS: the hub says so at start, and the board is given the mqtts URL itself
+    // (as `mcpdev flash --hub mqtts://…` provisions it).
+    let mqtt = ["--tls", "auto", "--mqtt", "embedded", "--mqtt-listen", "127.0.0.1:0", "--mqtts-listen", "127.0.0.1:0"];
+    let state = tempfile::tempdir().unwrap();
+    let dir = state.path().to_string_lossy().into_owned();
+    let hub = HubProcess::start_capturing(&mqtt, &[("MCPDEV_STATE_DIR", &dir)]).await;
+    let ca = state.path().join("tls/ca.pem").to_string_lossy().into_owned();
+    let broker = hub.info["mqtt"].as_str().unwrap().to_string();
+    assert!(broker.starts_with("mqtts://"), "{}", hub.info);
+    // The hub says devices would read its OTA mqtt endpoint as plain (its stderr is read as it comes).
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !hub.stderr.as_ref().unwrap().lock().unwrap().contains("TLS only on port 8883") {
+        assert!(tokio::time::Instant::now() < deadline, "no word of the mqtts port: {}", hub.stderr.as_ref().unwrap().lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _device = HostDevice::start_with(&broker, "", DEV, &[("MCPDEV_CA_FILE", &ca)]);
+    let h = hello(&hub, DEV).await;
+    assert_eq!(h["transport"].as_str(), Some("mqtt"), "{h}");
+    set_volume_and_read_it_back(&hub, DEV, 7).await;
+
+    // A board provisioned with another hub's CA, at this broker's mqtts port: refused, never in.
+    let other = tempfile::tempdir().unwrap();
+    let (_other_hub, other_ca) = tls_hub(other.path()).await;
+    let mut stranger = HostDevice::start_with(&broker, "", "02:00:00:fe:10:0a", &[("MCPDEV_CA_FILE", &other_ca)]);
+    stranger.line_with("not issued by the provisioned hub CA").await;
+    let listed = mcpdev(&hub, &["devices", "--json"]).await.json();
+    assert!(listed.as_array().is_some_and(|a| a.iter().all(|d| d["device_id"] != "02:00:00:fe:10:0a")), "{listed}");
+}
