@@ -446,7 +446,7 @@ fn control_request(host_url: &str) -> anyhow::Result<tokio_tungstenite::tungsten
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
     let url = format!("{}/api/v1/link", host_url.replacen("http://", "ws://", 1));
     let mut req = url.into_client_request()?;
-    let token = mcpdev::links::control_token::for_client(req.uri().host().unwrap_or_default(), req.uri().port_u16().unwrap_or(80)).token().map_err(anyhow::Error::msg)?;
+    let token = mcpdev::links::control_token::for_client(req.uri().host().unwrap_or_default(), req.uri().port_u16().unwrap_or(80), false).token().map_err(anyhow::Error::msg)?;
     req.headers_mut().insert("Authorization", format!("Bearer {token}").parse()?);
     Ok(req)
 }

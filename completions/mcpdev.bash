@@ -49,6 +49,9 @@ _mcpdev() {
             mcpdev,prompts)
                 cmd="mcpdev__subcmd__prompts"
                 ;;
+            mcpdev,remote-token)
+                cmd="mcpdev__subcmd__remote__subcmd__token"
+                ;;
             mcpdev,resources)
                 cmd="mcpdev__subcmd__resources"
                 ;;
@@ -136,6 +139,9 @@ _mcpdev() {
             mcpdev__subcmd__help,prompts)
                 cmd="mcpdev__subcmd__help__subcmd__prompts"
                 ;;
+            mcpdev__subcmd__help,remote-token)
+                cmd="mcpdev__subcmd__help__subcmd__remote__subcmd__token"
+                ;;
             mcpdev__subcmd__help,resources)
                 cmd="mcpdev__subcmd__help__subcmd__resources"
                 ;;
@@ -174,6 +180,15 @@ _mcpdev() {
                 ;;
             mcpdev__subcmd__help__subcmd__prompts,list)
                 cmd="mcpdev__subcmd__help__subcmd__prompts__subcmd__list"
+                ;;
+            mcpdev__subcmd__help__subcmd__remote__subcmd__token,create)
+                cmd="mcpdev__subcmd__help__subcmd__remote__subcmd__token__subcmd__create"
+                ;;
+            mcpdev__subcmd__help__subcmd__remote__subcmd__token,list)
+                cmd="mcpdev__subcmd__help__subcmd__remote__subcmd__token__subcmd__list"
+                ;;
+            mcpdev__subcmd__help__subcmd__remote__subcmd__token,revoke)
+                cmd="mcpdev__subcmd__help__subcmd__remote__subcmd__token__subcmd__revoke"
                 ;;
             mcpdev__subcmd__help__subcmd__resources,list)
                 cmd="mcpdev__subcmd__help__subcmd__resources__subcmd__list"
@@ -216,6 +231,30 @@ _mcpdev() {
                 ;;
             mcpdev__subcmd__prompts__subcmd__help,list)
                 cmd="mcpdev__subcmd__prompts__subcmd__help__subcmd__list"
+                ;;
+            mcpdev__subcmd__remote__subcmd__token,create)
+                cmd="mcpdev__subcmd__remote__subcmd__token__subcmd__create"
+                ;;
+            mcpdev__subcmd__remote__subcmd__token,help)
+                cmd="mcpdev__subcmd__remote__subcmd__token__subcmd__help"
+                ;;
+            mcpdev__subcmd__remote__subcmd__token,list)
+                cmd="mcpdev__subcmd__remote__subcmd__token__subcmd__list"
+                ;;
+            mcpdev__subcmd__remote__subcmd__token,revoke)
+                cmd="mcpdev__subcmd__remote__subcmd__token__subcmd__revoke"
+                ;;
+            mcpdev__subcmd__remote__subcmd__token__subcmd__help,create)
+                cmd="mcpdev__subcmd__remote__subcmd__token__subcmd__help__subcmd__create"
+                ;;
+            mcpdev__subcmd__remote__subcmd__token__subcmd__help,help)
+                cmd="mcpdev__subcmd__remote__subcmd__token__subcmd__help__subcmd__help"
+                ;;
+            mcpdev__subcmd__remote__subcmd__token__subcmd__help,list)
+                cmd="mcpdev__subcmd__remote__subcmd__token__subcmd__help__subcmd__list"
+                ;;
+            mcpdev__subcmd__remote__subcmd__token__subcmd__help,revoke)
+                cmd="mcpdev__subcmd__remote__subcmd__token__subcmd__help__subcmd__revoke"
                 ;;
             mcpdev__subcmd__resources,help)
                 cmd="mcpdev__subcmd__resources__subcmd__help"
@@ -290,7 +329,7 @@ _mcpdev() {
 
     case "${cmd}" in
         mcpdev)
-            opts="-q -v -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version serve dashboard hello init tools call resources prompts tasks watch devices sim check flash man completions help"
+            opts="-q -v -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version serve dashboard hello init tools call resources prompts tasks watch devices sim check flash remote-token man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -982,7 +1021,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__help)
-            opts="serve dashboard hello init tools call resources prompts tasks watch devices sim check flash man completions help"
+            opts="serve dashboard hello init tools call resources prompts tasks watch devices sim check flash remote-token man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1234,6 +1273,62 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__help__subcmd__prompts__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__help__subcmd__remote__subcmd__token)
+            opts="create list revoke"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__help__subcmd__remote__subcmd__token__subcmd__create)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__help__subcmd__remote__subcmd__token__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__help__subcmd__remote__subcmd__token__subcmd__revoke)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1730,6 +1825,180 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__remote__subcmd__token)
+            opts="-q -v -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version create list revoke help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__remote__subcmd__token__subcmd__create)
+            opts="-q -v -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__remote__subcmd__token__subcmd__help)
+            opts="create list revoke help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__remote__subcmd__token__subcmd__help__subcmd__create)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__remote__subcmd__token__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__remote__subcmd__token__subcmd__help__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__remote__subcmd__token__subcmd__help__subcmd__revoke)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__remote__subcmd__token__subcmd__list)
+            opts="-q -v -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__remote__subcmd__token__subcmd__revoke)
+            opts="-q -v -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0

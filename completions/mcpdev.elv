@@ -44,6 +44,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand sim 'Run virtual devices (the firmware''s own MCP core) against a backend'
             cand check 'Check a device''s firmware: conformance and robustness, each check pass/warn/fail'
             cand flash 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
+            cand remote-token 'Tokens for people who use this machine''s hub from another machine (run it on the hub''s machine)'
             cand man 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
             cand completions 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -797,6 +798,80 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'mcpdev;remote-token'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand create 'Make a token for NAME and print it (once: only its hash is kept, in the state directory)'
+            cand list 'The tokens this hub accepts: names, ids and when they were made (never a secret)'
+            cand revoke 'Withdraw NAME''s token: the hub refuses it from now on and ends its open connections'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'mcpdev;remote-token;create'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;remote-token;list'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;remote-token;revoke'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'mcpdev;remote-token;help'= {
+            cand create 'Make a token for NAME and print it (once: only its hash is kept, in the state directory)'
+            cand list 'The tokens this hub accepts: names, ids and when they were made (never a secret)'
+            cand revoke 'Withdraw NAME''s token: the hub refuses it from now on and ends its open connections'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'mcpdev;remote-token;help;create'= {
+        }
+        &'mcpdev;remote-token;help;list'= {
+        }
+        &'mcpdev;remote-token;help;revoke'= {
+        }
+        &'mcpdev;remote-token;help;help'= {
+        }
         &'mcpdev;man'= {
             cand --color 'When to use colour (NO_COLOR is honoured under auto)'
             cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
@@ -840,6 +915,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand sim 'Run virtual devices (the firmware''s own MCP core) against a backend'
             cand check 'Check a device''s firmware: conformance and robustness, each check pass/warn/fail'
             cand flash 'Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)'
+            cand remote-token 'Tokens for people who use this machine''s hub from another machine (run it on the hub''s machine)'
             cand man 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
             cand completions 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -916,6 +992,17 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         &'mcpdev;help;check'= {
         }
         &'mcpdev;help;flash'= {
+        }
+        &'mcpdev;help;remote-token'= {
+            cand create 'Make a token for NAME and print it (once: only its hash is kept, in the state directory)'
+            cand list 'The tokens this hub accepts: names, ids and when they were made (never a secret)'
+            cand revoke 'Withdraw NAME''s token: the hub refuses it from now on and ends its open connections'
+        }
+        &'mcpdev;help;remote-token;create'= {
+        }
+        &'mcpdev;help;remote-token;list'= {
+        }
+        &'mcpdev;help;remote-token;revoke'= {
         }
         &'mcpdev;help;man'= {
         }

@@ -101,6 +101,11 @@ pub enum Command {
     Check(CheckArgs),
     /// Build the firmware, make the image, flash and provision an ESP32-C3/C6 (or save the image)
     Flash(crate::flash::FlashArgs),
+    /// Tokens for people who use this machine's hub from another machine (run it on the hub's machine)
+    RemoteToken {
+        #[command(subcommand)]
+        command: RemoteTokenCommand,
+    },
     /// Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)
     Man(ManArgs),
     /// Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)
@@ -111,7 +116,7 @@ impl Command {
     /// Whether the command does one exchange and exits, so one thread serves it: starting
     /// worker threads (and their allocator arenas) would cost it more than the work.
     pub fn is_one_shot(&self) -> bool {
-        matches!(self, Command::Dashboard(_) | Command::Hello(_) | Command::Init(_) | Command::Tools { .. } | Command::Call(_) | Command::Resources { .. } | Command::Prompts { .. } | Command::Tasks { .. } | Command::Devices(_) | Command::Man(_) | Command::Completions(_))
+        matches!(self, Command::Dashboard(_) | Command::RemoteToken { .. } | Command::Hello(_) | Command::Init(_) | Command::Tools { .. } | Command::Call(_) | Command::Resources { .. } | Command::Prompts { .. } | Command::Tasks { .. } | Command::Devices(_) | Command::Man(_) | Command::Completions(_))
     }
 }
 
@@ -802,6 +807,30 @@ pub fn secrets_on_command_line(matches: &clap::ArgMatches) -> Vec<String> {
         m = here.subcommand().map(|(_, sub)| sub);
     }
     warnings
+}
+
+#[derive(Debug, Subcommand)]
+#[command(after_help = "Examples (on the hub's machine, as the user who runs the hub):\n  \
+mcpdev remote-token create alice > alice.token   # shown once; copy it to alice's machine (0600)\n  \
+mcpdev remote-token list\n  \
+mcpdev remote-token revoke alice\n\n\
+On the other machine: MCPDEV_HUB_TOKEN_FILE=alice.token MCPDEV_CA_FILE=ca.pem mcpdev devices --hub https://hub.lan:8001\n\n\
+A remote token is accepted only over TLS, by a hub whose host listener other machines reach \
+(serve --tls auto --host-tls --host-addr 0.0.0.0:8001); it never goes on a command line.")]
+pub enum RemoteTokenCommand {
+    /// Make a token for NAME and print it (once: only its hash is kept, in the state directory)
+    Create {
+        /// Whose token it is: 1 to 32 letters, digits, '.', '-', '_'
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
+    /// The tokens this hub accepts: names, ids and when they were made (never a secret)
+    List,
+    /// Withdraw NAME's token: the hub refuses it from now on and ends its open connections
+    Revoke {
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
 }
 
 #[derive(Debug, Args)]

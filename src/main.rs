@@ -21,6 +21,18 @@ fn main() -> ExitCode {
             }
         };
     }
+    // A remote token on the command line is in `ps` for every user, and in shell history: refused
+    // before anything else, whatever the command.
+    if let Some(at) = mcpdev::links::control_token::in_arguments(argv.iter().skip(1).map(|a| a.as_os_str())) {
+        eprintln!(
+            "error: argument {} carries a remote token: a token on the command line is visible to every user of this machine (ps) and stays in shell history, so it is refused.\n\
+             help: revoke it on the hub's machine (`mcpdev remote-token revoke NAME`), make another, and give it in {} (a 0600 file) or {}",
+            at + 1,
+            mcpdev::links::control_token::HUB_TOKEN_FILE_ENV,
+            mcpdev::links::control_token::HUB_TOKEN_ENV
+        );
+        return Exit::Usage.into();
+    }
     let file = match mcpdev::config::load() {
         Ok(c) => c,
         Err(e) => {

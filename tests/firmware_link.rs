@@ -12,7 +12,10 @@
 //! - on a hub in admission mode, does the activation dance: prints the code the OTA answer names,
 //!   polls until `mcpdev devices approve CODE`, then connects with its own token;
 //! - with a device key (as `mcpdev flash` provisions), is approved by its code, while a stranger with
-//!   its MAC and its Client-Id but not its key gets no token that opens anything, before or after.
+//!   its MAC and its Client-Id but not its key gets no token that opens anything, before or after;
+//! - with the CA of a real `serve --tls auto` (as `mcpdev flash` provisions it), onboards over
+//!   `https://` OTA and `wss://`, and refuses another `serve --tls auto` hub (another CA, a
+//!   certificate for the same names) before anything reaches it.
 
 mod common;
 
@@ -288,4 +291,80 @@ async fn a_keyed_firmware_is_approved_by_its_code_and_a_stranger_without_the_key
     assert_eq!(bare, Some(401), "no token, no way in");
     // The device is not disturbed: still the same one, still answering.
     set_volume_and_read_it_back(&hub, DEV, 17).await;
+}
+
+/// A hub with `--tls auto` and its own state directory, and the CA file it made there (what
+/// `mcpdev flash` writes into a board's provisioning record).
+async fn tls_hub(state: &Path) -> (HubProcess, String) {
+    let dir = state.to_string_lossy().into_owned();
+    let hub = HubProcess::start(&["--tls", "auto"], &[("MCPDEV_STATE_DIR", &dir)]).await;
+    let ca = state.join("tls/ca.pem");
+    assert!(ca.exists(), "serve --tls auto keeps its CA in the state directory: {}", hub.info);
+    (hub, ca.to_string_lossy().into_owned())
+}
+
+#[tokio::test]
+async fn the_firmware_onboards_over_https_and_wss_with_the_ca_of_serve_tls_auto() {
+    const DEV: &str = "02:00:00:fe:10:07";
+    let state = tempfile::tempdir().unwrap();
+    let (hub, ca) = tls_hub(state.path()).await;
+    // The OTA URL the hub prints is https://, and its device listener serves nothing in plain text:
+    // a device that gets online there got online over TLS, verified against the hub's CA.
+    let ota = hub.info["ota"].as_str().unwrap().to_string();
+    assert!(ota.starts_with("https://"), "{}", hub.info);
+    let _device = HostDevice::start_with(&ota, "", DEV, &[("MCPDEV_CA_FILE", &ca)]);
+    let h = hello(&hub, DEV).await;
+    assert_eq!(h["transport"].as_str(), Some("websocket"), "{h}");
+    set_volume_and_read_it_back(&hub, DEV, 6).await;
+}
+
+#[tokio::test]
+async fn the_firmware_refuses_a_hub_with_another_certificate() {
+    const DEV: &str = "02:00:00:fe:10:08";
+    // The board was provisioned with hub A's CA; hub B (another `serve --tls auto`, its own CA,
+    // a certificate for the same names) answers at the URL it dials.
+    let (state_a, state_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (_hub_a, ca_a) = tls_hub(state_a.path()).await;
+    let (hub_b, _) = tls_hub(state_b.path()).await;
+    for url in [hub_b.info["ota"].as_str().unwrap().to_string(), hub_b.device_url.clone()] {
+        let mut device = HostDevice::start_with(&url, "", DEV, &[("MCPDEV_CA_FILE", &ca_a)]);
+        let line = device.line_with("not issued by the provisioned hub CA").await;
+        assert!(line.contains("127.0.0.1"), "the log names the host: {line}");
+        let _ = device.child.kill().await;
+    }
+    let listed = mcpdev(&hub_b, &["devices", "--json"]).await;
+    assert_eq!(listed.json(), json!([]), "nothing reached hub B, which admits every device: {listed:?}");
+}
+
+#[tokio::test]
+async fn the_firmware_reaches_the_embedded_brokers_mqtts_with_the_hubs_ca() {
+    const DEV: &str = "02:00:00:fe:10:09";
+    // Tests listen on ephemeral ports, never on 8883, the only port on which devices read an OTA
+    // mqtt endpoint as TLS: the hub says so at start, and the board is given the mqtts URL itself
+    // (as `mcpdev flash --hub mqtts://…` provisions it).
+    let mqtt = ["--tls", "auto", "--mqtt", "embedded", "--mqtt-listen", "127.0.0.1:0", "--mqtts-listen", "127.0.0.1:0"];
+    let state = tempfile::tempdir().unwrap();
+    let dir = state.path().to_string_lossy().into_owned();
+    let hub = HubProcess::start_capturing(&mqtt, &[("MCPDEV_STATE_DIR", &dir)]).await;
+    let ca = state.path().join("tls/ca.pem").to_string_lossy().into_owned();
+    let broker = hub.info["mqtt"].as_str().unwrap().to_string();
+    assert!(broker.starts_with("mqtts://"), "{}", hub.info);
+    // The hub says devices would read its OTA mqtt endpoint as plain (its stderr is read as it comes).
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !hub.stderr.as_ref().unwrap().lock().unwrap().contains("TLS only on port 8883") {
+        assert!(tokio::time::Instant::now() < deadline, "no word of the mqtts port: {}", hub.stderr.as_ref().unwrap().lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _device = HostDevice::start_with(&broker, "", DEV, &[("MCPDEV_CA_FILE", &ca)]);
+    let h = hello(&hub, DEV).await;
+    assert_eq!(h["transport"].as_str(), Some("mqtt"), "{h}");
+    set_volume_and_read_it_back(&hub, DEV, 7).await;
+
+    // A board provisioned with another hub's CA, at this broker's mqtts port: refused, never in.
+    let other = tempfile::tempdir().unwrap();
+    let (_other_hub, other_ca) = tls_hub(other.path()).await;
+    let mut stranger = HostDevice::start_with(&broker, "", "02:00:00:fe:10:0a", &[("MCPDEV_CA_FILE", &other_ca)]);
+    stranger.line_with("not issued by the provisioned hub CA").await;
+    let listed = mcpdev(&hub, &["devices", "--json"]).await.json();
+    assert!(listed.as_array().is_some_and(|a| a.iter().all(|d| d["device_id"] != "02:00:00:fe:10:0a")), "{listed}");
 }

@@ -282,7 +282,7 @@ async fn the_host_listener_refuses_foreign_origins_and_hosts() {
     let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(link.as_str()).unwrap();
     req.headers_mut().insert("Origin", "http://localhost:6274".parse().unwrap());
     let port = req.uri().port_u16().unwrap();
-    let token = mcpdev::links::control_token::for_client(req.uri().host().unwrap(), port).token().unwrap();
+    let token = mcpdev::links::control_token::for_client(req.uri().host().unwrap(), port, false).token().unwrap();
     req.headers_mut().insert("Authorization", format!("Bearer {token}").parse().unwrap());
     assert!(tokio_tungstenite::connect_async(req).await.is_ok(), "a loopback origin with the control token is fine");
 }

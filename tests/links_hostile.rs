@@ -37,7 +37,7 @@ async fn control(hub: &HubProcess) -> Control {
     let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url.as_str()).unwrap();
     // The control API serves only the hub's owner: send the token the hub wrote for its port.
     let port = req.uri().port_u16().unwrap();
-    let token = mcpdev::links::control_token::for_client(req.uri().host().unwrap(), port).token().expect("the hub's control token");
+    let token = mcpdev::links::control_token::for_client(req.uri().host().unwrap(), port, false).token().expect("the hub's control token");
     req.headers_mut().insert("Authorization", format!("Bearer {token}").parse().unwrap());
     let (ws, mut stream) = tokio_tungstenite::connect_async(req).await.expect("control API").0.split();
     let (tx, incoming) = tokio::sync::mpsc::unbounded_channel();

@@ -39,3 +39,38 @@ async fn a_source_address_that_is_not_this_machines_is_refused_before_connecting
     let listed = mcpdev(&hub, &["devices", "--json"]).await.json();
     assert_eq!(listed, serde_json::json!([]), "no device connected");
 }
+
+#[tokio::test]
+async fn a_fleet_over_wss_connects_from_each_source_address_and_still_verifies_the_hub() {
+    let state = tempfile::tempdir().unwrap();
+    let dir = state.path().to_string_lossy().into_owned();
+    let hub = HubProcess::start(&["--tls", "auto"], &[("MCPDEV_STATE_DIR", &dir)]).await;
+    assert!(hub.device_url.starts_with("wss://"), "{}", hub.info);
+    let ca = state.path().join("tls/ca.pem").to_string_lossy().into_owned();
+    let mut log = hub.log;
+    // The sim's own state directory, so that it trusts only the CA it is given.
+    let own = tempfile::tempdir().unwrap();
+    let own = own.path().to_string_lossy().into_owned();
+    let _sim = spawn_mcpdev(
+        &["sim", "--url", &hub.device_url, "--device-id", "02:00:00:00:51:00", "--count", "4", "--source-addr", "127.0.0.2,127.0.0.3"],
+        &[("MCPDEV_CA_FILE", &ca), ("MCPDEV_STATE_DIR", &own)],
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut from = std::collections::BTreeMap::new();
+    while from.len() < 4 {
+        let line = tokio::time::timeout_at(deadline, log.next_line()).await.expect("every device connects over wss in time").unwrap().expect("the hub runs");
+        let ev: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if ev["event"] == "connected" {
+            from.insert(ev["device_id"].as_str().unwrap().to_string(), ev["remote"].as_str().unwrap_or_default().to_string());
+        }
+    }
+    for (id, remote) in &from {
+        let last = u8::from_str_radix(&id[id.len() - 2..], 16).unwrap();
+        let expected = if last % 2 == 0 { "127.0.0.2:" } else { "127.0.0.3:" };
+        assert!(remote.starts_with(expected), "{id} came from {remote}, not {expected}");
+    }
+    // From a source address too, a hub the sim cannot verify gets no hello: it says why and stops.
+    let mut sim = spawn_mcpdev(&["sim", "--url", &hub.device_url, "--device-id", "02:00:00:00:52:00", "--source-addr", "127.0.0.2"], &[("MCPDEV_STATE_DIR", &own)]);
+    let status = tokio::time::timeout(Duration::from_secs(30), sim.child.wait()).await.expect("sim stops on an unverified hub").unwrap();
+    assert_eq!(status.code(), Some(3), "an unverified hub is exit 3");
+}

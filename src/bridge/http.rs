@@ -30,9 +30,8 @@ use super::tasks::{Owner, Requestor};
 use super::{Bridge, BridgeConfig, Scope, Shared};
 use crate::hub::Hub;
 use crate::hub::check_layer::CheckLayer;
-use crate::hub::secret::constant_time_eq;
 use crate::links::upgrade::plain;
-use crate::wire::identity::{bearer_token, format_mac, parse_mac};
+use crate::wire::identity::{format_mac, parse_mac};
 
 type Service = StreamableHttpService<Bridge, LocalSessionManager>;
 
@@ -115,20 +114,16 @@ fn routes(endpoints: Arc<Endpoints>) -> Router {
         .with_state(endpoints)
 }
 
-/// With a token configured, a request without it gets a 401.
+/// With a token configured, a request without it gets a 401; a wrong one counts against its
+/// peer's guesses, and a peer over that cap gets 429 ([`crate::hub::bearer`], as the control API).
 fn refuse_without_token(e: &Endpoints, req: &Request) -> Option<Response<Body>> {
-    let expected = e.shared.config.token.as_ref()?;
-    let given = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(bearer_token);
-    // Compared in constant time, as the control token is: a byte-by-byte `!=` would tell a
-    // network peer how much of its guess was right.
-    let accepted = given.is_some_and(|g| constant_time_eq(g.as_bytes(), expected.as_bytes()));
-    (!accepted).then(|| {
-        Response::builder()
-            .status(StatusCode::UNAUTHORIZED)
-            .header(header::WWW_AUTHENTICATE, "Bearer")
-            .body(Body::from("this endpoint needs Authorization: Bearer <token> (the hub's MCPDEV_MCP_TOKEN)\n"))
-            .expect("static response")
-    })
+    let expected = e.shared.config.token.as_deref()?;
+    const WRONG: &str = "this endpoint needs Authorization: Bearer <token> (the hub's MCPDEV_MCP_TOKEN)\n";
+    match crate::hub::bearer::check(&e.shared.hub, req, false, Some(expected)) {
+        Ok(Some(_)) => None,
+        Ok(None) => Some(crate::hub::bearer::Refusal::Wrong.response(WRONG)),
+        Err(why) => Some(why.response(WRONG)),
+    }
 }
 
 async fn all_streamable(State(e): State<Arc<Endpoints>>, req: Request) -> Response<Body> {

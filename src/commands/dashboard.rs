@@ -15,7 +15,7 @@ pub async fn run(global: &GlobalArgs, args: DashboardArgs) -> anyhow::Result<()>
     let host = url.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
     // The token file's token goes only to the loopback hub that wrote it (MCPDEV_HUB_TOKEN otherwise).
     let host = if host == "localhost" { "127.0.0.1" } else { host };
-    let token = match for_client(host, port) {
+    let token = match for_client(host, port, url.scheme() == "https") {
         ForHub::Send(t) => t,
         // No token file: most often no hub at all, which is what to say then.
         // No token file for that port: most often no hub there, or a port that is not a hub's

@@ -13,6 +13,7 @@ pub mod mcp_server;
 pub mod output;
 pub mod prompts;
 mod record;
+pub mod remote_token;
 pub mod resources;
 pub mod serve;
 pub mod serve_report;
@@ -45,6 +46,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sim(args) => sim::run(g, args).await,
         Command::Check(args) => check::run(g, args).await,
         Command::Flash(args) => flash::run(g, args).await,
+        Command::RemoteToken { command } => remote_token::run(g, command),
         Command::Man(args) => generate::man(&args),
         Command::Completions(args) => generate::completions(&args),
     }

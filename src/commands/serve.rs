@@ -53,6 +53,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         tls: tls.clone(),
         host_tls: args.tls.host_tls,
         handshake_timeout: args.limits.tls_handshake_timeout,
+        remote_tokens: crate::hub::remote_tokens::default_path(),
         // Set from the bridge's token by the stack.
         mcp_token_set: false,
     };
@@ -81,6 +82,13 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
     } else if admission.has_shared_tokens() {
         tracing::warn!("shared device tokens (MCPDEV_DEVICE_TOKEN) are accepted for any Device-Id: they are not bound to a device");
     }
+    let host_over_tls = tls.is_some() && args.tls.host_tls;
+    if !running.host_addr.ip().is_loopback() && !host_over_tls {
+        tracing::warn!(
+            "the host listener on {} serves plain http to other machines: MCPDEV_MCP_TOKEN crosses the network in clear text, and remote tokens are refused; add --tls auto --host-tls",
+            running.host_addr
+        );
+    }
     let hub_ref = &running.hub;
     let devices_url = format!("{}://{}/xiaozhi/v1/", hub_ref.ws_scheme(), running.device_addr);
     let host_url = format!("{}://{}", if tls.is_some() && args.tls.host_tls { "https" } else { "http" }, running.host_addr);
@@ -89,6 +97,13 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         if !m.wait_subscribed(std::time::Duration::from_secs(5)).await {
             tracing::warn!(broker = %m.broker, "the MQTT broker is not reachable yet; retrying in the background");
         }
+    }
+    if let Some(port) = misread_mqtts_port(mqtt.as_ref().map(|m| m.broker.as_str()), args.mqtt.mqtt_device_endpoint.as_deref()) {
+        tracing::warn!(
+            "the broker's mqtts port is {port}, and devices read an OTA mqtt endpoint as TLS only on port 8883 (esp-mqtt's rule): \
+             a device that bootstraps from OTA tries plain MQTT on {port} and fails (our firmware, which has the hub's CA, refuses it as a downgrade); \
+             listen on 8883 (--mqtts-listen), or forward 8883 to it and hand that out with --mqtt-device-endpoint HOST:8883"
+        );
     }
     let ota_url = format!("{}://{}{}", hub_ref.http_scheme(), running.device_addr, hub::ota::OTA_PATH);
     if let Some(n) = args.demo {
@@ -204,6 +219,15 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
     Err(CodedError::interrupted().into())
 }
 
+/// The port of the broker's `mqtts://` listener when the OTA answer hands it out (no
+/// `--mqtt-device-endpoint` on 8883) and it is not 8883: there, devices read the endpoint as plain MQTT.
+fn misread_mqtts_port(broker: Option<&str>, device_endpoint: Option<&str>) -> Option<u16> {
+    let port_of = |s: &str| s.rsplit(':').next().and_then(|p| p.trim_end_matches('/').parse::<u16>().ok());
+    let port = port_of(broker?.strip_prefix("mqtts://")?)?;
+    let handed_out = device_endpoint.map_or(Some(port), port_of);
+    (handed_out != Some(8883)).then_some(port)
+}
+
 /// The hub's TLS from `--tls auto` or `--tls-cert/--tls-key` (`None`: plain). The certificate made
 /// by `auto` carries `--public-host`, this machine's name and every address it is reached by.
 fn hub_tls(args: &ServeArgs) -> anyhow::Result<Option<std::sync::Arc<crate::hub::certs::HubTls>>> {
@@ -265,5 +289,19 @@ fn ota_settings(a: &MqttServeArgs) -> OtaSettings {
         firmware: a.firmware.clone().zip(a.firmware_version.clone()),
         timezone_offset: a.timezone_offset,
         public_host: a.public_host.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_mqtts_port_devices_would_read_as_plain_is_named() {
+        use super::misread_mqtts_port as misread;
+        assert_eq!(misread(Some("mqtts://127.0.0.1:44223"), None), Some(44223));
+        assert_eq!(misread(Some("mqtts://0.0.0.0:8883"), None), None);
+        assert_eq!(misread(Some("mqtts://127.0.0.1:44223"), Some("hub.lan:8883")), None, "8883 is handed out, forwarded");
+        assert_eq!(misread(Some("mqtts://127.0.0.1:44223"), Some("hub.lan:9999")), Some(44223));
+        assert_eq!(misread(Some("mqtt://127.0.0.1:1883"), None), None, "plain MQTT is read as plain");
+        assert_eq!(misread(None, None), None);
     }
 }

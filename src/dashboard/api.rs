@@ -74,7 +74,7 @@ fn phase_word(p: crate::session::Phase) -> &'static str {
 
 /// `/dashboard/api/session`: the anti-forgery token the page sends with every change.
 pub async fn session(State(d): State<Arc<Dashboard>>, headers: HeaderMap) -> Response {
-    let csrf = match d.auth.check(&axum::http::Method::GET, &headers) {
+    let csrf = match d.auth.check(&axum::http::Method::GET, &headers, None, |h| d.hub.remote_tokens.holds(h)) {
         Ok(Who::Session { csrf }) => Some(csrf),
         _ => None,
     };
@@ -82,8 +82,21 @@ pub async fn session(State(d): State<Arc<Dashboard>>, headers: HeaderMap) -> Res
 }
 
 /// `/dashboard/api/login-link` (POST, scripts and `mcpdev dashboard`): a fresh log-in URL.
-pub async fn login_link(State(d): State<Arc<Dashboard>>) -> Response {
-    ok(json!({"url": d.login_url()}))
+/// The link is on the authority the asker reached the hub by (a remote person's is the hub's
+/// name on their network, not its loopback address), and its session lives by the remote token
+/// that asked for it, if one did.
+pub async fn login_link(State(d): State<Arc<Dashboard>>, req: axum::extract::Request) -> Response {
+    let holder = match d.bearer(&req) {
+        Ok(Some(crate::hub::bearer::Credential::Remote(holder))) => Some(holder),
+        Ok(_) => None,
+        Err(refusal) => return refusal,
+    };
+    let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).filter(|h| crate::hub::authority::Authority::parse(h).is_ok());
+    let url = match host {
+        Some(host) => d.login_url_at(host, holder),
+        None => d.login_url_at(&d.own_authority(), holder),
+    };
+    ok(json!({"url": url}))
 }
 
 /// `/dashboard/api/logout` (POST): ends this browser's session.

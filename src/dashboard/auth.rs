@@ -6,14 +6,18 @@
 //!   the history or a `Referer`. Links expire after [`LINK_TTL`]; at most [`MAX_LINKS`] wait.
 //! - A session is a random id in an `HttpOnly`, `SameSite=Strict` cookie named after the hub's
 //!   port (two hubs on one machine keep their own), valid for [`SESSION_TTL`]; at most
-//!   [`MAX_SESSIONS`] live (the oldest goes first).
+//!   [`MAX_SESSIONS`] live (the oldest goes first). Under `serve --host-tls` the cookie is also
+//!   `Secure`: a browser never sends it over plain http, where anyone on the path would read it.
+//! - A link asked for with a person's remote token ([`crate::hub::remote_tokens`]) makes a
+//!   session that lives only as long as that token: once it is revoked, the session is refused.
 //! - A request changing anything (any method but GET/HEAD) made with the cookie needs the
 //!   session's anti-forgery token in [`CSRF_HEADER`] and an `Origin` that is the dashboard's own
 //!   (`http://` plus the request's `Host`): the front door lets every loopback origin through (MCP
 //!   web clients), but a page on another local port is the same *site* as the dashboard for
 //!   `SameSite`, so the cookie alone would go with its requests.
-//! - Scripts use `Authorization: Bearer` with the control token or the MCP token instead; such
-//!   requests carry no ambient credential, so they need no anti-forgery token.
+//! - Scripts use `Authorization: Bearer` with the control token, a remote token or the MCP
+//!   token instead, checked by the host listener's rules ([`crate::hub::bearer`]); such requests
+//!   carry no ambient credential, so they need no anti-forgery token.
 //! - Every token is compared in constant time; every refusal is counted and logged.
 
 use std::collections::VecDeque;
@@ -22,6 +26,8 @@ use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, Method, header};
 
+use crate::hub::bearer::Credential;
+use crate::hub::remote_tokens::Holder;
 use crate::hub::secret::{constant_time_eq, fill_random, hex};
 
 /// How long a log-in link stays valid.
@@ -40,8 +46,8 @@ pub const CSRF_HEADER: &str = "x-mcpdev-csrf";
 pub enum Who {
     /// A browser session; its anti-forgery token.
     Session { csrf: String },
-    /// A script with the control or MCP token.
-    Bearer,
+    /// A script with a bearer token.
+    Bearer(Credential),
 }
 
 /// Why a request was refused.
@@ -54,16 +60,25 @@ pub enum Denied {
     Forgery,
 }
 
+/// A live session: its id, its anti-forgery token, when it began, and the remote token it
+/// lives by, if a remote token asked for its link.
+struct Session {
+    id: String,
+    csrf: String,
+    at: Instant,
+    holder: Option<Holder>,
+}
+
 #[derive(Default)]
 struct State {
-    links: VecDeque<(String, Instant)>,
-    sessions: VecDeque<(String, String, Instant)>,
+    links: VecDeque<(String, Instant, Option<Holder>)>,
+    sessions: VecDeque<Session>,
 }
 
 pub struct Auth {
     cookie: String,
-    control_token: String,
-    mcp_token: Option<String>,
+    /// Cookie attributes: `Secure` under TLS.
+    attributes: &'static str,
     state: Mutex<State>,
 }
 
@@ -80,8 +95,10 @@ fn random_hex() -> String {
 }
 
 impl Auth {
-    pub fn new(port: u16, control_token: String, mcp_token: Option<String>) -> Self {
-        Self { cookie: format!("mcpdev_session_{port}"), control_token, mcp_token, state: Mutex::default() }
+    /// The sessions of the dashboard on `port`; `secure` when it is served over TLS only.
+    pub fn new(port: u16, secure: bool) -> Self {
+        let attributes = if secure { "HttpOnly; Secure; SameSite=Strict; Path=/" } else { "HttpOnly; SameSite=Strict; Path=/" };
+        Self { cookie: format!("mcpdev_session_{port}"), attributes, state: Mutex::default() }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -89,15 +106,15 @@ impl Auth {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A fresh one-time log-in token.
-    pub fn new_link(&self) -> String {
+    /// A fresh one-time log-in token; its session lives by `holder`'s remote token, if given.
+    pub fn new_link(&self, holder: Option<Holder>) -> String {
         let token = random_hex();
         let mut s = self.lock();
-        s.links.retain(|(_, at)| at.elapsed() < LINK_TTL);
+        s.links.retain(|(_, at, _)| at.elapsed() < LINK_TTL);
         while s.links.len() >= MAX_LINKS {
             s.links.pop_front();
         }
-        s.links.push_back((token.clone(), Instant::now()));
+        s.links.push_back((token.clone(), Instant::now(), holder));
         token
     }
 
@@ -105,24 +122,24 @@ impl Auth {
     /// was never issued, was spent already or expired.
     pub fn log_in(&self, token: &str) -> Option<String> {
         let mut s = self.lock();
-        s.links.retain(|(_, at)| at.elapsed() < LINK_TTL);
-        let at = s.links.iter().position(|(t, _)| constant_time_eq(t.as_bytes(), token.as_bytes()))?;
-        s.links.remove(at);
+        s.links.retain(|(_, at, _)| at.elapsed() < LINK_TTL);
+        let at = s.links.iter().position(|(t, _, _)| constant_time_eq(t.as_bytes(), token.as_bytes()))?;
+        let (_, _, holder) = s.links.remove(at)?;
         let (id, csrf) = (random_hex(), random_hex());
-        s.sessions.retain(|(_, _, at)| at.elapsed() < SESSION_TTL);
+        s.sessions.retain(|x| x.at.elapsed() < SESSION_TTL);
         while s.sessions.len() >= MAX_SESSIONS {
             s.sessions.pop_front();
         }
-        s.sessions.push_back((id.clone(), csrf, Instant::now()));
-        Some(format!("{}={id}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}", self.cookie, SESSION_TTL.as_secs()))
+        s.sessions.push_back(Session { id: id.clone(), csrf, at: Instant::now(), holder });
+        Some(format!("{}={id}; {}; Max-Age={}", self.cookie, self.attributes, SESSION_TTL.as_secs()))
     }
 
     /// The `Set-Cookie` value that ends the browser's session (and the session itself).
     pub fn log_out(&self, headers: &HeaderMap) -> String {
         if let Some(id) = self.cookie_of(headers) {
-            self.lock().sessions.retain(|(sid, _, _)| !constant_time_eq(sid.as_bytes(), id.as_bytes()));
+            self.lock().sessions.retain(|x| !constant_time_eq(x.id.as_bytes(), id.as_bytes()));
         }
-        format!("{}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0", self.cookie)
+        format!("{}=; {}; Max-Age=0", self.cookie, self.attributes)
     }
 
     fn cookie_of<'a>(&self, headers: &'a HeaderMap) -> Option<&'a str> {
@@ -136,24 +153,25 @@ impl Auth {
             .map(|(_, value)| value)
     }
 
-    fn bearer_ok(&self, headers: &HeaderMap) -> bool {
-        let Some(given) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).map(str::trim) else {
-            return false;
-        };
-        constant_time_eq(given.as_bytes(), self.control_token.as_bytes()) || self.mcp_token.as_ref().is_some_and(|t| constant_time_eq(given.as_bytes(), t.as_bytes()))
-    }
-
-    /// Whether this request may go on, and as whom.
-    pub fn check(&self, method: &Method, headers: &HeaderMap) -> Result<Who, Denied> {
-        if self.bearer_ok(headers) {
-            return Ok(Who::Bearer);
+    /// Whether this request may go on, and as whom: `bearer` is what its bearer token proved
+    /// (checked by the host listener's rules), `alive` whether a remote token is still valid.
+    pub fn check(&self, method: &Method, headers: &HeaderMap, bearer: Option<Credential>, alive: impl Fn(&Holder) -> bool) -> Result<Who, Denied> {
+        if let Some(credential) = bearer {
+            return Ok(Who::Bearer(credential));
         }
         let id = self.cookie_of(headers).ok_or(Denied::NoSession)?;
-        let csrf = {
+        let (csrf, holder) = {
             let mut s = self.lock();
-            s.sessions.retain(|(_, _, at)| at.elapsed() < SESSION_TTL);
-            s.sessions.iter().find(|(sid, _, _)| constant_time_eq(sid.as_bytes(), id.as_bytes())).map(|(_, csrf, _)| csrf.clone()).ok_or(Denied::NoSession)?
+            s.sessions.retain(|x| x.at.elapsed() < SESSION_TTL);
+            s.sessions.iter().find(|x| constant_time_eq(x.id.as_bytes(), id.as_bytes())).map(|x| (x.csrf.clone(), x.holder.clone())).ok_or(Denied::NoSession)?
         };
+        // A session a remote token opened ends with that token (checked outside the lock).
+        if let Some(holder) = holder
+            && !alive(&holder)
+        {
+            self.lock().sessions.retain(|x| !constant_time_eq(x.id.as_bytes(), id.as_bytes()));
+            return Err(Denied::NoSession);
+        }
         if !matches!(*method, Method::GET | Method::HEAD) {
             let token_ok = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()).is_some_and(|t| constant_time_eq(t.as_bytes(), csrf.as_bytes()));
             let text = |name| headers.get(name).and_then(|v: &axum::http::HeaderValue| v.to_str().ok());
@@ -174,7 +192,11 @@ mod tests {
     use axum::http::HeaderValue;
 
     fn auth() -> Auth {
-        Auth::new(8001, "control-token".into(), Some("mcp-token".into()))
+        Auth::new(8001, false)
+    }
+
+    fn check(a: &Auth, method: &Method, h: &HeaderMap) -> Result<Who, Denied> {
+        a.check(method, h, None, |_| true)
     }
 
     fn cookie_headers(set_cookie: &str) -> HeaderMap {
@@ -187,73 +209,96 @@ mod tests {
     #[test]
     fn a_link_opens_one_session_once() {
         let a = auth();
-        let link = a.new_link();
+        let link = a.new_link(None);
         let set = a.log_in(&link).expect("a fresh link logs in");
         assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict") && set.starts_with("mcpdev_session_8001="), "{set}");
         assert_eq!(a.log_in(&link), None, "a link is spent once used");
         assert_eq!(a.log_in("not-a-link"), None);
         let h = cookie_headers(&set);
-        assert!(matches!(a.check(&Method::GET, &h), Ok(Who::Session { .. })));
+        assert!(matches!(check(&a, &Method::GET, &h), Ok(Who::Session { .. })));
     }
 
     #[test]
     fn a_state_change_needs_the_anti_forgery_token_and_an_origin() {
         let a = auth();
-        let set = a.log_in(&a.new_link()).unwrap();
+        let set = a.log_in(&a.new_link(None)).unwrap();
         let mut h = cookie_headers(&set);
-        let Ok(Who::Session { csrf }) = a.check(&Method::GET, &h) else { panic!() };
-        assert_eq!(a.check(&Method::POST, &h), Err(Denied::Forgery), "no token");
+        let Ok(Who::Session { csrf }) = check(&a, &Method::GET, &h) else { panic!() };
+        assert_eq!(check(&a, &Method::POST, &h), Err(Denied::Forgery), "no token");
         h.insert(CSRF_HEADER, HeaderValue::from_static("wrong"));
         h.insert(header::HOST, HeaderValue::from_static("127.0.0.1:8001"));
         h.insert(header::ORIGIN, HeaderValue::from_static("http://127.0.0.1:8001"));
-        assert_eq!(a.check(&Method::POST, &h), Err(Denied::Forgery), "a wrong token");
+        assert_eq!(check(&a, &Method::POST, &h), Err(Denied::Forgery), "a wrong token");
         h.insert(CSRF_HEADER, HeaderValue::from_str(&csrf).unwrap());
-        assert!(a.check(&Method::POST, &h).is_ok());
+        assert!(check(&a, &Method::POST, &h).is_ok());
         // Another page on this machine: the same site for SameSite, but not the dashboard's origin.
         h.insert(header::ORIGIN, HeaderValue::from_static("http://127.0.0.1:3000"));
-        assert_eq!(a.check(&Method::POST, &h), Err(Denied::Forgery), "another local origin");
+        assert_eq!(check(&a, &Method::POST, &h), Err(Denied::Forgery), "another local origin");
         h.insert(header::ORIGIN, HeaderValue::from_static("http://localhost:8001"));
-        assert_eq!(a.check(&Method::POST, &h), Err(Denied::Forgery), "another name than the page was loaded by");
+        assert_eq!(check(&a, &Method::POST, &h), Err(Denied::Forgery), "another name than the page was loaded by");
         // The same junk in Host and Origin is no authority, so no origin of the page either.
         h.insert(header::HOST, HeaderValue::from_static("[::1].evil.example:8001"));
         h.insert(header::ORIGIN, HeaderValue::from_static("http://[::1].evil.example:8001"));
-        assert_eq!(a.check(&Method::POST, &h), Err(Denied::Forgery), "junk around a loopback address");
+        assert_eq!(check(&a, &Method::POST, &h), Err(Denied::Forgery), "junk around a loopback address");
         h.insert(header::HOST, HeaderValue::from_static("LOCALHOST:8001"));
         h.insert(header::ORIGIN, HeaderValue::from_static("http://localhost:8001"));
-        assert!(a.check(&Method::POST, &h).is_ok(), "one authority, whatever its case");
+        assert!(check(&a, &Method::POST, &h).is_ok(), "one authority, whatever its case");
         h.remove(header::ORIGIN);
-        assert_eq!(a.check(&Method::POST, &h), Err(Denied::Forgery), "no Origin");
+        assert_eq!(check(&a, &Method::POST, &h), Err(Denied::Forgery), "no Origin");
     }
 
     #[test]
-    fn scripts_use_the_control_or_mcp_token_and_nothing_else_passes() {
+    fn a_bearer_passes_and_a_forged_or_foreign_cookie_does_not() {
         let a = auth();
-        for (token, ok) in [("control-token", true), ("mcp-token", true), ("control-tokeX", false), ("", false)] {
-            let mut h = HeaderMap::new();
-            h.insert(header::AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {token}")).unwrap());
-            assert_eq!(a.check(&Method::POST, &h).is_ok(), ok, "{token:?}");
-        }
+        assert_eq!(a.check(&Method::POST, &HeaderMap::new(), Some(Credential::Control), |_| true), Ok(Who::Bearer(Credential::Control)), "scripts need no anti-forgery token");
         let mut forged = HeaderMap::new();
         forged.insert(header::COOKIE, HeaderValue::from_static("mcpdev_session_8001=0000"));
-        assert_eq!(a.check(&Method::GET, &forged), Err(Denied::NoSession));
+        assert_eq!(check(&a, &Method::GET, &forged), Err(Denied::NoSession));
         // Another hub's cookie (another port) is not this hub's session.
-        let b = Auth::new(9001, "t".into(), None);
-        let set = b.log_in(&b.new_link()).unwrap();
-        assert_eq!(a.check(&Method::GET, &cookie_headers(&set)), Err(Denied::NoSession));
+        let b = Auth::new(9001, false);
+        let set = b.log_in(&b.new_link(None)).unwrap();
+        assert_eq!(check(&a, &Method::GET, &cookie_headers(&set)), Err(Denied::NoSession));
+    }
+
+    #[test]
+    fn under_tls_the_cookie_is_secure_and_plain_it_is_not() {
+        let secure = Auth::new(8001, true);
+        let set = secure.log_in(&secure.new_link(None)).unwrap();
+        assert!(set.split("; ").any(|a| a == "Secure") && set.contains("HttpOnly") && set.contains("SameSite=Strict"), "{set}");
+        assert!(secure.log_out(&cookie_headers(&set)).split("; ").any(|a| a == "Secure"), "the log-out cookie too");
+        let plain = auth();
+        let set = plain.log_in(&plain.new_link(None)).unwrap();
+        assert!(!set.contains("Secure"), "plain http keeps the cookie usable: {set}");
+    }
+
+    #[test]
+    fn a_session_a_remote_token_opened_ends_with_the_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("remote-tokens.json");
+        let tokens = crate::hub::remote_tokens::RemoteTokens::new(path.clone());
+        let (token, _) = crate::hub::remote_tokens::create(&path, "alice").unwrap();
+        let holder = tokens.verify(&token).unwrap();
+        let a = auth();
+        let set = a.log_in(&a.new_link(Some(holder))).unwrap();
+        let h = cookie_headers(&set);
+        assert!(a.check(&Method::GET, &h, None, |h| tokens.holds(h)).is_ok());
+        crate::hub::remote_tokens::revoke(&path, "alice").unwrap();
+        assert_eq!(a.check(&Method::GET, &h, None, |h| tokens.holds(h)), Err(Denied::NoSession), "revoked: the session ends");
+        assert_eq!(a.check(&Method::GET, &h, None, |_| true), Err(Denied::NoSession), "and stays ended");
     }
 
     #[test]
     fn sessions_and_links_are_capped() {
         let a = auth();
-        let first = a.new_link();
+        let first = a.new_link(None);
         for _ in 0..MAX_LINKS {
-            a.new_link();
+            a.new_link(None);
         }
         assert_eq!(a.log_in(&first), None, "the oldest link was dropped");
-        let first_session = a.log_in(&a.new_link()).unwrap();
+        let first_session = a.log_in(&a.new_link(None)).unwrap();
         for _ in 0..MAX_SESSIONS {
-            a.log_in(&a.new_link()).unwrap();
+            a.log_in(&a.new_link(None)).unwrap();
         }
-        assert_eq!(a.check(&Method::GET, &cookie_headers(&first_session)), Err(Denied::NoSession), "the oldest session was ended");
+        assert_eq!(check(&a, &Method::GET, &cookie_headers(&first_session)), Err(Denied::NoSession), "the oldest session was ended");
     }
 }

@@ -48,6 +48,8 @@ pub struct Dashboard {
     pub host_addr: std::net::SocketAddr,
     /// The device listener's address, for the hub page.
     pub device_addr: std::net::SocketAddr,
+    /// The MCP token, which scripts may use too.
+    mcp_token: Option<String>,
 }
 
 impl Dashboard {
@@ -55,18 +57,46 @@ impl Dashboard {
     pub fn start(hub: Arc<Hub>, device_addr: std::net::SocketAddr, host_addr: std::net::SocketAddr, mcp_token: Option<String>) -> Arc<Self> {
         let timeline = Arc::new(timeline::Timeline::default());
         timeline.follow(&hub);
-        let auth = auth::Auth::new(host_addr.port(), hub.control.token.clone(), mcp_token);
-        Arc::new(Self { hub, auth, timeline, streams: Arc::new(tokio::sync::Semaphore::new(api::MAX_STREAMS)), checks: Arc::new(tokio::sync::Semaphore::new(1)), host_addr, device_addr })
+        let secure = hub.config.host_tls && hub.config.tls.is_some();
+        let auth = auth::Auth::new(host_addr.port(), secure);
+        let streams = Arc::new(tokio::sync::Semaphore::new(api::MAX_STREAMS));
+        Arc::new(Self { hub, auth, timeline, streams, checks: Arc::new(tokio::sync::Semaphore::new(1)), host_addr, device_addr, mcp_token })
     }
 
-    /// A fresh one-time log-in URL.
+    /// A fresh one-time log-in URL on the host listener's own address.
     pub fn login_url(&self) -> String {
+        self.login_url_at(&self.own_authority(), None)
+    }
+
+    /// The host listener's own address as a URL's authority (loopback for all addresses).
+    fn own_authority(&self) -> String {
         let host = match self.host_addr.ip() {
             ip if ip.is_unspecified() => "127.0.0.1".to_string(),
             std::net::IpAddr::V6(v6) => format!("[{v6}]"),
             v4 => v4.to_string(),
         };
-        format!("{}://{host}:{}/?token={}", self.scheme(), self.host_addr.port(), self.auth.new_link())
+        format!("{host}:{}", self.host_addr.port())
+    }
+
+    /// A fresh one-time log-in URL at `authority` (the `Host` the asker reached the hub by, which
+    /// the front door allowed; the hub's own address without one); its session lives by
+    /// `holder`'s remote token, if given.
+    pub fn login_url_at(&self, authority: &str, holder: Option<crate::hub::remote_tokens::Holder>) -> String {
+        format!("{}://{authority}/?token={}", self.scheme(), self.auth.new_link(holder))
+    }
+
+    /// What a request's bearer token proves, by the host listener's rules (control token from
+    /// this machine, a remote token over TLS, the MCP token), or its refusal.
+    pub fn bearer(&self, req: &Request) -> Result<Option<crate::hub::bearer::Credential>, Response> {
+        crate::hub::bearer::check(&self.hub, req, true, self.mcp_token.as_deref()).map_err(|why| {
+            why.response("not a token of this hub: scripts send Authorization: Bearer with the control token, a remote token (over https) or the MCP token")
+        })
+    }
+
+    /// Whether this request may go on, and as whom (`Err`: its refusal, counted and logged).
+    fn who(&self, req: &Request) -> Result<auth::Who, Response> {
+        let bearer = self.bearer(req)?;
+        self.auth.check(req.method(), req.headers(), bearer, |h| self.hub.remote_tokens.holds(h)).map_err(|denied| refusal(denied, req))
     }
 
     /// `https` when the host listener serves TLS (`serve --host-tls`), else `http`.
@@ -106,7 +136,10 @@ pub fn router(d: Arc<Dashboard>) -> Router {
 
 /// The refusal of a request that is not logged in, or that looks forged (counted and logged).
 fn refuse(d: &Dashboard, req: &Request) -> Option<Response> {
-    let denied = d.auth.check(req.method(), req.headers()).err()?;
+    d.who(req).err()
+}
+
+fn refusal(denied: auth::Denied, req: &Request) -> Response {
     let (status, reason, message) = match denied {
         auth::Denied::NoSession => (
             StatusCode::UNAUTHORIZED,
@@ -121,7 +154,7 @@ fn refuse(d: &Dashboard, req: &Request) -> Option<Response> {
     };
     crate::metrics::refused(reason);
     tracing::warn!(path = %req.uri().path(), method = %req.method(), "dashboard request refused: {}", reason.as_str());
-    Some(api::error(status, message))
+    api::error(status, message)
 }
 
 #[derive(serde::Deserialize)]
@@ -150,7 +183,7 @@ async fn index(State(d): State<Arc<Dashboard>>, Query(q): Query<LoginQuery>, req
             }
         };
     }
-    match d.auth.check(req.method(), req.headers()) {
+    match d.auth.check(req.method(), req.headers(), None, |h| d.hub.remote_tokens.holds(h)) {
         Ok(_) => assets::page(StatusCode::OK, assets::INDEX_HTML),
         Err(_) => assets::page(StatusCode::UNAUTHORIZED, assets::LOGIN_HTML),
     }

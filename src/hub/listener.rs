@@ -76,6 +76,13 @@ pub fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<TcpListener> {
     socket.listen(backlog)
 }
 
+/// How a request reached the hub, in every request's extensions: over TLS or in plain text
+/// (which tokens may travel over it, [`super::bearer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transport {
+    pub tls: bool,
+}
+
 /// A listener's TLS: every connection's handshake, within a deadline.
 #[derive(Clone)]
 pub struct Tls {
@@ -185,10 +192,10 @@ async fn serve_one(tcp: TcpStream, conn: Conn, tls: Option<Tls>, refusals: &Refu
     // that, never from its `Host` header).
     let local = tcp.local_addr().ok();
     let Some(tls) = tls else {
-        return serve_http(tcp, local, conn).await;
+        return serve_http(tcp, local, conn, Transport { tls: false }).await;
     };
     match crate::tls::server::accept(&tls.acceptor, tcp, tls.deadline).await {
-        Ok(stream) => serve_http(stream, local, conn).await,
+        Ok(stream) => serve_http(stream, local, conn, Transport { tls: true }).await,
         Err(e) => {
             crate::metrics::refused(crate::metrics::Refused::TlsHandshake);
             if let Some(skipped) = refusals.handshake.allow() {
@@ -198,7 +205,7 @@ async fn serve_one(tcp: TcpStream, conn: Conn, tls: Option<Tls>, refusals: &Refu
     }
 }
 
-async fn serve_http<IO>(io: IO, local: Option<SocketAddr>, conn: Conn)
+async fn serve_http<IO>(io: IO, local: Option<SocketAddr>, conn: Conn, transport: Transport)
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -208,6 +215,7 @@ where
         let mut req = req.map(|body| Body::new(Deadline::new(body, limits.body_timeout)));
         req.extensions_mut().insert(ConnectInfo(remote));
         req.extensions_mut().insert(ConnectInfo(peer));
+        req.extensions_mut().insert(transport);
         if let Some(slot) = &slot {
             req.extensions_mut().insert(slot.clone());
         }

@@ -25,17 +25,20 @@
 
 pub mod admission;
 pub mod authority;
+pub mod bearer;
 pub mod budget;
 pub mod certs;
 pub mod check_layer;
 pub mod control;
 pub mod cors;
 pub mod devices;
+pub mod guesses;
 pub mod listener;
 pub mod ota;
 pub mod owner;
 pub mod registry;
 pub mod remote;
+pub mod remote_tokens;
 pub mod secret;
 pub mod trim;
 pub mod vision;
@@ -99,6 +102,8 @@ pub struct HubConfig {
     pub host_tls: bool,
     /// A TLS handshake must be complete this long after its connection was admitted.
     pub handshake_timeout: Duration,
+    /// Where the remote tokens' hashes are kept (`mcpdev remote-token`; [`remote_tokens`]).
+    pub remote_tokens: PathBuf,
 }
 
 impl Default for HubConfig {
@@ -126,6 +131,7 @@ impl Default for HubConfig {
             tls: None,
             host_tls: false,
             handshake_timeout: Duration::from_secs(10),
+            remote_tokens: remote_tokens::default_path(),
         }
     }
 }
@@ -151,6 +157,10 @@ pub struct Hub {
     pub cluster: std::sync::OnceLock<Arc<dyn remote::Cluster>>,
     /// The control API's token and its file.
     pub control: Arc<owner::ControlToken>,
+    /// The people's tokens for remote use of the control API.
+    pub remote_tokens: remote_tokens::RemoteTokens,
+    /// Wrong bearer tokens per peer, capped.
+    pub guesses: guesses::Guesses,
     /// The device listener's connections.
     pub budget: Arc<budget::Budget>,
 }
@@ -275,6 +285,7 @@ pub async fn bind(config: HubConfig) -> anyhow::Result<BoundHub> {
     let admission = admission::Admission::load(&config.admission, &config.device_tokens)?;
     let secret = admission.secret();
     let vision = vision::VisionStore::new(config.vision_dir.clone(), config.vision_max_files, config.vision_max_bytes);
+    let remote_tokens = remote_tokens::RemoteTokens::new(config.remote_tokens.clone());
     let hub = Arc::new(Hub {
         registry: Registry::new(config.aliases.clone()),
         admission,
@@ -286,6 +297,8 @@ pub async fn bind(config: HubConfig) -> anyhow::Result<BoundHub> {
         mqtt: std::sync::OnceLock::new(),
         cluster: std::sync::OnceLock::new(),
         control,
+        remote_tokens,
+        guesses: guesses::Guesses::default(),
         budget,
     });
     Ok(BoundHub { hub, device_addr, host_addr, device_listener, host_listener })
@@ -309,7 +322,7 @@ impl BoundHub {
         let control_route = Router::new()
             .route(crate::links::hub_client::CONTROL_PATH, any(control::link))
             .with_state(hub.clone())
-            .route_layer(middleware::from_fn_with_state(hub.control.clone(), owner::require_token));
+            .route_layer(middleware::from_fn_with_state(hub.clone(), owner::require_token));
         // A device pointed at this port is told which port it wants (crate::links::listeners).
         let for_devices = || async {
             use crate::links::listeners;
@@ -326,8 +339,24 @@ impl BoundHub {
             }));
         supervise("host listener", listener::serve(host_listener, host_app, listener::Side::Host, limits, "host", host_tls));
         trim::spawn(hub.clone());
+        spawn_remote_token_watch(&hub);
         RunningHub { hub, device_addr, host_addr }
     }
+}
+
+/// Reads the remote tokens again each second when their file changed, so that a revocation
+/// ends the open connections of its token (each checks again when told, [`control`]).
+fn spawn_remote_token_watch(hub: &Arc<Hub>) {
+    let hub = Arc::downgrade(hub);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(hub) = hub.upgrade() else { break };
+            hub.remote_tokens.refresh();
+        }
+    });
 }
 
 /// A listener that cannot be bound: a configuration problem (exit 2) that names the flag to change.
@@ -380,7 +409,7 @@ fn check_remote_use(config: &HubConfig) -> anyhow::Result<()> {
         crate::exit::Exit::Usage,
         format!(
             "{why} makes the MCP endpoints reachable from other machines: set MCPDEV_MCP_TOKEN so they need a token; \
-             the CLI then reaches the control API with MCPDEV_HUB_TOKEN"
+             a person on another machine reaches the control API with a remote token (`mcpdev remote-token create NAME`), over --host-tls"
         ),
     )
     .into())

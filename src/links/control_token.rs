@@ -4,7 +4,13 @@
 //!
 //! The file (`control-<port>.token`, 0600 in a 0700 directory) holds the token on its first line
 //! and the address the hub's host listener bound on its second. Rules:
-//! - `MCPDEV_HUB_TOKEN`, when set, is sent to whatever hub `--hub` names: the person chose it.
+//! - `MCPDEV_HUB_TOKEN`, else the file `MCPDEV_HUB_TOKEN_FILE` names (0600: one others can read
+//!   is refused), is sent to whatever hub `--hub` names: the person chose it. A token never comes
+//!   from the command line (`ps` shows every user the arguments).
+//! - A remote token (a person's, made by `mcpdev remote-token create` on the hub's machine; it
+//!   starts with [`REMOTE_TOKEN_PREFIX`]) goes only over TLS: to an `https://` or `wss://` hub.
+//!   The CLI stops before connecting to a plain one (the hub would refuse it too, after it had
+//!   crossed the network in clear text).
 //! - The file's token is sent only to the hub that wrote it: `--hub` must be a loopback IP
 //!   literal that the recorded bound address covers (the same IP, or the unspecified address of
 //!   the same family) on the same port. `localhost` is read as the loopback address the hub
@@ -35,6 +41,22 @@ use std::path::PathBuf;
 
 /// The environment variable that gives the CLI the control token (it overrides the file).
 pub const HUB_TOKEN_ENV: &str = "MCPDEV_HUB_TOKEN";
+/// The environment variable that names a file holding the token (for a remote token, which a
+/// person keeps in a 0600 file rather than in their shell's environment).
+pub const HUB_TOKEN_FILE_ENV: &str = "MCPDEV_HUB_TOKEN_FILE";
+/// How every remote token starts: the CLI and the hub tell one from the control token by it,
+/// and a token on the command line is recognised and refused ([`in_arguments`]).
+pub const REMOTE_TOKEN_PREFIX: &str = "mcpdev_rt_";
+
+/// Whether `token` is a remote token.
+pub fn is_remote(token: &str) -> bool {
+    token.starts_with(REMOTE_TOKEN_PREFIX)
+}
+
+/// The first command-line argument that carries a remote token (in a URL, a header, anywhere).
+pub fn in_arguments<'a>(args: impl IntoIterator<Item = &'a std::ffi::OsStr>) -> Option<usize> {
+    args.into_iter().position(|a| a.to_string_lossy().contains(REMOTE_TOKEN_PREFIX))
+}
 
 /// Where a hub whose host listener is on `port` keeps its control token (0600).
 pub fn token_path(port: u16) -> PathBuf {
@@ -73,16 +95,39 @@ impl ForHub {
     }
 }
 
-/// The control token to send to the hub at `host:port` (`host` as the URL spells it; IPv6 in
-/// brackets or not).
-pub fn for_client(host: &str, port: u16) -> ForHub {
+/// The token the person gave: `MCPDEV_HUB_TOKEN`, else the file `MCPDEV_HUB_TOKEN_FILE` names.
+/// `Err` says why the file cannot be used.
+fn chosen() -> Result<Option<String>, String> {
     if let Some(t) = std::env::var(HUB_TOKEN_ENV).ok().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()) {
-        return ForHub::Send(t);
+        return Ok(Some(t));
+    }
+    let Some(file) = std::env::var_os(HUB_TOKEN_FILE_ENV).filter(|f| !f.is_empty()) else { return Ok(None) };
+    let file = PathBuf::from(file);
+    let bytes = crate::paths::read_private(&file).map_err(|e| format!("{HUB_TOKEN_FILE_ENV} names {}, which cannot be used: {e}", file.display()))?;
+    let token = token_of(&bytes);
+    if token.is_empty() {
+        return Err(format!("{HUB_TOKEN_FILE_ENV} names {}, which holds no token on its first line", file.display()));
+    }
+    Ok(Some(token))
+}
+
+/// The control token to send to the hub at `host:port` (`host` as the URL spells it; IPv6 in
+/// brackets or not), reached over TLS or not.
+pub fn for_client(host: &str, port: u16, tls: bool) -> ForHub {
+    match chosen() {
+        Ok(Some(t)) if is_remote(&t) && !tls => {
+            return ForHub::NotThisHub(format!(
+                "the token given is a remote token, which goes only over TLS, and the hub is reached over plain http here: use --hub https://{host}:{port} (the hub serves it with --host-tls); nothing was sent"
+            ));
+        }
+        Ok(Some(t)) => return ForHub::Send(t),
+        Ok(None) => {}
+        Err(why) => return ForHub::NotThisHub(why),
     }
     let path = token_path(port);
     let not_this = |why: String| {
         ForHub::NotThisHub(format!(
-            "{why}, so the control token in {} is not sent there; set {HUB_TOKEN_ENV} to that hub's token (its control-{port}.token, on the machine it runs on)",
+            "{why}, so the control token in {} is not sent there; for a hub on another machine, create a remote token on its machine (`mcpdev remote-token create NAME`) and give it here in {HUB_TOKEN_FILE_ENV} (a 0600 file) or {HUB_TOKEN_ENV}",
             path.display()
         ))
     };

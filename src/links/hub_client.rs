@@ -125,7 +125,7 @@ impl HubClient {
             url = url.replacen(&format!("://{host}"), &format!("://{ip}"), 1);
             host = ip;
         }
-        let token_for_hub = || match super::control_token::for_client(&host, port) {
+        let token_for_hub = || match super::control_token::for_client(&host, port, url.starts_with("wss:")) {
             ForHub::Send(token) => Ok(Ok(token)),
             ForHub::Missing(why) => Ok(Err(why)),
             // Another host, or not the address the local hub bound: nothing is sent.

@@ -89,6 +89,11 @@ pub enum Refused {
     AdmissionFull,
     /// A TLS handshake that failed or did not finish by its deadline.
     TlsHandshake,
+    /// A token from a peer that sent too many wrong ones ([`crate::hub::guesses`]).
+    TokenGuesses,
+    /// A remote token where it is not accepted (plain http, a loopback-only listener), or the
+    /// control token from another machine ([`crate::hub::bearer`]).
+    TokenTransport,
 }
 
 impl Refused {
@@ -107,9 +112,11 @@ impl Refused {
             Refused::AdmissionNetwork => "admission_network",
             Refused::AdmissionFull => "admission_full",
             Refused::TlsHandshake => "tls_handshake",
+            Refused::TokenGuesses => "token_guesses",
+            Refused::TokenTransport => "token_transport",
         }
     }
-    pub const ALL: [Refused; 13] = [
+    pub const ALL: [Refused; 15] = [
         Refused::Host,
         Refused::Origin,
         Refused::OtherUser,
@@ -123,6 +130,8 @@ impl Refused {
         Refused::AdmissionNetwork,
         Refused::AdmissionFull,
         Refused::TlsHandshake,
+        Refused::TokenGuesses,
+        Refused::TokenTransport,
     ];
 }
 

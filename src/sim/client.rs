@@ -197,7 +197,7 @@ async fn session(cfg: &SimConfig, link: &mut DeviceLink<SimState>) -> anyhow::Re
         None => crate::links::ws_client::connect(request, ws_config(), cfg.tls.clone()).await.map_err(anyhow::Error::new)?,
         Some(from) => {
             let host = request.uri().host().unwrap_or("127.0.0.1").to_string();
-            let port = request.uri().port_u16().unwrap_or(80);
+            let port = request.uri().port_u16().unwrap_or(if request.uri().scheme_str() == Some("wss") { 443 } else { 80 });
             let tcp = super::source::connect_from(from, &host, port).await?;
             crate::links::ws_client::over(tcp, request, ws_config(), cfg.tls.clone()).await.map_err(anyhow::Error::new)?
         }

@@ -3,19 +3,21 @@
 //! hub address).
 //!
 //! Rules it enforces: an address must be this machine's own and of the URL's family, checked once
-//! before any device starts (a clear usage error, not a device retrying for ever); only plain
-//! `ws://` URLs (the TLS handshake is not done here); the port is chosen at `connect`, not at
-//! `bind` (`IP_BIND_ADDRESS_NO_PORT` on Linux), so the same local port serves several hubs.
+//! before any device starts (a clear usage error, not a device retrying for ever); `ws://` and
+//! `wss://` URLs alike (the TLS handshake, verified as without a source address, runs over the
+//! connection made here: [`crate::links::ws_client::over`]); the port is chosen at `connect`, not
+//! at `bind` (`IP_BIND_ADDRESS_NO_PORT` on Linux), so the same local port serves several hubs.
 
 use std::net::{IpAddr, SocketAddr};
 
 use tokio::net::{TcpSocket, TcpStream};
 
-/// Whether `ip` can be a source address towards `url`: plain `ws://`, a local address, and of the
-/// same family as the URL's host when that is an address. `Err` says what to change.
+/// Whether `ip` can be a source address towards `url`: a `ws://` or `wss://` URL, a local
+/// address, and of the same family as the URL's host when that is an address. `Err` says what to
+/// change.
 pub fn check_source_addr(ip: IpAddr, url: &str) -> Result<(), String> {
-    if !url.starts_with("ws://") {
-        return Err(format!("--source-addr needs a ws:// URL, not {url}"));
+    if !url.starts_with("ws://") && !url.starts_with("wss://") {
+        return Err(format!("--source-addr needs a ws:// or wss:// URL, not {url}"));
     }
     let socket = std::net::UdpSocket::bind(SocketAddr::new(ip, 0))
         .map_err(|e| format!("--source-addr {ip} is not an address of this machine ({e}); every 127.x.y.z is loopback on Linux, other addresses must be on an interface"))?;
@@ -29,9 +31,9 @@ pub fn check_source_addr(ip: IpAddr, url: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The host part of a `ws://` URL (brackets of an IPv6 literal removed).
+/// The host part of a `ws://` or `wss://` URL (brackets of an IPv6 literal removed).
 fn host_of(url: &str) -> Option<&str> {
-    let rest = url.strip_prefix("ws://")?;
+    let rest = url.strip_prefix("ws://").or_else(|| url.strip_prefix("wss://"))?;
     let authority = rest.split(['/', '?']).next()?;
     let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     match host.strip_prefix('[') {
@@ -68,14 +70,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_source_address_must_be_local_plain_ws_and_of_the_hubs_family() {
+    fn a_source_address_must_be_local_a_websocket_url_and_of_the_hubs_family() {
         let lo2: IpAddr = "127.0.0.2".parse().unwrap();
         assert_eq!(check_source_addr(lo2, "ws://127.0.0.1:8000/xiaozhi/v1/"), Ok(()));
         assert_eq!(check_source_addr(lo2, "ws://localhost:8000/"), Ok(()));
         let err = check_source_addr("192.0.2.55".parse().unwrap(), "ws://127.0.0.1:8000/").unwrap_err();
         assert!(err.contains("not an address of this machine"), "{err}");
-        assert!(check_source_addr(lo2, "wss://hub.example/xiaozhi/v1/").unwrap_err().contains("ws://"));
+        assert_eq!(check_source_addr(lo2, "wss://hub.example/xiaozhi/v1/"), Ok(()));
+        assert!(check_source_addr(lo2, "http://127.0.0.1:8000/").unwrap_err().contains("wss://"));
         assert!(check_source_addr(lo2, "ws://[::1]:8000/").unwrap_err().contains("family"));
+        assert!(check_source_addr(lo2, "wss://[::1]:8000/").unwrap_err().contains("family"));
         assert_eq!(host_of("ws://user@[::1]:80/x"), Some("::1"));
     }
 }

@@ -115,7 +115,11 @@ impl HubProcess {
     /// Starts `mcpdev serve --json` with `extra` (no `--approve-all` unless given), its stderr
     /// collected in `stderr` when `capture`.
     pub async fn start_with(extra: &[&str], env: &[(&str, &str)], capture: bool) -> Self {
-        let mut args = vec!["serve", "--json", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0"];
+        let mut args = vec!["serve", "--json", "--device-addr", "127.0.0.1:0"];
+        // A test may bind the host listener elsewhere (`--host-addr 0.0.0.0:0`, the remote set-up).
+        if !extra.contains(&"--host-addr") {
+            args.extend(["--host-addr", "127.0.0.1:0"]);
+        }
         args.extend_from_slice(extra);
         let state = tempfile::tempdir().expect("temporary state directory");
         let mut env = env.to_vec();
