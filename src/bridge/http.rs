@@ -118,7 +118,7 @@ fn routes(endpoints: Arc<Endpoints>) -> Router {
 /// peer's guesses, and a peer over that cap gets 429 ([`crate::hub::bearer`], as the control API).
 fn refuse_without_token(e: &Endpoints, req: &Request) -> Option<Response<Body>> {
     let expected = e.shared.config.token.as_deref()?;
-    const WRONG: &str = "this endpoint needs Authorization: Bearer <token> (the hub's MCPDEV_MCP_TOKEN)\n";
+    const WRONG: &str = "this endpoint needs Authorization: Bearer <token> (the hub's MCPDEV_MCP_TOKEN)";
     match crate::hub::bearer::check(&e.shared.hub, req, false, Some(expected)) {
         Ok(Some(_)) => None,
         Ok(None) => Some(crate::hub::bearer::Refusal::Wrong.response(WRONG)),

@@ -63,16 +63,13 @@ async fn run_on(
     {
         return as_task(global, &args, target, conn, params, support).await;
     }
-    let result = match target {
-        // Ctrl-C gives the call up, which cancels it on the server (`notifications/cancelled`).
-        Target::Mcp { .. } => {
-            let stop = super::stop_signal::install()?;
-            tokio::select! {
-                r = target.request("tools/call", Some(params), args.target.timeout) => r,
-                _ = stop.wait() => return Err(CodedError::new(Exit::Interrupted, format!("interrupted: the call of {} was cancelled on the server", args.tool)).into()),
-            }
-        }
-        _ => target.request("tools/call", Some(params), args.target.timeout).await,
+    // Ctrl-C gives the call up, which cancels it on the server (`notifications/cancelled`), or on
+    // the hub (the control connection ends, and the hub tells the device). Handled here, not left
+    // to the default action: a CLI started with SIGINT ignored (a background job) still stops.
+    let stop = super::stop_signal::install()?;
+    let result = tokio::select! {
+        r = target.request("tools/call", Some(params), args.target.timeout) => r,
+        _ = stop.wait() => return Err(CodedError::new(Exit::Interrupted, format!("interrupted: the call of {} was cancelled on the server", args.tool)).into()),
     };
     let result = result.map_err(call_failure)?;
     show(global, target.answered_by(&result), &result, &args.tool, args.save_images.as_deref())
