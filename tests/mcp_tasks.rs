@@ -10,60 +10,13 @@ mod common;
 use std::time::Duration;
 
 use common::HubProcess;
+use common::mcp_session::{ACCEPT, Session, without_id};
 use common::fake_device::{FakeDevice, tool};
 use common::ws::DEADLINE;
 use serde_json::{Value, json};
 
-const ACCEPT: &str = "application/json, text/event-stream";
 const DEVICE: &str = "02:00:00:00:00:0b";
 const SLOW: &str = "dev-02000000000b.camera.take";
-
-struct Session {
-    http: reqwest::Client,
-    url: String,
-    id: String,
-    next: u64,
-}
-
-impl Session {
-    /// A session on `path` from `from` (a loopback address).
-    async fn open(hub: &HubProcess, path: &str, from: &str) -> (Self, Value) {
-        mcpdev::tls::install_crypto_provider();
-        let http = reqwest::Client::builder().local_address(from.parse::<std::net::IpAddr>().unwrap()).build().unwrap();
-        let url = format!("{}{path}", hub.host_url);
-        let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}});
-        let resp = http.post(&url).header("accept", ACCEPT).json(&init).send().await.unwrap();
-        assert_eq!(resp.status(), 200);
-        let id = resp.headers()["mcp-session-id"].to_str().unwrap().to_string();
-        let init = message(resp).await;
-        let session = Self { http, url, id, next: 1 };
-        session.http.post(&session.url).header("accept", ACCEPT).header("mcp-session-id", &session.id).json(&json!({"jsonrpc":"2.0","method":"notifications/initialized"})).send().await.unwrap();
-        (session, init)
-    }
-
-    async fn ask(&mut self, method: &str, params: Value) -> Value {
-        self.next += 1;
-        let body = json!({"jsonrpc":"2.0","id":self.next,"method":method,"params":params});
-        let resp = self.http.post(&self.url).header("accept", ACCEPT).header("mcp-session-id", &self.id).json(&body).send().await.unwrap();
-        message(resp).await
-    }
-
-    async fn task(&mut self, name: &str, ttl: u64) -> Value {
-        let created = self.ask("tools/call", json!({"name": name, "arguments": {"n": 1}, "task": {"ttl": ttl}})).await;
-        created["result"]["task"].clone()
-    }
-}
-
-/// The JSON-RPC answer in a response (a JSON body, or the SSE event with an id).
-async fn message(resp: reqwest::Response) -> Value {
-    let sse = resp.headers().get("content-type").is_some_and(|v| v.to_str().unwrap().starts_with("text/event-stream"));
-    let text = tokio::time::timeout(DEADLINE, resp.text()).await.expect("no answer in time").unwrap();
-    if sse {
-        text.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok()).find(|m| m.get("id").is_some()).unwrap_or(Value::Null)
-    } else {
-        serde_json::from_str(&text).unwrap()
-    }
-}
 
 async fn hub_with_camera(extra: &[&str]) -> (HubProcess, FakeDevice) {
     let mut args = vec!["--mcp-timeout", "30"];
@@ -71,11 +24,6 @@ async fn hub_with_camera(extra: &[&str]) -> (HubProcess, FakeDevice) {
     let hub = HubProcess::start(&args, &[]).await;
     let device = FakeDevice::connect(&hub.device_url, DEVICE, vec![tool("camera.take"), tool("lamp.set")]).await;
     (hub, device)
-}
-
-/// An error with its task id taken out, to compare two answers for different ids.
-fn without_id(error: &Value, id: &str) -> String {
-    error.to_string().replace(id, "<id>")
 }
 
 #[tokio::test]
@@ -99,7 +47,7 @@ async fn a_task_answers_at_once_and_its_owner_fetches_the_result_from_any_sessio
     assert_eq!(s.ask("tasks/get", json!({"taskId": id})).await["result"]["status"], "working");
 
     // tasks/result waits for the device; the device answers; the result is the call's own.
-    let mut waiter = Session { http: s.http.clone(), url: s.url.clone(), id: s.id.clone(), next: 100 };
+    let mut waiter = s.again(100);
     let id2 = id.clone();
     let waiting = tokio::spawn(async move { waiter.ask("tasks/result", json!({"taskId": id2})).await });
     device.reply(&call["id"], json!({"content": [{"type": "text", "text": "a photo"}], "isError": false})).await;
@@ -277,7 +225,7 @@ async fn the_python_sdks_task_client_runs_a_slow_tool_as_a_task() {
 }
 
 /// Two hubs of one cluster on Mosquitto: a host on hub A runs a task of a device that hub B
-/// serves; the task is held by A, and its id says so.
+/// serves; the task is held by A, and its id says so (so hub B, asked for it, asks A).
 #[tokio::test]
 async fn a_task_on_one_hub_for_another_hubs_device_works_and_its_id_names_its_hub() {
     let broker = common::mqtt::Mosquitto::start().await;
@@ -304,9 +252,10 @@ async fn a_task_on_one_hub_for_another_hubs_device_works_and_its_id_names_its_hu
     device.reply(&call["id"], json!({"content": [{"type": "text", "text": "through the cluster"}]})).await;
     let result = s.ask("tasks/result", json!({"taskId": id})).await;
     assert_eq!(result["result"]["content"][0]["text"], "through the cluster", "{result}");
-    // Hub B holds no such task: it answers as for any unknown id.
+    // Hub B holds no such task, but its id names hub A: B asks A (tests/cluster_tasks.rs).
     let (mut on_b, _) = Session::open(&hubs[1], "/mcp", "127.0.0.1").await;
-    assert_eq!(on_b.ask("tasks/get", json!({"taskId": id})).await["error"]["code"], -32602);
+    let got = on_b.ask("tasks/get", json!({"taskId": id})).await;
+    assert_eq!(got["result"]["status"], "completed", "{got}");
 }
 
 /// Ctrl-C during `mcpdev call -d` (the control API's path): the CLI ends, and the hub gives up

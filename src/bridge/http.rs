@@ -90,6 +90,8 @@ fn endpoints(hub: Arc<Hub>, config: BridgeConfig) -> Arc<Endpoints> {
     let sessions = SessionCaps::with_reclaim(config.max_sessions, config.max_sessions_per_peer, config.reclaim_idle);
     let tasks = super::tasks::Tasks::new(config.task_limits);
     tasks.spawn_sweeper();
+    // Other hubs of the cluster reach the tasks held here through the hub (`task` op).
+    let _ = hub.tasks.set(tasks.clone());
     let shared = Arc::new(Shared { hub, config, notifier, catalogues: Default::default(), sessions, fleet, tasks, task_peers: Default::default() });
     Arc::new(Endpoints {
         all: endpoint(&shared, Scope::All),

@@ -23,12 +23,13 @@
 //!   `progressToken`; they go out in order, one at a time.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::tasks::{Outcome, Requestor, Tasks};
+use super::tasks::{self, Outcome, Owner, Requestor, Tasks};
 use super::{Scope, Shared, Stage, fleet};
 
 /// Sends one JSON-RPC notification (method, params) to a session; false once it cannot.
@@ -66,16 +67,10 @@ pub async fn answer(shared: &Arc<Shared>, scope: &Scope, who: &Requestor, msg: V
     let tasks = &shared.tasks;
     let outcome = match msg.get("method").and_then(Value::as_str).unwrap_or_default() {
         "tools/call" => create(shared, scope, who, params, sink),
-        "tasks/get" => task_id(&params).and_then(|t| tasks.get(who.owner, t).ok_or_else(|| not_found(t))),
-        "tasks/result" => match task_id(&params) {
-            Ok(t) => result(tasks, who, t).await,
+        method @ ("tasks/get" | "tasks/result" | "tasks/cancel") => match task_id(&params) {
+            Ok(t) => held(shared, who, method, t).await,
             Err(e) => Err(e),
         },
-        "tasks/cancel" => task_id(&params).and_then(|t| match tasks.cancel(who.owner, t) {
-            None => Err(not_found(t)),
-            Some(Ok(task)) => Ok(task),
-            Some(Err(status)) => Err(invalid(format!("Cannot cancel task: already in terminal status '{}'", status.as_str()))),
-        }),
         "tasks/list" => {
             let cursor = params.get("cursor").and_then(Value::as_str);
             match tasks.list(who.owner, cursor) {
@@ -86,10 +81,10 @@ pub async fn answer(shared: &Arc<Shared>, scope: &Scope, who: &Requestor, msg: V
                     }
                     Ok(v)
                 }
-                None => Err(invalid("this tasks/list cursor is no task of yours (its task may have expired); list again without a cursor".into())),
+                None => Err(bad_cursor(shared, cursor.unwrap_or_default())),
             }
         }
-        _ => Err(json!({"code": -32601, "message": "Method not found"})),
+        _ => Err(method_not_found()),
     };
     match outcome {
         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
@@ -111,9 +106,90 @@ fn task_id(params: &Value) -> Result<&str, Value> {
     params.get("taskId").and_then(Value::as_str).ok_or_else(|| invalid("params.taskId (a string) is missing".into()))
 }
 
+fn method_not_found() -> Value {
+    json!({"code": -32601, "message": "Method not found"})
+}
+
+/// A `tasks/list` cursor that is no task of the requestor's here: one from another hub's list is
+/// said to be so (the id names its hub; nothing about the task is told).
+fn bad_cursor(shared: &Shared, cursor: &str) -> Value {
+    let me = crate::hub::remote::of(&shared.hub).map(|c| c.me().to_string());
+    match tasks::hub_of(cursor).filter(|h| me.as_deref().is_some_and(|me| me != *h)) {
+        Some(hub) => invalid(format!("this tasks/list cursor comes from hub {hub}'s list: tasks/list lists the tasks of the hub it is asked of (each task id names its hub, and tasks/get, tasks/result and tasks/cancel reach it through any hub); list again without a cursor")),
+        None => invalid("this tasks/list cursor is no task of yours (its task may have expired); list again without a cursor".into()),
+    }
+}
+
+/// `tasks/get|result|cancel`: on the hub the task id names when that is another live hub of the
+/// cluster ([`elsewhere`]); here otherwise (an id that names no live hub, or junk, is answered
+/// as unknown without a word to any other hub).
+async fn held(shared: &Shared, who: &Requestor, method: &str, id: &str) -> Result<Value, Value> {
+    if let Some(c) = crate::hub::remote::of(&shared.hub)
+        && let Some(hub) = tasks::hub_of(id).filter(|h| c.is_peer(h))
+    {
+        return elsewhere(shared, c.as_ref(), hub, who, method, id).await;
+    }
+    local(&shared.tasks, who.owner, method, id).await
+}
+
+/// `tasks/get|result|cancel` of a task this hub holds, for `owner`: what the hub's endpoints
+/// answer, and what another hub's forwarded request gets ([`crate::hub::remote::TaskDesk`]).
+pub async fn local(tasks: &Tasks, owner: Owner, method: &str, id: &str) -> Result<Value, Value> {
+    match method {
+        "tasks/get" => tasks.get(owner, id).ok_or_else(|| not_found(id)),
+        "tasks/result" => result(tasks, owner, id).await,
+        "tasks/cancel" => match tasks.cancel(owner, id) {
+            None => Err(not_found(id)),
+            Some(Ok(task)) => Ok(task),
+            Some(Err(status)) => Err(invalid(format!("Cannot cancel task: already in terminal status '{}'", status.as_str()))),
+        },
+        _ => Err(method_not_found()),
+    }
+}
+
+impl crate::hub::remote::TaskDesk for Tasks {
+    fn answer<'a>(&'a self, owner: std::net::IpAddr, method: &'a str, task_id: &'a str) -> BoxFuture<'a, Result<Value, Value>> {
+        Box::pin(local(self, Owner::of(owner), method, task_id))
+    }
+}
+
+/// How long a forwarded `tasks/get` or `tasks/cancel` is waited on (the other hub answers it at
+/// once).
+const FORWARD_WAIT: Duration = Duration::from_secs(5);
+
+/// `tasks/get|result|cancel` of a task `hub` holds, asked of it over the cluster's RPC with the
+/// requestor's owner as this hub saw it: its answer exactly (its owner check included), or, when
+/// it does not answer, a typed error that says so (`-32000`, `data.kind` the cluster's:
+/// `timeout`, `link_down`, `busy`), never "unknown task". `tasks/result` is waited on for the
+/// call's own timeout (`--mcp-timeout`) and the hop.
+async fn elsewhere(shared: &Shared, c: &dyn crate::hub::remote::Cluster, hub: &str, who: &Requestor, method: &str, id: &str) -> Result<Value, Value> {
+    let wait = if method == "tasks/result" { shared.config.call_timeout + super::CALL_GRACE } else { FORWARD_WAIT };
+    let op = json!({"op": "task", "method": method, "task": id, "owner": who.owner.ip().to_string(), "wait_ms": wait.as_millis() as u64});
+    let deadline = wait + crate::hub::remote::HOP_GRACE;
+    let unanswered = |kind: &str, why: String| json!({"code": -32000, "message": format!("task {id} is held by hub {hub}, which did not answer: {why}"), "data": {"kind": kind, "hub": hub}});
+    match c.forward(hub, op, deadline).await {
+        Ok(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(mut v) if v.get("result").is_some() => Ok(v["result"].take()),
+            Ok(mut v) if v.get("error").is_some_and(Value::is_object) => Err(v["error"].take()),
+            _ => Err(unanswered("link_down", "its answer could not be read".into())),
+        },
+        Err(e) if e["kind"] == "not_found" => Err(not_found(id)),
+        Err(e) => {
+            let kind = e["kind"].as_str().unwrap_or("link_down").to_string();
+            let why = match kind.as_str() {
+                "timeout" => format!("no answer within {deadline:?}; the task may still be running there: ask again"),
+                "busy" => format!("it has too many requests of this hub under way ({}); try again when some end", e["message"].as_str().unwrap_or_default()),
+                _ if !c.is_peer(hub) => "it left the cluster before answering (a task lives in the memory of its hub: if that hub stopped, the task and its result are gone; if it comes back, ask again)".into(),
+                _ => format!("{} (it may run an older mcpdev, or be unreachable); ask again", e["message"].as_str().unwrap_or("no reason given")),
+            };
+            Err(unanswered(&kind, why))
+        }
+    }
+}
+
 /// `tasks/result`: waits for the task to end, then its call's answer.
-async fn result(tasks: &Tasks, who: &Requestor, id: &str) -> Result<Value, Value> {
-    let mut rx = tasks.watch(who.owner, id).ok_or_else(|| not_found(id))?;
+async fn result(tasks: &Tasks, owner: Owner, id: &str) -> Result<Value, Value> {
+    let mut rx = tasks.watch(owner, id).ok_or_else(|| not_found(id))?;
     let state = rx.wait_for(|s| s.status.is_terminal()).await.map_err(|_| not_found(id))?.clone();
     match state.outcome.as_deref() {
         Some(Outcome::Result(v)) => {

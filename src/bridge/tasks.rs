@@ -60,6 +60,25 @@ impl Owner {
     pub fn of(peer: IpAddr) -> Self {
         Self(peer.to_canonical())
     }
+
+    /// The address the owner was seen at (canonical), as a forwarded request carries it.
+    pub fn ip(self) -> IpAddr {
+        self.0
+    }
+}
+
+/// Longest hub part of a task id taken (a cluster id is 12 hex digits; an operator's own id is
+/// still short).
+pub const HUB_PART_MAX: usize = 64;
+
+/// The hub a task id names, if the id has the shape this module gives ids: `<hub>/<32 hex
+/// digits>`, the hub part at most [`HUB_PART_MAX`] letters, digits, `-`, `_` or `.`. Anything
+/// else (slashes, escapes, a huge hub part) names no hub, and is answered as an unknown id.
+pub fn hub_of(id: &str) -> Option<&str> {
+    let (hub, random) = id.split_once('/')?;
+    let hub_ok = !hub.is_empty() && hub.len() <= HUB_PART_MAX && hub.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    let random_ok = random.len() == 32 && random.bytes().all(|b| b.is_ascii_hexdigit());
+    (hub_ok && random_ok).then_some(hub)
 }
 
 /// Where a task was created: its owner, and the session (if any) its per-session cap counts on.
@@ -467,6 +486,30 @@ mod tests {
         assert!(first.cancel.is_cancelled(), "an expired task's call is stopped");
         assert_eq!(short.sweep(), 1);
         assert_eq!(short.held(), (0, 0));
+    }
+
+    #[test]
+    fn a_task_id_names_its_hub_and_junk_names_none() {
+        let tasks = Tasks::new(Limits::default());
+        let (made, _) = tasks.create(&who("10.0.0.1", "s1"), "3f2a9c01bb7e", None).unwrap();
+        assert_eq!(hub_of(&made.id), Some("3f2a9c01bb7e"));
+        let hex = "0".repeat(32);
+        for junk in [
+            format!("a/b/{hex}"),
+            format!("/{hex}"),
+            format!("{}/{hex}", "h".repeat(HUB_PART_MAX + 1)),
+            format!("h\u{1b}[2J/{hex}"),
+            format!("h\n/{hex}"),
+            format!("h+/{hex}"),
+            format!("h#/{hex}"),
+            "h/0".into(),
+            format!("h/{hex}0"),
+            format!("h/{}", "z".repeat(32)),
+            hex.clone(),
+        ] {
+            assert_eq!(hub_of(&junk), None, "{junk:?}");
+        }
+        assert_eq!(Owner::of("::ffff:10.0.0.1".parse().unwrap()).ip().to_string(), "10.0.0.1");
     }
 
     #[test]

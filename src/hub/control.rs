@@ -14,6 +14,11 @@
 //! {"id":8,"op":"admitted"}                                     -> {"id":8,"ok":{"approve_all":bool,"devices":[Admitted…]}}
 //! {"id":9,"op":"stats"}                                        -> {"id":9,"ok":{"in_flight":N}}
 //! ```
+//! Another hub of the cluster may also send (over the cluster's RPC, never a control connection):
+//! ```text
+//! {"id":10,"op":"task","method":"tasks/result","task":"<hub>/<hex>","owner":"10.0.0.7","wait_ms":62000}
+//!                                                               -> {"id":10,"ok":{"result":…}|{"error":{JSON-RPC error}}}
+//! ```
 //! Errors: `{"kind": "no_devices|not_found|ambiguous|not_ready|timeout|device_error|disconnected|link_down|bad_request|busy",
 //! "message": …, "rpc": {code,message,data}?}`.
 //!
@@ -85,6 +90,10 @@ enum Op {
     Admitted,
     /// This connection's own counters (for tests and diagnosis).
     Stats,
+    /// An MCP task this hub holds, for a host another hub serves: served only for another hub
+    /// of the cluster ([`serve_forwarded`]), never on a control connection (which could claim
+    /// any owner).
+    Task { method: String, task: String, owner: String, wait_ms: u64 },
 }
 
 pub async fn link(State(hub): State<Arc<Hub>>, mut req: Request<Body>) -> Response<Body> {
@@ -288,6 +297,7 @@ async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<String>, cl
         Op::Pending => Ok(pending_text(&hub, cluster).await),
         Op::Admitted => Ok(json!({"approve_all": hub.admission.approve_all(), "devices": hub.admission.admitted().iter().map(super::admission::Admitted::public).collect::<Vec<_>>()}).to_string()),
         Op::Stats => Err(json!({"kind": "bad_request", "message": "stats is answered by the connection"})),
+        Op::Task { .. } => Err(json!({"kind": "bad_request", "message": "the task op is served only for another hub of the cluster; MCP hosts reach tasks through /mcp"})),
     };
     Some(match reply {
         // `ok` is JSON text already, and `id` a number: the envelope needs no escaping.
@@ -454,7 +464,7 @@ fn call_error(device: &str, e: CallError) -> Value {
 // The cluster (issue 26): requests for devices other hubs serve.
 
 /// A request another hub of the cluster forwarded: served here only, never forwarded again.
-/// Only the device ops are taken (`device`, `rpc`, `watch`, `revoke`, `approve`, `deny`, `devices`, `pending`); the answer is
+/// Only the device ops are taken (`device`, `rpc`, `watch`, `revoke`, `approve`, `deny`, `devices`, `pending`), and `task`; the answer is
 /// the control answer's text, or `None` for a watch (its events go to `tx`).
 pub async fn serve_forwarded(hub: Arc<Hub>, request: &str, tx: mpsc::Sender<String>) -> Option<String> {
     let mut refused = 0;
@@ -462,6 +472,13 @@ pub async fn serve_forwarded(hub: Arc<Hub>, request: &str, tx: mpsc::Sender<Stri
         Ok(req) => req,
         Err(answer) => return Some(answer.to_string()),
     };
+    if let Op::Task { method, task, owner, wait_ms } = &req.op {
+        let id = req.id;
+        return Some(match serve_task(&hub, method, task, owner, *wait_ms).await {
+            Ok(ok) => format!(r#"{{"id":{id},"ok":{ok}}}"#),
+            Err(e) => json!({"id": id, "error": e}).to_string(),
+        });
+    }
     if !matches!(req.op, Op::Device { .. } | Op::Rpc { .. } | Op::Watch { .. } | Op::Revoke { .. } | Op::Approve { .. } | Op::Deny { .. } | Op::Devices { .. } | Op::Pending) {
         return Some(json!({"id": req.id, "error": {"kind": "bad_request", "message": "this op is not served for another hub"}}).to_string());
     }
@@ -514,15 +531,44 @@ async fn pending_text(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>) -> String {
     format!("[{}]", rows.join(","))
 }
 
+/// The `task` op: `tasks/get|result|cancel` of a task this hub holds, for `owner` (the address
+/// the asking hub saw the host at), answered as this hub's MCP endpoints would answer it:
+/// `{"result": …}` or `{"error": …}` (JSON-RPC). `tasks/result` waits at most `wait_ms` (at most
+/// [`TASK_WAIT_MAX`]), then answers a JSON-RPC error saying the task is still working, so no
+/// request outlives the one the asking hub waits on. A hub without MCP endpoints holds no task
+/// (`not_found`).
+async fn serve_task(hub: &Hub, method: &str, task: &str, owner: &str, wait_ms: u64) -> Result<String, Value> {
+    if !matches!(method, "tasks/get" | "tasks/result" | "tasks/cancel") {
+        return Err(bad_request(format!("the task op takes tasks/get, tasks/result or tasks/cancel, not {:?}", method.chars().take(40).collect::<String>())));
+    }
+    let owner: std::net::IpAddr = owner.parse().map_err(|_| bad_request("the task op's owner must be an IP address".into()))?;
+    let Some(desk) = hub.tasks.get().cloned() else {
+        return Err(json!({"kind": "not_found", "message": "this hub runs no MCP endpoints, so it holds no tasks"}));
+    };
+    let wait = Duration::from_millis(wait_ms).min(TASK_WAIT_MAX);
+    let answer = match tokio::time::timeout(wait, desk.answer(owner, method, task)).await {
+        Ok(answer) => answer,
+        Err(_) => {
+            let message = format!("task {} was still working after {wait:?}, longer than the hub you asked waits for it (the hubs' --mcp-timeout differ); ask for its result again", task.chars().take(80).collect::<String>());
+            Err(json!({"code": -32000, "message": message, "data": {"kind": "timeout"}}))
+        }
+    };
+    Ok(match answer {
+        Ok(result) => json!({"result": result}),
+        Err(error) => json!({"error": error}),
+    }
+    .to_string())
+}
+
+/// Longest a forwarded `tasks/result` is waited on here.
+pub const TASK_WAIT_MAX: Duration = Duration::from_secs(3600);
+
 /// How long `pending` waits for each other hub of the cluster.
 const PENDING_WAIT: Duration = Duration::from_secs(2);
 
-/// Longest a forwarded request waits beyond the caller's own deadline (the hop there and back).
-const HOP_GRACE: Duration = Duration::from_secs(2);
-
 async fn forward(cluster: Option<&Arc<dyn Cluster>>, to: &str, op: Value, deadline: Duration) -> Result<String, Value> {
     match cluster {
-        Some(c) => c.forward(to, op, deadline + HOP_GRACE).await,
+        Some(c) => c.forward(to, op, deadline + remote::HOP_GRACE).await,
         None => Err(json!({"kind": "link_down", "message": "this hub is in no cluster"})),
     }
 }

@@ -155,6 +155,9 @@ pub struct Hub {
     pub mqtt: std::sync::OnceLock<Arc<dyn ota::MqttOffer>>,
     /// The other hubs on the same broker, when the hub runs MQTT ([`remote`]): set once, like `mqtt`.
     pub cluster: std::sync::OnceLock<Arc<dyn remote::Cluster>>,
+    /// The MCP tasks this hub holds, for requests other hubs of the cluster forward: set once, by
+    /// the bridge ([`remote::TaskDesk`]).
+    pub tasks: std::sync::OnceLock<Arc<dyn remote::TaskDesk>>,
     /// The control API's token and its file.
     pub control: Arc<owner::ControlToken>,
     /// The people's tokens for remote use of the control API.
@@ -296,6 +299,7 @@ pub async fn bind(config: HubConfig) -> anyhow::Result<BoundHub> {
         device_ip: Some(device_addr.ip()).filter(|ip| !ip.is_unspecified()).or_else(default_route_ip),
         mqtt: std::sync::OnceLock::new(),
         cluster: std::sync::OnceLock::new(),
+        tasks: std::sync::OnceLock::new(),
         control,
         remote_tokens,
         guesses: guesses::Guesses::default(),

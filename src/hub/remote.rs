@@ -11,7 +11,13 @@
 //!   answer or a typed error (`timeout`, `link_down` when the serving hub dies, `busy`), never
 //!   silence; a device that is being taken over after its hub died is waited for, within the
 //!   same deadline, instead of being reported missing.
+//!
+//! The MCP tasks a hub holds ([`TaskDesk`], set by the bridge) are reached the same way: a
+//! `tasks/get|result|cancel` for a task another live hub holds is passed to that hub with the
+//! requestor's owner as the asking hub saw it, and answered there exactly as a local request
+//! (the `task` op, served for other hubs only: a local control client could claim any owner).
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -57,6 +63,15 @@ pub enum WatchItem {
     Error(Value),
 }
 
+/// The MCP tasks this hub holds, for a request another hub of the cluster forwarded (the bridge
+/// implements it, [`crate::hub::Hub::tasks`]).
+pub trait TaskDesk: Send + Sync {
+    /// Answers `tasks/get`, `tasks/result` or `tasks/cancel` of `task_id` for `owner` exactly as a
+    /// local request: the JSON-RPC result, or the JSON-RPC error (the one for an unknown id when
+    /// `owner` does not own it). `tasks/result` resolves once the task has ended.
+    fn answer<'a>(&'a self, owner: IpAddr, method: &'a str, task_id: &'a str) -> BoxFuture<'a, Result<Value, Value>>;
+}
+
 /// The cluster, for the control API.
 pub trait Cluster: Send + Sync {
     /// This hub's id in the cluster.
@@ -99,6 +114,10 @@ pub trait Cluster: Send + Sync {
     ) -> BoxFuture<'static, Result<Located, Value>>;
     /// The other live hubs.
     fn peers(&self) -> Vec<String>;
+    /// Whether `hub` is another live hub of the cluster (no broker traffic).
+    fn is_peer(&self, hub: &str) -> bool {
+        hub != self.me() && self.peers().iter().any(|p| p == hub)
+    }
     /// Hands every hub of the cluster `device_id`'s admission decision made here: a sealed
     /// record ([`crate::hub::admission::Record`]), kept by the broker for hubs that come later.
     fn publish_admission(&self, device_id: &str, record: &str);
@@ -157,6 +176,9 @@ pub async fn route(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, selector: Opti
         }
     }
 }
+
+/// Longest a forwarded request waits beyond the caller's own deadline (the hop there and back).
+pub const HOP_GRACE: Duration = Duration::from_secs(2);
 
 /// Longest a lookup of a device no index lists waits for the hubs that leave devices out.
 pub const FIND_WAIT: Duration = Duration::from_secs(2);

@@ -618,6 +618,23 @@ impl ClusterNode {
     }
 }
 
+/// A request of this hub that waits on another: cancelled there when dropped before its answer
+/// came (its deadline passed, or whoever waited on it went away, as a host that closes a blocking
+/// `tasks/result`), so neither hub keeps a slot for an answer nobody reads.
+struct Pending {
+    node: Weak<ClusterNode>,
+    to: String,
+    c: Option<u64>,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let (Some(c), Some(n)) = (self.c, self.node.upgrade()) {
+            n.cancel(&self.to, c);
+        }
+    }
+}
+
 impl Cluster for ClusterNode {
     fn me(&self) -> &str {
         &self.me
@@ -644,16 +661,15 @@ impl Cluster for ClusterNode {
                 Ok(c) => c,
                 Err((_, e)) => return Err(e),
             };
-            match tokio::time::timeout(deadline, rx).await {
+            // Given up before the answer (the deadline, or the caller went away): cancelled there.
+            let mut pending = Pending { node, to, c: Some(c) };
+            let answer = match tokio::time::timeout(deadline, rx).await {
                 Ok(Ok(answer)) => answer,
-                Ok(Err(_)) => Err(json!({"kind": "link_down", "message": format!("hub {to} stopped before answering")})),
-                Err(_) => {
-                    if let Some(n) = node.upgrade() {
-                        n.cancel(&to, c);
-                    }
-                    Err(json!({"kind": "timeout", "hub": to, "message": format!("the device is served by hub {to}, which did not answer within {deadline:?}")}))
-                }
-            }
+                Ok(Err(_)) => Err(json!({"kind": "link_down", "message": format!("hub {} stopped before answering", pending.to)})),
+                Err(_) => return Err(json!({"kind": "timeout", "hub": pending.to, "message": format!("the device is served by hub {}, which did not answer within {deadline:?}", pending.to)})),
+            };
+            pending.c = None;
+            answer
         }
         .boxed()
     }
@@ -741,6 +757,10 @@ impl Cluster for ClusterNode {
 
     fn peers(&self) -> Vec<String> {
         lock(&self.view).peers()
+    }
+
+    fn is_peer(&self, hub: &str) -> bool {
+        hub != self.me && self.is_alive(hub)
     }
 
     fn proxy(

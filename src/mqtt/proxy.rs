@@ -35,8 +35,6 @@ use crate::wire::jsonrpc::{RawResult, RpcError};
 pub const DEFAULT_MAX_PROXIES: u32 = 1024;
 /// How long fetching the device's description may take.
 const FETCH: Duration = Duration::from_secs(5);
-/// The hop's grace beyond a request's own timeout.
-const HOP_GRACE: Duration = Duration::from_secs(2);
 
 /// The live proxies, by Device-Id, each with when it was last asked for.
 pub struct Proxies {
@@ -223,7 +221,7 @@ fn spawn(
                         cmd = commands.recv() => match cmd.map(|c| *c) {
                             Some(Command::Request(r)) => {
                                 let op = json!({"op": "rpc", "device": device_id, "method": r.method, "params": r.params, "timeout_ms": r.timeout.as_millis() as u64});
-                                let call = node.forward(&hub, op, r.timeout + HOP_GRACE);
+                                let call = node.forward(&hub, op, r.timeout + crate::hub::remote::HOP_GRACE);
                                 let timeout = r.timeout;
                                 tokio::spawn(async move {
                                     let _ = r.reply.send(call.await.map_err(|e| call_error(&e, timeout)).and_then(result));

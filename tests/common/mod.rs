@@ -10,6 +10,7 @@ pub mod raw_http;
 pub mod pty;
 pub mod ws;
 pub mod mcp_proxy;
+pub mod mcp_session;
 
 use std::process::Stdio;
 
