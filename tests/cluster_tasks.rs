@@ -57,8 +57,8 @@ async fn two_hubs() -> Cluster {
     Cluster { broker, hubs, dirs, a, b, device }
 }
 
-/// Every hub-to-hub `task` request on the broker (its text after the MAC), in the order sent;
-/// back once the subscription holds.
+/// Every hub-to-hub `task` request, and every cancel of a request, on the broker (its text
+/// after the MAC), in the order sent; back once the subscription holds.
 async fn task_requests(broker: &Mosquitto) -> mpsc::UnboundedReceiver<Value> {
     let url = BrokerUrl::parse(&broker.url()).unwrap();
     let mut c = conn::connect(url.options("observer", Duration::from_secs(30), 1 << 20), None);
@@ -77,7 +77,7 @@ async fn task_requests(broker: &Mosquitto) -> mpsc::UnboundedReceiver<Value> {
                 let text = String::from_utf8_lossy(&p.payload).into_owned();
                 let body = text.split_once('\n').map_or(text.as_str(), |(_, b)| b);
                 if let Ok(v) = serde_json::from_str::<Value>(body)
-                    && v["op"]["op"] == "task"
+                    && (v["op"]["op"] == "task" || v["cancel"] == true)
                     && tx.send(v).is_err()
                 {
                     return;
@@ -256,17 +256,29 @@ async fn a_forged_task_request_is_dropped_and_the_op_is_served_only_for_hubs() {
     assert_eq!(done["ok"]["result"]["status"], "cancelled", "{done}");
 }
 
-/// Hub A is killed (`kill -9`) while hub B waits on A for a task's result: B answers at once
-/// with a typed error that names A (not "unknown task", not after the call's 30 s timeout); the
-/// id, naming a hub no longer in the cluster, is then unknown.
+/// A host that closes its `tasks/result` on hub B: B cancels its request on A. Then hub A is
+/// killed (`kill -9`) while hub B waits on A for a task's result: B answers at once with a typed
+/// error that names A (not "unknown task", not after the call's 30 s timeout); the id, naming a
+/// hub no longer in the cluster, is then unknown.
 #[tokio::test]
-async fn hub_a_killed_while_b_waits_on_a_tasks_result_ends_the_wait_with_a_typed_error() {
+async fn a_closed_wait_is_cancelled_on_a_and_hub_a_killed_while_b_waits_ends_the_wait_with_a_typed_error() {
     let mut c = two_hubs().await;
     let mut seen = task_requests(&c.broker).await;
     let (mut on_a, _) = Session::open(&c.hubs[0], "/mcp", "127.0.0.1").await;
     let id = on_a.task(CAMERA, 60_000).await["taskId"].as_str().unwrap().to_string();
     c.device.recv_request("tools/call").await;
     let (mut on_b, _) = Session::open(&c.hubs[1], "/mcp", "127.0.0.1").await;
+    // A host that gives up its tasks/result (closes the request): B cancels its request on A, so
+    // neither hub keeps a slot for an answer nobody reads.
+    let mut quitter = on_b.again(50);
+    let id2 = id.clone();
+    let quitting = tokio::spawn(async move { quitter.ask("tasks/result", json!({"taskId": id2})).await });
+    let asked = next_task_request(&mut seen).await;
+    assert_eq!(asked["op"]["method"], "tasks/result");
+    quitting.abort();
+    let cancel = next_task_request(&mut seen).await;
+    assert_eq!((cancel["c"].as_u64(), cancel["cancel"].as_bool()), (asked["c"].as_u64(), Some(true)), "{cancel}");
+
     let mut waiter = on_b.again(100);
     let id2 = id.clone();
     let waiting = tokio::spawn(async move { waiter.ask("tasks/result", json!({"taskId": id2})).await });
