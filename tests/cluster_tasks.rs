@@ -92,6 +92,13 @@ async fn next_task_request(seen: &mut mpsc::UnboundedReceiver<Value>) -> Value {
     tokio::time::timeout(DEADLINE, seen.recv()).await.expect("a task request on the broker").unwrap()
 }
 
+/// The messages of an event-stream response, in order.
+async fn events(resp: reqwest::Response) -> Vec<Value> {
+    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"), "{resp:?}");
+    let text = tokio::time::timeout(DEADLINE, resp.text()).await.expect("no answer in time").unwrap();
+    text.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| serde_json::from_str(d.trim()).unwrap()).collect()
+}
+
 fn not_found(answer: &Value) -> bool {
     answer["error"]["code"] == -32602 && answer["error"]["message"].as_str().is_some_and(|m| m.starts_with("Failed to retrieve task: Task not found"))
 }
@@ -129,13 +136,17 @@ async fn a_task_held_by_hub_a_is_reached_through_hub_b_by_its_owner_and_by_nobod
     }
     assert_eq!(stranger.ask("tasks/list", json!({})).await["result"]["tasks"], json!([]));
 
-    // tasks/result through B waits on A until the device answers; the answer is the call's own.
+    // tasks/result through B waits on A until the device answers; the answer is the call's own,
+    // after the task's status, on the request's own stream.
     let mut waiter = on_b.again(100);
     let id2 = id.clone();
-    let waiting = tokio::spawn(async move { waiter.ask("tasks/result", json!({"taskId": id2})).await });
+    let waiting = tokio::spawn(async move { events(waiter.post("tasks/result", json!({"taskId": id2})).await).await });
     assert_eq!(next_task_request(&mut seen).await["op"]["method"], "tasks/result");
     c.device.reply(&call["id"], json!({"content": [{"type": "text", "text": "a photo"}], "isError": false})).await;
-    let result = tokio::time::timeout(DEADLINE, waiting).await.expect("tasks/result through B never ended").unwrap();
+    let streamed = tokio::time::timeout(DEADLINE, waiting).await.expect("tasks/result through B never ended").unwrap();
+    assert_eq!(streamed.len(), 2, "{streamed:?}");
+    let (note, result) = (&streamed[0], &streamed[1]);
+    assert_eq!((note["method"].as_str(), note["params"]["taskId"].as_str(), note["params"]["status"].as_str()), (Some("notifications/tasks/status"), Some(id.as_str()), Some("completed")), "{note}");
     assert_eq!(result["result"]["content"][0]["text"], "a photo", "{result}");
     assert_eq!(result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id.as_str());
     assert_eq!(on_b.ask("tasks/get", json!({"taskId": id})).await["result"]["status"], "completed");

@@ -230,10 +230,21 @@ async fn tasks_first(endpoint: &Endpoint, req: Request) -> Result<Response<Body>
     let peer = parts.extensions.get::<ConnectInfo<std::net::SocketAddr>>().map_or(std::net::Ipv6Addr::LOCALHOST.into(), |c| c.0.ip());
     let who = Requestor { owner: Owner::of(peer), session: session.clone() };
     let sink = session.and_then(|s| peer_sink(&endpoint.shared, &s));
+    // A blocking tasks/result that takes an event stream hears the task's end on it, first.
+    let streams = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/event-stream"));
+    let result_of = (streams && msg["method"] == "tasks/result").then(|| msg["params"]["taskId"].as_str().map(str::to_string)).flatten();
     let answer = task_rpc::answer(&endpoint.shared, &endpoint.scope, &who, msg, sink).await;
+    let note = match &result_of {
+        Some(id) => task_rpc::status_note(&endpoint.shared, &who, id, &answer).await,
+        None => None,
+    };
+    let (kind, body) = match note {
+        Some(note) => ("text/event-stream", format!("event: message\ndata: {note}\n\nevent: message\ndata: {answer}\n\n")),
+        None => ("application/json", answer.to_string()),
+    };
     Ok(Response::builder()
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(answer.to_string()))
+        .header(header::CONTENT_TYPE, kind)
+        .body(Body::from(body))
         .unwrap_or_else(|_| plain(StatusCode::INTERNAL_SERVER_ERROR, "the answer could not be built")))
 }
 

@@ -20,7 +20,12 @@
 //!   `io.modelcontextprotocol/related-task` in the result's `_meta`.
 //! - **Notifications**: when the session can receive them, `notifications/tasks/status` when a
 //!   task ends, and `notifications/progress` for the call's stages when the request carried a
-//!   `progressToken`; they go out in order, one at a time.
+//!   `progressToken`; they go out in order, one at a time. A Streamable HTTP `tasks/result` that
+//!   accepts an event stream also gets the ended task's status on its own stream, just before
+//!   its answer ([`status_note`]), wherever the task is held.
+//! - **In a cluster**, `tasks/get|result|cancel` of a task another live hub holds (its id names
+//!   it) are asked of that hub with the requestor's owner ([`elsewhere`]): its answer exactly, or a
+//!   typed error naming the hub that did not answer. `tasks/list` lists this hub's tasks only.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -185,6 +190,19 @@ async fn elsewhere(shared: &Shared, c: &dyn crate::hub::remote::Cluster, hub: &s
             Err(unanswered(&kind, why))
         }
     }
+}
+
+/// The `notifications/tasks/status` a blocking `tasks/result` sends on its own stream before
+/// its answer (a Streamable HTTP host hears of the end without holding a GET stream): the task as
+/// `tasks/get` shows it now that it has ended, asked of the hub that holds it. `None` when the
+/// answer is no task's own (an unknown id, a hub that did not answer) or the task still works.
+pub async fn status_note(shared: &Shared, who: &Requestor, task_id: &str, answer: &Value) -> Option<Value> {
+    let error = answer.get("error");
+    if error.is_some_and(|e| e["code"] == -32602 || e["data"].get("hub").is_some() || e["data"]["kind"] == "timeout") {
+        return None;
+    }
+    let task = held(shared, who, "tasks/get", task_id).await.ok()?;
+    (task["status"] != "working").then(|| json!({"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": task}))
 }
 
 /// `tasks/result`: waits for the task to end, then its call's answer.
