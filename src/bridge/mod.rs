@@ -16,7 +16,8 @@
 //! - Open sessions are capped in total and per peer address, on every endpoint and transport
 //!   ([`sessions`]).
 //! - Slow tools run as MCP Tasks (2025-11-25): a `tools/call` with `params.task` answers a task
-//!   at once, polled with `tasks/get|result|list|cancel` ([`task_rpc`], kept in [`tasks`]); a
+//!   at once, polled with `tasks/get|result|list|cancel` ([`task_rpc`], kept in [`tasks`]; a
+//!   task another hub of the cluster holds is asked of it); a
 //!   call with a `progressToken` hears its own stages as `notifications/progress` ([`Stage`]).
 //! - Device notifications become resources: `mcpdev://devices/<id>/notifications` (subscribe
 //!   to get `notifications/resources/updated`), beside `mcpdev://devices/<id>` (its description).

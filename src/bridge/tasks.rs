@@ -10,7 +10,8 @@
 //!   reaches it; for anybody else a task id is answered exactly as an unknown one, and
 //!   `tasks/list` shows only the owner's tasks.
 //! - **Ids can't be guessed, and say which hub holds them**: `<hub>/<128 random bits in hex>`,
-//!   `<hub>` the hub's cluster id (`hub` outside a cluster).
+//!   `<hub>` the hub's cluster id (`hub` outside a cluster); [`hub_of`] reads the hub back, and
+//!   names none for an id of any other shape (so junk is never sent to another hub).
 //! - **Caps.** At most [`Limits::per_session`] tasks held for one session (a session-less
 //!   request counts as its owner's), at most [`Limits::total`] on the hub, and at most
 //!   [`RESULT_BYTES_MAX`] bytes of kept results: a task over a cap is refused with an error that

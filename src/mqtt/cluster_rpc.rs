@@ -12,15 +12,17 @@
 //!   neither make a hub reach a device nor answer a hub's request (a lookup, a call); what does
 //!   not verify is dropped and logged (rate-limited).
 //! - **Deadlines**: every request carries its own (`wait_ms`, `timeout_ms`), and the asking hub
-//!   gives up after it plus a hop's grace with a `timeout` error, cancelling the request there.
-//!   When the asked hub dies (its presence is cleared), every request waiting on it ends at once
+//!   gives up after it plus a hop's grace with a `timeout` error, cancelling the request there;
+//!   a request whose caller goes away first (a host that closes a blocking `tasks/result`) is
+//!   cancelled there too. When the asked hub dies (its presence is cleared), every request waiting on it ends at once
 //!   with `link_down`: a caller never waits for an answer that cannot come.
 //! - **Caps**, per peer hub: at most [`MAX_SERVED_PER_PEER`] of its requests under way here
 //!   (beyond that the answer is `busy`), each at most [`MAX_REQUEST_BYTES`]; at most
 //!   [`MAX_WAITING`] requests of this hub waiting on others. Requests from a client that is not a
 //!   live hub are dropped and logged (at most once per [`LOG_WINDOW`]).
 //! - **One hop**: a forwarded request is served locally only
-//!   ([`control::serve_forwarded`](crate::hub::control::serve_forwarded)).
+//!   ([`control::serve_forwarded`](crate::hub::control::serve_forwarded)); that includes the
+//!   `task` op, an MCP task this hub holds asked for by a host of another hub.
 //! - **Admission**: approvals and revocations are published retained under
 //!   `mcpdev/admission/<device id>` as sealed records (MAC'd with a key derived from the shared
 //!   hub secret, [`crate::hub::admission::record`]), so every hub (one that starts later too)
