@@ -4,8 +4,9 @@
 //! `tasks/cancel` (which reaches the device) are answered by A, through B. Beside each, its
 //! adversary: another requestor asking B for A's task id (the answer for an unknown id), ids with
 //! junk in their hub part (refused with no broker traffic), a broker client that is not a hub
-//! forging the forwarded request, a local control client claiming an owner, and hub A killed
-//! while B waits on `tasks/result` (a typed error at once, never "unknown task").
+//! forging the forwarded request, a local control client claiming an owner, a host that closes
+//! its wait, hub A killed while B waits on `tasks/result` (a typed error at once, never "unknown
+//! task"), and a task that outlasts the asking hub's wait (said to be still working).
 
 mod common;
 
@@ -37,10 +38,12 @@ struct Cluster {
     device: FakeDevice,
 }
 
-/// Two hubs on one Mosquitto; a camera on hub A; back once hub B lists it (so B knows A is live).
-async fn two_hubs() -> Cluster {
+/// Two hubs on one Mosquitto (hub A's `--mcp-timeout` 30 s, hub B's `b_timeout` s); a camera on
+/// hub A; back once hub B lists it (so B knows A is live).
+async fn two_hubs(b_timeout: &str) -> Cluster {
     let broker = Mosquitto::start().await;
-    let (hubs, dirs) = HubProcess::cluster(2, &["--mqtt", &broker.url(), "--mcp-timeout", "30"], false).await;
+    let url = broker.url();
+    let (hubs, dirs) = HubProcess::cluster_of(&[&["--mqtt", &url, "--mcp-timeout", "30"], &["--mqtt", &url, "--mcp-timeout", b_timeout]], false).await;
     let device = FakeDevice::connect(&hubs[0].device_url, DEVICE, vec![tool("camera.take")]).await;
     let a = hubs[0].info["hub_id"].as_str().unwrap().to_string();
     let b = hubs[1].info["hub_id"].as_str().unwrap().to_string();
@@ -105,7 +108,7 @@ fn not_found(answer: &Value) -> bool {
 
 #[tokio::test]
 async fn a_task_held_by_hub_a_is_reached_through_hub_b_by_its_owner_and_by_nobody_else() {
-    let mut c = two_hubs().await;
+    let mut c = two_hubs("30").await;
     let mut seen = task_requests(&c.broker).await;
     let (mut on_a, _) = Session::open(&c.hubs[0], "/mcp", "127.0.0.1").await;
     let task = on_a.task(CAMERA, 60_000).await;
@@ -207,7 +210,7 @@ async fn a_task_held_by_hub_a_is_reached_through_hub_b_by_its_owner_and_by_nobod
 /// request (signed) still meets the owner check on A.
 #[tokio::test]
 async fn a_forged_task_request_is_dropped_and_the_op_is_served_only_for_hubs() {
-    let mut c = two_hubs().await;
+    let mut c = two_hubs("30").await;
     let (mut on_a, _) = Session::open(&c.hubs[0], "/mcp", "127.0.0.1").await;
     let id = on_a.task(CAMERA, 60_000).await["taskId"].as_str().unwrap().to_string();
     c.device.recv_request("tools/call").await;
@@ -273,7 +276,7 @@ async fn a_forged_task_request_is_dropped_and_the_op_is_served_only_for_hubs() {
 /// hub no longer in the cluster, is then unknown.
 #[tokio::test]
 async fn a_closed_wait_is_cancelled_on_a_and_hub_a_killed_while_b_waits_ends_the_wait_with_a_typed_error() {
-    let mut c = two_hubs().await;
+    let mut c = two_hubs("30").await;
     let mut seen = task_requests(&c.broker).await;
     let (mut on_a, _) = Session::open(&c.hubs[0], "/mcp", "127.0.0.1").await;
     let id = on_a.task(CAMERA, 60_000).await["taskId"].as_str().unwrap().to_string();
@@ -303,4 +306,26 @@ async fn a_closed_wait_is_cancelled_on_a_and_hub_a_killed_while_b_waits_ends_the
     let message = answer["error"]["message"].as_str().unwrap();
     assert!(message.contains(&format!("held by hub {}, which did not answer", c.a)) && message.contains("left the cluster"), "{message}");
     assert!(not_found(&on_b.ask("tasks/get", json!({"taskId": id})).await));
+}
+
+/// The asking hub waits on a task's result for its own `--mcp-timeout` and the hop: when the hub
+/// that holds the task lets its call run longer (hub B 1 s, hub A 30 s), B's `tasks/result` ends
+/// in time with an error that says the task still works, and asking again later gets the result.
+#[tokio::test]
+async fn a_result_that_outlasts_the_asking_hubs_wait_is_said_to_be_still_working_and_asked_again() {
+    let mut c = two_hubs("1").await;
+    let (mut on_a, _) = Session::open(&c.hubs[0], "/mcp", "127.0.0.1").await;
+    let id = on_a.task(CAMERA, 60_000).await["taskId"].as_str().unwrap().to_string();
+    let call = c.device.recv_request("tools/call").await;
+    let (mut on_b, _) = Session::open(&c.hubs[1], "/mcp", "127.0.0.1").await;
+    let asked = Instant::now();
+    let early = on_b.ask("tasks/result", json!({"taskId": id})).await;
+    // After B's 1 s and its call grace (2 s), A answers; well before A's own 30 s call ends.
+    assert!(asked.elapsed() < Duration::from_secs(20), "ended by A's call, not by B's wait: {:?}", asked.elapsed());
+    assert_eq!((early["error"]["code"].as_i64(), early["error"]["data"]["kind"].as_str()), (Some(-32000), Some("timeout")), "{early}");
+    assert!(early["error"]["message"].as_str().unwrap().contains("still working"), "{early}");
+    assert_eq!(on_b.ask("tasks/get", json!({"taskId": id})).await["result"]["status"], "working");
+    c.device.reply(&call["id"], json!({"content": [{"type": "text", "text": "late"}]})).await;
+    let result = on_b.ask("tasks/result", json!({"taskId": id})).await;
+    assert_eq!(result["result"]["content"][0]["text"], "late", "{result}");
 }

@@ -94,11 +94,16 @@ impl HubProcess {
         extra: &[&str],
         capture: bool,
     ) -> (Vec<Self>, Vec<tempfile::TempDir>) {
+        Self::cluster_of(&vec![extra; n], capture).await
+    }
+
+    /// A cluster as [`Self::cluster`], each hub with its own `extra` arguments.
+    pub async fn cluster_of(extras: &[&[&str]], capture: bool) -> (Vec<Self>, Vec<tempfile::TempDir>) {
         let secret: String = (0..32)
             .map(|i| format!("{:02x}", (i * 37 + 11) % 256))
             .collect();
         let (mut hubs, mut dirs) = (Vec::new(), Vec::new());
-        for _ in 0..n {
+        for extra in extras {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("hub-secret");
             std::fs::write(&path, &secret).unwrap();
