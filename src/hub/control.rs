@@ -561,7 +561,7 @@ async fn serve_task(hub: &Hub, method: &str, task: &str, owner: &str, wait_ms: u
 }
 
 /// Longest a forwarded `tasks/result` is waited on here.
-pub const TASK_WAIT_MAX: Duration = Duration::from_secs(3600);
+const TASK_WAIT_MAX: Duration = Duration::from_secs(3600);
 
 /// How long `pending` waits for each other hub of the cluster.
 const PENDING_WAIT: Duration = Duration::from_secs(2);
