@@ -335,13 +335,16 @@ fn scratch() -> std::path::PathBuf {
     std::env::temp_dir().join(format!("mcpdev-soak-{}", std::process::id()))
 }
 
-fn hub_command() -> tokio::process::Command {
+fn hub_command(clients: usize) -> tokio::process::Command {
     let scratch = scratch();
     let _ = std::fs::create_dir_all(scratch.join("config"));
     let mut cmd = tokio::process::Command::new(BIN);
     // --approve-all: the soak's own raw devices (churners, misbehavers) are admitted devices that
     // turn hostile; without it admission refuses them and no call ever reaches one.
     cmd.args(["serve", "--json", "--approve-all", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0", "--demo", &DEMO.to_string(), "--mcp-timeout", HUB_TIMEOUT])
+        // All the soak's clients come from one address: the per-address session cap (128 by
+        // default) must hold them all, or the 129th client is refused before the soak begins.
+        .args(["--mcp-max-sessions-per-peer", &clients.max(128).to_string()])
         .current_dir(&scratch)
         .env("XDG_CONFIG_HOME", scratch.join("config"))
         .stdin(Stdio::null())
@@ -372,7 +375,7 @@ async fn main() -> anyhow::Result<()> {
     let clients = env_usize("SOAK_CLIENTS", 32);
     let churners = env_usize("SOAK_CHURN", 4);
     let hostile = misbehavers()?;
-    let mut hub = hub_command().spawn()?;
+    let mut hub = hub_command(clients).spawn()?;
     let pid = hub.id().expect("hub pid");
     let mut lines = BufReader::new(hub.stdout.take().expect("piped")).lines();
     let listening: Value = serde_json::from_str(&lines.next_line().await?.expect("hub exited"))?;

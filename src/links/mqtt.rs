@@ -36,7 +36,11 @@ pub fn publish(client: &AsyncClient, topic: String, payload: impl Into<Vec<u8>>)
     match client.try_publish(topic, rumqttc::QoS::AtMostOnce, false, payload) {
         Ok(()) => true,
         Err(e) => {
-            tracing::warn!("cannot queue an MQTT publish: {e}");
+            // A broker that is gone or slow refuses every publish to every device: one key for
+            // all of them keeps that to a few lines and a summary (it was a line per message).
+            if crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Device, "mqtt-publish-queue") {
+                tracing::warn!("cannot queue an MQTT publish (the broker connection is down or its queue is full): {e}");
+            }
             false
         }
     }

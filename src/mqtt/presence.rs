@@ -6,7 +6,10 @@
 //!   compact row each `[device_id, transport, phase, tool_count, connected_at_ms]` (~55 bytes).
 //!   A device's shard is a hash of its MAC, so one device that comes, goes or changes costs one
 //!   shard (1/16 of the hub's index), never the whole index; a shard is republished at most every
-//!   [`INDEX_PERIOD`] and only when it changed. A cluster at rest costs the broker nothing.
+//!   [`INDEX_PERIOD`] and only when it changed, and a hub publishes at most
+//!   [`INDEX_BYTES_PER_SEC`] of index on average (a round that sent more waits longer), so a
+//!   fleet joining at once cannot swamp the broker with indexes. A cluster at rest costs the
+//!   broker nothing.
 //! - **Bounded, and nothing left out silently**: a hub lists at most `--cluster-index-max`
 //!   devices (the first in Device-Id order, not the first to arrive), and a shard at most what
 //!   one MQTT packet holds. Each shard says how many of its devices it left out; the hub logs it
@@ -41,6 +44,15 @@ use crate::wire::identity::{format_mac, parse_mac};
 
 /// How often a hub looks whether its index changed.
 pub const INDEX_PERIOD: Duration = Duration::from_millis(500);
+/// Bytes of index one hub publishes a second, on average over its rounds: a round that sent `b`
+/// bytes is followed by a pause of `b / INDEX_BYTES_PER_SEC` (at least [`INDEX_PERIOD`]), so a
+/// hub whose index changes all the time (thousands of devices joining at once) republishes it
+/// less often, never faster than the broker and the other hubs take it. Every hub receives
+/// every other hub's index: at 6 hubs of ~17,000 devices each, a period of 0.5 s made ~12 MB/s
+/// into the broker and ~70 MB/s out of it, which stalled Mosquitto for longer than the hubs'
+/// keepalive and cut them off it. A hub's index is 55 bytes a device: under this budget, ~2,300
+/// devices still go out every [`INDEX_PERIOD`], and 20,000 devices that all change take ~4 s.
+pub const INDEX_BYTES_PER_SEC: usize = 256 * 1024;
 /// Shards of one hub's index.
 pub const SHARDS: u8 = 16;
 /// Devices one hub lists in its index at most, unless configured (`--cluster-index-max`).
@@ -313,6 +325,7 @@ pub fn publish_index(
         let (mut epoch, mut seq) = (0u64, 0u64);
         let mut last: Vec<Option<Shard>> = vec![None; usize::from(SHARDS)];
         let mut logged_left_out = 0u64;
+        let mut pause = INDEX_PERIOD;
         loop {
             let forced = tokio::select! {
                 r = republish.changed() => {
@@ -321,8 +334,9 @@ pub fn publish_index(
                     }
                     true
                 }
-                () = tokio::time::sleep(INDEX_PERIOD) => false,
+                () = tokio::time::sleep(pause) => false,
             };
+            pause = INDEX_PERIOD;
             let now = tools_epoch();
             if now == epoch && !forced {
                 continue;
@@ -341,6 +355,7 @@ pub fn publish_index(
             } else if left_out == 0 {
                 logged_left_out = 0;
             }
+            let mut sent = 0usize;
             for (n, mut shard) in shards.into_iter().enumerate() {
                 let same = last[n]
                     .as_ref()
@@ -353,6 +368,7 @@ pub fn publish_index(
                 shard.seq = seq;
                 shard.name.clone_from(&name);
                 let text = shard_text(&hub.secret, &hub_id, n as u8, &shard);
+                let bytes = text.len();
                 if client
                     .try_publish(
                         format!("{}{hub_id}/{n}", super::topics::INDEX),
@@ -366,10 +382,18 @@ pub fn publish_index(
                     epoch = 0;
                     continue;
                 }
+                sent += bytes;
                 last[n] = Some(shard);
             }
+            pause = index_pause(sent);
         }
     });
+}
+
+/// The pause after a round of index publishing that sent `sent` bytes
+/// ([`INDEX_BYTES_PER_SEC`]).
+pub fn index_pause(sent: usize) -> Duration {
+    INDEX_PERIOD.max(Duration::from_secs_f64(sent as f64 / INDEX_BYTES_PER_SEC as f64))
 }
 
 /// One shard of another hub, as held.
@@ -649,6 +673,30 @@ pub type SharedView = Arc<std::sync::Mutex<View>>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The bytes of a whole index of `n` devices, as published.
+    fn index_bytes(n: u32) -> usize {
+        let secret = HubSecret::from_bytes(&[7; 32]);
+        let mut shards: Vec<Shard> = (0..SHARDS).map(|_| Shard { name: None, seq: 1, left_out: 0, rows: Vec::new() }).collect();
+        for i in 0..n {
+            let r = Row::new(&format!("0f:00:00:{:02x}:{:02x}:{:02x}", i >> 16, (i >> 8) & 0xff, i & 0xff), "websocket", "ready", 12, 1_764_000_000_000).unwrap();
+            shards[usize::from(shard_of(&r.mac))].rows.push(r);
+        }
+        shards.iter().enumerate().map(|(k, s)| shard_text(&secret, "a1b2c3d4e5f6", k as u8, s).len()).sum()
+    }
+
+    #[test]
+    fn a_hub_whose_whole_index_changes_publishes_it_within_its_byte_budget() {
+        // A small hub goes out every period, as before.
+        assert_eq!(index_pause(index_bytes(1_000)), INDEX_PERIOD);
+        // 20,000 devices that all changed (a fleet joining): one round, then a pause that keeps
+        // the hub at its budget, not 2 rounds a second (~2 MB/s into the broker, times every hub
+        // that reads it, as at 100,000 devices on 6 hubs).
+        let big = index_bytes(20_000);
+        let pause = index_pause(big);
+        assert!(pause > Duration::from_secs(3) && pause < Duration::from_secs(6), "{big} bytes: pause {pause:?}");
+        assert!(big as f64 / pause.as_secs_f64() <= INDEX_BYTES_PER_SEC as f64 + 1.0);
+    }
 
     fn row(id: &str) -> Row {
         Row::new(id, "mqtt", "ready", 3, 7).unwrap()
