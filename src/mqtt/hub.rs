@@ -106,6 +106,10 @@ impl MqttSettings {
     }
 }
 
+/// How long a hub waits for its own claim of a device to come back from the broker before it
+/// looks again ([`Control::ClaimCheck`]).
+const CLAIM_RECHECK: Duration = Duration::from_secs(3);
+
 /// The keepalive of the hub's own broker connection: how soon a hub that vanished silently is
 /// declared dead by the broker (its last will), and its devices taken over.
 pub const HUB_KEEPALIVE: Duration = Duration::from_secs(5);
@@ -160,6 +164,8 @@ enum DeviceLogin {
 
 enum Control {
     Settled(String),
+    /// [`CLAIM_RECHECK`] has passed since this hub published a claim for the device.
+    ClaimCheck(String),
     /// The device was revoked: drop its link now.
     CutOff(String),
     /// The device checked in at the OTA endpoint.
@@ -575,6 +581,7 @@ impl Dispatcher {
                 },
                 c = control.recv() => match c {
                     Some(Control::Settled(key)) => self.settle(&key),
+                    Some(Control::ClaimCheck(key)) => self.recheck_claim(&key),
                     Some(Control::CutOff(key)) => self.drop_link(&key),
                     Some(Control::CheckedIn(key)) => {
                         if let Some(l) = self.links.get(&key) {
@@ -650,9 +657,35 @@ impl Dispatcher {
         }
     }
 
+    /// Publishes this hub's claim for `key`, and looks again after [`CLAIM_RECHECK`]: a claim that
+    /// was never queued (the client's queue was full) or was lost with the connection never comes
+    /// back from the broker, and would hold the device's messages for ever.
     fn publish_claim(&self, key: &str) {
         let topic = format!("{}{key}", topics::CLAIMS);
         let _ = self.mqtt.client.try_publish(topic, QoS::AtLeastOnce, true, self.claims.me().as_bytes().to_vec());
+        let (control, key) = (self.control.clone(), key.to_string());
+        tokio::spawn(async move {
+            tokio::time::sleep(CLAIM_RECHECK).await;
+            let _ = control.send(Control::ClaimCheck(key)).await;
+        });
+    }
+
+    /// A claim published [`CLAIM_RECHECK`] ago: still held and not come back (nobody owns the
+    /// device), so it is published again; another hub's claim came back instead, so the held
+    /// messages go to that hub. Settled already, or this hub's claim came back (its settle timer
+    /// runs): nothing to do.
+    fn recheck_claim(&mut self, key: &str) {
+        if !self.pending.contains_key(key) {
+            return;
+        }
+        match self.claims.route(key) {
+            Route::Claim => {
+                debug!(key, "this hub's claim did not come back from the broker; claiming again");
+                self.publish_claim(key);
+            }
+            Route::Forward(_) => self.settle(key),
+            Route::Mine => {}
+        }
     }
 
     fn on_message(&mut self, topic: &str, payload: Vec<u8>) {
