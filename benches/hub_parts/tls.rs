@@ -43,7 +43,14 @@ pub async fn run(scratch: &Scratch, fleet: usize) -> anyhow::Result<Vec<Row>> {
     };
     keep("handshake", handshakes(&plain, &tls, &trust).await);
     keep("mcp", mcp_calls(scratch, &plain, &tls, &trust).await);
-    keep("memory", memory(scratch, &plain, &tls, &ca, fleet).await);
+    // The fleet's memory over wss:// is read from a hub whose host side is plain (`--tls auto`
+    // alone), so the bench's watch connection needs no TLS client of its own: only the device
+    // side matters here.
+    let tls_devices = HubProcess::start_with(scratch, fleet, &["--tls", "auto"]).await;
+    match tls_devices {
+        Ok(tls_devices) => keep("memory", memory(scratch, &plain, &tls_devices, &ca, fleet).await),
+        Err(e) => keep("memory", Err(e)),
+    }
     Ok(rows)
 }
 
