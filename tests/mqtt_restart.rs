@@ -10,6 +10,8 @@
 //! - Restarted without a hello after an OTA check-in (an idle stock device): onboarded again.
 //! - Embedded broker: a closed connection ends the device's link at once (no `ready` device
 //!   whose calls time out).
+//! - The hub's own broker connection (`mqtt::conn`) against Mosquitto: a reader that falls
+//!   behind a burst does not cost it its keepalive, and loses nothing.
 
 mod common;
 
@@ -217,4 +219,68 @@ async fn a_device_that_reconnects_in_a_loop_is_onboarded_at_most_four_times_in_3
     assert_eq!(hello.code, 4, "{hello:?}");
     assert!(hello.stderr.contains("(awaiting_hello, 0 tools)"), "{}", hello.stderr);
     assert!(fifth.rx.try_recv().is_err(), "the fifth instance got no initialize");
+}
+
+/// A burst of 20,000 messages (1 KB each: five times the reader's channel, and more than the
+/// sockets hold) reaches a connection with a 1 s keepalive whose reader reads nothing for 4 s
+/// (as a hub's dispatcher behind a fleet that joins at once). Its event loop must keep polling,
+/// so its pings go out: when it waited on the full channel instead, Mosquitto dropped it after
+/// 1.5 keepalives, the clean session lost what was queued, and the hub reconnected into the next
+/// burst. Every message then arrives, in order, and the connection never went down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_behind_a_burst_keeps_the_broker_connection_and_every_message() {
+    use mcpdev::mqtt::conn::{ConnEvent, connect};
+    const BURST: usize = 20_000;
+    let broker = Mosquitto::start().await;
+    let url = BrokerUrl::parse(&broker.url()).unwrap();
+    async fn until_up(c: &mut mcpdev::mqtt::conn::Connection) {
+        loop {
+            match tokio::time::timeout(Duration::from_secs(10), c.events.recv()).await.expect("connected within 10 s") {
+                Some(ConnEvent::Up) => return,
+                Some(ConnEvent::Down(why)) => eprintln!("not yet: {why}"),
+                _ => {}
+            }
+        }
+    }
+    let mut reader = connect(url.options("backlog-reader", Duration::from_secs(1), 1 << 20), None);
+    until_up(&mut reader).await;
+    reader.client.subscribe("burst/#", rumqttc::QoS::AtMostOnce).await.unwrap();
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), reader.events.recv()).await.expect("subscribed within 10 s") {
+            Some(ConnEvent::Subscribed) => break,
+            other => assert!(!matches!(other, Some(ConnEvent::Down(_))), "went down before the burst"),
+        }
+    }
+    let mut publisher = connect(url.options("backlog-publisher", Duration::from_secs(5), 1 << 20), None);
+    until_up(&mut publisher).await;
+    let pad = "x".repeat(1000);
+    let sender = tokio::spawn(async move {
+        for i in 0..BURST {
+            publisher.client.publish("burst/n", rumqttc::QoS::AtMostOnce, false, format!("{i} {pad}")).await.unwrap();
+        }
+        // The marker goes out once the reader has been left alone for 4 keepalives.
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        publisher.client.publish("burst/end", rumqttc::QoS::AtMostOnce, false, "end").await.unwrap();
+        // Keep the publisher's connection (and read its events) until the reader is done.
+        while publisher.events.recv().await.is_some() {}
+    });
+    // The reader reads nothing until the burst and the pause are over: that is the scenario.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let mut next = 0usize;
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(20), reader.events.recv()).await.expect("the burst and its marker within 20 s").expect("the connection task is alive");
+        match event {
+            ConnEvent::Message(p) if p.topic == "burst/end" => break,
+            ConnEvent::Message(p) => {
+                let text = String::from_utf8_lossy(&p.payload);
+                let n: usize = text.split(' ').next().unwrap().parse().unwrap();
+                assert_eq!(n, next, "messages arrive in order, none lost");
+                next += 1;
+            }
+            ConnEvent::Down(why) => panic!("the connection went down with {next} of {BURST} messages read: {why}"),
+            _ => {}
+        }
+    }
+    assert_eq!(next, BURST, "every message of the burst arrived before the marker");
+    sender.abort();
 }

@@ -2,11 +2,16 @@
 //! polls the event loop, reconnects after errors (with a short backoff), and reports what
 //! happened as [`ConnEvent`]s. Whoever owns the connection subscribes again on every
 //! [`ConnEvent::Up`]: sessions are clean, so a broker restart forgets subscriptions.
+//!
+//! The event loop is never held up by a slow reader until [`BACKLOG_BYTES`] of messages wait for
+//! it: the connection keeps its keepalive while the reader catches up, and past that bound it
+//! stops reading (the broker holds the rest), so memory stays bounded whatever arrives.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rumqttc::{AsyncClient, ConnectionError, Event, LastWill, MqttOptions, Packet, Publish, Transport};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tracing::debug;
 
 /// `mqtt://[user[:password]@]host[:port]` (1883) or `mqtts://…` (8883, TLS verified as every
@@ -128,6 +133,23 @@ pub struct Connection {
     pub events: mpsc::Receiver<ConnEvent>,
 }
 
+/// Bytes of messages taken off the broker that the reader of [`Connection::events`] has not
+/// read yet, beyond which the connection stops reading (the broker holds the rest). Below it the
+/// event loop is polled while the reader catches up, so the keepalive ping goes out and its
+/// answer is read in time: when the event loop waited on a full channel instead, a hub whose
+/// reader fell behind a burst (a fleet joining: claims, index shards, thousands of uplinks) lost
+/// its broker connection to its own keepalive, and the reconnect brought every retained claim
+/// and index again.
+pub const BACKLOG_BYTES: usize = 64 << 20;
+
+/// What one event weighs against [`BACKLOG_BYTES`].
+fn weight(event: &ConnEvent) -> u32 {
+    match event {
+        ConnEvent::Message(p) => (p.topic.len() + p.payload.len()).clamp(1, BACKLOG_BYTES) as u32,
+        _ => 1,
+    }
+}
+
 /// Starts connecting; the task reconnects until `events` is dropped.
 pub fn connect(options: MqttOptions, will: Option<LastWill>) -> Connection {
     let mut options = options;
@@ -140,7 +162,21 @@ pub fn connect(options: MqttOptions, will: Option<LastWill>) -> Connection {
     network.set_tcp_nodelay(true);
     eventloop.set_network_options(network);
     let (up_tx, up) = watch::channel(false);
-    let (tx, events) = mpsc::channel(4096);
+    let (out, events) = mpsc::channel(4096);
+    // The backlog: the event loop hands events to `tx` as long as the bytes not yet read stay
+    // under BACKLOG_BYTES (each event holds its weight in permits until the reader has it); a
+    // second task passes them on, in order, to the reader's bounded channel.
+    let backlog = Arc::new(Semaphore::new(BACKLOG_BYTES));
+    let (tx, mut backlogged) = mpsc::unbounded_channel::<(ConnEvent, OwnedSemaphorePermit)>();
+    tokio::spawn(async move {
+        while let Some((event, permit)) = backlogged.recv().await {
+            if out.send(event).await.is_err() {
+                return;
+            }
+            drop(permit);
+        }
+    });
+    let tx = Backlog { tx, permits: backlog };
     tokio::spawn(async move {
         let mut backoff = Duration::from_millis(50);
         let mut reported_down = false;
@@ -177,6 +213,20 @@ pub fn connect(options: MqttOptions, will: Option<LastWill>) -> Connection {
         }
     });
     Connection { client, up, events }
+}
+
+/// The event loop's side of the backlog.
+struct Backlog {
+    tx: mpsc::UnboundedSender<(ConnEvent, OwnedSemaphorePermit)>,
+    permits: Arc<Semaphore>,
+}
+
+impl Backlog {
+    /// Queues `event` once the backlog has room for it; `Err` once the reader is gone.
+    async fn send(&self, event: ConnEvent) -> Result<(), ()> {
+        let permit = self.permits.clone().acquire_many_owned(weight(&event)).await.map_err(|_| ())?;
+        self.tx.send((event, permit)).map_err(|_| ())
+    }
 }
 
 fn describe(e: &ConnectionError) -> String {
