@@ -44,7 +44,7 @@ async fn run(name: &str, broker: Option<BrokerChoice>) {
         admission: mcpdev::hub::admission::AdmissionConfig { approve_all: true, state_dir: None, gateway_tokens: Vec::new() },
         ..HubConfig::default()
     };
-    let stack = hub_stack::start(hub_stack::StackConfig { hub: config, bridge: Default::default(), mqtt: broker.map(MqttSettings::new) }).await.expect("hub starts");
+    let stack = hub_stack::start(hub_stack::StackConfig { hub: config, bridge: Default::default(), mqtt: broker.map(MqttSettings::new), event_log: false }).await.expect("hub starts");
     let running = stack.running;
     let device = "02:00:00:00:00:b1";
     let mut sim = SimConfig::new(format!("ws://127.0.0.1:{}/xiaozhi/v1/", running.device_addr.port()), device);

@@ -194,3 +194,60 @@ async fn sim_and_watch_stop_on_sigterm_with_130() {
         assert_eq!(status.code(), Some(130), "{what} on SIGTERM");
     }
 }
+
+/// A fleet reconnects the moment a restarted hub listens, before it has said `listening` (here:
+/// while it waits up to 5 s for a broker that is down). The event log (`serve --json`) reports
+/// such a device from its first event: it subscribed to the events before any listener served.
+#[tokio::test]
+async fn a_device_that_connects_before_the_hub_says_listening_is_in_its_event_log() {
+    use tokio::io::AsyncBufReadExt;
+    const DEVICE: &str = "02:00:00:00:0a:21";
+    let dead_broker = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let broker = format!("mqtt://{}", dead_broker.local_addr().unwrap());
+    drop(dead_broker);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let device_addr = format!("127.0.0.1:{port}");
+    let dir = tempfile::tempdir().unwrap();
+    let dir_path = dir.path().to_str().unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"))
+        .args(["serve", "--json", "--approve-all", "--device-addr", &device_addr, "--host-addr", "127.0.0.1:0", "--mqtt", &broker])
+        .env("MCPDEV_STATE_DIR", dir_path)
+        .env("MCPDEV_RUNTIME_DIR", dir_path)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut listening = Box::pin(lines.next_line());
+
+    // The device knocks until the listener takes it (the hub is up, its `listening` not said).
+    let connected = tokio::time::timeout(DEADLINE, async {
+        while tokio::net::TcpStream::connect(&device_addr).await.is_err() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        FakeDevice::connect(&format!("ws://{device_addr}/xiaozhi/v1/"), DEVICE, vec![tool("early.t")]).await
+    });
+    let _device = tokio::select! {
+        device = connected => device.expect("the device is onboarded in time"),
+        line = &mut listening => panic!("the hub said listening before the device got in: {line:?}"),
+    };
+    let first = tokio::time::timeout(DEADLINE, listening).await.expect("listening in time").unwrap().unwrap();
+    assert!(first.contains("\"listening\""), "{first}");
+    let seen: Vec<String> = tokio::time::timeout(DEADLINE, async {
+        let mut seen = Vec::new();
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if v["device_id"] == DEVICE {
+                seen.push(v["event"].as_str().unwrap().to_string());
+                if seen.iter().any(|e| e == "ready") {
+                    return seen;
+                }
+            }
+        }
+        panic!("the hub's log ended: {seen:?}");
+    })
+    .await
+    .expect("the early device's events in the log");
+    assert_eq!(seen.first().map(String::as_str), Some("connected"), "{seen:?}");
+}

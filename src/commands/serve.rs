@@ -74,8 +74,8 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         m.tls_listen = args.tls.mqtts_listen;
         m.plain_beside_tls = args.tls.mqtt_plain;
     }
-    let stack = super::hub_stack::start(super::hub_stack::StackConfig { hub: config, bridge, mqtt: mqtt_settings }).await?;
-    let (running, mqtt, dashboard) = (stack.running, stack.mqtt, stack.dashboard);
+    let stack = super::hub_stack::start(super::hub_stack::StackConfig { hub: config, bridge, mqtt: mqtt_settings, event_log: !global.quiet }).await?;
+    let (running, mqtt, dashboard, events) = (stack.running, stack.mqtt, stack.dashboard, stack.events);
     let admission = &running.hub.admission;
     if admission.approve_all() {
         tracing::warn!("--approve-all: every device is admitted, whatever it is; use this on a lab bench only");
@@ -196,7 +196,9 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
     {
         use std::io::IsTerminal;
         let color = super::output::use_color(global.color, std::io::stderr().is_terminal());
-        super::serve_report::spawn_event_log(running.hub.clone(), global.json, global.quiet, color);
+        if let Some(events) = events {
+            super::serve_report::spawn_event_log(events, global.json, color);
+        }
     }
     let signal = stop.wait().await?;
     if !global.quiet && !global.json {

@@ -6,7 +6,6 @@ use std::net::{IpAddr, SocketAddr};
 
 use serde_json::Value;
 
-use crate::hub::Hub;
 
 /// The `ws://…/xiaozhi/v1/` URLs devices can use: the bound address, or, when bound to every
 /// interface (0.0.0.0 / ::), one per LAN address of this machine (loopback last, for a device on
@@ -153,11 +152,11 @@ fn suppressed(h: &crate::metrics::log_limit::Held<std::sync::Arc<str>, Tally>) -
 /// reported as one `lagged` line when it reads again. A device may put at most
 /// [`EVENTS_PER_WINDOW`] events in it per window; the rest are summed up in one `suppressed`
 /// line once the window is over (never silently lost), and counted in `/metrics`.
-pub fn spawn_event_log(hub: std::sync::Arc<Hub>, json: bool, quiet: bool, color: bool) {
-    if quiet {
-        return;
-    }
-    let events = hub.registry.events.subscribe();
+///
+/// `events` was subscribed before any device could connect (the stack does it), and the log
+/// starts after the `listening` line: a device that connects at once is reported from its first
+/// event.
+pub fn spawn_event_log(events: crate::links::ring::Receiver, json: bool, color: bool) {
     let spawned = std::thread::Builder::new().name("mcpdev-event-log".into()).spawn(move || {
         // A runtime of the thread's own, for its one timer (the summaries are due even when no
         // event comes).
