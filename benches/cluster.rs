@@ -11,7 +11,8 @@
 //!
 //! Run: `cargo bench --bench cluster` (needs `mosquitto`; figures in benches/README.md).
 //! `MCPDEV_BENCH_DEVICES` sets the fleet (default 1000), `MCPDEV_BENCH_REST_SECS` the quiet
-//! window (default 60).
+//! window (default 60), and `MCPDEV_BENCH_LOG_DIR` a directory for the hubs' logs (warnings and
+//! up; else they are discarded).
 //!
 //! **At scale** (issue 36): with `MCPDEV_BENCH_HUBS=N` (3 or more) the bench instead runs N hubs
 //! on one Mosquitto with `MCPDEV_BENCH_DEVICES` devices, half of them MQTT (one `sim --mqtt`
@@ -76,6 +77,12 @@ async fn hub(broker: &str, state: &std::path::Path) -> (Proc, String) {
 /// A hub process with `extra` arguments, sharing the bench's hub secret; its host and device URLs.
 async fn hub_with(broker: &str, state: &std::path::Path, extra: &[&str]) -> (Proc, String, String) {
     share_secret(state);
+    // `MCPDEV_BENCH_LOG_DIR`: each hub's log (warnings and up) goes to a file there, named after
+    // its state directory, so a run that fails says why.
+    let log = std::env::var_os("MCPDEV_BENCH_LOG_DIR").map(|d| {
+        let name = state.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "hub".into());
+        std::fs::File::create(std::path::Path::new(&d).join(format!("{name}.log"))).expect("MCPDEV_BENCH_LOG_DIR is writable")
+    });
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"))
         .args([
             "serve",
@@ -90,10 +97,10 @@ async fn hub_with(broker: &str, state: &std::path::Path, extra: &[&str]) -> (Pro
         ])
         .args(extra)
         .env("MCPDEV_STATE_DIR", state)
-        .env("RUST_LOG", "error")
+        .env("RUST_LOG", if log.is_some() { "warn" } else { "error" })
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(log.map_or_else(Stdio::null, Stdio::from))
         .kill_on_drop(true)
         .spawn()
         .unwrap();

@@ -1,6 +1,7 @@
 //! The cluster at scale (issue 36): N hubs on one Mosquitto, half the devices (or
 //! `MCPDEV_BENCH_MQTT_DEVICES`) over MQTT, the rest
-//! over WebSocket attached to each hub; see the bench's opening comment for what is reported.
+//! over WebSocket attached to each hub (from 64 source addresses each, as a fleet comes from many);
+//! see the bench's opening comment for what is reported.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -133,6 +134,9 @@ pub async fn run() {
     let mut last_ws = String::new();
     for (i, h) in hubs.iter().enumerate() {
         let first = format!("0f:{:02x}:00:00:00:00", i + 1);
+        // A real fleet comes from many addresses: each hub's devices from 64 of their own
+        // (127.0.<hub+1>.1–64), so the per-address caps before hello pace no one source.
+        let sources = (1..=64).map(|k| format!("127.0.{}.{k}", i + 1)).collect::<Vec<_>>().join(",");
         _ws.push(sim(&[
             "--url",
             &h.2,
@@ -140,6 +144,8 @@ pub async fn run() {
             &first,
             "--count",
             &ws_each.to_string(),
+            "--source-addr",
+            &sources,
         ]));
         last_ws = format!(
             "0f:{:02x}:00:00:{:02x}:{:02x}",
@@ -149,12 +155,19 @@ pub async fn run() {
         );
     }
     let total = mqtt + ws_each * n;
+    // Progress on stderr every 30 s, so a slow ramp shows where it is.
+    let mut said = Instant::now();
     let ready = until(
         Duration::from_secs(900),
         "every device ready, listed through hub 1",
         async || {
             tokio::time::sleep(Duration::from_secs(1)).await;
-            census(&clients[0]).await.0 >= total
+            let (ready, own) = census(&clients[0]).await;
+            if said.elapsed() >= Duration::from_secs(30) {
+                said = Instant::now();
+                eprintln!("[{:.0?}] {ready} of {total} ready through hub 1 ({own} its own)", started.elapsed());
+            }
+            ready >= total
         },
     )
     .await;

@@ -663,10 +663,15 @@ impl Dispatcher {
     fn publish_claim(&self, key: &str) {
         let topic = format!("{}{key}", topics::CLAIMS);
         let _ = self.mqtt.client.try_publish(topic, QoS::AtLeastOnce, true, self.claims.me().as_bytes().to_vec());
-        let (control, key) = (self.control.clone(), key.to_string());
+        self.after(CLAIM_RECHECK, Control::ClaimCheck(key.to_string()));
+    }
+
+    /// Tells the dispatcher `what` after `delay` (the dispatcher itself never waits).
+    fn after(&self, delay: Duration, what: Control) {
+        let control = self.control.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(CLAIM_RECHECK).await;
-            let _ = control.send(Control::ClaimCheck(key)).await;
+            tokio::time::sleep(delay).await;
+            let _ = control.send(what).await;
         });
     }
 
@@ -712,11 +717,7 @@ impl Dispatcher {
                 self.drop_link(key);
             }
             if hub.as_deref() == Some(self.claims.me()) && self.pending.contains_key(key) {
-                let (control, key, settle) = (self.control.clone(), key.to_string(), self.mqtt.settings.claim_settle);
-                tokio::spawn(async move {
-                    tokio::time::sleep(settle).await;
-                    let _ = control.send(Control::Settled(key)).await;
-                });
+                self.after(self.mqtt.settings.claim_settle, Control::Settled(key.to_string()));
             }
         } else if let Some(hub) = topic.strip_prefix(topics::HUBS) {
             let alive = !payload.is_empty();
