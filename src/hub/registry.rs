@@ -153,6 +153,24 @@ impl Registry {
         tokio::time::timeout(limit, out).await.is_ok()
     }
 
+    /// Waits until a device `device_id` is in the registry (connected here, in any phase), or
+    /// `limit` is over. Whether it is.
+    pub async fn wait_present(&self, device_id: &str, limit: Duration) -> bool {
+        let mut membership = self.membership.subscribe();
+        let here = async {
+            loop {
+                membership.mark_unchanged();
+                if self.read().contains_key(device_id) {
+                    return;
+                }
+                if membership.changed().await.is_err() {
+                    return std::future::pending().await;
+                }
+            }
+        };
+        tokio::time::timeout(limit, here).await.is_ok()
+    }
+
     /// Closes every device's link, saying `why`, and waits until each has ended (said its
     /// goodbye) or `limit` is over; returns how many were still connected then. A device that
     /// connects meanwhile is closed too.

@@ -165,12 +165,18 @@ pub async fn route(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, selector: Opti
             }
             Located::Nowhere => return Ok(None),
             Located::Moving { device_id } => {
-                // Taken over here, or listed again by a survivor: look again.
-                if hub.registry.get(&device_id).is_some() {
-                    return Ok(None);
-                }
-                if tokio::time::timeout_at(until, changed.changed()).await.is_err() {
-                    return Err(json!({"kind": "link_down", "message": format!("device {device_id} was served by a hub that went away, and no other hub has taken it over yet; try again in a few seconds")}));
+                // Taken over here (it joins this registry), or listed again by a survivor (the
+                // index changes): whichever comes first. A device taken over here no index
+                // lists yet, so the index alone would keep the request waiting to its deadline.
+                let left = until.saturating_duration_since(tokio::time::Instant::now());
+                tokio::select! {
+                    here = hub.registry.wait_present(&device_id, left) => {
+                        if here {
+                            return Ok(None);
+                        }
+                        return Err(json!({"kind": "link_down", "message": format!("device {device_id} was served by a hub that went away, and no other hub has taken it over yet; try again in a few seconds")}));
+                    }
+                    _ = changed.changed() => {}
                 }
             }
         }

@@ -636,7 +636,17 @@ impl Dispatcher {
         }
         let presence = json!({"hub": me}).to_string();
         let _ = c.try_publish(format!("{}{me}", topics::HUBS), QoS::AtLeastOnce, true, presence);
-        for key in self.claims.mine().into_iter().chain(self.pending.keys().cloned()) {
+        // The devices this hub serves are claimed again, and held as any claim is until it
+        // stands: while this hub was away, a survivor may have taken one over, and its retained
+        // claim, which comes back first, drops this hub's link. Once this hub's later claim
+        // stands (it is the last, so it wins everywhere and the survivor lets go), the device is
+        // served again, and asked first if its link was dropped ([`Self::settle`]). Without the
+        // hold, both hubs let go of it: nobody served a device that was still connected.
+        let serving: Vec<String> = self.claims.mine().into_iter().filter(|k| self.links.contains_key(k)).collect();
+        for key in &serving {
+            self.pending.entry(key.clone()).or_default();
+        }
+        for key in self.claims.mine().into_iter().chain(self.pending.keys().cloned()).collect::<HashSet<_>>() {
             self.publish_claim(&key);
         }
         self.republish.send_modify(|n| *n += 1);

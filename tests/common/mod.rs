@@ -11,6 +11,7 @@ pub mod pty;
 pub mod ws;
 pub mod mcp_proxy;
 pub mod mcp_session;
+pub mod relay;
 
 use std::process::Stdio;
 
