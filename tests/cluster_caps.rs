@@ -395,3 +395,50 @@ async fn a_broker_client_that_is_not_a_hub_cannot_list_devices_or_answer_lookups
     spray.await.unwrap();
     until_logged(&hubs[0], "an answer that does not carry a valid MAC").await;
 }
+
+/// Mosquitto keeps at most 1,000 QoS 1 messages queued for a client (its default
+/// `max_queued_messages`) beyond the 20 in flight, and drops the rest, retained ones included.
+/// A hub that joins (or comes back to) a cluster whose other hub has claimed 1,500 devices still
+/// learns every claim: an uplink of any of those devices is passed on to its owner, never
+/// claimed. (Subscribed at QoS 1, a hub learned 1,020 of 19,000 claims, and took devices that
+/// were served elsewhere.)
+#[tokio::test]
+async fn a_hub_learns_every_claim_of_a_big_cluster_on_mosquitto_as_configured_by_default() {
+    use mcpdev::mqtt::topics;
+    use rumqttc::QoS;
+    const N: usize = 1500;
+    const OTHER: &str = "0123456789ab";
+    let broker = Mosquitto::start().await;
+    let keys: Vec<String> = (0..N).map(|i| topics::key_for(&format!("cf:00:00:00:{:02x}:{:02x}", i / 256, i % 256)).unwrap()).collect();
+    // Another hub, alive, that has claimed every one of them (retained, as hubs do).
+    let seed = common::mqtt::connect_once(broker.port, "seed", None).await.unwrap();
+    seed.client.publish(format!("{}{OTHER}", topics::HUBS), QoS::AtLeastOnce, true, json!({"hub": OTHER}).to_string()).await.unwrap();
+    for k in &keys {
+        seed.client.publish(format!("{}{k}", topics::CLAIMS), QoS::AtLeastOnce, true, OTHER).await.unwrap();
+    }
+    let mut watch = common::mqtt::connect_once(broker.port, "watcher", None).await.unwrap();
+    // (`subscribe` skips what comes before its SUBACK: the retained claims come after the last.)
+    watch.subscribe(&format!("{}{OTHER}/+", topics::FWD)).await;
+    watch.subscribe(&format!("{}+", topics::CLAIMS)).await;
+    let mut claimed = HashSet::new();
+    while claimed.len() < N {
+        let m = watch.recv().await;
+        assert_eq!(m["payload"], OTHER, "{m}");
+        claimed.insert(m["topic"].as_str().unwrap().to_string());
+    }
+
+    // A hub joins, then every device says hello.
+    let _hub = HubProcess::start(&["--mqtt", &broker.url()], &[]).await;
+    let devices = common::mqtt::connect_once(broker.port, "devices", None).await.unwrap();
+    for k in &keys {
+        let hello = json!({"type":"hello","version":3,"transport":"udp","features":{"mcp":true}}).to_string();
+        devices.client.publish(topics::uplink(k), QoS::AtMostOnce, false, hello).await.unwrap();
+    }
+    let mut forwarded = HashSet::new();
+    while forwarded.len() < N {
+        let m = watch.recv().await;
+        let topic = m["topic"].as_str().unwrap();
+        assert!(!topic.starts_with(topics::CLAIMS), "the hub claimed a device another live hub serves: {m}");
+        forwarded.insert(topic.to_string());
+    }
+}

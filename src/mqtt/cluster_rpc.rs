@@ -199,8 +199,10 @@ impl ClusterNode {
     /// The topic filters this hub subscribes to for the cluster (with their QoS).
     pub fn subscriptions(&self) -> [(String, QoS); 3] {
         [
-            (format!("{}+/+", topics::INDEX), QoS::AtLeastOnce),
-            (format!("{}+", topics::ADMISSION), QoS::AtLeastOnce),
+            // QoS 0, as every subscription of the hub (`mqtt::hub`'s `on_up` says why): an
+            // admission record per device, 100,000 of them, must all reach a hub that joins.
+            (format!("{}+/+", topics::INDEX), QoS::AtMostOnce),
+            (format!("{}+", topics::ADMISSION), QoS::AtMostOnce),
             (format!("{}{}/+", topics::RPC, self.me), QoS::AtMostOnce),
         ]
     }

@@ -620,10 +620,16 @@ impl Dispatcher {
         let c = &self.mqtt.client;
         let cluster = self.mqtt.cluster.subscriptions();
         self.acks_due = 4 + cluster.len();
-        // In this order: presence and claims arrive (retained) before any uplink.
+        // In this order: presence and claims arrive (retained) before any uplink. Every
+        // subscription is QoS 0: a broker holds at most so many QoS 1 messages for a client
+        // beyond those in flight (Mosquitto: 1,000 by default) and drops the rest, retained
+        // ones included, so a hub subscribed at QoS 1 learned 1,020 of 19,000 claims; and QoS 0
+        // keeps one order for all of them (QoS 1 messages wait for acknowledgements while QoS 0
+        // uplinks pass them). Nothing is lost by it: the session is clean, so QoS 1 would not
+        // survive a dropped connection either, and what the hub publishes stays QoS 1.
         for (filter, qos) in [
-            (format!("{}+", topics::HUBS), QoS::AtLeastOnce),
-            (format!("{}+", topics::CLAIMS), QoS::AtLeastOnce),
+            (format!("{}+", topics::HUBS), QoS::AtMostOnce),
+            (format!("{}+", topics::CLAIMS), QoS::AtMostOnce),
             (format!("{}{me}/+", topics::FWD), QoS::AtMostOnce),
         ]
         .into_iter()
