@@ -58,6 +58,27 @@ async fn census(client: &HubClient) -> (usize, usize) {
     }
 }
 
+/// The ids a hub lists ready (its own and the cluster's), paging through `devices`.
+async fn ready_ids(client: &HubClient) -> std::collections::HashSet<String> {
+    let (mut after, mut ids) = (None::<String>, std::collections::HashSet::new());
+    loop {
+        let Ok(page) = client.call(json!({"op": "devices", "limit": 1000, "after": after})).await else {
+            return ids;
+        };
+        for d in page["devices"].as_array().into_iter().flatten() {
+            if d["phase"] == "ready"
+                && let Some(id) = d["device_id"].as_str()
+            {
+                ids.insert(id.to_string());
+            }
+        }
+        match page["next"].as_str() {
+            Some(n) => after = Some(n.to_string()),
+            None => return ids,
+        }
+    }
+}
+
 /// `mcpdev ARGS` against a hub: the time to its first line on stdout, and to its end.
 async fn timed(
     host: &str,
@@ -293,7 +314,8 @@ pub async fn run() {
             }
         }
     };
-    // The survivors share the MQTT devices between them: the cluster's listing says when all are back.
+    // The survivors share the MQTT devices between them: the cluster's listing says when each of
+    // the dead hub's is back (ready again, on a survivor).
     hubs[victim].0.0.kill().await.unwrap();
     let t = Instant::now();
     until(
@@ -301,7 +323,8 @@ pub async fn run() {
         "the survivors serve every MQTT device of the dead hub",
         async || {
             tokio::time::sleep(Duration::from_millis(500)).await;
-            census(&clients[survivor]).await.0 >= total - ws_each
+            let back = ready_ids(&clients[survivor]).await;
+            moving.iter().all(|id| back.contains(id))
         },
     )
     .await;
