@@ -35,48 +35,47 @@ fn sim(args: &[&str]) -> Proc {
     Proc(child)
 }
 
-/// Pages through `devices` of a hub: (ready in all, ready served by it).
-async fn census(client: &HubClient) -> (usize, usize) {
-    let (mut after, mut ready, mut own) = (None::<String>, 0, 0);
+/// Every device a hub lists (its own and the cluster's), paging through `devices` 1,000 at a
+/// time; a page that fails ends the listing there.
+async fn each_device(client: &HubClient, mut each: impl FnMut(&serde_json::Value)) {
+    let mut after = None::<String>;
     loop {
-        let Ok(page) = client
-            .call(json!({"op": "devices", "limit": 1000, "after": after}))
-            .await
-        else {
-            return (ready, own);
+        let Ok(page) = client.call(json!({"op": "devices", "limit": 1000, "after": after})).await else {
+            return;
         };
-        for d in page["devices"].as_array().into_iter().flatten() {
-            if d["phase"] == "ready" {
-                ready += 1;
-                own += usize::from(d.get("session_id").is_some());
-            }
-        }
+        page["devices"].as_array().into_iter().flatten().for_each(&mut each);
         match page["next"].as_str() {
             Some(n) => after = Some(n.to_string()),
-            None => return (ready, own),
+            None => return,
         }
     }
 }
 
-/// The ids a hub lists ready (its own and the cluster's), paging through `devices`.
+/// What a hub lists ready: (in all, served by it).
+async fn census(client: &HubClient) -> (usize, usize) {
+    let (mut ready, mut own) = (0, 0);
+    each_device(client, |d| {
+        if d["phase"] == "ready" {
+            ready += 1;
+            own += usize::from(d.get("session_id").is_some());
+        }
+    })
+    .await;
+    (ready, own)
+}
+
+/// The ids a hub lists ready (its own and the cluster's).
 async fn ready_ids(client: &HubClient) -> std::collections::HashSet<String> {
-    let (mut after, mut ids) = (None::<String>, std::collections::HashSet::new());
-    loop {
-        let Ok(page) = client.call(json!({"op": "devices", "limit": 1000, "after": after})).await else {
-            return ids;
-        };
-        for d in page["devices"].as_array().into_iter().flatten() {
-            if d["phase"] == "ready"
-                && let Some(id) = d["device_id"].as_str()
-            {
-                ids.insert(id.to_string());
-            }
+    let mut ids = std::collections::HashSet::new();
+    each_device(client, |d| {
+        if d["phase"] == "ready"
+            && let Some(id) = d["device_id"].as_str()
+        {
+            ids.insert(id.to_string());
         }
-        match page["next"].as_str() {
-            Some(n) => after = Some(n.to_string()),
-            None => return ids,
-        }
-    }
+    })
+    .await;
+    ids
 }
 
 /// `mcpdev ARGS` against a hub: the time to its first line on stdout, and to its end.
@@ -295,25 +294,13 @@ pub async fn run() {
     // Failover: kill -9 of the hub with the most MQTT devices (WebSocket ones reconnect to their URL's hub).
     let victim = (1..n).max_by_key(|i| own[*i]).unwrap_or(1);
     let survivor = if victim == 0 { 1 } else { 0 };
-    let moving: Vec<String> = {
-        let mut v = Vec::new();
-        let mut after = None::<String>;
-        loop {
-            let page = clients[victim]
-                .call(json!({"op": "devices", "limit": 1000, "after": after}))
-                .await
-                .unwrap();
-            for d in page["devices"].as_array().into_iter().flatten() {
-                if d.get("session_id").is_some() && d["transport"] == "mqtt" {
-                    v.push(d["device_id"].as_str().unwrap().to_string());
-                }
-            }
-            match page["next"].as_str() {
-                Some(x) => after = Some(x.to_string()),
-                None => break v,
-            }
+    let mut moving = Vec::new();
+    each_device(&clients[victim], |d| {
+        if d.get("session_id").is_some() && d["transport"] == "mqtt" {
+            moving.extend(d["device_id"].as_str().map(str::to_string));
         }
-    };
+    })
+    .await;
     // The survivors share the MQTT devices between them: the cluster's listing says when each of
     // the dead hub's is back (ready again, on a survivor).
     hubs[victim].0.0.kill().await.unwrap();

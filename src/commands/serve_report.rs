@@ -6,7 +6,6 @@ use std::net::{IpAddr, SocketAddr};
 
 use serde_json::Value;
 
-
 /// The `ws://…/xiaozhi/v1/` URLs devices can use: the bound address, or, when bound to every
 /// interface (0.0.0.0 / ::), one per LAN address of this machine (loopback last, for a device on
 /// this machine), since no device can connect to 0.0.0.0.

@@ -138,37 +138,32 @@ impl Registry {
     /// Waits until the link `handle` stands for is out of the registry (its task removes it as
     /// it ends), or `limit` is over. Whether it is out.
     pub async fn wait_removed(&self, handle: &DeviceHandle, limit: Duration) -> bool {
-        let mut membership = self.membership.subscribe();
-        let out = async {
-            loop {
-                membership.mark_unchanged();
-                if self.read().get(&handle.device_id).is_none_or(|h| h.generation != handle.generation) {
-                    return;
-                }
-                if membership.changed().await.is_err() {
-                    return;
-                }
-            }
-        };
-        tokio::time::timeout(limit, out).await.is_ok()
+        self.wait_membership(limit, |devices| devices.get(&handle.device_id).is_none_or(|h| h.generation != handle.generation)).await
     }
 
     /// Waits until a device `device_id` is in the registry (connected here, in any phase), or
     /// `limit` is over. Whether it is.
     pub async fn wait_present(&self, device_id: &str, limit: Duration) -> bool {
+        self.wait_membership(limit, |devices| devices.contains_key(device_id)).await
+    }
+
+    /// Waits until `done` holds of the devices, looked at again whenever one enters or leaves,
+    /// or `limit` is over. Whether it holds.
+    async fn wait_membership(&self, limit: Duration, done: impl Fn(&BTreeMap<String, DeviceHandle>) -> bool) -> bool {
         let mut membership = self.membership.subscribe();
-        let here = async {
+        let settled = async {
             loop {
                 membership.mark_unchanged();
-                if self.read().contains_key(device_id) {
+                if done(&self.read()) {
                     return;
                 }
+                // The sender lives in this registry: it is never dropped while `self` is here.
                 if membership.changed().await.is_err() {
-                    return std::future::pending().await;
+                    return;
                 }
             }
         };
-        tokio::time::timeout(limit, here).await.is_ok()
+        tokio::time::timeout(limit, settled).await.is_ok()
     }
 
     /// Closes every device's link, saying `why`, and waits until each has ended (said its

@@ -648,11 +648,12 @@ impl Dispatcher {
         // stands (it is the last, so it wins everywhere and the survivor lets go), the device is
         // served again, and asked first if its link was dropped ([`Self::settle`]). Without the
         // hold, both hubs let go of it: nobody served a device that was still connected.
-        let serving: Vec<String> = self.claims.mine().into_iter().filter(|k| self.links.contains_key(k)).collect();
-        for key in &serving {
+        let mine = self.claims.mine();
+        for key in mine.iter().filter(|k| self.links.contains_key(*k)) {
             self.pending.entry(key.clone()).or_default();
         }
-        for key in self.claims.mine().into_iter().chain(self.pending.keys().cloned()).collect::<HashSet<_>>() {
+        let claiming: HashSet<String> = mine.into_iter().chain(self.pending.keys().cloned()).collect();
+        for key in claiming {
             self.publish_claim(&key);
         }
         self.republish.send_modify(|n| *n += 1);
