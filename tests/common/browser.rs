@@ -2,8 +2,11 @@
 //! the reports it prints: one JSON object a line after a fixed prefix, `{"step": …}`.
 //!
 //! Rules: every wait has a deadline; a failed step or a driver that exits or falls silent fails
-//! the test with everything it said; closing its stdin closes Chromium.
+//! the test with everything it said; closing its stdin closes Chromium. A page's steps may come in
+//! any order (its vision upload runs beside its MCP answers): a report not waited for yet is kept
+//! until a later `step` asks for it.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
@@ -21,6 +24,8 @@ pub struct BrowserDriver {
     child: Child,
     lines: Lines<BufReader<ChildStdout>>,
     seen: Vec<String>,
+    /// Reports read while waiting for another step, oldest first.
+    pending: VecDeque<Value>,
     prefix: &'static str,
     failed: fn(&str) -> bool,
 }
@@ -45,11 +50,14 @@ impl BrowserDriver {
             .spawn()
             .unwrap_or_else(|e| panic!("run the browser driver {script}: {e}"));
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        Self { child, lines, seen: Vec::new(), prefix, failed }
+        Self { child, lines, seen: Vec::new(), pending: VecDeque::new(), prefix, failed }
     }
 
-    /// Waits for the report of `step` and returns it.
+    /// Waits for the report of `step` and returns it: the oldest one already read, or the next.
     pub async fn step(&mut self, step: &str) -> Value {
+        if let Some(at) = self.pending.iter().position(|v| v["step"] == step) {
+            return self.pending.remove(at).unwrap();
+        }
         let deadline = tokio::time::Instant::now() + STEP_DEADLINE;
         loop {
             let line = match tokio::time::timeout_at(deadline, self.lines.next_line()).await {
@@ -65,6 +73,7 @@ impl BrowserDriver {
                 return v;
             }
             assert!(!(self.failed)(got), "the browser failed at {got:?} while waiting for {step:?}:\n{}", self.seen.join("\n"));
+            self.pending.push_back(v);
         }
     }
 
