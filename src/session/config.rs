@@ -38,6 +38,11 @@ pub struct SessionConfig {
     pub onboarding_attempts: u32,
     /// The wait before the k-th retry of a failed step (the last one repeats).
     pub retry_backoff: &'static [Duration],
+    /// After an onboarding failed (every attempt spent), the wait before the k-th new one while
+    /// the device stays connected (the last one repeats; empty: never, only a hello or a refresh
+    /// starts it over). A hub too busy to hear the answers in time, or a gateway still filling
+    /// its cache, onboards the device later instead of leaving it without tools for good.
+    pub failed_onboarding_retry: &'static [Duration],
     /// List the tools once more this long after the first complete listing (None: never).
     pub confirm_relist: Option<Duration>,
     /// Re-lists after a list that looked truncated, per session.
@@ -88,6 +93,9 @@ pub enum ServerHello {
 /// The default waits before the retries of a failed onboarding step.
 const RETRY_BACKOFF: &[Duration] = &[Duration::from_millis(50), Duration::from_millis(200), Duration::from_secs(1), Duration::from_secs(3)];
 
+/// The default waits before onboarding a device again after its onboarding failed.
+const FAILED_ONBOARDING_RETRY: &[Duration] = &[Duration::from_secs(30), Duration::from_secs(60), Duration::from_secs(120), Duration::from_secs(300)];
+
 impl From<&str> for ServerHello {
     fn from(text: &str) -> Self {
         Self::Text(text.into())
@@ -115,6 +123,7 @@ impl SessionConfig {
             empty_list_retries: 3,
             onboarding_attempts: 5,
             retry_backoff: RETRY_BACKOFF,
+            failed_onboarding_retry: FAILED_ONBOARDING_RETRY,
             confirm_relist: Some(Duration::from_millis(1500)),
             max_relists: 3,
             min_relist_interval: Duration::from_secs(1),

@@ -51,6 +51,9 @@ pub use config::{ServerHello, SessionConfig, spread_keepalive};
 /// failed onboarding, start onboarding over). It never reaches the device.
 pub const REFRESH_METHOD: &str = "mcpdev/refresh_tools";
 
+/// The page number [`Session::late_step`] gives `initialize`.
+const INITIALIZE_STEP: u32 = u32::MAX;
+
 use crate::wire::envelope::{self, DeviceMessage};
 use crate::wire::identity::Identity;
 use crate::wire::jsonrpc::{self, Id, RawResult, RpcError, RpcMessage};
@@ -183,6 +186,14 @@ pub struct Session {
     truncation_relists: u32,
     /// A failed onboarding step to send again, and when.
     retry_step: Option<(Instant, Planned)>,
+    /// The last onboarding step that timed out, while it is being retried: its request id and
+    /// page ([`INITIALIZE_STEP`] for `initialize`). Its answer, however late, is taken for the
+    /// step's (a hub behind on its reading hears every answer late).
+    late_step: Option<(i64, u32)>,
+    /// After a failed onboarding: when to try again on the hub's own, and how many failed
+    /// onboardings in a row came before (`failed_onboarding_retry`).
+    retry_failed_at: Option<Instant>,
+    failed_rounds: u8,
     /// The device may be a new instance (the link was down, it said goodbye, it checked in at
     /// OTA): its next message onboards it again.
     maybe_new_instance: bool,
@@ -246,6 +257,9 @@ impl Session {
             short_seen: None,
             truncation_relists: 0,
             retry_step: None,
+            late_step: None,
+            retry_failed_at: None,
+            failed_rounds: 0,
             maybe_new_instance: false,
             said_goodbye: false,
             onboard_budget,
@@ -491,6 +505,10 @@ impl Session {
                     self.out.push(Output::Reply { ticket, outcome: Err(CallError::Timeout(p.timeout)) })
                 }
                 Origin::Initialize(g) | Origin::ListPage(g) if g == self.generation => {
+                    if !self.background {
+                        let page = if matches!(p.origin, Origin::Initialize(_)) { INITIALIZE_STEP } else { self.onboarding.page() as u32 };
+                        self.late_step = Some((id, page));
+                    }
                     self.step_failed(p.origin, format!("no answer within {:?}", p.timeout), now)
                 }
                 Origin::Initialize(_) | Origin::ListPage(_) | Origin::Keepalive => {}
@@ -517,6 +535,12 @@ impl Session {
             self.begin_at = None;
             if self.info.phase == Phase::AwaitingHello {
                 self.onboard(now, "first");
+            }
+        }
+        if self.retry_failed_at.is_some_and(|at| at <= now) {
+            self.retry_failed_at = None;
+            if self.info.onboarding.failed {
+                self.onboard(now, "its last onboarding failed");
             }
         }
         if self.deferred_onboarding.is_some_and(|at| at <= now) {
@@ -565,7 +589,7 @@ impl Session {
         let pending = self.pending.values().map(|p| p.deadline).min();
         let keepalive = (self.info.phase == Phase::Ready).then(|| self.last_sent + self.keepalive);
         let waiters = self.waiters.iter().map(|w| w.deadline).min();
-        [pending, keepalive, self.onboarding.retry_at(), self.retry_step.map(|(at, _)| at), self.relist_at, waiters, self.deferred_onboarding, self.begin_at].into_iter().flatten().min()
+        [pending, keepalive, self.onboarding.retry_at(), self.retry_step.map(|(at, _)| at), self.relist_at, waiters, self.deferred_onboarding, self.begin_at, self.retry_failed_at].into_iter().flatten().min()
     }
 
     /// The link is gone: every waiting caller gets `Disconnected`.
@@ -582,6 +606,7 @@ impl Session {
         self.relist_at = None;
         self.deferred_onboarding = None;
         self.begin_at = None;
+        self.retry_failed_at = None;
         self.info_mut().set_phase(Phase::Disconnected);
         self.drained()
     }
@@ -592,6 +617,10 @@ impl Session {
             Id::Str(_) => None,
         };
         let Some(p) = pending else {
+            if let Some(origin) = self.take_late_step(&id, outcome.is_ok()) {
+                self.step_answered(origin, outcome, now);
+                return;
+            }
             self.info_mut().counters.late_replies += 1;
             self.emit(Event::LateReply { id: Box::new(id.to_value()) });
             return;
@@ -610,21 +639,54 @@ impl Session {
                 // An answer to a listing that was started over: the new one asks again.
                 self.info_mut().counters.late_replies += 1;
             }
-            Origin::Initialize(_) => match outcome {
-                Ok(result) => {
-                    self.info_mut().set_initialize(&result.into_value());
-                    self.send_payload(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), now);
-                    self.onboarding = onboarding::Listing::default();
-                    self.list_tools(now);
-                }
-                Err(e) => self.step_failed(p.origin, rpc_failure(&e), now),
-            },
-            Origin::ListPage(_) => match outcome {
-                Ok(result) => self.on_list_page(&result.into_value(), now),
-                Err(e) => self.step_failed(p.origin, rpc_failure(&e), now),
-            },
+            Origin::Initialize(_) | Origin::ListPage(_) => {
+                // The step is answered: an older attempt's answer is no longer the step's.
+                self.late_step = None;
+                self.step_answered(p.origin, outcome, now);
+            }
             Origin::Keepalive => {}
         }
+    }
+
+    /// The answer to the onboarding step under way (`initialize` or a `tools/list` page).
+    fn step_answered(&mut self, origin: Origin, outcome: Result<Answer, RpcError>, now: Instant) {
+        match (origin, outcome) {
+            (Origin::Initialize(_), Ok(result)) => {
+                self.info_mut().set_initialize(&result.into_value());
+                self.send_payload(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), now);
+                self.onboarding = onboarding::Listing::default();
+                self.list_tools(now);
+            }
+            (Origin::ListPage(_), Ok(result)) => self.on_list_page(&result.into_value(), now),
+            (Origin::Initialize(_) | Origin::ListPage(_), Err(e)) => self.step_failed(origin, rpc_failure(&e), now),
+            (Origin::Keepalive | Origin::Caller(_), _) => {}
+        }
+    }
+
+    /// A reply to the step that timed out last ([`Self::late_step`]), while that step is still
+    /// being retried: taken for the step's answer, its retry (planned or sent) dropped, and the
+    /// attempt its timeout cost given back. None for any other reply, or an error reply.
+    fn take_late_step(&mut self, id: &Id, ok: bool) -> Option<Origin> {
+        let Id::Num(n) = id else { return None };
+        let (_, page) = self.late_step.filter(|(late, _)| late == n)?;
+        self.late_step = None;
+        if !ok || self.background || self.info.onboarding.failed {
+            return None;
+        }
+        let origin = match page {
+            INITIALIZE_STEP if self.info.phase == Phase::Initializing => Origin::Initialize(self.generation),
+            page if page != INITIALIZE_STEP && self.info.phase == Phase::Listing && self.onboarding.page() as u32 == page => Origin::ListPage(self.generation),
+            _ => return None,
+        };
+        self.retry_step = None;
+        self.pending.retain(|_, p| !matches!(p.origin, Origin::Initialize(_) | Origin::ListPage(_)));
+        let status = &mut std::sync::Arc::make_mut(&mut self.info).onboarding;
+        status.attempt = status.attempt.saturating_sub(1).max(1);
+        self.info_mut().bump();
+        if may_log(Kind::Onboarding, &self.info.device_id) {
+            tracing::debug!(device = %self.info.device_id, "a late answer to an onboarding step that timed out is taken: the device answers slower than the onboarding timeout");
+        }
+        Some(origin)
     }
 
     /// A notification, from a frame whose text is `text`: watchers get its params cut to
@@ -703,5 +765,7 @@ fn truncate(s: &str, max: usize) -> String {
     }
 }
 
+#[cfg(test)]
+mod slow_device_tests;
 #[cfg(test)]
 mod tests;

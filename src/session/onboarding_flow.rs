@@ -15,6 +15,14 @@
 //!   `ready` (so waiters stop waiting) with `onboarding.failed` set, and the CLI's `tools list`,
 //!   `init` and `call` exit with code 9. The state (attempt k of n, last error, failed) is in
 //!   [`DeviceInfo::onboarding`] and in [`Event::OnboardingRetry`] / [`Event::OnboardingFailed`].
+//! - **A late answer still counts.** The answer to a step that timed out, arriving while that
+//!   step is being retried, is taken for the step's (the retry is dropped and the attempt given
+//!   back): a device, or a hub behind on its reading, that answers slower than the timeout is
+//!   onboarded, not failed after five attempts whose answers all came too late.
+//! - **A failed onboarding is tried again** while the device stays connected, 30 s, 60 s, 120 s,
+//!   then every 5 min after each failure (`failed_onboarding_retry`), within the onboarding
+//!   budget below; a hello or a refresh starts it over at once. A device that never answers
+//!   costs one round of attempts every 5 minutes.
 //! - **An empty list is listed again** after `empty_list_retry` (2 s), up to `empty_list_retries`.
 //! - **After a retry, two listings must agree.** An onboarding that needed a retry (a failed
 //!   step, or an empty list) is not `ready` on its first complete list: the tools are listed again
@@ -164,6 +172,8 @@ impl Session {
         self.relisting = false;
         self.relist_again = false;
         self.retry_step = None;
+        self.late_step = None;
+        self.retry_failed_at = None;
         self.relist_at = None;
         self.deferred_onboarding = None;
         self.begin_at = None;
@@ -233,6 +243,7 @@ impl Session {
         }
         self.last_relist = Some(now);
         self.generation += 1;
+        self.late_step = None;
         self.background = true;
         self.relisting = true;
         self.onboarding = onboarding::Listing::default();
@@ -302,6 +313,7 @@ impl Session {
             self.confirm_planned = true;
         }
         let changed = self.info.phase_was_ready_once;
+        self.failed_rounds = 0;
         self.info_mut().set_tools(tools);
         self.info_mut().set_tool_pages(marks);
         self.info_mut().set_phase(Phase::Ready);
@@ -427,8 +439,17 @@ impl Session {
         status.failed = true;
         let attempts = status.attempt;
         let message = format!("onboarding failed at {what} ({attempts} attempts)");
+        let again = self.cfg.failed_onboarding_retry;
+        let again = again.get(usize::from(self.failed_rounds)).or(again.last()).copied();
+        if let Some(delay) = again {
+            self.retry_failed_at = Some(now + delay);
+            self.failed_rounds = self.failed_rounds.saturating_add(1);
+        }
         if may_log(Kind::Onboarding, &self.info.device_id) {
-            tracing::warn!(device = %self.info.device_id, "{message}");
+            match again {
+                Some(delay) => tracing::warn!(device = %self.info.device_id, "{message}; onboarding it again in {} s, or at its next hello", delay.as_secs()),
+                None => tracing::warn!(device = %self.info.device_id, "{message}"),
+            }
         }
         // Keep what a listing that failed part-way found, unless an earlier list had more.
         let partial = self.onboarding.take_tools();
