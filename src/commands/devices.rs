@@ -3,7 +3,8 @@
 //!
 //! The listing is read a page at a time (`--page-size` devices per request, in Device-Id order),
 //! and written as each page arrives: the hub never builds the whole fleet's answer, and the first
-//! line comes after one page whatever the fleet. `--json` keeps its shape (one array of every
+//! line comes after one page whatever the fleet (the table too, unless it is one page at a
+//! terminal: [`Listing::Table`]). `--json` keeps its shape (one array of every
 //! device, one device per line), `--ndjson` writes one device object per line. A hub too old to
 //! page answers with the whole list at once; that is read as the only page.
 
@@ -13,6 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::column_stream::ColumnStream;
 use super::output::{local_time, print_json, render, table};
 use crate::cli::{DevicesArgs, DevicesCommand, GlobalArgs};
 use crate::exit::{CodedError, Exit};
@@ -58,9 +60,11 @@ async fn ask(client: &HubClient, request: Value) -> Result<Value, CodedError> {
 
 /// How the listing is written.
 enum Listing {
-    /// The rows, kept until the end (a table is aligned on all of them), so that the `hub`
-    /// column shows only when some device has a hub (a cluster).
-    Table(Vec<Vec<String>>, HashMap<String, String>),
+    /// The table. At a terminal, a listing of one page is a box table; a longer one, or any
+    /// piped, prints each page as it arrives in aligned columns ([`ColumnStream`]), so the first
+    /// line never waits for the whole fleet. The `hub` column shows when the first rows have a
+    /// hub (a cluster: every device there names its hub).
+    Table { aliases: HashMap<String, String>, stream: Option<ColumnStream> },
     /// The JSON array, one device per line; the device held back until the next one says
     /// whether it needs a comma.
     Array(Option<Value>),
@@ -82,7 +86,7 @@ async fn list(global: &GlobalArgs, args: &DevicesArgs, client: &HubClient) -> an
                 by_id.insert(id, alias);
             }
         }
-        Listing::Table(Vec::new(), by_id)
+        Listing::Table { aliases: by_id, stream: None }
     };
     let (mut count, mut after) = (0usize, None::<String>);
     // Hubs of the cluster that serve devices their index does not list (the last page's word).
@@ -106,14 +110,19 @@ async fn list(global: &GlobalArgs, args: &DevicesArgs, client: &HubClient) -> an
             return Err(CodedError::new(Exit::Unreachable, "the hub's device listing did not move past its cursor").into());
         }
         count += devices.len();
-        for d in devices {
-            match &mut out {
-                Listing::Ndjson => outln!("{}", super::output::json_line(&d)),
-                Listing::Array(held) => match held.replace(d) {
-                    Some(prev) => outln!("  {},", super::output::json_line(&prev)),
-                    None => outln!("["),
-                },
-                Listing::Table(rows, aliases) => rows.push(row(&d, aliases)),
+        match &mut out {
+            Listing::Ndjson => devices.iter().for_each(|d| outln!("{}", super::output::json_line(d))),
+            Listing::Array(held) => {
+                for d in devices {
+                    match held.replace(d) {
+                        Some(prev) => outln!("  {},", super::output::json_line(&prev)),
+                        None => outln!("["),
+                    }
+                }
+            }
+            Listing::Table { aliases, stream } => {
+                let rows: Vec<Vec<String>> = devices.iter().map(|d| row(d, aliases)).collect();
+                print_rows(global, stream, rows, next.is_none());
             }
         }
         match next {
@@ -122,24 +131,9 @@ async fn list(global: &GlobalArgs, args: &DevicesArgs, client: &HubClient) -> an
         }
     }
     match out {
-        Listing::Ndjson => {}
         Listing::Array(Some(last)) => outln!("  {}\n]", super::output::json_line(&last)),
         Listing::Array(None) => outln!("[]"),
-        Listing::Table(mut rows, _) => {
-            let mut columns = vec!["device", "alias", "transport", "state", "tools", "connected since", "address"];
-            if rows.iter().any(|r| r[7] != "-") {
-                columns.push("hub");
-            } else {
-                rows.iter_mut().for_each(|r| r.truncate(7));
-            }
-            let mut t = table(global, &columns);
-            for r in rows {
-                t.add_row(r);
-            }
-            if count > 0 {
-                outln!("{}", render(&t));
-            }
-        }
+        Listing::Ndjson | Listing::Table { .. } => {}
     }
     if !global.quiet && !global.json && !args.ndjson {
         eprintln!("{count} device(s) connected");
@@ -153,6 +147,39 @@ async fn list(global: &GlobalArgs, args: &DevicesArgs, client: &HubClient) -> an
         );
     }
     Ok(())
+}
+
+/// One page of the table's rows: the whole table when it is the only page and stdout is a
+/// terminal, else printed as it comes.
+fn print_rows(global: &GlobalArgs, stream: &mut Option<ColumnStream>, mut rows: Vec<Vec<String>>, last: bool) {
+    use std::io::IsTerminal;
+    if rows.is_empty() {
+        return;
+    }
+    let mut columns = vec!["device", "alias", "transport", "state", "tools", "connected since", "address"];
+    let terminal = std::io::stdout().is_terminal();
+    match stream {
+        Some(s) => super::output::write_out(&s.lines(&rows)),
+        None if terminal && last => {
+            if rows.iter().any(|r| r[7] != "-") {
+                columns.push("hub");
+            } else {
+                rows.iter_mut().for_each(|r| r.truncate(7));
+            }
+            let mut t = table(global, &columns);
+            for r in rows {
+                t.add_row(r);
+            }
+            outln!("{}", render(&t));
+        }
+        None => {
+            if rows.iter().any(|r| r[7] != "-") {
+                columns.push("hub");
+            }
+            let s = stream.insert(ColumnStream::new(&columns, super::output::use_color(global.color, terminal)));
+            super::output::write_out(&s.lines(&rows));
+        }
+    }
 }
 
 fn refused(e: ControlError) -> CodedError {

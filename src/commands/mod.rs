@@ -2,6 +2,7 @@
 
 pub mod call;
 pub mod check;
+mod column_stream;
 pub mod dashboard;
 pub mod devices;
 pub mod flash;

@@ -42,9 +42,17 @@ pub fn text(s: &str) -> Cow<'_, str> {
     escape(s, Keep::Layout)
 }
 
+/// Device text for a cell that must stay one line (a table printed as it arrives): as [`cell`],
+/// with newlines escaped too.
+pub fn line(s: &str) -> Cow<'_, str> {
+    escape(s, Keep::Nothing)
+}
+
 /// Which layout characters stay raw.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Keep {
+    /// None.
+    Nothing,
     /// Newline (table cells).
     Newline,
     /// Newline and tab (free text).
@@ -73,7 +81,7 @@ pub fn json(serialized: String) -> String {
 }
 
 fn escape(s: &str, keep: Keep) -> Cow<'_, str> {
-    let kept = |c: char| c == '\n' || (keep == Keep::Layout && c == '\t');
+    let kept = |c: char| (c == '\n' && keep != Keep::Nothing) || (keep == Keep::Layout && c == '\t');
     if !s.chars().any(|c| is_unsafe(c) && !kept(c)) {
         return Cow::Borrowed(s);
     }

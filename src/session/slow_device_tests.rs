@@ -51,7 +51,7 @@ fn run(latency: Duration, answers_from: Duration, until: Duration) -> (Option<Du
     let mut s = session(t0);
     let mut due: VecDeque<(Instant, Value)> = VecDeque::new();
     let (mut failed, mut initializes, mut ready) = (0, 0, None);
-    let mut take = |out: Vec<Output>, now: Instant, due: &mut VecDeque<(Instant, Value)>, failed: &mut usize, initializes: &mut usize| {
+    let take = |out: Vec<Output>, now: Instant, due: &mut VecDeque<(Instant, Value)>, failed: &mut usize, initializes: &mut usize| {
         *failed += failures(&out);
         for r in requests(&out) {
             *initializes += usize::from(r["method"] == "initialize");
