@@ -5,9 +5,12 @@
 //!
 //! The event loop is never held up by a slow reader until [`BACKLOG_BYTES`] of messages wait for
 //! it: the connection keeps its keepalive while the reader catches up, and past that bound it
-//! stops reading (the broker holds the rest), so memory stays bounded whatever arrives.
+//! stops reading (the broker holds the rest), so memory stays bounded whatever arrives. While the
+//! reader keeps up, a message goes to it directly, without the backlog's extra task hop; the
+//! order is always the broker's.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rumqttc::{AsyncClient, ConnectionError, Event, LastWill, MqttOptions, Packet, Publish, Transport};
@@ -166,17 +169,24 @@ pub fn connect(options: MqttOptions, will: Option<LastWill>) -> Connection {
     // The backlog: the event loop hands events to `tx` as long as the bytes not yet read stay
     // under BACKLOG_BYTES (each event holds its weight in permits until the reader has it); a
     // second task passes them on, in order, to the reader's bounded channel.
+    // While nothing waits in the backlog and the reader's channel has room, an event goes
+    // straight to the reader: one task hop less for every message (a hub-to-hub request and its
+    // answer each cross one), and the order stays the broker's.
     let backlog = Arc::new(Semaphore::new(BACKLOG_BYTES));
+    let queued = Arc::new(AtomicUsize::new(0));
     let (tx, mut backlogged) = mpsc::unbounded_channel::<(ConnEvent, OwnedSemaphorePermit)>();
+    let direct = out.clone();
+    let handed_on = queued.clone();
     tokio::spawn(async move {
         while let Some((event, permit)) = backlogged.recv().await {
             if out.send(event).await.is_err() {
                 return;
             }
             drop(permit);
+            handed_on.fetch_sub(1, Ordering::AcqRel);
         }
     });
-    let tx = Backlog { tx, permits: backlog };
+    let tx = Backlog { tx, permits: backlog, direct, queued };
     tokio::spawn(async move {
         let mut backoff = Duration::from_millis(50);
         let mut reported_down = false;
@@ -219,12 +229,27 @@ pub fn connect(options: MqttOptions, will: Option<LastWill>) -> Connection {
 struct Backlog {
     tx: mpsc::UnboundedSender<(ConnEvent, OwnedSemaphorePermit)>,
     permits: Arc<Semaphore>,
+    /// The reader's channel, for an event that need not wait behind the backlog.
+    direct: mpsc::Sender<ConnEvent>,
+    /// Events in the backlog not yet handed to the reader's channel.
+    queued: Arc<AtomicUsize>,
 }
 
 impl Backlog {
-    /// Queues `event` once the backlog has room for it; `Err` once the reader is gone.
+    /// Hands `event` to the reader at once when nothing is backlogged and its channel has room,
+    /// else queues it once the backlog has room for it; `Err` once the reader is gone.
     async fn send(&self, event: ConnEvent) -> Result<(), ()> {
+        let event = if self.queued.load(Ordering::Acquire) == 0 {
+            match self.direct.try_send(event) {
+                Ok(()) => return Ok(()),
+                Err(mpsc::error::TrySendError::Closed(_)) => return Err(()),
+                Err(mpsc::error::TrySendError::Full(event)) => event,
+            }
+        } else {
+            event
+        };
         let permit = self.permits.clone().acquire_many_owned(weight(&event)).await.map_err(|_| ())?;
+        self.queued.fetch_add(1, Ordering::AcqRel);
         self.tx.send((event, permit)).map_err(|_| ())
     }
 }
