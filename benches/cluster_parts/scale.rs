@@ -51,17 +51,21 @@ async fn each_device(client: &HubClient, mut each: impl FnMut(&serde_json::Value
     }
 }
 
-/// What a hub lists ready: (in all, served by it).
-async fn census(client: &HubClient) -> (usize, usize) {
-    let (mut ready, mut own) = (0, 0);
+/// What a hub lists ready: (in all, served by it, served by it whose onboarding failed: listed
+/// `ready` without tools until the hub onboards them again).
+async fn census(client: &HubClient) -> (usize, usize, usize) {
+    let (mut ready, mut own, mut failed) = (0, 0, 0);
     each_device(client, |d| {
         if d["phase"] == "ready" {
             ready += 1;
-            own += usize::from(d.get("session_id").is_some());
+            if d.get("session_id").is_some() {
+                own += 1;
+                failed += usize::from(d["onboarding"]["failed"] == true);
+            }
         }
     })
     .await;
-    (ready, own)
+    (ready, own, failed)
 }
 
 /// The ids a hub lists ready (its own and the cluster's).
@@ -181,7 +185,7 @@ pub async fn run() {
     let (mut said, mut best, mut grew) = (Instant::now(), 0, Instant::now());
     let listed = loop {
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let (ready, own) = census(&clients[0]).await;
+        let (ready, own, _) = census(&clients[0]).await;
         if said.elapsed() >= Duration::from_secs(30) {
             said = Instant::now();
             eprintln!("[{:.0?}] {ready} of {total} ready through hub 1 ({own} its own)", started.elapsed());
@@ -205,10 +209,10 @@ pub async fn run() {
     tokio::time::sleep(Duration::from_secs(10)).await;
     let mut own = Vec::new();
     for (i, c) in clients.iter().enumerate() {
-        let (_, mine) = census(c).await;
+        let (_, mine, failed) = census(c).await;
         let kib = rss_kib(hubs[i].0.pid());
         println!(
-            "hub {}: serves {mine}, RSS {} MB ({} MB before), {:.2} KB a device it serves, {:.2} KB a device of the cluster",
+            "hub {}: serves {mine} ({failed} with a failed onboarding), RSS {} MB ({} MB before), {:.2} KB a device it serves, {:.2} KB a device of the cluster",
             i + 1,
             kib / 1024,
             base[i] / 1024,

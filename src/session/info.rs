@@ -76,7 +76,8 @@ pub struct OnboardingStatus {
     /// Why the last failed step failed, naming the step.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
-    /// Every attempt failed; the hub gave up (a new hello or `tools list --refresh` starts over).
+    /// Every attempt failed; the hub gave up for now (it onboards the device again after 30 s,
+    /// 60 s, 120 s, then every 5 min; a new hello or `tools list --refresh` starts over at once).
     pub failed: bool,
 }
 
