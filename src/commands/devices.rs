@@ -156,29 +156,25 @@ fn print_rows(global: &GlobalArgs, stream: &mut Option<ColumnStream>, mut rows: 
     if rows.is_empty() {
         return;
     }
+    if let Some(s) = stream {
+        return crate::exit::write_stdout(s.lines(&rows).as_bytes());
+    }
     let mut columns = vec!["device", "alias", "transport", "state", "tools", "connected since", "address"];
+    if rows.iter().any(|r| r[7] != "-") {
+        columns.push("hub");
+    } else {
+        rows.iter_mut().for_each(|r| r.truncate(7));
+    }
     let terminal = std::io::stdout().is_terminal();
-    match stream {
-        Some(s) => super::output::write_out(&s.lines(&rows)),
-        None if terminal && last => {
-            if rows.iter().any(|r| r[7] != "-") {
-                columns.push("hub");
-            } else {
-                rows.iter_mut().for_each(|r| r.truncate(7));
-            }
-            let mut t = table(global, &columns);
-            for r in rows {
-                t.add_row(r);
-            }
-            outln!("{}", render(&t));
+    if terminal && last {
+        let mut t = table(global, &columns);
+        for r in rows {
+            t.add_row(r);
         }
-        None => {
-            if rows.iter().any(|r| r[7] != "-") {
-                columns.push("hub");
-            }
-            let s = stream.insert(ColumnStream::new(&columns, super::output::use_color(global.color, terminal)));
-            super::output::write_out(&s.lines(&rows));
-        }
+        outln!("{}", render(&t));
+    } else {
+        let s = stream.insert(ColumnStream::new(&columns, super::output::use_color(global.color, terminal)));
+        crate::exit::write_stdout(s.lines(&rows).as_bytes());
     }
 }
 

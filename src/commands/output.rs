@@ -14,11 +14,6 @@ macro_rules! outln {
 }
 pub(crate) use outln;
 
-/// Writes `text` to stdout as it is (lines already ended), as [`outln!`] does.
-pub fn write_out(text: &str) {
-    crate::exit::write_stdout(text.as_bytes());
-}
-
 /// Whether to use colour on a stream: `--color`, then NO_COLOR / CLICOLOR_FORCE / CLICOLOR /
 /// TERM=dumb, then whether the stream is a terminal.
 pub fn use_color(choice: ColorChoice, is_terminal: bool) -> bool {

@@ -90,6 +90,11 @@ pub enum ServerHello {
     Text(Box<str>),
 }
 
+/// The k-th wait (from 0) of a backoff schedule whose last wait repeats; None when it is empty.
+pub(super) fn backoff(schedule: &[Duration], k: usize) -> Option<Duration> {
+    schedule.get(k).or(schedule.last()).copied()
+}
+
 /// The default waits before the retries of a failed onboarding step.
 const RETRY_BACKOFF: &[Duration] = &[Duration::from_millis(50), Duration::from_millis(200), Duration::from_secs(1), Duration::from_secs(3)];
 

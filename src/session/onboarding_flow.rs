@@ -427,7 +427,7 @@ impl Session {
         let status = &mut std::sync::Arc::make_mut(&mut self.info).onboarding;
         status.last_error = Some(what.clone());
         if status.attempt < status.max_attempts {
-            let delay = self.cfg.retry_backoff.get(status.attempt as usize - 1).or(self.cfg.retry_backoff.last()).copied().unwrap_or_default();
+            let delay = config::backoff(self.cfg.retry_backoff, status.attempt as usize - 1).unwrap_or_default();
             status.attempt += 1;
             let (attempt, of) = (status.attempt, status.max_attempts);
             self.info_mut().bump();
@@ -439,8 +439,7 @@ impl Session {
         status.failed = true;
         let attempts = status.attempt;
         let message = format!("onboarding failed at {what} ({attempts} attempts)");
-        let again = self.cfg.failed_onboarding_retry;
-        let again = again.get(usize::from(self.failed_rounds)).or(again.last()).copied();
+        let again = config::backoff(self.cfg.failed_onboarding_retry, usize::from(self.failed_rounds));
         if let Some(delay) = again {
             self.retry_failed_at = Some(now + delay);
             self.failed_rounds = self.failed_rounds.saturating_add(1);
