@@ -62,7 +62,7 @@ pub(crate) enum TrySendError<T> {
     Closed(T),
 }
 
-pub(crate) struct Sender<T> {
+pub struct Sender<T> {
     shared: Arc<Shared<T>>,
 }
 
@@ -119,7 +119,7 @@ impl<T> Drop for Sender<T> {
     }
 }
 
-pub(crate) struct Receiver<T> {
+pub struct Receiver<T> {
     shared: Arc<Shared<T>>,
 }
 

@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use rumqttc::AsyncClient;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 use tracing::info;
 
 use super::websocket::sleep_until;
@@ -91,14 +91,21 @@ pub struct MqttLinkSetup {
     pub max_payload: usize,
 }
 
-/// The channel that carries a device's messages to its link (made first: the UDP route of the
-/// server hello needs the sender before the link starts).
-pub fn inbound_channel() -> (mpsc::Sender<Inbound>, mpsc::Receiver<Inbound>) {
-    mpsc::channel(256)
+/// What a device's messages are sent to its link with.
+pub type InboundSender = super::mailbox::Sender<Inbound>;
+/// Where a device's link reads them.
+pub type InboundReceiver = super::mailbox::Receiver<Inbound>;
+
+/// The queue that carries a device's messages to its link (made first: the UDP route of the
+/// server hello needs the sender before the link starts). A [`super::mailbox`], which holds no
+/// buffer while empty: tokio's channel allocated a first block of 32 slots, about 1 KB for every
+/// MQTT device, most of them idle.
+pub fn inbound_channel() -> (InboundSender, InboundReceiver) {
+    super::mailbox::channel(256)
 }
 
 /// Starts the link task. Returns the handle and a receiver that fires when the link has ended.
-pub fn spawn(setup: MqttLinkSetup, inbound: mpsc::Receiver<Inbound>) -> (DeviceHandle, oneshot::Receiver<()>) {
+pub fn spawn(setup: MqttLinkSetup, inbound: InboundReceiver) -> (DeviceHandle, oneshot::Receiver<()>) {
     let (device_id, generation) = (setup.link.identity.device_id.clone(), setup.link.generation);
     let (done_tx, done) = oneshot::channel();
     let handle = spawn_link(device_id, generation, move |commands, publisher| run(setup, commands, publisher, inbound), move || {
@@ -108,129 +115,150 @@ pub fn spawn(setup: MqttLinkSetup, inbound: mpsc::Receiver<Inbound>) -> (DeviceH
 }
 
 
-async fn run(mut setup: MqttLinkSetup, mut commands: Commands, mut publisher: InfoPublisher, mut inbound: mpsc::Receiver<Inbound>) {
+/// What the link keeps of its setup while it runs: the broker side, without the session's
+/// configuration (the session owns that) or anything only the start needs.
+struct Broker {
+    client: AsyncClient,
+    downlink: String,
+    up: watch::Receiver<bool>,
+    name: String,
+    max_payload: usize,
+}
+
+/// The link task: set up here, in plain code, so that the future holds only what it keeps using
+/// (an `async fn` would keep its arguments, a copy of the session's configuration included, for
+/// the device's lifetime), with one timer for all its deadlines, as [`super::websocket`] does.
+fn run(setup: MqttLinkSetup, mut commands: Commands, mut publisher: InfoPublisher, mut inbound: InboundReceiver) -> impl Future<Output = ()> + Send + 'static {
+    let MqttLinkSetup { link, client, downlink, broker_up, broker, max_payload } = setup;
+    let LinkSetup { identity, session: session_config, events, tracing, remote, .. } = link;
+    let mut broker = Broker { client, downlink, up: broker_up, name: broker, max_payload };
     let device_id = publisher.device_id().clone();
-    let events = setup.link.events.clone();
-    let mut malformed = MalformedLog::new(&device_id);
-    let emit = |event: LinkEvent| {
-        crate::metrics::device_event(event.name());
-        let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event }));
-    };
-    let mut session = Session::new(setup.link.identity.clone(), "mqtt", setup.link.session.clone(), Instant::now());
-    session.set_address(setup.link.remote.clone());
+    let silence_limit = session_config.keepalive * SILENT_PERIODS;
+    let client_id = identity.client_id.clone();
+    let mut session = Session::new(identity, "mqtt", session_config, Instant::now());
+    session.set_address(remote.clone());
     publisher.update(session.shared_info(), Instant::now());
-    emit(LinkEvent::Link(Lifecycle::Connected {
-        transport: "mqtt",
-        client_id: setup.link.identity.client_id.as_deref().map(Into::into),
-        remote: setup.link.remote.as_deref().map(Into::into),
-    }));
-    let mut waiting: Waiting = HashMap::new();
-    let max = setup.max_payload;
-    let silence_limit = setup.link.session.keepalive * SILENT_PERIODS;
-    // The last word from the device, or the broker coming back (nothing can be heard before).
-    let mut heard = Instant::now();
-    // It said goodbye and has not been heard from since.
-    let mut leaving = false;
-    let reason = loop {
-        session.trace = setup.link.tracing.enabled();
-        let deadline = session.next_deadline().map(tokio::time::Instant::from_std);
-        let gone_at = tokio::time::Instant::from_std(heard + silence_limit);
-        let outputs = tokio::select! {
-            msg = inbound.recv() => {
-                if let Some(Inbound::Text(_) | Inbound::Audio(_)) = msg {
-                    heard = Instant::now();
-                    leaving = false;
+    let connected = LinkEvent::Link(Lifecycle::Connected { transport: "mqtt", client_id: client_id.map(Into::into), remote: remote.map(Into::into) });
+    crate::metrics::device_event(connected.name());
+    let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event: connected }));
+    async move {
+        let emit = |event: LinkEvent| {
+            crate::metrics::device_event(event.name());
+            let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event }));
+        };
+        let mut malformed = MalformedLog::new(&device_id);
+        let mut waiting: Waiting = HashMap::new();
+        let max = broker.max_payload;
+        // The last word from the device, or the broker coming back (nothing can be heard before).
+        let mut heard = Instant::now();
+        // It said goodbye and has not been heard from since.
+        let mut leaving = false;
+        let reason = loop {
+            session.trace = tracing.enabled();
+            let deadline = session.next_deadline().map(tokio::time::Instant::from_std);
+            let gone_at = tokio::time::Instant::from_std(heard + silence_limit);
+            // One timer for every deadline: which one came is sorted out when it fires.
+            let timer = [deadline, publisher.refresh_at(), Some(gone_at)].into_iter().flatten().min();
+            let outputs = tokio::select! {
+                msg = inbound.recv() => {
+                    if let Some(Inbound::Text(_) | Inbound::Audio(_)) = msg {
+                        heard = Instant::now();
+                        leaving = false;
+                    }
+                    match msg {
+                        Some(Inbound::Text(text)) if text.len() > max => session.on_oversize(&text, max),
+                        Some(Inbound::Text(text)) => {
+                            // Read per frame: a watcher that just subscribed sees the very next one.
+                            session.trace = tracing.enabled();
+                            let mut out = session.on_text(&text, Instant::now());
+                            if session.take_goodbye() {
+                                out.extend(session.probe(Instant::now()));
+                                heard = Instant::now().checked_sub(silence_limit.saturating_sub(GOODBYE_PROBE)).unwrap_or(heard);
+                                leaving = true;
+                            }
+                            out
+                        }
+                        Some(Inbound::Audio(n)) => { session.on_binary(n); Vec::new() }
+                        Some(Inbound::Begin) => session.begin(Instant::now()),
+                        Some(Inbound::BeginSoon) => { session.begin_at(Instant::now() + BEGIN_GRACE); continue; }
+                        Some(Inbound::CheckedIn) => { session.may_have_restarted(); continue; }
+                        Some(Inbound::Closed(why)) => break why,
+                        None => break "the hub stopped serving this device".to_string(),
+                    }
                 }
-                match msg {
-                    Some(Inbound::Text(text)) if text.len() > max => session.on_oversize(&text, max),
-                    Some(Inbound::Text(text)) => {
-                        // Read per frame: a watcher that just subscribed sees the very next one.
-                        session.trace = setup.link.tracing.enabled();
-                        let mut out = session.on_text(&text, Instant::now());
-                        if session.take_goodbye() {
-                            out.extend(session.probe(Instant::now()));
-                            heard = Instant::now().checked_sub(silence_limit.saturating_sub(GOODBYE_PROBE)).unwrap_or(heard);
-                            leaving = true;
+                cmd = commands.recv() => match cmd.map(|c| *c) {
+                    Some(Command::Request(request)) => {
+                        let Request { ticket, method, params, timeout, reply } = request;
+                        if !*broker.up.borrow() {
+                            let _ = reply.send(Err(CallError::Link(format!("the MQTT broker {} is unreachable (reconnecting)", broker.name))));
+                            continue;
+                        }
+                        waiting.insert(ticket, reply);
+                        session.trace = tracing.enabled();
+                        let mut out = session.request(ticket, &method, params, timeout, Instant::now());
+                        let oversize = out.iter().find_map(|o| match o {
+                            Output::Send(t) if t.len() > max => Some(t.len()),
+                            _ => None,
+                        });
+                        if let Some(len) = oversize {
+                            // Nothing was sent, so the device hears of no cancel either.
+                            session.cancel(ticket, Instant::now());
+                            out.retain(|o| !matches!(o, Output::Send(_)));
+                            let why = format!("the request is {len} bytes, over the {max}-byte MQTT payload limit (--mqtt-max-payload); nothing was sent");
+                            out.push(Output::Reply { ticket, outcome: Err(CallError::Link(why)) });
                         }
                         out
                     }
-                    Some(Inbound::Audio(n)) => { session.on_binary(n); Vec::new() }
-                    Some(Inbound::Begin) => session.begin(Instant::now()),
-                    Some(Inbound::BeginSoon) => { session.begin_at(Instant::now() + BEGIN_GRACE); continue; }
-                    Some(Inbound::CheckedIn) => { session.may_have_restarted(); continue; }
-                    Some(Inbound::Closed(why)) => break why,
-                    None => break "the hub stopped serving this device".to_string(),
-                }
-            }
-            cmd = commands.recv() => match cmd.map(|c| *c) {
-                Some(Command::Request(request)) => {
-                    let Request { ticket, method, params, timeout, reply } = request;
-                    if !*setup.broker_up.borrow() {
-                        let _ = reply.send(Err(CallError::Link(format!("the MQTT broker {} is unreachable (reconnecting)", setup.broker))));
+                    Some(Command::Cancel(ticket)) => { waiting.remove(&ticket); session.cancel(ticket, Instant::now()) }
+                    Some(Command::Close(why)) => break why.says().to_string(),
+                    None => break super::handle::HANDLES_DROPPED.to_string(),
+                },
+                changed = broker.up.changed() => {
+                    if changed.is_err() {
+                        break "the broker connection was shut down".to_string();
+                    }
+                    if *broker.up.borrow_and_update() {
+                        heard = Instant::now();
                         continue;
                     }
-                    waiting.insert(ticket, reply);
-                    session.trace = setup.link.tracing.enabled();
-                    let mut out = session.request(ticket, &method, params, timeout, Instant::now());
-                    let oversize = out.iter().find_map(|o| match o {
-                        Output::Send(t) if t.len() > max => Some(t.len()),
-                        _ => None,
-                    });
-                    if let Some(len) = oversize {
-                        // Nothing was sent, so the device hears of no cancel either.
-                        session.cancel(ticket, Instant::now());
-                        out.retain(|o| !matches!(o, Output::Send(_)));
-                        let why = format!("the request is {len} bytes, over the {max}-byte MQTT payload limit (--mqtt-max-payload); nothing was sent");
-                        out.push(Output::Reply { ticket, outcome: Err(CallError::Link(why)) });
+                    session.fail_callers(CallError::Link(format!("the connection to the MQTT broker {} was lost before the device answered", broker.name)))
+                }
+                _ = sleep_until(timer) => {
+                    let now = tokio::time::Instant::now();
+                    if gone_at <= now {
+                        if !*broker.up.borrow() {
+                            heard = Instant::now();
+                            continue;
+                        }
+                        if leaving {
+                            break format!("the device said goodbye and did not answer a ping within {} s (it shut down)", GOODBYE_PROBE.as_secs());
+                        }
+                        break format!("nothing heard from the device for {} s (switched off or out of reach)", silence_limit.as_secs());
                     }
-                    out
+                    // Otherwise the session's deadline, or the counters' refresh (published below).
+                    if deadline.is_some_and(|d| d <= now) { session.on_tick(Instant::now()) } else { Vec::new() }
                 }
-                Some(Command::Cancel(ticket)) => { waiting.remove(&ticket); session.cancel(ticket, Instant::now()) }
-                Some(Command::Close(why)) => break why.says().to_string(),
-                None => break super::handle::HANDLES_DROPPED.to_string(),
-            },
-            changed = setup.broker_up.changed() => {
-                if changed.is_err() {
-                    break "the broker connection was shut down".to_string();
-                }
-                if *setup.broker_up.borrow_and_update() {
-                    heard = Instant::now();
-                    continue;
-                }
-                session.fail_callers(CallError::Link(format!("the connection to the MQTT broker {} was lost before the device answered", setup.broker)))
-            }
-            _ = sleep_until(deadline) => session.on_tick(Instant::now()),
-            _ = sleep_until(publisher.refresh_at()) => Vec::new(),
-            _ = tokio::time::sleep_until(gone_at) => {
-                if !*setup.broker_up.borrow() {
-                    heard = Instant::now();
-                    continue;
-                }
-                if leaving {
-                    break format!("the device said goodbye and did not answer a ping within {} s (it shut down)", GOODBYE_PROBE.as_secs());
-                }
-                break format!("nothing heard from the device for {} s (switched off or out of reach)", silence_limit.as_secs());
-            }
+            };
+            publisher.update(session.shared_info(), Instant::now());
+            carry_out(outputs, &broker, &mut waiting, &mut malformed, &emit);
         };
-        publisher.update(session.shared_info(), Instant::now());
-        carry_out(outputs, &setup, &mut waiting, &mut malformed, &emit);
-    };
-    end_callers(session.on_disconnect(), &mut waiting);
-    if crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Disconnect, &setup.link.identity.device_id) {
-        info!(device = %setup.link.identity.device_id, %reason, "MQTT device link ended");
+        end_callers(session.on_disconnect(), &mut waiting);
+        if crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Disconnect, &device_id) {
+            info!(device = %device_id, %reason, "MQTT device link ended");
+        }
+        publisher.gone();
+        emit(LinkEvent::Link(Lifecycle::Disconnected { reason }));
     }
-    publisher.gone();
-    emit(LinkEvent::Link(Lifecycle::Disconnected { reason }));
 }
 
-fn carry_out(outputs: Vec<Output>, setup: &MqttLinkSetup, waiting: &mut Waiting, malformed: &mut MalformedLog<'_>, emit: &impl Fn(LinkEvent)) {
+fn carry_out(outputs: Vec<Output>, broker: &Broker, waiting: &mut Waiting, malformed: &mut MalformedLog<'_>, emit: &impl Fn(LinkEvent)) {
     for o in outputs {
         // While the broker is down there is nowhere to send; keepalives and onboarding requests
         // then time out like unanswered ones.
         if let Some(text) = deliver(o, waiting, malformed, emit)
-            && *setup.broker_up.borrow()
+            && *broker.up.borrow()
         {
-            publish(&setup.client, setup.downlink.clone(), text);
+            publish(&broker.client, broker.downlink.clone(), text);
         }
     }
 }

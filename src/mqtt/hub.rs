@@ -513,7 +513,7 @@ fn device_login(settings: &MqttSettings, username: Option<String>, password: Opt
 }
 
 struct LinkEntry {
-    inbound: mpsc::Sender<Inbound>,
+    inbound: link::InboundSender,
     generation: u64,
     ssrc: u32,
     /// The session id of our server hello: a server goodbye must carry it.

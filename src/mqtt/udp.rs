@@ -9,10 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tokio::net::UdpSocket;
-use tokio::sync::mpsc;
 
 /// Where an audio datagram goes: its device's link.
-pub type AudioRoute = mpsc::Sender<crate::links::mqtt::Inbound>;
+pub type AudioRoute = crate::links::mqtt::InboundSender;
 
 /// The bound audio socket and the SSRC routes.
 pub struct UdpSink {
@@ -130,7 +129,7 @@ mod socket_tests {
     #[tokio::test]
     async fn audio_reaches_its_session_by_ssrc_and_the_rest_is_dropped() {
         let sink = UdpSink::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
-        let (tx, mut rx) = mpsc::channel(4);
+        let (tx, mut rx) = crate::links::mqtt::inbound_channel();
         let ssrc = sink.register(tx);
         let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
         let mut packet = vec![0u8; 16 + 40];
