@@ -1,5 +1,6 @@
 //! What the hub knows about a device: identity, hello, serverInfo, tools, counters.
 
+use std::hash::Hasher;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -7,6 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::interned::{Content, Interned};
 use super::tool_list::ToolList;
 use crate::wire::identity::Identity;
 
@@ -139,6 +141,25 @@ fn raw(v: &Value) -> Option<Arc<RawValue>> {
     RawValue::from_string(v.to_string()).ok().map(Arc::from)
 }
 
+/// What devices of one firmware say alike (hello, `serverInfo`, `capabilities`), kept once for
+/// all of them ([`super::interned`]).
+static SAID_ALIKE: Interned<RawValue> = Interned::new();
+
+impl Content for RawValue {
+    fn hash_content(&self, h: &mut dyn Hasher) {
+        h.write(self.get().as_bytes());
+    }
+
+    fn same_content(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+/// [`raw`], shared with every device that said the same.
+fn raw_alike(v: &Value) -> Option<Arc<RawValue>> {
+    raw(v).map(|r| SAID_ALIKE.share(r))
+}
+
 impl DeviceInfo {
     pub fn new(identity: Identity, transport: &str, session_id: &str) -> Self {
         let now = now_ms();
@@ -205,14 +226,14 @@ impl DeviceInfo {
     }
 
     pub(super) fn set_hello(&mut self, hello: &Value) {
-        self.hello = raw(hello);
+        self.hello = raw_alike(hello);
         self.bump();
     }
 
     pub(super) fn set_initialize(&mut self, result: &Value) {
         self.mcp_protocol_version = result.get("protocolVersion").and_then(Value::as_str).map(str::to_string);
-        self.server_info = result.get("serverInfo").and_then(raw);
-        self.capabilities = result.get("capabilities").and_then(raw);
+        self.server_info = result.get("serverInfo").and_then(raw_alike);
+        self.capabilities = result.get("capabilities").and_then(raw_alike);
         self.bump();
     }
 

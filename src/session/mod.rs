@@ -28,6 +28,7 @@
 mod config;
 mod events;
 mod info;
+mod interned;
 mod limits;
 mod onboarding;
 mod onboarding_flow;

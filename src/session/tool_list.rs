@@ -3,17 +3,17 @@
 //! Devices running the same firmware list the same tools, byte for byte: a fleet of a thousand
 //! of them would otherwise keep a thousand copies of one list, and every description the link
 //! publishes (a snapshot per change) would copy it again. A list is interned by content when a
-//! session sets it, so equal lists are one allocation, and cloning a description clones a
+//! session sets it ([`super::interned`]), so equal lists are one allocation, and cloning a description clones a
 //! pointer.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher, RandomState};
+use std::hash::{Hash, Hasher};
 use std::ops::Deref;
-use std::sync::{Arc, LazyLock, Mutex, Weak};
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use super::info::ToolEntry;
+use super::interned::{Content, Interned};
 
 /// A device's tools in the order it listed them; cheap to clone.
 #[derive(Debug, Clone, Default)]
@@ -54,44 +54,23 @@ impl Serialize for ToolList {
     }
 }
 
-/// Lists in use, by a hash of their JSON; weak, so a list nobody uses is freed. Dead entries are
-/// swept whenever the table has doubled since the last sweep, so it stays within twice the
-/// number of distinct lists alive. The hash is keyed at random per process, so devices cannot
-/// choose lists that all land in one bucket.
-static INTERNED: LazyLock<Mutex<Table>> = LazyLock::new(Mutex::default);
+/// Lists in use, by a hash of their tools' JSON.
+static INTERNED: Interned<[ToolEntry]> = Interned::new();
 
-#[derive(Default)]
-struct Table {
-    keys: RandomState,
-    by_hash: HashMap<u64, Vec<Weak<[ToolEntry]>>>,
-    entries: usize,
-    sweep_at: usize,
+impl Content for [ToolEntry] {
+    fn hash_content(&self, mut h: &mut dyn Hasher) {
+        for t in self {
+            t.json.get().hash(&mut h);
+        }
+    }
+
+    fn same_content(&self, other: &Self) -> bool {
+        same(self, other)
+    }
 }
 
 fn intern(tools: Vec<ToolEntry>) -> Arc<[ToolEntry]> {
-    // Nothing under this lock can panic (hashing, string comparison, pushing); a poisoned table
-    // is still a valid cache.
-    let mut table = INTERNED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let mut hasher = table.keys.build_hasher();
-    for t in &tools {
-        t.json.get().hash(&mut hasher);
-    }
-    let bucket = table.by_hash.entry(hasher.finish()).or_default();
-    if let Some(found) = bucket.iter().filter_map(Weak::upgrade).find(|l| same(l, &tools)) {
-        return found;
-    }
-    let list: Arc<[ToolEntry]> = tools.into();
-    bucket.push(Arc::downgrade(&list));
-    table.entries += 1;
-    if table.entries >= table.sweep_at {
-        table.by_hash.retain(|_, lists| {
-            lists.retain(|l| l.strong_count() > 0);
-            !lists.is_empty()
-        });
-        table.entries = table.by_hash.values().map(Vec::len).sum();
-        table.sweep_at = (table.entries * 2).max(64);
-    }
-    list
+    INTERNED.share(tools.into())
 }
 
 /// Equal lists: the same tools as the device sent them, in the same order (the name and the
@@ -129,7 +108,7 @@ mod tests {
         for i in 0..1000 {
             let _ = ToolList::shared(list(&[&format!("tool_list_test.n{i}")]));
         }
-        let live = INTERNED.lock().unwrap().entries;
+        let live = INTERNED.entries();
         assert!(live < 1000, "dead lists are swept: {live} entries after 1000 lists that died at once");
     }
 }
