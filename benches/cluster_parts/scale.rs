@@ -82,6 +82,34 @@ async fn ready_ids(client: &HubClient) -> std::collections::HashSet<String> {
     ids
 }
 
+/// The `count` device ids a sim numbers up from `first` (a MAC counted as a number).
+fn ids_from(first: &str, count: usize) -> impl Iterator<Item = String> {
+    let base = u64::from_str_radix(&first.replace(':', ""), 16).expect("a MAC");
+    (0..count as u64).map(move |i| {
+        let b = (base + i).to_be_bytes();
+        format!("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", b[2], b[3], b[4], b[5], b[6], b[7])
+    })
+}
+
+/// Says which expected devices a hub does not list ready (at most 10), and how it lists each.
+async fn say_missing(client: &HubClient, expected: impl Iterator<Item = String>) {
+    let mut rows = std::collections::HashMap::new();
+    each_device(client, |d| {
+        if let Some(id) = d["device_id"].as_str() {
+            rows.insert(id.to_string(), d.clone());
+        }
+    })
+    .await;
+    let missing: Vec<String> = expected.filter(|id| rows.get(id).is_none_or(|d| d["phase"] != "ready")).collect();
+    println!("not ready through hub 1: {} devices", missing.len());
+    for id in missing.iter().take(10) {
+        match rows.get(id) {
+            Some(d) => println!("  {id}: listed {}", json!({"phase": d["phase"], "transport": d["transport"], "hub": d["hub"], "onboarding": d["onboarding"]})),
+            None => println!("  {id}: not listed"),
+        }
+    }
+}
+
 /// `mcpdev ARGS` against a hub: the time to its first line on stdout, and to its end.
 async fn timed(
     host: &str,
@@ -205,6 +233,8 @@ pub async fn run() {
             started.elapsed(),
             grew.elapsed()
         );
+        let ws = (0..n).flat_map(|i| ids_from(&format!("0f:{:02x}:00:00:00:00", i + 1), ws_each));
+        say_missing(&clients[0], ids_from("0f:00:00:00:00:00", mqtt).chain(ws)).await;
     }
     tokio::time::sleep(Duration::from_secs(10)).await;
     let mut own = Vec::new();
