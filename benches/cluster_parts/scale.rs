@@ -83,7 +83,7 @@ async fn ready_ids(client: &HubClient) -> std::collections::HashSet<String> {
 }
 
 /// The `count` device ids a sim numbers up from `first` (a MAC counted as a number).
-fn ids_from(first: &str, count: usize) -> impl Iterator<Item = String> {
+fn ids_from(first: &str, count: usize) -> impl Iterator<Item = String> + use<> {
     let base = u64::from_str_radix(&first.replace(':', ""), 16).expect("a MAC");
     (0..count as u64).map(move |i| {
         let b = (base + i).to_be_bytes();
