@@ -6,6 +6,11 @@
 //! watcher that fell behind, has given most of it back (the watcher caught up or went away):
 //! the memory a slow stream made the hub hold returns after the stream.
 //!
+//! The `mcpdev` binary allocates with mimalloc (src/main.rs), which gives back the pages it no
+//! longer uses by itself; there these trims only reach what C code allocated with glibc's malloc,
+//! and cost a walk of nearly empty arenas. They matter where the library runs on glibc's
+//! allocator (the tests and benches that serve in-process).
+//!
 //! Rules it enforces: never during a burst (trimming takes the arenas' locks, and a burst would
 //! only take the pages back); at most once per quiet spell; off the async workers
 //! (`spawn_blocking`); only where the allocator is glibc's. `MCPDEV_HEAP_TRIM=0` turns it off (to
