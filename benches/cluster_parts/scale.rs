@@ -22,13 +22,17 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-fn sim(args: &[&str]) -> Proc {
+/// `mcpdev sim ARGS`. With `MCPDEV_BENCH_LOG_DIR`, its warnings (and each MQTT device's
+/// connection) go to `<dir>/<name>.log`, so a device that never became ready can be looked up.
+fn sim(name: &str, args: &[&str]) -> Proc {
+    let log = std::env::var_os("MCPDEV_BENCH_LOG_DIR")
+        .map(|d| std::fs::File::create(std::path::Path::new(&d).join(format!("{name}.log"))).expect("MCPDEV_BENCH_LOG_DIR is writable"));
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"))
         .args(["sim", "--quiet"])
         .args(args)
-        .env("RUST_LOG", "error")
+        .env("RUST_LOG", if log.is_some() { "warn,mcpdev::sim::mqtt=info" } else { "error" })
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(log.map_or_else(Stdio::null, Stdio::from))
         .kill_on_drop(true)
         .spawn()
         .unwrap();
@@ -173,7 +177,7 @@ pub async fn run() {
     // Devices: MQTT ids 0f:00:…, WebSocket ids 0f:<hub+1>:… (the last one of the last hub
     // arrives last).
     let started = Instant::now();
-    let _mqtt = sim(&[
+    let _mqtt = sim("sim-mqtt", &[
         "--mqtt",
         &url,
         "--device-id",
@@ -189,7 +193,7 @@ pub async fn run() {
         // A real fleet comes from many addresses: each hub's devices from 64 of their own
         // (127.0.<hub+1>.1–64), so the per-address caps before hello pace no one source.
         let sources = (1..=64).map(|k| format!("127.0.{}.{k}", i + 1)).collect::<Vec<_>>().join(",");
-        _ws.push(sim(&[
+        _ws.push(sim(&format!("sim-ws-{}", i + 1), &[
             "--url",
             &h.2,
             "--device-id",
