@@ -3,8 +3,8 @@
 //! Devices running the same firmware list the same tools, byte for byte: a fleet of a thousand
 //! of them would otherwise keep a thousand copies of one list, and every description the link
 //! publishes (a snapshot per change) would copy it again. A list is interned by content when a
-//! session sets it ([`super::interned`]), so equal lists are one allocation, and cloning a description clones a
-//! pointer.
+//! session sets it ([`super::interned`]), so equal lists are one allocation, and cloning a
+//! description clones a pointer.
 
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
