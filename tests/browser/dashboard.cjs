@@ -43,8 +43,14 @@ async function main(page, context) {
   const ids = await page.$$eval('tr[data-device]', (rows) => rows.map((r) => r.dataset.device));
   say('devices', { ids });
 
-  // Keyboard: focus the device's link and press Enter.
+  // Keyboard: focus the device's link and press Enter. The rows are rebuilt every second: the
+  // keyboard stays on the device's link through a rebuild (it used to fall back to the page, and
+  // Enter went nowhere).
   await page.focus('tr[data-device="02:00:00:00:00:01"] a');
+  const before = await page.$('tr[data-device="02:00:00:00:00:01"] a');
+  await page.waitForFunction((a) => !a.isConnected, before, { timeout: 5000 });
+  const kept = await page.evaluate(() => (document.activeElement && document.activeElement.closest('tr') || {}).dataset?.device || null);
+  if (kept !== '02:00:00:00:00:01') throw new Error('the focus left the device link when the rows were rebuilt: ' + kept);
   await page.keyboard.press('Enter');
   await page.waitForSelector('body[data-rendered="device"]', { timeout: 15000 });
   await page.waitForSelector('section[data-live="true"]', { timeout: 15000 });

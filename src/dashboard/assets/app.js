@@ -155,6 +155,9 @@
       count.textContent = `${first}–${data.offset + data.devices.length} of ${data.matched} matching (${data.total} connected)`;
       prev.disabled = data.offset === 0;
       next.disabled = data.offset + data.devices.length >= data.matched;
+      // The rows are rebuilt every second: a device link the keyboard was on is focused again
+      // in its new row (it was lost with the old one, and Enter then went nowhere).
+      const focused = body.contains(document.activeElement) ? document.activeElement.closest('tr')?.dataset.device : undefined;
       body.replaceChildren(...data.devices.map((d) => el('tr', { 'data-device': d.id },
         el('td', {}, el('a', { href: '#/device/' + encodeURIComponent(d.id), text: d.id })),
         el('td', { text: d.alias || '' }),
@@ -168,6 +171,10 @@
         el('td', { class: 'num', text: d.calls.p50_ms == null ? '' : '≤' + d.calls.p50_ms + ' ms' }),
         el('td', { class: 'num', text: d.calls.p99_ms == null ? '' : '≤' + d.calls.p99_ms + ' ms' }),
         el('td', { class: 'spark-col' }, spark(d.calls.recent_ms)))));
+      if (focused !== undefined) {
+        const row = Array.from(body.children).find((r) => r.dataset.device === focused);
+        row?.querySelector('a')?.focus({ preventScroll: true });
+      }
       document.body.dataset.rendered = 'devices';
     };
     every(1000, () => refresh());
