@@ -6,9 +6,9 @@ use mcpdev::exit::{Exit, exit_for};
 
 /// mimalloc, not glibc's malloc. A hub that 100,000 devices joined at once (six hubs, one
 /// Mosquitto) kept 8.6–9.2 KB a device with glibc's: the ramp's passing buffers, freed between
-/// the sessions allocated at the same time, stay in its arenas. With an allocator that keeps
-/// sizes apart and gives back the pages it no longer uses, a hub of the same run kept about
-/// 6 KB (benches/README.md, the cluster at 100,000 devices).
+/// the sessions allocated at the same time, stay in its arenas. With mimalloc, which keeps sizes
+/// apart and gives back the pages it no longer uses, the same build kept 6.7–7.9 KB
+/// (benches/README.md, the cluster at 100,000 devices, runs 9 and 10).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

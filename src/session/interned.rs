@@ -26,16 +26,6 @@ pub(super) trait Content {
     fn same_content(&self, other: &Self) -> bool;
 }
 
-impl Content for str {
-    fn hash_content(&self, h: &mut dyn Hasher) {
-        h.write(self.as_bytes());
-    }
-
-    fn same_content(&self, other: &Self) -> bool {
-        self == other
-    }
-}
-
 /// A table of values in use, by a hash of their content.
 pub(super) struct Interned<T: ?Sized> {
     table: Mutex<Option<Table<T>>>,
@@ -87,6 +77,16 @@ impl<T: ?Sized + Content> Interned<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Content for str {
+        fn hash_content(&self, h: &mut dyn Hasher) {
+            h.write(self.as_bytes());
+        }
+
+        fn same_content(&self, other: &Self) -> bool {
+            self == other
+        }
+    }
 
     static TEXTS: Interned<str> = Interned::new();
 
