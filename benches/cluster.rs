@@ -85,11 +85,14 @@ async fn hub_with(broker: &str, state: &std::path::Path, extra: &[&str]) -> (Pro
         let name = state.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "hub".into());
         std::fs::File::create(std::path::Path::new(&d).join(format!("{name}.log"))).expect("MCPDEV_BENCH_LOG_DIR is writable")
     });
-    // `MCPDEV_BENCH_HUB1_WRAP`: a command the first hub (state `h0`) runs under, to profile it
-    // (`heaptrack -o /tmp/h0`, `perf record -g -o /tmp/h0.data --`).
-    let wrap: Vec<String> = std::env::var("MCPDEV_BENCH_HUB1_WRAP")
-        .ok()
-        .filter(|_| state.file_name().is_some_and(|n| n == "h0"))
+    // `MCPDEV_BENCH_HUB<N>_WRAP`: a command hub N (state `h<N-1>`) runs under, to profile it
+    // (`heaptrack -o /tmp/h0`, `perf record -g -o /tmp/h0.data --`) or to try a setting on some
+    // hubs of one run and not the others (`env MIMALLOC_ALLOW_THP=0`).
+    let number = state
+        .file_name()
+        .and_then(|n| n.to_str()?.strip_prefix('h')?.parse::<usize>().ok());
+    let wrap: Vec<String> = number
+        .and_then(|i| std::env::var(format!("MCPDEV_BENCH_HUB{}_WRAP", i + 1)).ok())
         .map(|w| w.split_whitespace().map(str::to_string).collect())
         .unwrap_or_default();
     let mut command = match wrap.split_first() {
