@@ -100,8 +100,8 @@ impl Claims {
             .collect()
     }
 
-    /// The devices this hub owns (their claims are published again after a reconnect, in case
-    /// the broker restarted without keeping retained messages).
+    /// The devices this hub owns (those it still serves are claimed again after a reconnect, in
+    /// case the broker restarted without keeping retained messages).
     pub fn mine(&self) -> Vec<String> {
         self.owners.iter().filter(|(_, h)| **h == self.me).map(|(k, _)| k.clone()).collect()
     }

@@ -110,6 +110,37 @@ impl MqttSettings {
 /// looks again ([`Control::ClaimCheck`]).
 const CLAIM_RECHECK: Duration = Duration::from_secs(3);
 
+/// How long a claim of this hub may take to come back from the broker and still count as its own
+/// late claim ([`ClaimsOut`]); one that takes longer was lost.
+const CLAIM_OUT_MAX: Duration = Duration::from_secs(300);
+
+/// The claims a hub has published that have not come back from the broker yet. A claim can come
+/// back late: behind a broker that stalls, or re-sent by the client after a reconnect. By then
+/// the hub may have let the device go (its look after [`CLAIM_RECHECK`] saw another hub's claim
+/// first), yet its claim, arriving last, wins on every hub, and the others let go of the device.
+/// Knowing the claim is its own, the hub serves the device instead of leaving it on no hub.
+/// Bounded: entries older than [`CLAIM_OUT_MAX`] are swept whenever the map has doubled.
+#[derive(Default)]
+struct ClaimsOut {
+    sent: HashMap<String, std::time::Instant>,
+    sweep_at: usize,
+}
+
+impl ClaimsOut {
+    fn sent(&mut self, key: &str, now: std::time::Instant) {
+        self.sent.insert(key.to_string(), now);
+        if self.sent.len() >= self.sweep_at {
+            self.sent.retain(|_, at| now.duration_since(*at) < CLAIM_OUT_MAX);
+            self.sweep_at = (self.sent.len() * 2).max(1024);
+        }
+    }
+
+    /// The claim came back: was it one this hub sent (and not too long ago)?
+    fn came_back(&mut self, key: &str, now: std::time::Instant) -> bool {
+        self.sent.remove(key).is_some_and(|at| now.duration_since(at) < CLAIM_OUT_MAX)
+    }
+}
+
 /// The keepalive of the hub's own broker connection: how soon a hub that vanished silently is
 /// declared dead by the broker (its last will), and its devices taken over.
 pub const HUB_KEEPALIVE: Duration = Duration::from_secs(5);
@@ -452,6 +483,7 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         mqtt: mqtt.clone(),
         claims: Claims::new(hub_id),
         pending: HashMap::new(),
+        claims_out: ClaimsOut::default(),
         links: HashMap::new(),
         control,
         subscribed: subscribed_tx,
@@ -526,6 +558,9 @@ struct Dispatcher {
     claims: Claims,
     /// Devices this hub has claimed and not yet settled, with their held messages.
     pending: HashMap<String, Vec<String>>,
+    /// This hub's claims published and not yet come back, and when: one that comes back after
+    /// the hub let the device go still wins ([`Self::on_own_claim`]).
+    claims_out: ClaimsOut,
     links: HashMap<String, LinkEntry>,
     control: mpsc::Sender<Control>,
     subscribed: watch::Sender<bool>,
@@ -576,7 +611,7 @@ impl Dispatcher {
                             self.take_over();
                         }
                     }
-                    Some(ConnEvent::Message(p)) => self.on_message(&p.topic, p.payload.to_vec()),
+                    Some(ConnEvent::Message(p)) => self.on_message(&p.topic, p.payload.to_vec(), p.retain),
                     None => return,
                 },
                 c = control.recv() => match c {
@@ -648,11 +683,12 @@ impl Dispatcher {
         // stands (it is the last, so it wins everywhere and the survivor lets go), the device is
         // served again, and asked first if its link was dropped ([`Self::settle`]). Without the
         // hold, both hubs let go of it: nobody served a device that was still connected.
-        let mine = self.claims.mine();
-        for key in mine.iter().filter(|k| self.links.contains_key(*k)) {
-            self.pending.entry(key.clone()).or_default();
+        // A device this hub owns but no longer serves (it left) is not claimed again: the claim
+        // would come back as this hub's own and have it ask a device that is gone.
+        for key in self.claims.mine().into_iter().filter(|k| self.links.contains_key(k)) {
+            self.pending.entry(key).or_default();
         }
-        let claiming: HashSet<String> = mine.into_iter().chain(self.pending.keys().cloned()).collect();
+        let claiming: Vec<String> = self.pending.keys().cloned().collect();
         for key in claiming {
             self.publish_claim(&key);
         }
@@ -677,7 +713,8 @@ impl Dispatcher {
     /// Publishes this hub's claim for `key`, and looks again after [`CLAIM_RECHECK`]: a claim that
     /// was never queued (the client's queue was full) or was lost with the connection never comes
     /// back from the broker, and would hold the device's messages for ever.
-    fn publish_claim(&self, key: &str) {
+    fn publish_claim(&mut self, key: &str) {
+        self.claims_out.sent(key, std::time::Instant::now());
         let topic = format!("{}{key}", topics::CLAIMS);
         let _ = self.mqtt.client.try_publish(topic, QoS::AtLeastOnce, true, self.claims.me().as_bytes().to_vec());
         self.after(CLAIM_RECHECK, Control::ClaimCheck(key.to_string()));
@@ -710,7 +747,9 @@ impl Dispatcher {
         }
     }
 
-    fn on_message(&mut self, topic: &str, payload: Vec<u8>) {
+    /// `replayed`: a retained message the broker sent because this hub subscribed (MQTT sets the
+    /// flag on those only), not one published since.
+    fn on_message(&mut self, topic: &str, payload: Vec<u8>, replayed: bool) {
         if let Some(key) = topic.strip_prefix(topics::UP) {
             if topics::valid_key(key) {
                 self.mqtt.heard.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.to_string());
@@ -729,12 +768,14 @@ impl Dispatcher {
             let hub = String::from_utf8_lossy(&payload).trim().to_string();
             let hub = (!hub.is_empty()).then_some(hub);
             self.mqtt.heard.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.to_string());
+            let own = hub.as_deref() == Some(self.claims.me());
             if self.claims.on_claim(key, hub.as_deref()) {
                 info!(key, owner = ?hub, "another hub serves this device now");
                 self.drop_link(key);
             }
-            if hub.as_deref() == Some(self.claims.me()) && self.pending.contains_key(key) {
-                self.after(self.mqtt.settings.claim_settle, Control::Settled(key.to_string()));
+            debug!(key, ?hub, replayed, pending = self.pending.contains_key(key), link = self.links.contains_key(key), "claim");
+            if own {
+                self.on_own_claim(key, replayed);
             }
         } else if let Some(hub) = topic.strip_prefix(topics::HUBS) {
             let alive = !payload.is_empty();
@@ -746,6 +787,24 @@ impl Dispatcher {
         } else {
             self.mqtt.cluster.on_message(topic, &payload);
         }
+    }
+
+    /// This hub's claim for `key` came back from the broker: it owns the device on every hub that
+    /// has seen the claim. Held messages wait for the settle time. A claim of its own that comes
+    /// back after the hub let the device go (a claim just published, or one it sent and had not
+    /// seen back: [`ClaimsOut`]) is served the same way, the device asked first, since the other
+    /// hubs let go of it on seeing this claim. A claim the broker replays on a new subscription
+    /// that this hub did not just send (a device it served that left) is not.
+    fn on_own_claim(&mut self, key: &str, replayed: bool) {
+        let late = self.claims_out.came_back(key, std::time::Instant::now()) || !replayed;
+        if !self.pending.contains_key(key) {
+            if !late || self.links.get(key).is_some_and(|l| !l.inbound.is_closed()) {
+                return;
+            }
+            info!(key, "this hub's claim came back after it had let the device go, and won: serving the device");
+            self.pending.insert(key.to_string(), Vec::new());
+        }
+        self.after(self.mqtt.settings.claim_settle, Control::Settled(key.to_string()));
     }
 
     fn on_uplink(&mut self, key: &str, payload: Vec<u8>) {
