@@ -8,7 +8,9 @@
 //!   claim has come back from the broker and a short settle time has passed with no later claim;
 //! - every hub applies every claim in the order the broker delivers them, and the **last claim
 //!   wins**. All hubs see one order, so they agree; a hub that sees a later claim for a device it
-//!   serves drops its session (it is served elsewhere now);
+//!   serves drops its session (it is served elsewhere now), and a hub whose own claim comes back
+//!   last serves the device, even one it had let go meanwhile (a claim delayed behind a stalled
+//!   broker, or sent again after a reconnect): it asks the device first;
 //! - a hub that gets a message of a device another live hub owns passes it on to that hub
 //!   (`mcpdev/fwd/<owner>/<key>`); only the owner publishes to the device;
 //! - when a hub dies (its presence is cleared by its last will), each of its devices is taken
