@@ -104,6 +104,9 @@ fn main() -> ExitCode {
     }
 }
 
+/// `mi_option_purge_delay` in mimalloc.h's `mi_option_t` (15 in v2 and v3 alike).
+const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
+
 /// How a process that holds a fleet (`serve`, `sim`) gives memory back; called before its
 /// runtime starts. Each setting is left to mimalloc when its `MIMALLOC_` variable is set.
 /// - **No transparent huge pages.** mimalloc asks for them on its arenas (`MADV_HUGEPAGE`), and
@@ -118,8 +121,6 @@ fn tune_allocator() {
     unsafe extern "C" {
         fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
     }
-    /// `mi_option_purge_delay` in mimalloc.h's `mi_option_t` (15 in v2 and v3 alike).
-    const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
     if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
         // SAFETY: PR_SET_THP_DISABLE takes plain integers and touches no memory of ours.
         unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
@@ -176,11 +177,11 @@ mod tests {
         if std::env::var_os("MIMALLOC_ALLOW_THP").is_some() || std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
             return;
         }
-        // Option 15 is the purge delay: mimalloc v3's default for it is 1000 ms, and no other
+        // The option is the purge delay: mimalloc v3's default for it is 1000 ms, and no other
         // option's.
-        assert_eq!(unsafe { mi_option_get(15) }, 1000);
+        assert_eq!(unsafe { mi_option_get(super::MI_OPTION_PURGE_DELAY) }, 1000);
         super::tune_allocator();
-        assert_eq!(unsafe { mi_option_get(15) }, 0);
+        assert_eq!(unsafe { mi_option_get(super::MI_OPTION_PURGE_DELAY) }, 0);
         assert_eq!(unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) }, 1);
     }
 

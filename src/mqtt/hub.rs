@@ -798,10 +798,12 @@ impl Dispatcher {
     fn on_own_claim(&mut self, key: &str, replayed: bool) {
         let late = self.claims_out.came_back(key, std::time::Instant::now()) || !replayed;
         if !self.pending.contains_key(key) {
-            if !late || self.links.get(key).is_some_and(|l| !l.inbound.is_closed()) {
+            if !late || self.serves(key) {
                 return;
             }
-            info!(key, "this hub's claim came back after it had let the device go, and won: serving the device");
+            if crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Onboarding, key) {
+                info!(key, "this hub's claim came back after it had let the device go, and won: serving the device");
+            }
             self.pending.insert(key.to_string(), Vec::new());
         }
         self.after(self.mqtt.settings.claim_settle, Control::Settled(key.to_string()));
@@ -861,9 +863,14 @@ impl Dispatcher {
         }
     }
 
+    /// The device has a link here that still runs.
+    fn serves(&self, key: &str) -> bool {
+        self.links.get(key).is_some_and(|l| !l.inbound.is_closed())
+    }
+
     fn deliver(&mut self, key: &str, payload: Vec<u8>) {
         let text = String::from_utf8_lossy(&payload).into_owned();
-        if self.links.get(key).is_none_or(|l| l.inbound.is_closed()) {
+        if !self.serves(key) {
             let is_hello = serde_json::from_str::<Value>(&text).ok().is_some_and(|v| v["type"] == "hello");
             if !self.start_link(key, !is_hello) {
                 return;
@@ -884,11 +891,10 @@ impl Dispatcher {
 
     /// The embedded broker saw a device's connection start or end: see [`super::instances`].
     fn on_client_event(&mut self, event: broker::ClientEvent) {
-        let has_link = |key: &str| self.links.get(key).is_some_and(|l| !l.inbound.is_closed());
         let key = match &event {
             broker::ClientEvent::Connected { client_id, .. } | broker::ClientEvent::Closed { client_id, .. } => client_id.clone(),
         };
-        let (_, action) = self.instances.on_event(event, has_link(&key), std::time::Instant::now());
+        let (_, action) = self.instances.on_event(event, self.serves(&key), std::time::Instant::now());
         match action {
             LinkAction::Nothing => {}
             LinkAction::End(why) => self.end_link(&key, why),
