@@ -9,7 +9,9 @@
 //! 3. Takeover: `kill -9` of the hub that serves most of the 1,000 devices; the time until the
 //!    survivor serves every one of them (onboarded again, ready).
 //!
-//! Run: `cargo bench --bench cluster` (needs `mosquitto`; figures in benches/README.md).
+//! Run: `cargo bench --bench cluster` (needs `mosquitto`; figures in benches/README.md). The hubs
+//! offer each other their direct link (`--cluster-link`); `MCPDEV_BENCH_LINK=0` sends every
+//! request through the broker instead.
 //! `MCPDEV_BENCH_DEVICES` sets the fleet (default 1000), `MCPDEV_BENCH_REST_SECS` the quiet
 //! window (default 60), and `MCPDEV_BENCH_LOG_DIR` a directory for the hubs' logs (warnings and
 //! up; else they are discarded).
@@ -116,6 +118,9 @@ async fn hub_with(broker: &str, state: &std::path::Path, extra: &[&str]) -> (Pro
             broker,
         ])
         .args(extra)
+        // The hubs' direct link for their requests (docs/cluster.md), unless `MCPDEV_BENCH_LINK=0`
+        // (every request through the broker, as before `--cluster-link`).
+        .args(if std::env::var("MCPDEV_BENCH_LINK").as_deref() == Ok("0") { &[][..] } else { &["--cluster-link", "127.0.0.1:0"][..] })
         .env("MCPDEV_STATE_DIR", state)
         .env("RUST_LOG", if log.is_some() { "warn" } else { "error" })
         .stdin(Stdio::null())
@@ -252,7 +257,7 @@ async fn run() {
     let (p50, p90, cpu) = calls(local, "0e:00:00:00:00:01", pids, [0.0; 2]).await;
     println!("| local (through the serving hub) | {p50:.2?} | {p90:.2?} | {:.0} µs | - |", cpu[0]);
     let (p50, p90, cpu) = calls(remote, "0e:00:00:00:00:01", pids, [0.0; 2]).await;
-    println!("| cross-hub (through the other hub, over the broker) | {p50:.2?} | {p90:.2?} | {:.0} µs | {:.0} µs |", cpu[0], cpu[1]);
+    println!("| cross-hub (through the other hub: its link, or the broker with MCPDEV_BENCH_LINK=0) | {p50:.2?} | {p90:.2?} | {:.0} µs | {:.0} µs |", cpu[0], cpu[1]);
 
     // 2. 1,000 devices at rest (plus the one above).
     let _fleet = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"))

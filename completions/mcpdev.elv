@@ -83,6 +83,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --hub-name 'This hub''s name in a cluster, shown by `devices` (column `hub`) instead of its id: up to 32 letters, digits, `.`, `-` and `_` (needs --mqtt: a hub without a broker has no cluster)'
             cand --cluster-index-max 'Cluster: devices this hub lists in its index for the other hubs at most (the first in Device-Id order); the others hubs find the rest on demand and say how many are not listed'
             cand --cluster-stand-ins 'Cluster: other hubs'' devices kept as stand-ins for this hub''s MCP endpoints at once; beyond it the one used least recently is dropped and made again when asked for'
+            cand --cluster-link 'Cluster: offer the other hubs a direct TLS link here for their requests to this hub''s devices (one hop fewer than the broker each way): the address they reach this hub at, not a wildcard (port 0: any free port). Advertised to the hubs only, MAC''d with the hub secret; a hub without one goes through the broker'
             cand --mqtt-max-payload 'Largest MQTT message to or from a device, in bytes; larger ones are refused'
             cand --mqtt-hooks 'EMQX 5: serve its HTTP authentication and authorization hooks here (/mqtt/authn, /mqtt/authz), so that EMQX asks the hub; the secret EMQX sends is in MCPDEV_MQTT_HOOK_SECRET(_FILE)'
             cand --mqtt-device-endpoint '`mqtt.endpoint` handed to devices by OTA (default: the broker''s address as devices reach it)'

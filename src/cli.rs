@@ -717,6 +717,12 @@ pub struct MqttServeArgs {
     /// it the one used least recently is dropped and made again when asked for
     #[arg(long, env = "MCPDEV_CLUSTER_STAND_INS", value_name = "N", default_value_t = crate::mqtt::proxy::DEFAULT_MAX_PROXIES, value_parser = clap::value_parser!(u32).range(1..))]
     pub cluster_stand_ins: u32,
+    /// Cluster: offer the other hubs a direct TLS link here for their requests to this hub's
+    /// devices (one hop fewer than the broker each way): the address they reach this hub at, not a
+    /// wildcard (port 0: any free port). Advertised to the hubs only, MAC'd with the hub secret;
+    /// a hub without one goes through the broker
+    #[arg(long, env = "MCPDEV_CLUSTER_LINK", value_name = "IP:PORT", requires = "mqtt")]
+    pub cluster_link: Option<std::net::SocketAddr>,
     /// Largest MQTT message to or from a device, in bytes; larger ones are refused
     #[arg(long, value_name = "BYTES", default_value_t = 8192, value_parser = clap::value_parser!(u64).range(512..=1_048_576))]
     pub mqtt_max_payload: u64,

@@ -289,17 +289,6 @@ fn retry_after(a: &common::raw_http::Answer) -> u64 {
     s
 }
 
-/// `/metrics` (with the control token): the value of one sample.
-async fn metric(hub: &HubProcess, sample: &str) -> f64 {
-    let port = hub.host_url.rsplit(':').next().unwrap();
-    let token = std::fs::read_to_string(std::path::Path::new(&hub.runtime_dir).join(format!("control-{port}.token"))).unwrap();
-    let addr = hub.host_url.trim_start_matches("http://").to_string();
-    let (status, _, body) = common::ota::exchange(&addr, "GET", "/metrics", &[("Authorization", &format!("Bearer {}", token.trim()))], "", common::ws::DEADLINE).await;
-    assert_eq!(status, 200);
-    let text = String::from_utf8_lossy(&body).into_owned();
-    text.lines().find_map(|l| l.strip_prefix(sample)).and_then(|v| v.trim().parse().ok()).unwrap_or_else(|| panic!("no {sample} in /metrics"))
-}
-
 /// Issue 31, defect 3: one OTA check-in from each of 1,000 source addresses (ten /24s of
 /// 127.0.0.0/8), so that every address holds one request and the real device's address ties for
 /// "busiest". Its code survives and approves; the flood is refused with 429 and `Retry-After` once
@@ -329,8 +318,8 @@ async fn a_flood_from_a_thousand_addresses_spares_a_real_devices_code() {
     let list = pending(&hub).await;
     assert!(list.len() <= 256, "{} requests listed", list.len());
     assert!(list.iter().any(|p| p["code"] == code.as_str()), "the real device's code is still listed");
-    assert!(metric(&hub, "mcpdev_refusals_total{reason=\"admission_network\"}").await >= 1.0, "refusals by network are counted");
-    assert!(metric(&hub, "mcpdev_refusals_total{reason=\"admission_full\"}").await >= 1.0, "refusals of a full hub are counted");
+    assert!(hub.metric("mcpdev_refusals_total{reason=\"admission_network\"}").await >= 1.0, "refusals by network are counted");
+    assert!(hub.metric("mcpdev_refusals_total{reason=\"admission_full\"}").await >= 1.0, "refusals of a full hub are counted");
     ok(&hub, &["devices", "approve", &code]).await;
     let after = check_in_from(&hub, "127.0.0.1", VICTIM, VICTIM_UUID).await.json();
     assert!(after["activation"].is_null() && after["websocket"]["token"].is_string(), "the approved device gets its token: {after}");

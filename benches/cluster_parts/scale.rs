@@ -168,9 +168,10 @@ pub async fn run() {
     let base: Vec<u64> = hubs.iter().map(|h| rss_kib(h.0.pid())).collect();
     let broker_base = rss_kib(broker.pid());
     println!(
-        "## {n} hubs, {devices} devices ({} MQTT, {} WebSocket), Mosquitto on loopback, debug={}",
+        "## {n} hubs, {devices} devices ({} MQTT, {} WebSocket), Mosquitto on loopback, hub links {}, debug={}",
         mqtt,
         devices - mqtt,
+        if std::env::var("MCPDEV_BENCH_LINK").as_deref() == Ok("0") { "off (MCPDEV_BENCH_LINK=0)" } else { "on" },
         cfg!(debug_assertions)
     );
 

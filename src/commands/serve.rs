@@ -131,8 +131,9 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         let hooks = mqtt.as_ref().and_then(|m| m.hooks).map(|a| format!("http://{a}"));
         // The id this hub has in a cluster (any hub on the same broker), and its given name.
         let hub_id = mqtt.as_ref().map(|m| m.hub_id.clone());
+        let cluster_link = mqtt.as_ref().and_then(|m| m.link.as_ref()).map(|l| l.addr.to_string());
         serde_json::json!({"event": "listening", "devices": devices_url, "device_urls": reach, "host": host_url, "mcp": mcp,
-            "demo_devices": args.demo.unwrap_or(0), "ota": ota_url, "mqtt": broker, "udp_port": udp, "mqtt_hooks": hooks, "hub_id": hub_id, "hub_name": args.mqtt.hub_name,
+            "demo_devices": args.demo.unwrap_or(0), "ota": ota_url, "mqtt": broker, "udp_port": udp, "mqtt_hooks": hooks, "hub_id": hub_id, "hub_name": args.mqtt.hub_name, "cluster_link": cluster_link,
             "approve_all": admission.approve_all(), "admitted_file": admission.file(),
             "max_device_connections": running.hub.budget.caps().max_connections, "fd_limit": running.hub.budget.fd_limit(), "tls": tls_info})
     };
@@ -276,6 +277,7 @@ fn mqtt_settings(a: &MqttServeArgs) -> anyhow::Result<Option<MqttSettings>> {
     s.group = a.mqtt_group.clone();
     s.index_max = a.cluster_index_max as usize;
     s.stand_ins = a.cluster_stand_ins as usize;
+    s.cluster_link = a.cluster_link;
     s.max_payload = a.mqtt_max_payload as usize;
     s.udp_addr = a.udp_addr;
     s.device_endpoint = a.mqtt_device_endpoint.clone();

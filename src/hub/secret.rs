@@ -25,6 +25,9 @@ pub enum Purpose {
     /// The MAC of a request one hub of a cluster sends another, and of its answers
     /// ([`crate::mqtt`] `cluster_rpc`): only hubs can ask a hub to reach a device, or answer it.
     ClusterRpc,
+    /// The MAC of a hub's link advertisement, and the proof a hub sends first on a link
+    /// ([`crate::mqtt`] `hub_link`): only hubs can offer a link, or use one.
+    ClusterLink,
 }
 
 impl Purpose {
@@ -35,6 +38,7 @@ impl Purpose {
             Purpose::ClusterRecord => "cluster-record",
             Purpose::ClusterIndex => "cluster-index",
             Purpose::ClusterRpc => "cluster-rpc",
+            Purpose::ClusterLink => "cluster-link",
         }
     }
 }

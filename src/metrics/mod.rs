@@ -94,6 +94,9 @@ pub enum Refused {
     /// A remote token where it is not accepted (plain http, a loopback-only listener), or the
     /// control token from another machine ([`crate::hub::bearer`]).
     TokenTransport,
+    /// A connection to the cluster link that did not prove the hub secret in time, or came
+    /// beyond its caps ([`crate::mqtt`] `hub_link`).
+    ClusterLink,
 }
 
 impl Refused {
@@ -114,9 +117,10 @@ impl Refused {
             Refused::TlsHandshake => "tls_handshake",
             Refused::TokenGuesses => "token_guesses",
             Refused::TokenTransport => "token_transport",
+            Refused::ClusterLink => "cluster_link",
         }
     }
-    pub const ALL: [Refused; 15] = [
+    pub const ALL: [Refused; 16] = [
         Refused::Host,
         Refused::Origin,
         Refused::OtherUser,
@@ -132,6 +136,7 @@ impl Refused {
         Refused::TlsHandshake,
         Refused::TokenGuesses,
         Refused::TokenTransport,
+        Refused::ClusterLink,
     ];
 }
 
@@ -153,6 +158,7 @@ struct Metrics {
     ring_bytes: Gauge,
     ring_peak_bytes: Gauge,
     devices: Family<Label2, Gauge>,
+    cluster_requests: Family<Label1, Counter>,
     started: Instant,
     calls_rate: RateRing,
     onboarding_rate: RateRing,
@@ -193,6 +199,11 @@ impl Metrics {
         registry.register_with_unit("event_ring_peak", "The most device events held at once for watchers since the hub started (their JSON)", Unit::Bytes, ring_peak_bytes.clone());
         let devices = Family::<Label2, Gauge>::default();
         registry.register("devices", "Connected devices, by state and transport", devices.clone());
+        let cluster_requests = Family::<Label1, Counter>::default();
+        registry.register("cluster_requests", "Requests this hub sent to other hubs of its cluster, by the path they took (its direct link, or the broker)", cluster_requests.clone());
+        for path in ["link", "broker"] {
+            let _ = cluster_requests.get_or_create(&[("path", path)]);
+        }
         let build_info = Family::<Label2, Gauge>::default();
         registry.register("build_info", "The running mcpdev's version and the commit it was built from (1)", build_info.clone());
         build_info.get_or_create(&[("version", env!("CARGO_PKG_VERSION")), ("commit", env!("MCPDEV_COMMIT"))]).set(1);
@@ -222,6 +233,7 @@ impl Metrics {
             ring_bytes,
             ring_peak_bytes,
             devices,
+            cluster_requests,
             started: Instant::now(),
             calls_rate: RateRing::default(),
             onboarding_rate: RateRing::default(),
@@ -259,6 +271,12 @@ pub fn device_event(name: &str) {
         }
         _ => {}
     }
+}
+
+/// A request went to another hub of the cluster: on its direct link (`true`) or through the
+/// broker.
+pub fn cluster_request(on_link: bool) {
+    METRICS.cluster_requests.get_or_create(&[("path", if on_link { "link" } else { "broker" })]).inc();
 }
 
 /// The hub refused something.

@@ -1,6 +1,8 @@
-//! Hub-to-hub requests over the broker: the control API of one hub reaches a device another hub
-//! serves ([`crate::hub::remote`]). No second transport: the requests ride the hubs' own broker
-//! connections, under the cluster's topics.
+//! Hub-to-hub requests: the control API of one hub reaches a device another hub serves
+//! ([`crate::hub::remote`]). The requests ride the hubs' own broker connections, under the
+//! cluster's topics, or the serving hub's direct link when it offers one ([`super::hub_link`]):
+//! the same sealed messages either way, opened and checked by the same code here, and a message
+//! the link cannot take goes through the broker.
 //!
 //! - A request to hub `H`: `mcpdev/rpc/H/q`, `{"c": N, "from": me, "op": {control op}}`; its
 //!   answers come back on `mcpdev/rpc/<me>/a` as the control API's own answers with `"id": N`
@@ -46,6 +48,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::warn;
 
+use super::hub_link::{self, LinkReply, Links};
 use super::presence::{self, SharedView, View};
 use super::topics;
 use crate::hub::remote::{Answer, Cluster, Located, ProxyError, WatchItem};
@@ -133,6 +136,8 @@ pub struct ClusterNode {
     offering: std::sync::atomic::AtomicBool,
     /// The shared hub secret: requests and answers are MAC'd with a key from it.
     secret: Arc<HubSecret>,
+    /// Direct links to the hubs that offer one ([`hub_link`]): requests go there first.
+    links: Arc<Links>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -180,7 +185,15 @@ impl ClusterNode {
         stand_ins: usize,
         secret: Arc<HubSecret>,
     ) -> Arc<Self> {
-        Arc::new_cyclic(|this| Self {
+        Arc::new_cyclic(|this: &Weak<Self>| Self {
+            links: Links::new(me, secret.clone(), {
+                let node = this.clone();
+                Arc::new(move |payload: &[u8]| {
+                    if let Some(node) = node.upgrade() {
+                        node.on_answer(payload);
+                    }
+                })
+            }),
             this: this.clone(),
             me: me.to_string(),
             name,
@@ -211,9 +224,17 @@ impl ClusterNode {
         self.changed.send_modify(|n| *n = n.wrapping_add(1));
     }
 
-    /// A hub's presence came or went. A hub that went away ends every request waiting on it and
-    /// every request of it served here.
-    pub fn on_presence(&self, hub: &str, alive: bool) {
+    /// A hub's presence record (empty: it went away). A hub that went away ends every request
+    /// waiting on it and every request of it served here. A record that offers a direct link
+    /// whose advertisement verifies has this hub's requests to it go there.
+    pub fn on_presence(&self, hub: &str, record: &[u8]) {
+        let alive = !record.is_empty();
+        if topics::valid_key(hub) && hub != self.me {
+            // An advertisement that does not verify changes nothing (a link that is up stays).
+            if let Ok(advert) = self.link_advert(hub, record) {
+                self.links.advertised(hub, advert);
+            }
+        }
         let changed = lock(&self.view).on_presence(hub, alive);
         if !alive && changed {
             let mut calls = lock(&self.calls);
@@ -235,6 +256,25 @@ impl ClusterNode {
         }
         if changed {
             self.bump();
+        }
+    }
+
+    /// The direct link `hub`'s presence record offers (`None`: none, or the hub went away); an
+    /// error (logged) when it offers one whose advertisement does not verify.
+    fn link_advert(&self, hub: &str, record: &[u8]) -> Result<Option<hub_link::Advert>, ()> {
+        let Some(link) = serde_json::from_slice::<Value>(record).ok().and_then(|mut r| r.get_mut("link").map(Value::take)) else {
+            return Ok(None);
+        };
+        hub_link::Advert::open(hub, &link, &self.secret).map(Some).map_err(|why| {
+            self.refuse_log("link", &format!("the direct link hub {hub} offers ({why}); a link already up stays, else its requests go through the broker"));
+        })
+    }
+
+    /// This hub's presence record: its id, and the direct link it offers.
+    pub fn presence_record(&self, link: Option<&hub_link::Advert>) -> String {
+        match link {
+            Some(a) => json!({"hub": self.me, "link": a.to_json(&self.me, &self.secret)}).to_string(),
+            None => json!({"hub": self.me}).to_string(),
         }
     }
 
@@ -300,7 +340,7 @@ impl ClusterNode {
             self.on_index(rest, payload);
         } else if let Some(rest) = topic.strip_prefix(topics::RPC) {
             match rest.strip_prefix(self.me.as_str()) {
-                Some("/q") => self.on_request(payload),
+                Some("/q") => self.on_request(payload, None),
                 Some("/a") => self.on_answer(payload),
                 _ => {}
             }
@@ -414,18 +454,15 @@ impl ClusterNode {
         opened
     }
 
-    fn answer(&self, to: &str, text: String) {
-        if let Err(e) = self.client.try_publish(
-            format!("{}{to}/a", topics::RPC),
-            QoS::AtMostOnce,
-            false,
-            self.seal(&text),
-        ) {
-            warn!(hub = %to, "cannot queue a cluster answer: {e}");
-        }
+    /// Sends an answer to hub `to`: on the link its request came on while that is up, else
+    /// through the broker.
+    fn answer(&self, to: &str, text: String, link: Option<&LinkReply>) {
+        send_answer(&self.client, to, self.seal(&text), link);
     }
 
-    fn on_request(&self, payload: &[u8]) {
+    /// A sealed request, from the broker (`link` `None`) or from a proven peer hub on its link
+    /// (whose answers go back there).
+    fn on_request(&self, payload: &[u8], link: Option<(&str, LinkReply)>) {
         if payload.len() > MAX_REQUEST_BYTES {
             return self.refuse_log(
                 "size",
@@ -441,9 +478,11 @@ impl ClusterNode {
         let Ok(req) = serde_json::from_slice::<Incoming>(payload) else {
             return self.refuse_log("unreadable", "an unreadable request");
         };
+        let (link_peer, reply) = link.unzip();
         if !topics::valid_key(&req.from)
             || !lock(&self.view).is_alive(&req.from)
             || req.from == self.me
+            || link_peer.is_some_and(|p| p != req.from)
         {
             return self.refuse_log(
                 "sender",
@@ -480,6 +519,7 @@ impl ClusterNode {
                 return self.answer(
                     &req.from,
                     json!({"id": req.c, "error": {"kind": "busy", "message": message}}).to_string(),
+                    reply.as_ref(),
                 );
             }
             *n += 1;
@@ -488,7 +528,6 @@ impl ClusterNode {
         op.insert("id".into(), Value::from(req.c));
         let text = Value::Object(op).to_string();
         let (client, to, c) = (self.client.clone(), req.from.clone(), req.c);
-        let topic = format!("{}{to}/a", topics::RPC);
         let node = self.this.clone();
         let secret = self.secret.clone();
         // Registered before the task can end (its end takes the same lock).
@@ -501,12 +540,21 @@ impl ClusterNode {
                 tokio::select! {
                     a = &mut served => break a,
                     Some(ev) = events.recv() => {
-                        let _ = client.publish(topic.clone(), QoS::AtMostOnce, false, seal(&secret, &ev)).await;
+                        // A watch's events wait for room (on the link, or in the broker queue).
+                        let sealed = seal(&secret, &ev);
+                        let sealed = match &reply {
+                            Some(r) => match r.send(sealed).await {
+                                Ok(()) => continue,
+                                Err(s) => s,
+                            },
+                            None => sealed,
+                        };
+                        let _ = client.publish(format!("{}{to}/a", topics::RPC), QoS::AtMostOnce, false, sealed).await;
                     }
                 }
             };
             if let Some(a) = answer {
-                let _ = client.try_publish(topic, QoS::AtMostOnce, false, seal(&secret, &a));
+                send_answer(&client, &to, seal(&secret, &a), reply.as_ref());
             }
             if let Some(node) = node.upgrade() {
                 node.served_done(&to, c);
@@ -555,15 +603,18 @@ impl ClusterNode {
         }
     }
 
+    /// Sends a request (or a cancel) to hub `to`: on its direct link when one is up, else through
+    /// the broker. Whether it could be sent.
     fn send(&self, to: &str, body: Value) -> bool {
-        self.client
-            .try_publish(
-                format!("{}{to}/q", topics::RPC),
-                QoS::AtMostOnce,
-                false,
-                self.seal(&body.to_string()),
-            )
-            .is_ok()
+        let sealed = match self.links.send(to, self.seal(&body.to_string())) {
+            Ok(()) => {
+                crate::metrics::cluster_request(true);
+                return true;
+            }
+            Err(sealed) => sealed,
+        };
+        crate::metrics::cluster_request(false);
+        self.client.try_publish(format!("{}{to}/q", topics::RPC), QoS::AtMostOnce, false, sealed).is_ok()
     }
 
     /// Registers a waiter and sends the request; the error answer if it cannot be sent.
@@ -636,6 +687,30 @@ impl Drop for Pending {
         if let (Some(c), Some(n)) = (self.c, self.node.upgrade()) {
             n.cancel(&self.to, c);
         }
+    }
+}
+
+/// A sealed answer to hub `to`: on `link` while it takes it, else through the broker.
+fn send_answer(client: &AsyncClient, to: &str, sealed: String, link: Option<&LinkReply>) {
+    let sealed = match link {
+        Some(r) => match r.try_send(sealed) {
+            Ok(()) => return,
+            Err(sealed) => sealed,
+        },
+        None => sealed,
+    };
+    if let Err(e) = client.try_publish(format!("{}{to}/a", topics::RPC), QoS::AtMostOnce, false, sealed) {
+        warn!(hub = %to, "cannot queue a cluster answer: {e}");
+    }
+}
+
+impl hub_link::Serve for ClusterNode {
+    fn is_live_hub(&self, hub: &str) -> bool {
+        self.is_alive(hub)
+    }
+
+    fn request(&self, peer: &str, payload: &[u8], reply: LinkReply) {
+        self.on_request(payload, Some((peer, reply)));
     }
 }
 

@@ -82,6 +82,9 @@ pub struct MqttSettings {
     pub index_max: usize,
     /// Other hubs' devices offered through this hub's MCP endpoints at once (`--cluster-stand-ins`).
     pub stand_ins: usize,
+    /// Where this hub offers the other hubs a direct link for their requests (`--cluster-link`,
+    /// [`super::hub_link`]); none by default: requests go through the broker.
+    pub cluster_link: Option<SocketAddr>,
 }
 
 impl MqttSettings {
@@ -98,6 +101,7 @@ impl MqttSettings {
             dynsec: false,
             hooks: None,
             hub_name: None,
+            cluster_link: None,
             tls_listen: "0.0.0.0:8883".parse().expect("static address"),
             plain_beside_tls: false,
             index_max: super::presence::DEFAULT_INDEX_MAX as usize,
@@ -181,6 +185,8 @@ pub struct MqttHub {
     dynsec: Option<Arc<super::dynsec::Dynsec>>,
     /// Where the EMQX hooks are served (`--mqtt-hooks`).
     pub hooks: Option<SocketAddr>,
+    /// The direct link this hub offers the other hubs (`--cluster-link`), as advertised.
+    pub link: Option<super::hub_link::Advert>,
 }
 
 /// The MQTT login the OTA answer gives devices.
@@ -430,6 +436,10 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         (BrokerChoice::Embedded { .. }, Some(_)) => anyhow::bail!("--mqtt-hooks is for EMQX (--mqtt mqtt://…); the embedded broker checks each device's own login by itself"),
         (_, None) => None,
     };
+    let link = match settings.cluster_link {
+        Some(addr) => Some(super::hub_link::Listener::bind(addr).await?),
+        None => None,
+    };
     let udp = Arc::new(udp::UdpSink::bind(settings.udp_addr).await.map_err(|e| anyhow::anyhow!("cannot bind the UDP audio socket {}: {e}", settings.udp_addr))?);
     let presence = format!("{}{hub_id}", topics::HUBS);
     let will = LastWill::new(&presence, Vec::<u8>::new(), QoS::AtLeastOnce, true);
@@ -464,8 +474,13 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         ),
         dynsec,
         hooks,
+        link: link.as_ref().map(|l| l.advert().clone()),
         settings,
     });
+    if let Some(listener) = link {
+        let serve: std::sync::Weak<dyn super::hub_link::Serve> = Arc::downgrade(&mqtt.cluster) as _;
+        listener.spawn(hub_id.clone(), hub.secret.clone(), serve);
+    }
     let (republish, republish_rx) = watch::channel(0u64);
     // A shard leaves room in its packet for its MAC and header.
     super::presence::publish_index(
@@ -675,7 +690,7 @@ impl Dispatcher {
                 warn!("cannot queue an MQTT subscription: {e}");
             }
         }
-        let presence = json!({"hub": me}).to_string();
+        let presence = self.mqtt.cluster.presence_record(self.mqtt.link.as_ref());
         let _ = c.try_publish(format!("{}{me}", topics::HUBS), QoS::AtLeastOnce, true, presence);
         // The devices this hub serves are claimed again, and held as any claim is until it
         // stands: while this hub was away, a survivor may have taken one over, and its retained
@@ -780,7 +795,7 @@ impl Dispatcher {
         } else if let Some(hub) = topic.strip_prefix(topics::HUBS) {
             let alive = !payload.is_empty();
             self.claims.on_presence(hub, alive);
-            self.mqtt.cluster.on_presence(hub, alive);
+            self.mqtt.cluster.on_presence(hub, &payload);
             if !alive && *self.subscribed.borrow() {
                 self.take_over();
             }

@@ -14,6 +14,7 @@ pub mod direct;
 pub mod dynsec;
 pub mod hooks;
 pub mod hub;
+pub mod hub_link;
 mod instances;
 pub mod presence;
 pub mod proxy;

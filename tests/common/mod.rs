@@ -164,6 +164,20 @@ impl HubProcess {
     }
 }
 
+impl HubProcess {
+    /// `/metrics` (with the control token): the value of one sample, e.g.
+    /// `mcpdev_refusals_total{reason="cluster_link"}`.
+    pub async fn metric(&self, sample: &str) -> f64 {
+        let port = self.host_url.rsplit(':').next().unwrap();
+        let token = std::fs::read_to_string(std::path::Path::new(&self.runtime_dir).join(format!("control-{port}.token"))).unwrap();
+        let addr = self.host_url.trim_start_matches("http://").to_string();
+        let (status, _, body) = ota::exchange(&addr, "GET", "/metrics", &[("Authorization", &format!("Bearer {}", token.trim()))], "", ws::DEADLINE).await;
+        assert_eq!(status, 200);
+        let text = String::from_utf8_lossy(&body).into_owned();
+        text.lines().find_map(|l| l.strip_prefix(sample)).and_then(|v| v.trim().parse().ok()).unwrap_or_else(|| panic!("no {sample} in /metrics"))
+    }
+}
+
 /// What a finished command printed and how it ended.
 #[derive(Debug)]
 pub struct Outcome {
