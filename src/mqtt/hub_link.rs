@@ -379,6 +379,8 @@ pub struct Links {
     peers: Mutex<HashMap<String, Peer>>,
     /// Where an answer that comes on a link goes (the cluster's answer handler).
     on_answer: OnAnswer,
+    /// The last [`Peer::generation`] given out.
+    generations: std::sync::atomic::AtomicU64,
 }
 
 struct Peer {
@@ -389,13 +391,14 @@ struct Peer {
     /// Failures in a row, and when the next attempt may start.
     failures: u32,
     next_try: Instant,
-    /// Counts the adverts seen, so a connection made for an older one does not take the place.
+    /// Unique per advertisement taken (never reused, even after the hub went and came back), so a
+    /// connection made for an older one never takes the place of the new one's.
     generation: u64,
 }
 
 impl Links {
     pub fn new(me: &str, secret: Arc<HubSecret>, on_answer: OnAnswer) -> Arc<Self> {
-        Arc::new(Self { me: me.to_string(), secret, peers: Mutex::default(), on_answer })
+        Arc::new(Self { me: me.to_string(), secret, peers: Mutex::default(), on_answer, generations: Default::default() })
     }
 
     /// `hub`'s presence record: its advertisement (`None`: it offers no link, or it went away).
@@ -409,7 +412,7 @@ impl Links {
             Some(a) => {
                 let same = peers.get(hub).is_some_and(|p| p.advert == a);
                 if !same {
-                    let generation = peers.get(hub).map_or(0, |p| p.generation + 1);
+                    let generation = self.generations.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                     peers.insert(hub.to_string(), Peer { advert: a, tx: None, connecting: false, failures: 0, next_try: Instant::now(), generation });
                     self.connect(&mut peers, hub);
                 }
