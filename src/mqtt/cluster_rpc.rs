@@ -705,10 +705,6 @@ fn send_answer(client: &AsyncClient, to: &str, sealed: String, link: Option<&Lin
 }
 
 impl hub_link::Serve for ClusterNode {
-    fn is_live_hub(&self, hub: &str) -> bool {
-        self.is_alive(hub)
-    }
-
     fn request(&self, peer: &str, payload: &[u8], reply: LinkReply) {
         self.on_request(payload, Some((peer, reply)));
     }

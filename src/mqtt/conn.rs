@@ -203,6 +203,7 @@ pub fn connect(options: MqttOptions, will: Option<LastWill>) -> Connection {
                 Ok(Event::Incoming(Packet::SubAck(_))) => ConnEvent::Subscribed,
                 Ok(_) => continue,
                 Err(e) => {
+                    requeue_held(&mut eventloop);
                     let was_up = up_tx.send_replace(false);
                     let why = describe(&e);
                     debug!(%why, "MQTT connection error");
@@ -223,6 +224,23 @@ pub fn connect(options: MqttOptions, will: Option<LastWill>) -> Connection {
         }
     });
     Connection { client, up, events }
+}
+
+/// After a connection error: a publish rumqttc holds back because its packet id collided with
+/// one still in flight goes back to the queue, right after that one, with a fresh id.
+///
+/// rumqttc 0.25 keeps the held publish across a reconnect and takes nothing new until the
+/// publish it waits on is acknowledged; when that one is not in the new connection, it never
+/// is, and the connection ends every two keepalives ("Timeout while waiting to resolve
+/// collision") for good: at 100,000 devices two hubs of six did that for minutes, cut off from
+/// the cluster. Queued again, the held publish is sent in the new connection like any other.
+fn requeue_held(eventloop: &mut rumqttc::EventLoop) {
+    let Some(mut held) = eventloop.state.collision.take() else { return };
+    let waited_on = held.pkid;
+    held.pkid = 0;
+    let after = eventloop.pending.iter().position(|r| matches!(r, rumqttc::Request::Publish(p) if p.pkid == waited_on)).map_or(0, |i| i + 1);
+    debug!(topic = %held.topic, "MQTT: a publish held back by a packet-id collision is queued again");
+    eventloop.pending.insert(after, rumqttc::Request::Publish(held));
 }
 
 /// The event loop's side of the backlog.
@@ -266,6 +284,42 @@ fn describe(e: &ConnectionError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn publish(topic: &str, pkid: u16) -> Publish {
+        let mut p = Publish::new(topic, rumqttc::QoS::AtLeastOnce, "x");
+        p.pkid = pkid;
+        p
+    }
+
+    fn topics(pending: &std::collections::VecDeque<rumqttc::Request>) -> Vec<(String, u16)> {
+        pending.iter().map(|r| match r {
+            rumqttc::Request::Publish(p) => (p.topic.clone(), p.pkid),
+            other => panic!("{other:?}"),
+        }).collect()
+    }
+
+    /// The stuck state seen at 100,000 devices: a held publish whose collision partner is not
+    /// in the next connection. It goes back to the queue (a fresh id), nothing is held, so the
+    /// event loop takes requests again; with its partner queued, it follows that one.
+    #[tokio::test]
+    async fn a_publish_held_by_a_collision_is_queued_again_after_a_connection_error() {
+        let (_client, mut eventloop) = AsyncClient::new(MqttOptions::new("t", "127.0.0.1", 1), 8);
+        eventloop.state.collision = Some(publish("held", 7));
+        requeue_held(&mut eventloop);
+        assert!(eventloop.state.collision.is_none());
+        assert_eq!(topics(&eventloop.pending), [("held".to_string(), 0)]);
+
+        let (_client, mut eventloop) = AsyncClient::new(MqttOptions::new("t", "127.0.0.1", 1), 8);
+        eventloop.pending.extend([publish("a", 3), publish("partner", 7), publish("b", 9)].map(rumqttc::Request::Publish));
+        eventloop.state.collision = Some(publish("held", 7));
+        requeue_held(&mut eventloop);
+        assert!(eventloop.state.collision.is_none());
+        let order: Vec<(String, u16)> = [("a", 3), ("partner", 7), ("held", 0), ("b", 9)].iter().map(|(t, k)| (t.to_string(), *k)).collect();
+        assert_eq!(topics(&eventloop.pending), order);
+        // Nothing held: a second error changes nothing.
+        requeue_held(&mut eventloop);
+        assert_eq!(eventloop.pending.len(), 4);
+    }
 
     #[test]
     fn broker_urls() {
