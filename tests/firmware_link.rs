@@ -35,13 +35,14 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 const DEADLINE: Duration = Duration::from_secs(30);
 
 /// Builds `host_device` once (in the firmware workspace, with its own toolchain file) and returns
-/// the executable.
+/// the executable. The test profile, the one `cargo test` there uses: what CI's firmware test
+/// step built is reused.
 fn host_device_binary() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("firmware");
         let out = mcpdev::flash::build::cargo_in(&dir)
-            .args(["build", "-p", "hub-link", "--example", "host_device", "--message-format=json-render-diagnostics"])
+            .args(["build", "--profile", "test", "-p", "hub-link", "--example", "host_device", "--message-format=json-render-diagnostics"])
             .stderr(Stdio::inherit())
             .output()
             .expect("cargo runs");
