@@ -515,21 +515,10 @@ async fn forged_and_flooding_cluster_requests_are_refused() {
     // of that hub, and its slot (or the cancel of a watch it opened) would race the flood's count.
     let owner = &hubs[owners(&[&hubs[0], &hubs[1], &hubs[2]]).await[&ids[0]]];
     // Every live hub id, from their retained presence.
-    let url = mcpdev::mqtt::conn::BrokerUrl::parse(&broker.url()).unwrap();
-    let mut c = mcpdev::mqtt::conn::connect(url.options("intruder", Duration::from_secs(30), 1 << 20), None);
-    let mut live = HashSet::new();
+    let live = presence_records(&broker, 3).await;
+    let mut c = intruder(&broker).await;
     let mut busy = 0;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while live.len() < 3 {
-        match tokio::time::timeout_at(deadline, c.events.recv()).await.expect("three presence records").unwrap() {
-            mcpdev::mqtt::conn::ConnEvent::Up => c.client.subscribe("mcpdev/hubs/+", rumqttc::QoS::AtLeastOnce).await.unwrap(),
-            mcpdev::mqtt::conn::ConnEvent::Message(p) if !p.payload.is_empty() => {
-                live.insert(p.topic.trim_start_matches("mcpdev/hubs/").to_string());
-            }
-            _ => {}
-        }
-    }
-    let peer = live.iter().find(|h| **h != owner_hub).unwrap().clone();
+    let peer = live.keys().find(|h| **h != owner_hub).unwrap().clone();
     let rpc = serde_json::json!({"op": "rpc", "device": ids[0], "method": "tools/call", "params": {"name": "t.echo", "arguments": {"n": 1}}, "timeout_ms": 5000});
     // Forged sender: dropped, signed or not.
     let forged = serde_json::json!({"c": 1, "from": "intruder", "op": rpc});
@@ -762,6 +751,15 @@ async fn a_hubs_own_claim_that_comes_back_late_is_served_not_left() {
     assert!(counts.get("initialize") > asked, "the device was asked again: {} then {}", asked, counts.get("initialize"));
 }
 
+/// A broker client that is not a hub, connected (within 10 s).
+async fn intruder(broker: &Mosquitto) -> mcpdev::mqtt::conn::Connection {
+    let url = mcpdev::mqtt::conn::BrokerUrl::parse(&broker.url()).unwrap();
+    let mut c = mcpdev::mqtt::conn::connect(url.options("intruder", Duration::from_secs(30), 1 << 20), None);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !matches!(tokio::time::timeout_at(deadline, c.events.recv()).await.expect("the intruder connects").unwrap(), mcpdev::mqtt::conn::ConnEvent::Up) {}
+    c
+}
+
 /// The presence record of every live hub (retained on the broker), by hub id, within 10 s.
 async fn presence_records(broker: &Mosquitto, n: usize) -> HashMap<String, Value> {
     let url = mcpdev::mqtt::conn::BrokerUrl::parse(&broker.url()).unwrap();
@@ -891,10 +889,7 @@ async fn a_stranger_on_the_cluster_link_is_refused_and_logged() {
     }
     logged(&hubs[1], "did not prove the hub secret within", 1).await;
     // A broker client that is not a hub advertises a link for hub B without the secret's MAC.
-    let url = mcpdev::mqtt::conn::BrokerUrl::parse(&broker.url()).unwrap();
-    let mut c = mcpdev::mqtt::conn::connect(url.options("intruder", Duration::from_secs(30), 1 << 20), None);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !matches!(tokio::time::timeout_at(deadline, c.events.recv()).await.expect("connected").unwrap(), mcpdev::mqtt::conn::ConnEvent::Up) {}
+    let c = intruder(&broker).await;
     let forged = serde_json::json!({"hub": b, "link": {"addr": "127.0.0.1:9", "fp": "ab".repeat(32), "mac": "00".repeat(32)}});
     c.client.publish(format!("mcpdev/hubs/{b}"), rumqttc::QoS::AtLeastOnce, false, forged.to_string()).await.unwrap();
     logged(&hubs[0], &format!("refused the direct link hub {b} offers (its MAC does not verify"), 1).await;

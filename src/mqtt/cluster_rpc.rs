@@ -604,17 +604,13 @@ impl ClusterNode {
     }
 
     /// Sends a request (or a cancel) to hub `to`: on its direct link when one is up, else through
-    /// the broker. Whether it could be sent.
-    fn send(&self, to: &str, body: Value) -> bool {
+    /// the broker. `None` if it could not be sent; else whether it went on the link.
+    fn send(&self, to: &str, body: Value) -> Option<bool> {
         let sealed = match self.links.send(to, self.seal(&body.to_string())) {
-            Ok(()) => {
-                crate::metrics::cluster_request(true);
-                return true;
-            }
+            Ok(()) => return Some(true),
             Err(sealed) => sealed,
         };
-        crate::metrics::cluster_request(false);
-        self.client.try_publish(format!("{}{to}/q", topics::RPC), QoS::AtMostOnce, false, sealed).is_ok()
+        self.client.try_publish(format!("{}{to}/q", topics::RPC), QoS::AtMostOnce, false, sealed).ok().map(|()| false)
     }
 
     /// Registers a waiter and sends the request; the error answer if it cannot be sent.
@@ -630,11 +626,12 @@ impl ClusterNode {
             }
             calls.waiting.insert(c, waiter);
         }
-        if !self.send(to, json!({"c": c, "from": self.me, "op": op})) {
+        let Some(on_link) = self.send(to, json!({"c": c, "from": self.me, "op": op})) else {
             let w = lock(&self.calls).waiting.remove(&c);
             let error = json!({"kind": "link_down", "message": "the hub's broker connection cannot take the request now (its queue is full, or it is reconnecting)"});
             return Err((w.unwrap_or(Waiter::Once { hub: String::new(), reply: oneshot::channel().0 }), error));
-        }
+        };
+        crate::metrics::cluster_request(on_link);
         Ok(c)
     }
 

@@ -41,6 +41,7 @@ use tracing::{debug, info, warn};
 
 use crate::hub::secret::{HubSecret, Purpose};
 use crate::metrics::{self, Refused, log_limit};
+use crate::paths::hex;
 
 /// How long a connection has to finish TLS and prove the hub secret.
 pub const PROVE_WITHIN: Duration = Duration::from_secs(5);
@@ -207,7 +208,7 @@ impl Listener {
         let cert = rcgen::CertificateParams::new(vec!["mcpdev-hub-link".to_string()])
             .and_then(|p| p.self_signed(&key))
             .map_err(|e| anyhow::anyhow!("cannot make the link's certificate: {e}"))?;
-        let fingerprint = ring::digest::digest(&ring::digest::SHA256, cert.der()).as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        let fingerprint = hex(ring::digest::digest(&ring::digest::SHA256, cert.der()).as_ref());
         let pair = crate::tls::server::pair_from_pem(cert.pem().as_bytes(), key.serialize_pem().as_bytes()).map_err(|e| anyhow::anyhow!("the link's certificate: {e}"))?;
         let mut tls = rustls::ServerConfig::builder_with_provider(crate::tls::provider())
             .with_protocol_versions(&[&rustls::version::TLS13])
@@ -363,10 +364,6 @@ async fn serve_connection(
     // Answers still under way go through the broker once the writer's queue is gone.
     drop(reply);
     writer.abort();
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Where an answer that comes on a link goes.
