@@ -70,22 +70,66 @@ fn token_file(dir: &Path, name: &str, token: &str) -> PathBuf {
 
 /// One HTTP/1.1 request over TLS (verified with `ca`) from the loopback address `from`.
 async fn https(from: &str, port: u16, ca: &str, method: &str, path: &str, headers: &[(&str, &str)]) -> Answer {
-    mcpdev::tls::install_crypto_provider();
-    let trust = mcpdev::tls::client::Trust { ca_files: vec![ca.into()], ..Default::default() };
-    let config = mcpdev::tls::client::build(&trust, &[b"http/1.1"]).unwrap();
-    let tcp = common::raw_http::connect_from(from, format!("127.0.0.1:{port}").parse().unwrap()).await;
-    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
-    let mut tls = tokio::time::timeout(DEADLINE, tokio_rustls::TlsConnector::from(config).connect(name, tcp)).await.expect("handshake in time").unwrap();
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: 0\r\n");
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
+    https_with(from, port, ca, method, path, headers, "").await
+}
+
+/// [`https`] with a JSON body.
+async fn https_with(from: &str, port: u16, ca: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+    let mut stream = Stream::open(from, port, ca, method, path, headers, body).await;
+    stream.ended().await;
+    parse(&stream.seen)
+}
+
+/// An answer read as it comes (a stream of server-sent events), over TLS.
+struct Stream {
+    tls: tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
+    seen: Vec<u8>,
+}
+
+impl Stream {
+    /// Sends one request (`Connection: close`) and returns before reading anything.
+    async fn open(from: &str, port: u16, ca: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Self {
+        mcpdev::tls::install_crypto_provider();
+        let trust = mcpdev::tls::client::Trust { ca_files: vec![ca.into()], ..Default::default() };
+        let config = mcpdev::tls::client::build(&trust, &[b"http/1.1"]).unwrap();
+        let tcp = common::raw_http::connect_from(from, format!("127.0.0.1:{port}").parse().unwrap()).await;
+        let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        let mut tls = tokio::time::timeout(DEADLINE, tokio_rustls::TlsConnector::from(config).connect(name, tcp)).await.expect("handshake in time").unwrap();
+        let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+        if !body.is_empty() {
+            req.push_str("Content-Type: application/json\r\n");
+        }
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
+        tls.write_all(req.as_bytes()).await.unwrap();
+        Self { tls, seen: Vec::new() }
     }
-    req.push_str("\r\n");
-    tls.write_all(req.as_bytes()).await.unwrap();
-    let mut all = Vec::new();
-    // The hub closes after its answer (Connection: close); a TLS peer may end without close_notify.
-    let _ = tokio::time::timeout(DEADLINE, tls.read_to_end(&mut all)).await.expect("the answer in time");
-    parse(&all)
+
+    /// Reads until what came holds `what`; the whole of it.
+    async fn until(&mut self, what: &str) -> String {
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        while !String::from_utf8_lossy(&self.seen).contains(what) {
+            let mut buf = [0u8; 8192];
+            let n = tokio::time::timeout_at(deadline, self.tls.read(&mut buf)).await.unwrap_or_else(|_| panic!("no {what:?} in time: {}", String::from_utf8_lossy(&self.seen))).unwrap_or(0);
+            assert!(n > 0, "the stream ended before {what:?}: {}", String::from_utf8_lossy(&self.seen));
+            self.seen.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&self.seen).into_owned()
+    }
+
+    /// Reads to the end of the answer (the hub closes the connection after it); panics if it
+    /// goes on past the deadline.
+    async fn ended(&mut self) -> String {
+        let mut rest = Vec::new();
+        // A TLS peer may end without close_notify: an error at the end is an end too.
+        let read = tokio::time::timeout(DEADLINE, self.tls.read_to_end(&mut rest)).await;
+        self.seen.extend_from_slice(&rest);
+        assert!(read.is_ok(), "the stream did not end: {}", String::from_utf8_lossy(&self.seen));
+        String::from_utf8_lossy(&self.seen).into_owned()
+    }
 }
 
 /// One HTTP/1.1 request in plain text.
@@ -265,4 +309,93 @@ async fn a_remote_token_never_travels_in_clear_text() {
         assert!(out.stderr.contains("carries a remote token") && out.stderr.contains("revoke"), "{out:?}");
         assert!(!out.stderr.contains(&alice[10..]), "the refusal does not print it again: {out:?}");
     }
+}
+
+/// Issue 44, item 1: a revoked person's every open stream and session ends at once, whatever
+/// opened it (their token as a bearer, or a dashboard session that token logged in), and no
+/// event reaches them after the revocation; another person's go on. A session is reached only
+/// by the credential that opened it.
+#[tokio::test]
+async fn a_revocation_ends_every_stream_and_session_the_token_opened() {
+    let state = tempfile::tempdir().unwrap();
+    let carol = remote_token(state.path(), &["create", "carol"]).await.stdout.trim().to_string();
+    let bob = remote_token(state.path(), &["create", "bob"]).await.stdout.trim().to_string();
+    let hub = remote_hub(state.path(), &["--tls", "auto", "--host-tls"]).await;
+    let (port, ca) = (port_of(&hub.host_url), ca_of(state.path()));
+    let (as_carol, as_bob, as_mcp) = (format!("Bearer {carol}"), format!("Bearer {bob}"), format!("Bearer {MCP_TOKEN}"));
+    let open = |headers: Vec<(&'static str, String)>, method: &'static str, path: &'static str, body: String| {
+        let ca = ca.clone();
+        async move {
+            let h: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            Stream::open("127.0.0.1", port, &ca, method, path, &h, &body).await
+        }
+    };
+    const TRAFFIC: &str = "/dashboard/api/traffic?id=02:00:00:00:00:01";
+
+    // Carol's traffic stream by her bearer token, and one through a dashboard session she logged in.
+    let mut by_bearer = open(vec![("Authorization", as_carol.clone())], "GET", TRAFFIC, String::new()).await;
+    by_bearer.until("event: open").await;
+    let link = https("127.0.0.1", port, &ca, "POST", "/dashboard/api/login-link", &[("Authorization", &as_carol)]).await;
+    let link: serde_json::Value = serde_json::from_str(&link.body).unwrap_or_else(|_| panic!("{link:?}"));
+    let path = link["url"].as_str().unwrap().split_once(&format!(":{port}")).unwrap().1.to_string();
+    let logged_in = https("127.0.0.1", port, &ca, "GET", &path, &[]).await;
+    let cookie = logged_in.header("set-cookie").unwrap_or_else(|| panic!("{logged_in:?}")).split(';').next().unwrap().to_string();
+    let mut by_cookie = open(vec![("Cookie", cookie.clone())], "GET", TRAFFIC, String::new()).await;
+    by_cookie.until("event: open").await;
+
+    // Her MCP session (/mcp, with its GET stream) and a legacy /sse session, by her remote token:
+    // one credential for everything.
+    let init = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "carol", "version": "0"}}}).to_string();
+    let accept = ("Accept", "application/json, text/event-stream");
+    let made = https_with("127.0.0.1", port, &ca, "POST", "/mcp", &[("Authorization", &as_carol), accept], &init).await;
+    assert_eq!(made.status, 200, "a remote token opens /mcp: {made:?}");
+    let session = made.header("mcp-session-id").unwrap_or_else(|| panic!("{made:?}")).to_string();
+    let initialized = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let on_session = |who: &str| vec![("Authorization", who.to_string()), ("Accept", "application/json, text/event-stream".to_string()), ("Mcp-Session-Id", session.clone()), ("MCP-Protocol-Version", "2025-11-25".to_string())];
+    let h = on_session(&as_carol);
+    let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    assert_eq!(https_with("127.0.0.1", port, &ca, "POST", "/mcp", &h, &initialized).await.status, 202);
+    let mut mcp_stream = open(on_session(&as_carol).into_iter().filter(|(k, _)| *k != "Accept").chain([("Accept", "text/event-stream".to_string())]).collect(), "GET", "/mcp", String::new()).await;
+    mcp_stream.until("\r\n\r\n").await;
+    assert!(mcp_stream.until("HTTP/1.1").await.starts_with("HTTP/1.1 200"), "{}", String::from_utf8_lossy(&mcp_stream.seen));
+    let mut sse = open(vec![("Authorization", as_carol.clone())], "GET", "/sse", String::new()).await;
+    sse.until("event: endpoint").await;
+
+    // A stranger with a victim's session id: another person, or the MCP token's holder, gets the
+    // answer for an unknown session.
+    let list = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    for who in [&as_bob, &as_mcp] {
+        let h = on_session(who);
+        let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let a = https_with("127.0.0.1", port, &ca, "POST", "/mcp", &h, &list).await;
+        assert_eq!(a.status, 404, "{a:?}");
+    }
+
+    // Bob watches too; a host's call carries a secret, and every stream sees it.
+    let mut bobs = open(vec![("Authorization", as_bob.clone())], "GET", TRAFFIC, String::new()).await;
+    bobs.until("event: open").await;
+    let call = |word: &str| serde_json::json!({"device": "02:00:00:00:00:01", "tool": "self.screen.set_theme", "words": [format!("theme={word}")]}).to_string();
+    https_with("127.0.0.1", port, &ca, "POST", "/dashboard/api/call", &[("Authorization", &as_mcp)], &call("secret=hunter2")).await;
+    for stream in [&mut by_bearer, &mut by_cookie, &mut bobs] {
+        stream.until("secret=hunter2").await;
+    }
+
+    // Revoked: every stream and session of carol's ends at once, and nothing more reaches her.
+    let revoked = remote_token(state.path(), &["revoke", "carol"]).await;
+    assert_eq!(revoked.code, 0, "{revoked:?}");
+    for (what, stream) in [("traffic by bearer", &mut by_bearer), ("traffic by session", &mut by_cookie), ("/mcp GET stream", &mut mcp_stream), ("/sse", &mut sse)] {
+        let all = stream.ended().await;
+        assert!(all.ends_with("0\r\n\r\n") || what.starts_with('/'), "{what} ended cleanly: {all}");
+    }
+    https_with("127.0.0.1", port, &ca, "POST", "/dashboard/api/call", &[("Authorization", &as_mcp)], &call("secret=after-revoke")).await;
+    bobs.until("secret=after-revoke").await;
+    for stream in [&by_bearer, &by_cookie, &mcp_stream, &sse] {
+        assert!(!String::from_utf8_lossy(&stream.seen).contains("after-revoke"));
+    }
+    // Her session cookie, her MCP session and her token open nothing now.
+    assert_eq!(https("127.0.0.1", port, &ca, "GET", TRAFFIC, &[("Cookie", &cookie)]).await.status, 401);
+    let h = on_session(&as_carol);
+    let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    assert_eq!(https_with("127.0.0.1", port, &ca, "POST", "/mcp", &h, &list).await.status, 401);
+    logged(&hub, |log| log.contains("an MCP session ended: the credential that opened it was revoked")).await;
 }

@@ -24,6 +24,9 @@
 //!   gets 404 on its next request and starts a new session, as the MCP specification has it.
 //!   Each reclaim is logged (rate-limited). Only sessions the host is not using are taken: a
 //!   host with a request under way or a `GET` stream open keeps its session.
+//! - **A session belongs to the credential that opened it.** Only requests of the same
+//!   [`Principal`] reach it (anyone else's get the 404 of an unknown session), and it is closed,
+//!   its streams with it, the moment that credential is revoked ([`Lease`]).
 //! - A slot is counted in one small table under one lock; nothing that can panic runs under it.
 //! - Memory comes back when sessions end: a session's allocations are freed with its handler,
 //!   but glibc keeps freed pages in its arenas (20,000 sessions opened and ended left the hub at
@@ -38,7 +41,10 @@ use std::time::{Duration, Instant};
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
+use tokio_util::sync::CancellationToken;
+
 use crate::hub::budget::RateLimited;
+use crate::hub::principal::{Lease, Principal};
 
 /// Default cap on open MCP sessions, in total.
 pub const DEFAULT_TOTAL: u32 = 512;
@@ -84,6 +90,8 @@ struct Activity {
     /// Chosen for reclaiming already.
     closing: bool,
     sessions: Weak<LocalSessionManager>,
+    /// Whose session it is: only that principal's requests reach it.
+    principal: Principal,
 }
 
 /// Sessions that end before the heap is trimmed (sooner when none is left open).
@@ -95,12 +103,19 @@ pub struct Slot {
     peer: IpAddr,
     /// The session id, once rmcp made the session ([`SessionCaps::register`]).
     id: Arc<OnceLock<Arc<str>>>,
+    /// Cancelled when the slot is given back (the session ended).
+    ended: CancellationToken,
 }
 
 impl Slot {
     /// Where the session's id goes once it is known (the slot itself moves into the handler).
     pub fn id_cell(&self) -> Arc<OnceLock<Arc<str>>> {
         self.id.clone()
+    }
+
+    /// Cancelled when the session ends, however it ends.
+    pub fn ended(&self) -> CancellationToken {
+        self.ended.clone()
     }
 }
 
@@ -207,7 +222,7 @@ impl SessionCaps {
         }
         open.total += 1;
         *open.by_peer.entry(peer).or_insert(0) += 1;
-        Ok(Slot { caps: self.clone(), peer, id: Arc::default() })
+        Ok(Slot { caps: self.clone(), peer, id: Arc::default(), ended: CancellationToken::new() })
     }
 
     fn refuse(&self, peer: IpAddr, why: String) -> Refused {
@@ -233,14 +248,33 @@ impl SessionCaps {
         Some((id.clone(), sessions, now.saturating_duration_since(a.last)))
     }
 
-    /// Records that `slot`'s session is `id`, held by `sessions` (after rmcp made it).
-    pub fn register(&self, slot: &OnceLock<Arc<str>>, id: &str, peer: IpAddr, sessions: &Arc<LocalSessionManager>) {
+    /// Records that `slot`'s session is `id`, held by `sessions` (after rmcp made it), opened by
+    /// `principal` with the credential whose `lease` it ends with: when the lease ends (the
+    /// credential was revoked), the session is closed at once, its streams with it.
+    pub fn register(&self, slot: &OnceLock<Arc<str>>, ended: CancellationToken, id: &str, peer: IpAddr, principal: Principal, lease: Lease, sessions: &Arc<LocalSessionManager>) {
         let id: Arc<str> = id.into();
         if slot.set(id.clone()).is_err() {
             return;
         }
-        let activity = Activity { peer: peer.to_canonical(), last: Instant::now(), busy: 0, closing: false, sessions: Arc::downgrade(sessions) };
-        self.lock().activity.insert(id, activity);
+        let activity = Activity { peer: peer.to_canonical(), last: Instant::now(), busy: 0, closing: false, sessions: Arc::downgrade(sessions), principal: principal.clone() };
+        self.lock().activity.insert(id.clone(), activity);
+        let sessions = Arc::downgrade(sessions);
+        tokio::spawn(async move {
+            tokio::select! {
+                () = ended.cancelled() => {}
+                () = lease.end() => {
+                    if let Some(sessions) = sessions.upgrade() {
+                        tracing::info!(principal = %principal.describe(), "an MCP session ended: the credential that opened it was revoked");
+                        let _ = sessions.close_session(&id.to_string().into()).await;
+                    }
+                }
+            }
+        });
+    }
+
+    /// Whose session `id` is, if the caps track it (a Streamable HTTP session).
+    pub fn principal_of(&self, id: &str) -> Option<Principal> {
+        self.lock().activity.get(id).map(|a| a.principal.clone())
     }
 
     /// A request of session `id`'s host begins; it ends when the guard is dropped. `None` for a
@@ -267,6 +301,7 @@ impl SessionCaps {
 
 impl Drop for Slot {
     fn drop(&mut self) {
+        self.ended.cancel();
         let trim = {
             let mut open = self.caps.lock();
             if let Some(id) = self.id.get() {

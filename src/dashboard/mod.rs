@@ -65,7 +65,7 @@ impl Dashboard {
 
     /// A fresh one-time log-in URL on the host listener's own address.
     pub fn login_url(&self) -> String {
-        self.login_url_at(&self.own_authority(), None)
+        self.login_url_at(&self.own_authority(), None, &crate::hub::principal::Lease::for_the_run())
     }
 
     /// The host listener's own address as a URL's authority (loopback for all addresses).
@@ -80,9 +80,9 @@ impl Dashboard {
 
     /// A fresh one-time log-in URL at `authority` (the `Host` the asker reached the hub by, which
     /// the front door allowed; the hub's own address without one); its session lives by
-    /// `holder`'s remote token, if given.
-    pub fn login_url_at(&self, authority: &str, holder: Option<crate::hub::remote_tokens::Holder>) -> String {
-        format!("{}://{authority}/?token={}", self.scheme(), self.auth.new_link(holder))
+    /// `holder`'s remote token, if given, and ends with `lease`.
+    pub fn login_url_at(&self, authority: &str, holder: Option<crate::hub::remote_tokens::Holder>, lease: &crate::hub::principal::Lease) -> String {
+        format!("{}://{authority}/?token={}", self.scheme(), self.auth.new_link(holder, lease))
     }
 
     /// What a request's bearer token proves, by the host listener's rules (control token from
@@ -124,7 +124,7 @@ pub fn router(d: Arc<Dashboard>) -> Router {
         .route("/dashboard/api/logout", post(api::logout))
         .layer(CheckLayer::new({
             let d = d.clone();
-            move |req: &Request| refuse(&d, req)
+            move |req: &mut Request| refuse(&d, req)
         }));
     Router::new()
         .route("/", get(index))
@@ -135,8 +135,23 @@ pub fn router(d: Arc<Dashboard>) -> Router {
 }
 
 /// The refusal of a request that is not logged in, or that looks forged (counted and logged).
-fn refuse(d: &Dashboard, req: &Request) -> Option<Response> {
-    d.who(req).err()
+/// A request that may go on carries who it is ([`auth::Who`]) and the [`Lease`] of its
+/// credential, which what it opens ends with ([`crate::hub::principal`]).
+fn refuse(d: &Dashboard, req: &mut Request) -> Option<Response> {
+    let who = match d.who(req) {
+        Ok(who) => who,
+        Err(refusal) => return Some(refusal),
+    };
+    let lease = match &who {
+        auth::Who::Session { lease, .. } => lease.clone(),
+        auth::Who::Bearer(credential) => crate::hub::principal::lease(&d.hub, Some(credential)),
+    };
+    if lease.is_ended() {
+        return Some(refusal(auth::Denied::NoSession, req));
+    }
+    req.extensions_mut().insert(lease);
+    req.extensions_mut().insert(who);
+    None
 }
 
 fn refusal(denied: auth::Denied, req: &Request) -> Response {

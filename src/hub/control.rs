@@ -97,46 +97,29 @@ enum Op {
 }
 
 pub async fn link(State(hub): State<Arc<Hub>>, mut req: Request<Body>) -> Response<Body> {
-    // A connection a remote token opened lives only as long as that token (`owner::require_token`
-    // put its holder here).
-    let holder = match req.extensions().get::<super::bearer::Credential>() {
-        Some(super::bearer::Credential::Remote(holder)) => Some(holder.clone()),
-        _ => None,
-    };
+    // A connection lives only as long as the credential that opened it (`owner::require_token`
+    // put it here): a remote token's revocation closes it ([`super::principal`]).
+    let credential = req.extensions().get::<super::bearer::Credential>().cloned();
+    let lease = super::principal::lease(&hub, credential.as_ref());
     let (response, socket) = match upgrade::accept_raw(&mut req) {
         Ok(pair) => pair,
         Err(resp) => return resp,
     };
     tokio::spawn(async move {
         if let Some(io) = socket.await {
-            serve(hub, io, holder).await;
+            serve(hub, io, credential, lease).await;
         }
     });
     response
 }
 
-/// Resolves once `holder`'s remote token is revoked after `changes` was last seen (never, for a
-/// connection without one).
-async fn revoked(hub: &Hub, holder: Option<&super::remote_tokens::Holder>, changes: &mut tokio::sync::watch::Receiver<u64>) {
-    let Some(holder) = holder else { return std::future::pending().await };
-    loop {
-        if changes.changed().await.is_err() {
-            return std::future::pending().await;
-        }
-        if !hub.remote_tokens.holds(holder) {
-            return;
-        }
-    }
-}
-
 /// One connection, in one task: it reads requests, polls those under way, and writes their
 /// answers and its watches' events to the socket itself (no writer task between them).
-async fn serve(hub: Arc<Hub>, io: upgrade::DeviceSocket, holder: Option<super::remote_tokens::Holder>) {
+async fn serve(hub: Arc<Hub>, io: upgrade::DeviceSocket, credential: Option<super::bearer::Credential>, lease: super::principal::Lease) {
     let mut socket = Socket::with_write_deadline(io, WRITE_DEADLINE);
-    let mut changes = hub.remote_tokens.changes();
     // Revoked between its check and now: closed at once (1008, policy violation: the credential
     // is no longer valid).
-    let mut close_code = holder.as_ref().is_some_and(|h| !hub.remote_tokens.holds(h)).then_some(1008);
+    let mut close_code = lease.is_ended().then_some(1008);
     // Watches send their events here; the loop takes them when it has room for them. Short: a
     // watch that waits here stops reading the hub's event ring, which drops what it cannot keep
     // and tells the watch how many it missed (a `lagged` event), so a client that reads slowly
@@ -198,8 +181,8 @@ async fn serve(hub: Arc<Hub>, io: upgrade::DeviceSocket, holder: Option<super::r
                     break;
                 }
             }
-            () = revoked(&hub, holder.as_ref(), &mut changes) => {
-                if let Some(h) = &holder {
+            () = lease.end() => {
+                if let Some(super::bearer::Credential::Remote(h)) = &credential {
                     tracing::info!(token = %h.name, id = %h.id, "remote token revoked: its control connection is closed");
                 }
                 close_code = Some(1008);

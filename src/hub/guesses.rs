@@ -41,8 +41,8 @@ pub struct Guesses {
     peers: Mutex<HashMap<IpAddr, Bucket>>,
 }
 
-/// The key a peer is followed by.
-fn key(ip: IpAddr) -> IpAddr {
+/// The key a peer is followed by (an IPv4 address, an IPv6 /64).
+pub fn key(ip: IpAddr) -> IpAddr {
     match ip.to_canonical() {
         v4 @ IpAddr::V4(_) => v4,
         IpAddr::V6(v6) => IpAddr::V6((u128::from(v6) & !u128::from(u64::MAX)).into()),
