@@ -239,33 +239,56 @@ async fn a_person_on_another_machine_uses_their_own_token_over_https_until_it_is
     assert!(gone.stderr.contains("remote-token list"), "{gone:?}");
 }
 
+/// Issue 44, item 3: wrong tokens are capped per peer, and a right one from the same address (a
+/// neighbour behind the same NAT) is never held up. The margins hold on a busy machine: the cap
+/// earns one more guess every 3 s, so what is asserted is counted against the time it took.
 #[tokio::test]
 async fn wrong_tokens_are_capped_per_peer_and_logged() {
     let state = tempfile::tempdir().unwrap();
     let alice = remote_token(state.path(), &["create", "alice"]).await.stdout.trim().to_string();
+    let bob = remote_token(state.path(), &["create", "bob"]).await.stdout.trim().to_string();
     let hub = remote_hub(state.path(), &["--tls", "auto", "--host-tls"]).await;
     let (port, ca) = (port_of(&hub.host_url), ca_of(state.path()));
     let guess = |i: usize| format!("Bearer mcpdev_rt_{i:064}");
-    for i in 0..10 {
-        let a = https("127.0.0.2", port, &ca, "GET", "/api/v1/link", &[("Authorization", &guess(i))]).await;
+    // Wrong tokens from one address until the cap answers: 10, plus one per 3 s that passed.
+    let started = std::time::Instant::now();
+    let mut wrong = 0;
+    let first_429 = loop {
+        let a = https("127.0.0.2", port, &ca, "GET", "/api/v1/link", &[("Authorization", &guess(wrong))]).await;
+        if a.status == 429 {
+            break a;
+        }
         assert_eq!(a.status, 401, "{a:?}");
+        wrong += 1;
+        assert!(wrong <= 40, "40 wrong tokens and no 429");
+    };
+    let earned = 10 + (started.elapsed().as_secs() / 3) as usize + 1;
+    assert!((10..=earned).contains(&wrong), "{wrong} wrong tokens were checked before the cap, {earned} at most by the time taken");
+    assert!(first_429.header("retry-after").is_some_and(|s| s.parse::<u64>().is_ok_and(|n| (1..=3).contains(&n))), "{first_429:?}");
+    // The right tokens from the same address still work: alice's, bob's, and the MCP token.
+    for token in [&alice, &bob] {
+        let a = https("127.0.0.2", port, &ca, "GET", "/api/v1/link", &[("Authorization", &format!("Bearer {token}"))]).await;
+        assert!(a.status != 429 && a.status != 401, "a right token from a guesser's address: {a:?}");
     }
-    // The peer's guesses are spent: even the right token is not checked now.
-    let bearer = format!("Bearer {alice}");
-    let a = https("127.0.0.2", port, &ca, "GET", "/api/v1/link", &[("Authorization", &bearer)]).await;
-    assert_eq!(a.status, 429, "{a:?}");
-    assert!(a.header("retry-after").is_some_and(|s| s.parse::<u64>().is_ok_and(|n| (1..=3).contains(&n))), "{a:?}");
-    // /mcp's token is guessed at the same cost.
-    let a = https("127.0.0.2", port, &ca, "POST", "/mcp", &[("Authorization", &format!("Bearer {MCP_TOKEN}"))]).await;
-    assert_eq!(a.status, 429, "{a:?}");
-    // Another peer is not held up by it, and the refusals are counted.
-    let a = https("127.0.0.3", port, &ca, "GET", "/api/v1/link", &[("Authorization", &bearer)]).await;
-    assert_ne!(a.status, 429, "{a:?}");
-    assert_ne!(a.status, 401, "{a:?}");
+    let a = https("127.0.0.2", port, &ca, "GET", "/dashboard/api/hub", &[("Authorization", &format!("Bearer {MCP_TOKEN}"))]).await;
+    assert_eq!(a.status, 200, "{a:?}");
+    // The wrong ones go on getting 429 (one may have been earned back meanwhile).
+    let mut refused = false;
+    for i in 0..5 {
+        let a = https("127.0.0.2", port, &ca, "POST", "/mcp", &[("Authorization", &guess(100 + i))]).await;
+        assert!(a.status == 429 || a.status == 401, "{a:?}");
+        if a.status == 429 {
+            refused = true;
+            break;
+        }
+    }
+    assert!(refused, "the guesser is still capped");
+    // The refusals are counted and logged.
     let metrics = https("127.0.0.3", port, &ca, "GET", "/metrics", &[("Authorization", &format!("Bearer {MCP_TOKEN}"))]).await;
     let counted = metrics.body.lines().find(|l| l.starts_with("mcpdev_refusals_total{reason=\"token_guesses\"}")).unwrap_or_else(|| panic!("{}", metrics.body));
-    assert!(counted.ends_with(" 2"), "{counted}");
-    logged(&hub, |log| log.contains("refused a token from a peer that sent 10 wrong ones") && log.contains("127.0.0.2")).await;
+    let n: f64 = counted.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(n >= 2.0, "{counted}");
+    logged(&hub, |log| log.contains("refused a wrong token from a peer that sent 10 wrong ones") && log.contains("127.0.0.2")).await;
 }
 
 #[tokio::test]
