@@ -422,3 +422,53 @@ async fn a_revocation_ends_every_stream_and_session_the_token_opened() {
     assert_eq!(https_with("127.0.0.1", port, &ca, "POST", "/mcp", &h, &list).await.status, 401);
     logged(&hub, |log| log.contains("an MCP session ended: the credential that opened it was revoked")).await;
 }
+
+/// Issue 44, items 5 and 9: tasks belong to the person whose token made them, not to an address;
+/// one person's flood of tasks meets their own cap and leaves room for the next person behind
+/// the same address; a task is made only for a tool that exists.
+#[tokio::test]
+async fn tasks_belong_to_the_person_and_one_persons_flood_leaves_room_for_another() {
+    let state = tempfile::tempdir().unwrap();
+    let carol = remote_token(state.path(), &["create", "carol"]).await.stdout.trim().to_string();
+    let bob = remote_token(state.path(), &["create", "bob"]).await.stdout.trim().to_string();
+    // Requests without a session count on their owner: 5 tasks each here.
+    let hub = remote_hub(state.path(), &["--tls", "auto", "--host-tls", "--mcp-max-tasks", "100", "--mcp-max-tasks-per-session", "5"]).await;
+    let (port, ca) = (port_of(&hub.host_url), ca_of(state.path()));
+    const ENDPOINT: &str = "/devices/02:00:00:00:00:01/mcp";
+    let ask = |from: &'static str, token: &str, body: serde_json::Value| {
+        let (ca, auth) = (ca.clone(), format!("Bearer {token}"));
+        async move {
+            let h = [("Authorization", auth.as_str()), ("Accept", "application/json, text/event-stream"), ("MCP-Protocol-Version", "2025-11-25")];
+            let a = https_with(from, port, &ca, "POST", ENDPOINT, &h, &body.to_string()).await;
+            serde_json::from_str::<serde_json::Value>(&a.body).unwrap_or_else(|_| panic!("{a:?}"))
+        }
+    };
+    let task_of = |tool: &str| serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": {}, "task": {"ttl": 60000}}});
+    let get = |id: &str| serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"taskId": id}});
+
+    // Carol floods from two addresses: five tasks, then her cap, whatever the address.
+    let mut made = Vec::new();
+    for i in 0..30 {
+        let from = if i % 2 == 0 { "127.0.0.1" } else { "127.0.0.2" };
+        let a = ask(from, &carol, task_of("self.get_device_status")).await;
+        match a["result"]["task"]["taskId"].as_str() {
+            Some(id) => made.push(id.to_string()),
+            None => assert!(a["error"]["code"] == -32000 && a["error"]["message"].as_str().unwrap().contains("(without a session) holds 5 tasks"), "{a}"),
+        }
+    }
+    assert_eq!(made.len(), 5, "one person's cap, from any address");
+    // Bob, behind the same address, still makes tasks, and neither sees the other's.
+    let bobs = ask("127.0.0.1", &bob, task_of("self.get_device_status")).await;
+    let bobs = bobs["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("{bobs}")).to_string();
+    let theirs = ask("127.0.0.1", &bob, get(&made[0])).await;
+    assert_eq!(theirs["error"]["code"], -32602, "same address, another person: {theirs}");
+    assert_eq!(ask("127.0.0.1", &carol, get(&bobs)).await["error"]["code"], -32602);
+    // Carol reaches her task from the other address: it is hers, not the address's.
+    assert_eq!(ask("127.0.0.2", &carol, get(&made[0])).await["result"]["taskId"], made[0].as_str());
+    // A task is made only for a tool that exists: a clear JSON-RPC error, and no place taken.
+    let none = ask("127.0.0.1", &bob, task_of("no.such.tool")).await;
+    assert_eq!(none["error"]["code"], -32602, "{none}");
+    assert!(none["error"]["message"].as_str().unwrap().contains("No task was created"), "{none}");
+    let listed = ask("127.0.0.1", &bob, serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/list", "params": {}})).await;
+    assert_eq!(listed["result"]["tasks"].as_array().map(Vec::len), Some(1), "{listed}");
+}

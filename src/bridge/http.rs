@@ -153,8 +153,12 @@ fn refuse_without_token(e: &Endpoints, req: &mut Request) -> Option<Response<Bod
 /// The principal and lease [`refuse_without_token`] noted (the hub's own user for the run, in
 /// in-process tests that call the routes without the layer).
 fn credential_of(req: &Request) -> (Principal, Lease) {
-    let principal = req.extensions().get::<Principal>().cloned().unwrap_or(Principal::Owner);
-    let lease = req.extensions().get::<Lease>().cloned().unwrap_or_default();
+    credential_of_parts(req.extensions())
+}
+
+fn credential_of_parts(extensions: &axum::http::Extensions) -> (Principal, Lease) {
+    let principal = extensions.get::<Principal>().cloned().unwrap_or(Principal::Owner);
+    let lease = extensions.get::<Lease>().cloned().unwrap_or_default();
     (principal, lease)
 }
 
@@ -171,7 +175,7 @@ async fn streamable(endpoint: Endpoint, req: Request) -> Response<Body> {
     if let Some(id) = req.headers().get(&SESSION_ID).and_then(|v| v.to_str().ok())
         && endpoint.caps.principal_of(id).is_some_and(|owner| owner != principal)
     {
-        crate::metrics::refused(crate::metrics::Refused::ControlToken);
+        crate::metrics::refused(crate::metrics::Refused::ForeignSession);
         if crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Refusal, &format!("mcp session {}", peer_ip(&req))) {
             tracing::warn!(principal = %principal.describe(), "refused a request on an MCP session another credential opened");
         }
@@ -193,7 +197,7 @@ async fn streamable(endpoint: Endpoint, req: Request) -> Response<Body> {
     let peer = peer_ip(&req);
     // A POST without a session makes one (or is a sessionless request): within the caps.
     let slot = if req.method() == axum::http::Method::POST && session.is_none() {
-        match endpoint.caps.acquire_or_reclaim(peer).await {
+        match endpoint.caps.acquire_or_reclaim(peer, &principal).await {
             Err(why) => return refuse_session(req, why).await,
             Ok(slot) => Some(slot),
         }
@@ -275,7 +279,8 @@ async fn tasks_first(endpoint: &Endpoint, req: Request) -> Result<Response<Body>
         return Err((Request::from_parts(parts, Body::from(bytes)), declare));
     };
     let peer = parts.extensions.get::<ConnectInfo<std::net::SocketAddr>>().map_or(std::net::Ipv6Addr::LOCALHOST.into(), |c| c.0.ip());
-    let who = Requestor { owner: Owner::of(peer), session: session.clone() };
+    let (principal, lease) = credential_of_parts(&parts.extensions);
+    let who = Requestor { owner: Owner::of(&principal, peer), session: session.clone(), lease };
     let sink = session.and_then(|s| peer_sink(&endpoint.shared, &s));
     // A blocking tasks/result that takes an event stream hears the task's end on it, first.
     let streams = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/event-stream"));
@@ -461,7 +466,7 @@ async fn device_sse(State(e): State<Arc<Endpoints>>, Path(id): Path<String>, req
 fn open_sse(e: &Endpoints, scope: Scope, messages_path: &str, req: &Request) -> Response<Body> {
     let peer = peer_ip(req);
     let (principal, lease) = credential_of(req);
-    match e.shared.sessions.acquire(peer) {
+    match e.shared.sessions.acquire(peer, &principal) {
         Ok(slot) => sse::open(&e.sse, Bridge::new(e.shared.clone(), scope, Some(slot)), messages_path, peer, principal, lease),
         Err(why) => {
             let mut resp = plain(StatusCode::SERVICE_UNAVAILABLE, &why.0);

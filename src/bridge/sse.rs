@@ -75,7 +75,7 @@ pub fn open(sessions: &Arc<SseSessions>, bridge: Bridge, messages_path: &str, pe
         answers: Arc::new(tokio::sync::Semaphore::new(TASK_ANSWERS)),
         shared: bridge.shared.clone(),
         scope: scope.clone(),
-        who: Requestor { owner: Owner::of(peer), session: Some(id.as_str().into()) },
+        who: Requestor { owner: Owner::of(&principal, peer), session: Some(id.as_str().into()), lease: lease.clone() },
         principal,
     };
     // What waits for a client that reads its stream slowly: at most OUT_QUEUE messages (each at

@@ -6,7 +6,8 @@
 //! - A tool form's words are typed and validated by [`crate::args`] exactly as `mcpdev call`
 //!   does them; an invalid call is answered with the CLI's messages and never sent.
 //! - Admission goes through the control API's ops; only the admission ops are reachable here.
-//! - Traffic streams: at most [`MAX_STREAMS`] at once, each ending when its client goes away.
+//! - Traffic streams: capped ([`super::streams`]), each ending when its client goes away or the
+//!   credential that opened it is revoked.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -29,8 +30,6 @@ use crate::session::Event;
 
 /// Most devices one answer lists.
 pub const MAX_PAGE: usize = 200;
-/// Traffic streams open at once, in total.
-pub const MAX_STREAMS: usize = 32;
 /// Longest a call from a tool form may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -267,11 +266,18 @@ pub async fn call(State(d): State<Arc<Dashboard>>, Json(body): Json<CallBody>) -
 /// and a preview. The stream ends the moment the credential that opened it is revoked (its
 /// [`Lease`]: a remote token, a session logged out or evicted), with no event after that.
 pub async fn traffic(State(d): State<Arc<Dashboard>>, Query(q): Query<DeviceQuery>, req: axum::extract::Request) -> Response {
-    let Some(lease) = req.extensions().get::<Lease>().cloned() else {
+    let (Some(lease), Some(principal)) = (req.extensions().get::<Lease>().cloned(), req.extensions().get::<crate::hub::principal::Principal>()) else {
         return error(StatusCode::UNAUTHORIZED, "not logged in");
     };
-    let Ok(permit) = d.streams.clone().try_acquire_owned() else {
-        return error(StatusCode::TOO_MANY_REQUESTS, &format!("{MAX_STREAMS} traffic streams are open; close a device page"));
+    let permit = match d.streams.open(principal, crate::hub::bearer::peer(&req).ip()) {
+        Ok(permit) => permit,
+        Err(why) => {
+            crate::metrics::refused(crate::metrics::Refused::StreamCap);
+            if crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Refusal, &format!("traffic streams {}", principal.describe())) {
+                tracing::warn!("dashboard traffic stream refused: {why}");
+            }
+            return error(StatusCode::TOO_MANY_REQUESTS, &why);
+        }
     };
     let events = d.hub.registry.events.subscribe();
     let trace = d.hub.registry.tracing.watch();
@@ -392,7 +398,7 @@ pub async fn hub(State(d): State<Arc<Dashboard>>) -> Response {
             {"name": "device connections", "used": open, "cap": caps.max_connections},
             {"name": "connections before hello", "used": pre_hello, "cap": caps.pre_hello_total},
             {"name": "before hello, per peer", "used": Value::Null, "cap": caps.pre_hello_per_peer},
-            {"name": "traffic streams", "used": MAX_STREAMS - d.streams.available_permits(), "cap": MAX_STREAMS},
+            {"name": "traffic streams", "used": d.streams.in_use(), "cap": super::streams::MAX_STREAMS},
         ],
         "devices": d.hub.registry.len(),
         "numbers": crate::metrics::hub_numbers(),

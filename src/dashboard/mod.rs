@@ -11,7 +11,8 @@
 //! - Device text is data: the answers are JSON, the script writes it with `textContent` only,
 //!   and every page carries a Content-Security-Policy without inline script or style.
 //! - Bounded: the device list is paged on the server (at most [`api::MAX_PAGE`] rows an answer),
-//!   traffic streams are capped ([`api::MAX_STREAMS`]), and the timeline is capped ([`timeline`]).
+//!   traffic streams are capped in total, per principal and per address ([`streams`]), and end
+//!   when the credential that opened them is revoked; the timeline is capped ([`timeline`]).
 //! - Calls from a tool form are typed and validated by [`crate::args`], the CLI's own code, and
 //!   nothing that fails validation is sent.
 //!
@@ -21,6 +22,7 @@
 pub mod api;
 pub mod assets;
 pub mod auth;
+pub mod streams;
 pub mod timeline;
 
 use std::sync::Arc;
@@ -41,7 +43,7 @@ pub struct Dashboard {
     pub auth: auth::Auth,
     pub timeline: Arc<timeline::Timeline>,
     /// Traffic streams open now.
-    pub streams: Arc<tokio::sync::Semaphore>,
+    pub streams: Arc<streams::Streams>,
     /// One `check` at a time.
     pub checks: Arc<tokio::sync::Semaphore>,
     /// The host listener's address, for log-in links.
@@ -59,7 +61,7 @@ impl Dashboard {
         timeline.follow(&hub);
         let secure = hub.config.host_tls && hub.config.tls.is_some();
         let auth = auth::Auth::new(host_addr.port(), secure);
-        let streams = Arc::new(tokio::sync::Semaphore::new(api::MAX_STREAMS));
+        let streams = Arc::new(streams::Streams::default());
         Arc::new(Self { hub, auth, timeline, streams, checks: Arc::new(tokio::sync::Semaphore::new(1)), host_addr, device_addr, mcp_token })
     }
 
@@ -149,7 +151,13 @@ fn refuse(d: &Dashboard, req: &mut Request) -> Option<Response> {
     if lease.is_ended() {
         return Some(refusal(auth::Denied::NoSession, req));
     }
+    let principal = match &who {
+        auth::Who::Session { holder: Some(holder), .. } => crate::hub::principal::Principal::Person(holder.id.as_str().into()),
+        auth::Who::Session { holder: None, .. } => crate::hub::principal::Principal::Owner,
+        auth::Who::Bearer(credential) => crate::hub::principal::Principal::of(Some(credential), crate::hub::bearer::peer(req).ip()),
+    };
     req.extensions_mut().insert(lease);
+    req.extensions_mut().insert(principal);
     req.extensions_mut().insert(who);
     None
 }

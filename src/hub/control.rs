@@ -16,7 +16,7 @@
 //! ```
 //! Another hub of the cluster may also send (over the cluster's RPC, never a control connection):
 //! ```text
-//! {"id":10,"op":"task","method":"tasks/result","task":"<hub>/<hex>","owner":"10.0.0.7","wait_ms":62000}
+//! {"id":10,"op":"task","method":"tasks/result","task":"<hub>/<hex>","owner":"10.0.0.7"|"person:<id>","wait_ms":62000}
 //!                                                               -> {"id":10,"ok":{"result":…}|{"error":{JSON-RPC error}}}
 //! ```
 //! Errors: `{"kind": "no_devices|not_found|ambiguous|not_ready|timeout|device_error|disconnected|link_down|bad_request|busy",
@@ -514,8 +514,9 @@ async fn pending_text(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>) -> String {
     format!("[{}]", rows.join(","))
 }
 
-/// The `task` op: `tasks/get|result|cancel` of a task this hub holds, for `owner` (the address
-/// the asking hub saw the host at), answered as this hub's MCP endpoints would answer it:
+/// The `task` op: `tasks/get|result|cancel` of a task this hub holds, for `owner` (as the asking
+/// hub saw the host: the address of the hub's own user, or `person:<token id>`, `shared:<address>`
+/// for the credential it proved; [`crate::hub::principal`]), answered as this hub's MCP endpoints would answer it:
 /// `{"result": …}` or `{"error": …}` (JSON-RPC). `tasks/result` waits at most `wait_ms` (at most
 /// [`TASK_WAIT_MAX`]), then answers a JSON-RPC error saying the task is still working, so no
 /// request outlives the one the asking hub waits on. A hub without MCP endpoints holds no task
@@ -524,7 +525,9 @@ async fn serve_task(hub: &Hub, method: &str, task: &str, owner: &str, wait_ms: u
     if !matches!(method, "tasks/get" | "tasks/result" | "tasks/cancel") {
         return Err(bad_request(format!("the task op takes tasks/get, tasks/result or tasks/cancel, not {:?}", method.chars().take(40).collect::<String>())));
     }
-    let owner: std::net::IpAddr = owner.parse().map_err(|_| bad_request("the task op's owner must be an IP address".into()))?;
+    if owner.is_empty() || owner.len() > 80 || !owner.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(bad_request("the task op's owner must be an address, person:<id> or shared:<address>".into()));
+    }
     let Some(desk) = hub.tasks.get().cloned() else {
         return Err(json!({"kind": "not_found", "message": "this hub runs no MCP endpoints, so it holds no tasks"}));
     };
