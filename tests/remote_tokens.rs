@@ -139,6 +139,28 @@ async fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)]) -> 
     common::raw_http::request("127.0.0.1", format!("127.0.0.1:{port}").parse().unwrap(), method, path, &h, "").await
 }
 
+/// A hub that other machines reach, over TLS (plus `extra`), and two people's tokens made on
+/// its machine.
+struct TwoPeople {
+    _state: tempfile::TempDir,
+    first: String,
+    second: String,
+    hub: HubProcess,
+    port: u16,
+    ca: String,
+}
+
+async fn two_people(names: [&str; 2], extra: &[&str]) -> TwoPeople {
+    let state = tempfile::tempdir().unwrap();
+    let first = remote_token(state.path(), &["create", names[0]]).await.stdout.trim().to_string();
+    let second = remote_token(state.path(), &["create", names[1]]).await.stdout.trim().to_string();
+    let mut args = vec!["--tls", "auto", "--host-tls"];
+    args.extend_from_slice(extra);
+    let hub = remote_hub(state.path(), &args).await;
+    let (port, ca) = (port_of(&hub.host_url), ca_of(state.path()));
+    TwoPeople { _state: state, first, second, hub, port, ca }
+}
+
 /// The hub's log once it holds what `seen` looks for (it is read from the hub's stderr as it comes).
 async fn logged(hub: &HubProcess, seen: impl Fn(&str) -> bool) -> String {
     let deadline = tokio::time::Instant::now() + DEADLINE;
@@ -244,11 +266,7 @@ async fn a_person_on_another_machine_uses_their_own_token_over_https_until_it_is
 /// earns one more guess every 3 s, so what is asserted is counted against the time it took.
 #[tokio::test]
 async fn wrong_tokens_are_capped_per_peer_and_logged() {
-    let state = tempfile::tempdir().unwrap();
-    let alice = remote_token(state.path(), &["create", "alice"]).await.stdout.trim().to_string();
-    let bob = remote_token(state.path(), &["create", "bob"]).await.stdout.trim().to_string();
-    let hub = remote_hub(state.path(), &["--tls", "auto", "--host-tls"]).await;
-    let (port, ca) = (port_of(&hub.host_url), ca_of(state.path()));
+    let TwoPeople { _state: _kept, first: alice, second: bob, hub, port, ca } = two_people(["alice", "bob"], &[]).await;
     let guess = |i: usize| format!("Bearer mcpdev_rt_{i:064}");
     // Wrong tokens from one address until the cap answers: 10, plus one per 3 s that passed.
     let started = std::time::Instant::now();
@@ -340,11 +358,7 @@ async fn a_remote_token_never_travels_in_clear_text() {
 /// by the credential that opened it.
 #[tokio::test]
 async fn a_revocation_ends_every_stream_and_session_the_token_opened() {
-    let state = tempfile::tempdir().unwrap();
-    let carol = remote_token(state.path(), &["create", "carol"]).await.stdout.trim().to_string();
-    let bob = remote_token(state.path(), &["create", "bob"]).await.stdout.trim().to_string();
-    let hub = remote_hub(state.path(), &["--tls", "auto", "--host-tls"]).await;
-    let (port, ca) = (port_of(&hub.host_url), ca_of(state.path()));
+    let TwoPeople { _state: state, first: carol, second: bob, hub, port, ca } = two_people(["carol", "bob"], &[]).await;
     let (as_carol, as_bob, as_mcp) = (format!("Bearer {carol}"), format!("Bearer {bob}"), format!("Bearer {MCP_TOKEN}"));
     let open = |headers: Vec<(&'static str, String)>, method: &'static str, path: &'static str, body: String| {
         let ca = ca.clone();
@@ -428,12 +442,8 @@ async fn a_revocation_ends_every_stream_and_session_the_token_opened() {
 /// the same address; a task is made only for a tool that exists.
 #[tokio::test]
 async fn tasks_belong_to_the_person_and_one_persons_flood_leaves_room_for_another() {
-    let state = tempfile::tempdir().unwrap();
-    let carol = remote_token(state.path(), &["create", "carol"]).await.stdout.trim().to_string();
-    let bob = remote_token(state.path(), &["create", "bob"]).await.stdout.trim().to_string();
     // Requests without a session count on their owner: 5 tasks each here.
-    let hub = remote_hub(state.path(), &["--tls", "auto", "--host-tls", "--mcp-max-tasks", "100", "--mcp-max-tasks-per-session", "5"]).await;
-    let (port, ca) = (port_of(&hub.host_url), ca_of(state.path()));
+    let TwoPeople { _state: _kept, first: carol, second: bob, port, ca, hub: _hub } = two_people(["carol", "bob"], &["--mcp-max-tasks", "100", "--mcp-max-tasks-per-session", "5"]).await;
     const ENDPOINT: &str = "/devices/02:00:00:00:00:01/mcp";
     let ask = |from: &'static str, token: &str, body: serde_json::Value| {
         let (ca, auth) = (ca.clone(), format!("Bearer {token}"));
