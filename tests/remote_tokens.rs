@@ -482,3 +482,121 @@ async fn tasks_belong_to_the_person_and_one_persons_flood_leaves_room_for_anothe
     let listed = ask("127.0.0.1", &bob, serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/list", "params": {}})).await;
     assert_eq!(listed["result"]["tasks"].as_array().map(Vec::len), Some(1), "{listed}");
 }
+
+/// A TLS server that a CA the CLI trusts vouches for (standing in for a public certificate the
+/// system's roots accept), recording what each connection sent before the head's end.
+struct Catcher {
+    port: u16,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    connections: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Catcher {
+    /// A catcher whose certificate (for 127.0.0.1) comes from a CA made in `tls_dir`.
+    async fn start(tls_dir: &Path) -> Self {
+        use rustls::pki_types::pem::PemObject;
+        mcpdev::tls::install_crypto_provider();
+        let ca = mcpdev::hub::certs::HubCa::load_or_create(tls_dir).unwrap();
+        ca.issue_leaf(&["127.0.0.1".to_string()], std::time::SystemTime::now()).unwrap();
+        let chain: Vec<_> = rustls::pki_types::CertificateDer::pem_file_iter(tls_dir.join("hub.pem")).unwrap().map(Result::unwrap).collect();
+        let key = rustls::pki_types::PrivateKeyDer::from_pem_file(tls_dir.join("hub.key")).unwrap();
+        let mut config = rustls::ServerConfig::builder().with_no_client_auth().with_single_cert(chain, key).unwrap();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (seen, connections) = (std::sync::Arc::new(std::sync::Mutex::new(Vec::new())), std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0)));
+        let (into, count) = (seen.clone(), connections.clone());
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let (acceptor, into) = (acceptor.clone(), into.clone());
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else { return };
+                    let mut got = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match tls.read(&mut buf).await {
+                            Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
+                            _ => break,
+                        }
+                    }
+                    into.lock().unwrap().push(String::from_utf8_lossy(&got).into_owned());
+                });
+            }
+        });
+        Self { port, seen, connections }
+    }
+
+    /// Whether any request that reached it carried an `Authorization` header.
+    fn got_a_credential(&self) -> bool {
+        self.seen.lock().unwrap().iter().any(|r| r.to_ascii_lowercase().contains("authorization:"))
+    }
+}
+
+/// Issue 44, item 2, and issue 47, item 6: a remote token goes only to the hub it was made for,
+/// checked by that hub's CA (named in the token's file), whatever URL a file names; a
+/// `mcpdev.toml` in the working directory never redirects it; and the one token opens `/mcp` too,
+/// with nothing on the command line.
+#[tokio::test]
+async fn a_remote_token_goes_only_to_its_own_hub_whatever_a_file_names() {
+    let state = tempfile::tempdir().unwrap();
+    let hub = remote_hub(state.path(), &["--tls", "auto", "--host-tls"]).await;
+    let port = port_of(&hub.host_url);
+    // Made once the hub has its CA: the file names it.
+    let made = remote_token(state.path(), &["create", "alice"]).await;
+    let lines: Vec<&str> = made.stdout.lines().collect();
+    assert!(lines.len() == 2 && lines[1].starts_with("hub-ca-sha256 "), "{made:?}");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let pinned = token_file(elsewhere.path(), "alice.token", &made.stdout);
+    let bare = token_file(elsewhere.path(), "bare.token", lines[0]);
+
+    // The attacker's server, vouched for by a CA this CLI trusts without being asked (the local
+    // hub's own CA in its state directory, standing in for the system's roots).
+    let cli_state = tempfile::tempdir().unwrap();
+    let catcher = Catcher::start(&cli_state.path().join("tls")).await;
+    let attacker = format!("https://127.0.0.1:{}", catcher.port);
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(repo.path().join("mcpdev.toml"), format!("hub = \"{attacker}\"\n")).unwrap();
+    let run = |args: Vec<String>, token_file: &Path, cwd: &Path| {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"));
+        cmd.args(&args).current_dir(cwd).env("MCPDEV_STATE_DIR", cli_state.path()).env("MCPDEV_RUNTIME_DIR", cli_state.path()).env("MCPDEV_HUB_TOKEN_FILE", token_file).env("NO_COLOR", "1");
+        for var in ["MCPDEV_HUB", "MCPDEV_HUB_TOKEN", "MCPDEV_CA_FILE", "MCPDEV_CA_FINGERPRINT", "MCPDEV_MCP_TOKEN"] {
+            cmd.env_remove(var);
+        }
+        async move {
+            let out = tokio::time::timeout(Duration::from_secs(60), cmd.stdin(Stdio::null()).kill_on_drop(true).output()).await.expect("command hung").unwrap();
+            Outcome { code: out.status.code().unwrap_or(-1), stdout: String::from_utf8_lossy(&out.stdout).into_owned(), stderr: String::from_utf8_lossy(&out.stderr).into_owned() }
+        }
+    };
+    let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+
+    // A cloned repository's mcpdev.toml names the attacker: refused before connecting, naming the file.
+    for file in [&pinned, &bare] {
+        let out = run(words(&["devices"]), file, repo.path()).await;
+        assert_eq!(out.code, 3, "{out:?}");
+        assert!(out.stderr.contains("mcpdev.toml") && out.stderr.contains("--hub") && out.stderr.contains("nothing was sent"), "{out:?}");
+    }
+    assert_eq!(catcher.connections.load(std::sync::atomic::Ordering::SeqCst), 0, "nothing reached the attacker");
+    // Named by the person, but with nothing naming the hub's CA: the system's roots alone never carry it.
+    let out = run(words(&["devices", "--hub", &attacker]), &bare, elsewhere.path()).await;
+    assert_eq!(out.code, 3, "{out:?}");
+    assert!(out.stderr.contains("MCPDEV_CA_FILE") && out.stderr.contains("nothing was sent"), "{out:?}");
+    assert_eq!(catcher.connections.load(std::sync::atomic::Ordering::SeqCst), 0);
+    // The pinned token, pointed at the attacker by a mistyped or planted URL: the attacker's
+    // certificate is not of alice's hub's CA, so no request, and no token, reaches it.
+    for args in [words(&["devices", "--hub", &attacker]), words(&["tools", "list", "--url", &format!("{attacker}/mcp")]), words(&["dashboard", "--no-open", "--hub", &attacker])] {
+        let out = run(args.clone(), &pinned, elsewhere.path()).await;
+        assert_ne!(out.code, 0, "{args:?}: {out:?}");
+        assert!(!catcher.got_a_credential(), "{args:?}: {:?}", catcher.seen.lock().unwrap());
+    }
+    assert!(catcher.seen.lock().unwrap().iter().all(String::is_empty), "no request at all: {:?}", catcher.seen.lock().unwrap());
+
+    // Her own hub: the pinned file alone (no CA file, no --header) opens the CLI and /mcp.
+    let own = format!("https://127.0.0.1:{port}");
+    let out = run(words(&["devices", "--hub", &own, "--json"]), &pinned, elsewhere.path()).await;
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = run(words(&["tools", "list", "--url", &format!("{own}/devices/02:00:00:00:00:01/mcp"), "--json"]), &pinned, elsewhere.path()).await;
+    assert_eq!(out.code, 0, "one credential opens /mcp too: {out:?}");
+    assert!(out.stdout.contains("self.get_device_status"), "{out:?}");
+}
