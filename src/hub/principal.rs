@@ -33,7 +33,12 @@ pub use super::lease::Lease;
 pub fn lease(hub: &Hub, credential: Option<&Credential>) -> Lease {
     match credential {
         Some(Credential::Remote(holder)) => hub.remote_tokens.lease(holder),
-        Some(Credential::Control | Credential::Extra) | None => Lease::for_the_run(),
+        // One lease for every request of these (nothing cancels it): no allocation per request
+        // on the hot path (`/mcp` calls).
+        Some(Credential::Control | Credential::Extra) | None => {
+            static RUN: std::sync::LazyLock<Lease> = std::sync::LazyLock::new(Lease::for_the_run);
+            RUN.clone()
+        }
     }
 }
 
