@@ -587,9 +587,12 @@ async fn a_remote_token_goes_only_to_its_own_hub_whatever_a_file_names() {
     // certificate is not of alice's hub's CA, so no request, and no token, reaches it.
     for args in [words(&["devices", "--hub", &attacker]), words(&["tools", "list", "--url", &format!("{attacker}/mcp")]), words(&["dashboard", "--no-open", "--hub", &attacker])] {
         let out = run(args.clone(), &pinned, elsewhere.path()).await;
-        assert_ne!(out.code, 0, "{args:?}: {out:?}");
+        assert_eq!(out.code, 3, "{args:?}: {out:?}");
+        assert!(out.stderr.contains("pinned"), "{args:?}: {out:?}");
         assert!(!catcher.got_a_credential(), "{args:?}: {:?}", catcher.seen.lock().unwrap());
     }
+    let out = run(words(&["tools", "list", "--url", &format!("{attacker}/mcp")]), &pinned, elsewhere.path()).await;
+    assert!(out.stderr.contains("goes only to the hub whose CA its file names") && out.stderr.contains("run without MCPDEV_HUB_TOKEN_FILE"), "what to do for another server: {out:?}");
     assert!(catcher.seen.lock().unwrap().iter().all(String::is_empty), "no request at all: {:?}", catcher.seen.lock().unwrap());
 
     // Her own hub: the pinned file alone (no CA file, no --header) opens the CLI and /mcp.

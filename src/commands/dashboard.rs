@@ -53,6 +53,10 @@ pub async fn run(global: &GlobalArgs, args: DashboardArgs) -> anyhow::Result<()>
             if crate::links::listeners::is_refused(&e) {
                 return crate::links::listeners::no_hub(base);
             }
+            // A hub that does not prove who it is gets nothing, the token included (exit 3).
+            if let Some(what) = crate::tls::client::explain(&e) {
+                return CodedError::new(Exit::Auth, format!("the hub at {base} did not prove who it is: {what}; nothing was sent"));
+            }
             CodedError::new(Exit::Unreachable, format!("cannot reach the hub at {base}: {e}")).with_help("--hub or MCPDEV_HUB names another hub")
         })?;
     let answered = resp.headers().get(crate::links::listeners::HEADER).and_then(|v| v.to_str().ok());

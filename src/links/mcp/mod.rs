@@ -88,11 +88,14 @@ impl McpConnection {
     pub async fn connect(endpoint: &McpEndpoint, timeout: Duration) -> Result<Self, McpFailure> {
         crate::tls::install_crypto_provider();
         let protocol = Arc::new(OnceLock::new());
+        // Whether the person's remote token went with the request, bound to its hub's CA.
+        let pinned = std::cell::Cell::new(false);
         let opening = async {
             match endpoint {
                 McpEndpoint::Stdio(cmd) => stdio::spawn(cmd),
                 McpEndpoint::Url { url, headers, transport } => {
                     let (headers, tls) = with_hub_token(url, header_map(headers)?)?;
+                    pinned.set(tls.is_some());
                     let sse = match transport {
                         McpTransport::Sse => true,
                         McpTransport::Http => false,
@@ -102,7 +105,18 @@ impl McpConnection {
                 }
             }
         };
-        let wire = tokio::time::timeout(timeout, opening).await.map_err(|_| McpFailure::Timeout(timeout))??;
+        // A server that is not the token's hub fails its CA: say why, and what to do for another server.
+        let explain = |e: McpFailure| match e {
+            McpFailure::Auth(m) if pinned.get() => McpFailure::Auth(format!(
+                "{m} (the remote token in {} goes only to the hub whose CA its file names, and this server did not prove that CA; nothing was sent. \
+                 For another MCP server, run without {} and {})",
+                crate::links::control_token::HUB_TOKEN_FILE_ENV,
+                crate::links::control_token::HUB_TOKEN_FILE_ENV,
+                crate::links::control_token::HUB_TOKEN_ENV
+            )),
+            other => other,
+        };
+        let wire = tokio::time::timeout(timeout, opening).await.map_err(|_| McpFailure::Timeout(timeout))?.map_err(explain)?;
         let peer = Peer::start(wire);
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
@@ -119,7 +133,7 @@ impl McpConnection {
                 peer.close().await;
                 return Err(match e {
                     McpFailure::Timeout(t) => McpFailure::Timeout(t),
-                    other => other,
+                    other => explain(other),
                 });
             }
         };
