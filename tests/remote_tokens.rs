@@ -603,3 +603,24 @@ async fn a_remote_token_goes_only_to_its_own_hub_whatever_a_file_names() {
     assert_eq!(out.code, 0, "one credential opens /mcp too: {out:?}");
     assert!(out.stdout.contains("self.get_device_status"), "{out:?}");
 }
+
+/// Issue 47, item 6: under `--host-tls`, a hub other machines reach needs no shared MCP token,
+/// and its MCP endpoints still take none but a person's (or, from this machine, the control)
+/// token: a request without one, or with a guess, is refused.
+#[tokio::test]
+async fn under_host_tls_a_remote_hub_needs_no_shared_mcp_token_and_mcp_still_needs_a_token() {
+    let state = tempfile::tempdir().unwrap();
+    let dir = state.path().to_string_lossy().into_owned();
+    let hub = HubProcess::start_capturing(&["--host-addr", "0.0.0.0:0", "--demo", "1", "--tls", "auto", "--host-tls"], &[("MCPDEV_STATE_DIR", &dir)]).await;
+    let (port, ca) = (port_of(&hub.host_url), ca_of(state.path()));
+    let dana = remote_token(state.path(), &["create", "dana"]).await.stdout.lines().next().unwrap().to_string();
+    let init = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "dana", "version": "0"}}}).to_string();
+    let accept = ("Accept", "application/json, text/event-stream");
+    for (from, headers) in [("127.0.0.2", vec![accept]), ("127.0.0.3", vec![accept, ("Authorization", "Bearer a-guess")])] {
+        let a = https_with(from, port, &ca, "POST", "/mcp", &headers, &init).await;
+        assert_eq!(a.status, 401, "{a:?}");
+    }
+    let bearer = format!("Bearer {dana}");
+    let a = https_with("127.0.0.4", port, &ca, "POST", "/mcp", &[accept, ("Authorization", &bearer)], &init).await;
+    assert_eq!(a.status, 200, "a person's own token opens /mcp: {a:?}");
+}
