@@ -134,6 +134,25 @@ fn random_hex() -> String {
     hex(&b)
 }
 
+/// Ends `lease` when its session expires ([`SESSION_TTL`]), so a stream the session opened does
+/// not outlive it even when no request comes to notice the expiry (no runtime: noticed by the
+/// next request only).
+fn end_at_expiry(lease: &Lease) {
+    end_after(lease, SESSION_TTL);
+}
+
+fn end_after(lease: &Lease, ttl: Duration) {
+    if let Ok(rt) = tokio::runtime::Handle::try_current() {
+        let lease = lease.clone();
+        rt.spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep(ttl) => lease.0.cancel(),
+                () = lease.end() => {}
+            }
+        });
+    }
+}
+
 impl Auth {
     /// The sessions of the dashboard on `port`; `secure` when it is served over TLS only.
     pub fn new(port: u16, secure: bool) -> Self {
@@ -170,7 +189,9 @@ impl Auth {
         while let Some(oldest) = (s.sessions.len() >= MAX_SESSIONS).then(|| s.sessions.pop_front()).flatten() {
             oldest.lease.0.cancel();
         }
-        s.sessions.push_back(Session { id: id.clone(), csrf, at: Instant::now(), holder: link.holder, lease: link.lease.child() });
+        let lease = link.lease.child();
+        end_at_expiry(&lease);
+        s.sessions.push_back(Session { id: id.clone(), csrf, at: Instant::now(), holder: link.holder, lease });
         Some(format!("{}={id}; {}; Max-Age={}", self.cookie, self.attributes, SESSION_TTL.as_secs()))
     }
 
@@ -360,5 +381,18 @@ mod tests {
             a.log_in(&a.new_link(None, &Lease::for_the_run())).unwrap();
         }
         assert!(matches!(check(&a, &Method::GET, &cookie_headers(&first_session)), Err(Denied::NoSession)), "the oldest session was ended");
+    }
+
+    /// A session's lease ends at its expiry even if no request comes, and not before.
+    #[tokio::test]
+    async fn a_sessions_streams_end_at_its_expiry() {
+        let a = auth();
+        let set = a.log_in(&a.new_link(None, &Lease::for_the_run())).unwrap();
+        let Ok(Who::Session { lease, .. }) = check(&a, &Method::GET, &cookie_headers(&set)) else { panic!() };
+        tokio::task::yield_now().await;
+        assert!(!lease.is_ended(), "a week-long session is not ended at once");
+        let short = Lease::for_the_run();
+        end_after(&short, Duration::from_millis(10));
+        tokio::time::timeout(Duration::from_secs(10), short.end()).await.expect("ended at its expiry");
     }
 }
