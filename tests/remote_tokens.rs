@@ -139,6 +139,20 @@ async fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)]) -> 
     common::raw_http::request("127.0.0.1", format!("127.0.0.1:{port}").parse().unwrap(), method, path, &h, "").await
 }
 
+/// Waits until the hub's demo device is ready (onboarded), asking the dashboard's API with the
+/// MCP token, within the deadline.
+async fn demo_ready(port: u16, ca: &str) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let a = https("127.0.0.1", port, ca, "GET", "/dashboard/api/device?id=02:00:00:00:00:01", &[("Authorization", &format!("Bearer {MCP_TOKEN}"))]).await;
+        if a.status == 200 && a.body.contains("\"phase\":\"ready\"") {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the demo device was not ready in time: {a:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// A hub that other machines reach, over TLS (plus `extra`), and two people's tokens made on
 /// its machine.
 struct TwoPeople {
@@ -158,6 +172,7 @@ async fn two_people(names: [&str; 2], extra: &[&str]) -> TwoPeople {
     args.extend_from_slice(extra);
     let hub = remote_hub(state.path(), &args).await;
     let (port, ca) = (port_of(&hub.host_url), ca_of(state.path()));
+    demo_ready(port, &ca).await;
     TwoPeople { _state: state, first, second, hub, port, ca }
 }
 
@@ -543,6 +558,7 @@ async fn a_remote_token_goes_only_to_its_own_hub_whatever_a_file_names() {
     let state = tempfile::tempdir().unwrap();
     let hub = remote_hub(state.path(), &["--tls", "auto", "--host-tls"]).await;
     let port = port_of(&hub.host_url);
+    demo_ready(port, &ca_of(state.path())).await;
     // Made once the hub has its CA: the file names it.
     let made = remote_token(state.path(), &["create", "alice"]).await;
     let lines: Vec<&str> = made.stdout.lines().collect();
