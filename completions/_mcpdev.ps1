@@ -71,13 +71,13 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--onboarding-timeout', '--onboarding-timeout', [CompletionResultType]::ParameterName, 'Timeout of each onboarding request (initialize, tools/list)')
             [CompletionResult]::new('--allowed-host', '--allowed-host', [CompletionResultType]::ParameterName, 'Also accept this Host name on the host listener (for LAN use); repeatable')
             [CompletionResult]::new('--allowed-origin', '--allowed-origin', [CompletionResultType]::ParameterName, 'Also accept requests with this Origin on the host listener; repeatable')
-            [CompletionResult]::new('--mcp-token', '--mcp-token', [CompletionResultType]::ParameterName, 'A bearer token MCP clients must send to /mcp, /devices/*/mcp and /sse (prefer the environment variable)')
+            [CompletionResult]::new('--mcp-token', '--mcp-token', [CompletionResultType]::ParameterName, 'A bearer token MCP clients must send to /mcp, /devices/*/mcp and /sse (prefer the environment variable); shared by its holders, read once at start. Under --host-tls each person''s remote token opens these too, and this one is optional')
             [CompletionResult]::new('--mcp-timeout', '--mcp-timeout', [CompletionResultType]::ParameterName, 'How long an MCP tools/call waits for the device')
             [CompletionResult]::new('--mcp-names', '--mcp-names', [CompletionResultType]::ParameterName, 'Tool names on /mcp: prefixed by device (`<alias>.<tool>`, stable) or the devices'' own')
             [CompletionResult]::new('--mcp-page-size', '--mcp-page-size', [CompletionResultType]::ParameterName, 'Tools per tools/list page on the MCP endpoints')
             [CompletionResult]::new('--mcp-fleet-threshold', '--mcp-fleet-threshold', [CompletionResultType]::ParameterName, 'Devices connected above which /mcp and /sse offer fleet tools (search_devices, list_device_tools, call_device_tool) instead of every device''s tools; they turn back at a quarter below. /devices/<id>/mcp always offers that device''s own tools')
             [CompletionResult]::new('--mcp-max-sessions', '--mcp-max-sessions', [CompletionResultType]::ParameterName, 'Open MCP sessions (/mcp, /sse, /devices/*/mcp and /sse) allowed in total; a new one beyond it takes the place of the least recently used Streamable HTTP session idle for --mcp-reclaim-idle, or is refused with 503 until sessions end or expire (5 min idle)')
-            [CompletionResult]::new('--mcp-max-sessions-per-peer', '--mcp-max-sessions-per-peer', [CompletionResultType]::ParameterName, 'Open MCP sessions allowed from one peer address (on loopback, every local MCP host is one peer)')
+            [CompletionResult]::new('--mcp-max-sessions-per-peer', '--mcp-max-sessions-per-peer', [CompletionResultType]::ParameterName, 'Open MCP sessions allowed from one peer address (on loopback, every local MCP host is one peer), and for one person''s remote token from any address')
             [CompletionResult]::new('--mcp-reclaim-idle', '--mcp-reclaim-idle', [CompletionResultType]::ParameterName, 'How long a Streamable HTTP session must go without a request (and with none open) before a new session may take its place when a session cap is full')
             [CompletionResult]::new('--mcp-max-tasks', '--mcp-max-tasks', [CompletionResultType]::ParameterName, 'MCP tasks (a tools/call with params.task) the hub holds at once, running or finished; a task is kept for its ttl (at most 1 h), then forgotten')
             [CompletionResult]::new('--mcp-max-tasks-per-session', '--mcp-max-tasks-per-session', [CompletionResultType]::ParameterName, 'MCP tasks one session may hold at once')
@@ -870,9 +870,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
-            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Make a token for NAME and print it (once: only its hash is kept, in the state directory)')
+            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Make a token for NAME and print it (once: only its hash is kept, in the state directory), with the hub''s CA on a second line when the hub has one: the CLI then sends the token only to a hub that proves that CA')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'The tokens this hub accepts: names, ids and when they were made (never a secret)')
-            [CompletionResult]::new('revoke', 'revoke', [CompletionResultType]::ParameterValue, 'Withdraw NAME''s token: the hub refuses it from now on and ends its open connections')
+            [CompletionResult]::new('revoke', 'revoke', [CompletionResultType]::ParameterValue, 'Withdraw NAME''s token: the hub refuses it from now on and ends, within a second, every stream, session, connection and task it opened')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -922,9 +922,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;remote-token;help' {
-            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Make a token for NAME and print it (once: only its hash is kept, in the state directory)')
+            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Make a token for NAME and print it (once: only its hash is kept, in the state directory), with the hub''s CA on a second line when the hub has one: the CLI then sends the token only to a hub that proves that CA')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'The tokens this hub accepts: names, ids and when they were made (never a secret)')
-            [CompletionResult]::new('revoke', 'revoke', [CompletionResultType]::ParameterValue, 'Withdraw NAME''s token: the hub refuses it from now on and ends its open connections')
+            [CompletionResult]::new('revoke', 'revoke', [CompletionResultType]::ParameterValue, 'Withdraw NAME''s token: the hub refuses it from now on and ends, within a second, every stream, session, connection and task it opened')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -1094,9 +1094,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;help;remote-token' {
-            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Make a token for NAME and print it (once: only its hash is kept, in the state directory)')
+            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Make a token for NAME and print it (once: only its hash is kept, in the state directory), with the hub''s CA on a second line when the hub has one: the CLI then sends the token only to a hub that proves that CA')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'The tokens this hub accepts: names, ids and when they were made (never a secret)')
-            [CompletionResult]::new('revoke', 'revoke', [CompletionResultType]::ParameterValue, 'Withdraw NAME''s token: the hub refuses it from now on and ends its open connections')
+            [CompletionResult]::new('revoke', 'revoke', [CompletionResultType]::ParameterValue, 'Withdraw NAME''s token: the hub refuses it from now on and ends, within a second, every stream, session, connection and task it opened')
             break
         }
         'mcpdev;help;remote-token;create' {

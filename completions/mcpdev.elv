@@ -67,13 +67,13 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --onboarding-timeout 'Timeout of each onboarding request (initialize, tools/list)'
             cand --allowed-host 'Also accept this Host name on the host listener (for LAN use); repeatable'
             cand --allowed-origin 'Also accept requests with this Origin on the host listener; repeatable'
-            cand --mcp-token 'A bearer token MCP clients must send to /mcp, /devices/*/mcp and /sse (prefer the environment variable)'
+            cand --mcp-token 'A bearer token MCP clients must send to /mcp, /devices/*/mcp and /sse (prefer the environment variable); shared by its holders, read once at start. Under --host-tls each person''s remote token opens these too, and this one is optional'
             cand --mcp-timeout 'How long an MCP tools/call waits for the device'
             cand --mcp-names 'Tool names on /mcp: prefixed by device (`<alias>.<tool>`, stable) or the devices'' own'
             cand --mcp-page-size 'Tools per tools/list page on the MCP endpoints'
             cand --mcp-fleet-threshold 'Devices connected above which /mcp and /sse offer fleet tools (search_devices, list_device_tools, call_device_tool) instead of every device''s tools; they turn back at a quarter below. /devices/<id>/mcp always offers that device''s own tools'
             cand --mcp-max-sessions 'Open MCP sessions (/mcp, /sse, /devices/*/mcp and /sse) allowed in total; a new one beyond it takes the place of the least recently used Streamable HTTP session idle for --mcp-reclaim-idle, or is refused with 503 until sessions end or expire (5 min idle)'
-            cand --mcp-max-sessions-per-peer 'Open MCP sessions allowed from one peer address (on loopback, every local MCP host is one peer)'
+            cand --mcp-max-sessions-per-peer 'Open MCP sessions allowed from one peer address (on loopback, every local MCP host is one peer), and for one person''s remote token from any address'
             cand --mcp-reclaim-idle 'How long a Streamable HTTP session must go without a request (and with none open) before a new session may take its place when a session cap is full'
             cand --mcp-max-tasks 'MCP tasks (a tools/call with params.task) the hub holds at once, running or finished; a task is kept for its ttl (at most 1 h), then forgotten'
             cand --mcp-max-tasks-per-session 'MCP tasks one session may hold at once'
@@ -812,9 +812,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
-            cand create 'Make a token for NAME and print it (once: only its hash is kept, in the state directory)'
+            cand create 'Make a token for NAME and print it (once: only its hash is kept, in the state directory), with the hub''s CA on a second line when the hub has one: the CLI then sends the token only to a hub that proves that CA'
             cand list 'The tokens this hub accepts: names, ids and when they were made (never a secret)'
-            cand revoke 'Withdraw NAME''s token: the hub refuses it from now on and ends its open connections'
+            cand revoke 'Withdraw NAME''s token: the hub refuses it from now on and ends, within a second, every stream, session, connection and task it opened'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpdev;remote-token;create'= {
@@ -860,9 +860,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --version 'Print version'
         }
         &'mcpdev;remote-token;help'= {
-            cand create 'Make a token for NAME and print it (once: only its hash is kept, in the state directory)'
+            cand create 'Make a token for NAME and print it (once: only its hash is kept, in the state directory), with the hub''s CA on a second line when the hub has one: the CLI then sends the token only to a hub that proves that CA'
             cand list 'The tokens this hub accepts: names, ids and when they were made (never a secret)'
-            cand revoke 'Withdraw NAME''s token: the hub refuses it from now on and ends its open connections'
+            cand revoke 'Withdraw NAME''s token: the hub refuses it from now on and ends, within a second, every stream, session, connection and task it opened'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpdev;remote-token;help;create'= {
@@ -995,9 +995,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         &'mcpdev;help;flash'= {
         }
         &'mcpdev;help;remote-token'= {
-            cand create 'Make a token for NAME and print it (once: only its hash is kept, in the state directory)'
+            cand create 'Make a token for NAME and print it (once: only its hash is kept, in the state directory), with the hub''s CA on a second line when the hub has one: the CLI then sends the token only to a hub that proves that CA'
             cand list 'The tokens this hub accepts: names, ids and when they were made (never a secret)'
-            cand revoke 'Withdraw NAME''s token: the hub refuses it from now on and ends its open connections'
+            cand revoke 'Withdraw NAME''s token: the hub refuses it from now on and ends, within a second, every stream, session, connection and task it opened'
         }
         &'mcpdev;help;remote-token;create'= {
         }

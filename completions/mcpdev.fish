@@ -71,14 +71,14 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l keepalive -d 'Se
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l onboarding-timeout -d 'Timeout of each onboarding request (initialize, tools/list)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l allowed-host -d 'Also accept this Host name on the host listener (for LAN use); repeatable' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l allowed-origin -d 'Also accept requests with this Origin on the host listener; repeatable' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-token -d 'A bearer token MCP clients must send to /mcp, /devices/*/mcp and /sse (prefer the environment variable)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-token -d 'A bearer token MCP clients must send to /mcp, /devices/*/mcp and /sse (prefer the environment variable); shared by its holders, read once at start. Under --host-tls each person\'s remote token opens these too, and this one is optional' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-timeout -d 'How long an MCP tools/call waits for the device' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-names -d 'Tool names on /mcp: prefixed by device (`<alias>.<tool>`, stable) or the devices\' own' -r -f -a "prefixed\t'`<alias>.<tool>`: stable names, however many devices connect'
 plain\t'The device\'s own names; a name already taken by another device gets the prefix'"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-page-size -d 'Tools per tools/list page on the MCP endpoints' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-fleet-threshold -d 'Devices connected above which /mcp and /sse offer fleet tools (search_devices, list_device_tools, call_device_tool) instead of every device\'s tools; they turn back at a quarter below. /devices/<id>/mcp always offers that device\'s own tools' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-max-sessions -d 'Open MCP sessions (/mcp, /sse, /devices/*/mcp and /sse) allowed in total; a new one beyond it takes the place of the least recently used Streamable HTTP session idle for --mcp-reclaim-idle, or is refused with 503 until sessions end or expire (5 min idle)' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-max-sessions-per-peer -d 'Open MCP sessions allowed from one peer address (on loopback, every local MCP host is one peer)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-max-sessions-per-peer -d 'Open MCP sessions allowed from one peer address (on loopback, every local MCP host is one peer), and for one person\'s remote token from any address' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-reclaim-idle -d 'How long a Streamable HTTP session must go without a request (and with none open) before a new session may take its place when a session cap is full' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-max-tasks -d 'MCP tasks (a tools/call with params.task) the hub holds at once, running or finished; a task is kept for its ttl (at most 1 h), then forgotten' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-max-tasks-per-session -d 'MCP tasks one session may hold at once' -r
@@ -656,9 +656,9 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and not __fi
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and not __fish_seen_subcommand_from create list revoke help" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and not __fish_seen_subcommand_from create list revoke help" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and not __fish_seen_subcommand_from create list revoke help" -s V -l version -d 'Print version'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and not __fish_seen_subcommand_from create list revoke help" -f -a "create" -d 'Make a token for NAME and print it (once: only its hash is kept, in the state directory)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and not __fish_seen_subcommand_from create list revoke help" -f -a "create" -d 'Make a token for NAME and print it (once: only its hash is kept, in the state directory), with the hub\'s CA on a second line when the hub has one: the CLI then sends the token only to a hub that proves that CA'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and not __fish_seen_subcommand_from create list revoke help" -f -a "list" -d 'The tokens this hub accepts: names, ids and when they were made (never a secret)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and not __fish_seen_subcommand_from create list revoke help" -f -a "revoke" -d 'Withdraw NAME\'s token: the hub refuses it from now on and ends its open connections'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and not __fish_seen_subcommand_from create list revoke help" -f -a "revoke" -d 'Withdraw NAME\'s token: the hub refuses it from now on and ends, within a second, every stream, session, connection and task it opened'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and not __fish_seen_subcommand_from create list revoke help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and __fish_seen_subcommand_from create" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
@@ -690,9 +690,9 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and __fish_s
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and __fish_seen_subcommand_from revoke" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and __fish_seen_subcommand_from revoke" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and __fish_seen_subcommand_from revoke" -s V -l version -d 'Print version'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and __fish_seen_subcommand_from help" -f -a "create" -d 'Make a token for NAME and print it (once: only its hash is kept, in the state directory)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and __fish_seen_subcommand_from help" -f -a "create" -d 'Make a token for NAME and print it (once: only its hash is kept, in the state directory), with the hub\'s CA on a second line when the hub has one: the CLI then sends the token only to a hub that proves that CA'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and __fish_seen_subcommand_from help" -f -a "list" -d 'The tokens this hub accepts: names, ids and when they were made (never a secret)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and __fish_seen_subcommand_from help" -f -a "revoke" -d 'Withdraw NAME\'s token: the hub refuses it from now on and ends its open connections'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and __fish_seen_subcommand_from help" -f -a "revoke" -d 'Withdraw NAME\'s token: the hub refuses it from now on and ends, within a second, every stream, session, connection and task it opened'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand man" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
@@ -747,6 +747,6 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subc
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "revoke" -d 'Withdraw a device\'s admission and disconnect it'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "pending" -d 'Devices waiting to be admitted, with their codes'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "admitted" -d 'Devices that are admitted'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from remote-token" -f -a "create" -d 'Make a token for NAME and print it (once: only its hash is kept, in the state directory)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from remote-token" -f -a "create" -d 'Make a token for NAME and print it (once: only its hash is kept, in the state directory), with the hub\'s CA on a second line when the hub has one: the CLI then sends the token only to a hub that proves that CA'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from remote-token" -f -a "list" -d 'The tokens this hub accepts: names, ids and when they were made (never a secret)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from remote-token" -f -a "revoke" -d 'Withdraw NAME\'s token: the hub refuses it from now on and ends its open connections'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from remote-token" -f -a "revoke" -d 'Withdraw NAME\'s token: the hub refuses it from now on and ends, within a second, every stream, session, connection and task it opened'

@@ -571,7 +571,9 @@ pub struct ServeArgs {
     /// Also accept requests with this Origin on the host listener; repeatable
     #[arg(long, value_name = "ORIGIN")]
     pub allowed_origin: Vec<String>,
-    /// A bearer token MCP clients must send to /mcp, /devices/*/mcp and /sse (prefer the environment variable)
+    /// A bearer token MCP clients must send to /mcp, /devices/*/mcp and /sse (prefer the environment
+    /// variable); shared by its holders, read once at start. Under --host-tls each person's remote
+    /// token opens these too, and this one is optional
     #[arg(long, env = "MCPDEV_MCP_TOKEN", hide_env_values = true)]
     pub mcp_token: Option<String>,
     /// How long an MCP tools/call waits for the device
@@ -596,7 +598,8 @@ pub struct ServeArgs {
     /// --mcp-reclaim-idle, or is refused with 503 until sessions end or expire (5 min idle)
     #[arg(long, env = "MCPDEV_MCP_MAX_SESSIONS", value_name = "N", default_value_t = crate::bridge::sessions::DEFAULT_TOTAL, value_parser = clap::value_parser!(u32).range(1..))]
     pub mcp_max_sessions: u32,
-    /// Open MCP sessions allowed from one peer address (on loopback, every local MCP host is one peer)
+    /// Open MCP sessions allowed from one peer address (on loopback, every local MCP host is one
+    /// peer), and for one person's remote token from any address
     #[arg(long, env = "MCPDEV_MCP_MAX_SESSIONS_PER_PEER", value_name = "N", default_value_t = crate::bridge::sessions::DEFAULT_PER_PEER, value_parser = clap::value_parser!(u32).range(1..))]
     pub mcp_max_sessions_per_peer: u32,
     /// How long a Streamable HTTP session must go without a request (and with none open) before
@@ -824,7 +827,9 @@ On the other machine: MCPDEV_HUB_TOKEN_FILE=alice.token MCPDEV_CA_FILE=ca.pem mc
 A remote token is accepted only over TLS, by a hub whose host listener other machines reach \
 (serve --tls auto --host-tls --host-addr 0.0.0.0:8001); it never goes on a command line.")]
 pub enum RemoteTokenCommand {
-    /// Make a token for NAME and print it (once: only its hash is kept, in the state directory)
+    /// Make a token for NAME and print it (once: only its hash is kept, in the state directory),
+    /// with the hub's CA on a second line when the hub has one: the CLI then sends the token only
+    /// to a hub that proves that CA
     Create {
         /// Whose token it is: 1 to 32 letters, digits, '.', '-', '_'
         #[arg(value_name = "NAME")]
@@ -832,7 +837,8 @@ pub enum RemoteTokenCommand {
     },
     /// The tokens this hub accepts: names, ids and when they were made (never a secret)
     List,
-    /// Withdraw NAME's token: the hub refuses it from now on and ends its open connections
+    /// Withdraw NAME's token: the hub refuses it from now on and ends, within a second, every
+    /// stream, session, connection and task it opened
     Revoke {
         #[arg(value_name = "NAME")]
         name: String,

@@ -63,6 +63,13 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => e.exit(),
     };
+    // A hub named by a mcpdev.toml in the working directory (a cloned repository's) gets no
+    // remote token unless the person names it themselves.
+    if let Some(file) = mcpdev::config::path().filter(|p| p.is_relative())
+        && file_names_the_hub(&matches, file_hub(&file).as_deref())
+    {
+        mcpdev::links::control_token::set_hub_from_working_directory(std::env::current_dir().map(|d| d.join(&file)).unwrap_or(file));
+    }
     if matches!(cli.command, mcpdev::cli::Command::Serve(_) | mcpdev::cli::Command::Sim(_)) {
         tune_allocator();
     }
@@ -102,6 +109,21 @@ fn main() -> ExitCode {
             exit.into()
         }
     }
+}
+
+/// The `hub` key of the config file at `file`, if it has one.
+fn file_hub(file: &std::path::Path) -> Option<String> {
+    std::fs::read_to_string(file).ok().and_then(|t| toml::from_str::<mcpdev::config::FileConfig>(&t).ok()).and_then(|c| c.hub)
+}
+
+/// Whether the command's `--hub` is the config file's `hub` (neither a flag nor `MCPDEV_HUB`
+/// gave it).
+fn file_names_the_hub(matches: &clap::ArgMatches, from_file: Option<&str>) -> bool {
+    let Some(from_file) = from_file else { return false };
+    if let Ok(Some(value)) = matches.try_get_one::<String>("hub") {
+        return matches.value_source("hub") == Some(clap::parser::ValueSource::DefaultValue) && value == from_file;
+    }
+    matches.subcommand().is_some_and(|(_, sub)| file_names_the_hub(sub, Some(from_file)))
 }
 
 /// `mi_option_purge_delay` in mimalloc.h's `mi_option_t` (15 in v2 and v3 alike).

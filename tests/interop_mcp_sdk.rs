@@ -486,7 +486,7 @@ async fn failures_through_the_hub(sdk: Sdk, transport: Transport) {
     let bare = raw_post(&hub, &[], initialize_body());
     let answer = ok.ok(bare).await;
     assert_eq!(answer["status"], 401);
-    assert_eq!(answer["body"], "this endpoint needs Authorization: Bearer <token> (the hub's MCPDEV_MCP_TOKEN)\n");
+    assert_eq!(answer["body"], "this endpoint needs Authorization: Bearer <token>: the hub's MCPDEV_MCP_TOKEN, or your own remote token over https (mcpdev reads it from MCPDEV_HUB_TOKEN_FILE)\n");
     ok.finish().await;
 }
 

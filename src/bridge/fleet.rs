@@ -595,6 +595,14 @@ fn declaration(tool: &Value) -> Value {
 
 /// `call_device_tool`: one device's tool, checked and relayed as a direct call is.
 async fn call_tool(shared: &Shared, args: &JsonObject, cancelled: impl Future<Output = ()>, progress: &super::Progress) -> Result<CallToolResult, CallToolResult> {
+    let call = target(shared, args).await?;
+    Ok(shared.relay_call(call, cancelled, progress).await.unwrap_or_else(|e| CallToolResult::error(vec![ContentBlock::text(e.message.to_string())])))
+}
+
+/// What `call_device_tool`'s arguments name, checked (a device connected and ready, its tool
+/// listed, the arguments fitting its inputSchema) and ready to relay; or the refusal that says
+/// why not, with nothing sent. A task of it is made only when this passes.
+pub(super) async fn target(shared: &Shared, args: &JsonObject) -> Result<(DeviceHandle, Value), CallToolResult> {
     known_keys(CALL, args, &["device", "tool", "arguments"])?;
     let selector = required(CALL, args, "device", SELECTOR_MAX)?;
     let tool_name = required(CALL, args, "tool", 1024)?;
@@ -620,12 +628,10 @@ async fn call_tool(shared: &Shared, args: &JsonObject, cancelled: impl Future<Ou
     };
     let declared = tool.value();
     let schema = declared.get("inputSchema").and_then(Value::as_object).cloned().unwrap_or_default();
-    let call = prepare(handle.clone(), &tool.name, &schema, arguments).map_err(|mut refused| {
+    prepare(handle.clone(), &tool.name, &schema, arguments).map_err(|mut refused| {
         refused.structured_content = Some(json!({"error": {"kind": "invalid_arguments", "device": handle.device_id, "tool": tool.name}}));
         refused
-    })?;
-    drop(info);
-    Ok(shared.relay_call(call, cancelled, progress).await.unwrap_or_else(|e| CallToolResult::error(vec![ContentBlock::text(e.message.to_string())])))
+    })
 }
 
 #[cfg(test)]

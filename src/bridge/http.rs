@@ -3,7 +3,12 @@
 //! - `/sse` + `/messages` and `/devices/<id>/sse` + `/devices/<id>/messages`: legacy HTTP+SSE.
 //!
 //! `Host` and `Origin` are checked by the host listener for every route; with a token
-//! configured, MCP clients must also send `Authorization: Bearer <token>`.
+//! configured (or a host listener other machines reach), MCP clients must also send
+//! `Authorization: Bearer <token>`: the MCP token, a person's remote token (over TLS, as on the
+//! control API: one credential per person), or the control token from this machine
+//! ([`crate::hub::bearer`]). Every session and stream belongs to the credential that opened it
+//! and ends when it is revoked ([`crate::hub::principal`]); a session is reached only by its
+//! own principal's requests.
 //!
 //! `/devices/<id>/mcp` answers for a device that is connected, was connected since the hub
 //! started, or has an alias in `mcpdev.toml`; any other id gets a 404 that says so. Its services
@@ -29,6 +34,7 @@ use super::task_rpc;
 use super::tasks::{Owner, Requestor};
 use super::{Bridge, BridgeConfig, Scope, Shared};
 use crate::hub::Hub;
+use crate::hub::principal::{Lease, Principal};
 use crate::hub::check_layer::CheckLayer;
 use crate::links::upgrade::plain;
 use crate::wire::identity::{format_mac, parse_mac};
@@ -111,21 +117,49 @@ fn routes(endpoints: Arc<Endpoints>) -> Router {
         .route("/devices/{id}/messages", post(device_messages))
         .layer(CheckLayer::new({
             let e = endpoints.clone();
-            move |req: &Request| refuse_without_token(&e, req)
+            move |req: &mut Request| refuse_without_token(&e, req)
         }))
         .with_state(endpoints)
 }
 
-/// With a token configured, a request without it gets a 401; a wrong one counts against its
-/// peer's guesses, and a peer over that cap gets 429 ([`crate::hub::bearer`], as the control API).
-fn refuse_without_token(e: &Endpoints, req: &Request) -> Option<Response<Body>> {
-    let expected = e.shared.config.token.as_deref()?;
-    const WRONG: &str = "this endpoint needs Authorization: Bearer <token> (the hub's MCPDEV_MCP_TOKEN)";
-    match crate::hub::bearer::check(&e.shared.hub, req, false, Some(expected)) {
-        Ok(Some(_)) => None,
-        Ok(None) => Some(crate::hub::bearer::Refusal::Wrong.response(WRONG)),
-        Err(why) => Some(why.response(WRONG)),
+/// With a token configured (or a host listener other machines reach), a request without one gets
+/// a 401; a wrong one counts against its peer's guesses, and a peer over that cap gets 429
+/// ([`crate::hub::bearer`], as the control API). A request that may go on carries its
+/// [`Principal`] and [`Lease`].
+fn refuse_without_token(e: &Endpoints, req: &mut Request) -> Option<Response<Body>> {
+    let hub = &e.shared.hub;
+    let expected = e.shared.config.token.as_deref();
+    let credential = if expected.is_none() && !hub.reachable_from_afar() {
+        // Loopback only, no token asked for: the hub's own user (the owner check made sure).
+        None
+    } else {
+        const WRONG: &str = "this endpoint needs Authorization: Bearer <token>: the hub's MCPDEV_MCP_TOKEN, or your own remote token over https (mcpdev reads it from MCPDEV_HUB_TOKEN_FILE)";
+        match crate::hub::bearer::check(hub, req, true, expected) {
+            Ok(Some(credential)) => Some(credential),
+            Ok(None) => return Some(crate::hub::bearer::Refusal::Wrong.response(WRONG)),
+            Err(why) => return Some(why.response(WRONG)),
+        }
+    };
+    let lease = crate::hub::principal::lease(hub, credential.as_ref());
+    if lease.is_ended() {
+        return Some(crate::hub::bearer::Refusal::Wrong.response("the token was revoked"));
     }
+    let principal = Principal::of(credential.as_ref(), crate::hub::bearer::peer(req).ip());
+    req.extensions_mut().insert(lease);
+    req.extensions_mut().insert(principal);
+    None
+}
+
+/// The principal and lease [`refuse_without_token`] noted (the hub's own user for the run, in
+/// in-process tests that call the routes without the layer).
+fn credential_of(req: &Request) -> (Principal, Lease) {
+    credential_of_parts(req.extensions())
+}
+
+fn credential_of_parts(extensions: &axum::http::Extensions) -> (Principal, Lease) {
+    let principal = extensions.get::<Principal>().cloned().unwrap_or(Principal::Owner);
+    let lease = extensions.get::<Lease>().cloned().unwrap_or_default();
+    (principal, lease)
 }
 
 async fn all_streamable(State(e): State<Arc<Endpoints>>, req: Request) -> Response<Body> {
@@ -136,6 +170,17 @@ async fn all_streamable(State(e): State<Arc<Endpoints>>, req: Request) -> Respon
 /// rmcp. A session ended by `DELETE` is answered 204 (rmcp says 202, which the Python SDK 1.x
 /// reports as a failed termination).
 async fn streamable(endpoint: Endpoint, req: Request) -> Response<Body> {
+    let (principal, lease) = credential_of(&req);
+    // A session is reached only by the principal that opened it: to anyone else its id is unknown.
+    if let Some(id) = req.headers().get(&SESSION_ID).and_then(|v| v.to_str().ok())
+        && endpoint.caps.principal_of(id).is_some_and(|owner| owner != principal)
+    {
+        crate::metrics::refused(crate::metrics::Refused::ForeignSession);
+        if crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Refusal, &format!("mcp session {}", peer_ip(&req))) {
+            tracing::warn!(principal = %principal.describe(), "refused a request on an MCP session another credential opened");
+        }
+        return plain(StatusCode::NOT_FOUND, "no such MCP session: start a new one (initialize without Mcp-Session-Id)");
+    }
     // The host uses its session while this request (and a stream it opens) lasts: the session is
     // not reclaimed meanwhile ([`super::sessions`]).
     let busy = req.headers().get(&SESSION_ID).and_then(|v| v.to_str().ok()).and_then(|id| endpoint.caps.busy(id));
@@ -152,20 +197,26 @@ async fn streamable(endpoint: Endpoint, req: Request) -> Response<Body> {
     let peer = peer_ip(&req);
     // A POST without a session makes one (or is a sessionless request): within the caps.
     let slot = if req.method() == axum::http::Method::POST && session.is_none() {
-        match endpoint.caps.acquire_or_reclaim(peer).await {
+        match endpoint.caps.acquire_or_reclaim(peer, &principal).await {
             Err(why) => return refuse_session(req, why).await,
             Ok(slot) => Some(slot),
         }
     } else {
         None
     };
-    let id_cell = slot.as_ref().map(Slot::id_cell);
+    let id_cell = slot.as_ref().map(|s| (s.id_cell(), s.ended()));
     let served = NEW_SLOT.scope(std::cell::Cell::new(slot), endpoint.service.oneshot(req));
     let mut resp = served.await.unwrap_or_else(|never| match never {}).map(Body::new);
-    if let Some(cell) = id_cell
+    if let Some((cell, ended)) = id_cell
         && let Some(id) = resp.headers().get(&SESSION_ID).and_then(|v| v.to_str().ok())
     {
-        endpoint.caps.register(&cell, id, peer, &endpoint.sessions);
+        endpoint.caps.register(&cell, ended, id, peer, principal, lease.clone(), &endpoint.sessions);
+    }
+    if is_event_stream(&resp) {
+        // A stream this request opened (a sessionless request's, or a POST answered as events)
+        // ends with the credential too; a session's own streams end with the session.
+        let body = std::mem::take(resp.body_mut()).into_data_stream();
+        *resp.body_mut() = Body::from_stream(futures_util::StreamExt::take_until(body, lease.end_owned()));
     }
     if let Some(busy) = busy
         && is_event_stream(&resp)
@@ -228,7 +279,8 @@ async fn tasks_first(endpoint: &Endpoint, req: Request) -> Result<Response<Body>
         return Err((Request::from_parts(parts, Body::from(bytes)), declare));
     };
     let peer = parts.extensions.get::<ConnectInfo<std::net::SocketAddr>>().map_or(std::net::Ipv6Addr::LOCALHOST.into(), |c| c.0.ip());
-    let who = Requestor { owner: Owner::of(peer), session: session.clone() };
+    let (principal, lease) = credential_of_parts(&parts.extensions);
+    let who = Requestor { owner: Owner::of(&principal, peer), session: session.clone(), lease };
     let sink = session.and_then(|s| peer_sink(&endpoint.shared, &s));
     // A blocking tasks/result that takes an event stream hears the task's end on it, first.
     let streams = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/event-stream"));
@@ -392,7 +444,7 @@ async fn device_streamable(State(e): State<Arc<Endpoints>>, Path(id): Path<Strin
 }
 
 async fn all_sse(State(e): State<Arc<Endpoints>>, req: Request) -> Response<Body> {
-    open_sse(&e, Scope::All, "/messages", peer_ip(&req))
+    open_sse(&e, Scope::All, "/messages", &req)
 }
 
 async fn device_sse(State(e): State<Arc<Endpoints>>, Path(id): Path<String>, req: Request) -> Response<Body> {
@@ -403,16 +455,19 @@ async fn device_sse(State(e): State<Arc<Endpoints>>, Path(id): Path<String>, req
     match scope {
         Ok(device_id) => {
             let path = format!("/devices/{device_id}/messages");
-            open_sse(&e, Scope::Device(device_id), &path, peer_ip(&req))
+            open_sse(&e, Scope::Device(device_id), &path, &req)
         }
         Err(resp) => resp,
     }
 }
 
-/// A legacy SSE session, within the session caps.
-fn open_sse(e: &Endpoints, scope: Scope, messages_path: &str, peer: std::net::IpAddr) -> Response<Body> {
-    match e.shared.sessions.acquire(peer) {
-        Ok(slot) => sse::open(&e.sse, Bridge::new(e.shared.clone(), scope, Some(slot)), messages_path, peer),
+/// A legacy SSE session, within the session caps, for the principal of `req` and ending with its
+/// credential.
+fn open_sse(e: &Endpoints, scope: Scope, messages_path: &str, req: &Request) -> Response<Body> {
+    let peer = peer_ip(req);
+    let (principal, lease) = credential_of(req);
+    match e.shared.sessions.acquire(peer, &principal) {
+        Ok(slot) => sse::open(&e.sse, Bridge::new(e.shared.clone(), scope, Some(slot)), messages_path, peer, principal, lease),
         Err(why) => {
             let mut resp = plain(StatusCode::SERVICE_UNAVAILABLE, &why.0);
             resp.headers_mut().insert(header::RETRY_AFTER, axum::http::HeaderValue::from_static("5"));
@@ -427,12 +482,23 @@ struct SessionQuery {
     session_id: Option<String>,
 }
 
-async fn all_messages(State(e): State<Arc<Endpoints>>, Query(q): Query<SessionQuery>, body: axum::body::Bytes) -> Response<Body> {
-    sse::post(&e.sse, q.session_id.as_deref(), &body).await
+async fn all_messages(State(e): State<Arc<Endpoints>>, Query(q): Query<SessionQuery>, req: Request) -> Response<Body> {
+    messages(&e, q, req).await
 }
 
-async fn device_messages(State(e): State<Arc<Endpoints>>, Query(q): Query<SessionQuery>, body: axum::body::Bytes) -> Response<Body> {
-    sse::post(&e.sse, q.session_id.as_deref(), &body).await
+async fn device_messages(State(e): State<Arc<Endpoints>>, Query(q): Query<SessionQuery>, req: Request) -> Response<Body> {
+    messages(&e, q, req).await
+}
+
+/// A legacy SSE session's POSTed message, from the principal that opened the session only.
+async fn messages(e: &Endpoints, q: SessionQuery, req: Request) -> Response<Body> {
+    let (principal, _) = credential_of(&req);
+    // The host listener's body deadline bounds this read.
+    let body = match axum::body::to_bytes(req.into_body(), BODY_MAX).await {
+        Ok(b) => b,
+        Err(e) => return plain(StatusCode::BAD_REQUEST, &format!("the request body could not be read (at most {BODY_MAX} bytes): {e}")),
+    };
+    sse::post(&e.sse, q.session_id.as_deref(), &principal, &body).await
 }
 
 #[cfg(test)]

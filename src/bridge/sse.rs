@@ -22,6 +22,7 @@ use tokio_util::sync::PollSender;
 use super::Bridge;
 use super::task_rpc;
 use super::tasks::{Owner, Requestor};
+use crate::hub::principal::{Lease, Principal};
 use crate::links::upgrade::plain;
 
 /// Messages one SSE session queues for a client that has not read them yet.
@@ -47,6 +48,8 @@ struct Session {
     shared: Arc<super::Shared>,
     scope: super::Scope,
     who: Requestor,
+    /// Whose session it is: only that principal's POSTs reach it.
+    principal: Principal,
 }
 
 /// Drops a session from the table when its stream ends.
@@ -58,8 +61,10 @@ impl Drop for Unregister {
     }
 }
 
-/// `GET …/sse`: starts a session; `messages_path` is where the client must POST.
-pub fn open(sessions: &Arc<SseSessions>, bridge: Bridge, messages_path: &str, peer: std::net::IpAddr) -> Response<Body> {
+/// `GET …/sse`: starts a session of `principal`; `messages_path` is where the client must POST.
+/// The session (its stream) ends the moment `lease` does: the credential that opened it was
+/// revoked.
+pub fn open(sessions: &Arc<SseSessions>, bridge: Bridge, messages_path: &str, peer: std::net::IpAddr, principal: Principal, lease: Lease) -> Response<Body> {
     let id = uuid::Uuid::new_v4().simple().to_string();
     let (in_tx, in_rx) = mpsc::channel::<ClientJsonRpcMessage>(64);
     let (extra_tx, extra_rx) = mpsc::channel::<String>(OUT_QUEUE);
@@ -70,7 +75,8 @@ pub fn open(sessions: &Arc<SseSessions>, bridge: Bridge, messages_path: &str, pe
         answers: Arc::new(tokio::sync::Semaphore::new(TASK_ANSWERS)),
         shared: bridge.shared.clone(),
         scope: scope.clone(),
-        who: Requestor { owner: Owner::of(peer), session: Some(id.as_str().into()) },
+        who: Requestor { owner: Owner::of(&principal, peer), session: Some(id.as_str().into()), lease: lease.clone() },
+        principal,
     };
     // What waits for a client that reads its stream slowly: at most OUT_QUEUE messages (each at
     // most a device's frame cap), then the session waits for it (and so do its POSTs).
@@ -106,6 +112,7 @@ pub fn open(sessions: &Arc<SseSessions>, bridge: Bridge, messages_path: &str, pe
     .skip(1);
     let body = futures_util::stream::iter([Ok::<_, Infallible>(Bytes::from(endpoint))])
         .chain(futures_util::stream::select(messages, keepalive))
+        .take_until(lease.end_owned())
         .map(move |chunk| {
             let _ = &guard;
             chunk
@@ -117,12 +124,14 @@ pub fn open(sessions: &Arc<SseSessions>, bridge: Bridge, messages_path: &str, pe
         .expect("static response")
 }
 
-/// `POST …/messages?sessionId=…`: hands one message to its session; the answer goes on the stream.
-pub async fn post(sessions: &SseSessions, session_id: Option<&str>, body: &[u8]) -> Response<Body> {
+/// `POST …/messages?sessionId=…` from `principal`: hands one message to its session; the answer
+/// goes on the stream. Another principal's session is answered as an unknown one.
+pub async fn post(sessions: &SseSessions, session_id: Option<&str>, principal: &Principal, body: &[u8]) -> Response<Body> {
     let Some(id) = session_id else {
         return plain(StatusCode::BAD_REQUEST, "missing sessionId: POST to the URL of the endpoint event");
     };
-    let Some(session) = sessions.inbound.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(id).cloned() else {
+    let found = sessions.inbound.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(id).filter(|s| s.principal == *principal).cloned();
+    let Some(session) = found else {
         return plain(StatusCode::NOT_FOUND, "no such SSE session (it ended); open a new one with GET …/sse");
     };
     if let Some(msg) = task_rpc::parse(body) {

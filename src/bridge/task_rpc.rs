@@ -71,14 +71,17 @@ pub async fn answer(shared: &Arc<Shared>, scope: &Scope, who: &Requestor, msg: V
     let params = msg.get("params").cloned().unwrap_or(Value::Null);
     let tasks = &shared.tasks;
     let outcome = match msg.get("method").and_then(Value::as_str).unwrap_or_default() {
-        "tools/call" => create(shared, scope, who, params, sink),
+        "tools/call" => match runnable(shared, scope, &params).await {
+            Ok(()) => create(shared, scope, who, params, sink),
+            Err(e) => Err(e),
+        },
         method @ ("tasks/get" | "tasks/result" | "tasks/cancel") => match task_id(&params) {
             Ok(t) => held(shared, who, method, t).await,
             Err(e) => Err(e),
         },
         "tasks/list" => {
             let cursor = params.get("cursor").and_then(Value::as_str);
-            match tasks.list(who.owner, cursor) {
+            match tasks.list(&who.owner, cursor) {
                 Some((page, next)) => {
                     let mut v = json!({"tasks": page});
                     if let Some(n) = next {
@@ -134,12 +137,12 @@ async fn held(shared: &Shared, who: &Requestor, method: &str, id: &str) -> Resul
     {
         return elsewhere(shared, c.as_ref(), hub, who, method, id).await;
     }
-    local(&shared.tasks, who.owner, method, id).await
+    local(&shared.tasks, &who.owner, method, id).await
 }
 
 /// `tasks/get|result|cancel` of a task this hub holds, for `owner`: what the hub's endpoints
 /// answer, and what another hub's forwarded request gets ([`crate::hub::remote::TaskDesk`]).
-pub async fn local(tasks: &Tasks, owner: Owner, method: &str, id: &str) -> Result<Value, Value> {
+pub async fn local(tasks: &Tasks, owner: &Owner, method: &str, id: &str) -> Result<Value, Value> {
     match method {
         "tasks/get" => tasks.get(owner, id).ok_or_else(|| not_found(id)),
         "tasks/result" => result(tasks, owner, id).await,
@@ -153,8 +156,13 @@ pub async fn local(tasks: &Tasks, owner: Owner, method: &str, id: &str) -> Resul
 }
 
 impl crate::hub::remote::TaskDesk for Tasks {
-    fn answer<'a>(&'a self, owner: std::net::IpAddr, method: &'a str, task_id: &'a str) -> BoxFuture<'a, Result<Value, Value>> {
-        Box::pin(local(self, Owner::of(owner), method, task_id))
+    fn answer<'a>(&'a self, owner: &'a str, method: &'a str, task_id: &'a str) -> BoxFuture<'a, Result<Value, Value>> {
+        Box::pin(async move {
+            match Owner::from_wire(owner) {
+                Some(owner) => local(self, &owner, method, task_id).await,
+                None => Err(not_found(task_id)),
+            }
+        })
     }
 }
 
@@ -169,7 +177,7 @@ const FORWARD_WAIT: Duration = Duration::from_secs(5);
 /// call's own timeout (`--mcp-timeout`) and the hop.
 async fn elsewhere(shared: &Shared, c: &dyn crate::hub::remote::Cluster, hub: &str, who: &Requestor, method: &str, id: &str) -> Result<Value, Value> {
     let wait = if method == "tasks/result" { shared.config.call_timeout + super::CALL_GRACE } else { FORWARD_WAIT };
-    let op = json!({"op": "task", "method": method, "task": id, "owner": who.owner.ip().to_string(), "wait_ms": wait.as_millis() as u64});
+    let op = json!({"op": "task", "method": method, "task": id, "owner": who.owner.to_wire(), "wait_ms": wait.as_millis() as u64});
     let deadline = wait + crate::hub::remote::HOP_GRACE;
     let unanswered = |kind: &str, why: String| json!({"code": -32000, "message": format!("task {id} is held by hub {hub}, which did not answer: {why}"), "data": {"kind": kind, "hub": hub}});
     match c.forward(hub, op, deadline).await {
@@ -206,7 +214,7 @@ pub async fn status_note(shared: &Shared, who: &Requestor, task_id: &str, answer
 }
 
 /// `tasks/result`: waits for the task to end, then its call's answer.
-async fn result(tasks: &Tasks, owner: Owner, id: &str) -> Result<Value, Value> {
+async fn result(tasks: &Tasks, owner: &Owner, id: &str) -> Result<Value, Value> {
     let mut rx = tasks.watch(owner, id).ok_or_else(|| not_found(id))?;
     let state = rx.wait_for(|s| s.status.is_terminal()).await.map_err(|_| not_found(id))?.clone();
     match state.outcome.as_deref() {
@@ -231,6 +239,32 @@ pub fn task_support(scope: &Scope, name: &str) -> bool {
     !(matches!(scope, Scope::All) && (name == "list_devices" || (fleet::is_fleet_tool(name) && name != fleet::CALL)))
 }
 
+/// Whether a task-augmented `tools/call` names a tool that can run now: a device's tool in the
+/// endpoint's catalogue (its device connected), or `call_device_tool` naming a connected device's
+/// listed tool with fitting arguments. Otherwise the JSON-RPC error (`-32602`) that says why, and
+/// no task is made: a flood of calls for tools that do not exist takes no place.
+async fn runnable(shared: &Shared, scope: &Scope, params: &Value) -> Result<(), Value> {
+    let Some(name) = params.get("name").and_then(Value::as_str) else { return Ok(()) };
+    if !task_support(scope, name) {
+        return Ok(());
+    }
+    if *scope == Scope::All && name == fleet::CALL {
+        let args = params.get("arguments").and_then(Value::as_object).cloned().unwrap_or_default();
+        return match fleet::target(shared, &args).await {
+            Ok(_) => Ok(()),
+            Err(refused) => {
+                let why = refused.content.iter().find_map(|c| c.as_text().map(|t| t.text.clone())).unwrap_or_else(|| "the call cannot run".into());
+                Err(json!({"code": -32602, "message": format!("{why}; no task was created"), "data": refused.structured_content}))
+            }
+        };
+    }
+    if shared.offered(scope, name).is_some_and(|o| o.device.is_some()) {
+        return Ok(());
+    }
+    let why = shared.unavailable(scope, name).unwrap_or_else(|| format!("Unknown tool: {name} (tools/list shows the tools this endpoint runs)"));
+    Err(invalid(format!("{why} No task was created.")))
+}
+
 /// A task-augmented `tools/call`: the task, at once; the call runs on.
 fn create(shared: &Arc<Shared>, scope: &Scope, who: &Requestor, params: Value, sink: Option<Sink>) -> Result<Value, Value> {
     let name = params.get("name").and_then(Value::as_str).ok_or_else(|| invalid("params.name (a string) is missing".into()))?.to_string();
@@ -249,9 +283,9 @@ fn create(shared: &Arc<Shared>, scope: &Scope, who: &Requestor, params: Value, s
         .tasks
         .create(who, &hub, ttl)
         .map_err(|why| json!({"code": -32000, "message": why.0, "data": {"kind": "task_cap"}}))?;
-    tracing::debug!(task = %created.id, tool = %name, owner = ?who.owner, "task created");
+    tracing::debug!(task = %created.id, tool = %name, owner = %who.owner.to_wire(), "task created");
     let out = sink.map(ordered);
-    let (shared, scope, owner, id) = (shared.clone(), scope.clone(), who.owner, created.id.clone());
+    let (shared, scope, owner, id) = (shared.clone(), scope.clone(), who.owner.clone(), created.id.clone());
     tokio::spawn(async move {
         let stages: super::Progress = {
             let (tasks, id, out, token) = (shared.tasks.clone(), id.clone(), out.clone(), progress_token);
@@ -272,7 +306,7 @@ fn create(shared: &Arc<Shared>, scope: &Scope, who: &Requestor, params: Value, s
             }
             Err(e) => Outcome::Error(serde_json::to_value(e).unwrap_or_default()),
         });
-        if let (Some(out), Some(task)) = (out, shared.tasks.get(owner, &id)) {
+        if let (Some(out), Some(task)) = (out, shared.tasks.get(&owner, &id)) {
             let _ = out.send(("notifications/tasks/status", task));
         }
     });

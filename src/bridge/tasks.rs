@@ -3,17 +3,24 @@
 //! task's TTL. This module is the store; [`super::task_rpc`] speaks the protocol.
 //!
 //! Rules:
-//! - **Bound to the requestor, not the session.** A task belongs to its [`Owner`], the
-//!   authorisation context it was created in: the peer address (every holder of the hub's one
-//!   MCP token shares the token, so the address tells them apart; on loopback the owner check
-//!   already made it the hub's own user). Any session of that owner (a host that reconnected)
-//!   reaches it; for anybody else a task id is answered exactly as an unknown one, and
-//!   `tasks/list` shows only the owner's tasks.
+//! - **Bound to the credential that made it, not the session.** A task belongs to its [`Owner`],
+//!   the authorisation context it was created in ([`Principal`]): a person, by their remote
+//!   token, from any address (two people behind one NAT, or both on loopback, never see each
+//!   other's tasks); the holders of the one shared MCP token, told apart by their address; the
+//!   hub's own user (control token, or a loopback hub that asks for no token), by address as
+//!   well. Any session of that owner (a host that reconnected) reaches it; for anybody else a
+//!   task id is answered exactly as an unknown one, and `tasks/list` shows only the owner's
+//!   tasks.
+//! - **It ends with its credential.** A task runs under the [`Lease`] of the credential that
+//!   made it: when that is revoked, its call is cancelled and the task is forgotten at once
+//!   (unknown to everyone from then on).
 //! - **Ids can't be guessed, and say which hub holds them**: `<hub>/<128 random bits in hex>`,
 //!   `<hub>` the hub's cluster id (`hub` outside a cluster); [`hub_of`] reads the hub back, and
 //!   names none for an id of any other shape (so junk is never sent to another hub).
 //! - **Caps.** At most [`Limits::per_session`] tasks held for one session (a session-less
-//!   request counts as its owner's), at most [`Limits::total`] on the hub, and at most
+//!   request counts as its owner's), at most [`Limits::per_owner`] for one owner (a tenth of the
+//!   hub's cap, and at least two sessions' worth: one client that floods tasks from many
+//!   sessions leaves room for every other), at most [`Limits::total`] on the hub, and at most
 //!   [`RESULT_BYTES_MAX`] bytes of kept results: a task over a cap is refused with an error that
 //!   names the cap (logged at most once per 5 s); a result over the byte budget fails its task
 //!   with a message saying so, rather than being kept.
@@ -35,6 +42,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::hub::budget::RateLimited;
+use crate::hub::principal::{Lease, Principal};
 
 /// Longest TTL a task is kept for, whatever the host asks.
 pub const TTL_MAX: Duration = Duration::from_secs(3600);
@@ -53,18 +61,39 @@ pub const PAGE: usize = 100;
 /// Tasks forgotten in one sweep after which the heap is trimmed.
 pub const TRIM_AFTER: usize = 64;
 
-/// The authorisation context a task is bound to (see the module's rules).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Owner(IpAddr);
+/// The authorisation context a task is bound to (see the module's rules): a principal, and for
+/// the hub's own user the address it was seen at.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Owner {
+    principal: Principal,
+    at: Option<IpAddr>,
+}
 
 impl Owner {
-    pub fn of(peer: IpAddr) -> Self {
-        Self(peer.to_canonical())
+    /// The owner of what `principal` makes from `peer`.
+    pub fn of(principal: &Principal, peer: IpAddr) -> Self {
+        let at = matches!(principal, Principal::Owner).then(|| peer.to_canonical());
+        Self { principal: principal.clone(), at }
     }
 
-    /// The address the owner was seen at (canonical), as a forwarded request carries it.
-    pub fn ip(self) -> IpAddr {
-        self.0
+    /// As a forwarded request carries it to another hub: the address alone for the hub's own
+    /// user (as hubs always said it), else the principal's own words ([`Principal::to_wire`]).
+    pub fn to_wire(&self) -> String {
+        match (&self.principal, self.at) {
+            (Principal::Owner, Some(ip)) => ip.to_string(),
+            (p, _) => p.to_wire(),
+        }
+    }
+
+    /// Reads [`Self::to_wire`] back; `None` for anything else.
+    pub fn from_wire(text: &str) -> Option<Self> {
+        if let Ok(ip) = text.parse::<IpAddr>() {
+            return Some(Self::of(&Principal::Owner, ip));
+        }
+        match Principal::from_wire(text)? {
+            Principal::Owner => None,
+            p => Some(Self { principal: p, at: None }),
+        }
     }
 }
 
@@ -82,22 +111,35 @@ pub fn hub_of(id: &str) -> Option<&str> {
     (hub_ok && random_ok).then_some(hub)
 }
 
-/// Where a task was created: its owner, and the session (if any) its per-session cap counts on.
+/// Where a task was created: its owner, the session (if any) its per-session cap counts on, and
+/// the lease of the credential it was made with (it ends when that is revoked).
 #[derive(Debug, Clone)]
 pub struct Requestor {
     pub owner: Owner,
     pub session: Option<Arc<str>>,
+    pub lease: Lease,
 }
 
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub total: usize,
     pub per_session: usize,
+    /// Tasks one owner may hold: derived from the other two ([`Limits::new`]).
+    pub per_owner: usize,
+}
+
+impl Limits {
+    /// The caps for `total` and `per_session`; one owner may hold a tenth of the total, and at
+    /// least two sessions' worth (never more than the total).
+    pub fn new(total: usize, per_session: usize) -> Self {
+        let (total, per_session) = (total.max(1), per_session.max(1));
+        Self { total, per_session, per_owner: (total / 10).max(2 * per_session).min(total) }
+    }
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { total: DEFAULT_TOTAL as usize, per_session: DEFAULT_PER_SESSION as usize }
+        Self::new(DEFAULT_TOTAL as usize, DEFAULT_PER_SESSION as usize)
     }
 }
 
@@ -142,6 +184,8 @@ pub struct State {
 
 struct Entry {
     owner: Owner,
+    /// Ends when the credential that made the task is revoked: the task is then forgotten.
+    lease: Lease,
     session_key: SessionKey,
     created: SystemTime,
     expires: Instant,
@@ -150,6 +194,13 @@ struct Entry {
     cancel: CancellationToken,
     /// Bytes of the kept result.
     bytes: usize,
+}
+
+impl Entry {
+    /// Whether the task is still kept: its TTL has not ended, nor its credential.
+    fn live(&self, now: Instant) -> bool {
+        self.expires > now && !self.lease.is_ended()
+    }
 }
 
 /// What a per-session cap counts on: the session, or the owner for session-less requests.
@@ -163,7 +214,18 @@ enum SessionKey {
 struct Inner {
     by_id: HashMap<Arc<str>, Entry>,
     per_session: HashMap<SessionKey, usize>,
+    per_owner: HashMap<Owner, usize>,
     bytes: usize,
+}
+
+/// One less for `key` in a count table (the entry goes at zero).
+fn count_down<K: std::hash::Hash + Eq>(table: &mut HashMap<K, usize>, key: &K) {
+    if let Some(n) = table.get_mut(key) {
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            table.remove(key);
+        }
+    }
 }
 
 /// The hub's tasks.
@@ -203,7 +265,7 @@ pub fn task_json(id: &str, created: SystemTime, ttl: Duration, state: &State) ->
 
 impl Tasks {
     pub fn new(limits: Limits) -> Arc<Self> {
-        let limits = Limits { total: limits.total.max(1), per_session: limits.per_session.max(1) };
+        let limits = Limits::new(limits.total, limits.per_session);
         Arc::new(Self { limits, inner: Mutex::default(), refusals: RateLimited::new(Duration::from_secs(5)) })
     }
 
@@ -217,23 +279,35 @@ impl Tasks {
         let id: Arc<str> = format!("{hub}/{}", random_hex()).into();
         let key = match &who.session {
             Some(s) => SessionKey::Session(s.clone()),
-            None => SessionKey::Owner(who.owner),
+            None => SessionKey::Owner(who.owner.clone()),
         };
         let now = SystemTime::now();
         let state = State { status: Status::Working, message: Some("sent to the device".into()), updated: now, outcome: None };
         let shown = task_json(&id, now, ttl, &state);
-        let cancel = CancellationToken::new();
+        // Revoking the credential cancels the call.
+        let cancel = who.lease.0.child_token();
         let refused = {
             let mut inner = self.lock();
-            let full = |inner: &Inner| inner.per_session.get(&key).copied().unwrap_or(0) >= self.limits.per_session || inner.by_id.len() >= self.limits.total;
+            let full = |inner: &Inner| {
+                inner.per_session.get(&key).copied().unwrap_or(0) >= self.limits.per_session
+                    || inner.per_owner.get(&who.owner).copied().unwrap_or(0) >= self.limits.per_owner
+                    || inner.by_id.len() >= self.limits.total
+            };
             if full(&inner) {
                 // Expired tasks give their places back before anything is refused.
                 Self::sweep_locked(&mut inner);
             }
             let mine = inner.per_session.get(&key).copied().unwrap_or(0);
-            if mine >= self.limits.per_session {
+            let owners = inner.per_owner.get(&who.owner).copied().unwrap_or(0);
+            if who.lease.is_ended() {
+                Some("the credential this request was made with was revoked".to_string())
+            } else if mine >= self.limits.per_session {
+                let holder = match &key {
+                    SessionKey::Session(_) => "this session".to_string(),
+                    SessionKey::Owner(owner) => format!("{} (without a session)", owner.principal.describe()),
+                };
                 Some(format!(
-                    "this session holds {mine} tasks, its cap (--mcp-max-tasks-per-session {}); fetch their results or cancel them, or wait for their TTL to end",
+                    "{holder} holds {mine} tasks, its cap (--mcp-max-tasks-per-session {}); fetch their results or cancel them, or wait for their TTL to end",
                     self.limits.per_session
                 ))
             } else if inner.by_id.len() >= self.limits.total {
@@ -242,10 +316,18 @@ impl Tasks {
                     inner.by_id.len(),
                     self.limits.total
                 ))
+            } else if owners >= self.limits.per_owner {
+                Some(format!(
+                    "{} holds {owners} tasks, the most one client may hold (a tenth of --mcp-max-tasks {}, and at least twice --mcp-max-tasks-per-session); fetch their results or cancel them, or wait for their TTL to end",
+                    who.owner.principal.describe(),
+                    self.limits.total
+                ))
             } else {
                 *inner.per_session.entry(key.clone()).or_insert(0) += 1;
+                *inner.per_owner.entry(who.owner.clone()).or_insert(0) += 1;
                 let entry = Entry {
-                    owner: who.owner,
+                    owner: who.owner.clone(),
+                    lease: who.lease.clone(),
                     session_key: key,
                     created: now,
                     expires: Instant::now() + ttl,
@@ -262,27 +344,27 @@ impl Tasks {
             None => Ok((Created { id, cancel }, shown)),
             Some(why) => {
                 if let Some(skipped) = self.refusals.allow() {
-                    tracing::warn!(owner = ?who.owner, skipped, "MCP task refused: {why}");
+                    tracing::warn!(owner = %who.owner.to_wire(), skipped, "MCP task refused: {why}");
                 }
                 Err(Refused(why))
             }
         }
     }
 
-    /// The task `id` if `owner` may see it and it has not expired.
-    fn with<T>(&self, owner: Owner, id: &str, f: impl FnOnce(&Entry) -> T) -> Option<T> {
+    /// The task `id` if `owner` may see it and it has not expired (nor its credential ended).
+    fn with<T>(&self, owner: &Owner, id: &str, f: impl FnOnce(&Entry) -> T) -> Option<T> {
         let now = Instant::now();
         let inner = self.lock();
-        inner.by_id.get(id).filter(|e| e.owner == owner && e.expires > now).map(f)
+        inner.by_id.get(id).filter(|e| e.owner == *owner && e.live(now)).map(f)
     }
 
     /// The task as `tasks/get` shows it.
-    pub fn get(&self, owner: Owner, id: &str) -> Option<Value> {
+    pub fn get(&self, owner: &Owner, id: &str) -> Option<Value> {
         self.with(owner, id, |e| task_json(id, e.created, e.ttl, &e.state.borrow()))
     }
 
     /// A watch on the task's state (for `tasks/result`, and to notify its session).
-    pub fn watch(&self, owner: Owner, id: &str) -> Option<watch::Receiver<State>> {
+    pub fn watch(&self, owner: &Owner, id: &str) -> Option<watch::Receiver<State>> {
         self.with(owner, id, |e| e.state.subscribe())
     }
 
@@ -332,9 +414,9 @@ impl Tasks {
 
     /// `tasks/cancel`: the task's call is stopped and the task is `cancelled`; its state after,
     /// or `Err(status)` when it had already ended, `None` when `owner` has no such task.
-    pub fn cancel(&self, owner: Owner, id: &str) -> Option<Result<Value, Status>> {
+    pub fn cancel(&self, owner: &Owner, id: &str) -> Option<Result<Value, Status>> {
         let inner = self.lock();
-        let e = inner.by_id.get(id).filter(|e| e.owner == owner && e.expires > Instant::now())?;
+        let e = inner.by_id.get(id).filter(|e| e.owner == *owner && e.live(Instant::now()))?;
         let status = e.state.borrow().status;
         if status.is_terminal() {
             return Some(Err(status));
@@ -352,10 +434,10 @@ impl Tasks {
 
     /// One page of `owner`'s tasks, oldest first, after the task id `after`; and the cursor of
     /// the next page. `None` for a cursor that is no task of `owner`'s.
-    pub fn list(&self, owner: Owner, after: Option<&str>) -> Option<(Vec<Value>, Option<String>)> {
+    pub fn list(&self, owner: &Owner, after: Option<&str>) -> Option<(Vec<Value>, Option<String>)> {
         let now = Instant::now();
         let inner = self.lock();
-        let mut mine: Vec<(&Arc<str>, &Entry)> = inner.by_id.iter().filter(|(_, e)| e.owner == owner && e.expires > now).collect();
+        let mut mine: Vec<(&Arc<str>, &Entry)> = inner.by_id.iter().filter(|(_, e)| e.owner == *owner && e.live(now)).collect();
         mine.sort_by(|a, b| a.1.created.cmp(&b.1.created).then_with(|| a.0.cmp(b.0)));
         let start = match after {
             None => 0,
@@ -366,29 +448,27 @@ impl Tasks {
         Some((page, next))
     }
 
-    /// Forgets expired tasks (cancelling their calls); how many went.
+    /// Forgets expired tasks and those whose credential was revoked (cancelling their calls);
+    /// how many went.
     pub fn sweep(&self) -> usize {
         Self::sweep_locked(&mut self.lock())
     }
 
     fn sweep_locked(inner: &mut Inner) -> usize {
         let now = Instant::now();
-        let expired: Vec<Arc<str>> = inner.by_id.iter().filter(|(_, e)| e.expires <= now).map(|(id, _)| id.clone()).collect();
+        let expired: Vec<Arc<str>> = inner.by_id.iter().filter(|(_, e)| !e.live(now)).map(|(id, _)| id.clone()).collect();
         for id in &expired {
             if let Some(e) = inner.by_id.remove(id) {
                 e.cancel.cancel();
                 inner.bytes = inner.bytes.saturating_sub(e.bytes);
-                if let Some(n) = inner.per_session.get_mut(&e.session_key) {
-                    *n -= 1;
-                    if *n == 0 {
-                        inner.per_session.remove(&e.session_key);
-                    }
-                }
+                count_down(&mut inner.per_session, &e.session_key);
+                count_down(&mut inner.per_owner, &e.owner);
             }
         }
         if inner.by_id.is_empty() {
             inner.by_id.shrink_to_fit();
             inner.per_session.shrink_to_fit();
+            inner.per_owner.shrink_to_fit();
         }
         expired.len()
     }
@@ -441,7 +521,7 @@ mod tests {
     use super::*;
 
     fn who(ip: &str, session: &str) -> Requestor {
-        Requestor { owner: Owner::of(ip.parse().unwrap()), session: Some(session.into()) }
+        Requestor { owner: Owner::of(&Principal::Owner, ip.parse().unwrap()), session: Some(session.into()), lease: Lease::for_the_run() }
     }
 
     #[test]
@@ -453,23 +533,23 @@ mod tests {
         assert!(made.id.starts_with("hub/") && made.id.len() == 4 + 32, "{}", made.id);
         // Another session of the same owner (a reconnect) sees it; another owner does not, just
         // as for an id nobody made.
-        assert!(tasks.get(a.owner, &made.id).is_some());
-        let b = Owner::of("10.0.0.2".parse().unwrap());
-        assert!(tasks.get(b, &made.id).is_none());
-        assert!(tasks.cancel(b, &made.id).is_none());
-        assert_eq!(tasks.list(b, None).unwrap().0.len(), 0);
-        assert_eq!(tasks.list(a.owner, None).unwrap().0.len(), 1);
+        assert!(tasks.get(&a.owner, &made.id).is_some());
+        let b = Owner::of(&Principal::Owner, "10.0.0.2".parse().unwrap());
+        assert!(tasks.get(&b, &made.id).is_none());
+        assert!(tasks.cancel(&b, &made.id).is_none());
+        assert_eq!(tasks.list(&b, None).unwrap().0.len(), 0);
+        assert_eq!(tasks.list(&a.owner, None).unwrap().0.len(), 1);
         tasks.finish(&made.id, Outcome::Result(json!({"content": [], "isError": false})));
-        assert_eq!(tasks.get(a.owner, &made.id).unwrap()["status"], "completed");
+        assert_eq!(tasks.get(&a.owner, &made.id).unwrap()["status"], "completed");
         // Terminal stays terminal.
-        assert_eq!(tasks.cancel(a.owner, &made.id).unwrap().unwrap_err(), Status::Completed);
+        assert_eq!(tasks.cancel(&a.owner, &made.id).unwrap().unwrap_err(), Status::Completed);
         tasks.finish(&made.id, Outcome::Error(json!({"code": 1})));
-        assert_eq!(tasks.get(a.owner, &made.id).unwrap()["status"], "completed");
+        assert_eq!(tasks.get(&a.owner, &made.id).unwrap()["status"], "completed");
     }
 
     #[test]
     fn caps_per_session_and_in_total_and_ttl_frees_them() {
-        let tasks = Tasks::new(Limits { total: 3, per_session: 2 });
+        let tasks = Tasks::new(Limits::new(3, 2));
         let a = who("10.0.0.1", "s1");
         tasks.create(&a, "hub", None).unwrap();
         tasks.create(&a, "hub", None).unwrap();
@@ -480,9 +560,9 @@ mod tests {
         assert!(why.0.contains("--mcp-max-tasks 3"), "{why:?}");
         // Expired tasks are gone at the next sweep, or when a cap would refuse, and their
         // places with them.
-        let short = Tasks::new(Limits { total: 1, per_session: 1 });
+        let short = Tasks::new(Limits::new(1, 1));
         let (first, _) = short.create(&a, "hub", Some(0)).unwrap();
-        assert!(short.get(a.owner, &first.id).is_none());
+        assert!(short.get(&a.owner, &first.id).is_none());
         short.create(&a, "hub", Some(0)).unwrap();
         assert!(first.cancel.is_cancelled(), "an expired task's call is stopped");
         assert_eq!(short.sweep(), 1);
@@ -510,26 +590,67 @@ mod tests {
         ] {
             assert_eq!(hub_of(&junk), None, "{junk:?}");
         }
-        assert_eq!(Owner::of("::ffff:10.0.0.1".parse().unwrap()).ip().to_string(), "10.0.0.1");
+        assert_eq!(Owner::of(&Principal::Owner, "::ffff:10.0.0.1".parse().unwrap()).to_wire(), "10.0.0.1");
     }
 
     #[test]
     fn a_cancelled_task_stops_its_call_and_lists_page_by_page() {
-        let tasks = Tasks::new(Limits { total: 1000, per_session: 1000 });
+        let tasks = Tasks::new(Limits::new(1000, 1000));
         let a = who("10.0.0.1", "s1");
         let (made, _) = tasks.create(&a, "hub", None).unwrap();
-        let shown = tasks.cancel(a.owner, &made.id).unwrap().unwrap();
+        let shown = tasks.cancel(&a.owner, &made.id).unwrap().unwrap();
         assert_eq!(shown["status"], "cancelled");
         assert!(made.cancel.is_cancelled());
         tasks.finish(&made.id, Outcome::Result(json!({"content": []})));
-        assert_eq!(tasks.get(a.owner, &made.id).unwrap()["status"], "cancelled");
+        assert_eq!(tasks.get(&a.owner, &made.id).unwrap()["status"], "cancelled");
         for _ in 0..(PAGE + 5) {
             tasks.create(&a, "hub", None).unwrap();
         }
-        let (first, next) = tasks.list(a.owner, None).unwrap();
+        let (first, next) = tasks.list(&a.owner, None).unwrap();
         assert_eq!(first.len(), PAGE);
-        let (second, end) = tasks.list(a.owner, next.as_deref()).unwrap();
+        let (second, end) = tasks.list(&a.owner, next.as_deref()).unwrap();
         assert_eq!((second.len(), end), (6, None));
-        assert!(tasks.list(a.owner, Some("hub/nope")).is_none());
+        assert!(tasks.list(&a.owner, Some("hub/nope")).is_none());
+    }
+
+    fn person(id: &str, ip: &str, session: &str, lease: &Lease) -> Requestor {
+        Requestor { owner: Owner::of(&Principal::Person(id.into()), ip.parse().unwrap()), session: Some(session.into()), lease: lease.clone() }
+    }
+
+    /// Issue 44, items 5 and 9: one client creating 10,000 tasks in a burst, from 40 sessions,
+    /// cannot stop a second client from creating tasks; people behind one address never see each
+    /// other's tasks, and a person's tasks follow them to any address.
+    #[test]
+    fn a_flood_of_tasks_from_one_client_leaves_room_for_another_and_people_see_only_their_own() {
+        let tasks = Tasks::new(Limits::default());
+        let (forever, carols) = (Lease::for_the_run(), Lease::for_the_run());
+        let mut made = 0;
+        for i in 0..10_000 {
+            if tasks.create(&person("aaaaaaaaaaaa", "10.0.0.1", &format!("s{}", i % 40), &forever), "hub", None).is_ok() {
+                made += 1;
+            }
+        }
+        assert_eq!(made, Limits::default().per_owner, "the flooder meets its own cap");
+        assert!(made < DEFAULT_TOTAL as usize / 2);
+        let why = tasks.create(&person("aaaaaaaaaaaa", "10.0.0.9", "another", &forever), "hub", None).err().unwrap();
+        assert!(why.0.contains("remote token aaaaaaaaaaaa holds"), "another address is the same person: {why:?}");
+        // Carol, behind the same address, still creates tasks; the flooder cannot see them.
+        let carol = person("cccccccccccc", "10.0.0.1", "c1", &carols);
+        let (hers, _) = tasks.create(&carol, "hub", None).unwrap();
+        let flooder = Owner::of(&Principal::Person("aaaaaaaaaaaa".into()), "10.0.0.1".parse().unwrap());
+        assert!(tasks.get(&flooder, &hers.id).is_none(), "same address, another person");
+        let carol_elsewhere = Owner::of(&Principal::Person("cccccccccccc".into()), "192.0.2.4".parse().unwrap());
+        assert!(tasks.get(&carol_elsewhere, &hers.id).is_some(), "her task follows her to another address");
+        // The shared MCP token's holders are told apart by address; the hub's own user too.
+        let shared = |ip: &str| Owner::of(&Principal::SharedToken(ip.parse().unwrap()), ip.parse().unwrap());
+        assert_ne!(shared("10.0.0.1"), shared("10.0.0.2"));
+        assert_eq!(Owner::from_wire(&flooder.to_wire()), Some(flooder.clone()));
+        assert_eq!(Owner::from_wire("10.0.0.1"), Some(Owner::of(&Principal::Owner, "10.0.0.1".parse().unwrap())));
+        assert_eq!(Owner::from_wire("owner"), None, "the hub's own user is always at an address");
+        // Revoking carol's token cancels her task's call and forgets it.
+        carols.0.cancel();
+        assert!(hers.cancel.is_cancelled(), "the call is cancelled with the credential");
+        assert!(tasks.get(&carol_elsewhere, &hers.id).is_none(), "and the task is gone");
+        assert!(tasks.create(&carol, "hub", None).is_err(), "a revoked credential makes no task");
     }
 }

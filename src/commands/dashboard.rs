@@ -36,7 +36,12 @@ pub async fn run(global: &GlobalArgs, args: DashboardArgs) -> anyhow::Result<()>
         ForHub::NotThisHub(why) => return Err(CodedError::new(Exit::Auth, why).into()),
     };
     crate::tls::install_crypto_provider();
-    let client = crate::tls::client::reqwest_builder().timeout(std::time::Duration::from_secs(10)).redirect(reqwest::redirect::Policy::none()).build()?;
+    // A remote token goes only to the hub its file names, by that hub's CA.
+    let builder = match crate::links::control_token::hub_pin().filter(|_| crate::links::control_token::is_remote(&token)) {
+        Some(pin) => reqwest::Client::builder().tls_backend_preconfigured((*crate::tls::client::pinned_http_config(pin).map_err(|e| anyhow::anyhow!("{}", e.0))?).clone()),
+        None => crate::tls::client::reqwest_builder(),
+    };
+    let client = builder.timeout(std::time::Duration::from_secs(10)).redirect(reqwest::redirect::Policy::none()).build()?;
     let resp = client
         .post(format!("{base}/dashboard/api/login-link"))
         .bearer_auth(&token)
@@ -47,6 +52,10 @@ pub async fn run(global: &GlobalArgs, args: DashboardArgs) -> anyhow::Result<()>
         .map_err(|e| {
             if crate::links::listeners::is_refused(&e) {
                 return crate::links::listeners::no_hub(base);
+            }
+            // A hub that does not prove who it is gets nothing, the token included (exit 3).
+            if let Some(what) = crate::tls::client::explain(&e) {
+                return CodedError::new(Exit::Auth, format!("the hub at {base} did not prove who it is: {what}; nothing was sent"));
             }
             CodedError::new(Exit::Unreachable, format!("cannot reach the hub at {base}: {e}")).with_help("--hub or MCPDEV_HUB names another hub")
         })?;

@@ -1,9 +1,12 @@
 //! `mcpdev remote-token create|list|revoke`: the tokens people on other machines use for the
 //! control API ([`crate::hub::remote_tokens`]), kept in this machine's state directory.
 //!
-//! Rules: the token is printed once, on stdout alone (so `> file` keeps only it), and kept
-//! nowhere; names are checked before anything is written; a list shows no secret; revoking a
-//! name that has no token is an error that says how to see the names.
+//! Rules: the token is printed once, on stdout (so `> file` keeps it), and kept nowhere; with it,
+//! when this machine's hub has its own CA (`serve --tls auto`), a second line names that CA
+//! (`hub-ca-sha256 …`): the CLI on the other machine sends the token only over a connection
+//! that chains to it ([`crate::links::control_token`]), so the token stays bound to its hub
+//! whatever URL a file names. Names are checked before anything is written; a list shows no
+//! secret; revoking a name that has no token is an error that says how to see the names.
 
 use serde_json::json;
 
@@ -11,7 +14,7 @@ use super::output::{print_json, render, table, text};
 use crate::cli::{GlobalArgs, RemoteTokenCommand};
 use crate::exit::{CodedError, Exit};
 use crate::hub::remote_tokens::{self, StoreError};
-use crate::links::control_token::HUB_TOKEN_FILE_ENV;
+use crate::links::control_token::{HUB_TOKEN_FILE_ENV, PIN_LINE};
 
 fn coded(e: StoreError) -> CodedError {
     let exit = if matches!(e, StoreError::Io(..) | StoreError::Unreadable(..)) { Exit::Internal } else { Exit::Usage };
@@ -23,15 +26,24 @@ pub fn run(global: &GlobalArgs, command: RemoteTokenCommand) -> anyhow::Result<(
     match command {
         RemoteTokenCommand::Create { name } => {
             let (token, entry) = remote_tokens::create(&path, &name).map_err(coded)?;
+            // The hub's own CA, if it has one: the token's file names it.
+            let pin = crate::tls::client::read_certs(&crate::paths::hub_ca_file()).ok().and_then(|certs| certs.first().map(|c| crate::tls::fingerprint(c)));
             if global.json {
-                print_json(&json!({"name": entry.name, "id": entry.id(), "created": entry.created, "token": token}));
+                print_json(&json!({"name": entry.name, "id": entry.id(), "created": entry.created, "token": token, "hub_ca_sha256": pin}));
             } else {
                 println!("{token}");
+                if let Some(pin) = &pin {
+                    println!("{PIN_LINE} {pin}");
+                }
             }
             if !global.quiet && !global.json {
+                let bound = match &pin {
+                    Some(_) => "the file names this hub's CA, and the token goes only to a hub that proves it".to_string(),
+                    None => format!("this hub has no CA of its own yet (serve --tls auto makes one, {}), so give its CA there too (MCPDEV_CA_FILE)", crate::paths::hub_ca_file().display()),
+                };
                 eprintln!(
                     "remote token {:?} (id {}) made; it is shown this once. On the other machine, keep it in a file only you can read (chmod 600) \
-                     and set {HUB_TOKEN_FILE_ENV} to it; the hub accepts it over https:// only (serve --tls auto --host-tls)",
+                     and set {HUB_TOKEN_FILE_ENV} to it; {bound}; the hub accepts it over https:// only (serve --tls auto --host-tls)",
                     entry.name,
                     entry.id()
                 );

@@ -67,7 +67,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         max_sessions_per_peer: args.mcp_max_sessions_per_peer,
         reclaim_idle: args.mcp_reclaim_idle,
         fleet_threshold: args.mcp_fleet_threshold as usize,
-        task_limits: crate::bridge::tasks::Limits { total: args.mcp_max_tasks as usize, per_session: args.mcp_max_tasks_per_session as usize },
+        task_limits: crate::bridge::tasks::Limits::new(args.mcp_max_tasks as usize, args.mcp_max_tasks_per_session as usize),
     };
     let mut mqtt_settings = mqtt_settings(&args.mqtt)?;
     if let Some(m) = &mut mqtt_settings {

@@ -6,7 +6,8 @@
 //! - A tool form's words are typed and validated by [`crate::args`] exactly as `mcpdev call`
 //!   does them; an invalid call is answered with the CLI's messages and never sent.
 //! - Admission goes through the control API's ops; only the admission ops are reachable here.
-//! - Traffic streams: at most [`MAX_STREAMS`] at once, each ending when its client goes away.
+//! - Traffic streams: capped ([`super::streams`]), each ending when its client goes away or the
+//!   credential that opened it is revoked.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -22,14 +23,13 @@ use serde_json::{Value, json};
 
 use super::Dashboard;
 use super::auth::{self, Who};
+use crate::hub::principal::Lease;
 use crate::links::DeviceHandle;
 use crate::links::handle::LinkEvent;
 use crate::session::Event;
 
 /// Most devices one answer lists.
 pub const MAX_PAGE: usize = 200;
-/// Traffic streams open at once, in total.
-pub const MAX_STREAMS: usize = 32;
 /// Longest a call from a tool form may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -75,7 +75,7 @@ fn phase_word(p: crate::session::Phase) -> &'static str {
 /// `/dashboard/api/session`: the anti-forgery token the page sends with every change.
 pub async fn session(State(d): State<Arc<Dashboard>>, headers: HeaderMap) -> Response {
     let csrf = match d.auth.check(&axum::http::Method::GET, &headers, None, |h| d.hub.remote_tokens.holds(h)) {
-        Ok(Who::Session { csrf }) => Some(csrf),
+        Ok(Who::Session { csrf, .. }) => Some(csrf),
         _ => None,
     };
     ok(json!({"csrf": csrf, "csrf_header": auth::CSRF_HEADER, "host": d.host_addr.to_string()}))
@@ -84,17 +84,21 @@ pub async fn session(State(d): State<Arc<Dashboard>>, headers: HeaderMap) -> Res
 /// `/dashboard/api/login-link` (POST, scripts and `mcpdev dashboard`): a fresh log-in URL.
 /// The link is on the authority the asker reached the hub by (a remote person's is the hub's
 /// name on their network, not its loopback address), and its session lives by the remote token
-/// that asked for it, if one did.
+/// that asked for it, if one did: directly, or through a session it opened (a session's link
+/// makes a session that ends with it, so no link outlives the credential it came from).
 pub async fn login_link(State(d): State<Arc<Dashboard>>, req: axum::extract::Request) -> Response {
-    let holder = match d.bearer(&req) {
-        Ok(Some(crate::hub::bearer::Credential::Remote(holder))) => Some(holder),
-        Ok(_) => None,
-        Err(refusal) => return refusal,
+    let (Some(who), Some(lease)) = (req.extensions().get::<Who>(), req.extensions().get::<Lease>()) else {
+        return error(StatusCode::UNAUTHORIZED, "not logged in");
+    };
+    let holder = match who {
+        Who::Bearer(crate::hub::bearer::Credential::Remote(holder)) => Some(holder.clone()),
+        Who::Session { holder, .. } => holder.clone(),
+        Who::Bearer(_) => None,
     };
     let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).filter(|h| crate::hub::authority::Authority::parse(h).is_ok());
     let url = match host {
-        Some(host) => d.login_url_at(host, holder),
-        None => d.login_url_at(&d.own_authority(), holder),
+        Some(host) => d.login_url_at(host, holder, lease),
+        None => d.login_url_at(&d.own_authority(), holder, lease),
     };
     ok(json!({"url": url}))
 }
@@ -259,29 +263,53 @@ pub async fn call(State(d): State<Arc<Dashboard>>, Json(body): Json<CallBody>) -
 /// wrote (nothing is queued for it beyond the event being written): a page that falls behind
 /// gets a `lagged` event saying how many events it missed, and never makes the hub hold more
 /// than the ring's bound. A frame over [`crate::session::VIEW_MAX_BYTES`] arrives as its size
-/// and a preview.
-pub async fn traffic(State(d): State<Arc<Dashboard>>, Query(q): Query<DeviceQuery>) -> Response {
-    let Ok(permit) = d.streams.clone().try_acquire_owned() else {
-        return error(StatusCode::TOO_MANY_REQUESTS, &format!("{MAX_STREAMS} traffic streams are open; close a device page"));
+/// and a preview. The stream ends the moment the credential that opened it is revoked (its
+/// [`Lease`]: a remote token, a session logged out or evicted), with no event after that.
+pub async fn traffic(State(d): State<Arc<Dashboard>>, Query(q): Query<DeviceQuery>, req: axum::extract::Request) -> Response {
+    let (Some(lease), Some(principal)) = (req.extensions().get::<Lease>().cloned(), req.extensions().get::<crate::hub::principal::Principal>()) else {
+        return error(StatusCode::UNAUTHORIZED, "not logged in");
+    };
+    let permit = match d.streams.open(principal, crate::hub::bearer::peer(&req).ip()) {
+        Ok(permit) => permit,
+        Err(why) => {
+            crate::metrics::refused(crate::metrics::Refused::StreamCap);
+            if crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Refusal, &format!("traffic streams {}", principal.describe())) {
+                tracing::warn!("dashboard traffic stream refused: {why}");
+            }
+            return error(StatusCode::TOO_MANY_REQUESTS, &why);
+        }
     };
     let events = d.hub.registry.events.subscribe();
     let trace = d.hub.registry.tracing.watch();
     let wanted = q.id;
     let open = futures_util::stream::iter([Ok::<_, Infallible>(SseEvent::default().event("open").data("{}"))]);
-    let frames = futures_util::stream::unfold((events, wanted, (permit, trace)), |(mut events, wanted, held)| async move {
+    let frames = futures_util::stream::unfold((events, wanted, (permit, trace), lease), |(mut events, wanted, held, lease)| async move {
         loop {
-            let ev = match events.recv().await {
+            // Checked before every event as well as waited on: an event already in the ring when
+            // the lease ended is never sent.
+            if lease.is_ended() {
+                return None;
+            }
+            let next = tokio::select! {
+                biased;
+                () = lease.end() => return None,
+                next = events.recv() => next,
+            };
+            let ev = match next {
                 Ok(ev) => ev,
                 Err(crate::links::ring::RecvError::Lagged(n)) => {
-                    return Some((Ok(SseEvent::default().event("lagged").data(n.to_string())), (events, wanted, held)));
+                    return Some((Ok(SseEvent::default().event("lagged").data(n.to_string())), (events, wanted, held, lease)));
                 }
                 Err(_) => return None,
             };
             if *ev.device_id != *wanted || !matches!(ev.event, LinkEvent::Session(Event::Traffic { .. })) {
                 continue;
             }
+            if lease.is_ended() {
+                return None;
+            }
             let data = serde_json::to_string(&*ev).unwrap_or_default();
-            return Some((Ok(SseEvent::default().event("traffic").data(data)), (events, wanted, held)));
+            return Some((Ok(SseEvent::default().event("traffic").data(data)), (events, wanted, held, lease)));
         }
     });
     Sse::new(futures_util::StreamExt::chain(open, frames)).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))).into_response()
@@ -370,7 +398,7 @@ pub async fn hub(State(d): State<Arc<Dashboard>>) -> Response {
             {"name": "device connections", "used": open, "cap": caps.max_connections},
             {"name": "connections before hello", "used": pre_hello, "cap": caps.pre_hello_total},
             {"name": "before hello, per peer", "used": Value::Null, "cap": caps.pre_hello_per_peer},
-            {"name": "traffic streams", "used": MAX_STREAMS - d.streams.available_permits(), "cap": MAX_STREAMS},
+            {"name": "traffic streams", "used": d.streams.in_use(), "cap": super::streams::MAX_STREAMS},
         ],
         "devices": d.hub.registry.len(),
         "numbers": crate::metrics::hub_numbers(),

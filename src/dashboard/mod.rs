@@ -11,7 +11,8 @@
 //! - Device text is data: the answers are JSON, the script writes it with `textContent` only,
 //!   and every page carries a Content-Security-Policy without inline script or style.
 //! - Bounded: the device list is paged on the server (at most [`api::MAX_PAGE`] rows an answer),
-//!   traffic streams are capped ([`api::MAX_STREAMS`]), and the timeline is capped ([`timeline`]).
+//!   traffic streams are capped in total, per principal and per address ([`streams`]), and end
+//!   when the credential that opened them is revoked; the timeline is capped ([`timeline`]).
 //! - Calls from a tool form are typed and validated by [`crate::args`], the CLI's own code, and
 //!   nothing that fails validation is sent.
 //!
@@ -21,6 +22,7 @@
 pub mod api;
 pub mod assets;
 pub mod auth;
+pub mod streams;
 pub mod timeline;
 
 use std::sync::Arc;
@@ -41,7 +43,7 @@ pub struct Dashboard {
     pub auth: auth::Auth,
     pub timeline: Arc<timeline::Timeline>,
     /// Traffic streams open now.
-    pub streams: Arc<tokio::sync::Semaphore>,
+    pub streams: Arc<streams::Streams>,
     /// One `check` at a time.
     pub checks: Arc<tokio::sync::Semaphore>,
     /// The host listener's address, for log-in links.
@@ -59,13 +61,13 @@ impl Dashboard {
         timeline.follow(&hub);
         let secure = hub.config.host_tls && hub.config.tls.is_some();
         let auth = auth::Auth::new(host_addr.port(), secure);
-        let streams = Arc::new(tokio::sync::Semaphore::new(api::MAX_STREAMS));
+        let streams = Arc::new(streams::Streams::default());
         Arc::new(Self { hub, auth, timeline, streams, checks: Arc::new(tokio::sync::Semaphore::new(1)), host_addr, device_addr, mcp_token })
     }
 
     /// A fresh one-time log-in URL on the host listener's own address.
     pub fn login_url(&self) -> String {
-        self.login_url_at(&self.own_authority(), None)
+        self.login_url_at(&self.own_authority(), None, &crate::hub::principal::Lease::for_the_run())
     }
 
     /// The host listener's own address as a URL's authority (loopback for all addresses).
@@ -80,9 +82,9 @@ impl Dashboard {
 
     /// A fresh one-time log-in URL at `authority` (the `Host` the asker reached the hub by, which
     /// the front door allowed; the hub's own address without one); its session lives by
-    /// `holder`'s remote token, if given.
-    pub fn login_url_at(&self, authority: &str, holder: Option<crate::hub::remote_tokens::Holder>) -> String {
-        format!("{}://{authority}/?token={}", self.scheme(), self.auth.new_link(holder))
+    /// `holder`'s remote token, if given, and ends with `lease`.
+    pub fn login_url_at(&self, authority: &str, holder: Option<crate::hub::remote_tokens::Holder>, lease: &crate::hub::principal::Lease) -> String {
+        format!("{}://{authority}/?token={}", self.scheme(), self.auth.new_link(holder, lease))
     }
 
     /// What a request's bearer token proves, by the host listener's rules (control token from
@@ -124,7 +126,7 @@ pub fn router(d: Arc<Dashboard>) -> Router {
         .route("/dashboard/api/logout", post(api::logout))
         .layer(CheckLayer::new({
             let d = d.clone();
-            move |req: &Request| refuse(&d, req)
+            move |req: &mut Request| refuse(&d, req)
         }));
     Router::new()
         .route("/", get(index))
@@ -135,8 +137,29 @@ pub fn router(d: Arc<Dashboard>) -> Router {
 }
 
 /// The refusal of a request that is not logged in, or that looks forged (counted and logged).
-fn refuse(d: &Dashboard, req: &Request) -> Option<Response> {
-    d.who(req).err()
+/// A request that may go on carries who it is ([`auth::Who`]) and the [`Lease`] of its
+/// credential, which what it opens ends with ([`crate::hub::principal`]).
+fn refuse(d: &Dashboard, req: &mut Request) -> Option<Response> {
+    let who = match d.who(req) {
+        Ok(who) => who,
+        Err(refusal) => return Some(refusal),
+    };
+    let lease = match &who {
+        auth::Who::Session { lease, .. } => lease.clone(),
+        auth::Who::Bearer(credential) => crate::hub::principal::lease(&d.hub, Some(credential)),
+    };
+    if lease.is_ended() {
+        return Some(refusal(auth::Denied::NoSession, req));
+    }
+    let principal = match &who {
+        auth::Who::Session { holder: Some(holder), .. } => crate::hub::principal::Principal::Person(holder.id.as_str().into()),
+        auth::Who::Session { holder: None, .. } => crate::hub::principal::Principal::Owner,
+        auth::Who::Bearer(credential) => crate::hub::principal::Principal::of(Some(credential), crate::hub::bearer::peer(req).ip()),
+    };
+    req.extensions_mut().insert(lease);
+    req.extensions_mut().insert(principal);
+    req.extensions_mut().insert(who);
+    None
 }
 
 fn refusal(denied: auth::Denied, req: &Request) -> Response {

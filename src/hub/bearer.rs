@@ -10,8 +10,10 @@
 //!   reason, before it is even looked up (and over plain http the refusal says it crossed the
 //!   network in clear text: revoke it). The CLI never sends one over plain http in the first place
 //!   ([`crate::links::control_token`]).
-//! - **Guessing is capped per peer** ([`super::guesses`]): every wrong token counts; a peer over
-//!   its cap gets 429 for any token until it may send one more.
+//! - **A right token is recognised before any cap is asked**, so it is never held up by its
+//!   address's wrong guesses (a neighbour behind the same NAT). **Guessing is capped per peer and
+//!   on the whole hub** ([`super::guesses`]): every wrong token counts; a wrong token over a cap
+//!   gets 429 until one more may be sent.
 //! - Every refusal is counted (`mcpdev_refusals_total`) and logged per peer through the log
 //!   limiter; no token is ever logged.
 
@@ -116,13 +118,14 @@ pub fn check(hub: &Hub, req: &Request, control: bool, extra: Option<&str>) -> Re
     let given = given.as_str();
     let peer = peer(req);
     let path = req.uri().path();
-    hub.guesses.check(peer.ip(), path).map_err(Refusal::Guesses)?;
     let refuse = |why: Refusal| {
-        let reason = if why == Refusal::Wrong { crate::metrics::Refused::ControlToken } else { crate::metrics::Refused::TokenTransport };
-        crate::metrics::refused(reason);
+        // Only a wrong token meets the wrong-guess caps: over one, 429 instead of 401.
         if why == Refusal::Wrong {
+            hub.guesses.check(peer.ip(), path).map_err(Refusal::Guesses)?;
             hub.guesses.wrong(peer.ip());
         }
+        let reason = if why == Refusal::Wrong { crate::metrics::Refused::ControlToken } else { crate::metrics::Refused::TokenTransport };
+        crate::metrics::refused(reason);
         if log_limit::allow(Kind::Refusal, &format!("token {}", peer.ip())) {
             tracing::warn!(peer = %peer, path, "refused a bearer token: {why:?}");
         }
@@ -192,12 +195,16 @@ mod tests {
         // A hub whose host listener only this machine reaches takes no remote token, even over TLS.
         let local = hub("127.0.0.1:0", &path).await;
         assert!(matches!(check(&local, &request(&alice, "127.0.0.1:40000", true), true, None), Err(Refusal::RemoteToLoopback(_))));
-        // Guessing: after the burst, even the right token is not checked.
+        // Guessing: after the burst, wrong tokens get 429, and a right one from the same address
+        // (a neighbour behind the same NAT) still works.
         let guesser = "192.0.2.99:1";
         for i in 0..guesses::BURST as usize {
             assert_eq!(check(&remote, &request(&format!("{REMOTE_TOKEN_PREFIX}{i:064}"), guesser, true), true, None), Err(Refusal::Wrong));
         }
-        assert!(matches!(check(&remote, &request(&alice, guesser, true), true, None), Err(Refusal::Guesses(_))));
+        assert!(matches!(check(&remote, &request(&format!("{REMOTE_TOKEN_PREFIX}{:064}", 99), guesser, true), true, None), Err(Refusal::Guesses(_))));
+        assert!(matches!(check(&remote, &request("not-a-token", guesser, true), true, Some("mcp")), Err(Refusal::Guesses(_))));
+        assert!(matches!(check(&remote, &request(&alice, guesser, true), true, None), Ok(Some(Credential::Remote(_)))), "a right token is never held up");
+        assert_eq!(check(&remote, &request("mcp", guesser, true), true, Some("mcp")), Ok(Some(Credential::Extra)));
         assert!(matches!(check(&remote, &request(&alice, from_afar, true), true, None), Ok(Some(_))), "another peer is not held up");
         let resp = Refusal::Guesses(Duration::from_secs(2)).response("");
         assert_eq!((resp.status(), resp.headers().get(header::RETRY_AFTER).map(|v| v.to_str().unwrap().to_string())), (StatusCode::TOO_MANY_REQUESTS, Some("3".into())));

@@ -83,10 +83,12 @@ pub fn prepare(source: &TlsSource, names: &[String]) -> anyhow::Result<Arc<HubTl
     crate::tls::install_crypto_provider();
     let (resolver, ca) = match source {
         TlsSource::Files { cert, key } => {
+            check_key_mode(key)?;
             let resolver = FileResolver::load(cert, key).map_err(|e| usage(format!("--tls-cert/--tls-key: {e}")))?;
             (resolver, None)
         }
         TlsSource::Auto { dir } => {
+            make_private(dir)?;
             let ca = HubCa::load_or_create(dir)?;
             ca.ensure_leaf(names, std::time::SystemTime::now())?;
             let resolver = FileResolver::load(&dir.join(LEAF_FILE), &dir.join(LEAF_KEY_FILE)).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -101,6 +103,46 @@ pub fn prepare(source: &TlsSource, names: &[String]) -> anyhow::Result<Arc<HubTl
     let http = crate::tls::server::config(resolver.clone(), HTTP1);
     let mqtt = crate::tls::server::config(resolver.clone(), &[]);
     Ok(Arc::new(HubTls { resolver, http, mqtt, ca }))
+}
+
+/// `--tls-key` must not be readable by every user: refused (exit 2) with the fix; a key its
+/// group may read (the `ssl-cert` group convention) is taken, with a warning.
+fn check_key_mode(key: &Path) -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let Ok(meta) = std::fs::metadata(key) else { return Ok(()) };
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o007 != 0 {
+            return Err(usage(format!(
+                "--tls-key {} can be read by every user of this machine (mode {mode:o}): anyone here could impersonate the hub; `chmod 600 {}` (or 640 for a group such as ssl-cert)",
+                key.display(),
+                key.display()
+            )));
+        }
+        if mode & 0o070 != 0 {
+            tracing::warn!(key = %key.display(), "--tls-key can be read by its group (mode {mode:o}); `chmod 600` unless that group is meant to (ssl-cert)");
+        }
+    }
+    Ok(())
+}
+
+/// The `--tls auto` directory is this user's alone: one that others may enter is made 0700 (and
+/// that is logged); one that is not this user's is refused.
+fn make_private(dir: &Path) -> anyhow::Result<()> {
+    #[cfg(unix)]
+    if let Ok(meta) = std::fs::metadata(dir) {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            if crate::hub::owner::my_uid().is_some_and(|me| me != meta.uid()) {
+                return Err(usage(format!("{} belongs to another user (uid {}) and others may enter it: the hub keeps its keys in a directory of its own user's only", dir.display(), meta.uid())));
+            }
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| anyhow::anyhow!("cannot make {} private (chmod 700): {e}", dir.display()))?;
+            tracing::warn!(dir = %dir.display(), "the TLS directory could be entered by others (mode {mode:o}); it is 0700 now");
+        }
+    }
+    Ok(())
 }
 
 fn usage(message: String) -> anyhow::Error {
@@ -318,5 +360,26 @@ mod tests {
         std::fs::set_permissions(dir.path().join(CA_KEY_FILE), std::fs::Permissions::from_mode(0o644)).unwrap();
         let e = HubCa::load_or_create(dir.path()).err().unwrap().to_string();
         assert!(e.contains("chmod 600"), "{e}");
+    }
+
+    /// Issue 44, item 9: a key every user can read is refused with the fix; a TLS directory
+    /// others may enter is made private.
+    #[test]
+    fn a_world_readable_key_is_refused_and_an_open_tls_directory_is_closed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let tls = dir.path().join("tls");
+        let ca = HubCa::load_or_create(&tls).unwrap();
+        ca.ensure_leaf(&["127.0.0.1".to_string()], std::time::SystemTime::now()).unwrap();
+        let (cert, key) = (tls.join(LEAF_FILE), tls.join(LEAF_KEY_FILE));
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = prepare(&TlsSource::Files { cert: cert.clone(), key: key.clone() }, &[]).err().unwrap().to_string();
+        assert!(e.contains("every user") && e.contains("chmod 600"), "{e}");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o640)).unwrap();
+        assert!(prepare(&TlsSource::Files { cert, key: key.clone() }, &[]).is_ok(), "a group's key is taken (with a warning)");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::set_permissions(&tls, std::fs::Permissions::from_mode(0o755)).unwrap();
+        prepare(&TlsSource::Auto { dir: tls.clone() }, &["127.0.0.1".to_string()]).unwrap();
+        assert_eq!(mode(&tls), 0o700, "made private again");
     }
 }

@@ -5,7 +5,9 @@
 //! of the service under it (into the request's `Next`) and a boxed future; on the host
 //! listener, in front of every `/mcp` call, that showed. A check that needs no `await` (every
 //! check the host listener makes reads only the request's headers and extensions) runs here as
-//! a plain function, with nothing cloned or boxed per request.
+//! a plain function, with nothing cloned or boxed per request. A check may also note what it
+//! proved in the request's extensions (the credential and its lease, [`super::principal`]) for
+//! the routes under it.
 
 use std::task::{Context, Poll};
 
@@ -14,7 +16,8 @@ use axum::response::Response;
 use futures_util::future::{Either, Ready, ready};
 use tower::{Layer, Service};
 
-/// Runs `check` on each request: `Some(refusal)` is the answer, `None` passes the request on.
+/// Runs `check` on each request: `Some(refusal)` is the answer, `None` passes the request on
+/// (with whatever the check noted in its extensions).
 #[derive(Clone)]
 pub struct CheckLayer<F> {
     check: F,
@@ -22,7 +25,7 @@ pub struct CheckLayer<F> {
 
 impl<F> CheckLayer<F>
 where
-    F: Fn(&Request) -> Option<Response> + Clone,
+    F: Fn(&mut Request) -> Option<Response> + Clone,
 {
     pub fn new(check: F) -> Self {
         Self { check }
@@ -47,7 +50,7 @@ pub struct Checked<S, F> {
 impl<S, F> Service<Request> for Checked<S, F>
 where
     S: Service<Request, Response = Response>,
-    F: Fn(&Request) -> Option<Response>,
+    F: Fn(&mut Request) -> Option<Response>,
 {
     type Response = Response;
     type Error = S::Error;
@@ -57,8 +60,8 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: Request) -> Self::Future {
-        match (self.check)(&req) {
+    fn call(&mut self, mut req: Request) -> Self::Future {
+        match (self.check)(&mut req) {
             Some(refusal) => Either::Left(ready(Ok(refusal))),
             None => Either::Right(self.inner.call(req)),
         }
@@ -89,7 +92,7 @@ mod tests {
                     req.headers().get("x-pass").map_or("none", |v| v.to_str().unwrap_or("?")).to_string()
                 }),
             )
-            .layer(CheckLayer::new(|req: &Request| {
+            .layer(CheckLayer::new(|req: &mut Request| {
                 req.headers().get("x-pass").is_none().then(|| {
                     let mut refusal = Response::new(Body::from("refused"));
                     *refusal.status_mut() = StatusCode::FORBIDDEN;

@@ -16,7 +16,7 @@
 //! ```
 //! Another hub of the cluster may also send (over the cluster's RPC, never a control connection):
 //! ```text
-//! {"id":10,"op":"task","method":"tasks/result","task":"<hub>/<hex>","owner":"10.0.0.7","wait_ms":62000}
+//! {"id":10,"op":"task","method":"tasks/result","task":"<hub>/<hex>","owner":"10.0.0.7"|"person:<id>","wait_ms":62000}
 //!                                                               -> {"id":10,"ok":{"result":…}|{"error":{JSON-RPC error}}}
 //! ```
 //! Errors: `{"kind": "no_devices|not_found|ambiguous|not_ready|timeout|device_error|disconnected|link_down|bad_request|busy",
@@ -97,46 +97,29 @@ enum Op {
 }
 
 pub async fn link(State(hub): State<Arc<Hub>>, mut req: Request<Body>) -> Response<Body> {
-    // A connection a remote token opened lives only as long as that token (`owner::require_token`
-    // put its holder here).
-    let holder = match req.extensions().get::<super::bearer::Credential>() {
-        Some(super::bearer::Credential::Remote(holder)) => Some(holder.clone()),
-        _ => None,
-    };
+    // A connection lives only as long as the credential that opened it (`owner::require_token`
+    // put it here): a remote token's revocation closes it ([`super::principal`]).
+    let credential = req.extensions().get::<super::bearer::Credential>().cloned();
+    let lease = super::principal::lease(&hub, credential.as_ref());
     let (response, socket) = match upgrade::accept_raw(&mut req) {
         Ok(pair) => pair,
         Err(resp) => return resp,
     };
     tokio::spawn(async move {
         if let Some(io) = socket.await {
-            serve(hub, io, holder).await;
+            serve(hub, io, credential, lease).await;
         }
     });
     response
 }
 
-/// Resolves once `holder`'s remote token is revoked after `changes` was last seen (never, for a
-/// connection without one).
-async fn revoked(hub: &Hub, holder: Option<&super::remote_tokens::Holder>, changes: &mut tokio::sync::watch::Receiver<u64>) {
-    let Some(holder) = holder else { return std::future::pending().await };
-    loop {
-        if changes.changed().await.is_err() {
-            return std::future::pending().await;
-        }
-        if !hub.remote_tokens.holds(holder) {
-            return;
-        }
-    }
-}
-
 /// One connection, in one task: it reads requests, polls those under way, and writes their
 /// answers and its watches' events to the socket itself (no writer task between them).
-async fn serve(hub: Arc<Hub>, io: upgrade::DeviceSocket, holder: Option<super::remote_tokens::Holder>) {
+async fn serve(hub: Arc<Hub>, io: upgrade::DeviceSocket, credential: Option<super::bearer::Credential>, lease: super::principal::Lease) {
     let mut socket = Socket::with_write_deadline(io, WRITE_DEADLINE);
-    let mut changes = hub.remote_tokens.changes();
     // Revoked between its check and now: closed at once (1008, policy violation: the credential
     // is no longer valid).
-    let mut close_code = holder.as_ref().is_some_and(|h| !hub.remote_tokens.holds(h)).then_some(1008);
+    let mut close_code = lease.is_ended().then_some(1008);
     // Watches send their events here; the loop takes them when it has room for them. Short: a
     // watch that waits here stops reading the hub's event ring, which drops what it cannot keep
     // and tells the watch how many it missed (a `lagged` event), so a client that reads slowly
@@ -198,8 +181,8 @@ async fn serve(hub: Arc<Hub>, io: upgrade::DeviceSocket, holder: Option<super::r
                     break;
                 }
             }
-            () = revoked(&hub, holder.as_ref(), &mut changes) => {
-                if let Some(h) = &holder {
+            () = lease.end() => {
+                if let Some(super::bearer::Credential::Remote(h)) = &credential {
                     tracing::info!(token = %h.name, id = %h.id, "remote token revoked: its control connection is closed");
                 }
                 close_code = Some(1008);
@@ -531,8 +514,9 @@ async fn pending_text(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>) -> String {
     format!("[{}]", rows.join(","))
 }
 
-/// The `task` op: `tasks/get|result|cancel` of a task this hub holds, for `owner` (the address
-/// the asking hub saw the host at), answered as this hub's MCP endpoints would answer it:
+/// The `task` op: `tasks/get|result|cancel` of a task this hub holds, for `owner` (as the asking
+/// hub saw the host: the address of the hub's own user, or `person:<token id>`, `shared:<address>`
+/// for the credential it proved; [`crate::hub::principal`]), answered as this hub's MCP endpoints would answer it:
 /// `{"result": …}` or `{"error": …}` (JSON-RPC). `tasks/result` waits at most `wait_ms` (at most
 /// [`TASK_WAIT_MAX`]), then answers a JSON-RPC error saying the task is still working, so no
 /// request outlives the one the asking hub waits on. A hub without MCP endpoints holds no task
@@ -541,7 +525,9 @@ async fn serve_task(hub: &Hub, method: &str, task: &str, owner: &str, wait_ms: u
     if !matches!(method, "tasks/get" | "tasks/result" | "tasks/cancel") {
         return Err(bad_request(format!("the task op takes tasks/get, tasks/result or tasks/cancel, not {:?}", method.chars().take(40).collect::<String>())));
     }
-    let owner: std::net::IpAddr = owner.parse().map_err(|_| bad_request("the task op's owner must be an IP address".into()))?;
+    if owner.is_empty() || owner.len() > 80 || !owner.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(bad_request("the task op's owner must be an address, person:<id> or shared:<address>".into()));
+    }
     let Some(desk) = hub.tasks.get().cloned() else {
         return Err(json!({"kind": "not_found", "message": "this hub runs no MCP endpoints, so it holds no tasks"}));
     };

@@ -38,6 +38,8 @@ pub mod ota;
 pub mod owner;
 pub mod registry;
 pub mod remote;
+pub mod lease;
+pub mod principal;
 pub mod remote_tokens;
 pub mod secret;
 pub mod trim;
@@ -198,6 +200,13 @@ impl Hub {
         }
     }
 
+    /// Whether other machines may reach the host listener: bound to an address other than
+    /// loopback, or an `--allowed-host` that names another machine. Then every MCP route needs a
+    /// token, whether or not `MCPDEV_MCP_TOKEN` is set.
+    pub fn reachable_from_afar(&self) -> bool {
+        remote_use(&self.config).is_some()
+    }
+
     /// The name devices reach this hub by, for URLs the hub hands out: `--public-host`, else the
     /// local address of the connection the device came in on (`local`), else the address the
     /// device listener is bound to (or this machine's address on its default route), else
@@ -339,7 +348,7 @@ impl BoundHub {
             .merge(host_routes)
             .layer(check_layer::CheckLayer::new({
                 let hub = hub.clone();
-                move |req: &Request| front_door(&hub, req)
+                move |req: &mut Request| front_door(&hub, req)
             }));
         supervise("host listener", listener::serve(host_listener, host_app, listener::Side::Host, limits, "host", host_tls));
         trim::spawn(hub.clone());
@@ -403,20 +412,33 @@ fn check_remote_use(config: &HubConfig) -> anyhow::Result<()> {
     }) {
         return Err(crate::exit::CodedError::new(crate::exit::Exit::Usage, format!("--allowed-host {entry:?} is not a host[:port] (such as hub.lan or hub.lan:8001): {why}")).into());
     }
-    let remote_names: Vec<&str> = config.allowed_hosts.iter().map(String::as_str).filter(|h| !is_loopback_entry(h)).collect();
-    let remote_bind = !config.host_addr.ip().is_loopback();
-    if (remote_names.is_empty() && !remote_bind) || config.mcp_token_set {
+    let Some(why) = remote_use(config) else { return Ok(()) };
+    // Under --host-tls, each person's remote token opens the MCP endpoints too: no shared token
+    // is needed (one may still be set, for MCP hosts that hold no remote token).
+    if config.mcp_token_set || (config.host_tls && config.tls.is_some()) {
         return Ok(());
     }
-    let why = if remote_bind { format!("the host listener is bound to {}", config.host_addr) } else { format!("--allowed-host {}", remote_names.join(", ")) };
     Err(crate::exit::CodedError::new(
         crate::exit::Exit::Usage,
         format!(
-            "{why} makes the MCP endpoints reachable from other machines: set MCPDEV_MCP_TOKEN so they need a token; \
-             a person on another machine reaches the control API with a remote token (`mcpdev remote-token create NAME`), over --host-tls"
+            "{why} makes the MCP endpoints reachable from other machines, and they would need a token: serve them over TLS (--tls auto --host-tls), \
+             where each person uses their own remote token (`mcpdev remote-token create NAME`), or set MCPDEV_MCP_TOKEN (one shared token)"
         ),
     )
     .into())
+}
+
+/// Why other machines may reach the host listener (its bind address, or an `--allowed-host`
+/// naming another machine); `None` when only this machine may.
+fn remote_use(config: &HubConfig) -> Option<String> {
+    let remote_names: Vec<&str> = config.allowed_hosts.iter().map(String::as_str).filter(|h| !is_loopback_entry(h)).collect();
+    if !config.host_addr.ip().to_canonical().is_loopback() {
+        Some(format!("the host listener is bound to {}", config.host_addr))
+    } else if !remote_names.is_empty() {
+        Some(format!("--allowed-host {}", remote_names.join(", ")))
+    } else {
+        None
+    }
 }
 
 /// The host listener's checks, in one layer (each layer costs every request a few allocations):

@@ -17,7 +17,6 @@
 //! requestor's owner as the asking hub saw it, and answered there exactly as a local request
 //! (the `task` op, served for other hubs only: a local control client could claim any owner).
 
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -69,7 +68,8 @@ pub trait TaskDesk: Send + Sync {
     /// Answers `tasks/get`, `tasks/result` or `tasks/cancel` of `task_id` for `owner` exactly as a
     /// local request: the JSON-RPC result, or the JSON-RPC error (the one for an unknown id when
     /// `owner` does not own it). `tasks/result` resolves once the task has ended.
-    fn answer<'a>(&'a self, owner: IpAddr, method: &'a str, task_id: &'a str) -> BoxFuture<'a, Result<Value, Value>>;
+    /// `owner` is as the asking hub sent it (`bridge::tasks::Owner::to_wire`).
+    fn answer<'a>(&'a self, owner: &'a str, method: &'a str, task_id: &'a str) -> BoxFuture<'a, Result<Value, Value>>;
 }
 
 /// The cluster, for the control API.

@@ -14,8 +14,9 @@
 //! - Names are 1 to 32 letters, digits, `.`, `-`, `_` (they are logged and shown); one token per
 //!   name; at most [`MAX_TOKENS`].
 //! - A revocation holds at once: the hub reads the file again whenever it changed before it
-//!   checks a token, and ends the open connections of a token no longer in it
-//!   ([`RemoteTokens::changes`], watched by [`super::control`] and the dashboard's sessions).
+//!   checks a token (and each second, by the hub's watch of the file), and cancels the
+//!   [`Lease`] of a token no longer in it, which ends everything the token opened
+//!   ([`super::lease`]).
 //! - Where a remote token is accepted (TLS, a host listener other machines reach) is decided by
 //!   [`super::bearer`], not here.
 //! - Two `remote-token` commands at once do not lose each other's change: each holds a lock
@@ -26,6 +27,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
+use super::lease::Lease;
 use crate::links::control_token::REMOTE_TOKEN_PREFIX;
 
 /// The file in the state directory that keeps the tokens' hashes.
@@ -188,6 +190,8 @@ fn stamp(path: &Path) -> Option<Stamp> {
 struct Loaded {
     stamp: Option<Stamp>,
     tokens: Vec<(Entry, [u8; 32])>,
+    /// The lease of each token something was opened with; cancelled when the token goes.
+    leases: std::collections::HashMap<[u8; 32], Lease>,
 }
 
 /// The hub's view of the remote tokens: read again whenever the file changed.
@@ -235,7 +239,16 @@ impl RemoteTokens {
             let mut l = self.lock();
             let before: Vec<[u8; 32]> = l.tokens.iter().map(|(_, h)| *h).collect();
             let changed = before != tokens.iter().map(|(_, h)| *h).collect::<Vec<_>>();
-            *l = Loaded { stamp: now, tokens };
+            // A token no longer in the file ends everything it opened, now.
+            l.leases.retain(|hash, lease| {
+                let kept = tokens.iter().any(|(_, h)| h == hash);
+                if !kept {
+                    lease.0.cancel();
+                }
+                kept
+            });
+            l.stamp = now;
+            l.tokens = tokens;
             changed
         };
         if changed {
@@ -265,6 +278,16 @@ impl RemoteTokens {
     pub fn holds(&self, holder: &Holder) -> bool {
         self.refresh();
         self.lock().tokens.iter().any(|(_, h)| *h == holder.hash)
+    }
+
+    /// The lease of what `holder`'s token opens: cancelled when the token is revoked (an ended
+    /// lease if it is revoked already).
+    pub fn lease(&self, holder: &Holder) -> Lease {
+        let mut l = self.lock();
+        if !l.tokens.iter().any(|(_, h)| *h == holder.hash) {
+            return Lease::ended();
+        }
+        l.leases.entry(holder.hash).or_default().child()
     }
 
     /// Ticks whenever the set of tokens changed (a revocation): open connections check
@@ -308,10 +331,15 @@ mod tests {
         assert_eq!(hub.verify(&alice[REMOTE_TOKEN_PREFIX.len()..]), None, "the prefix is part of the token");
         let mut changes = hub.changes();
         changes.mark_unchanged();
+        let (opened, bobs) = (hub.lease(&holder), hub.lease(&hub.verify(&bob).unwrap()));
+        assert!(!opened.is_ended());
         assert_eq!(revoke(&path, "alice").unwrap().map(|e| e.name), Some("alice".into()));
         assert_eq!(revoke(&path, "alice").unwrap(), None);
         assert!(!hub.holds(&holder), "a revocation holds at once");
         assert!(changes.has_changed().unwrap(), "open connections are told");
+        assert!(opened.is_ended(), "what the token opened ends with it");
+        assert!(!bobs.is_ended(), "another person's does not");
+        assert!(hub.lease(&holder).is_ended(), "a lease asked for after the revocation has ended already");
         assert_eq!(hub.verify(&alice), None);
         assert_eq!(hub.verify(&bob).map(|h| h.name), Some("bob".into()));
         assert_eq!(list(&path).unwrap().iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["bob"]);

@@ -11,6 +11,15 @@
 //!   starts with [`REMOTE_TOKEN_PREFIX`]) goes only over TLS: to an `https://` or `wss://` hub.
 //!   The CLI stops before connecting to a plain one (the hub would refuse it too, after it had
 //!   crossed the network in clear text).
+//! - **A remote token goes only to the hub it was made for, checked by that hub's identity**,
+//!   not by a URL: the token file `remote-token create` writes names the hub's CA on its second
+//!   line ([`PIN_LINE`]), and the connection that carries the token must chain to it
+//!   ([`hub_pin`]); without that line, the person must have named the hub's CA themselves
+//!   (`MCPDEV_CA_FILE`, `MCPDEV_CA_FINGERPRINT`). The system's roots alone never carry it: any
+//!   public certificate would do.
+//! - **A `mcpdev.toml` in the working directory (a cloned repository's) never redirects a
+//!   remote token**: when the hub's URL comes from it, nothing is sent, and the refusal names the
+//!   file and how to confirm the hub (`--hub`, `MCPDEV_HUB`) ([`set_hub_from_working_directory`]).
 //! - The file's token is sent only to the hub that wrote it: `--hub` must be a loopback IP
 //!   literal that the recorded bound address covers (the same IP, or the unspecified address of
 //!   the same family) on the same port. `localhost` is read as the loopback address the hub
@@ -47,6 +56,18 @@ pub const HUB_TOKEN_FILE_ENV: &str = "MCPDEV_HUB_TOKEN_FILE";
 /// How every remote token starts: the CLI and the hub tell one from the control token by it,
 /// and a token on the command line is recognised and refused ([`in_arguments`]).
 pub const REMOTE_TOKEN_PREFIX: &str = "mcpdev_rt_";
+/// The line of a token file (after the token) that names the hub's CA by its SHA-256:
+/// `hub-ca-sha256 AB:CD:…`.
+pub const PIN_LINE: &str = "hub-ca-sha256";
+
+/// The file that named the hub in the working directory, when the hub's URL came from it.
+static HUB_FROM_WORKING_DIRECTORY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Notes that the hub's URL came from `file`, a `mcpdev.toml` in the working directory (set once,
+/// at start): no remote token is sent to it.
+pub fn set_hub_from_working_directory(file: PathBuf) {
+    let _ = HUB_FROM_WORKING_DIRECTORY.set(file);
+}
 
 /// Whether `token` is a remote token.
 pub fn is_remote(token: &str) -> bool {
@@ -95,11 +116,22 @@ impl ForHub {
     }
 }
 
+/// What a token file (or `MCPDEV_HUB_TOKEN`) holds: the token, and the hub's CA if named.
+struct Chosen {
+    token: String,
+    pin: Option<[u8; 32]>,
+}
+
+/// The pin a token file's later lines name ([`PIN_LINE`]), if any.
+fn pin_of(contents: &str) -> Option<[u8; 32]> {
+    contents.lines().skip(1).find_map(|l| l.trim().strip_prefix(PIN_LINE)).and_then(|f| crate::tls::parse_fingerprint(f.trim()))
+}
+
 /// The token the person gave: `MCPDEV_HUB_TOKEN`, else the file `MCPDEV_HUB_TOKEN_FILE` names.
 /// `Err` says why the file cannot be used.
-fn chosen() -> Result<Option<String>, String> {
-    if let Some(t) = std::env::var(HUB_TOKEN_ENV).ok().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()) {
-        return Ok(Some(t));
+fn chosen() -> Result<Option<Chosen>, String> {
+    if let Some(t) = std::env::var(HUB_TOKEN_ENV).ok().filter(|t| !t.trim().is_empty()) {
+        return Ok(Some(Chosen { token: token_of(t.as_bytes()), pin: pin_of(&t) }));
     }
     let Some(file) = std::env::var_os(HUB_TOKEN_FILE_ENV).filter(|f| !f.is_empty()) else { return Ok(None) };
     let file = PathBuf::from(file);
@@ -108,19 +140,62 @@ fn chosen() -> Result<Option<String>, String> {
     if token.is_empty() {
         return Err(format!("{HUB_TOKEN_FILE_ENV} names {}, which holds no token on its first line", file.display()));
     }
-    Ok(Some(token))
+    Ok(Some(Chosen { token, pin: pin_of(&String::from_utf8_lossy(&bytes)) }))
+}
+
+/// The hub CA the chosen remote token names, when it names one: a connection that carries the
+/// token must chain to it ([`crate::tls::client::pinned_http_config`]).
+pub fn hub_pin() -> Option<[u8; 32]> {
+    chosen().ok().flatten().filter(|c| is_remote(&c.token)).and_then(|c| c.pin)
+}
+
+/// The chosen remote token, for an `https://` MCP endpoint (`--url`) the person named, when the
+/// hub it goes to is checked by its identity: with the pin its file names (the connection must
+/// chain to it), or with the CA the person gave (`MCPDEV_CA_FILE`, `MCPDEV_CA_FINGERPRINT`,
+/// which the process's trust then is). `None`: nothing is sent.
+pub fn remote_for_url() -> Option<(String, Option<[u8; 32]>)> {
+    let chosen = chosen().ok().flatten().filter(|c| is_remote(&c.token))?;
+    let trust = crate::tls::client::trust();
+    (chosen.pin.is_some() || !trust.ca_files.is_empty() || trust.pin.is_some()).then_some((chosen.token, chosen.pin))
+}
+
+/// Why the chosen remote token may not go to `host:port` over TLS, if it may not (see the
+/// module's rules).
+fn remote_refusal(chosen: &Chosen, host: &str, port: u16) -> Option<String> {
+    if let Some(file) = HUB_FROM_WORKING_DIRECTORY.get() {
+        return Some(format!(
+            "the hub {host}:{port} is named by {}, a mcpdev.toml in the working directory, which does not decide where your remote token goes: \
+             if that is your hub, name it yourself (--hub https://{host}:{port}, or MCPDEV_HUB); nothing was sent",
+            file.display()
+        ));
+    }
+    let trust = crate::tls::client::trust();
+    if chosen.pin.is_none() && trust.ca_files.is_empty() && trust.pin.is_none() {
+        return Some(format!(
+            "a remote token goes only to the hub it was made for, checked by that hub's certificate, and nothing names it here: \
+             give the hub's CA (MCPDEV_CA_FILE=ca.pem, or MCPDEV_CA_FINGERPRINT), or use the file `mcpdev remote-token create` wrote \
+             (its line `{PIN_LINE} …` names the hub's CA); nothing was sent to {host}:{port}"
+        ));
+    }
+    None
 }
 
 /// The control token to send to the hub at `host:port` (`host` as the URL spells it; IPv6 in
 /// brackets or not), reached over TLS or not.
 pub fn for_client(host: &str, port: u16, tls: bool) -> ForHub {
     match chosen() {
-        Ok(Some(t)) if is_remote(&t) && !tls => {
+        Ok(Some(c)) if is_remote(&c.token) && !tls => {
             return ForHub::NotThisHub(format!(
                 "the token given is a remote token, which goes only over TLS, and the hub is reached over plain http here: use --hub https://{host}:{port} (the hub serves it with --host-tls); nothing was sent"
             ));
         }
-        Ok(Some(t)) => return ForHub::Send(t),
+        Ok(Some(c)) if is_remote(&c.token) => {
+            return match remote_refusal(&c, host, port) {
+                Some(why) => ForHub::NotThisHub(why),
+                None => ForHub::Send(c.token),
+            };
+        }
+        Ok(Some(c)) => return ForHub::Send(c.token),
         Ok(None) => {}
         Err(why) => return ForHub::NotThisHub(why),
     }
@@ -183,6 +258,17 @@ fn covers(bound: SocketAddr, ip: IpAddr, port: u16) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_file_names_its_hubs_ca_on_a_later_line() {
+        let fp = "AB:".repeat(31) + "AB";
+        let file = format!("mcpdev_rt_{}\n{PIN_LINE} {fp}\n", "0".repeat(64));
+        assert_eq!(token_of(file.as_bytes()), format!("mcpdev_rt_{}", "0".repeat(64)), "the token is the first line alone");
+        assert_eq!(pin_of(&file), Some([0xAB; 32]));
+        assert_eq!(pin_of(&format!("{PIN_LINE} {fp}")), None, "the first line is the token, never a pin");
+        assert_eq!(pin_of(&format!("t\n{PIN_LINE} nonsense")), None);
+        assert_eq!(pin_of("t\n"), None);
+    }
 
     #[test]
     fn only_loopback_literals_and_localhost_count() {

@@ -138,11 +138,18 @@ impl HubClient {
             attempts += 1;
             let mut request = url.as_str().into_client_request()?;
             let token = token_for_hub()?;
+            let mut tls = None;
             if let Ok(token) = &token {
                 let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| anyhow::anyhow!("the hub token contains characters a header cannot carry"))?;
                 request.headers_mut().insert(header::AUTHORIZATION, value);
+                // A remote token goes only to the hub its file names, by that hub's CA.
+                if super::control_token::is_remote(token)
+                    && let Some(pin) = super::control_token::hub_pin()
+                {
+                    tls = Some(crate::tls::client::pinned_http_config(pin).map_err(|e| anyhow::anyhow!("{}", e.0))?);
+                }
             }
-            match super::ws_client::connect(request, ws_config(), None).await {
+            match super::ws_client::connect(request, ws_config(), tls).await {
                 Ok(ws) => break ws,
                 Err(tungstenite::Error::Http(resp)) if matches!(resp.status().as_u16(), 401 | 403) => {
                     // No token yet, or one left by a killed hub: a hub that is starting writes its

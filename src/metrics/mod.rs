@@ -97,6 +97,11 @@ pub enum Refused {
     /// A connection to the cluster link that did not prove the hub secret in time, or came
     /// beyond its caps ([`crate::mqtt`] `hub_link`).
     ClusterLink,
+    /// A dashboard traffic stream over a cap: in total, per principal or per address
+    /// ([`crate::dashboard::streams`]).
+    StreamCap,
+    /// A request on an MCP session that another credential opened.
+    ForeignSession,
 }
 
 impl Refused {
@@ -118,9 +123,11 @@ impl Refused {
             Refused::TokenGuesses => "token_guesses",
             Refused::TokenTransport => "token_transport",
             Refused::ClusterLink => "cluster_link",
+            Refused::StreamCap => "stream_cap",
+            Refused::ForeignSession => "foreign_session",
         }
     }
-    pub const ALL: [Refused; 16] = [
+    pub const ALL: [Refused; 18] = [
         Refused::Host,
         Refused::Origin,
         Refused::OtherUser,
@@ -137,6 +144,8 @@ impl Refused {
         Refused::TokenGuesses,
         Refused::TokenTransport,
         Refused::ClusterLink,
+        Refused::StreamCap,
+        Refused::ForeignSession,
     ];
 }
 

@@ -251,11 +251,17 @@ impl Listener {
     }
 }
 
-fn refuse(ip: IpAddr, why: &str) {
+/// Counts a refused connection and logs it: at most [`log_limit::PER_WINDOW`] lines a window
+/// per address and as many for every address together, so a flood from many addresses writes a
+/// bounded number of lines (the rest are summed up, and counted in
+/// `mcpdev_log_lines_suppressed_total`). Whether a line was written.
+fn refuse(ip: IpAddr, why: &str) -> bool {
     metrics::refused(Refused::ClusterLink);
-    if log_limit::allow(log_limit::Kind::Refusal, &ip.to_string()) {
+    let logged = log_limit::allow(log_limit::Kind::Refusal, "cluster link (every address)") && log_limit::allow(log_limit::Kind::Refusal, &ip.to_string());
+    if logged {
         warn!(remote = %ip, "cluster link: connection refused: {why}");
     }
+    logged
 }
 
 #[derive(Default)]
@@ -338,8 +344,14 @@ async fn serve_connection(
     .await;
     let (tls, from) = match proven {
         Ok(Ok(p)) => p,
-        Ok(Err(why)) => return refuse(peer.ip(), &why),
-        Err(_) => return refuse(peer.ip(), &format!("it did not prove the hub secret within {PROVE_WITHIN:?}")),
+        Ok(Err(why)) => {
+            refuse(peer.ip(), &why);
+            return;
+        }
+        Err(_) => {
+            refuse(peer.ip(), &format!("it did not prove the hub secret within {PROVE_WITHIN:?}"));
+            return;
+        }
     };
     slot.proven();
     debug!(hub = %from, remote = %peer, "cluster link: a hub connected");
@@ -558,5 +570,14 @@ mod tests {
         assert!(read_frame(&mut b, 1000, &mut buf).await.unwrap());
         assert_eq!(buf, b"one");
         assert!(read_frame(&mut b, 10, &mut buf).await.is_err(), "a frame over the cap is an error");
+    }
+
+    /// Issue 44, item 9: a flood of unproven connections from 3,000 addresses writes a bounded
+    /// number of lines, not one (or five) per address.
+    #[test]
+    fn a_flood_from_many_addresses_writes_a_bounded_number_of_lines() {
+        let logged = (0..3000u32).filter(|i| refuse(IpAddr::V4((0x0a00_0000 + i).into()), "a test flood")).count();
+        // Two windows at most, should the test straddle one.
+        assert!(logged <= 2 * log_limit::PER_WINDOW as usize, "{logged} lines for 3,000 addresses");
     }
 }

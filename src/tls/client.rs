@@ -62,6 +62,12 @@ pub fn http_config() -> Result<Arc<ClientConfig>, TrustError> {
     CONFIG.get_or_init(|| build(trust(), &[b"http/1.1"])).clone()
 }
 
+/// The client configuration for HTTP/1.1 that trusts only the certificate (or CA) `pin` names:
+/// for a connection that carries a remote token, which goes only to the hub it names.
+pub fn pinned_http_config(pin: [u8; 32]) -> Result<Arc<ClientConfig>, TrustError> {
+    build(&Trust { pin: Some(pin), ..Default::default() }, &[b"http/1.1"])
+}
+
 /// The client configuration without ALPN (MQTT over TLS).
 pub fn plain_config() -> Result<Arc<ClientConfig>, TrustError> {
     static CONFIG: OnceLock<Result<Arc<ClientConfig>, TrustError>> = OnceLock::new();

@@ -36,8 +36,8 @@ struct Poster {
 
 /// Opens the transport (nothing is sent until the first message). `protocol` is set once the
 /// server agreed on a version, and sent as `MCP-Protocol-Version` from then on.
-pub fn connect(url: &str, headers: HeaderMap, protocol: Arc<OnceLock<String>>) -> Result<Wire, McpFailure> {
-    let http = super::http_client(url)?;
+pub fn connect(url: &str, headers: HeaderMap, protocol: Arc<OnceLock<String>>, tls: Option<Arc<rustls::ClientConfig>>) -> Result<Wire, McpFailure> {
+    let http = super::http_client(url, tls)?;
     let (in_tx, in_rx) = mpsc::channel(QUEUE);
     let poster = Arc::new(Poster { http, url: url.to_string(), headers, session: Mutex::new(None), protocol, to: in_tx });
     let (out_tx, mut out_rx) = mpsc::channel::<Value>(QUEUE);

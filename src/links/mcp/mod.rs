@@ -88,21 +88,35 @@ impl McpConnection {
     pub async fn connect(endpoint: &McpEndpoint, timeout: Duration) -> Result<Self, McpFailure> {
         crate::tls::install_crypto_provider();
         let protocol = Arc::new(OnceLock::new());
+        // Whether the person's remote token went with the request, bound to its hub's CA.
+        let pinned = std::cell::Cell::new(false);
         let opening = async {
             match endpoint {
                 McpEndpoint::Stdio(cmd) => stdio::spawn(cmd),
                 McpEndpoint::Url { url, headers, transport } => {
-                    let headers = header_map(headers)?;
+                    let (headers, tls) = with_hub_token(url, header_map(headers)?)?;
+                    pinned.set(tls.is_some());
                     let sse = match transport {
                         McpTransport::Sse => true,
                         McpTransport::Http => false,
                         McpTransport::Auto => url.split(['?', '#']).next().unwrap_or(url).trim_end_matches('/').ends_with("/sse"),
                     };
-                    if sse { sse::connect(url, headers).await } else { http::connect(url, headers, protocol.clone()) }
+                    if sse { sse::connect(url, headers, tls).await } else { http::connect(url, headers, protocol.clone(), tls) }
                 }
             }
         };
-        let wire = tokio::time::timeout(timeout, opening).await.map_err(|_| McpFailure::Timeout(timeout))??;
+        // A server that is not the token's hub fails its CA: say why, and what to do for another server.
+        let explain = |e: McpFailure| match e {
+            McpFailure::Auth(m) if pinned.get() => McpFailure::Auth(format!(
+                "{m} (the remote token in {} goes only to the hub whose CA its file names, and this server did not prove that CA; nothing was sent. \
+                 For another MCP server, run without {} and {})",
+                crate::links::control_token::HUB_TOKEN_FILE_ENV,
+                crate::links::control_token::HUB_TOKEN_FILE_ENV,
+                crate::links::control_token::HUB_TOKEN_ENV
+            )),
+            other => other,
+        };
+        let wire = tokio::time::timeout(timeout, opening).await.map_err(|_| McpFailure::Timeout(timeout))?.map_err(explain)?;
         let peer = Peer::start(wire);
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
@@ -119,7 +133,7 @@ impl McpConnection {
                 peer.close().await;
                 return Err(match e {
                     McpFailure::Timeout(t) => McpFailure::Timeout(t),
-                    other => other,
+                    other => explain(other),
                 });
             }
         };
@@ -199,6 +213,26 @@ fn header_map(headers: &HashMap<String, String>) -> Result<reqwest::header::Head
     Ok(map)
 }
 
+/// `headers` for an MCP endpoint at `url`, with the person's remote token when it may go there
+/// (one credential per person: the hub's `/mcp` takes it): only over `https://`, only when no
+/// `Authorization` was given, and only to the hub its file names (then the TLS configuration
+/// returned trusts only that hub's CA) or that the person's CA names
+/// ([`crate::links::control_token::remote_for_url`]).
+fn with_hub_token(url: &str, mut headers: reqwest::header::HeaderMap) -> Result<(reqwest::header::HeaderMap, Option<Arc<rustls::ClientConfig>>), McpFailure> {
+    let https = url.get(..8).is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"));
+    if !https || headers.contains_key(reqwest::header::AUTHORIZATION) {
+        return Ok((headers, None));
+    }
+    let Some((token, pin)) = crate::links::control_token::remote_for_url() else { return Ok((headers, None)) };
+    let value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| McpFailure::Auth("the remote token holds characters a header cannot carry".into()))?;
+    headers.insert(reqwest::header::AUTHORIZATION, value);
+    let tls = match pin {
+        Some(pin) => Some(crate::tls::client::pinned_http_config(pin).map_err(|e| McpFailure::Unreachable(e.0))?),
+        None => None,
+    };
+    Ok((headers, tls))
+}
+
 /// `Name: value` pairs from `--header`.
 pub fn parse_headers(headers: &[String]) -> Result<HashMap<String, String>, String> {
     headers
@@ -227,7 +261,7 @@ const MAX_REDIRECTS: usize = 10;
 /// files) cost more than the whole call.
 /// An `https://` server is verified with the process's trust ([`crate::tls::client`]: the
 /// system's roots, `MCPDEV_CA_FILE`, or a pinned fingerprint).
-pub(crate) fn http_client(url: &str) -> Result<reqwest::Client, McpFailure> {
+pub(crate) fn http_client(url: &str, tls: Option<Arc<rustls::ClientConfig>>) -> Result<reqwest::Client, McpFailure> {
     let redirects = reqwest::redirect::Policy::custom(|attempt| {
         let keeps_body = matches!(attempt.status(), reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT);
         let same_origin = attempt.previous().first().is_some_and(|first| first.origin() == attempt.url().origin());
@@ -244,7 +278,10 @@ pub(crate) fn http_client(url: &str) -> Result<reqwest::Client, McpFailure> {
         builder = builder.tls_certs_only([]);
     } else {
         crate::tls::install_crypto_provider();
-        let config = crate::tls::client::http_config().map_err(|e| McpFailure::Unreachable(e.to_string()))?;
+        let config = match tls {
+            Some(config) => config,
+            None => crate::tls::client::http_config().map_err(|e| McpFailure::Unreachable(e.to_string()))?,
+        };
         builder = builder.tls_backend_preconfigured((*config).clone());
     }
     builder.build().map_err(|e| McpFailure::Unreachable(format!("cannot set up an HTTP client for {url}: {e}")))

@@ -17,8 +17,8 @@ use super::McpFailure;
 use super::http::{capped, send_failure, status_failure, with_reason};
 use super::wire::{Incoming, QUEUE, Wire};
 
-pub async fn connect(url: &str, headers: HeaderMap) -> Result<Wire, McpFailure> {
-    let http = super::http_client(url)?;
+pub async fn connect(url: &str, headers: HeaderMap, tls: Option<std::sync::Arc<rustls::ClientConfig>>) -> Result<Wire, McpFailure> {
+    let http = super::http_client(url, tls)?;
     let resp = http.get(url).headers(headers.clone()).header("accept", "text/event-stream").send().await.map_err(|e| send_failure(url, &e))?;
     if !resp.status().is_success() {
         return Err(with_reason(status_failure(url, resp.status().as_u16(), false), resp).await);
