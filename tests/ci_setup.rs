@@ -4,6 +4,9 @@
 //!
 //! The script runs with a PATH of fakes only (a `sudo` and an `apt-get` that log their arguments),
 //! so nothing is installed and every package looks missing.
+//!
+//! And `.ci/steps.bash`, how `.ci/test` runs its steps: a failed step does not stop the ones after
+//! it, and the run ends with a summary naming each failed step, and fails.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -88,4 +91,34 @@ fn without_apt_get_it_says_so() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("apt-get was not found"), "{stderr}");
     assert!(stderr.contains("chromium"), "{stderr}");
+}
+
+/// `.ci/steps.bash` sourced by a script of `body` (bash, no `set -e`, like `.ci/test`).
+fn steps(body: &str) -> Output {
+    let lib = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/steps.bash");
+    Command::new("/bin/bash").arg("-c").arg(format!("set -uo pipefail\n. {lib}\n{body}")).output().unwrap()
+}
+
+#[test]
+fn a_failed_step_hides_no_other_and_the_summary_names_it() {
+    let out = steps("run 'first: passes' true\nrun 'second: fails' sh -c 'echo second ran; exit 3'\nrun 'third: after the failure' echo third ran\nsummary");
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "a failed step fails the run: {stdout}\n{stderr}");
+    assert!(stdout.contains("second ran") && stdout.contains("third ran"), "every step ran: {stdout}");
+    // Each step's start line, as CI logs show where time went.
+    for name in ["first: passes", "second: fails", "third: after the failure", "summary"] {
+        assert!(stdout.lines().any(|l| l.starts_with("== [") && l.ends_with(&format!("s] {name}"))), "{name}: {stdout}");
+    }
+    let summary = stdout.split("s] summary\n").nth(1).unwrap_or_else(|| panic!("no summary: {stdout}"));
+    assert!(summary.lines().any(|l| l.starts_with("ok ") && l.ends_with("first: passes")), "{summary}");
+    assert!(summary.lines().any(|l| l.starts_with("FAILED ") && l.ends_with("second: fails (exit 3)")), "{summary}");
+    assert!(summary.contains("1 of 3 steps failed") && summary.trim_end().ends_with("  second: fails (exit 3)"), "the failed step is named last: {summary}");
+}
+
+#[test]
+fn a_run_of_passing_steps_passes() {
+    let out = steps("run one true\nrun two true\nsummary");
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("every step passed") && !stdout.contains("FAILED"), "{stdout}");
 }
