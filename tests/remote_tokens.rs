@@ -110,19 +110,6 @@ async fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)]) -> 
     common::raw_http::request("127.0.0.1", format!("127.0.0.1:{port}").parse().unwrap(), method, path, &h, "").await
 }
 
-/// The hub's log once it holds what `seen` looks for (it is read from the hub's stderr as it comes).
-async fn logged(hub: &HubProcess, seen: impl Fn(&str) -> bool) -> String {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        let log = hub.stderr.as_ref().unwrap().lock().unwrap().clone();
-        if seen(&log) {
-            return log;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "not in the hub's log: {log}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// The answers in `all`, one after the other; each body is as long as its Content-Length.
 fn parse_all(mut all: &[u8]) -> Vec<Answer> {
     let mut answers = Vec::new();
@@ -175,7 +162,7 @@ async fn a_person_on_another_machine_uses_their_own_token_over_https_until_it_is
     let out = cli(&["devices", "--hub", &url, "--json"], &as_alice).await;
     assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stdout.contains("02:00:00:00:00:01"), "{out:?}");
-    let log = logged(&hub, |log| log.contains("a remote token opened the control API") && log.contains("alice")).await;
+    let log = hub.logged(|log| log.contains("a remote token opened the control API") && log.contains("alice")).await;
     assert!(!log.contains(&alice[10..]), "and never the token: {log}");
 
     // A token file others can read is no secret: refused, nothing sent.
@@ -257,7 +244,7 @@ async fn wrong_tokens_are_capped_per_peer_and_logged() {
     let metrics = https("127.0.0.3", port, &ca, "GET", "/metrics", &[("Authorization", &format!("Bearer {MCP_TOKEN}"))]).await;
     let counted = metrics.body.lines().find(|l| l.starts_with("mcpdev_refusals_total{reason=\"token_guesses\"}")).unwrap_or_else(|| panic!("{}", metrics.body));
     assert!(counted.ends_with(" 2"), "{counted}");
-    logged(&hub, |log| log.contains("refused a token from a peer that sent 10 wrong ones") && log.contains("127.0.0.2")).await;
+    hub.logged(|log| log.contains("refused a token from a peer that sent 10 wrong ones") && log.contains("127.0.0.2")).await;
 }
 
 #[tokio::test]

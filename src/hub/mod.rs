@@ -36,6 +36,7 @@ pub mod guesses;
 pub mod listener;
 pub mod ota;
 pub mod owner;
+pub mod plain_at_tls;
 pub mod registry;
 pub mod remote;
 pub mod remote_tokens;

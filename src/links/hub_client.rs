@@ -163,6 +163,7 @@ impl HubClient {
                     return Err(wrong.map_or_else(|| anyhow::anyhow!("the hub at {hub} answered {}", resp.status()), Into::into));
                 }
                 Err(e) if super::listeners::is_refused(&e) => return Err(super::listeners::no_hub(hub).into()),
+                Err(e) if url.starts_with("ws://") && super::listeners::is_not_http(&e) => return Err(super::listeners::plain_at_tls(hub).into()),
                 Err(e) => {
                     // A hub that does not prove who it is gets nothing, the token included (exit 3).
                     if let Some(what) = crate::tls::client::explain(&e) {

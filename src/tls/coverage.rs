@@ -2,14 +2,15 @@
 //! certificate, or one without a name the hub is reached by, before a device does.
 //!
 //! Rules it enforces:
-//! - The chain is verified as a client would, by webpki, for each name the hub is reached by
-//!   (`--public-host`, `--allowed-host`, and with `--tls auto` the names it issues its leaf for),
-//!   at the given time. The anchor is the chain's last certificate (its CA, an intermediate, or
-//!   the leaf itself when self-signed): the issuer the clients trust is not known here, so what
-//!   is checked is the leaf's names and dates, never its trust.
-//! - Each finding is one sentence naming the file, what is wrong and what to do. A chain that
-//!   cannot be checked this way (a leaf without its issuer) gives no finding rather than a false
-//!   one.
+//! - Dates: the chain is verified as a client would verify it, at the given time, with its last
+//!   certificate as the anchor (the issuer the clients trust is not known here). webpki checks a
+//!   certificate's dates before it looks for its issuer, so an expired or not-yet-valid leaf is
+//!   found even when its CA is not in the file.
+//! - Names: each name the hub is reached by (`--public-host`, `--allowed-host`, and with
+//!   `--tls auto` the names it issues its leaf for) is matched against the leaf's own names by
+//!   webpki, as a client matches them, whoever issued it.
+//! - Each finding is one sentence naming the file, what is wrong and what to do; what cannot be
+//!   judged here (trust, purpose, form) gives no finding rather than a false one.
 //! - Names are shown as people write them (`hub.lan`, `192.0.2.7`), never as debug text.
 
 use std::path::Path;
@@ -22,56 +23,61 @@ use rustls::pki_types::{CertificateDer, UnixTime};
 /// What is wrong with the chain `chain` (read from `file`) for a hub reached by `names`, at `at`.
 pub fn findings(file: &Path, chain: &[CertificateDer<'static>], names: &[String], at: std::time::SystemTime) -> Vec<String> {
     let Some((leaf, rest)) = chain.split_first() else { return vec![format!("{} holds no certificate", file.display())] };
-    let anchor = rest.last().unwrap_or(leaf);
-    let intermediates = if rest.is_empty() { &[][..] } else { &rest[..rest.len() - 1] };
-    let mut roots = rustls::RootCertStore::empty();
-    if roots.add(anchor.clone()).is_err() {
-        return Vec::new();
+    if let Some(dates) = dates(file, leaf, rest, at) {
+        return vec![dates];
     }
-    let Ok(verifier) = rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), super::provider()).build() else { return Vec::new() };
-    let when = UnixTime::since_unix_epoch(at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default());
-    let mut out = Vec::new();
+    let Ok(end_entity) = webpki::EndEntityCert::try_from(leaf) else { return Vec::new() };
     let mut uncovered = Vec::new();
     let mut presented = Vec::new();
     for name in names {
         let Ok(server_name) = super::client::server_name(name) else { continue };
-        match verifier.verify_server_cert(leaf, intermediates, &server_name, &[], when) {
-            Ok(_) => {}
-            Err(rustls::Error::InvalidCertificate(C::NotValidForNameContext { presented: p, .. })) => {
+        match end_entity.verify_is_valid_for_subject_name(&server_name) {
+            Ok(()) => {}
+            Err(webpki::Error::CertNotValidForName(context)) => {
                 uncovered.push(name.clone());
-                presented = p;
+                presented = context.presented;
             }
-            Err(rustls::Error::InvalidCertificate(C::NotValidForName)) => uncovered.push(name.clone()),
-            Err(rustls::Error::InvalidCertificate(e @ (C::Expired | C::ExpiredContext { .. }))) => {
-                let since = match e {
-                    C::ExpiredContext { not_after, .. } => format!(" on {}", humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_secs(not_after.as_secs()))),
-                    _ => String::new(),
-                };
-                out.push(format!(
-                    "the certificate in {} expired{since}: every device and client will refuse it; renew it (the hub reloads the file when it changes), or check this machine's clock",
-                    file.display()
-                ));
-                return out;
-            }
-            Err(rustls::Error::InvalidCertificate(C::NotValidYet | C::NotValidYetContext { .. })) => {
-                out.push(format!("the certificate in {} is not valid yet: devices and clients will refuse it until it is; check this machine's clock", file.display()));
-                return out;
-            }
-            // Its trust, its purpose or its form: for the clients to judge, not a name or a date.
-            Err(_) => return out,
+            Err(_) => uncovered.push(name.clone()),
         }
     }
-    if !uncovered.is_empty() {
-        let carries = if presented.is_empty() { String::new() } else { format!(" (it is for {})", presented.iter().map(|p| super::client::plain_name(p)).collect::<Vec<_>>().join(", ")) };
-        out.push(format!(
-            "the certificate in {} is not for {}{carries}: devices and clients that reach the hub by {} will refuse it; use a certificate that carries {}",
-            file.display(),
-            uncovered.join(", "),
-            if uncovered.len() == 1 { "that name" } else { "those names" },
-            if uncovered.len() == 1 { "it" } else { "them" },
-        ));
+    if uncovered.is_empty() {
+        return Vec::new();
     }
-    out
+    let carries = if presented.is_empty() { String::new() } else { format!(" (it is for {})", presented.iter().map(|p| super::client::plain_name(p)).collect::<Vec<_>>().join(", ")) };
+    let (them, it) = if uncovered.len() == 1 { ("that name", "it") } else { ("those names", "them") };
+    vec![format!(
+        "the certificate in {} is not for {}{carries}: devices and clients that reach the hub by {them} will refuse it; use a certificate that carries {it}",
+        file.display(),
+        uncovered.join(", "),
+    )]
+}
+
+/// The finding about the leaf's dates at `at`, if any.
+fn dates(file: &Path, leaf: &CertificateDer<'static>, rest: &[CertificateDer<'static>], at: std::time::SystemTime) -> Option<String> {
+    let anchor = rest.last().unwrap_or(leaf);
+    let intermediates = if rest.is_empty() { &[][..] } else { &rest[..rest.len() - 1] };
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(anchor.clone()).ok()?;
+    let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), super::provider()).build().ok()?;
+    let when = UnixTime::since_unix_epoch(at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default());
+    // The name does not matter here: webpki checks the dates before the names.
+    let name = rustls::pki_types::ServerName::try_from("localhost").ok()?;
+    match verifier.verify_server_cert(leaf, intermediates, &name, &[], when) {
+        Err(rustls::Error::InvalidCertificate(e @ (C::Expired | C::ExpiredContext { .. }))) => {
+            let since = match e {
+                C::ExpiredContext { not_after, .. } => format!(" on {}", humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_secs(not_after.as_secs()))),
+                _ => String::new(),
+            };
+            Some(format!(
+                "the certificate in {} expired{since}: every device and client will refuse it; renew it (the hub reloads the file when it changes), or check this machine's clock",
+                file.display()
+            ))
+        }
+        Err(rustls::Error::InvalidCertificate(C::NotValidYet | C::NotValidYetContext { .. })) => {
+            Some(format!("the certificate in {} is not valid yet: devices and clients will refuse it until it is; check this machine's clock", file.display()))
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -133,9 +139,14 @@ mod tests {
     }
 
     #[test]
-    fn a_leaf_without_its_issuer_gives_no_false_finding() {
+    fn a_leaf_without_its_issuer_is_checked_all_the_same() {
         let c = chain(&["hub.lan"], -1, 30, false);
-        assert!(findings(Path::new("hub.pem"), &c, &names(&["other.lan"]), std::time::SystemTime::now()).is_empty());
+        assert!(findings(Path::new("hub.pem"), &c, &names(&["hub.lan"]), std::time::SystemTime::now()).is_empty());
+        let found = findings(Path::new("hub.pem"), &c, &names(&["other.lan"]), std::time::SystemTime::now());
+        assert!(found.len() == 1 && found[0].contains("not for other.lan (it is for hub.lan)"), "{found:?}");
+        let c = chain(&["hub.lan"], -30, -2, false);
+        let found = findings(Path::new("hub.pem"), &c, &names(&["hub.lan"]), std::time::SystemTime::now());
+        assert!(found.len() == 1 && found[0].contains("expired"), "{found:?}");
         assert_eq!(findings(Path::new("e.pem"), &[], &names(&["hub.lan"]), std::time::SystemTime::now()), vec!["e.pem holds no certificate".to_string()]);
     }
 }
