@@ -205,6 +205,24 @@ async fn an_argument_the_tool_lacks_is_named_with_the_closest_one() {
     }
 }
 
+/// A value of the wrong type is told like one out of range: the range, and that nothing was sent.
+#[tokio::test]
+async fn a_value_of_the_wrong_type_gets_the_range_and_nothing_is_sent() {
+    let hub = HubProcess::start(&["--demo", "1"], &[]).await;
+    ready(&hub, DEMO1).await;
+    let calls = || hub.metric("mcpdev_calls_total{outcome=\"ok\"}");
+    let before = calls().await;
+    for word in ["volume=abc", "volume=500", "volume=5.5"] {
+        let out = mcpdev(&hub, &["call", "self.audio_speaker.set_volume", word, "-d", DEMO1]).await;
+        assert_eq!(out.code, 7, "{word}: {out:?}");
+        assert!(out.stderr.contains("nothing was sent") && out.stderr.contains("(allowed 0..100)"), "{word}: {out:?}");
+    }
+    assert_eq!(calls().await, before, "nothing reached the device");
+    // The counter counts: a right value is a call.
+    assert_eq!(mcpdev(&hub, &["call", "self.audio_speaker.set_volume", "volume=50", "-d", DEMO1]).await.code, 0);
+    assert_eq!(calls().await, before + 1.0);
+}
+
 #[tokio::test]
 async fn a_tool_description_reads_as_lines() {
     let hub = HubProcess::start(&["--demo", "1"], &[]).await;

@@ -44,7 +44,7 @@ async fn run_on(
     };
     let schema = &tool["inputSchema"];
     let arguments = crate::args::build_arguments(schema, &args.args, args.args_json.as_deref())
-        .map_err(|e| CodedError::new(Exit::InvalidCall, format!("{e}")))?;
+        .map_err(|e| CodedError::new(Exit::InvalidCall, format!("the arguments do not fit {}'s inputSchema; nothing was sent:\n  {e}", args.tool)))?;
     if !args.no_validate
         && let Err(errors) = crate::args::validate(schema, &arguments)
     {

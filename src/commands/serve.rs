@@ -150,7 +150,8 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
     } else if !global.quiet {
         eprintln!("mcpdev hub");
         eprintln!("  devices connect to   {}", reach.join("\n                       "));
-        eprintln!("  CLI and MCP hosts    {host_url}  (loopback; --allowed-host for LAN)");
+        let (host_urls, who) = super::serve_report::host_entry(if host_url.starts_with("https") { "https" } else { "http" }, running.host_addr);
+        eprintln!("  CLI and MCP hosts    {}  {who}", host_urls.join("\n                       "));
         if let Some(t) = &tls {
             match &t.ca {
                 Some((file, fp)) => {
@@ -164,7 +165,8 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
                 }
             }
         }
-        eprintln!("  MCP endpoint         {host_url}/mcp  (legacy SSE: {host_url}/sse; one device: {host_url}/devices/<id>/mcp)");
+        let base = &host_urls[0];
+        eprintln!("  MCP endpoint         {base}/mcp  (legacy SSE: {base}/sse; one device: {base}/devices/<id>/mcp)");
         eprintln!("  OTA (device setup)   {ota_url}");
         eprintln!("  dashboard            {}  (one-time log-in link; `mcpdev dashboard` prints a fresh one)", dashboard.login_url());
         eprintln!("  device connections   {}", super::serve_report::device_ceiling(&running.hub.budget));
