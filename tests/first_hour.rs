@@ -205,6 +205,23 @@ async fn an_argument_the_tool_lacks_is_named_with_the_closest_one() {
     }
 }
 
+/// A CLI whose runtime directory is not the hub's finds no control token: it says so first, in a
+/// few words, with what to do, and not the hub's words about remote tokens.
+#[tokio::test]
+async fn a_cli_with_another_runtime_directory_is_told_the_real_cause_first() {
+    let hub = HubProcess::start(&["--demo", "1"], &[]).await;
+    let elsewhere = tempfile::tempdir().unwrap();
+    let dir = elsewhere.path().to_string_lossy().into_owned();
+    let out = run(&["devices", "--hub", &hub.host_url], &[("MCPDEV_RUNTIME_DIR", &dir), ("MCPDEV_HUB_TOKEN", ""), ("MCPDEV_HUB_TOKEN_FILE", "")]).await;
+    assert_eq!(out.code, 3, "{out:?}");
+    let first = out.stderr.lines().next().unwrap_or_default();
+    let port = hub.host_url.rsplit(':').next().unwrap();
+    assert!(first.contains("none was sent") && first.contains(&format!("{dir}/control-{port}.token, which does not exist")), "the cause first: {out:?}");
+    assert!(first.contains("MCPDEV_RUNTIME_DIR"), "what to do: {out:?}");
+    assert!(!out.stderr.contains("remote-token create"), "not the hub's words for another machine: {out:?}");
+    assert!(out.stderr.len() < 400, "short: {out:?}");
+}
+
 /// A value of the wrong type is told like one out of range: the range, and that nothing was sent.
 #[tokio::test]
 async fn a_value_of_the_wrong_type_gets_the_range_and_nothing_is_sent() {
