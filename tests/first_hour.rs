@@ -222,6 +222,24 @@ async fn a_cli_with_another_runtime_directory_is_told_the_real_cause_first() {
     assert!(out.stderr.len() < 400, "short: {out:?}");
 }
 
+/// A slow tool's timeout says how to wait longer: `--timeout` (`--task` where the tool runs as a
+/// task: `commands::call::tests`).
+#[tokio::test]
+async fn a_timeout_on_a_slow_tool_says_how_to_wait_longer() {
+    let hub = HubProcess::start(&[], &[]).await;
+    // A device that takes its time: it never answers a call.
+    let _device = common::fake_device::FakeDevice::connect(&hub.device_url, "02:00:00:00:00:0c", vec![common::fake_device::tool("camera.take")]).await;
+    let out = mcpdev(&hub, &["call", "camera.take", "n=1", "-d", "02:00:00:00:00:0c", "--timeout", "1s"]).await;
+    assert_eq!(out.code, 6, "a timeout: {out:?}");
+    assert!(out.stderr.contains("--timeout 1m"), "{out:?}");
+    assert!(!out.stderr.contains("--task"), "a device tool called directly is no task: {out:?}");
+    // The same through the hub's /mcp, as an MCP client.
+    let mcp = format!("{}/mcp", hub.host_url);
+    let out = mcpdev(&hub, &["call", "dev-02000000000c.camera.take", "n=1", "--url", &mcp, "--timeout", "1s"]).await;
+    assert_eq!(out.code, 6, "a timeout: {out:?}");
+    assert!(out.stderr.contains("--timeout 1m"), "{out:?}");
+}
+
 /// A value of the wrong type is told like one out of range: the range, and that nothing was sent.
 #[tokio::test]
 async fn a_value_of_the_wrong_type_gets_the_range_and_nothing_is_sent() {
