@@ -205,6 +205,22 @@ async fn an_argument_the_tool_lacks_is_named_with_the_closest_one() {
     }
 }
 
+/// `devices approve` of a `sim` refused over loopback names the loopback URL the sim used, not
+/// the LAN address people on other machines use.
+#[tokio::test]
+async fn approving_a_refused_sim_names_the_address_it_used() {
+    let hub = HubProcess::start_admitting(&["--device-addr", "0.0.0.0:0"], &[]).await;
+    let port = hub.device_url.rsplit(':').next().unwrap().split('/').next().unwrap().to_string();
+    let url = format!("ws://127.0.0.1:{port}/xiaozhi/v1/");
+    let sim = run(&["sim", "--url", &url, "--device-id", "02:00:00:00:00:5a"], &[]).await;
+    let code: String = sim.stderr.split("devices approve ").nth(1).unwrap_or_default().chars().take_while(char::is_ascii_digit).collect();
+    assert_eq!(code.len(), 6, "the refused sim prints its code: {sim:?}");
+    let approved = mcpdev(&hub, &["devices", "approve", &code]).await;
+    assert_eq!(approved.code, 0, "{approved:?}");
+    let line = approved.stderr.lines().find(|l| l.contains("mcpdev sim")).unwrap_or_else(|| panic!("a sim line: {approved:?}"));
+    assert!(line.ends_with(&format!("--url {url}")), "{line}");
+}
+
 /// A CLI whose runtime directory is not the hub's finds no control token: it says so first, in a
 /// few words, with what to do, and not the hub's words about remote tokens.
 #[tokio::test]

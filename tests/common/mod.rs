@@ -123,8 +123,11 @@ impl HubProcess {
     /// Starts `mcpdev serve --json` with `extra` (no `--approve-all` unless given), its stderr
     /// collected in `stderr` when `capture`.
     pub async fn start_with(extra: &[&str], env: &[(&str, &str)], capture: bool) -> Self {
-        let mut args = vec!["serve", "--json", "--device-addr", "127.0.0.1:0"];
-        // A test may bind the host listener elsewhere (`--host-addr 0.0.0.0:0`, the remote set-up).
+        let mut args = vec!["serve", "--json"];
+        // A test may bind either listener elsewhere (`--host-addr 0.0.0.0:0`, the remote set-up).
+        if !extra.contains(&"--device-addr") {
+            args.extend(["--device-addr", "127.0.0.1:0"]);
+        }
         if !extra.contains(&"--host-addr") {
             args.extend(["--host-addr", "127.0.0.1:0"]);
         }
