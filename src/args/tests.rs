@@ -133,7 +133,6 @@ fn integers_parse_as_integers() {
     assert_eq!(build_ok(&s, &["volume=18446744073709551615"]), json!({"volume":18446744073709551615u64}));
     // Out of range is validate's business, not build's.
     assert_eq!(build_ok(&s, &["volume=101"]), json!({"volume":101}));
-    // The range is told as it is for an out-of-range value (volume=500).
     assert_eq!(build_err(&s, &["volume=50.5"]), "argument 'volume': must be an integer (allowed 0..100), got 50.5");
     assert_eq!(build_err(&s, &["volume=abc"]), r#"argument 'volume': must be an integer (allowed 0..100), got "abc""#);
     assert_eq!(build_err(&s, &["volume=true"]), "argument 'volume': must be an integer (allowed 0..100), got true");
