@@ -84,6 +84,7 @@ async fn the_dashboard_end_to_end_in_chromium() {
     assert_eq!(page["placeholder"]["fits"], true, "the search placeholder is not cut off: {page}");
     let description = page["description"].as_str().unwrap();
     assert!(description.lines().any(|l| l.trim_start().starts_with("Use this tool for:")), "the description keeps its line breaks: {description:?}");
+    assert_eq!(page["onboarding"], "Onboarded at the first attempt.", "a healthy device is not shown as one attempt of several: {page}");
     assert!(page["trafficTop"].as_f64().unwrap() < 2500.0, "the traffic pane is within reach: {page}");
 
     let fifty = b.step("volume-50").await;

@@ -60,6 +60,7 @@ async function main(page, context) {
   // A description of several lines keeps them (as text).
   await page.click('#tool-list button[data-tool="self.get_device_status"]');
   const description = await page.locator('form[data-tool="self.get_device_status"] p.desc').innerText();
+  const onboarding = await page.locator('section[aria-labelledby="ob-h"] > p').first().innerText();
   await page.fill('#tool-search', 'set_vol');
   const found = await page.$$eval('#tool-list button[data-tool]', (bs) => bs.map((b) => b.dataset.tool));
   await page.click('#tool-list button[data-tool="self.audio_speaker.set_volume"]');
@@ -68,7 +69,7 @@ async function main(page, context) {
   const volume = form.locator('input[name="volume"]');
   const placeholder = await page.$eval('#tool-search', (i) => ({ fits: i.scrollWidth <= i.clientWidth, text: i.placeholder }));
   say('device-page', { min: await volume.getAttribute('min'), max: await volume.getAttribute('max'), type: await volume.getAttribute('type'),
-    listed, formsAtFirst, found, forms: await page.locator('form[data-tool]').count(), placeholder, description,
+    listed, formsAtFirst, found, forms: await page.locator('form[data-tool]').count(), placeholder, description, onboarding,
     trafficTop: await page.$eval('#traffic-rows', (t) => t.getBoundingClientRect().top + window.scrollY) });
 
   await volume.fill('50');
@@ -233,6 +234,12 @@ function layoutProblems() {
   const button = document.getElementById('theme');
   const isDark = getComputedStyle(document.documentElement).colorScheme.includes('dark');
   if (button && !button.textContent.includes(isDark ? 'light' : 'dark')) problems.push(`the theme button reads "${button.textContent}" on a ${isDark ? 'dark' : 'light'} page`);
+  // A latency plot reads as one: bars with the scale and its unit beside them, or words.
+  for (const cell of document.querySelectorAll('main td.spark-col')) {
+    if (!shown(cell)) continue;
+    const said = cell.textContent.trim();
+    if (!(cell.querySelector('svg rect') && / ms$/.test(said)) && said !== 'no calls yet') problems.push(`a latency cell reads "${said}" in ${path(cell)}`);
+  }
   // One time format, with the UTC time on hover.
   for (const t of document.querySelectorAll('main time')) {
     if (!/^(\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}$/.test(t.textContent) || !/ UTC$/.test(t.title)) problems.push(`a time reads "${t.textContent}" (title "${t.title}") in ${path(t)}`);
