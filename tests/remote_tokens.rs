@@ -70,37 +70,22 @@ fn token_file(dir: &Path, name: &str, token: &str) -> PathBuf {
 
 /// One HTTP/1.1 request over TLS (verified with `ca`) from the loopback address `from`.
 async fn https(from: &str, port: u16, ca: &str, method: &str, path: &str, headers: &[(&str, &str)]) -> Answer {
-    https_pipelined(from, port, ca, &[(method, path, headers)]).await.remove(0)
-}
-
-/// `requests` (method, path, headers) over one TLS connection (verified with `ca`) from the
-/// loopback address `from`, written at once (HTTP/1.1 pipelining), and their answers in order.
-/// The hub then checks them one after the other in a few milliseconds, however slowly this side
-/// runs: a rule about a burst of requests is tested without the handshakes of a slow machine in
-/// between.
-async fn https_pipelined(from: &str, port: u16, ca: &str, requests: &[(&str, &str, &[(&str, &str)])]) -> Vec<Answer> {
     mcpdev::tls::install_crypto_provider();
     let trust = mcpdev::tls::client::Trust { ca_files: vec![ca.into()], ..Default::default() };
     let config = mcpdev::tls::client::build(&trust, &[b"http/1.1"]).unwrap();
     let tcp = common::raw_http::connect_from(from, format!("127.0.0.1:{port}").parse().unwrap()).await;
     let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
     let mut tls = tokio::time::timeout(DEADLINE, tokio_rustls::TlsConnector::from(config).connect(name, tcp)).await.expect("handshake in time").unwrap();
-    let mut all_requests = String::new();
-    for (i, (method, path, headers)) in requests.iter().enumerate() {
-        let connection = if i + 1 == requests.len() { "close" } else { "keep-alive" };
-        all_requests.push_str(&format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: {connection}\r\nContent-Length: 0\r\n"));
-        for (k, v) in *headers {
-            all_requests.push_str(&format!("{k}: {v}\r\n"));
-        }
-        all_requests.push_str("\r\n");
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: 0\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
     }
-    tls.write_all(all_requests.as_bytes()).await.unwrap();
+    req.push_str("\r\n");
+    tls.write_all(req.as_bytes()).await.unwrap();
     let mut all = Vec::new();
-    // The hub closes after its last answer (Connection: close); a TLS peer may end without close_notify.
-    let _ = tokio::time::timeout(DEADLINE, tls.read_to_end(&mut all)).await.expect("the answers in time");
-    let answers = parse_all(&all);
-    assert_eq!(answers.len(), requests.len(), "an answer to each request: {:?}", String::from_utf8_lossy(&all));
-    answers
+    // The hub closes after its answer (Connection: close); a TLS peer may end without close_notify.
+    let _ = tokio::time::timeout(DEADLINE, tls.read_to_end(&mut all)).await.expect("the answer in time");
+    parse(&all)
 }
 
 /// One HTTP/1.1 request in plain text.
@@ -110,23 +95,26 @@ async fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)]) -> 
     common::raw_http::request("127.0.0.1", format!("127.0.0.1:{port}").parse().unwrap(), method, path, &h, "").await
 }
 
-/// The answers in `all`, one after the other; each body is as long as its Content-Length.
-fn parse_all(mut all: &[u8]) -> Vec<Answer> {
-    let mut answers = Vec::new();
-    while !all.is_empty() {
-        let end = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or_else(|| panic!("no answer: {:?}", String::from_utf8_lossy(all)));
-        let head = String::from_utf8_lossy(&all[..end]).into_owned();
-        let mut lines = head.split("\r\n");
-        let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| s.parse().ok()).expect("a status line");
-        let headers: Vec<(String, String)> = lines.filter_map(|l| l.split_once(':')).map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string())).collect();
-        let rest = &all[end + 4..];
-        // The last answer may be closed by the end of the connection instead.
-        let length = headers.iter().find(|(n, _)| n == "content-length").map_or(rest.len(), |(_, v)| v.parse().expect("a Content-Length"));
-        assert!(!headers.iter().any(|(n, v)| n == "transfer-encoding" && v.contains("chunked")), "a chunked answer: {head}");
-        answers.push(Answer { status, headers, body: String::from_utf8_lossy(&rest[..length]).into_owned() });
-        all = &rest[length..];
+/// The hub's log once it holds what `seen` looks for (it is read from the hub's stderr as it comes).
+async fn logged(hub: &HubProcess, seen: impl Fn(&str) -> bool) -> String {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let log = hub.stderr.as_ref().unwrap().lock().unwrap().clone();
+        if seen(&log) {
+            return log;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "not in the hub's log: {log}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    answers
+}
+
+fn parse(all: &[u8]) -> Answer {
+    let text = String::from_utf8_lossy(all).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no answer: {text:?}"));
+    let mut lines = head.split("\r\n");
+    let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| s.parse().ok()).expect("a status line");
+    let headers = lines.filter_map(|l| l.split_once(':')).map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string())).collect();
+    Answer { status, headers, body: body.to_string() }
 }
 
 #[tokio::test]
@@ -162,7 +150,7 @@ async fn a_person_on_another_machine_uses_their_own_token_over_https_until_it_is
     let out = cli(&["devices", "--hub", &url, "--json"], &as_alice).await;
     assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stdout.contains("02:00:00:00:00:01"), "{out:?}");
-    let log = hub.logged(|log| log.contains("a remote token opened the control API") && log.contains("alice")).await;
+    let log = logged(&hub, |log| log.contains("a remote token opened the control API") && log.contains("alice")).await;
     assert!(!log.contains(&alice[10..]), "and never the token: {log}");
 
     // A token file others can read is no secret: refused, nothing sent.
@@ -214,28 +202,17 @@ async fn wrong_tokens_are_capped_per_peer_and_logged() {
     let hub = remote_hub(state.path(), &["--tls", "auto", "--host-tls"]).await;
     let (port, ca) = (port_of(&hub.host_url), ca_of(state.path()));
     let guess = |i: usize| format!("Bearer mcpdev_rt_{i:064}");
-    let guesses: Vec<String> = (0..10).map(guess).collect();
-    let guesses: Vec<[(&str, &str); 1]> = guesses.iter().map(|g| [("Authorization", g.as_str())]).collect();
-    let bearer = format!("Bearer {alice}");
-    let mcp_bearer = format!("Bearer {MCP_TOKEN}");
-    // Ten wrong tokens, then the right one and /mcp's, at once on one connection: the hub checks
-    // them within milliseconds, far inside the 3 s it takes to earn one more guess, however
-    // loaded this machine is (ten TLS handshakes one after the other could outlast it).
-    let mut burst: Vec<(&str, &str, &[(&str, &str)])> = guesses.iter().map(|h| ("GET", "/api/v1/link", &h[..])).collect();
-    let right = [("Authorization", bearer.as_str())];
-    let mcp = [("Authorization", mcp_bearer.as_str())];
-    burst.push(("GET", "/api/v1/link", &right));
-    burst.push(("POST", "/mcp", &mcp));
-    let answers = https_pipelined("127.0.0.2", port, &ca, &burst).await;
-    for a in &answers[..10] {
+    for i in 0..10 {
+        let a = https("127.0.0.2", port, &ca, "GET", "/api/v1/link", &[("Authorization", &guess(i))]).await;
         assert_eq!(a.status, 401, "{a:?}");
     }
     // The peer's guesses are spent: even the right token is not checked now.
-    let a = &answers[10];
+    let bearer = format!("Bearer {alice}");
+    let a = https("127.0.0.2", port, &ca, "GET", "/api/v1/link", &[("Authorization", &bearer)]).await;
     assert_eq!(a.status, 429, "{a:?}");
     assert!(a.header("retry-after").is_some_and(|s| s.parse::<u64>().is_ok_and(|n| (1..=3).contains(&n))), "{a:?}");
     // /mcp's token is guessed at the same cost.
-    let a = &answers[11];
+    let a = https("127.0.0.2", port, &ca, "POST", "/mcp", &[("Authorization", &format!("Bearer {MCP_TOKEN}"))]).await;
     assert_eq!(a.status, 429, "{a:?}");
     // Another peer is not held up by it, and the refusals are counted.
     let a = https("127.0.0.3", port, &ca, "GET", "/api/v1/link", &[("Authorization", &bearer)]).await;
@@ -244,7 +221,7 @@ async fn wrong_tokens_are_capped_per_peer_and_logged() {
     let metrics = https("127.0.0.3", port, &ca, "GET", "/metrics", &[("Authorization", &format!("Bearer {MCP_TOKEN}"))]).await;
     let counted = metrics.body.lines().find(|l| l.starts_with("mcpdev_refusals_total{reason=\"token_guesses\"}")).unwrap_or_else(|| panic!("{}", metrics.body));
     assert!(counted.ends_with(" 2"), "{counted}");
-    hub.logged(|log| log.contains("refused a token from a peer that sent 10 wrong ones") && log.contains("127.0.0.2")).await;
+    logged(&hub, |log| log.contains("refused a token from a peer that sent 10 wrong ones") && log.contains("127.0.0.2")).await;
 }
 
 #[tokio::test]
