@@ -877,6 +877,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;remote-token;create' {
+            [CompletionResult]::new('--out', '--out', [CompletionResultType]::ParameterName, 'Write the token to FILE, readable by you only (0600), instead of printing it')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
             [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
             [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')

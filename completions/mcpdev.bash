@@ -1871,12 +1871,16 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__remote__subcmd__token__subcmd__create)
-            opts="-q -v -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            opts="-q -v -h -V --out --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0

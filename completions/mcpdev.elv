@@ -818,6 +818,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpdev;remote-token;create'= {
+            cand --out 'Write the token to FILE, readable by you only (0600), instead of printing it'
             cand --color 'When to use colour (NO_COLOR is honoured under auto)'
             cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
             cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'

@@ -660,6 +660,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and not __fi
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and not __fish_seen_subcommand_from create list revoke help" -f -a "list" -d 'The tokens this hub accepts: names, ids and when they were made (never a secret)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and not __fish_seen_subcommand_from create list revoke help" -f -a "revoke" -d 'Withdraw NAME\'s token: the hub refuses it from now on and ends, within a second, every stream, session, connection and task it opened'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and not __fish_seen_subcommand_from create list revoke help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and __fish_seen_subcommand_from create" -l out -d 'Write the token to FILE, readable by you only (0600), instead of printing it' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and __fish_seen_subcommand_from create" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"

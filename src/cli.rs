@@ -834,6 +834,9 @@ pub enum RemoteTokenCommand {
         /// Whose token it is: 1 to 32 letters, digits, '.', '-', '_'
         #[arg(value_name = "NAME")]
         name: String,
+        /// Write the token to FILE, readable by you only (0600), instead of printing it
+        #[arg(long, value_name = "FILE")]
+        out: Option<std::path::PathBuf>,
     },
     /// The tokens this hub accepts: names, ids and when they were made (never a secret)
     List,

@@ -71,6 +71,12 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_replacing(path, bytes, Some(0o600))
 }
 
+/// Writes `bytes` to `path` whole, readable by its owner only (0600), leaving the directory as
+/// it is: a secret written where the person asked (`remote-token create --out FILE`).
+pub fn write_owner_only(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_replacing(path, bytes, Some(0o600))
+}
+
 /// Writes `bytes` to `path` whole (a temporary file renamed over it), leaving the directory's
 /// permissions as they are: for files a script waits for, such as `serve --ready-file`.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

@@ -4,6 +4,11 @@
 //!
 //! The script runs with a PATH of fakes only (a `sudo` and an `apt-get` that log their arguments),
 //! so nothing is installed and every package looks missing.
+//!
+//! And `.ci/steps.bash`, how `.ci/test` runs its steps: a failed step does not stop the ones after
+//! it, and the run ends with a summary naming each failed step, and fails. And `.ci/run-tests`,
+//! which runs the test binaries two at a time: with a fake `cargo` that names two binaries, each
+//! output comes whole after its header, every binary runs, and a failure is named and fails it.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -88,4 +93,67 @@ fn without_apt_get_it_says_so() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("apt-get was not found"), "{stderr}");
     assert!(stderr.contains("chromium"), "{stderr}");
+}
+
+/// `.ci/steps.bash` sourced by a script of `body` (bash, no `set -e`, like `.ci/test`).
+fn steps(body: &str) -> Output {
+    let lib = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/steps.bash");
+    Command::new("/bin/bash").arg("-c").arg(format!("set -uo pipefail\n. {lib}\n{body}")).output().unwrap()
+}
+
+#[test]
+fn a_failed_step_hides_no_other_and_the_summary_names_it() {
+    let out = steps("run 'first: passes' true\nrun 'second: fails' sh -c 'echo second ran; exit 3'\nrun 'third: after the failure' echo third ran\nsummary");
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "a failed step fails the run: {stdout}\n{stderr}");
+    assert!(stdout.contains("second ran") && stdout.contains("third ran"), "every step ran: {stdout}");
+    // Each step's start line, as CI logs show where time went.
+    for name in ["first: passes", "second: fails", "third: after the failure", "summary"] {
+        assert!(stdout.lines().any(|l| l.starts_with("== [") && l.ends_with(&format!("s] {name}"))), "{name}: {stdout}");
+    }
+    let summary = stdout.split("s] summary\n").nth(1).unwrap_or_else(|| panic!("no summary: {stdout}"));
+    assert!(summary.lines().any(|l| l.starts_with("ok ") && l.ends_with("first: passes")), "{summary}");
+    assert!(summary.lines().any(|l| l.starts_with("FAILED ") && l.ends_with("second: fails (exit 3)")), "{summary}");
+    assert!(summary.contains("1 of 3 steps failed") && summary.trim_end().ends_with("  second: fails (exit 3)"), "the failed step is named last: {summary}");
+}
+
+#[test]
+fn a_run_of_passing_steps_passes() {
+    let out = steps("run one true\nrun two true\nsummary");
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("every step passed") && !stdout.contains("FAILED"), "{stdout}");
+}
+
+#[test]
+fn run_tests_runs_every_binary_prints_each_whole_and_names_the_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    // Two test binaries: each prints a line, waits, prints another; the second fails.
+    let slow = |name: &str, code: i32| format!("echo '{name} starts'; sleep 0.3; echo 'test result: {name} ends'; exit {code}");
+    fake(dir.path(), "passes", &slow("passes", 0));
+    fake(dir.path(), "fails", &slow("fails", 101));
+    let artifact = |name: &str| {
+        format!(r#"{{"reason":"compiler-artifact","target":{{"src_path":"{root}/tests/{name}.rs"}},"profile":{{"test":true}},"executable":"{root}/{name}"}}"#, root = dir.path().display())
+    };
+    let listing = format!("{}\n{}", artifact("passes"), artifact("fails"));
+    fake(&bin, "cargo", &format!("case \"$*\" in *--no-run*) printf '%s\\n' '{}' ;; *--doc*) echo 'test result: doc ok' ;; esac", listing.replace('\n', "' '")));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/run-tests");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = Command::new("/bin/bash").arg(script).env("PATH", path).env("MCPDEV_TEST_JOBS", "2").output().unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "a failed binary fails the run: {stdout}\n{stderr}");
+    for name in ["passes", "fails"] {
+        // Its header, then its two lines, with nothing of the other binary between them.
+        let header = format!("tests/{name}.rs (");
+        let at = stdout.find(&header).unwrap_or_else(|| panic!("no header for {name}: {stdout}"));
+        let at = stdout[..at].rfind('\n').map_or(0, |n| n + 1);
+        let block: Vec<&str> = stdout[at..].lines().take(3).collect();
+        assert!(block[0].starts_with("     Running "), "cargo's header: {stdout}");
+        assert_eq!(&block[1..], [format!("{name} starts"), format!("test result: {name} ends")], "{stdout}");
+    }
+    assert!(stdout.contains("test result: doc ok"), "the doc-tests ran: {stdout}");
+    assert!(stdout.trim_end().ends_with("tests/fails.rs") && stdout.contains("1 test target(s) failed"), "the failed binary is named last: {stdout}");
+    assert!(!stdout.trim_end().ends_with("tests/passes.rs"), "{stdout}");
 }

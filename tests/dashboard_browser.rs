@@ -82,6 +82,9 @@ async fn the_dashboard_end_to_end_in_chromium() {
     assert_eq!((page["formsAtFirst"].as_u64(), page["forms"].as_u64()), (Some(1), Some(1)), "one form at a time: {page}");
     assert_eq!(page["found"], json!(["self.audio_speaker.set_volume"]), "the search narrows the list: {page}");
     assert_eq!(page["placeholder"]["fits"], true, "the search placeholder is not cut off: {page}");
+    let description = page["description"].as_str().unwrap();
+    assert!(description.lines().any(|l| l.trim_start().starts_with("Use this tool for:")), "the description keeps its line breaks: {description:?}");
+    assert_eq!(page["onboarding"], "Onboarded at the first attempt.", "a healthy device is not shown as one attempt of several: {page}");
     assert!(page["trafficTop"].as_f64().unwrap() < 2500.0, "the traffic pane is within reach: {page}");
 
     let fifty = b.step("volume-50").await;
@@ -218,7 +221,10 @@ fn base64_svg() -> String {
 }
 
 /// Every page at 800, 1280 and 1920 px, in the light and the dark theme, as a user sees it: no
-/// element outside its card or its table cell, no two overlapping, no page wider than the window.
+/// element outside its card or its table cell (a table too wide scrolls), no two overlapping, no
+/// page wider than the window, no value (an id, an address, a code, a time) broken across lines,
+/// a theme button that names the other theme, one time format with UTC on hover, and an empty
+/// list that says what would appear.
 /// The pages carry what makes them long: a device's tools with a refused call, a pending request
 /// and an approval's outcome, the hub's caps and plots.
 #[tokio::test(flavor = "multi_thread")]

@@ -205,6 +205,75 @@ async fn an_argument_the_tool_lacks_is_named_with_the_closest_one() {
     }
 }
 
+/// `devices approve` of a `sim` refused over loopback names the loopback URL the sim used, not
+/// the LAN address people on other machines use.
+#[tokio::test]
+async fn approving_a_refused_sim_names_the_address_it_used() {
+    let hub = HubProcess::start_admitting(&["--device-addr", "0.0.0.0:0"], &[]).await;
+    let port = hub.device_url.rsplit(':').next().unwrap().split('/').next().unwrap().to_string();
+    let url = format!("ws://127.0.0.1:{port}/xiaozhi/v1/");
+    let sim = run(&["sim", "--url", &url, "--device-id", "02:00:00:00:00:5a"], &[]).await;
+    let code: String = sim.stderr.split("devices approve ").nth(1).unwrap_or_default().chars().take_while(char::is_ascii_digit).collect();
+    assert_eq!(code.len(), 6, "the refused sim prints its code: {sim:?}");
+    let approved = mcpdev(&hub, &["devices", "approve", &code]).await;
+    assert_eq!(approved.code, 0, "{approved:?}");
+    let line = approved.stderr.lines().find(|l| l.contains("mcpdev sim")).unwrap_or_else(|| panic!("a sim line: {approved:?}"));
+    assert!(line.ends_with(&format!("--url {url}")), "{line}");
+}
+
+/// A CLI whose runtime directory is not the hub's finds no control token: it says so first, in a
+/// few words, with what to do, and not the hub's words about remote tokens.
+#[tokio::test]
+async fn a_cli_with_another_runtime_directory_is_told_the_real_cause_first() {
+    let hub = HubProcess::start(&["--demo", "1"], &[]).await;
+    let elsewhere = tempfile::tempdir().unwrap();
+    let dir = elsewhere.path().to_string_lossy().into_owned();
+    let out = run(&["devices", "--hub", &hub.host_url], &[("MCPDEV_RUNTIME_DIR", &dir), ("MCPDEV_HUB_TOKEN", ""), ("MCPDEV_HUB_TOKEN_FILE", "")]).await;
+    assert_eq!(out.code, 3, "{out:?}");
+    let first = out.stderr.lines().next().unwrap_or_default();
+    let port = hub.host_url.rsplit(':').next().unwrap();
+    assert!(first.contains("none was sent") && first.contains(&format!("{dir}/control-{port}.token, which does not exist")), "the cause first: {out:?}");
+    assert!(first.contains("MCPDEV_RUNTIME_DIR"), "what to do: {out:?}");
+    assert!(!out.stderr.contains("remote-token create"), "not the hub's words for another machine: {out:?}");
+    assert!(out.stderr.len() < 400, "short: {out:?}");
+}
+
+/// A slow tool's timeout says how to wait longer: `--timeout` (`--task` where the tool runs as a
+/// task: `commands::call::tests`).
+#[tokio::test]
+async fn a_timeout_on_a_slow_tool_says_how_to_wait_longer() {
+    let hub = HubProcess::start(&[], &[]).await;
+    // A device that takes its time: it never answers a call.
+    let _device = common::fake_device::FakeDevice::connect(&hub.device_url, "02:00:00:00:00:0c", vec![common::fake_device::tool("camera.take")]).await;
+    let out = mcpdev(&hub, &["call", "camera.take", "n=1", "-d", "02:00:00:00:00:0c", "--timeout", "1s"]).await;
+    assert_eq!(out.code, 6, "a timeout: {out:?}");
+    assert!(out.stderr.contains("--timeout 1m"), "{out:?}");
+    assert!(!out.stderr.contains("--task"), "a device tool called directly is no task: {out:?}");
+    // The same through the hub's /mcp, as an MCP client.
+    let mcp = format!("{}/mcp", hub.host_url);
+    let out = mcpdev(&hub, &["call", "dev-02000000000c.camera.take", "n=1", "--url", &mcp, "--timeout", "1s"]).await;
+    assert_eq!(out.code, 6, "a timeout: {out:?}");
+    assert!(out.stderr.contains("--timeout 1m"), "{out:?}");
+}
+
+/// A value of the wrong type is told like one out of range: the range, and that nothing was sent.
+#[tokio::test]
+async fn a_value_of_the_wrong_type_gets_the_range_and_nothing_is_sent() {
+    let hub = HubProcess::start(&["--demo", "1"], &[]).await;
+    ready(&hub, DEMO1).await;
+    let calls = || hub.metric("mcpdev_calls_total{outcome=\"ok\"}");
+    let before = calls().await;
+    for word in ["volume=abc", "volume=500", "volume=5.5"] {
+        let out = mcpdev(&hub, &["call", "self.audio_speaker.set_volume", word, "-d", DEMO1]).await;
+        assert_eq!(out.code, 7, "{word}: {out:?}");
+        assert!(out.stderr.contains("nothing was sent") && out.stderr.contains("(allowed 0..100)"), "{word}: {out:?}");
+    }
+    assert_eq!(calls().await, before, "nothing reached the device");
+    // The counter counts: a right value is a call.
+    assert_eq!(mcpdev(&hub, &["call", "self.audio_speaker.set_volume", "volume=50", "-d", DEMO1]).await.code, 0);
+    assert_eq!(calls().await, before + 1.0);
+}
+
 #[tokio::test]
 async fn a_tool_description_reads_as_lines() {
     let hub = HubProcess::start(&["--demo", "1"], &[]).await;

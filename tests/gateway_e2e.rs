@@ -86,7 +86,9 @@ async fn after_a_retried_initialize_tools_list_wait_never_returns_the_partial_li
     let at_once = Instant::now();
     let list = mcpdev(&hub, &["tools", "list", "-d", clean, "--wait", "10s", "--json"]).await;
     assert_eq!(list.json()["tools"].as_array().unwrap().len(), 2, "{list:?}");
-    assert!(at_once.elapsed() < Duration::from_millis(1500), "{:?}", at_once.elapsed());
+    // This device answers one list only: an agreement re-list (1.5 s after the first) would go
+    // unanswered and hold the wait to its 10 s. A bound far from both, which load cannot cross.
+    assert!(at_once.elapsed() < Duration::from_secs(8), "{:?}", at_once.elapsed());
 }
 
 #[tokio::test]

@@ -140,7 +140,7 @@ async fn a_flood_of_pre_hello_connections_from_one_peer_locks_out_nobody_else() 
         &[
             ("MCPDEV_MAX_PRE_HELLO_PER_PEER", "4"),
             ("MCPDEV_MAX_QUEUED_PER_PEER", "4"),
-            ("MCPDEV_ACCEPT_QUEUE_TIMEOUT", "3s"),
+            ("MCPDEV_ACCEPT_QUEUE_TIMEOUT", "10s"),
             ("MCPDEV_HELLO_TIMEOUT", "60s"),
         ],
     )
@@ -168,7 +168,8 @@ async fn a_flood_of_pre_hello_connections_from_one_peer_locks_out_nobody_else() 
         let got = closed_within(&mut tcp, Duration::from_secs(2)).await;
         assert!(got.is_empty(), "connection {i} beyond the queue got an answer: {:?}", String::from_utf8_lossy(&got));
     }
-    assert!(queued_at.elapsed() < Duration::from_secs(3), "the refusals beyond the queue were not immediate");
+    // Refused at once, not at the queue's 10 s deadline (a margin load cannot cross).
+    assert!(queued_at.elapsed() < Duration::from_secs(7), "the refusals beyond the queue were not immediate: {:?}", queued_at.elapsed());
     // Another peer (the virtual device from 127.0.0.1) still onboards, and /mcp still answers.
     let _sim = common::spawn_mcpdev(&["sim", "--url", &hub.device_url, "--device-id", "02:00:00:00:00:77"], &[]);
     let out = mcpdev(&hub, &["tools", "list", "-d", "02:00:00:00:00:77", "--wait", "20s", "--json"]).await;
@@ -177,10 +178,10 @@ async fn a_flood_of_pre_hello_connections_from_one_peer_locks_out_nobody_else() 
     // The waiting ones never got a turn (the flood held its slots): closed at the queue deadline,
     // with no answer, and not before it.
     for tcp in &mut queued {
-        let got = closed_within(tcp, Duration::from_secs(10)).await;
+        let got = closed_within(tcp, Duration::from_secs(20)).await;
         assert!(got.is_empty(), "a queued connection was served while its peer's slots were held: {:?}", String::from_utf8_lossy(&got));
     }
-    assert!(queued_at.elapsed() >= Duration::from_millis(2900), "closed before the queue deadline: {:?}", queued_at.elapsed());
+    assert!(queued_at.elapsed() >= Duration::from_millis(9900), "closed before the queue deadline: {:?}", queued_at.elapsed());
     drop(held);
 }
 

@@ -239,7 +239,9 @@ async fn a_list_changed_storm_is_coalesced_to_about_one_relist_and_one_notificat
     sse.read_for(tokio::time::Instant::now() + Duration::from_millis(2500)).await;
     let heard = sse.count(LIST_CHANGED) - before;
     eprintln!("{notifications} list_changed in {storm:?}: {listings} listings, {heard} list_changed to the MCP session");
-    assert!(notifications > 500, "the storm was a storm: {notifications} notifications");
+    // At least 25 a second (a loaded machine sends fewer than the 500 a second paced): many
+    // times the one listing a second the hub coalesces them to.
+    assert!(notifications > 100, "the storm was a storm: {notifications} notifications");
     // 4 s of storm: a listing a second (plus the confirmation re-list and one planned at the end).
     assert!((3..=7).contains(&listings), "{listings} listings for {notifications} list_changed in {storm:?}");
     assert!((3..=8).contains(&heard), "the MCP session heard list_changed {heard} times in {storm:?}");

@@ -108,3 +108,32 @@ async fn a_device_that_is_not_there_is_an_error_at_once_that_lists_what_is() {
     assert!(out.stderr.contains("connected devices: 02:00:00:00:00:01 (ready"), "lists what is there: {}", out.stderr);
     assert!(out.stderr.contains("help: --wait"), "{}", out.stderr);
 }
+
+/// Every `cargo install` of this tree in the docs is `--locked`: without it cargo resolves the
+/// dependencies again, to versions the tests never ran with, and builds them all a second time.
+#[test]
+fn every_install_in_the_docs_is_locked() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md"), root.join("firmware/README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            files.push(path);
+        }
+    }
+    let mut unlocked = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            for at in line.match_indices("cargo install --path").map(|(i, _)| i) {
+                // The command runs to the end of its code span or line.
+                let command = line[at..].split('`').next().unwrap();
+                if !command.contains("--locked") {
+                    unlocked.push(format!("{}:{}: {command}", file.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(files.len() > 3, "the docs were read: {files:?}");
+    assert!(unlocked.is_empty(), "installs without --locked:\n{}", unlocked.join("\n"));
+}

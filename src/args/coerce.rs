@@ -86,10 +86,9 @@ impl<'a> Ctx<'a> {
             return Err(Problem::new(format!("no value given (expected {}){hint}", type_phrase(t))));
         }
         match t {
-            "integer" => parse_integer(trimmed).map_err(Problem::new),
-            "number" => {
-                parse_number(trimmed).ok_or_else(|| Problem::new(format!("must be a number, got {}", show_raw(raw))))
-            }
+            "integer" => parse_integer(trimmed).map_err(|m| Problem::new(super::render::with_allowed(m, node))),
+            "number" => parse_number(trimmed)
+                .ok_or_else(|| Problem::new(super::render::with_allowed(format!("must be a number, got {}", show_raw(raw)), node))),
             "boolean" => parse_bool(trimmed).map(Value::Bool).ok_or_else(|| {
                 Problem::new(format!("must be a boolean (true/false, yes/no, on/off, 1/0), got {}", show_raw(raw)))
             }),

@@ -108,6 +108,15 @@ pub(super) fn range_text(node: &Value) -> Option<String> {
     }
 }
 
+/// `message` ("must be an integer, got \"abc\"") with the range `node` allows, when it has one:
+/// "must be an integer (allowed 0..100), got \"abc\"", as an out-of-range value is told.
+pub(super) fn with_allowed(message: String, node: &Value) -> String {
+    match (range_text(node), message.rfind(", got ")) {
+        (Some(range), Some(at)) => format!("{} (allowed {range}){}", &message[..at], &message[at..]),
+        _ => message,
+    }
+}
+
 pub(super) fn bound_message(rule: &str, limit: &Value, node: Option<&Value>, got: &str) -> String {
     let node = node.filter(|n| {
         let has = |k: &str| n.get(k).is_some_and(Value::is_number) || n.get(k).is_some_and(|v| v == &Value::Bool(true));

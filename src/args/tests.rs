@@ -133,11 +133,11 @@ fn integers_parse_as_integers() {
     assert_eq!(build_ok(&s, &["volume=18446744073709551615"]), json!({"volume":18446744073709551615u64}));
     // Out of range is validate's business, not build's.
     assert_eq!(build_ok(&s, &["volume=101"]), json!({"volume":101}));
-    assert_eq!(build_err(&s, &["volume=50.5"]), "argument 'volume': must be an integer, got 50.5");
-    assert_eq!(build_err(&s, &["volume=abc"]), r#"argument 'volume': must be an integer, got "abc""#);
-    assert_eq!(build_err(&s, &["volume=true"]), "argument 'volume': must be an integer, got true");
-    assert_eq!(build_err(&s, &["volume=inf"]), r#"argument 'volume': must be an integer, got "inf""#);
-    assert_eq!(build_err(&s, &["volume=1e30"]), "argument 'volume': is too large for a 64-bit integer, got 1e30");
+    assert_eq!(build_err(&s, &["volume=50.5"]), "argument 'volume': must be an integer (allowed 0..100), got 50.5");
+    assert_eq!(build_err(&s, &["volume=abc"]), r#"argument 'volume': must be an integer (allowed 0..100), got "abc""#);
+    assert_eq!(build_err(&s, &["volume=true"]), "argument 'volume': must be an integer (allowed 0..100), got true");
+    assert_eq!(build_err(&s, &["volume=inf"]), r#"argument 'volume': must be an integer (allowed 0..100), got "inf""#);
+    assert_eq!(build_err(&s, &["volume=1e30"]), "argument 'volume': is too large for a 64-bit integer (allowed 0..100), got 1e30");
 }
 
 #[test]
@@ -338,7 +338,7 @@ fn refs_to_defs_and_definitions_are_followed() {
         build_ok(&s, &["level=3", "mode=b", "cfg.zip=007"]),
         json!({"level":3,"mode":"b","cfg":{"zip":"007"}})
     );
-    assert_eq!(build_err(&s, &["level=x"]), r#"argument 'level': must be an integer, got "x""#);
+    assert_eq!(build_err(&s, &["level=x"]), r#"argument 'level': must be an integer (allowed 0..10), got "x""#);
     // A dangling or external $ref: untyped.
     let s = one_prop(json!({"$ref":"#/$defs/Missing"}));
     assert_eq!(build_ok(&s, &["x=5", "y=a"]), json!({"x":5,"y":"a"}));
@@ -621,11 +621,11 @@ fn validate_ranges_quote_the_allowed_range() {
 fn validate_types_enums_and_consts() {
     assert_eq!(
         invalid(&volume_schema(), json!({"volume":"abc"})),
-        [r#"argument 'volume': must be an integer, got "abc""#]
+        [r#"argument 'volume': must be an integer (allowed 0..100), got "abc""#]
     );
     assert_eq!(
         invalid(&volume_schema(), json!({"volume":50.5})),
-        ["argument 'volume': must be an integer, got 50.5"]
+        ["argument 'volume': must be an integer (allowed 0..100), got 50.5"]
     );
     assert_eq!(invalid(&zip_schema(), json!({"zip":1234})), ["argument 'zip': must be a string, got 1234"]);
     let s = one_prop(json!({"type":["string","null"]}));

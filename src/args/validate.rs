@@ -179,7 +179,11 @@ impl<'a> Ctx<'a> {
                         ts.iter().map(|t| type_phrase(t.as_str()).to_string()).collect()
                     }
                 });
-                push(&path, simple(format!("must be {}, got {got}", join_or(&phrases))));
+                let message = format!("must be {}, got {got}", join_or(&phrases));
+                push(&path, simple(match node {
+                    Some(n) => super::render::with_allowed(message, n),
+                    None => message,
+                }));
             }
             K::Enum { options } => {
                 let opts: Vec<&Value> = options.as_array().map(|a| a.iter().collect()).unwrap_or_default();

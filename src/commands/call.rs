@@ -44,7 +44,7 @@ async fn run_on(
     };
     let schema = &tool["inputSchema"];
     let arguments = crate::args::build_arguments(schema, &args.args, args.args_json.as_deref())
-        .map_err(|e| CodedError::new(Exit::InvalidCall, format!("{e}")))?;
+        .map_err(|e| CodedError::new(Exit::InvalidCall, format!("the arguments do not fit {}'s inputSchema; nothing was sent:\n  {e}", args.tool)))?;
     if !args.no_validate
         && let Err(errors) = crate::args::validate(schema, &arguments)
     {
@@ -71,8 +71,28 @@ async fn run_on(
         r = target.request("tools/call", Some(params), args.target.timeout) => r,
         _ = stop.wait() => return Err(CodedError::new(Exit::Interrupted, format!("interrupted: the call of {} was cancelled on the server", args.tool)).into()),
     };
-    let result = result.map_err(call_failure)?;
+    let result = result.map_err(|e| with_timeout_hint(e, args.target.timeout, support))?;
     show(global, target.answered_by(&result), &result, &args.tool, args.save_images.as_deref())
+}
+
+/// A call's failure; a timeout says how to wait longer: `--task` when the tool runs as a task
+/// (its `taskSupport` is "optional"), else `--timeout` with a longer time than `timeout`.
+fn with_timeout_hint(e: super::target::CallFailure, timeout: std::time::Duration, support: &str) -> anyhow::Error {
+    let timed_out = matches!(e, super::target::CallFailure::Timeout(_));
+    let err = call_failure(e);
+    if !timed_out {
+        return err;
+    }
+    let longer = humantime::format_duration(timeout.saturating_mul(4).max(std::time::Duration::from_secs(60)));
+    let help = if support == "optional" {
+        format!("the tool can run as a task: `--task` starts it and follows it to its end, however long it takes; or wait longer with --timeout {longer}")
+    } else {
+        format!("a slow tool needs longer: --timeout {longer} (or MCPDEV_TIMEOUT)")
+    };
+    match err.downcast::<CodedError>() {
+        Ok(coded) => coded.with_help(help).into(),
+        Err(other) => other,
+    }
 }
 
 /// A call's result, as people or programs read it; exit 5 when the tool says it failed.
@@ -162,4 +182,26 @@ fn normalise_stock_image(block: &Value) -> Value {
         return json!({"type": "image", "mimeType": v["mimeType"], "data": v["data"]});
     }
     block.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::target::CallFailure;
+
+    fn help_of(e: anyhow::Error) -> Option<String> {
+        e.downcast::<CodedError>().ok().and_then(|c| c.help)
+    }
+
+    #[test]
+    fn a_timeout_says_how_to_wait_longer() {
+        let timeout = || CallFailure::Timeout("device x did not answer within 1s".into());
+        let help = help_of(with_timeout_hint(timeout(), std::time::Duration::from_secs(30), "optional")).unwrap();
+        assert!(help.contains("`--task`") && help.contains("--timeout 2m"), "{help}");
+        let help = help_of(with_timeout_hint(timeout(), std::time::Duration::from_secs(1), "forbidden")).unwrap();
+        assert!(!help.contains("--task") && help.contains("--timeout 1m"), "{help}");
+        // Any other failure keeps its own words.
+        let gone = with_timeout_hint(CallFailure::Gone("device x left".into()), std::time::Duration::from_secs(1), "optional");
+        assert_eq!(help_of(gone), None);
+    }
 }

@@ -150,7 +150,8 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
     } else if !global.quiet {
         eprintln!("mcpdev hub");
         eprintln!("  devices connect to   {}", reach.join("\n                       "));
-        eprintln!("  CLI and MCP hosts    {host_url}  (loopback; --allowed-host for LAN)");
+        let (host_urls, who) = super::serve_report::host_entry(if host_url.starts_with("https") { "https" } else { "http" }, running.host_addr);
+        eprintln!("  CLI and MCP hosts    {}  {who}", host_urls.join("\n                       "));
         if let Some(t) = &tls {
             match &t.ca {
                 Some((file, fp)) => {
@@ -164,7 +165,8 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
                 }
             }
         }
-        eprintln!("  MCP endpoint         {host_url}/mcp  (legacy SSE: {host_url}/sse; one device: {host_url}/devices/<id>/mcp)");
+        let base = &host_urls[0];
+        eprintln!("  MCP endpoint         {base}/mcp  (legacy SSE: {base}/sse; one device: {base}/devices/<id>/mcp)");
         eprintln!("  OTA (device setup)   {ota_url}");
         eprintln!("  dashboard            {}  (one-time log-in link; `mcpdev dashboard` prints a fresh one)", dashboard.login_url());
         eprintln!("  device connections   {}", super::serve_report::device_ceiling(&running.hub.budget));
@@ -232,7 +234,10 @@ fn misread_mqtts_port(broker: Option<&str>, device_endpoint: Option<&str>) -> Op
 }
 
 /// The hub's TLS from `--tls auto` or `--tls-cert/--tls-key` (`None`: plain). The certificate made
-/// by `auto` carries `--public-host`, this machine's name and every address it is reached by.
+/// by `auto` carries `--public-host`, every `--allowed-host`, this machine's name and every
+/// address it is reached by. Either certificate is then checked as a client would check it
+/// (`tls::coverage`): one that has expired, or lacks a name the hub is reached by, is a warning at
+/// start, before a device finds out.
 fn hub_tls(args: &ServeArgs) -> anyhow::Result<Option<std::sync::Arc<crate::hub::certs::HubTls>>> {
     use crate::hub::certs::{TlsSource, leaf_names, prepare};
     let source = match (&args.tls.tls_cert, &args.tls.tls_key, args.tls.tls) {
@@ -251,8 +256,29 @@ fn hub_tls(args: &ServeArgs) -> anyhow::Result<Option<std::sync::Arc<crate::hub:
             addresses.push(bound);
         }
     }
-    let names = leaf_names(args.mqtt.public_host.as_deref(), &addresses);
-    Ok(Some(prepare(&source, &names)?))
+    let reached_by = reached_by(args);
+    let names = leaf_names(args.mqtt.public_host.as_deref(), &reached_by, &addresses);
+    let tls = prepare(&source, &names)?;
+    let checked = if matches!(source, TlsSource::Auto { .. }) { names } else { reached_by };
+    for finding in crate::tls::coverage::findings(tls.resolver.cert_file(), &tls.resolver.chain(), &checked, std::time::SystemTime::now()) {
+        tracing::warn!("{finding}");
+    }
+    Ok(Some(tls))
+}
+
+/// The names people are told to reach the hub by: `--public-host`, then each `--allowed-host`
+/// (its host, without a port; `*` is no name), each once.
+fn reached_by(args: &ServeArgs) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let hosts = args.mqtt.public_host.iter().chain(args.allowed_host.iter()).filter(|h| h.as_str() != "*");
+    for host in hosts {
+        let bare = crate::hub::authority::Authority::parse(host).map_or_else(|_| host.clone(), |a| a.host_text());
+        let bare = bare.trim_start_matches('[').trim_end_matches(']').to_string();
+        if !bare.is_empty() && !names.contains(&bare) {
+            names.push(bare);
+        }
+    }
+    names
 }
 
 /// What `--demo`'s in-process devices verify the hub with: its own CA when it has one, else the

@@ -27,6 +27,21 @@ pub fn device_urls(scheme: &str, bound: SocketAddr, path: &str) -> Vec<String> {
     ips.into_iter().map(url).collect()
 }
 
+/// The banner's "CLI and MCP hosts" entry: the URLs the host listener is reached by (one per
+/// address when it is bound to every interface: nobody connects to 0.0.0.0) and who can reach it,
+/// said truly: loopback only, or other machines too.
+pub fn host_entry(scheme: &str, bound: SocketAddr) -> (Vec<String>, &'static str) {
+    let urls = device_urls(scheme, bound, "");
+    let who = if bound.ip().is_loopback() {
+        "(this machine only; --host-addr 0.0.0.0:PORT and --allowed-host for the LAN)"
+    } else if bound.ip().is_unspecified() {
+        "(every interface: other machines reach it too; they need its tokens)"
+    } else {
+        "(other machines reach it; they need its tokens)"
+    };
+    (urls, who)
+}
+
 /// This machine's interface addresses (up interfaces; link-local IPv6 left out: a device cannot
 /// use one without a zone).
 #[cfg(unix)]
@@ -259,6 +274,19 @@ async fn write_event_log(mut events: crate::links::ring::Receiver, json: bool, c
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_host_listener_is_labelled_by_who_reaches_it() {
+        let (urls, who) = host_entry("http", "127.0.0.1:8001".parse().unwrap());
+        assert_eq!(urls, vec!["http://127.0.0.1:8001".to_string()]);
+        assert!(who.contains("this machine only"), "{who}");
+        let (urls, who) = host_entry("https", "0.0.0.0:8001".parse().unwrap());
+        assert!(!who.contains("this machine only") && who.contains("other machines"), "{who}");
+        assert!(urls.iter().all(|u| u.starts_with("https://") && !u.contains("0.0.0.0")), "nobody connects to 0.0.0.0: {urls:?}");
+        assert_eq!(urls.last().map(String::as_str), Some("https://127.0.0.1:8001"));
+        let (_, who) = host_entry("http", "192.0.2.7:8001".parse().unwrap());
+        assert!(who.contains("other machines"), "{who}");
+    }
 
     #[test]
     fn devices_are_told_addresses_they_can_reach() {

@@ -7,7 +7,7 @@
 //!   `hub.key`. The directory is 0700 and every file 0600 (written whole, then renamed); a key
 //!   file others can read is refused, as every secret of the hub is.
 //! - The leaf carries every name and address the hub is reached by (`localhost`, this machine's
-//!   name, `--public-host`, its LAN addresses, loopback). It is issued again at start when it no
+//!   name, `--public-host`, every `--allowed-host`, its LAN addresses, loopback). It is issued again at start when it no
 //!   longer covers them, and, while the hub runs, [`RENEW_BEFORE`] before it expires
 //!   ([`LEAF_LIFETIME`] each); the resolver picks the new one up at the next handshake, so no
 //!   connected device is dropped.
@@ -286,9 +286,10 @@ fn spawn_renewal(ca: HubCa, names: Vec<String>) {
     });
 }
 
-/// The names a hub's own leaf carries: `localhost`, this machine's name, `public` (the
-/// `--public-host`), the given addresses, and loopback, each once.
-pub fn leaf_names(public: Option<&str>, addresses: &[IpAddr]) -> Vec<String> {
+/// The names a hub's own leaf carries: `public` (the `--public-host`), `allowed` (the
+/// `--allowed-host` names), `localhost`, this machine's name, the given addresses, and loopback,
+/// each once.
+pub fn leaf_names(public: Option<&str>, allowed: &[String], addresses: &[IpAddr]) -> Vec<String> {
     let mut names = Vec::new();
     let mut add = |n: String| {
         if !n.is_empty() && !names.contains(&n) {
@@ -297,6 +298,9 @@ pub fn leaf_names(public: Option<&str>, addresses: &[IpAddr]) -> Vec<String> {
     };
     if let Some(p) = public {
         add(p.trim_start_matches('[').trim_end_matches(']').to_string());
+    }
+    for a in allowed {
+        add(a.trim_start_matches('[').trim_end_matches(']').to_string());
     }
     add("localhost".into());
     if let Some(h) = hostname() {
@@ -329,10 +333,11 @@ mod tests {
     fn auto_makes_a_private_ca_and_a_leaf_that_verifies_and_is_kept_across_restarts() {
         let dir = tempfile::tempdir().unwrap();
         let tls = dir.path().join("tls");
-        let names = leaf_names(Some("hub.lan"), &["192.0.2.7".parse().unwrap()]);
+        let names = leaf_names(Some("hub.lan"), &["127.0.0.2".to_string(), "hub.example".to_string()], &["192.0.2.7".parse().unwrap()]);
         let ca = HubCa::load_or_create(&tls).unwrap();
         let now = std::time::SystemTime::now();
         assert!(ca.ensure_leaf(&names, now).unwrap(), "a first leaf is issued");
+        assert!(ca.leaf_is_good(&["127.0.0.2".to_string(), "hub.example".to_string()], now), "it carries the --allowed-host names: {names:?}");
         for f in [CA_FILE, CA_KEY_FILE, LEAF_FILE, LEAF_KEY_FILE] {
             assert_eq!(mode(&tls.join(f)), 0o600, "{f}");
         }
@@ -344,7 +349,7 @@ mod tests {
         assert!(!again.ensure_leaf(&names, now).unwrap());
         assert_eq!(std::fs::read(tls.join(LEAF_FILE)).unwrap(), leaf);
         // A new address, or a leaf near its end: issued again, by the reloaded CA, and it verifies.
-        let more = leaf_names(Some("hub.lan"), &["192.0.2.8".parse().unwrap()]);
+        let more = leaf_names(Some("hub.lan"), &[], &["192.0.2.8".parse().unwrap()]);
         assert!(again.ensure_leaf(&more, now).unwrap());
         assert!(again.leaf_is_good(&more, now));
         let late = now + LEAF_LIFETIME - RENEW_BEFORE + Duration::from_secs(3600);

@@ -363,10 +363,10 @@ fn unlisted_text(c: &dyn Cluster) -> String {
 /// The JSON text of an answer. Serializing these types cannot fail (string keys, no floats
 /// that JSON cannot hold); should it ever, the client gets `null` rather than a broken frame.
 /// An approval's answer with the URL devices connect to (`approve` names it in its hint).
-fn with_device_url(hub: &Hub, approved: &impl serde::Serialize) -> String {
+fn with_device_url(hub: &Hub, approved: &super::admission::Approval) -> String {
     let mut v = serde_json::to_value(approved).unwrap_or_default();
     if let Some(o) = v.as_object_mut() {
-        o.insert("device_url".into(), json!(hub.device_url()));
+        o.insert("device_url".into(), json!(hub.device_url_for(approved.asked_from)));
     }
     v.to_string()
 }

@@ -16,6 +16,8 @@
 //!   pre-hello slot) are held across it, so a peer that opens handshakes and never finishes them
 //!   is capped and queued exactly like one that never says hello. A failed or late handshake is
 //!   closed and logged (rate-limited), and counted in `mcpdev_refusals_total{reason="tls_handshake"}`.
+//!   A plain-text request in its place is answered "use wss:// or https://" in plain HTTP
+//!   ([`super::plain_at_tls`]), within the same deadline, and counted and logged the same way.
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -186,7 +188,7 @@ struct Conn {
 
 /// Serves one connection: its TLS handshake first when the listener has TLS (the permits held
 /// across it), then HTTP.
-async fn serve_one(tcp: TcpStream, conn: Conn, tls: Option<Tls>, refusals: &Refusals, name: &str) {
+async fn serve_one(mut tcp: TcpStream, conn: Conn, tls: Option<Tls>, refusals: &Refusals, name: &str) {
     no_delay(&tcp);
     // The hub's own address the connection came in on (the URLs a device is given are built from
     // that, never from its `Host` header).
@@ -194,7 +196,16 @@ async fn serve_one(tcp: TcpStream, conn: Conn, tls: Option<Tls>, refusals: &Refu
     let Some(tls) = tls else {
         return serve_http(tcp, local, conn, Transport { tls: false }).await;
     };
-    match crate::tls::server::accept(&tls.acceptor, tcp, tls.deadline).await {
+    // A plain ws:// or http:// request is told, in plain HTTP, to use wss:// or https://.
+    let started = tokio::time::Instant::now();
+    if super::plain_at_tls::answer_plain_http(&mut tcp, tls.deadline).await == super::plain_at_tls::FirstBytes::AnsweredPlain {
+        crate::metrics::refused(crate::metrics::Refused::TlsHandshake);
+        if let Some(skipped) = refusals.handshake.allow() {
+            tracing::warn!(listener = name, remote = %conn.remote, skipped, "a plain-text request (ws:// or http://) on a TLS port: answered \"use wss:// or https://\"");
+        }
+        return;
+    }
+    match crate::tls::server::accept_by(&tls.acceptor, tcp, started + tls.deadline, tls.deadline).await {
         Ok(stream) => serve_http(stream, local, conn, Transport { tls: true }).await,
         Err(e) => {
             crate::metrics::refused(crate::metrics::Refused::TlsHandshake);

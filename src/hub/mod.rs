@@ -36,6 +36,7 @@ pub mod guesses;
 pub mod listener;
 pub mod ota;
 pub mod owner;
+pub mod plain_at_tls;
 pub mod registry;
 pub mod remote;
 pub mod lease;
@@ -227,6 +228,24 @@ impl Hub {
     /// this hub's own port, and the name of [`Hub::public_name`].
     pub fn device_url(&self) -> String {
         format!("{}://{}:{}{}", self.ws_scheme(), self.public_name(None), self.device_port, ota::DEVICE_PATH)
+    }
+
+    /// [`Hub::device_url`] for a device whose request came from `peer`: a device on this machine
+    /// that came over loopback is named the loopback address it used (where the listener takes
+    /// loopback), not the LAN address people on other machines use.
+    pub fn device_url_for(&self, peer: Option<std::net::IpAddr>) -> String {
+        let listens_on_loopback = self.config.device_addr.ip().is_unspecified() || self.config.device_addr.ip().is_loopback();
+        match peer.map(|ip| ip.to_canonical()) {
+            Some(ip) if ip.is_loopback() && listens_on_loopback => {
+                let host = if self.config.device_addr.ip().is_loopback() { self.config.device_addr.ip() } else { ip };
+                let host = match host {
+                    std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+                    v4 => v4.to_string(),
+                };
+                format!("{}://{host}:{}{}", self.ws_scheme(), self.device_port, ota::DEVICE_PATH)
+            }
+            _ => self.device_url(),
+        }
     }
 
     /// `wss` when the device listener serves TLS, else `ws`.

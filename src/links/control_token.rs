@@ -180,6 +180,20 @@ fn remote_refusal(chosen: &Chosen, host: &str, port: u16) -> Option<String> {
     None
 }
 
+/// Why no control token could be read from `path`, cause first, in two short sentences: a
+/// hub keeps its token in its own runtime directory, which this CLI does not share when either
+/// was started with another `MCPDEV_RUNTIME_DIR`/`XDG_RUNTIME_DIR` (or by another user).
+fn missing_file(path: &std::path::Path, e: &std::io::Error) -> String {
+    let what = match e.kind() {
+        std::io::ErrorKind::NotFound => "which does not exist".to_string(),
+        _ => format!("which cannot be read ({e})"),
+    };
+    format!(
+        "this CLI looks for the hub's control token in {}, {what}. Run it with the hub's MCPDEV_RUNTIME_DIR (or XDG_RUNTIME_DIR), or give the token in {HUB_TOKEN_FILE_ENV}",
+        path.display()
+    )
+}
+
 /// The control token to send to the hub at `host:port` (`host` as the URL spells it; IPv6 in
 /// brackets or not), reached over TLS or not.
 pub fn for_client(host: &str, port: u16, tls: bool) -> ForHub {
@@ -211,7 +225,7 @@ pub fn for_client(host: &str, port: u16, tls: bool) -> ForHub {
     };
     let contents = match crate::paths::read_private(&path) {
         Ok(bytes) => bytes,
-        Err(e) => return ForHub::Missing(format!("cannot read the control token {}: {e}; a hub run by another user needs {HUB_TOKEN_ENV}", path.display())),
+        Err(e) => return ForHub::Missing(missing_file(&path, &e)),
     };
     let bound = String::from_utf8_lossy(&contents).lines().nth(1).and_then(|l| l.trim().parse::<SocketAddr>().ok());
     match bound {

@@ -157,11 +157,14 @@ impl HubClient {
                     if attempts == 1 && token_for_hub().is_ok_and(|now| now.is_ok() && now.as_ref().ok() != token.as_ref().ok()) {
                         continue;
                     }
+                    // 401 with no token sent: that is the cause, not what the hub says of tokens.
+                    // Any other refusal (403: another user) is the hub's to explain.
                     let said = resp.body().as_deref().map(String::from_utf8_lossy).map(|b| b.trim().to_string()).unwrap_or_default();
-                    let mut message = format!("the hub at {hub} refused this client ({}): {said}", resp.status());
-                    if let Err(problem) = token {
-                        message.push_str(&format!(" ({problem})"));
-                    }
+                    let message = match token {
+                        Err(problem) if resp.status() == 401 => format!("the hub at {hub} wants its control token, and none was sent: {problem}"),
+                        Err(problem) => format!("the hub at {hub} refused this client ({}): {said} ({problem})", resp.status()),
+                        Ok(_) => format!("the hub at {hub} refused this client ({}): {said}", resp.status()),
+                    };
                     return Err(CodedError::new(Exit::Auth, message).into());
                 }
                 Err(tungstenite::Error::Http(resp)) if resp.headers().contains_key(super::listeners::HEADER) => {
@@ -170,6 +173,7 @@ impl HubClient {
                     return Err(wrong.map_or_else(|| anyhow::anyhow!("the hub at {hub} answered {}", resp.status()), Into::into));
                 }
                 Err(e) if super::listeners::is_refused(&e) => return Err(super::listeners::no_hub(hub).into()),
+                Err(e) if url.starts_with("ws://") && super::listeners::is_not_http(&e) => return Err(super::listeners::plain_at_tls(hub).into()),
                 Err(e) => {
                     // A hub that does not prove who it is gets nothing, the token included (exit 3).
                     if let Some(what) = crate::tls::client::explain(&e) {

@@ -97,6 +97,11 @@ impl Stopped {
     pub(crate) fn usage(message: String) -> Self {
         Self { auth: false, usage: true, taken: false, message }
     }
+
+    /// A usage error's message and its help, in one line.
+    fn from_usage(e: crate::exit::CodedError) -> Self {
+        Self::usage(format!("{}: {}", e.message, e.help.unwrap_or_default()))
+    }
 }
 
 /// Runs one virtual device until the task is dropped: bootstrap from the OTA URL if one is given,
@@ -122,7 +127,7 @@ fn permanent(url: &str, e: &anyhow::Error) -> Option<Stopped> {
             // The hub's host listener: say which port a device wants.
             let answered = response.headers().get(crate::links::listeners::HEADER).and_then(|v| v.to_str().ok());
             if let Some(wrong) = crate::links::listeners::wrong_listener(crate::links::listeners::Client::Device, url, answered) {
-                return Some(Stopped::usage(format!("{}: {}", wrong.message, wrong.help.unwrap_or_default())));
+                return Some(Stopped::from_usage(wrong));
             }
             let body = response.body().as_deref().map(String::from_utf8_lossy).map(|b| b.trim().to_string()).filter(|b| !b.is_empty());
             let reason = body.map_or_else(|| status.to_string(), |b| format!("{status}: {b}"));
@@ -135,6 +140,9 @@ fn permanent(url: &str, e: &anyhow::Error) -> Option<Stopped> {
             }
         }
         WsError::Url(why) => Some(Stopped::usage(format!("{url} cannot be used: {why} (a device URL looks like ws://HOST:8000/xiaozhi/v1/)"))),
+        // Not HTTP in answer to ws://: a TLS port (another server's alert); trying again cannot
+        // change it.
+        _ if url.starts_with("ws://") && crate::links::listeners::is_not_http(e.as_ref()) => Some(Stopped::from_usage(crate::links::listeners::plain_at_tls(url))),
         // A server that does not prove who it is gets no hello and no token, and trying again
         // cannot change its certificate: the person must act (exit 3).
         other => crate::tls::client::explain(other).map(|what| Stopped::auth(format!("{url} did not prove who it is: {what}"))),

@@ -261,8 +261,8 @@ pub fn describe(e: &rustls::Error) -> String {
             C::NotValidYet | C::NotValidYetContext { .. } => "the server's certificate is not valid yet: check the clocks of this machine and the server".into(),
             C::NotValidForName => "the server's certificate is not for the name connected to: connect by a name it carries".into(),
             C::NotValidForNameContext { expected, presented } => format!(
-                "the server's certificate is for {}, not for {}: connect by one of those names, or give the hub that name (`serve --public-host`, or a certificate that carries it)",
-                presented.join(", "),
+                "the server's certificate is for {}, not for {}: connect by one of those names, or give the hub that name (`serve --public-host` or `--allowed-host`, or a certificate that carries it)",
+                presented.iter().map(|p| plain_name(p)).collect::<Vec<_>>().join(", "),
                 expected.to_str()
             ),
             C::UnknownIssuer => format!(
@@ -281,6 +281,29 @@ pub fn describe(e: &rustls::Error) -> String {
         rustls::Error::PeerIncompatible(why) => format!("the server offers nothing this client accepts ({why:?}): TLS 1.2 or 1.3 with forward-secret suites only"),
         other => format!("TLS failed: {other}"),
     }
+}
+
+/// A name a certificate presents, as people write it: webpki gives its debug text
+/// (`DnsName("localhost")`, `IpAddress(0::1)`, `UniformResourceIdentifier("…")`).
+/// The server chose those bytes: control characters come out escaped, never raw.
+pub fn plain_name(presented: &str) -> String {
+    plain_name_raw(presented).chars().flat_map(|c| -> Box<dyn Iterator<Item = char>> { if c.is_control() { Box::new(c.escape_default()) } else { Box::new(std::iter::once(c)) } }).collect()
+}
+
+fn plain_name_raw(presented: &str) -> String {
+    let inner = |prefix: &str| presented.strip_prefix(prefix).and_then(|s| s.strip_suffix(')'));
+    if let Some(name) = inner("DnsName(") {
+        return name.trim_matches('"').to_string();
+    }
+    if let Some(ip) = inner("IpAddress(") {
+        // Its IPv6 text is not always a valid address (every run of zero groups becomes `::`):
+        // canonical when it parses, else as it came.
+        return ip.parse::<std::net::IpAddr>().map_or_else(|_| ip.to_string(), |a| a.to_string());
+    }
+    if let Some(uri) = inner("UniformResourceIdentifier(") {
+        return uri.trim_matches('"').to_string();
+    }
+    presented.to_string()
 }
 
 #[cfg(test)]
@@ -309,8 +332,11 @@ mod tests {
         assert_eq!(explain(&std::io::Error::other("refused")), None);
         let name = rustls::Error::InvalidCertificate(CertificateError::NotValidForNameContext {
             expected: ServerName::try_from("hub.example").unwrap(),
-            presented: vec!["DnsName(\"other.example\")".into()],
+            presented: vec!["DnsName(\"other.example\")".into(), "IpAddress(0::1)".into(), "IpAddress(192.0.2.1)".into(), "DirectoryName".into()],
         });
-        assert!(describe(&name).contains("not for hub.example"), "{}", describe(&name));
+        let said = describe(&name);
+        assert!(said.contains("is for other.example, ::1, 192.0.2.1, DirectoryName, not for hub.example"), "{said}");
+        assert!(!said.contains("DnsName") && !said.contains("IpAddress") && !said.contains('"'), "names as people write them: {said}");
+        assert_eq!(plain_name("DnsName(\"evil\u{1b}[2J.example\")"), "evil\\u{1b}[2J.example", "a hostile name cannot drive the terminal");
     }
 }

@@ -13,8 +13,11 @@
 //!   the server against one trust for the whole process: the system's roots plus CA files
 //!   (`MCPDEV_CA_FILE`), or a pinned SHA-256 fingerprint. A certificate that does not verify ends
 //!   the connection with a message that says what was wrong ([`client::explain`]).
+//! - [`coverage`]: the hub checks the certificate it serves at start, as a client would, and
+//!   warns about an expired one or one without a name the hub is reached by.
 
 pub mod client;
+pub mod coverage;
 pub mod server;
 
 use std::sync::Arc;

@@ -158,7 +158,15 @@ pub async fn accept<IO>(acceptor: &tokio_rustls::TlsAcceptor, io: IO, deadline: 
 where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
-    match tokio::time::timeout(deadline, acceptor.accept(io)).await {
+    accept_by(acceptor, io, tokio::time::Instant::now() + deadline, deadline).await
+}
+
+/// As [`accept`], for a connection whose `deadline` began before this call and ends at `until`.
+pub async fn accept_by<IO>(acceptor: &tokio_rustls::TlsAcceptor, io: IO, until: tokio::time::Instant, deadline: Duration) -> Result<tokio_rustls::server::TlsStream<IO>, HandshakeError>
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    match tokio::time::timeout_at(until, acceptor.accept(io)).await {
         Ok(Ok(stream)) => Ok(stream),
         Ok(Err(e)) => Err(HandshakeError::Failed(e)),
         Err(_) => Err(HandshakeError::Timeout(deadline)),

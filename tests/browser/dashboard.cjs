@@ -57,6 +57,10 @@ async function main(page, context) {
   // One form at a time: the tool list, its search, then the chosen tool's form.
   const listed = await page.$$eval('#tool-list button[data-tool]', (bs) => bs.map((b) => ({ name: b.dataset.tool, userOnly: !!b.querySelector('.tag') })));
   const formsAtFirst = await page.locator('form[data-tool]').count();
+  // A description of several lines keeps them (as text).
+  await page.click('#tool-list button[data-tool="self.get_device_status"]');
+  const description = await page.locator('form[data-tool="self.get_device_status"] p.desc').innerText();
+  const onboarding = await page.locator('section[aria-labelledby="ob-h"] > p').first().innerText();
   await page.fill('#tool-search', 'set_vol');
   const found = await page.$$eval('#tool-list button[data-tool]', (bs) => bs.map((b) => b.dataset.tool));
   await page.click('#tool-list button[data-tool="self.audio_speaker.set_volume"]');
@@ -65,7 +69,7 @@ async function main(page, context) {
   const volume = form.locator('input[name="volume"]');
   const placeholder = await page.$eval('#tool-search', (i) => ({ fits: i.scrollWidth <= i.clientWidth, text: i.placeholder }));
   say('device-page', { min: await volume.getAttribute('min'), max: await volume.getAttribute('max'), type: await volume.getAttribute('type'),
-    listed, formsAtFirst, found, forms: await page.locator('form[data-tool]').count(), placeholder,
+    listed, formsAtFirst, found, forms: await page.locator('form[data-tool]').count(), placeholder, description, onboarding,
     trafficTop: await page.$eval('#traffic-rows', (t) => t.getBoundingClientRect().top + window.scrollY) });
 
   await volume.fill('50');
@@ -167,8 +171,10 @@ async function measure(page) {
 }
 
 // Every element of a card (`.panel`, a table's scroll box, the header) or of a table cell lies
-// inside it, unless a scrolling box between them clips it; no two siblings in the flow overlap;
-// the page is no wider than the window. Run in the page.
+// inside it (a scroll box: inside what it scrolls), unless a scrolling box between them clips it;
+// no two siblings in the flow overlap; the page is no wider than the window; no value (an id,
+// an address, a code, a time) is broken across lines; the theme button names the other theme;
+// every time reads the one way, with the UTC time on hover. Run in the page.
 function layoutProblems() {
   const problems = [];
   const root = document.documentElement;
@@ -181,7 +187,9 @@ function layoutProblems() {
   const clips = (e) => { const st = getComputedStyle(e); return st.overflowX !== 'visible' || st.overflowY !== 'visible'; };
   const box = (r) => `${Math.round(r.left)},${Math.round(r.top)} ${Math.round(r.width)}×${Math.round(r.height)}`;
   const inside = (container) => {
-    const c = container.getBoundingClientRect();
+    const r0 = container.getBoundingClientRect();
+    // A box that scrolls (a table's .table-wrap) holds what lies within its scroll area.
+    const c = clips(container) ? { left: r0.left, top: r0.top, right: r0.left + container.scrollWidth, bottom: r0.top + container.scrollHeight, width: container.scrollWidth, height: container.scrollHeight } : r0;
     for (const e of container.querySelectorAll('*')) {
       if (!shown(e) || !inFlow(e)) continue;
       let hidden = false;
@@ -206,6 +214,35 @@ function layoutProblems() {
     for (let i = 0; i < kids.length; i++) for (let j = i + 1; j < kids.length; j++) {
       if (overlap(kids[i], kids[j])) problems.push(`${path(kids[i])} overlaps ${name(kids[j])}`);
     }
+  }
+  // A value (a Device-Id or MAC, an address with its port, an activation code, a time) is read
+  // whole: its characters lie on one line, wherever it is on the page.
+  const VALUE = /(?:[0-9a-f]{2}:){5}[0-9a-f]{2}|\[[0-9a-f:]+\](?::\d+)?|(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?|\b\d{6}\b|\b\d{2}:\d{2}:\d{2}\b|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
+  const walker = document.createTreeWalker(document.querySelector('main'), NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const parent = node.parentElement;
+    if (!parent || !shown(parent) || parent.closest('pre, textarea, script, style')) continue;
+    for (const m of node.data.matchAll(VALUE)) {
+      const range = document.createRange();
+      range.setStart(node, m.index);
+      range.setEnd(node, m.index + m[0].length);
+      const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+      if (tops.size > 1) problems.push(`the value ${m[0]} is broken across ${tops.size} lines in ${path(parent)}`);
+    }
+  }
+  // The theme button says what it will do: switch to the theme the page is not in.
+  const button = document.getElementById('theme');
+  const isDark = getComputedStyle(document.documentElement).colorScheme.includes('dark');
+  if (button && !button.textContent.includes(isDark ? 'light' : 'dark')) problems.push(`the theme button reads "${button.textContent}" on a ${isDark ? 'dark' : 'light'} page`);
+  // A latency plot reads as one: bars with the scale and its unit beside them, or words.
+  for (const cell of document.querySelectorAll('main td.spark-col')) {
+    if (!shown(cell)) continue;
+    const said = cell.textContent.trim();
+    if (!(cell.querySelector('svg rect') && / ms$/.test(said)) && said !== 'no calls yet') problems.push(`a latency cell reads "${said}" in ${path(cell)}`);
+  }
+  // One time format, with the UTC time on hover.
+  for (const t of document.querySelectorAll('main time')) {
+    if (!/^(\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}$/.test(t.textContent) || !/ UTC$/.test(t.title)) problems.push(`a time reads "${t.textContent}" (title "${t.title}") in ${path(t)}`);
   }
   return problems;
 }
@@ -246,6 +283,15 @@ async function layout(page) {
           approved = true;
         }
         if (what === 'hub') await page.waitForFunction(() => document.querySelectorAll('.plot .u-legend').length >= 2, null, { timeout: 15000 });
+        if (what === 'devices' && width === 800) {
+          // An empty pane says what would appear there.
+          await page.fill('#q', 'no-such-device');
+          await page.waitForSelector('#device-rows tr.empty', { timeout: 15000 });
+          const said = await page.textContent('#device-rows tr.empty');
+          if (!/No device matches/.test(said)) problems.push(`devices at ${width} px: an empty search says "${said}"`);
+          await page.fill('#q', '');
+          await page.waitForSelector('#device-rows tr[data-device]', { timeout: 15000 });
+        }
         const dark = await page.evaluate(() => document.documentElement.dataset.theme);
         const found = await page.evaluate(layoutProblems);
         checked.push(`${what} ${width} ${dark}`);

@@ -7,6 +7,7 @@ pub mod mqtt;
 pub mod ota;
 pub mod vision;
 pub mod raw_http;
+pub mod pki;
 pub mod pty;
 pub mod ws;
 pub mod mcp_proxy;
@@ -122,8 +123,11 @@ impl HubProcess {
     /// Starts `mcpdev serve --json` with `extra` (no `--approve-all` unless given), its stderr
     /// collected in `stderr` when `capture`.
     pub async fn start_with(extra: &[&str], env: &[(&str, &str)], capture: bool) -> Self {
-        let mut args = vec!["serve", "--json", "--device-addr", "127.0.0.1:0"];
-        // A test may bind the host listener elsewhere (`--host-addr 0.0.0.0:0`, the remote set-up).
+        let mut args = vec!["serve", "--json"];
+        // A test may bind either listener elsewhere (`--host-addr 0.0.0.0:0`, the remote set-up).
+        if !extra.contains(&"--device-addr") {
+            args.extend(["--device-addr", "127.0.0.1:0"]);
+        }
         if !extra.contains(&"--host-addr") {
             args.extend(["--host-addr", "127.0.0.1:0"]);
         }
@@ -165,6 +169,20 @@ impl HubProcess {
 }
 
 impl HubProcess {
+    /// The hub's log once it holds what `seen` looks for (started with
+    /// [`HubProcess::start_capturing`]: its stderr is read as it comes), within [`ws::DEADLINE`].
+    pub async fn logged(&self, seen: impl Fn(&str) -> bool) -> String {
+        let deadline = tokio::time::Instant::now() + ws::DEADLINE;
+        loop {
+            let log = self.stderr.as_ref().expect("a hub started capturing its log").lock().unwrap().clone();
+            if seen(&log) {
+                return log;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "not in the hub's log: {log}");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     /// `/metrics` (with the control token): the value of one sample, e.g.
     /// `mcpdev_refusals_total{reason="cluster_link"}`.
     pub async fn metric(&self, sample: &str) -> f64 {

@@ -17,6 +17,7 @@
 extern crate alloc;
 
 pub mod connect;
+pub mod fuzz;
 mod http;
 pub mod mqtt;
 pub mod ota;

@@ -30,14 +30,16 @@
   const json = (v) => JSON.stringify(v, null, 2);
   const pre = (v) => el('pre', { text: typeof v === 'string' ? v : json(v) });
   const status = (msg) => { document.getElementById('status').textContent = visible(msg || ''); };
-  const ago = (ms) => {
+  // One time format on every page: this machine's time, HH:MM:SS (the date before it on another
+  // day), and the UTC time on hover. A value (`.v`) never breaks across lines.
+  const pad = (n) => String(n).padStart(2, '0');
+  const clock = (t) => `${pad(t.getHours())}:${pad(t.getMinutes())}:${pad(t.getSeconds())}`;
+  const when = (ms) => {
     if (!ms) return '';
-    const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
-    if (s < 60) return s + ' s ago';
-    if (s < 3600) return Math.round(s / 60) + ' min ago';
-    return Math.round(s / 3600) + ' h ago';
+    const t = new Date(ms);
+    const day = t.toDateString() === new Date().toDateString() ? '' : `${t.getFullYear()}-${pad(t.getMonth() + 1)}-${pad(t.getDate())} `;
+    return el('time', { class: 'v', datetime: t.toISOString(), title: t.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC'), text: day + clock(t) });
   };
-  const since = (ms) => ms ? el('time', { datetime: new Date(ms).toISOString(), title: new Date(ms).toLocaleString(), text: ago(ms) }) : '';
   const bytes = (n) => n > 1 << 20 ? (n / (1 << 20)).toFixed(1) + ' MiB' : n > 1024 ? (n / 1024).toFixed(1) + ' KiB' : n + ' B';
   const duration = (s) => s < 60 ? `${s} s` : s < 3600 ? `${Math.floor(s / 60)} min ${s % 60} s` : s < 86400 ? `${Math.floor(s / 3600)} h ${Math.floor(s % 3600 / 60)} min` : `${Math.floor(s / 86400)} d ${Math.floor(s % 86400 / 3600)} h`;
   // The hub's words (`device_error`, `not_admitted`) as people read them.
@@ -106,21 +108,34 @@
     cleanup.push(() => { stop = true; clearTimeout(timer); });
   }
 
-  function spark(values, cls) {
+  // The latest call latencies as a plot: one bar per call (oldest left) on a baseline, the scale
+  // written beside it with its unit; no calls yet is said in words, not drawn as a flat line.
+  function latencyPlot(values) {
+    if (!values.length) return el('span', { class: 'muted', text: 'no calls yet' });
     const svg = document.createElementNS(SVG, 'svg');
-    svg.setAttribute('class', cls || 'spark');
+    svg.setAttribute('class', 'spark');
     svg.setAttribute('viewBox', '0 0 100 20');
     svg.setAttribute('preserveAspectRatio', 'none');
     svg.setAttribute('role', 'img');
     const max = Math.max(1, ...values);
-    const n = Math.max(values.length - 1, 1);
-    const line = document.createElementNS(SVG, 'polyline');
-    line.setAttribute('points', values.map((v, i) => `${(i / n * 100).toFixed(2)},${(19 - v / max * 18).toFixed(2)}`).join(' '));
-    svg.append(line);
+    const w = 100 / Math.max(values.length, 10);
+    const axis = document.createElementNS(SVG, 'line');
+    axis.setAttribute('x1', '0'); axis.setAttribute('x2', '100'); axis.setAttribute('y1', '19.5'); axis.setAttribute('y2', '19.5');
+    axis.setAttribute('class', 'axis');
+    svg.append(axis);
+    values.forEach((v, i) => {
+      const bar = document.createElementNS(SVG, 'rect');
+      const h = Math.max(1, v / max * 18);
+      bar.setAttribute('x', (i * w + w * 0.15).toFixed(2));
+      bar.setAttribute('width', (w * 0.7).toFixed(2));
+      bar.setAttribute('y', (19 - h).toFixed(2));
+      bar.setAttribute('height', h.toFixed(2));
+      svg.append(bar);
+    });
     const label = document.createElementNS(SVG, 'title');
-    label.textContent = values.length ? `latest ${values[values.length - 1]}, max ${max}` : 'no data';
+    label.textContent = `latency of the last ${values.length} calls, oldest first: ${values.join(', ')} ms`;
     svg.append(label);
-    return svg;
+    return el('span', { class: 'latency' }, svg, el('span', { class: 'scale v', text: `0–${max} ms` }));
   }
 
   // ---- Devices --------------------------------------------------------------------------
@@ -137,7 +152,7 @@
     const count = el('span', { class: 'muted', id: 'device-count' });
     const body = el('tbody', { id: 'device-rows' });
     const table = el('table', { 'aria-label': 'Connected devices' },
-      el('thead', {}, el('tr', {}, ['Device', 'Alias', 'Transport', 'State', 'Tools', 'Connected', 'Address', 'Calls', 'Errors', 'p50', 'p99', 'Latency']
+      el('thead', {}, el('tr', {}, ['Device', 'Alias', 'Transport', 'State', 'Tools', 'Connected', 'Address', 'Calls', 'Errors', 'p50', 'p99', 'Recent calls']
         .map((h, i) => el('th', { scope: 'col', class: i >= 7 && i <= 10 ? 'num' : i === 11 ? 'spark-col' : undefined, text: h })))), body);
     main.replaceChildren(el('h1', { text: 'Devices' }), el('div', { class: 'toolbar' }, search, state, prev, next, count), el('div', { class: 'table-wrap' }, table));
     let refresh = () => {};
@@ -158,19 +173,22 @@
       // The rows are rebuilt every second: a device link the keyboard was on is focused again
       // in its new row (it was lost with the old one, and Enter then went nowhere).
       const focused = body.contains(document.activeElement) ? document.activeElement.closest('tr')?.dataset.device : undefined;
-      body.replaceChildren(...data.devices.map((d) => el('tr', { 'data-device': d.id },
-        el('td', {}, el('a', { href: '#/device/' + encodeURIComponent(d.id), text: d.id })),
+      const filtered = listState.q || listState.state;
+      const none = filtered ? 'No device matches this search or state.'
+        : 'No device is connected yet. Devices appear here when they connect to the hub\'s device listener (a board, a stock xiaozhi device, or `mcpdev sim`).';
+      body.replaceChildren(...(data.devices.length ? [] : [el('tr', { class: 'empty' }, el('td', { colspan: 12, class: 'muted', text: none }))]), ...data.devices.map((d) => el('tr', { 'data-device': d.id },
+        el('td', {}, el('a', { class: 'v', href: '#/device/' + encodeURIComponent(d.id), text: d.id })),
         el('td', { text: d.alias || '' }),
         el('td', { text: d.transport }),
         el('td', { class: 'state-' + d.state, text: words(d.state), title: d.onboarding_error || undefined }),
         el('td', { class: 'num', text: d.tools }),
-        el('td', {}, since(d.connected_at_ms)),
-        el('td', { text: d.remote || '' }),
+        el('td', {}, when(d.connected_at_ms)),
+        el('td', { class: 'v', text: d.remote || '' }),
         el('td', { class: 'num', text: d.calls.calls }),
         el('td', { class: 'num' + (d.calls.errors ? ' bad' : ''), text: d.calls.errors }),
         el('td', { class: 'num', text: d.calls.p50_ms == null ? '' : '≤' + d.calls.p50_ms + ' ms' }),
         el('td', { class: 'num', text: d.calls.p99_ms == null ? '' : '≤' + d.calls.p99_ms + ' ms' }),
-        el('td', { class: 'spark-col' }, spark(d.calls.recent_ms)))));
+        el('td', { class: 'spark-col' }, latencyPlot(d.calls.recent_ms)))));
       if (focused !== undefined) {
         const row = Array.from(body.children).find((r) => r.dataset.device === focused);
         row?.querySelector('a')?.focus({ preventScroll: true });
@@ -193,7 +211,7 @@
     const fields = [];
     const form = el('form', { class: 'tool', novalidate: true, 'data-tool': tool.name, 'aria-labelledby': fid + '-name' });
     form.append(el('h3', { id: fid + '-name' }, el('code', { text: tool.name }), userOnly(tool) ? [' ', userOnlyTag()] : null));
-    if (tool.description) form.append(el('p', { class: 'muted', text: tool.description }));
+    if (tool.description) form.append(el('p', { class: 'muted desc', text: tool.description }));
     for (const [name, prop] of Object.entries(props)) {
       const id = `${fid}-${fields.length}`;
       const type = typeOf(prop);
@@ -323,7 +341,8 @@
   }
 
   function trafficPane(deviceId, info) {
-    const rows = el('tbody', { id: 'traffic-rows' });
+    const rows = el('tbody', { id: 'traffic-rows' },
+      el('tr', { class: 'empty' }, el('td', { colspan: 5, class: 'muted', text: 'The device\'s MCP frames appear here as they go: a call from the form above, the CLI or an MCP host, and the hub\'s keepalive ping.' })));
     const byId = new Map();
     let recording = null;
     const record = el('button', { type: 'button', id: 'record', text: 'Record' });
@@ -360,9 +379,10 @@
       try { ev = JSON.parse(m.data); } catch (_) { return; }
       if (recording) recording.push(JSON.stringify({ ts: new Date().toISOString(), direction: ev.direction, frame: ev.payload }));
       const p = ev.payload || {};
+      rows.querySelector('tr.empty')?.remove();
       const key = p.id === undefined ? null : JSON.stringify(p.id);
       if (ev.direction === 'out' && key !== null && p.method) {
-        const row = el('tr', { 'data-rpc-id': key }, el('td', { text: new Date().toLocaleTimeString() }), el('td', {}, el('code', { text: p.method })),
+        const row = el('tr', { 'data-rpc-id': key }, el('td', {}, when(Date.now())), el('td', {}, el('code', { text: p.method })),
           el('td', {}, pre(p.params ?? null)), el('td', { class: 'muted', text: 'waiting…' }), el('td', { class: 'num' }));
         byId.set(key, row);
         rows.prepend(row);
@@ -374,7 +394,7 @@
         row.children[4].textContent = ev.latency_ms == null ? '' : ev.latency_ms.toFixed(1) + ' ms';
         row.dataset.answered = 'true';
       } else {
-        rows.prepend(el('tr', {}, el('td', { text: new Date().toLocaleTimeString() }), el('td', {}, el('code', { text: p.method || ev.direction })),
+        rows.prepend(el('tr', {}, el('td', {}, when(Date.now())), el('td', {}, el('code', { text: p.method || ev.direction })),
           el('td', {}, ev.direction === 'out' ? pre(p) : ''), el('td', {}, ev.direction === 'in' ? pre(p) : ''), el('td', {})));
       }
       while (rows.children.length > 200) rows.lastChild.remove();
@@ -386,6 +406,7 @@
   }
 
   function timelineList(events) {
+    if (!events.length) return el('p', { class: 'muted', id: 'timeline', text: 'Connections, onboarding retries, warnings and disconnections appear here.' });
     return el('ol', { class: 'timeline', id: 'timeline' }, events.map((e) => {
       const ev = e.event || {};
       const detail = ev.event === 'onboarding_retry' ? `attempt ${ev.attempt} of ${ev.of}: ${ev.error}; again in ${ev.retry_in_ms} ms`
@@ -393,7 +414,7 @@
         : ev.event === 'ready' ? `${ev.tools} tools` : ev.event === 'tools_changed' ? `${ev.tools} tools`
         : ev.event === 'connected' ? `${ev.transport} from ${ev.remote || 'unknown'}` : ev.event === 'disconnected' ? ev.reason
         : ev.event === 'warning' ? ev.message : ev.event === 'malformed' ? ev.reason : '';
-      return el('li', {}, el('time', { datetime: new Date(e.at_ms).toISOString(), text: new Date(e.at_ms).toLocaleTimeString() }), ' ',
+      return el('li', {}, when(e.at_ms), ' ',
         el('strong', { class: /fail|retry|warning|malformed/.test(ev.event) ? 'bad' : undefined, text: ev.event || '?' }), ' ', detail || '');
     }));
   }
@@ -417,24 +438,30 @@
     return el('section', { class: 'panel', 'aria-labelledby': 'check-h' }, el('h2', { id: 'check-h', text: 'Check' }), run, out);
   }
 
+  // A healthy onboarding is said as such; the attempt count only when there was trouble.
+  function onboardingSummary(o) {
+    if (!o.failed && !o.last_error && o.attempt <= 1) return 'Onboarded at the first attempt.';
+    return `attempt ${o.attempt} of ${o.max_attempts}${o.failed ? ', failed' : ''}${o.last_error ? ': ' + o.last_error : ''}`;
+  }
+
   async function devicePage(main, id) {
     const info = await get('/dashboard/api/device?id=' + encodeURIComponent(id));
     const head = el('p', { id: 'device-head' });
-    const setHead = (d) => head.replaceChildren(el('span', { class: 'state-' + d.row.state, text: d.row.state }), ` · ${d.transport} · from ${d.row.remote || 'unknown'} · connected `,
-      since(d.connected_at_ms), ` · ${d.row.calls.calls} calls, ${d.row.calls.errors} errors`, d.onboarding_error ? el('span', { class: 'bad', text: ' · ' + d.onboarding_error }) : '');
+    const setHead = (d) => head.replaceChildren(el('span', { class: 'state-' + d.row.state, text: d.row.state }), ` · ${d.transport} · from `, el('span', { class: 'v', text: d.row.remote || 'unknown' }), ' · connected at ',
+      when(d.connected_at_ms), ` · ${d.row.calls.calls} calls, ${d.row.calls.errors} errors`, d.onboarding_error ? el('span', { class: 'bad', text: ' · ' + d.onboarding_error }) : '');
     setHead(info);
     const timeline = el('div', {}, timelineList(info.timeline || []));
     const tools = (info.tools || []).filter((t) => t && typeof t.name === 'string');
     main.replaceChildren(
       el('p', {}, el('a', { href: '#/devices', text: '← Devices' })),
-      el('h1', {}, 'Device ', el('code', { text: info.device_id }), info.row.alias ? ` (${visible(info.row.alias)})` : ''),
+      el('h1', {}, 'Device ', el('code', { class: 'v', text: info.device_id }), info.row.alias ? ` (${visible(info.row.alias)})` : ''),
       head,
       el('div', { class: 'grid' },
         el('section', { class: 'panel', 'aria-labelledby': 'hello-h' }, el('h2', { id: 'hello-h', text: 'Hello' }), pre(info.hello ?? 'no hello yet')),
         el('section', { class: 'panel', 'aria-labelledby': 'init-h' }, el('h2', { id: 'init-h', text: 'initialize' }),
           pre({ protocolVersion: info.mcp_protocol_version, serverInfo: info.server_info, capabilities: info.capabilities })),
         el('section', { class: 'panel', 'aria-labelledby': 'ob-h' }, el('h2', { id: 'ob-h', text: 'Onboarding' }),
-          el('p', { text: `attempt ${info.onboarding.attempt} of ${info.onboarding.max_attempts}${info.onboarding.failed ? ', failed' : ''}${info.onboarding.last_error ? ': ' + info.onboarding.last_error : ''}` }),
+          el('p', { text: onboardingSummary(info.onboarding) }),
           timeline)),
       toolsPanel(info.device_id, tools, info.tools_warning),
       trafficPane(info.device_id, info),
@@ -465,19 +492,17 @@
     device_key: 'Device key', key_hash: 'Device key', reported: 'Reported', board: 'Board', firmware: 'Firmware' };
   const label = (k) => LABELS[k] || words(k.replace(/_(ms|s)$/, '')).replace(/^./, (c) => c.toUpperCase());
   const VIA = { ota: 'OTA check-in', websocket: 'WebSocket', gateway: 'a gateway' };
+  const VALUES = new Set(['code', 'device_id', 'remote', 'client_id', 'key_hash', 'replaced']);
   const cell = (k, v) => {
     if (v === null || v === undefined) return el('td', {});
     if (k === 'expires_in_ms' && typeof v === 'number') return el('td', { class: 'num', text: 'in ' + duration(Math.max(0, Math.round(v / 1000))) });
-    if (/_ms$/.test(k) && typeof v === 'number') {
-      const t = new Date(v);
-      const today = t.toDateString() === new Date().toDateString();
-      return el('td', {}, el('time', { datetime: t.toISOString(), title: t.toLocaleString(), text: today ? `${t.toLocaleTimeString()} (${ago(v)})` : t.toLocaleString() }));
-    }
+    if (/_ms$/.test(k) && typeof v === 'number') return el('td', {}, when(v));
     if (k === 'via' && typeof v === 'string') return el('td', { text: VIA[v] || v });
     if (typeof v === 'boolean') return el('td', { text: v ? 'yes' : 'no' });
     if (Array.isArray(v) && v.every((x) => typeof x === 'string')) return el('td', { class: v.length ? 'bad' : '' }, v.length ? el('ul', { class: 'plain' }, v.map((x) => el('li', { text: x }))) : 'none');
     if (typeof v === 'object') return el('td', { class: Array.isArray(v) && v.length || (!Array.isArray(v) && Object.keys(v).length) ? 'bad' : '' }, pre(v));
-    return el('td', { text: String(v) });
+    // Codes, ids and addresses are values: whole on one line (the table scrolls instead).
+    return el('td', { class: VALUES.has(k) ? 'v' : undefined, text: String(v) });
   };
   function tableOf(name, items, action) {
     const cols = columns(items);
@@ -571,7 +596,7 @@
       const n = h.numbers;
       const sum = (pairs) => pairs.reduce((a, [, v]) => a + v, 0);
       top.replaceChildren(
-        el('section', { class: 'panel' }, el('h2', { text: 'Listeners' }), el('table', {}, el('tbody', {}, h.listeners.map((l) => el('tr', {}, el('th', { scope: 'row', text: l.name }), el('td', {}, el('code', { text: l.addr })), el('td', { text: l.what }))))),
+        el('section', { class: 'panel' }, el('h2', { text: 'Listeners' }), el('div', { class: 'table-wrap' }, el('table', {}, el('tbody', {}, h.listeners.map((l) => el('tr', {}, el('th', { scope: 'row', text: l.name }), el('td', {}, el('code', { class: 'v', text: l.addr })), el('td', { text: l.what })))))),
           el('p', { text: `MQTT ${h.mqtt ? 'on' : 'off'} · ${h.devices} devices · up ${duration(n.uptime_s)} · memory ${bytes(n.resident_bytes)}` })),
         el('section', { class: 'panel' }, el('h2', { text: 'Caps and use' }), el('table', { class: 'caps' }, el('tbody', {}, h.caps.map((c) => el('tr', {}, el('th', { scope: 'row', text: c.name }),
           el('td', { class: 'num', text: c.used == null ? `cap ${c.cap}` : `${c.used} / ${c.cap}` }), el('td', { class: 'use' }, c.used == null ? '' : el('meter', { min: 0, max: c.cap, value: c.used, title: `${c.used} of ${c.cap}` }))))))),
@@ -610,15 +635,17 @@
     const button = document.getElementById('theme');
     const apply = (t) => {
       if (t) document.documentElement.dataset.theme = t; else delete document.documentElement.dataset.theme;
-      const dark = t ? t === 'dark' : matchMedia('(prefers-color-scheme: dark)').matches;
-      button.setAttribute('aria-pressed', String(dark));
-      button.textContent = dark ? 'Light theme' : 'Dark theme';
+      dark = t ? t === 'dark' : matchMedia('(prefers-color-scheme: dark)').matches;
+      // The button says what it will do.
+      button.textContent = dark ? 'Switch to light theme' : 'Switch to dark theme';
+      button.dataset.shows = dark ? 'dark' : 'light';
     };
+    let dark = false;
     let saved = null;
     try { saved = localStorage.getItem('mcpdev-theme'); } catch (_) { /* storage off */ }
     apply(saved);
     button.addEventListener('click', () => {
-      const next = button.getAttribute('aria-pressed') === 'true' ? 'light' : 'dark';
+      const next = dark ? 'light' : 'dark';
       try { localStorage.setItem('mcpdev-theme', next); } catch (_) { /* storage off */ }
       apply(next);
       document.dispatchEvent(new Event('mcpdev-theme'));

@@ -99,7 +99,8 @@ impl Admission {
         };
         let replaced = previous.as_ref().map(describe);
         info!(device = %id, via = ?via, rebind = replaced.is_some(), "admission: approved");
-        Ok(Approval { device_id: id, via, token, replaced })
+        let asked_from = request.as_ref().and_then(|p| p.ip);
+        Ok(Approval { device_id: id, via, token, replaced, asked_from })
     }
 
     /// Refuses a pending request: its code is gone (the device may ask again, with a new code).

@@ -90,6 +90,9 @@ pub struct Approval {
     /// The binding this approval replaced (`--rebind`), described.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replaced: Option<String>,
+    /// The address the request came from, for the hint of what URL the device should use.
+    #[serde(skip)]
+    pub asked_from: Option<std::net::IpAddr>,
 }
 
 /// What an OTA check-in gets.

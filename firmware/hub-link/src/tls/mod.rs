@@ -15,6 +15,7 @@
 //!   button press win only at a record boundary, which [`Gate`] tracks.
 
 pub mod x509;
+mod x509_path;
 
 use alloc::string::String;
 use alloc::vec::Vec;

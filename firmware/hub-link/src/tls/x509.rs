@@ -3,7 +3,8 @@
 //!
 //! Rules it enforces (each refusal has its own [`Refusal`]):
 //! - Every byte comes from the network before anything is verified, so every read is bounds-checked
-//!   and a malformed certificate is an error, never a panic (fuzzed: `fuzz/fuzz_targets/x509.rs`).
+//!   and a malformed certificate is an error, never a panic (fuzzed: `firmware/fuzz/fuzz_targets/x509.rs`,
+//!   its corpus replayed by `cargo test` in `firmware/hub-link/tests/fuzz_corpus.rs`).
 //! - Signatures: ECDSA P-256 with SHA-256 only (what `rcgen`, and so `serve --tls auto`, makes).
 //! - A chain runs from the leaf up to the provisioned CA; every issuer but the CA itself must be a
 //!   CA (`basicConstraints cA`), and issuer and subject names must match.
@@ -13,7 +14,10 @@
 //! - Time: the device has no clock, only a lower bound of "now" (the flash time, or the time an
 //!   authenticated hub told it), so a certificate whose `notAfter` lies before that bound is
 //!   refused; `notBefore` cannot be checked against a lower bound and is not.
-//! - An unknown extension marked critical is refused.
+//! - An unknown extension marked critical is refused, and so is a certificate with two instances
+//!   of one extension (RFC 5280 §4.2: no "last one wins").
+//! - The path rules of RFC 5280 §6.1 that a chain signed by the provisioned CA must still meet
+//!   (a person's own CA may sign more than the hub's leaf): [`super::x509_path`].
 
 use core::net::IpAddr;
 
@@ -36,6 +40,18 @@ pub enum Refusal {
     UnknownCriticalExtension,
     /// The signature over the handshake (CertificateVerify) did not verify, or never came.
     BadHandshakeSignature,
+    /// One extension twice in a certificate.
+    DuplicateExtension,
+    /// More intermediate CAs below a CA than its `pathLenConstraint` allows.
+    PathTooLong,
+    /// A CA in the chain whose `keyUsage` does not allow signing certificates (keyCertSign).
+    NotForSigning,
+    /// The leaf is a CA (`basicConstraints cA`), not a server's certificate.
+    LeafIsCa,
+    /// The leaf's (or a CA's) `extKeyUsage` does not include serverAuth.
+    NotForServerAuth,
+    /// A name of the leaf outside a CA's `nameConstraints`, or a constraint this firmware cannot check.
+    NameConstraints,
 }
 
 impl Refusal {
@@ -49,6 +65,12 @@ impl Refusal {
             Refusal::WrongName => "the hub's certificate is not for the name or address the device connected to",
             Refusal::UnknownCriticalExtension => "the hub's certificate has a critical extension this firmware does not know",
             Refusal::BadHandshakeSignature => "the hub did not prove it holds its certificate's key (CertificateVerify missing or wrong)",
+            Refusal::DuplicateExtension => "a certificate in the hub's chain has one extension twice (RFC 5280 forbids it)",
+            Refusal::PathTooLong => "the hub's chain has more intermediate CAs than a CA's pathLenConstraint allows",
+            Refusal::NotForSigning => "a CA in the hub's chain may not sign certificates (its keyUsage lacks keyCertSign)",
+            Refusal::LeafIsCa => "the hub's certificate is a CA certificate, not a server's",
+            Refusal::NotForServerAuth => "the hub's certificate (or a CA above it) is not for TLS servers (its extKeyUsage lacks serverAuth)",
+            Refusal::NameConstraints => "the hub's certificate has a name its CA's nameConstraints do not permit (or a constraint this firmware cannot check)",
         }
     }
 }
@@ -78,7 +100,7 @@ impl<'a> Der<'a> {
     }
 
     /// The next element: (tag, value, the whole TLV).
-    fn next(&mut self) -> Result<(u8, &'a [u8], &'a [u8]), Refusal> {
+    pub(crate) fn next(&mut self) -> Result<(u8, &'a [u8], &'a [u8]), Refusal> {
         let bytes = self.0;
         let tag = *bytes.first().ok_or(Refusal::Malformed)?;
         if tag & 0x1F == 0x1F {
@@ -120,16 +142,16 @@ impl<'a> Der<'a> {
     }
 
     /// The next element if it has `tag`.
-    fn optional(&mut self, tag: u8) -> Result<Option<&'a [u8]>, Refusal> {
+    pub(crate) fn optional(&mut self, tag: u8) -> Result<Option<&'a [u8]>, Refusal> {
         if self.0.first() == Some(&tag) { self.expect(tag).map(Some) } else { Ok(None) }
     }
 }
 
-const SEQUENCE: u8 = 0x30;
+pub(super) const SEQUENCE: u8 = 0x30;
 const INTEGER: u8 = 0x02;
 const BIT_STRING: u8 = 0x03;
 const OCTET_STRING: u8 = 0x04;
-const OID: u8 = 0x06;
+pub(super) const OID: u8 = 0x06;
 const BOOLEAN: u8 = 0x01;
 const UTC_TIME: u8 = 0x17;
 const GENERALIZED_TIME: u8 = 0x18;
@@ -146,6 +168,9 @@ const BASIC_CONSTRAINTS: &[u8] = &[0x55, 0x1D, 0x13];
 const SUBJECT_ALT_NAME: &[u8] = &[0x55, 0x1D, 0x11];
 const KEY_USAGE: &[u8] = &[0x55, 0x1D, 0x0F];
 const EXT_KEY_USAGE: &[u8] = &[0x55, 0x1D, 0x25];
+const NAME_CONSTRAINTS: &[u8] = &[0x55, 0x1D, 0x1E];
+/// The most extensions a certificate may carry here (the hub's leaf has four).
+const MAX_EXTENSIONS: usize = 24;
 
 /// The parts of a certificate the checks use, borrowed from its DER.
 #[derive(Debug, Clone, Copy)]
@@ -159,9 +184,17 @@ pub struct Cert<'a> {
     key: &'a [u8],
     /// The DER ECDSA signature of the issuer.
     signature: &'a [u8],
-    is_ca: bool,
+    pub(super) is_ca: bool,
+    /// `basicConstraints` pathLenConstraint: how many intermediate CAs may follow (None: any).
+    pub(super) path_len: Option<u64>,
+    /// `keyUsage`'s bits, bit 0 (digitalSignature) first (None: no keyUsage extension).
+    pub(super) key_usage: Option<u16>,
+    /// `extKeyUsage`'s sequence of purposes (None: no extKeyUsage extension).
+    pub(super) ext_key_usage: Option<&'a [u8]>,
+    /// `nameConstraints`' value (None: none).
+    pub(super) name_constraints: Option<&'a [u8]>,
     /// The subjectAltName's GeneralNames (empty: none).
-    alt_names: &'a [u8],
+    pub(super) alt_names: &'a [u8],
 }
 
 impl<'a> Cert<'a> {
@@ -205,6 +238,10 @@ impl<'a> Cert<'a> {
         t.optional(0x81)?; // issuerUniqueID
         t.optional(0x82)?; // subjectUniqueID
         let mut is_ca = false;
+        let mut path_len = None;
+        let mut key_usage = None;
+        let mut ext_key_usage = None;
+        let mut name_constraints = None;
         let mut alt_names: &[u8] = &[];
         if let Some(exts) = t.optional(0xA3)? {
             let mut exts = Der::new(exts);
@@ -212,9 +249,14 @@ impl<'a> Cert<'a> {
             if !exts.is_empty() {
                 return Err(Refusal::Malformed);
             }
+            let mut seen: heapless::Vec<&[u8], MAX_EXTENSIONS> = heapless::Vec::new();
             while !list.is_empty() {
                 let mut ext = Der::new(list.expect(SEQUENCE)?);
                 let id = ext.expect(OID)?;
+                if seen.contains(&id) {
+                    return Err(Refusal::DuplicateExtension);
+                }
+                seen.push(id).map_err(|_| Refusal::Malformed)?;
                 let critical = match ext.optional(BOOLEAN)? {
                     Some([0xFF]) => true,
                     Some([0x00]) => false,
@@ -229,13 +271,47 @@ impl<'a> Cert<'a> {
                     BASIC_CONSTRAINTS => {
                         let mut v = Der::new(value);
                         let mut bc = Der::new(v.expect(SEQUENCE)?);
-                        is_ca = matches!(bc.optional(BOOLEAN)?, Some([0xFF]));
+                        is_ca = match bc.optional(BOOLEAN)? {
+                            Some([0xFF]) => true,
+                            // DER leaves a FALSE default out.
+                            None => false,
+                            Some(_) => return Err(Refusal::Malformed),
+                        };
+                        path_len = bc.optional(INTEGER)?.map(small_integer).transpose()?;
+                        // A path length on a certificate that is not a CA means nothing (§4.2.1.9).
+                        if !bc.is_empty() || !v.is_empty() || (path_len.is_some() && !is_ca) {
+                            return Err(Refusal::Malformed);
+                        }
                     }
                     SUBJECT_ALT_NAME => {
                         let mut v = Der::new(value);
                         alt_names = v.expect(SEQUENCE)?;
+                        if !v.is_empty() {
+                            return Err(Refusal::Malformed);
+                        }
                     }
-                    KEY_USAGE | EXT_KEY_USAGE => {}
+                    KEY_USAGE => {
+                        let mut v = Der::new(value);
+                        key_usage = Some(key_usage_bits(v.expect(BIT_STRING)?)?);
+                        if !v.is_empty() {
+                            return Err(Refusal::Malformed);
+                        }
+                    }
+                    EXT_KEY_USAGE => {
+                        let mut v = Der::new(value);
+                        let purposes = v.expect(SEQUENCE)?;
+                        if purposes.is_empty() || !v.is_empty() {
+                            return Err(Refusal::Malformed);
+                        }
+                        ext_key_usage = Some(purposes);
+                    }
+                    NAME_CONSTRAINTS => {
+                        let mut v = Der::new(value);
+                        name_constraints = Some(v.expect(SEQUENCE)?);
+                        if !v.is_empty() {
+                            return Err(Refusal::Malformed);
+                        }
+                    }
                     _ if critical => return Err(Refusal::UnknownCriticalExtension),
                     _ => {}
                 }
@@ -244,18 +320,18 @@ impl<'a> Cert<'a> {
         if !t.is_empty() {
             return Err(Refusal::Malformed);
         }
-        Ok(Cert { tbs, issuer, subject, not_after, key, signature, is_ca, alt_names })
+        Ok(Cert { tbs, issuer, subject, not_after, key, signature, is_ca, path_len, key_usage, ext_key_usage, name_constraints, alt_names })
     }
 
     /// Whether `issuer`'s key signed this certificate (and the names chain).
-    fn signed_by(&self, issuer: &Cert<'_>) -> Result<(), Refusal> {
+    pub(super) fn signed_by(&self, issuer: &Cert<'_>) -> Result<(), Refusal> {
         if self.issuer != issuer.subject {
             return Err(Refusal::UnknownIssuer);
         }
         verify_p256(issuer.key, self.tbs, self.signature).map_err(|_| Refusal::UnknownIssuer)
     }
 
-    fn fresh(&self, now: u64) -> Result<(), Refusal> {
+    pub(super) fn fresh(&self, now: u64) -> Result<(), Refusal> {
         if now != 0 && self.not_after < now {
             return Err(Refusal::Expired { not_after: self.not_after, now });
         }
@@ -298,11 +374,20 @@ pub fn verify_chain<'c>(ca: &Cert<'_>, chain: &[&'c [u8]], host: &str, now: u64)
     leaf.fresh(now)?;
     ca.fresh(now)?;
     leaf.names(host)?;
-    // Up the chain: at most three intermediates, each a CA.
+    super::x509_path::check_leaf(&leaf)?;
+    // Up the chain: at most three intermediates, each a CA. `below`: the leaf and the
+    // intermediates found so far, which each CA above them constrains.
+    let mut below: heapless::Vec<Cert<'c>, 4> = heapless::Vec::new();
+    let _ = below.push(leaf);
     let mut child = leaf;
     for _ in 0..4 {
-        // The pinned CA itself, or the leaf pinned as is (a self-signed hub certificate).
-        if child.signed_by(ca).is_ok() || (child.tbs == ca.tbs && child.signature == ca.signature) {
+        // The leaf pinned as is (a self-signed hub certificate): nothing above it.
+        if child.tbs == ca.tbs && child.signature == ca.signature {
+            return Ok(leaf);
+        }
+        // The pinned CA itself.
+        if child.signed_by(ca).is_ok() {
+            super::x509_path::check_issuer(ca, &below, true)?;
             return Ok(leaf);
         }
         let issuer = chain[1..]
@@ -314,6 +399,8 @@ pub fn verify_chain<'c>(ca: &Cert<'_>, chain: &[&'c [u8]], host: &str, now: u64)
             return Err(Refusal::NotACa);
         }
         issuer.fresh(now)?;
+        super::x509_path::check_issuer(&issuer, &below, false)?;
+        below.push(issuer).map_err(|_| Refusal::UnknownIssuer)?;
         child = issuer;
     }
     Err(Refusal::UnknownIssuer)
@@ -336,6 +423,36 @@ fn algorithm(value: &[u8]) -> Result<&[u8], Refusal> {
         return Err(Refusal::Malformed);
     }
     Ok(oid)
+}
+
+/// A non-negative DER INTEGER of at most 8 bytes (a pathLenConstraint).
+fn small_integer(value: &[u8]) -> Result<u64, Refusal> {
+    match value {
+        [] => Err(Refusal::Malformed),
+        [first, ..] if first & 0x80 != 0 => Err(Refusal::Malformed),
+        // Not minimal: a leading zero only before a byte with its top bit set.
+        [0, next, ..] if next & 0x80 == 0 => Err(Refusal::Malformed),
+        v if v.len() > 9 || (v.len() == 9 && v[0] != 0) => Err(Refusal::Malformed),
+        v => Ok(v.iter().fold(0u64, |acc, b| acc << 8 | u64::from(*b))),
+    }
+}
+
+/// keyUsage's BIT STRING as bits, bit 0 (digitalSignature) the lowest: at most two bytes
+/// (nine usages), its unused bits zero.
+fn key_usage_bits(value: &[u8]) -> Result<u16, Refusal> {
+    let (&unused, bits) = value.split_first().ok_or(Refusal::Malformed)?;
+    if unused > 7 || bits.is_empty() || bits.len() > 2 || bits.last().is_some_and(|b| b & ((1u8 << unused) - 1) != 0) {
+        return Err(Refusal::Malformed);
+    }
+    let mut out = 0u16;
+    for (i, byte) in bits.iter().enumerate() {
+        for bit in 0..8 {
+            if byte & (0x80 >> bit) != 0 {
+                out |= 1 << (i * 8 + bit);
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn bit_string(value: &[u8]) -> Result<&[u8], Refusal> {
