@@ -97,6 +97,10 @@ pub enum Refused {
     /// A connection to the cluster link that did not prove the hub secret in time, or came
     /// beyond its caps ([`crate::mqtt`] `hub_link`).
     ClusterLink,
+    /// A record on the cluster's topics that does not open with the hub secret (a presence, a
+    /// claim, a forwarded message, an index shard, a request), or a replayed one ([`crate::mqtt`]
+    /// `cluster_seal`, `cluster_rpc`).
+    ClusterRecord,
 }
 
 impl Refused {
@@ -118,9 +122,10 @@ impl Refused {
             Refused::TokenGuesses => "token_guesses",
             Refused::TokenTransport => "token_transport",
             Refused::ClusterLink => "cluster_link",
+            Refused::ClusterRecord => "cluster_record",
         }
     }
-    pub const ALL: [Refused; 16] = [
+    pub const ALL: [Refused; 17] = [
         Refused::Host,
         Refused::Origin,
         Refused::OtherUser,
@@ -137,6 +142,7 @@ impl Refused {
         Refused::TokenGuesses,
         Refused::TokenTransport,
         Refused::ClusterLink,
+        Refused::ClusterRecord,
     ];
 }
 

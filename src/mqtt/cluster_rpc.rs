@@ -396,8 +396,25 @@ impl ClusterNode {
         self.offer_later();
     }
 
-    /// Logs a refusal: one line per kind per [`LOG_WINDOW`], with how many of that kind came.
+    /// A cluster record refused by the MQTT side ([`super::cluster_seal`]): logged as
+    /// [`Self::refuse_log`] does, and counted.
+    pub fn refuse(&self, kind: &'static str, why: &str) {
+        self.refuse_log(kind, why);
+    }
+
+    /// A presence record of `hub` that does not open: counted, and logged per hub (each hub
+    /// that is not of this cluster is named, through the shared per-key limiter).
+    pub fn refuse_hub(&self, hub: &str, why: &str) {
+        crate::metrics::refused(crate::metrics::Refused::ClusterRecord);
+        if crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Refusal, &format!("cluster hub {}", hub.chars().take(64).collect::<String>())) {
+            warn!("cluster: refused {why}");
+        }
+    }
+
+    /// Logs a refusal: one line per kind per [`LOG_WINDOW`], with how many of that kind came;
+    /// every one is counted (`mcpdev_refusals_total{reason="cluster_record"}`).
     fn refuse_log(&self, kind: &'static str, why: &str) {
+        crate::metrics::refused(crate::metrics::Refused::ClusterRecord);
         let mut calls = lock(&self.calls);
         let now = Instant::now();
         let (last, count) = calls.refusal_logs.entry(kind).or_default();

@@ -356,8 +356,11 @@ impl crate::hub::ota::MqttOffer for Arc<MqttHub> {
     }
 }
 
-pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<MqttHub>> {
+pub async fn start(hub: Arc<Hub>, mut settings: MqttSettings) -> anyhow::Result<Arc<MqttHub>> {
     let hub_id = uuid::Uuid::new_v4().simple().to_string()[..12].to_string();
+    // The cluster's own share group: a hub with another hub secret takes none of its uplinks.
+    settings.group = super::cluster_seal::share_group(&hub.secret, &settings.group);
+    info!(group = %settings.group, "cluster: uplinks are read through the share group of this hub secret and --mqtt-group (hubs with another secret are not in it)");
     let tokens = hub.config.device_tokens.clone();
     let max_packet = (settings.max_payload * 4).max(1 << 20);
     let (index_max, stand_ins) = (settings.index_max, settings.stand_ins);
@@ -690,8 +693,7 @@ impl Dispatcher {
                 warn!("cannot queue an MQTT subscription: {e}");
             }
         }
-        let presence = self.mqtt.cluster.presence_record(self.mqtt.link.as_ref());
-        let _ = c.try_publish(format!("{}{me}", topics::HUBS), QoS::AtLeastOnce, true, presence);
+        self.publish_presence();
         // The devices this hub serves are claimed again, and held as any claim is until it
         // stands: while this hub was away, a survivor may have taken one over, and its retained
         // claim, which comes back first, drops this hub's link. Once this hub's later claim
@@ -708,6 +710,14 @@ impl Dispatcher {
             self.publish_claim(&key);
         }
         self.republish.send_modify(|n| *n += 1);
+    }
+
+    /// This hub's presence record, sealed ([`super::cluster_seal`]), retained.
+    fn publish_presence(&self) {
+        let me = self.claims.me();
+        let record = self.mqtt.cluster.presence_record(self.mqtt.link.as_ref());
+        let sealed = super::cluster_seal::seal_presence(&self.hub.secret, me, &record);
+        let _ = self.mqtt.client.try_publish(format!("{}{me}", topics::HUBS), QoS::AtLeastOnce, true, sealed);
     }
 
     /// Claims the devices of dead hubs that fall to this hub ([`Claims::takeover`]); each is
@@ -731,7 +741,8 @@ impl Dispatcher {
     fn publish_claim(&mut self, key: &str) {
         self.claims_out.sent(key, std::time::Instant::now());
         let topic = format!("{}{key}", topics::CLAIMS);
-        let _ = self.mqtt.client.try_publish(topic, QoS::AtLeastOnce, true, self.claims.me().as_bytes().to_vec());
+        let sealed = super::cluster_seal::seal_claim(&self.hub.secret, key, self.claims.me());
+        let _ = self.mqtt.client.try_publish(topic, QoS::AtLeastOnce, true, sealed);
         self.after(CLAIM_RECHECK, Control::ClaimCheck(key.to_string()));
     }
 
@@ -772,7 +783,11 @@ impl Dispatcher {
             }
         } else if let Some(rest) = topic.strip_prefix(topics::FWD) {
             // Passed on by another hub that believes this hub owns the device.
-            if let Some((_, key)) = rest.split_once('/') {
+            if let Some((to, key)) = rest.split_once('/') {
+                let payload = match super::cluster_seal::open_forward(&self.hub.secret, to, key, &payload) {
+                    Ok(message) => message.to_vec(),
+                    Err(why) => return self.mqtt.cluster.refuse("fwd", &format!("a message passed on for {key:?} ({why})")),
+                };
                 match self.claims.route(key) {
                     Route::Mine => self.deliver(key, payload),
                     _ if self.pending.contains_key(key) => self.hold(key, payload),
@@ -780,8 +795,15 @@ impl Dispatcher {
                 }
             }
         } else if let Some(key) = topic.strip_prefix(topics::CLAIMS) {
-            let hub = String::from_utf8_lossy(&payload).trim().to_string();
-            let hub = (!hub.is_empty()).then_some(hub);
+            // A cleared claim (an operator's `mosquitto_pub -r -n`) changes nothing: it is not
+            // sealed, and the device's hub still serves it.
+            if payload.is_empty() {
+                return;
+            }
+            let hub = match super::cluster_seal::open_claim(&self.hub.secret, key, &payload) {
+                Ok(hub) => Some(hub),
+                Err(why) => return self.mqtt.cluster.refuse("claim", &format!("a claim of {key:?} ({why}); the device stays where it is")),
+            };
             self.mqtt.heard.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.to_string());
             let own = hub.as_deref() == Some(self.claims.me());
             if self.claims.on_claim(key, hub.as_deref()) {
@@ -794,8 +816,34 @@ impl Dispatcher {
             }
         } else if let Some(hub) = topic.strip_prefix(topics::HUBS) {
             let alive = !payload.is_empty();
+            if !alive && hub == self.claims.me() {
+                // Cleared while this hub is connected: a will of a connection the broker let go
+                // late, or a broker client; this hub is alive, and says so again.
+                if *self.subscribed.borrow() && self.stopped.is_none() {
+                    info!("this hub's presence record was cleared while it is connected; publishing it again");
+                    self.publish_presence();
+                }
+                return;
+            }
+            let record = if alive {
+                match super::cluster_seal::open_presence(&self.hub.secret, hub, &payload) {
+                    Ok(record) => record,
+                    Err(why) => {
+                        return self.mqtt.cluster.refuse_hub(
+                            hub,
+                            &format!(
+                                "the presence of hub {:?} on this broker ({why}): it has another hub secret, or is forged; it is not a hub of this cluster, takes no share of its uplinks (share group {}), and its claims and requests are refused",
+                                hub.chars().take(64).collect::<String>(),
+                                self.mqtt.settings.group
+                            ),
+                        );
+                    }
+                }
+            } else {
+                &[][..]
+            };
             self.claims.on_presence(hub, alive);
-            self.mqtt.cluster.on_presence(hub, &payload);
+            self.mqtt.cluster.on_presence(hub, record);
             if !alive && *self.subscribed.borrow() {
                 self.take_over();
             }
@@ -835,13 +883,19 @@ impl Dispatcher {
         match self.claims.route(key) {
             Route::Mine => self.deliver(key, payload),
             Route::Forward(owner) => {
-                let _ = self.mqtt.client.try_publish(topics::forward(&owner, key), QoS::AtMostOnce, false, payload);
+                self.forward(&owner, key, &payload);
             }
             Route::Claim => {
                 self.hold(key, payload);
                 self.publish_claim(key);
             }
         }
+    }
+
+    /// Passes a message of device `key` on to `owner`, the hub that serves it, sealed.
+    fn forward(&self, owner: &str, key: &str, message: &[u8]) {
+        let sealed = super::cluster_seal::seal_forward(&self.hub.secret, owner, key, message);
+        let _ = self.mqtt.client.try_publish(topics::forward(owner, key), QoS::AtMostOnce, false, sealed);
     }
 
     fn hold(&mut self, key: &str, payload: Vec<u8>) {
@@ -868,7 +922,7 @@ impl Dispatcher {
             }
             Route::Forward(owner) => {
                 for text in held {
-                    let _ = self.mqtt.client.try_publish(topics::forward(&owner, key), QoS::AtMostOnce, false, text);
+                    self.forward(&owner, key, text.as_bytes());
                 }
             }
             Route::Claim => {

@@ -9,6 +9,7 @@
 pub mod broker;
 pub mod cluster;
 pub mod cluster_rpc;
+pub mod cluster_seal;
 pub mod conn;
 pub mod direct;
 pub mod dynsec;

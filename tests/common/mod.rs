@@ -64,6 +64,22 @@ pub struct HubProcess {
     pub stderr: Option<std::sync::Arc<std::sync::Mutex<String>>>,
 }
 
+/// The hub secret of every hub [`HubProcess::cluster`] starts.
+pub const CLUSTER_SECRET: [u8; 32] = {
+    let mut b = [0u8; 32];
+    let mut i = 0;
+    while i < 32 {
+        b[i] = ((i * 37 + 11) % 256) as u8;
+        i += 1;
+    }
+    b
+};
+
+/// [`CLUSTER_SECRET`] as the hubs hold it: what a test signs cluster records with.
+pub fn cluster_secret() -> mcpdev::hub::secret::HubSecret {
+    mcpdev::hub::secret::HubSecret::from_bytes(&CLUSTER_SECRET)
+}
+
 impl HubProcess {
     /// Starts `mcpdev serve --json --approve-all` (tests not about admission admit every device)
     /// with extra arguments and waits for its `listening` line.
@@ -100,9 +116,7 @@ impl HubProcess {
 
     /// A cluster as [`Self::cluster`], each hub with its own `extra` arguments.
     pub async fn cluster_of(extras: &[&[&str]], capture: bool) -> (Vec<Self>, Vec<tempfile::TempDir>) {
-        let secret: String = (0..32)
-            .map(|i| format!("{:02x}", (i * 37 + 11) % 256))
-            .collect();
+        let secret: String = CLUSTER_SECRET.iter().map(|b| format!("{b:02x}")).collect();
         let (mut hubs, mut dirs) = (Vec::new(), Vec::new());
         for extra in extras {
             let dir = tempfile::tempdir().unwrap();
