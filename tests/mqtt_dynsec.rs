@@ -31,14 +31,16 @@ async fn ok(hub: &HubProcess, args: &[&str]) -> Outcome {
     out
 }
 
-/// A hub on `broker` with hub login `login` of [`HUB_LOGINS`], managing the broker's device
+/// A hub on `broker` with hub login `login` of [`HUB_LOGINS`], its state in `state` (given the
+/// cluster's hub secret unless it holds one), managing the broker's device
 /// logins (`--mqtt-dynsec`, with the dynamic-security admin) unless `manage` is false.
-async fn hub_on(broker: &Mosquitto, login: usize, state: Option<&str>, manage: bool) -> HubProcess {
+async fn hub_on(broker: &Mosquitto, login: usize, state: &str, manage: bool) -> HubProcess {
     let (user, password) = HUB_LOGINS[login];
-    let mut env = vec![("MCPDEV_MQTT_PASSWORD", password), ("MCPDEV_MQTT_ADMIN_USERNAME", DYNSEC_ADMIN.0), ("MCPDEV_MQTT_ADMIN_PASSWORD", DYNSEC_ADMIN.1)];
-    if let Some(s) = state {
-        env.push(("MCPDEV_STATE_DIR", s));
+    // The broker's hub role grants the share group of the cluster's secret (common::mqtt::hub_role).
+    if !std::path::Path::new(state).join("hub-secret").exists() {
+        common::write_secret(std::path::Path::new(state), &common::cluster_secret_hex());
     }
+    let env = vec![("MCPDEV_MQTT_PASSWORD", password), ("MCPDEV_MQTT_ADMIN_USERNAME", DYNSEC_ADMIN.0), ("MCPDEV_MQTT_ADMIN_PASSWORD", DYNSEC_ADMIN.1), ("MCPDEV_STATE_DIR", state)];
     let url = broker.url_as(user);
     let mut args = vec!["--mqtt", url.as_str()];
     if manage {
@@ -121,7 +123,8 @@ fn echo_tool() -> Vec<Value> {
 #[tokio::test]
 async fn approval_creates_the_devices_own_login_and_a_stranger_never_gets_one() {
     let broker = Mosquitto::start_dynsec().await;
-    let hub = hub_on(&broker, 0, None, true).await;
+    let state = tempfile::tempdir().unwrap();
+    let hub = hub_on(&broker, 0, state.path().to_str().unwrap(), true).await;
     let (vkey, skey) = (key(VICTIM), key(STRANGER));
 
     // A stranger with a made-up MAC: its answer names the broker and its client id, and a
@@ -184,7 +187,8 @@ async fn approval_creates_the_devices_own_login_and_a_stranger_never_gets_one() 
 #[tokio::test]
 async fn revocation_ends_the_broker_session_and_a_rebind_replaces_the_login() {
     let broker = Mosquitto::start_dynsec().await;
-    let hub = hub_on(&broker, 0, None, true).await;
+    let state = tempfile::tempdir().unwrap();
+    let hub = hub_on(&broker, 0, state.path().to_str().unwrap(), true).await;
     let vkey = key(VICTIM);
     let (user, first) = admit(&hub, VICTIM, VICTIM_UUID, false).await;
     let mut session = connect_once(broker.port, &vkey, Some((&user, &first))).await.expect("the approved device connects");
@@ -220,9 +224,9 @@ async fn revocation_ends_the_broker_session_and_a_rebind_replaces_the_login() {
 async fn any_hub_of_a_cluster_keeps_the_brokers_logins_in_line() {
     let broker = Mosquitto::start_dynsec().await;
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let one = hub_on(&broker, 0, Some(a.path().to_str().unwrap()), false).await;
+    let one = hub_on(&broker, 0, a.path().to_str().unwrap(), false).await;
     std::fs::copy(a.path().join("hub-secret"), b.path().join("hub-secret")).unwrap();
-    let two = hub_on(&broker, 1, Some(b.path().to_str().unwrap()), true).await;
+    let two = hub_on(&broker, 1, b.path().to_str().unwrap(), true).await;
     let (user, password) = admit(&one, VICTIM, VICTIM_UUID, false).await;
     let mut session = connect_when_created(&broker, (&user, &password)).await;
     ok(&one, &["devices", "revoke", VICTIM]).await;
@@ -239,7 +243,7 @@ async fn the_broker_converges_after_a_fresh_dynsec_file_and_a_hub_restart() {
     let mut broker = Mosquitto::start_dynsec().await;
     let state = tempfile::tempdir().unwrap();
     let dir = state.path().to_str().unwrap().to_string();
-    let hub = hub_on(&broker, 0, Some(&dir), true).await;
+    let hub = hub_on(&broker, 0, &dir, true).await;
     let (user, password) = admit(&hub, VICTIM, VICTIM_UUID, false).await;
     connect_once(broker.port, &user, Some((&user, &password))).await.expect("approved");
 
@@ -251,7 +255,7 @@ async fn the_broker_converges_after_a_fresh_dynsec_file_and_a_hub_restart() {
     let planted = key(STRANGER);
     broker.ctrl(&["createClient", &planted, "-p", "planted-password"]).await;
     connect_once(broker.port, &planted, Some((&planted, "planted-password"))).await.expect("planted while no hub ran");
-    let _hub = hub_on(&broker, 0, Some(&dir), true).await;
+    let _hub = hub_on(&broker, 0, &dir, true).await;
     connect_when_created(&broker, (&user, &password)).await;
     refused_eventually(&broker, (&planted, "planted-password")).await;
 }
@@ -317,7 +321,8 @@ async fn device_is_kept_off_hub_topics(broker: &Mosquitto, device: (&str, Option
 #[tokio::test]
 async fn a_device_is_refused_on_hub_topics_with_dynamic_security() {
     let broker = Mosquitto::start_dynsec().await;
-    let hub = hub_on(&broker, 0, None, true).await;
+    let state = tempfile::tempdir().unwrap();
+    let hub = hub_on(&broker, 0, state.path().to_str().unwrap(), true).await;
     let (user, password) = admit(&hub, VICTIM, VICTIM_UUID, false).await;
     device_is_kept_off_hub_topics(&broker, (&user, Some((&user, &password))), HUB_LOGINS[1], true).await;
 }

@@ -20,7 +20,14 @@
 //! - An empty payload is a retained message cleared (a hub's last will clears its presence): it
 //!   carries no MAC, and callers treat it as such (see `mqtt::hub`).
 
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
 use crate::hub::secret::{HubSecret, Purpose};
+
+/// How often a hub puts back its claim of one device after a claim that did not open replaced it
+/// on the broker ([`Restores`]).
+pub const RESTORE_EVERY: Duration = Duration::from_secs(10);
 
 /// Hex digits of the cluster's tag in its share group's name.
 pub const TAG_LEN: usize = 12;
@@ -100,6 +107,33 @@ pub fn open_forward<'a>(secret: &HubSecret, hub: &str, key: &str, payload: &'a [
     open(secret, "fwd", &format!("{hub}/{key}"), payload)
 }
 
+/// When a hub last put back its claim of each device. A claim that does not open is refused, but
+/// it has replaced the owner's retained claim on the broker, so a hub that joins later would find
+/// the device owned by nobody: the owner publishes its claim again, at most once per device per
+/// [`RESTORE_EVERY`] (two clusters whose hubs each hold a claim of one key would otherwise put
+/// theirs back in turn for ever). Bounded: entries older than the period are swept whenever the
+/// map has doubled.
+#[derive(Debug, Default)]
+pub struct Restores {
+    at: HashMap<String, Instant>,
+    sweep_at: usize,
+}
+
+impl Restores {
+    /// Whether the claim of `key` may be put back at `now` (and, if so, that it was).
+    pub fn allow(&mut self, key: &str, now: Instant) -> bool {
+        if self.at.get(key).is_some_and(|t| now.duration_since(*t) < RESTORE_EVERY) {
+            return false;
+        }
+        self.at.insert(key.to_string(), now);
+        if self.at.len() >= self.sweep_at {
+            self.at.retain(|_, t| now.duration_since(*t) < RESTORE_EVERY);
+            self.sweep_at = (self.at.len() * 2).max(1024);
+        }
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,6 +173,22 @@ mod tests {
         // Kinds do not mix: a claim's MAC is no presence record's.
         let claim = seal_claim(&s, "h1", "h1");
         assert!(open_presence(&s, "h1", &claim).is_err());
+    }
+
+    #[test]
+    fn a_claim_is_put_back_once_per_period() {
+        let mut r = Restores::default();
+        let t = Instant::now();
+        assert!(r.allow("k", t));
+        assert!(!r.allow("k", t + Duration::from_secs(9)), "two clusters fighting over one key do so at most once a period");
+        assert!(r.allow("other", t + Duration::from_secs(9)));
+        assert!(r.allow("k", t + RESTORE_EVERY));
+        for i in 0..5000 {
+            r.allow(&format!("flood{i}"), t + RESTORE_EVERY * 3);
+        }
+        assert!(r.at.len() <= 5000 + 2, "bounded by the keys of one period");
+        r.allow("late", t + RESTORE_EVERY * 5);
+        assert!(r.at.len() < 5000, "swept once the period passed: {}", r.at.len());
     }
 
     #[test]

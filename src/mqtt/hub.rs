@@ -502,6 +502,7 @@ pub async fn start(hub: Arc<Hub>, mut settings: MqttSettings) -> anyhow::Result<
         claims: Claims::new(hub_id),
         pending: HashMap::new(),
         claims_out: ClaimsOut::default(),
+        restores: Default::default(),
         links: HashMap::new(),
         control,
         subscribed: subscribed_tx,
@@ -579,6 +580,8 @@ struct Dispatcher {
     /// This hub's claims published and not yet come back, and when: one that comes back after
     /// the hub let the device go still wins ([`Self::on_own_claim`]).
     claims_out: ClaimsOut,
+    /// This hub's claims put back after a forgery replaced them ([`super::cluster_seal::Restores`]).
+    restores: super::cluster_seal::Restores,
     links: HashMap<String, LinkEntry>,
     control: mpsc::Sender<Control>,
     subscribed: watch::Sender<bool>,
@@ -802,7 +805,15 @@ impl Dispatcher {
             }
             let hub = match super::cluster_seal::open_claim(&self.hub.secret, key, &payload) {
                 Ok(hub) => Some(hub),
-                Err(why) => return self.mqtt.cluster.refuse("claim", &format!("a claim of {key:?} ({why}); the device stays where it is")),
+                Err(why) => {
+                    self.mqtt.cluster.refuse("claim", &format!("a claim of {key:?} ({why}); the device stays where it is"));
+                    // The forgery replaced this hub's retained claim on the broker: a hub that
+                    // joins later would find no owner. The owner puts its claim back.
+                    if self.claims.route(key) == Route::Mine && !self.pending.contains_key(key) && self.restores.allow(key, std::time::Instant::now()) {
+                        self.publish_claim(key);
+                    }
+                    return;
+                }
             };
             self.mqtt.heard.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.to_string());
             let own = hub.as_deref() == Some(self.claims.me());
