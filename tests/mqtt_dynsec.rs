@@ -262,14 +262,14 @@ async fn the_broker_converges_after_a_fresh_dynsec_file_and_a_hub_restart() {
 
 /// What a device client tries on the hubs' topics. Writing: forgeries on every hub topic, then a
 /// marker on its own uplink; a hub login watching `mcpdev/#` must see the marker and none of the
-/// forgeries. Reading: subscriptions to every hub topic (refused in the SUBACK when
+/// forgeries (`hub`: a login that reads every topic). Reading: subscriptions to every hub topic (refused in the SUBACK when
 /// `suback_refuses`; Mosquitto's ACL file checks reads at delivery only), then hub messages on
 /// those topics and a marker on the device's own downlink; the device must get the marker and
 /// none of the hub messages.
 async fn device_is_kept_off_hub_topics(broker: &Mosquitto, device: (&str, Option<(&str, &str)>), hub: (&str, &str), suback_refuses: bool) {
     let (client_id, login) = device;
     let mut watcher = connect_once(broker.port, "mcpdev-hub-watcher", Some(hub)).await.expect("the hub login");
-    assert_eq!(watcher.subscribe("mcpdev/#").await, "Success(AtMostOnce)", "a hub reads the cluster's topics");
+    assert_eq!(watcher.subscribe("mcpdev/#").await, "Success(AtMostOnce)", "the watcher reads every topic");
     let mut dev = connect_once(broker.port, client_id, login).await.expect("the device logs in");
     let other = key("aa:bb:cc:00:31:77");
     for filter in ["mcpdev/#", "mcpdev/rpc/+/q", "mcpdev/admission/+", "mcpdev/claims/+", "mcpdev/index/+", "mcpdev/hubs/+", "$share/mcpdev/mcpdev/up/+", "mcpdev/up/+", &topics::downlink(&other), "#"]
@@ -324,7 +324,15 @@ async fn a_device_is_refused_on_hub_topics_with_dynamic_security() {
     let state = tempfile::tempdir().unwrap();
     let hub = hub_on(&broker, 0, state.path().to_str().unwrap(), true).await;
     let (user, password) = admit(&hub, VICTIM, VICTIM_UUID, false).await;
-    device_is_kept_off_hub_topics(&broker, (&user, Some((&user, &password))), HUB_LOGINS[1], true).await;
+    // The watcher reads and writes every topic: a hub's role no longer subscribes to `mcpdev/#`
+    // (it would read devices' downlinks: common::mqtt::hub_role).
+    broker.ctrl(&["createRole", "observer"]).await;
+    for kind in ["publishClientSend", "publishClientReceive", "subscribePattern"] {
+        broker.ctrl(&["addRoleACL", "observer", kind, "#", "allow"]).await;
+    }
+    broker.ctrl(&["createClient", "observer", "-p", "observer-password-0123"]).await;
+    broker.ctrl(&["addClientRole", "observer", "observer"]).await;
+    device_is_kept_off_hub_topics(&broker, (&user, Some((&user, &password))), ("observer", "observer-password-0123"), true).await;
 }
 
 /// The ACL file docs/cluster.md gives for Mosquitto without dynamic security (the shared device
