@@ -153,8 +153,10 @@ async fn emqx_authorization_keeps_devices_off_hub_topics() {
     for (action, topic) in &hub_topics {
         assert_eq!(hooks.authz(&vkey, &vkey, action, topic).await, "deny", "a device may {action} {topic}");
     }
+    let group = mcpdev::mqtt::cluster_seal::share_group(&HubSecret::load_or_create(&state.path().join("hub-secret")).unwrap(), "mcpdev");
+    let shared = format!("$share/{group}/mcpdev/up/+");
     for (action, topic) in [
-        ("subscribe", "$share/mcpdev/mcpdev/up/+"),
+        ("subscribe", shared.as_str()),
         ("subscribe", "mcpdev/claims/+"),
         ("subscribe", "mcpdev/fwd/h1/+"),
         ("publish", "mcpdev/rpc/h2/q"),
@@ -162,7 +164,10 @@ async fn emqx_authorization_keeps_devices_off_hub_topics() {
     ] {
         assert_eq!(hooks.authz("mcpdev-hub-h1", "mcpdev-hub-1", action, topic).await, "allow", "a hub may {action} {topic}");
     }
-    for (action, topic) in [("subscribe", "#"), ("subscribe", "$SYS/#"), ("publish", "other/x")] {
+    // Nor with a device's downlink (a host's call arguments), plain uplinks, another cluster's
+    // share group, or speaking as a device.
+    let (down, up) = (topics::downlink(&vkey), topics::uplink(&vkey));
+    for (action, topic) in [("subscribe", "#"), ("subscribe", "$SYS/#"), ("publish", "other/x"), ("subscribe", "mcpdev/#"), ("subscribe", "mcpdev/down/+"), ("subscribe", &down), ("subscribe", "mcpdev/up/+"), ("subscribe", "$share/mcpdev/mcpdev/up/+"), ("publish", &up)] {
         assert_eq!(hooks.authz("mcpdev-hub-h1", "mcpdev-hub-1", action, topic).await, "deny", "a hub has no business with {topic}");
     }
 }

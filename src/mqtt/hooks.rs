@@ -17,8 +17,9 @@
 //!   neither.
 //! - **Hubs** log in as `mcpdev-hub…` with the password every hub of the cluster derives from the
 //!   shared hub secret ([`crate::hub::admission::Admission::hub_broker_password`]); only they may
-//!   publish or subscribe under `mcpdev/` beyond a device's own two topics (presence, claims,
-//!   index, rpc, admission, forwarded messages, the shared uplink subscription). Never superuser.
+//!   publish under `mcpdev/` (never as a device, on `mcpdev/up/…`) and subscribe to the hubs'
+//!   topics (presence, claims, index, rpc, admission, forwarded messages) and to their cluster's
+//!   share group of uplinks; never to a device's downlink or to plain uplinks. Never superuser.
 //! - The answers are EMQX 5's: `200 {"result": "allow"|"deny", "is_superuser": false}`.
 
 use std::net::{IpAddr, SocketAddr};
@@ -123,8 +124,14 @@ pub fn authenticate(hub: &Hub, req: &Value) -> Decision {
 pub fn authorize(hub: &Hub, group: &str, req: &Value) -> Decision {
     let (clientid, username, topic, action) = (field(req, "clientid"), field(req, "username"), field(req, "topic"), field(req, "action"));
     if is_hub(username) {
-        let shared = topics::shared_uplinks(group);
-        let ok = matches!(action, "publish" | "subscribe") && (topic == shared || hub_filter(topic));
+        // A hub reads its cluster's topics and uplinks through its cluster's share group only
+        // (never a device's downlink, where hosts' call arguments go, nor another cluster's
+        // group), and never publishes as a device.
+        let ok = match action {
+            "subscribe" => topic == topics::shared_uplinks(group) || (hub_filter(topic) && HUB_READS.iter().any(|p| topic.starts_with(p))),
+            "publish" => hub_filter(topic) && !topic.starts_with(topics::UP),
+            _ => false,
+        };
         return if ok { Decision::Allow } else { Decision::Deny(format!("hub {username:?} may not {action} {topic:?}")) };
     }
     let id = match device_of(clientid, username) {
@@ -142,6 +149,9 @@ pub fn authorize(hub: &Hub, group: &str, req: &Value) -> Decision {
 }
 
 /// The filters hubs subscribe to (presence, claims, forwarded messages, indexes, rpc, admission).
+/// What a hub subscribes to beside its share group: the hubs' own topics.
+const HUB_READS: [&str; 6] = [topics::HUBS, topics::CLAIMS, topics::FWD, topics::INDEX, topics::RPC, topics::ADMISSION];
+
 fn hub_filter(topic: &str) -> bool {
     let Some(rest) = topic.strip_prefix("mcpdev/") else {
         return false;
