@@ -3,6 +3,8 @@
 //! Hubs read the uplinks through one shared subscription, so any hub may get any device message.
 //! A device is served by exactly one hub, its **owner**, decided on the broker itself:
 //! - each hub keeps a retained presence record `mcpdev/hubs/<hub>`, cleared by its last will;
+//!   presence records, claims and forwarded messages are sealed with the hub secret
+//!   ([`super::cluster_seal`]), and only those that open reach this module;
 //! - a hub that gets a message from a device nobody (alive) owns publishes a retained claim
 //!   `mcpdev/claims/<key>` = its id, holds the device's messages, and acts only once its own
 //!   claim has come back from the broker and a short settle time has passed with no later claim;

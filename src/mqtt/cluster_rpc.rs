@@ -30,9 +30,10 @@
 //!   hub secret, [`crate::hub::admission::record`]), so every hub (one that starts later too)
 //!   applies them; a record that does not open is refused and logged.
 //!
-//! Who may publish under `mcpdev/rpc/`, `mcpdev/index/`, `mcpdev/hubs/` and `mcpdev/admission/`
-//! is the broker's ACL: hubs only (the embedded broker lets devices publish to their uplink only;
-//! see docs/cluster.md for Mosquitto and EMQX).
+//! Every record on the cluster's topics is MAC'd with the hub secret (presence, claims and
+//! forwarded messages in [`super::cluster_seal`]); what does not open is refused, logged
+//! (rate-limited) and counted (`mcpdev_refusals_total{reason="cluster_record"}`). The broker's
+//! ACL (hubs only; see docs/cluster.md for Mosquitto and EMQX) is a second line.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -315,6 +315,12 @@ impl MqttHub {
         *self.up.borrow()
     }
 
+    /// The share group this hub reads uplinks through: `<--mqtt-group>-<tag of the hub secret>`
+    /// ([`super::cluster_seal::share_group`]), what a per-cluster broker role grants.
+    pub fn share_group(&self) -> &str {
+        &self.settings.group
+    }
+
     /// Waits up to `limit` until connected and subscribed (devices' messages reach the hub).
     pub async fn wait_subscribed(&self, limit: Duration) -> bool {
         let mut s = self.subscribed.clone();
