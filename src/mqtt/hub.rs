@@ -435,8 +435,8 @@ pub async fn start(hub: Arc<Hub>, mut settings: MqttSettings) -> anyhow::Result<
         BrokerChoice::External(_) => (url.to_string(), None),
     };
     let device_login = device_login(&settings, std::env::var(DEVICE_USERNAME_ENV).ok(), std::env::var(DEVICE_PASSWORD_ENV).ok()).map_err(anyhow::Error::msg)?;
-    let dynsec = match (&settings.broker, settings.dynsec) {
-        (BrokerChoice::External(url), true) => Some(super::dynsec::Dynsec::start(Arc::downgrade(&hub), &super::dynsec::admin_url(url).map_err(anyhow::Error::msg)?, &hub_id)),
+    let dynsec_admin = match (&settings.broker, settings.dynsec) {
+        (BrokerChoice::External(url), true) => Some(super::dynsec::admin_url(url).map_err(anyhow::Error::msg)?),
         (BrokerChoice::Embedded { .. }, true) => anyhow::bail!("--mqtt-dynsec is for Mosquitto (--mqtt mqtt://…); the embedded broker checks each device's own login by itself"),
         (_, false) => None,
     };
@@ -458,6 +458,9 @@ pub async fn start(hub: Arc<Hub>, mut settings: MqttSettings) -> anyhow::Result<
     let connection = conn::connect(options, Some(will));
     let (control, control_rx) = mpsc::channel(1024);
     let (subscribed_tx, subscribed) = watch::channel(false);
+    let cluster = ClusterNode::new(&hub_id, settings.hub_name.clone(), Arc::downgrade(&hub), connection.client.clone(), stand_ins, hub.secret.clone());
+    // Reconciled only once this hub holds the cluster's approvals (mqtt::admission_sync).
+    let dynsec = dynsec_admin.map(|admin| super::dynsec::Dynsec::start(Arc::downgrade(&hub), &admin, &hub_id, cluster.admissions.caught_up()));
     let mqtt = Arc::new(MqttHub {
         hub_id: hub_id.clone(),
         broker: shown,
@@ -473,14 +476,7 @@ pub async fn start(hub: Arc<Hub>, mut settings: MqttSettings) -> anyhow::Result<
         probing: Arc::default(),
         control: control.clone(),
         broker_clients,
-        cluster: ClusterNode::new(
-            &hub_id,
-            settings.hub_name.clone(),
-            Arc::downgrade(&hub),
-            connection.client.clone(),
-            stand_ins,
-            hub.secret.clone(),
-        ),
+        cluster,
         dynsec,
         hooks,
         link: link.as_ref().map(|l| l.advert().clone()),
@@ -634,6 +630,8 @@ impl Dispatcher {
                         self.acks_due = self.acks_due.saturating_sub(1);
                         if self.acks_due == 0 {
                             self.subscribed.send_replace(true);
+                            // The retained admission records are in before this comes back.
+                            self.mqtt.cluster.admissions.subscribed();
                             // Devices of hubs that died while this one was away.
                             self.take_over();
                         }
@@ -682,6 +680,7 @@ impl Dispatcher {
         let c = &self.mqtt.client;
         let cluster = self.mqtt.cluster.subscriptions();
         self.acks_due = 4 + cluster.len();
+        self.mqtt.cluster.admissions.subscribing();
         // In this order: presence and claims arrive (retained) before any uplink. Every
         // subscription is QoS 0: a broker holds at most so many QoS 1 messages for a client
         // beyond those in flight (Mosquitto: 1,000 by default) and drops the rest, retained
