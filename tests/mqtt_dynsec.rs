@@ -8,10 +8,11 @@
 
 mod common;
 
-use common::mqtt::{DYNSEC_ADMIN, HUB_LOGINS, Mosquitto, MqttDevice, Session, connect_once};
+use common::dynsec::{admit, connect_when_created, hub_on, login, ok, refused, refused_eventually};
+use common::mqtt::{HUB_LOGINS, Mosquitto, MqttDevice, connect_once};
 use common::ota::check_in_as;
 use common::ws::DEADLINE;
-use common::{HubProcess, Outcome, mcpdev};
+use common::{HubProcess, mcpdev};
 use mcpdev::mqtt::conn::BrokerUrl;
 use mcpdev::mqtt::topics;
 use serde_json::{Value, json};
@@ -23,94 +24,6 @@ const STRANGER_UUID: &str = "66666666-7777-4888-8999-aaaaaaaa3199";
 
 fn key(mac: &str) -> String {
     topics::key_for(mac).unwrap()
-}
-
-async fn ok(hub: &HubProcess, args: &[&str]) -> Outcome {
-    let out = mcpdev(hub, args).await;
-    assert_eq!(out.code, 0, "mcpdev {args:?}: {out:?}");
-    out
-}
-
-/// A hub on `broker` with hub login `login` of [`HUB_LOGINS`], its state in `state` (given the
-/// cluster's hub secret unless it holds one), managing the broker's device
-/// logins (`--mqtt-dynsec`, with the dynamic-security admin) unless `manage` is false.
-async fn hub_on(broker: &Mosquitto, login: usize, state: &str, manage: bool) -> HubProcess {
-    let (user, password) = HUB_LOGINS[login];
-    // The broker's hub role grants the share group of the cluster's secret (common::mqtt::hub_role).
-    if !std::path::Path::new(state).join("hub-secret").exists() {
-        common::write_secret(std::path::Path::new(state), &common::cluster_secret_hex());
-    }
-    let env = vec![("MCPDEV_MQTT_PASSWORD", password), ("MCPDEV_MQTT_ADMIN_USERNAME", DYNSEC_ADMIN.0), ("MCPDEV_MQTT_ADMIN_PASSWORD", DYNSEC_ADMIN.1), ("MCPDEV_STATE_DIR", state)];
-    let url = broker.url_as(user);
-    let mut args = vec!["--mqtt", url.as_str()];
-    if manage {
-        args.push("--mqtt-dynsec");
-    }
-    HubProcess::start_admitting(&args, &env).await
-}
-
-/// The `mqtt` block's login.
-fn login(answer: &Value) -> (String, String) {
-    let m = &answer["mqtt"];
-    (
-        m["username"].as_str().unwrap_or_else(|| panic!("no mqtt.username in {answer}")).to_string(),
-        m["password"].as_str().unwrap().to_string(),
-    )
-}
-
-/// Asserts the broker refuses a CONNECT as `client_id` with `login`.
-async fn refused(broker: &Mosquitto, client_id: &str, login: Option<(&str, &str)>, what: &str) {
-    if let Ok(s) = connect_once(broker.port, client_id, login).await {
-        drop(s);
-        panic!("the broker let {what} in as {client_id}");
-    }
-}
-
-/// Checks `mac` in at OTA with `uuid`, approves the code it got, and returns its login as the
-/// next (admitted) check-in hands it out.
-async fn admit(hub: &HubProcess, mac: &str, uuid: &str, rebind: bool) -> (String, String) {
-    let first = check_in_as(hub, "hub.lan:8000", mac, uuid).await;
-    let code = first["activation"]["code"].as_str().unwrap_or_else(|| panic!("no code in {first}")).to_string();
-    let mut args = vec!["devices", "approve", code.as_str()];
-    if rebind {
-        args.push("--rebind");
-    }
-    ok(hub, &args).await;
-    let again = check_in_as(hub, "hub.lan:8000", mac, uuid).await;
-    assert!(again.get("activation").is_none(), "approved: {again}");
-    let l = login(&again);
-    assert_eq!(
-        l,
-        login(&first),
-        "the first answer's login is the approved binding's own (py-xiaozhi connects with it)"
-    );
-    l
-}
-
-/// Connects as the device with its own login, retrying until the broker has it (a hub that only
-/// imported the decision creates it in the background), within the deadline.
-async fn connect_when_created(broker: &Mosquitto, (user, password): (&str, &str)) -> Session {
-    let until = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        match connect_once(broker.port, user, Some((user, password))).await {
-            Ok(s) => return s,
-            Err(e) if tokio::time::Instant::now() < until => {
-                let _ = e;
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
-            Err(e) => panic!("the device's own login never worked: {e}"),
-        }
-    }
-}
-
-/// Waits until the broker refuses `login` (a hub that only imported a revocation removes it in
-/// the background), within the deadline.
-async fn refused_eventually(broker: &Mosquitto, (user, password): (&str, &str)) {
-    let until = tokio::time::Instant::now() + DEADLINE;
-    while connect_once(broker.port, user, Some((user, password))).await.is_ok() {
-        assert!(tokio::time::Instant::now() < until, "the login of {user} still works");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
 }
 
 fn echo_tool() -> Vec<Value> {
