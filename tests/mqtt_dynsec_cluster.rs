@@ -50,13 +50,22 @@ async fn still_connected(sessions: &mut [Session]) {
 /// Adding a hub to a running cluster ends 0 of N device sessions (200 of 200 did: it reconciled
 /// before it had read the approvals and deleted every login it did not know). Then the broker
 /// loses the admission records and a third hub joins knowing none of the approvals: it keeps
-/// every login the cluster made (their MAC says so), and no session ends.
+/// every login the cluster made (their MAC says so), and no session ends. When the first hub
+/// reconnects, it publishes the records the broker lost, and the third hub learns them.
 #[tokio::test]
 async fn a_hub_that_joins_ends_no_device_session() {
     let broker = Mosquitto::start_dynsec().await;
     let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let dir = |i: usize| dirs[i].path().to_str().unwrap().to_string();
-    let one = hub_on(&broker, 0, &dir(0), true).await;
+    // Hub one reaches the broker through a relay, to be cut off and come back later.
+    let relay = common::relay::Relay::start(broker.port).await;
+    let one = {
+        common::write_secret(dirs[0].path(), &common::cluster_secret_hex());
+        let (user, password) = common::mqtt::HUB_LOGINS[0];
+        let url = relay.url().replacen("mqtt://", &format!("mqtt://{user}@"), 1);
+        let env = [("MCPDEV_MQTT_PASSWORD", password), ("MCPDEV_MQTT_ADMIN_USERNAME", DYNSEC_ADMIN.0), ("MCPDEV_MQTT_ADMIN_PASSWORD", DYNSEC_ADMIN.1), ("MCPDEV_STATE_DIR", &dir(0))];
+        HubProcess::start_with(&["--mqtt", &url, "--mqtt-dynsec"], &env, false).await
+    };
     let (mut sessions, mut logins) = (Vec::new(), Vec::new());
     for i in 0..N {
         let (mac, uuid) = device(i);
@@ -84,6 +93,22 @@ async fn a_hub_that_joins_ends_no_device_session() {
     let admitted = mcpdev(&three, &["devices", "admitted", "--json"]).await;
     assert_eq!(admitted.json()["devices"].as_array().map(Vec::len), Some(0), "it had no record to learn them from: {admitted:?}");
     still_connected(&mut sessions).await;
+    // Hub one loses its broker connection and comes back: the records the broker no longer has,
+    // it publishes again, and hub three learns every approval from them.
+    relay.cut();
+    relay.open();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let admitted = mcpdev(&three, &["devices", "admitted", "--json"]).await;
+        if admitted.json()["devices"].as_array().map_or(0, Vec::len) == N {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the records the broker lost were not published again: {admitted:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    still_connected(&mut sessions).await;
+    // And every login works (a new connection under a device's client id takes its session over,
+    // so this comes last).
     for (user, password) in &logins {
         connect_once(broker.port, user, Some((user, password))).await.expect("the login still works");
     }
