@@ -20,7 +20,6 @@
 //! - An empty payload is a retained message cleared (a hub's last will clears its presence): it
 //!   carries no MAC, and callers treat it as such (see `mqtt::hub`).
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crate::hub::secret::{HubSecret, Purpose};
@@ -111,25 +110,23 @@ pub fn open_forward<'a>(secret: &HubSecret, hub: &str, key: &str, payload: &'a [
 /// it has replaced the owner's retained claim on the broker, so a hub that joins later would find
 /// the device owned by nobody: the owner publishes its claim again, at most once per device per
 /// [`RESTORE_EVERY`] (two clusters whose hubs each hold a claim of one key would otherwise put
-/// theirs back in turn for ever). Bounded: entries older than the period are swept whenever the
-/// map has doubled.
-#[derive(Debug, Default)]
-pub struct Restores {
-    at: HashMap<String, Instant>,
-    sweep_at: usize,
+/// theirs back in turn for ever). Bounded as [`super::cluster::Recent`] is.
+#[derive(Debug)]
+pub struct Restores(super::cluster::Recent);
+
+impl Default for Restores {
+    fn default() -> Self {
+        Self(super::cluster::Recent::new(RESTORE_EVERY))
+    }
 }
 
 impl Restores {
     /// Whether the claim of `key` may be put back at `now` (and, if so, that it was).
     pub fn allow(&mut self, key: &str, now: Instant) -> bool {
-        if self.at.get(key).is_some_and(|t| now.duration_since(*t) < RESTORE_EVERY) {
+        if self.0.is_recent(key, now) {
             return false;
         }
-        self.at.insert(key.to_string(), now);
-        if self.at.len() >= self.sweep_at {
-            self.at.retain(|_, t| now.duration_since(*t) < RESTORE_EVERY);
-            self.sweep_at = (self.at.len() * 2).max(1024);
-        }
+        self.0.note(key, now);
         true
     }
 }
@@ -190,7 +187,7 @@ mod tests {
                 assert!(r.allow(&format!("flood{p}-{i}"), t + RESTORE_EVERY * p));
             }
         }
-        assert!(r.at.len() < 3 * 5000, "bounded by the keys of recent periods: {}", r.at.len());
+        assert!(r.0.len() < 3 * 5000, "bounded by the keys of recent periods: {}", r.0.len());
     }
 
     #[test]

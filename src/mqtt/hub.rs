@@ -115,43 +115,14 @@ impl MqttSettings {
 const CLAIM_RECHECK: Duration = Duration::from_secs(3);
 
 /// How long a claim of this hub may take to come back from the broker and still count as its own
-/// late claim ([`ClaimsOut`]); one that takes longer was lost.
+/// late claim ([`Dispatcher::claims_out`]); one that takes longer was lost.
 const CLAIM_OUT_MAX: Duration = Duration::from_secs(300);
-
-/// The claims a hub has published that have not come back from the broker yet. A claim can come
-/// back late: behind a broker that stalls, or re-sent by the client after a reconnect. By then
-/// the hub may have let the device go (its look after [`CLAIM_RECHECK`] saw another hub's claim
-/// first), yet its claim, arriving last, wins on every hub, and the others let go of the device.
-/// Knowing the claim is its own, the hub serves the device instead of leaving it on no hub.
-/// Bounded: entries older than [`CLAIM_OUT_MAX`] are swept whenever the map has doubled.
-#[derive(Default)]
-struct ClaimsOut {
-    sent: HashMap<String, std::time::Instant>,
-    sweep_at: usize,
-}
-
-impl ClaimsOut {
-    fn sent(&mut self, key: &str, now: std::time::Instant) {
-        self.sent.insert(key.to_string(), now);
-        if self.sent.len() >= self.sweep_at {
-            self.sent.retain(|_, at| now.duration_since(*at) < CLAIM_OUT_MAX);
-            self.sweep_at = (self.sent.len() * 2).max(1024);
-        }
-    }
-
-    /// The claim came back: was it one this hub sent (and not too long ago)?
-    fn came_back(&mut self, key: &str, now: std::time::Instant) -> bool {
-        self.sent.remove(key).is_some_and(|at| now.duration_since(at) < CLAIM_OUT_MAX)
-    }
-}
 
 /// The keepalive of the hub's own broker connection: how soon a hub that vanished silently is
 /// declared dead by the broker (its last will), and its devices taken over.
 pub const HUB_KEEPALIVE: Duration = Duration::from_secs(5);
 
-/// Device MQTT credentials handed out by OTA (environment only: they are secrets).
-pub const DEVICE_USERNAME_ENV: &str = "MCPDEV_MQTT_DEVICE_USERNAME";
-pub const DEVICE_PASSWORD_ENV: &str = "MCPDEV_MQTT_DEVICE_PASSWORD";
+pub use super::device_login::{DEVICE_PASSWORD_ENV, DEVICE_USERNAME_ENV};
 
 /// The running MQTT side of a hub.
 pub struct MqttHub {
@@ -165,7 +136,7 @@ pub struct MqttHub {
     endpoint_host: Option<String>,
     endpoint_port: u16,
     settings: MqttSettings,
-    device_login: DeviceLogin,
+    device_login: super::device_login::DeviceLogin,
     client: AsyncClient,
     up: watch::Receiver<bool>,
     /// `true` once every subscription of the current connection is acknowledged.
@@ -189,15 +160,6 @@ pub struct MqttHub {
     pub link: Option<super::hub_link::Advert>,
 }
 
-/// The MQTT login the OTA answer gives devices.
-#[derive(Debug, Clone)]
-enum DeviceLogin {
-    /// The client id and the device's own token: the embedded broker checks it, Mosquitto with
-    /// dynamic security holds it for approved bindings, EMQX asks the hub's hooks.
-    Own,
-    /// The shared login (explicit opt-in), for approved bindings only.
-    Shared { username: String, password: String },
-}
 
 enum Control {
     Settled(String),
@@ -227,6 +189,7 @@ impl MqttHub {
             let h = self.endpoint_host.as_deref().unwrap_or(host);
             format!("{h}:{}", self.endpoint_port)
         });
+        use super::device_login::DeviceLogin;
         let (username, password) = match &self.device_login {
             DeviceLogin::Shared { username, password } if admitted => (username.clone(), password.clone()),
             DeviceLogin::Own | DeviceLogin::Shared { .. } => (key.clone(), device_token.to_string()),
@@ -434,7 +397,15 @@ pub async fn start(hub: Arc<Hub>, mut settings: MqttSettings) -> anyhow::Result<
         }
         BrokerChoice::External(_) => (url.to_string(), None),
     };
-    let device_login = device_login(&settings, std::env::var(DEVICE_USERNAME_ENV).ok(), std::env::var(DEVICE_PASSWORD_ENV).ok()).map_err(anyhow::Error::msg)?;
+    let setup = super::device_login::Setup {
+        external: match &settings.broker {
+            BrokerChoice::External(url) => Some(url as &dyn std::fmt::Display),
+            BrokerChoice::Embedded { .. } => None,
+        },
+        shared_opt_in: settings.shared_device_login,
+        managed_here: settings.dynsec || settings.hooks.is_some(),
+    };
+    let device_login = super::device_login::device_login(&setup, std::env::var(DEVICE_USERNAME_ENV).ok(), std::env::var(DEVICE_PASSWORD_ENV).ok()).map_err(anyhow::Error::msg)?;
     let dynsec_admin = match (&settings.broker, settings.dynsec) {
         (BrokerChoice::External(url), true) => Some(super::dynsec::admin_url(url).map_err(anyhow::Error::msg)?),
         (BrokerChoice::Embedded { .. }, true) => anyhow::bail!("--mqtt-dynsec is for Mosquitto (--mqtt mqtt://…); the embedded broker checks each device's own login by itself"),
@@ -503,7 +474,7 @@ pub async fn start(hub: Arc<Hub>, mut settings: MqttSettings) -> anyhow::Result<
         mqtt: mqtt.clone(),
         claims: Claims::new(hub_id),
         pending: HashMap::new(),
-        claims_out: ClaimsOut::default(),
+        claims_out: super::cluster::Recent::new(CLAIM_OUT_MAX),
         restores: Default::default(),
         links: HashMap::new(),
         control,
@@ -527,44 +498,6 @@ fn watch_broker(mut stopped: watch::Receiver<Option<String>>) {
     });
 }
 
-/// Which login the OTA answer hands out: the device's own (client id and token) on every broker
-/// set-up the docs give, or, only when opted in, the shared login. The shared login's variables
-/// set without the opt-in stop the hub with advice, rather than being used or silently ignored.
-fn device_login(settings: &MqttSettings, username: Option<String>, password: Option<String>) -> Result<DeviceLogin, String> {
-    let username = username.filter(|u| !u.is_empty());
-    let password = password.filter(|p| !p.is_empty());
-    let external = match &settings.broker {
-        BrokerChoice::Embedded { .. } => {
-            if username.is_some() || password.is_some() || settings.shared_device_login {
-                warn!("{DEVICE_USERNAME_ENV}/{DEVICE_PASSWORD_ENV} and --mqtt-shared-device-login are for a real broker: with the embedded one, each device gets its own login");
-            }
-            return Ok(DeviceLogin::Own);
-        }
-        BrokerChoice::External(url) => url,
-    };
-    match (settings.shared_device_login, username, password) {
-        (true, Some(username), Some(password)) => {
-            warn!(
-                broker = %external,
-                "--mqtt-shared-device-login: every approved device gets the one login in {DEVICE_USERNAME_ENV}/{DEVICE_PASSWORD_ENV}, and with it any device (or anyone who reads it off one) \
-                 may connect under any client id, another device's included; prefer per-device logins (--mqtt-dynsec on Mosquitto, --mqtt-hooks on EMQX)"
-            );
-            Ok(DeviceLogin::Shared { username, password })
-        }
-        (true, _, _) => Err(format!("--mqtt-shared-device-login needs both {DEVICE_USERNAME_ENV} and {DEVICE_PASSWORD_ENV}")),
-        (false, None, None) => {
-            if !settings.dynsec && settings.hooks.is_none() {
-                info!(broker = %external, "devices get their client id and own token as their MQTT login: the broker must check it (--mqtt-dynsec on Mosquitto, --mqtt-hooks on EMQX, on this hub or another of the cluster)");
-            }
-            Ok(DeviceLogin::Own)
-        }
-        (false, _, _) => Err(format!(
-            "{DEVICE_USERNAME_ENV}/{DEVICE_PASSWORD_ENV} are set, but a shared device login lets every device connect under any client id, another device's included: \
-             pass --mqtt-shared-device-login to accept that, or unset them and give each device its own login (--mqtt-dynsec on Mosquitto, --mqtt-hooks on EMQX)"
-        )),
-    }
-}
-
 struct LinkEntry {
     inbound: link::InboundSender,
     generation: u64,
@@ -579,9 +512,13 @@ struct Dispatcher {
     claims: Claims,
     /// Devices this hub has claimed and not yet settled, with their held messages.
     pending: HashMap<String, Vec<String>>,
-    /// This hub's claims published and not yet come back, and when: one that comes back after
-    /// the hub let the device go still wins ([`Self::on_own_claim`]).
-    claims_out: ClaimsOut,
+    /// This hub's claims published and not yet come back, and when. A claim can come back late:
+    /// behind a broker that stalls, or re-sent by the client after a reconnect. By then the hub
+    /// may have let the device go (its look after [`CLAIM_RECHECK`] saw another hub's claim
+    /// first), yet its claim, arriving last, wins on every hub, and the others let go of the
+    /// device; knowing the claim is its own, the hub serves the device instead of leaving it on
+    /// no hub ([`Self::on_own_claim`]). Forgotten after [`CLAIM_OUT_MAX`].
+    claims_out: super::cluster::Recent,
     /// This hub's claims put back after a forgery replaced them ([`super::cluster_seal::Restores`]).
     restores: super::cluster_seal::Restores,
     links: HashMap<String, LinkEntry>,
@@ -747,7 +684,7 @@ impl Dispatcher {
     /// was never queued (the client's queue was full) or was lost with the connection never comes
     /// back from the broker, and would hold the device's messages for ever.
     fn publish_claim(&mut self, key: &str) {
-        self.claims_out.sent(key, std::time::Instant::now());
+        self.claims_out.note(key, std::time::Instant::now());
         let topic = format!("{}{key}", topics::CLAIMS);
         let sealed = super::cluster_seal::seal_claim(&self.hub.secret, key, self.claims.me());
         let _ = self.mqtt.client.try_publish(topic, QoS::AtLeastOnce, true, sealed);
@@ -871,11 +808,11 @@ impl Dispatcher {
     /// This hub's claim for `key` came back from the broker: it owns the device on every hub that
     /// has seen the claim. Held messages wait for the settle time. A claim of its own that comes
     /// back after the hub let the device go (a claim just published, or one it sent and had not
-    /// seen back: [`ClaimsOut`]) is served the same way, the device asked first, since the other
+    /// seen back: [`Self::claims_out`]) is served the same way, the device asked first, since the other
     /// hubs let go of it on seeing this claim. A claim the broker replays on a new subscription
     /// that this hub did not just send (a device it served that left) is not.
     fn on_own_claim(&mut self, key: &str, replayed: bool) {
-        let late = self.claims_out.came_back(key, std::time::Instant::now()) || !replayed;
+        let late = self.claims_out.take(key, std::time::Instant::now()) || !replayed;
         if !self.pending.contains_key(key) {
             if !late || self.serves(key) {
                 return;

@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod cluster_rpc;
 pub mod cluster_seal;
 pub mod conn;
+mod device_login;
 pub mod direct;
 pub mod dynsec;
 pub mod hooks;
