@@ -154,8 +154,9 @@ async fn another_secret_takes_no_uplinks_and_forged_claims_move_nothing() {
 /// Mosquitto with dynamic security, as docs/mqtt.md sets it up for two clusters on one broker:
 /// each cluster's hubs have a role of their own. A login with the other cluster's role cannot
 /// subscribe to a device's downlink (where a host's call arguments go), to plain uplinks, or to
-/// this cluster's share group, nor publish as the device; while that cluster's `serve` runs on the
-/// same broker, all 30 calls succeed and none of their arguments reaches that login.
+/// this cluster's share group, nor publish as the device; the claims it may publish (sealed with
+/// its own secret, or bare) move nothing; while that cluster's `serve` runs on the same broker,
+/// all 30 calls succeed and none of their arguments reaches that login.
 #[tokio::test]
 async fn another_clusters_hub_login_reads_no_downlink_on_mosquitto() {
     let broker = Mosquitto::start_dynsec().await;
@@ -200,11 +201,17 @@ async fn another_clusters_hub_login_reads_no_downlink_on_mosquitto() {
     for filter in ["mcpdev/claims/+", "mcpdev/hubs/+", &format!("$share/{their_group}/mcpdev/up/+")] {
         assert!(spy.subscribe(filter).await.starts_with("Success"), "{filter}");
     }
+    // Its role may publish claims: a forged one, sealed with its own secret, and a bare one,
+    // naming its hub, for the device (retained, as claims are). They move nothing.
+    let theirs = stranger.info["hub_id"].as_str().unwrap().to_string();
+    for claim in [cluster_seal::seal_claim(&other, &key, &theirs), theirs.clone().into_bytes()] {
+        spy.client.publish(format!("mcpdev/claims/{key}"), rumqttc::QoS::AtLeastOnce, true, claim).await.unwrap();
+    }
     let before = counts.get("tools/call");
     let failed = calls(&hub, 30).await;
     assert!(failed.is_empty(), "{} of 30 calls failed with the other cluster's hub on the broker: {failed:?}", failed.len());
     assert_eq!(counts.get("tools/call"), before + 30, "each call reached the device once");
-    let theirs = stranger.info["hub_id"].as_str().unwrap().to_string();
+    logged(&hub, &format!("refused a claim of {key:?}")).await;
     logged(&hub, &format!("refused the presence of hub {theirs:?} on this broker")).await;
     // Everything the spy received up to its own marker: no call argument among it.
     spy.client.publish("mcpdev/claims/spy-marker", rumqttc::QoS::AtLeastOnce, false, "marker").await.unwrap();
