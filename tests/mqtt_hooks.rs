@@ -238,6 +238,7 @@ async fn a_flood_of_slow_connections_on_the_hooks_leaves_every_listener_serving(
     assert!(flood.len() >= 2900, "the flood connected: {}", flood.len());
     let refused = hub.metric("mcpdev_refusals_total{reason=\"connection_cap\"}").await - before;
     let share = mcpdev::hub::conn_cap::HOOKS_CONNECTIONS / 2;
+    eprintln!("{} connections of the flood, {refused} refused at once, {share} held", flood.len());
     assert!(refused >= (flood.len() - share) as f64, "every connection beyond the address's {share} is refused and counted: {refused}");
     let log = hub.stderr.clone().unwrap();
     assert!(log.lock().unwrap().contains("connection refused: this address holds its"), "the full listener is logged");
