@@ -79,7 +79,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --mcp-max-tasks-per-session 'MCP tasks one session may hold at once'
             cand --mqtt 'Serve MQTT devices: `embedded` runs a broker in this process; or a broker URL (mqtt://[user@]host[:port], mqtts://…; a password in MCPDEV_MQTT_PASSWORD)'
             cand --mqtt-listen 'Where the embedded broker listens'
-            cand --mqtt-group 'Shared-subscription group: hubs on one broker with the same group share the devices'
+            cand --mqtt-group 'Shared-subscription group: hubs on one broker with the same group and the same hub secret share the devices (they read `$share/NAME-<tag>/…`, the tag derived from the hub secret, so a hub with another secret takes none of their uplinks)'
             cand --hub-name 'This hub''s name in a cluster, shown by `devices` (column `hub`) instead of its id: up to 32 letters, digits, `.`, `-` and `_` (needs --mqtt: a hub without a broker has no cluster)'
             cand --cluster-index-max 'Cluster: devices this hub lists in its index for the other hubs at most (the first in Device-Id order); the others hubs find the rest on demand and say how many are not listed'
             cand --cluster-stand-ins 'Cluster: other hubs'' devices kept as stand-ins for this hub''s MCP endpoints at once; beyond it the one used least recently is dropped and made again when asked for'

@@ -705,8 +705,10 @@ pub struct MqttServeArgs {
     /// Where the embedded broker listens
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:1883")]
     pub mqtt_listen: std::net::SocketAddr,
-    /// Shared-subscription group: hubs on one broker with the same group share the devices
-    #[arg(long, value_name = "NAME", default_value = "mcpdev")]
+    /// Shared-subscription group: hubs on one broker with the same group and the same hub secret
+    /// share the devices (they read `$share/NAME-<tag>/…`, the tag derived from the hub secret, so
+    /// a hub with another secret takes none of their uplinks)
+    #[arg(long, value_name = "NAME", default_value = "mcpdev", value_parser = parse_mqtt_group)]
     pub mqtt_group: String,
     /// This hub's name in a cluster, shown by `devices` (column `hub`) instead of its id: up to 32
     /// letters, digits, `.`, `-` and `_` (needs --mqtt: a hub without a broker has no cluster)
@@ -867,6 +869,15 @@ fn parse_hub_name(s: &str) -> Result<String, String> {
         return Ok(s.to_string());
     }
     Err(format!("a hub name is 1 to {} letters, digits, '.', '-' and '_', starting with a letter or digit", crate::mqtt::presence::MAX_HUB_NAME))
+}
+
+/// A share-group name: one topic level MQTT takes after `$share/` (no `/`, `+`, `#`), kept to
+/// what reads the same in logs and broker ACLs.
+fn parse_mqtt_group(s: &str) -> Result<String, String> {
+    if (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_')) {
+        return Ok(s.to_string());
+    }
+    Err("a share group is 1 to 64 letters, digits, '.', '-' and '_' (it names an MQTT shared subscription, $share/NAME-<tag>/…)".into())
 }
 
 /// The Device-Id of `sim`'s first device when `--device-id` is not given.

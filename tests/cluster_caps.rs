@@ -412,9 +412,12 @@ async fn a_hub_learns_every_claim_of_a_big_cluster_on_mosquitto_as_configured_by
     let keys: Vec<String> = (0..N).map(|i| topics::key_for(&format!("cf:00:00:00:{:02x}:{:02x}", i / 256, i % 256)).unwrap()).collect();
     // Another hub, alive, that has claimed every one of them (retained, as hubs do).
     let seed = common::mqtt::connect_once(broker.port, "seed", None).await.unwrap();
-    seed.client.publish(format!("{}{OTHER}", topics::HUBS), QoS::AtLeastOnce, true, json!({"hub": OTHER}).to_string()).await.unwrap();
+    // Sealed with the cluster's hub secret, as that hub would.
+    let secret = common::cluster_secret();
+    let presence = mcpdev::mqtt::cluster_seal::seal_presence(&secret, OTHER, &json!({"hub": OTHER}).to_string());
+    seed.client.publish(format!("{}{OTHER}", topics::HUBS), QoS::AtLeastOnce, true, presence).await.unwrap();
     for k in &keys {
-        seed.client.publish(format!("{}{k}", topics::CLAIMS), QoS::AtLeastOnce, true, OTHER).await.unwrap();
+        seed.client.publish(format!("{}{k}", topics::CLAIMS), QoS::AtLeastOnce, true, mcpdev::mqtt::cluster_seal::seal_claim(&secret, k, OTHER)).await.unwrap();
     }
     let mut watch = common::mqtt::connect_once(broker.port, "watcher", None).await.unwrap();
     // (`subscribe` skips what comes before its SUBACK: the retained claims come after the last.)
@@ -423,12 +426,12 @@ async fn a_hub_learns_every_claim_of_a_big_cluster_on_mosquitto_as_configured_by
     let mut claimed = HashSet::new();
     while claimed.len() < N {
         let m = watch.recv().await;
-        assert_eq!(m["payload"], OTHER, "{m}");
+        assert!(m["payload"].as_str().unwrap().ends_with(&format!("\n{OTHER}")), "{m}");
         claimed.insert(m["topic"].as_str().unwrap().to_string());
     }
 
     // A hub joins, then every device says hello.
-    let _hub = HubProcess::start(&["--mqtt", &broker.url()], &[]).await;
+    let (_hub, _dirs) = HubProcess::cluster(1, &["--mqtt", &broker.url()], false).await;
     let devices = common::mqtt::connect_once(broker.port, "devices", None).await.unwrap();
     for k in &keys {
         let hello = json!({"type":"hello","version":3,"transport":"udp","features":{"mcp":true}}).to_string();

@@ -672,7 +672,8 @@ async fn until_answers(hub: &HubProcess, id: &str, limit: Duration, what: &str) 
 async fn until_claimed_by(claims: &mut common::mqtt::Session, hub_id: &str) {
     loop {
         let m = claims.recv().await;
-        if m["payload"] == hub_id {
+        // A claim is `<MAC>\n<hub>` (mqtt::cluster_seal).
+        if m["payload"].as_str().is_some_and(|p| p.ends_with(&format!("\n{hub_id}"))) {
             return;
         }
     }
@@ -737,8 +738,9 @@ async fn a_hubs_own_claim_that_comes_back_late_is_served_not_left() {
     let mut c = mcpdev::mqtt::conn::connect(url.options("late-claims", Duration::from_secs(30), 1 << 20), None);
     while !matches!(c.events.recv().await, Some(mcpdev::mqtt::conn::ConnEvent::Up)) {}
     let topic = format!("mcpdev/claims/{}", mcpdev::mqtt::topics::key_for(DEV).unwrap());
-    // Another hub's claim: this hub lets the device go.
-    c.client.publish(&topic, rumqttc::QoS::AtLeastOnce, true, "0123456789ab").await.unwrap();
+    // Another hub's claim (sealed with the cluster's secret, as a hub's): this hub lets the device go.
+    let (secret, key) = (common::cluster_secret(), mcpdev::mqtt::topics::key_for(DEV).unwrap());
+    c.client.publish(&topic, rumqttc::QoS::AtLeastOnce, true, mcpdev::mqtt::cluster_seal::seal_claim(&secret, &key, "0123456789ab")).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     while devices(hub).await.iter().any(|d| d["device_id"] == DEV && d.get("session_id").is_some()) {
         assert!(Instant::now() < deadline, "the hub kept serving a device another hub claimed after it");
@@ -746,7 +748,7 @@ async fn a_hubs_own_claim_that_comes_back_late_is_served_not_left() {
     }
     let asked = counts.get("initialize");
     // Then its own claim comes back, the last one.
-    c.client.publish(&topic, rumqttc::QoS::AtLeastOnce, true, hub.info["hub_id"].as_str().unwrap()).await.unwrap();
+    c.client.publish(&topic, rumqttc::QoS::AtLeastOnce, true, mcpdev::mqtt::cluster_seal::seal_claim(&secret, &key, hub.info["hub_id"].as_str().unwrap())).await.unwrap();
     until_answers(hub, DEV, Duration::from_secs(10), "served again once its own claim came back last").await;
     assert!(counts.get("initialize") > asked, "the device was asked again: {} then {}", asked, counts.get("initialize"));
 }
@@ -770,7 +772,9 @@ async fn presence_records(broker: &Mosquitto, n: usize) -> HashMap<String, Value
         match tokio::time::timeout_at(deadline, c.events.recv()).await.expect("every hub's presence record").unwrap() {
             mcpdev::mqtt::conn::ConnEvent::Up => c.client.subscribe("mcpdev/hubs/+", rumqttc::QoS::AtMostOnce).await.unwrap(),
             mcpdev::mqtt::conn::ConnEvent::Message(p) if !p.payload.is_empty() => {
-                records.insert(p.topic.trim_start_matches("mcpdev/hubs/").to_string(), serde_json::from_slice(&p.payload).unwrap());
+                // `<MAC>\n<record>` (mqtt::cluster_seal).
+                let record = p.payload.splitn(2, |b| *b == b'\n').nth(1).expect("a sealed presence record");
+                records.insert(p.topic.trim_start_matches("mcpdev/hubs/").to_string(), serde_json::from_slice(record).unwrap());
             }
             _ => {}
         }
@@ -892,7 +896,12 @@ async fn a_stranger_on_the_cluster_link_is_refused_and_logged() {
     let c = intruder(&broker).await;
     let forged = serde_json::json!({"hub": b, "link": {"addr": "127.0.0.1:9", "fp": "ab".repeat(32), "mac": "00".repeat(32)}});
     c.client.publish(format!("mcpdev/hubs/{b}"), rumqttc::QoS::AtLeastOnce, false, forged.to_string()).await.unwrap();
-    logged(&hubs[0], &format!("refused the direct link hub {b} offers (its MAC does not verify"), 1).await;
+    logged(&hubs[0], &format!("refused the presence of hub {b:?} on this broker (an unsigned presence"), 1).await;
+    // Sealed as a presence record, but by another cluster's hub: refused the same way.
+    let other = mcpdev::hub::secret::HubSecret::from_bytes(&[0x42; 32]);
+    let sealed = mcpdev::mqtt::cluster_seal::seal_presence(&other, &b, &forged.to_string());
+    c.client.publish(format!("mcpdev/hubs/{b}"), rumqttc::QoS::AtLeastOnce, false, sealed).await.unwrap();
+    logged(&hubs[0], "a presence whose MAC does not verify", 1).await;
     // The hubs' own link still carries their requests: a device on B, called through A.
     let ids = mqtt_ids("cf:00:00:00:00", 4);
     let _counts = mqtt_devices(&broker, &ids).await;

@@ -8,10 +8,11 @@
 
 mod common;
 
-use common::mqtt::{DYNSEC_ADMIN, HUB_LOGINS, Mosquitto, MqttDevice, Session, connect_once};
+use common::dynsec::{admit, connect_when_created, hub_on, login, ok, refused, refused_eventually};
+use common::mqtt::{HUB_LOGINS, Mosquitto, MqttDevice, connect_once};
 use common::ota::check_in_as;
 use common::ws::DEADLINE;
-use common::{HubProcess, Outcome, mcpdev};
+use common::{HubProcess, mcpdev};
 use mcpdev::mqtt::conn::BrokerUrl;
 use mcpdev::mqtt::topics;
 use serde_json::{Value, json};
@@ -25,92 +26,6 @@ fn key(mac: &str) -> String {
     topics::key_for(mac).unwrap()
 }
 
-async fn ok(hub: &HubProcess, args: &[&str]) -> Outcome {
-    let out = mcpdev(hub, args).await;
-    assert_eq!(out.code, 0, "mcpdev {args:?}: {out:?}");
-    out
-}
-
-/// A hub on `broker` with hub login `login` of [`HUB_LOGINS`], managing the broker's device
-/// logins (`--mqtt-dynsec`, with the dynamic-security admin) unless `manage` is false.
-async fn hub_on(broker: &Mosquitto, login: usize, state: Option<&str>, manage: bool) -> HubProcess {
-    let (user, password) = HUB_LOGINS[login];
-    let mut env = vec![("MCPDEV_MQTT_PASSWORD", password), ("MCPDEV_MQTT_ADMIN_USERNAME", DYNSEC_ADMIN.0), ("MCPDEV_MQTT_ADMIN_PASSWORD", DYNSEC_ADMIN.1)];
-    if let Some(s) = state {
-        env.push(("MCPDEV_STATE_DIR", s));
-    }
-    let url = broker.url_as(user);
-    let mut args = vec!["--mqtt", url.as_str()];
-    if manage {
-        args.push("--mqtt-dynsec");
-    }
-    HubProcess::start_admitting(&args, &env).await
-}
-
-/// The `mqtt` block's login.
-fn login(answer: &Value) -> (String, String) {
-    let m = &answer["mqtt"];
-    (
-        m["username"].as_str().unwrap_or_else(|| panic!("no mqtt.username in {answer}")).to_string(),
-        m["password"].as_str().unwrap().to_string(),
-    )
-}
-
-/// Asserts the broker refuses a CONNECT as `client_id` with `login`.
-async fn refused(broker: &Mosquitto, client_id: &str, login: Option<(&str, &str)>, what: &str) {
-    if let Ok(s) = connect_once(broker.port, client_id, login).await {
-        drop(s);
-        panic!("the broker let {what} in as {client_id}");
-    }
-}
-
-/// Checks `mac` in at OTA with `uuid`, approves the code it got, and returns its login as the
-/// next (admitted) check-in hands it out.
-async fn admit(hub: &HubProcess, mac: &str, uuid: &str, rebind: bool) -> (String, String) {
-    let first = check_in_as(hub, "hub.lan:8000", mac, uuid).await;
-    let code = first["activation"]["code"].as_str().unwrap_or_else(|| panic!("no code in {first}")).to_string();
-    let mut args = vec!["devices", "approve", code.as_str()];
-    if rebind {
-        args.push("--rebind");
-    }
-    ok(hub, &args).await;
-    let again = check_in_as(hub, "hub.lan:8000", mac, uuid).await;
-    assert!(again.get("activation").is_none(), "approved: {again}");
-    let l = login(&again);
-    assert_eq!(
-        l,
-        login(&first),
-        "the first answer's login is the approved binding's own (py-xiaozhi connects with it)"
-    );
-    l
-}
-
-/// Connects as the device with its own login, retrying until the broker has it (a hub that only
-/// imported the decision creates it in the background), within the deadline.
-async fn connect_when_created(broker: &Mosquitto, (user, password): (&str, &str)) -> Session {
-    let until = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        match connect_once(broker.port, user, Some((user, password))).await {
-            Ok(s) => return s,
-            Err(e) if tokio::time::Instant::now() < until => {
-                let _ = e;
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
-            Err(e) => panic!("the device's own login never worked: {e}"),
-        }
-    }
-}
-
-/// Waits until the broker refuses `login` (a hub that only imported a revocation removes it in
-/// the background), within the deadline.
-async fn refused_eventually(broker: &Mosquitto, (user, password): (&str, &str)) {
-    let until = tokio::time::Instant::now() + DEADLINE;
-    while connect_once(broker.port, user, Some((user, password))).await.is_ok() {
-        assert!(tokio::time::Instant::now() < until, "the login of {user} still works");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-}
-
 fn echo_tool() -> Vec<Value> {
     vec![json!({"name":"self.echo","description":"echo","inputSchema":{"type":"object","properties":{"secret":{"type":"string"}}}})]
 }
@@ -121,7 +36,8 @@ fn echo_tool() -> Vec<Value> {
 #[tokio::test]
 async fn approval_creates_the_devices_own_login_and_a_stranger_never_gets_one() {
     let broker = Mosquitto::start_dynsec().await;
-    let hub = hub_on(&broker, 0, None, true).await;
+    let state = tempfile::tempdir().unwrap();
+    let hub = hub_on(&broker, 0, state.path().to_str().unwrap(), true).await;
     let (vkey, skey) = (key(VICTIM), key(STRANGER));
 
     // A stranger with a made-up MAC: its answer names the broker and its client id, and a
@@ -184,7 +100,8 @@ async fn approval_creates_the_devices_own_login_and_a_stranger_never_gets_one() 
 #[tokio::test]
 async fn revocation_ends_the_broker_session_and_a_rebind_replaces_the_login() {
     let broker = Mosquitto::start_dynsec().await;
-    let hub = hub_on(&broker, 0, None, true).await;
+    let state = tempfile::tempdir().unwrap();
+    let hub = hub_on(&broker, 0, state.path().to_str().unwrap(), true).await;
     let vkey = key(VICTIM);
     let (user, first) = admit(&hub, VICTIM, VICTIM_UUID, false).await;
     let mut session = connect_once(broker.port, &vkey, Some((&user, &first))).await.expect("the approved device connects");
@@ -220,9 +137,9 @@ async fn revocation_ends_the_broker_session_and_a_rebind_replaces_the_login() {
 async fn any_hub_of_a_cluster_keeps_the_brokers_logins_in_line() {
     let broker = Mosquitto::start_dynsec().await;
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let one = hub_on(&broker, 0, Some(a.path().to_str().unwrap()), false).await;
+    let one = hub_on(&broker, 0, a.path().to_str().unwrap(), false).await;
     std::fs::copy(a.path().join("hub-secret"), b.path().join("hub-secret")).unwrap();
-    let two = hub_on(&broker, 1, Some(b.path().to_str().unwrap()), true).await;
+    let two = hub_on(&broker, 1, b.path().to_str().unwrap(), true).await;
     let (user, password) = admit(&one, VICTIM, VICTIM_UUID, false).await;
     let mut session = connect_when_created(&broker, (&user, &password)).await;
     ok(&one, &["devices", "revoke", VICTIM]).await;
@@ -239,7 +156,7 @@ async fn the_broker_converges_after_a_fresh_dynsec_file_and_a_hub_restart() {
     let mut broker = Mosquitto::start_dynsec().await;
     let state = tempfile::tempdir().unwrap();
     let dir = state.path().to_str().unwrap().to_string();
-    let hub = hub_on(&broker, 0, Some(&dir), true).await;
+    let hub = hub_on(&broker, 0, &dir, true).await;
     let (user, password) = admit(&hub, VICTIM, VICTIM_UUID, false).await;
     connect_once(broker.port, &user, Some((&user, &password))).await.expect("approved");
 
@@ -251,21 +168,21 @@ async fn the_broker_converges_after_a_fresh_dynsec_file_and_a_hub_restart() {
     let planted = key(STRANGER);
     broker.ctrl(&["createClient", &planted, "-p", "planted-password"]).await;
     connect_once(broker.port, &planted, Some((&planted, "planted-password"))).await.expect("planted while no hub ran");
-    let _hub = hub_on(&broker, 0, Some(&dir), true).await;
+    let _hub = hub_on(&broker, 0, &dir, true).await;
     connect_when_created(&broker, (&user, &password)).await;
     refused_eventually(&broker, (&planted, "planted-password")).await;
 }
 
 /// What a device client tries on the hubs' topics. Writing: forgeries on every hub topic, then a
 /// marker on its own uplink; a hub login watching `mcpdev/#` must see the marker and none of the
-/// forgeries. Reading: subscriptions to every hub topic (refused in the SUBACK when
+/// forgeries (`hub`: a login that reads every topic). Reading: subscriptions to every hub topic (refused in the SUBACK when
 /// `suback_refuses`; Mosquitto's ACL file checks reads at delivery only), then hub messages on
 /// those topics and a marker on the device's own downlink; the device must get the marker and
 /// none of the hub messages.
 async fn device_is_kept_off_hub_topics(broker: &Mosquitto, device: (&str, Option<(&str, &str)>), hub: (&str, &str), suback_refuses: bool) {
     let (client_id, login) = device;
     let mut watcher = connect_once(broker.port, "mcpdev-hub-watcher", Some(hub)).await.expect("the hub login");
-    assert_eq!(watcher.subscribe("mcpdev/#").await, "Success(AtMostOnce)", "a hub reads the cluster's topics");
+    assert_eq!(watcher.subscribe("mcpdev/#").await, "Success(AtMostOnce)", "the watcher reads every topic");
     let mut dev = connect_once(broker.port, client_id, login).await.expect("the device logs in");
     let other = key("aa:bb:cc:00:31:77");
     for filter in ["mcpdev/#", "mcpdev/rpc/+/q", "mcpdev/admission/+", "mcpdev/claims/+", "mcpdev/index/+", "mcpdev/hubs/+", "$share/mcpdev/mcpdev/up/+", "mcpdev/up/+", &topics::downlink(&other), "#"]
@@ -317,9 +234,18 @@ async fn device_is_kept_off_hub_topics(broker: &Mosquitto, device: (&str, Option
 #[tokio::test]
 async fn a_device_is_refused_on_hub_topics_with_dynamic_security() {
     let broker = Mosquitto::start_dynsec().await;
-    let hub = hub_on(&broker, 0, None, true).await;
+    let state = tempfile::tempdir().unwrap();
+    let hub = hub_on(&broker, 0, state.path().to_str().unwrap(), true).await;
     let (user, password) = admit(&hub, VICTIM, VICTIM_UUID, false).await;
-    device_is_kept_off_hub_topics(&broker, (&user, Some((&user, &password))), HUB_LOGINS[1], true).await;
+    // The watcher reads and writes every topic: a hub's role no longer subscribes to `mcpdev/#`
+    // (it would read devices' downlinks: common::mqtt::hub_role).
+    broker.ctrl(&["createRole", "observer"]).await;
+    for kind in ["publishClientSend", "publishClientReceive", "subscribePattern"] {
+        broker.ctrl(&["addRoleACL", "observer", kind, "#", "allow"]).await;
+    }
+    broker.ctrl(&["createClient", "observer", "-p", "observer-password-0123"]).await;
+    broker.ctrl(&["addClientRole", "observer", "observer"]).await;
+    device_is_kept_off_hub_topics(&broker, (&user, Some((&user, &password))), ("observer", "observer-password-0123"), true).await;
 }
 
 /// The ACL file docs/cluster.md gives for Mosquitto without dynamic security (the shared device

@@ -153,8 +153,10 @@ async fn emqx_authorization_keeps_devices_off_hub_topics() {
     for (action, topic) in &hub_topics {
         assert_eq!(hooks.authz(&vkey, &vkey, action, topic).await, "deny", "a device may {action} {topic}");
     }
+    let group = mcpdev::mqtt::cluster_seal::share_group(&HubSecret::load_or_create(&state.path().join("hub-secret")).unwrap(), "mcpdev");
+    let shared = format!("$share/{group}/mcpdev/up/+");
     for (action, topic) in [
-        ("subscribe", "$share/mcpdev/mcpdev/up/+"),
+        ("subscribe", shared.as_str()),
         ("subscribe", "mcpdev/claims/+"),
         ("subscribe", "mcpdev/fwd/h1/+"),
         ("publish", "mcpdev/rpc/h2/q"),
@@ -162,7 +164,89 @@ async fn emqx_authorization_keeps_devices_off_hub_topics() {
     ] {
         assert_eq!(hooks.authz("mcpdev-hub-h1", "mcpdev-hub-1", action, topic).await, "allow", "a hub may {action} {topic}");
     }
-    for (action, topic) in [("subscribe", "#"), ("subscribe", "$SYS/#"), ("publish", "other/x")] {
+    // Nor with a device's downlink (a host's call arguments), plain uplinks, another cluster's
+    // share group, or speaking as a device.
+    let (down, up) = (topics::downlink(&vkey), topics::uplink(&vkey));
+    for (action, topic) in [("subscribe", "#"), ("subscribe", "$SYS/#"), ("publish", "other/x"), ("subscribe", "mcpdev/#"), ("subscribe", "mcpdev/down/+"), ("subscribe", &down), ("subscribe", "mcpdev/up/+"), ("subscribe", "$share/mcpdev/mcpdev/up/+"), ("publish", &up)] {
         assert_eq!(hooks.authz("mcpdev-hub-h1", "mcpdev-hub-1", action, topic).await, "deny", "a hub has no business with {topic}");
     }
+}
+
+/// Opens a connection to `addr` from the loopback address `from` and sends `head` (not a whole
+/// request: the hub waits for the rest).
+async fn partial(from: &str, addr: &str, head: &str) -> std::io::Result<tokio::net::TcpStream> {
+    use tokio::io::AsyncWriteExt;
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(format!("{from}:0").parse().unwrap())?;
+    let mut s = socket.connect(addr.parse().unwrap()).await?;
+    s.write_all(head.as_bytes()).await?;
+    Ok(s)
+}
+
+/// What the hub answers on `s` (its status line), or `None` when it closed without answering,
+/// within `limit`.
+async fn status_line(s: &mut tokio::net::TcpStream, limit: std::time::Duration) -> Option<String> {
+    use tokio::io::AsyncReadExt;
+    let mut buf = vec![0u8; 512];
+    let n = tokio::time::timeout(limit, s.read(&mut buf)).await.expect("the hub answers or closes in time").unwrap_or(0);
+    (n > 0).then(|| String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or_default().to_string())
+}
+
+/// Issue 44.7: the hooks listener checks the secret before it reads a body, gives a body a
+/// deadline, and caps its connections per address and in all. 20,050 slow-body connections
+/// without the secret took the hub to its descriptor limit, and the OTA, host and hooks listeners
+/// all failed with "Too many open files". Here: a request without the secret that never sends its
+/// body is answered 401 at once; one with the secret gets 408 once its body is late; and 3,000
+/// connections from one address that never finish their headers are held to that address's share
+/// (the rest closed at once, counted and logged) while EMQX (another address), OTA and the host
+/// listener keep being served.
+#[tokio::test]
+async fn a_flood_of_slow_connections_on_the_hooks_leaves_every_listener_serving() {
+    mcpdev::hub::budget::raise_fd_limit();
+    let broker = Mosquitto::start().await;
+    let state = tempfile::tempdir().unwrap();
+    let hub = HubProcess::start_with(
+        &["--mqtt", &broker.url(), "--mqtt-hooks", "127.0.0.1:0"],
+        &[("MCPDEV_MQTT_HOOK_SECRET", SECRET), ("MCPDEV_STATE_DIR", state.path().to_str().unwrap())],
+        true,
+    )
+    .await;
+    let addr = hub.info["mqtt_hooks"].as_str().unwrap().trim_start_matches("http://").to_string();
+    let hooks = Hooks { addr: addr.clone() };
+
+    // No secret, a body announced and never sent: answered at once, the body never waited for.
+    let head = "POST /mqtt/authn HTTP/1.1\r\nHost: emqx\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{";
+    let mut s = partial("127.0.0.1", &addr, head).await.unwrap();
+    let started = std::time::Instant::now();
+    let line = status_line(&mut s, std::time::Duration::from_secs(3)).await;
+    assert_eq!(line.as_deref(), Some("HTTP/1.1 401 Unauthorized"), "answered before the body");
+    assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+    // The secret, and a body that stops coming: 408 after the body deadline, not the hub's 60 s.
+    let head = format!("POST /mqtt/authn HTTP/1.1\r\nHost: emqx\r\nContent-Type: application/json\r\nX-Mcpdev-Hook-Secret: {SECRET}\r\nContent-Length: 4000\r\n\r\n{{");
+    let mut s = partial("127.0.0.1", &addr, &head).await.unwrap();
+    let limit = mcpdev::mqtt::hooks::BODY_DEADLINE + std::time::Duration::from_secs(5);
+    assert_eq!(status_line(&mut s, limit).await.as_deref(), Some("HTTP/1.1 408 Request Timeout"));
+
+    // The flood: 3,000 connections from 127.0.0.2 that never finish their headers.
+    let before = hub.metric("mcpdev_refusals_total{reason=\"connection_cap\"}").await;
+    let mut flood = Vec::new();
+    for _ in 0..3000 {
+        if let Ok(s) = partial("127.0.0.2", &addr, "POST /mqtt/authn HTTP/1.1\r\nContent-Length: 100\r\n").await {
+            flood.push(s);
+        }
+    }
+    assert!(flood.len() >= 2900, "the flood connected: {}", flood.len());
+    let refused = hub.metric("mcpdev_refusals_total{reason=\"connection_cap\"}").await - before;
+    let share = mcpdev::hub::conn_cap::HOOKS_CONNECTIONS / 2;
+    eprintln!("{} connections of the flood, {refused} refused at once, {share} held", flood.len());
+    assert!(refused >= (flood.len() - share) as f64, "every connection beyond the address's {share} is refused and counted: {refused}");
+    let log = hub.stderr.clone().unwrap();
+    assert!(log.lock().unwrap().contains("connection refused: this address holds its"), "the full listener is logged");
+    // Every listener still serves while the flood holds its connections: EMQX's hooks, OTA, the
+    // host listener.
+    assert_eq!(hooks.authn("GID_mcpdev@@@aa_bb_cc_00_31_99", "GID_mcpdev@@@aa_bb_cc_00_31_99", "wrong").await["result"], "deny");
+    let answer = check_in_as(&hub, "hub.lan:8000", STRANGER, "66666666-7777-4888-8999-aaaaaaaa4407").await;
+    assert!(answer["activation"]["code"].is_string(), "OTA answers: {answer}");
+    ok(&hub, &["devices", "--json"]).await;
+    drop(flood);
 }

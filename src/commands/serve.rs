@@ -132,7 +132,8 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         // The id this hub has in a cluster (any hub on the same broker), and its given name.
         let hub_id = mqtt.as_ref().map(|m| m.hub_id.clone());
         let cluster_link = mqtt.as_ref().and_then(|m| m.link.as_ref()).map(|l| l.addr.to_string());
-        serde_json::json!({"event": "listening", "devices": devices_url, "device_urls": reach, "host": host_url, "mcp": mcp,
+        let share_group = mqtt.as_ref().map(|m| m.share_group().to_string());
+        serde_json::json!({"mqtt_share_group": share_group, "event": "listening", "devices": devices_url, "device_urls": reach, "host": host_url, "mcp": mcp,
             "demo_devices": args.demo.unwrap_or(0), "ota": ota_url, "mqtt": broker, "udp_port": udp, "mqtt_hooks": hooks, "hub_id": hub_id, "hub_name": args.mqtt.hub_name, "cluster_link": cluster_link,
             "approve_all": admission.approve_all(), "admitted_file": admission.file(),
             "max_device_connections": running.hub.budget.caps().max_connections, "fd_limit": running.hub.budget.fd_limit(), "tls": tls_info})
@@ -184,6 +185,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
                 Some(name) => eprintln!("  cluster hub          {name} (id {})", m.hub_id),
                 None => eprintln!("  cluster hub          {}  (`devices` shows this id; --hub-name gives a name)", m.hub_id),
             }
+            eprintln!("  share group          $share/{}/mcpdev/up/+  (the cluster's, from its hub secret: what its broker role grants)", m.share_group());
         }
         if let Some(n) = args.demo {
             eprintln!("  demo                 {n} virtual device(s): 02:00:00:00:00:01 …");

@@ -623,8 +623,11 @@ async fn remote_watch(c: &Arc<dyn Cluster>, to: String, id: u64, op: Value, tx: 
 async fn cluster_approve(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, target: &str, rebind: bool) -> Result<String, Value> {
     let here = super::admission::approve_and_cut_over(hub, target, rebind).await;
     let e = match here {
-        Ok(a) => {
+        Ok((a, broker)) => {
             let record = publish_admission(hub, &a.device_id);
+            if let Err(message) = broker {
+                return Err(json!({"kind": "broker_unconfirmed", "message": message}));
+            }
             let mut v = serde_json::from_str::<Value>(&with_device_url(hub, &a)).unwrap_or_default();
             // Only for the hub that forwarded the approval (a forwarded request has no cluster).
             if cluster.is_none()

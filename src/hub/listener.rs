@@ -9,6 +9,10 @@
 //!   pre-hello cap waits its turn, unread, within a deadline; one over the total, or over its
 //!   address's share of the queue, is closed at once. Refusals are logged (rate-limited, the
 //!   descriptor ceiling on its own line).
+//! - Every other listener (the host listener, the EMQX hooks) admits a connection only within its
+//!   own cap, in total and per peer address ([`super::conn_cap`]): its share of the descriptors
+//!   the hub keeps beside device connections. A connection over it is closed at once, before
+//!   anything is read, counted, and logged (rate-limited), so no listener starves another.
 //! - The host listener notes the local user behind each loopback connection
 //!   ([`super::owner::PeerUser`]), so that its routes can serve only the hub's user.
 //! - With TLS ([`Tls`]), the handshake runs after the connection was admitted and before any
@@ -36,6 +40,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt as _;
 
 use super::budget::{Admit, Budget, ConnPermit, HelloSlot, Refusal};
+use super::conn_cap::{CapPermit, ConnCap};
 use super::owner::PeerUser;
 
 /// Deadlines every connection on both listeners lives by.
@@ -59,7 +64,9 @@ pub enum Side {
     /// Devices: admitted within a budget; each connection carries a [`HelloSlot`].
     Devices(Arc<Budget>),
     /// The CLI and MCP hosts: each connection carries the [`PeerUser`] behind it.
-    Host,
+    Host(Arc<ConnCap>),
+    /// Another listener of the hub's (the EMQX hooks), within its cap.
+    Capped(Arc<ConnCap>),
 }
 
 /// Connections the kernel queues for the device listener before they are accepted: a fleet
@@ -116,7 +123,18 @@ pub async fn serve(listener: TcpListener, app: Router, side: Side, limits: Limit
             }
         };
         let app = app.clone();
-        let host_side = matches!(side, Side::Host);
+        let host_side = matches!(side, Side::Host(_));
+        let cap = match &side {
+            Side::Host(cap) | Side::Capped(cap) => match cap.admit(remote.ip()) {
+                Ok(p) => Some(p),
+                Err(_) => {
+                    // Counted and logged by the cap; closed before anything is read.
+                    drop(tcp);
+                    continue;
+                }
+            },
+            Side::Devices(_) => None,
+        };
         let (permit, slot) = match &side {
             Side::Devices(budget) => match budget.admit(remote.ip()) {
                 Ok(Admit::Now(permit, slot)) => (Some(permit), Some(slot)),
@@ -127,7 +145,7 @@ pub async fn serve(listener: TcpListener, app: Router, side: Side, limits: Limit
                     tokio::spawn(async move {
                         match waiting.turn().await {
                             Ok(slot) => {
-                                let conn = Conn { remote, app, limits, permit: Some(permit), slot: Some(slot), user: None };
+                                let conn = Conn { remote, app, limits, permit: Some(permit), cap: None, slot: Some(slot), user: None };
                                 serve_one(tcp, conn, tls, &refusals, name).await;
                             }
                             Err(why) => refused(&refusals, name, remote, &why),
@@ -142,12 +160,12 @@ pub async fn serve(listener: TcpListener, app: Router, side: Side, limits: Limit
                     continue;
                 }
             },
-            Side::Host => (None, None),
+            Side::Host(_) | Side::Capped(_) => (None, None),
         };
         let (tls, refusals) = (tls.clone(), refusals.clone());
         tokio::spawn(async move {
             let user = local.filter(|_| host_side).map(|local| PeerUser::of(local, remote));
-            serve_one(tcp, Conn { remote, app, limits, permit, slot, user }, tls, &refusals, name).await;
+            serve_one(tcp, Conn { remote, app, limits, permit, cap, slot, user }, tls, &refusals, name).await;
         });
     }
 }
@@ -182,6 +200,7 @@ struct Conn {
     app: Router,
     limits: Limits,
     permit: Option<ConnPermit>,
+    cap: Option<CapPermit>,
     slot: Option<HelloSlot>,
     user: Option<PeerUser>,
 }
@@ -220,7 +239,7 @@ async fn serve_http<IO>(io: IO, local: Option<SocketAddr>, conn: Conn, transport
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let Conn { remote, app, limits, permit, slot, user } = conn;
+    let Conn { remote, app, limits, permit, cap, slot, user } = conn;
     let peer = super::devices::DevicePeer { remote, local };
     let service = tower::service_fn(move |req: Request<hyper::body::Incoming>| {
         let mut req = req.map(|body| Body::new(Deadline::new(body, limits.body_timeout)));
@@ -236,7 +255,7 @@ where
         app.clone().oneshot(req)
     });
     // The permit travels with the socket, also into an upgraded WebSocket, and ends with it.
-    let io = TokioIo::new(Held { io, _permit: permit });
+    let io = TokioIo::new(Held { io, _permit: permit, _cap: cap });
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
@@ -260,6 +279,7 @@ fn no_delay(tcp: &TcpStream) {
 struct Held<IO> {
     io: IO,
     _permit: Option<ConnPermit>,
+    _cap: Option<CapPermit>,
 }
 
 impl<IO: AsyncRead + Unpin> AsyncRead for Held<IO> {

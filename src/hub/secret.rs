@@ -28,6 +28,11 @@ pub enum Purpose {
     /// The MAC of a hub's link advertisement, and the proof a hub sends first on a link
     /// ([`crate::mqtt`] `hub_link`): only hubs can offer a link, or use one.
     ClusterLink,
+    /// The MAC of what a hub acts on without asking: its presence record, its claims of devices,
+    /// the device messages it passes on to another hub, and the name of the cluster's share group
+    /// ([`crate::mqtt`] `cluster_seal`): only hubs of this cluster can say a hub is alive, take a
+    /// device, or speak for one.
+    ClusterState,
 }
 
 impl Purpose {
@@ -39,6 +44,7 @@ impl Purpose {
             Purpose::ClusterIndex => "cluster-index",
             Purpose::ClusterRpc => "cluster-rpc",
             Purpose::ClusterLink => "cluster-link",
+            Purpose::ClusterState => "cluster-state",
         }
     }
 }

@@ -102,6 +102,10 @@ pub enum Refused {
     StreamCap,
     /// A request on an MCP session that another credential opened.
     ForeignSession,
+    /// A record on the cluster's topics that does not open with the hub secret (a presence, a
+    /// claim, a forwarded message, an index shard, a request), or a replayed one ([`crate::mqtt`]
+    /// `cluster_seal`, `cluster_rpc`).
+    ClusterRecord,
 }
 
 impl Refused {
@@ -125,9 +129,10 @@ impl Refused {
             Refused::ClusterLink => "cluster_link",
             Refused::StreamCap => "stream_cap",
             Refused::ForeignSession => "foreign_session",
+            Refused::ClusterRecord => "cluster_record",
         }
     }
-    pub const ALL: [Refused; 18] = [
+    pub const ALL: [Refused; 19] = [
         Refused::Host,
         Refused::Origin,
         Refused::OtherUser,
@@ -146,6 +151,7 @@ impl Refused {
         Refused::ClusterLink,
         Refused::StreamCap,
         Refused::ForeignSession,
+        Refused::ClusterRecord,
     ];
 }
 

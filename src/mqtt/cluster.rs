@@ -3,6 +3,8 @@
 //! Hubs read the uplinks through one shared subscription, so any hub may get any device message.
 //! A device is served by exactly one hub, its **owner**, decided on the broker itself:
 //! - each hub keeps a retained presence record `mcpdev/hubs/<hub>`, cleared by its last will;
+//!   presence records, claims and forwarded messages are sealed with the hub secret
+//!   ([`super::cluster_seal`]), and only those that open reach this module;
 //! - a hub that gets a message from a device nobody (alive) owns publishes a retained claim
 //!   `mcpdev/claims/<key>` = its id, holds the device's messages, and acts only once its own
 //!   claim has come back from the broker and a short settle time has passed with no later claim;
@@ -20,6 +22,52 @@
 //!   the device to talk. Two survivors that disagree both claim, and the last claim wins as above.
 
 use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+/// Keys noted with a time, each forgotten once older than `max_age`: the claims a hub sent and
+/// has not seen back ([`crate::mqtt::hub`]), the claims it put back after a forgery
+/// ([`super::cluster_seal::Restores`]). Bounded: entries older than `max_age` are swept whenever
+/// the map has doubled, so it holds about two periods' worth of keys at most.
+#[derive(Debug)]
+pub struct Recent {
+    at: HashMap<String, Instant>,
+    sweep_at: usize,
+    max_age: Duration,
+}
+
+impl Recent {
+    pub fn new(max_age: Duration) -> Self {
+        Self { at: HashMap::new(), sweep_at: 0, max_age }
+    }
+
+    /// Notes `key` at `now`.
+    pub fn note(&mut self, key: &str, now: Instant) {
+        self.at.insert(key.to_string(), now);
+        if self.at.len() >= self.sweep_at {
+            let max_age = self.max_age;
+            self.at.retain(|_, t| now.duration_since(*t) < max_age);
+            self.sweep_at = (self.at.len() * 2).max(1024);
+        }
+    }
+
+    /// Whether `key` was noted less than `max_age` before `now`.
+    pub fn is_recent(&self, key: &str, now: Instant) -> bool {
+        self.at.get(key).is_some_and(|t| now.duration_since(*t) < self.max_age)
+    }
+
+    /// Forgets `key`; whether it had been noted less than `max_age` before `now`.
+    pub fn take(&mut self, key: &str, now: Instant) -> bool {
+        self.at.remove(key).is_some_and(|t| now.duration_since(t) < self.max_age)
+    }
+
+    pub fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.at.is_empty()
+    }
+}
 
 /// What to do with a device message.
 #[derive(Debug, Clone, PartialEq, Eq)]

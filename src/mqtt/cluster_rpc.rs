@@ -30,9 +30,10 @@
 //!   hub secret, [`crate::hub::admission::record`]), so every hub (one that starts later too)
 //!   applies them; a record that does not open is refused and logged.
 //!
-//! Who may publish under `mcpdev/rpc/`, `mcpdev/index/`, `mcpdev/hubs/` and `mcpdev/admission/`
-//! is the broker's ACL: hubs only (the embedded broker lets devices publish to their uplink only;
-//! see docs/cluster.md for Mosquitto and EMQX).
+//! Every record on the cluster's topics is MAC'd with the hub secret (presence, claims and
+//! forwarded messages in [`super::cluster_seal`]); what does not open is refused, logged
+//! (rate-limited) and counted (`mcpdev_refusals_total{reason="cluster_record"}`). The broker's
+//! ACL (hubs only; see docs/cluster.md for Mosquitto and EMQX) is a second line.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -138,6 +139,8 @@ pub struct ClusterNode {
     secret: Arc<HubSecret>,
     /// Direct links to the hubs that offer one ([`hub_link`]): requests go there first.
     links: Arc<Links>,
+    /// The cluster's admission records, applied in broker order ([`super::admission_sync`]).
+    pub admissions: super::admission_sync::AdmissionSync,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -186,6 +189,15 @@ impl ClusterNode {
         secret: Arc<HubSecret>,
     ) -> Arc<Self> {
         Arc::new_cyclic(|this: &Weak<Self>| Self {
+            admissions: {
+                let node = this.clone();
+                let rejected: super::admission_sync::Rejected = Arc::new(move |device: &str, why: &str| {
+                    if let Some(n) = node.upgrade() {
+                        n.record_rejected(device, why);
+                    }
+                });
+                super::admission_sync::AdmissionSync::start(me, hub.clone(), client.clone(), secret.clone(), rejected)
+            },
             links: Links::new(me, secret.clone(), {
                 let node = this.clone();
                 Arc::new(move |payload: &[u8]| {
@@ -345,7 +357,7 @@ impl ClusterNode {
                 _ => {}
             }
         } else if let Some(device) = topic.strip_prefix(topics::ADMISSION) {
-            self.on_admission(device, payload);
+            self.admissions.on_message(device, payload);
         } else {
             return false;
         }
@@ -396,8 +408,25 @@ impl ClusterNode {
         self.offer_later();
     }
 
-    /// Logs a refusal: one line per kind per [`LOG_WINDOW`], with how many of that kind came.
+    /// A cluster record refused by the MQTT side ([`super::cluster_seal`]): logged as
+    /// [`Self::refuse_log`] does, and counted.
+    pub fn refuse(&self, kind: &'static str, why: &str) {
+        self.refuse_log(kind, why);
+    }
+
+    /// A presence record of `hub` that does not open: counted, and logged per hub (each hub
+    /// that is not of this cluster is named, through the shared per-key limiter).
+    pub fn refuse_hub(&self, hub: &str, why: &str) {
+        crate::metrics::refused(crate::metrics::Refused::ClusterRecord);
+        if crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Refusal, &format!("cluster hub {}", hub.chars().take(64).collect::<String>())) {
+            warn!("cluster: refused {why}");
+        }
+    }
+
+    /// Logs a refusal: one line per kind per [`LOG_WINDOW`], with how many of that kind came;
+    /// every one is counted (`mcpdev_refusals_total{reason="cluster_record"}`).
     fn refuse_log(&self, kind: &'static str, why: &str) {
+        crate::metrics::refused(crate::metrics::Refused::ClusterRecord);
         let mut calls = lock(&self.calls);
         let now = Instant::now();
         let (last, count) = calls.refusal_logs.entry(kind).or_default();
@@ -639,35 +668,6 @@ impl ClusterNode {
         lock(&self.calls).waiting.remove(&c);
         self.send(to, json!({"c": c, "from": self.me, "cancel": true}));
     }
-
-    /// A sealed admission record (retained, replayed on every (re)connect): checked and applied
-    /// if later than what this hub holds ([`crate::hub::admission::Admission::import`]); the
-    /// device is cut off here if it was revoked. A record that does not open (forged by a broker
-    /// client that is not a hub, or made with another hub secret) is refused and logged; a stale
-    /// one is answered with this hub's later decision, so the broker keeps the latest.
-    fn on_admission(&self, device: &str, payload: &[u8]) {
-        // A cleared record (an operator's `mosquitto_pub -r -n`) changes nothing.
-        if payload.is_empty() {
-            return;
-        }
-        let Some(hub) = self.hub.upgrade() else { return };
-        let (device, payload, node) = (device.to_string(), payload.to_vec(), self.this.clone());
-        tokio::spawn(async move {
-            match crate::hub::admission::import_and_cut_off(&hub, &device, &payload).await {
-                Ok(crate::hub::admission::Imported::Older) => {
-                    if let (Some(n), Some(mine)) = (node.upgrade(), hub.admission.record(&device, "")) {
-                        n.publish_admission(&device, &mine);
-                    }
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    if let Some(n) = node.upgrade() {
-                        n.record_rejected(&device, &e);
-                    }
-                }
-            }
-        });
-    }
 }
 
 /// A request of this hub that waits on another: cancelled there when dropped before its answer
@@ -858,8 +858,6 @@ impl Cluster for ClusterNode {
     }
 
     fn publish_admission(&self, device_id: &str, record: &str) {
-        if let Err(e) = self.client.try_publish(format!("{}{device_id}", topics::ADMISSION), QoS::AtLeastOnce, true, record.to_string()) {
-            warn!(device = %device_id, "cannot tell the cluster about an admission change: {e}");
-        }
+        super::admission_sync::publish_record(&self.client, device_id, record);
     }
 }

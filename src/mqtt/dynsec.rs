@@ -10,10 +10,19 @@
 //!   default ACL access was opened still keeps devices off the hubs' topics).
 //! - **A revocation removes the client** (the broker ends its session at once), **a re-bind
 //!   replaces it** (the old session ends, the old password stops working).
-//! - **The broker converges**: at every (re)connect of the admin connection the hub lists the
-//!   broker's clients and creates, replaces or removes every client it manages (usernames that
-//!   start with [`MANAGED_PREFIX`]) until they match the approvals it holds, so a hub restart, a
-//!   broker restart, or a broker with a fresh dynamic-security file all end in the same state.
+//! - **The broker converges, without harm**: at every (re)connect of the admin connection, once
+//!   the hub holds the cluster's current approvals (it has applied every admission record the
+//!   broker keeps: [`super::admission_sync`]; until then it logs that it waits, and carries out
+//!   only the decisions made or imported meanwhile), the hub lists the broker's clients and
+//!   creates, replaces or removes every client it manages (usernames that start with
+//!   [`MANAGED_PREFIX`]) until they match its approvals, so a hub restart, a broker restart, or a
+//!   broker with a fresh dynamic-security file all end in the same state. So a hub that joins a
+//!   running cluster never deletes the logins of devices other hubs approved, and one that restarts
+//!   with a book older than a revocation never re-creates the revoked login, not for a moment.
+//! - **A login the cluster vouches for is kept**: a client's description carries a fingerprint of
+//!   its binding's token and a MAC of it with the hub secret, so any hub of the cluster can tell a
+//!   login another hub made from a planted one. One this hub has no decision about (a broker that
+//!   lost the records) is kept; a planted one, or one whose device this hub knows revoked, goes.
 //!   Every hub of a cluster does this for every decision it applies (its own and the ones it
 //!   imports), and each change is read back first, so repeating one is a no-op.
 //! - Clients it does not manage (the hubs', the admin's) are never touched.
@@ -26,12 +35,13 @@ use std::time::Duration;
 
 use rumqttc::{AsyncClient, QoS};
 use serde_json::{Value, json};
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tracing::{info, warn};
 
 use super::conn::{self, BrokerUrl, ConnEvent};
 use super::topics;
 use crate::hub::Hub;
+use crate::hub::secret::{HubSecret, Purpose};
 
 /// Where commands go, and where the broker answers (every admin connection hears every answer).
 pub const CONTROL: &str = "$CONTROL/dynamic-security/v1";
@@ -45,6 +55,10 @@ pub const ADMIN_PASSWORD_ENV: &str = "MCPDEV_MQTT_ADMIN_PASSWORD";
 pub const ADMIN_PASSWORD_FILE_ENV: &str = "MCPDEV_MQTT_ADMIN_PASSWORD_FILE";
 /// How long the broker has to answer one batch of commands.
 pub const CALL_LIMIT: Duration = Duration::from_secs(10);
+/// How long a hub waits for the cluster's admission records before it says so in its log (it
+/// goes on waiting: reconciling without them could delete logins the cluster approves, or bring
+/// back revoked ones).
+pub const CAUGHT_UP_WARN: Duration = Duration::from_secs(15);
 /// Clients listed per page at reconciliation.
 const PAGE: usize = 500;
 /// The largest answer read (a page of 500 verbose clients is about 150 KB).
@@ -77,11 +91,23 @@ pub fn secret_line(path: &std::path::Path) -> Result<String, String> {
 
 /// What the broker's client for a device must say about the binding: a fingerprint of its token
 /// (SHA-256, 16 hex digits), so the hub can tell a current credential from a stale one without
-/// reading a password back. It reveals nothing usable: the token is 128 random-looking bits.
-pub fn fingerprint(token: &str) -> String {
+/// reading a password back, and a MAC of the key and fingerprint with the hub secret (16 hex
+/// digits), so every hub of the cluster can tell a login a hub made from a planted one. It reveals
+/// nothing usable: the token is 128 random-looking bits.
+pub fn fingerprint(secret: &HubSecret, key: &str, token: &str) -> String {
     let d = ring::digest::digest(&ring::digest::SHA256, token.as_bytes());
     let hex: String = d.as_ref().iter().take(8).map(|b| format!("{b:02x}")).collect();
-    format!("mcpdev binding {hex}")
+    format!("mcpdev binding {hex} {}", vouch(secret, key, &hex))
+}
+
+fn vouch(secret: &HubSecret, key: &str, fp: &str) -> String {
+    secret.mac(Purpose::ClusterState, format!("dynsec\n{key}\n{fp}").as_bytes())[..16].to_string()
+}
+
+/// Whether the broker's client `have` for `key` was made by a hub of this cluster.
+pub fn vouched(secret: &HubSecret, key: &str, have: &Value) -> bool {
+    let words: Vec<&str> = have["textdescription"].as_str().unwrap_or_default().split(' ').collect();
+    matches!(words.as_slice(), ["mcpdev", "binding", fp, mac] if crate::hub::secret::constant_time_eq(vouch(secret, key, fp).as_bytes(), mac.as_bytes()))
 }
 
 /// The role of a device's client: its own uplink and downlink, and explicit denies for the rest.
@@ -98,15 +124,15 @@ pub fn device_role(key: &str) -> Value {
 }
 
 /// Whether the broker's client `have` is exactly what `key` with `token` must be.
-fn is_current(have: &Value, key: &str, token: &str) -> bool {
+fn is_current(secret: &HubSecret, have: &Value, key: &str, token: &str) -> bool {
     let roles: Vec<&str> = have["roles"].as_array().map(|r| r.iter().filter_map(|r| r["rolename"].as_str()).collect()).unwrap_or_default();
-    have["clientid"] == key && have["textdescription"] == fingerprint(token).as_str() && have["disabled"] != true && roles == [key]
+    have["clientid"] == key && have["textdescription"] == fingerprint(secret, key, token).as_str() && have["disabled"] != true && roles == [key]
 }
 
 /// The commands that take the broker from `have` to `want` for `key` (none when it is there).
-pub fn changes(key: &str, want: Option<&str>, have: Option<&Value>) -> Vec<Value> {
+pub fn changes(secret: &HubSecret, key: &str, want: Option<&str>, have: Option<&Value>) -> Vec<Value> {
     match (want, have) {
-        (Some(token), Some(h)) if is_current(h, key, token) => Vec::new(),
+        (Some(token), Some(h)) if is_current(secret, h, key, token) => Vec::new(),
         (Some(token), have) => {
             let mut c = Vec::new();
             if have.is_some() {
@@ -116,7 +142,7 @@ pub fn changes(key: &str, want: Option<&str>, have: Option<&Value>) -> Vec<Value
             c.push(json!({"command": "deleteRole", "rolename": key}));
             c.push(device_role(key));
             c.push(json!({"command": "createClient", "username": key, "password": token, "clientid": key,
-                "textname": "mcpdev device", "textdescription": fingerprint(token), "roles": [{"rolename": key}]}));
+                "textname": "mcpdev device", "textdescription": fingerprint(secret, key, token), "roles": [{"rolename": key}]}));
             c
         }
         (None, Some(_)) => vec![json!({"command": "deleteClient", "username": key}), json!({"command": "deleteRole", "rolename": key})],
@@ -144,12 +170,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Dynsec {
     /// Connects as the admin (`admin`, client id `mcpdev-hub-<hub_id>-dynsec`) and reconciles at
-    /// every connect.
-    pub fn start(hub: Weak<Hub>, admin: &BrokerUrl, hub_id: &str) -> Arc<Self> {
+    /// every connect once `caught_up` (this hub holds the cluster's approvals).
+    pub fn start(hub: Weak<Hub>, admin: &BrokerUrl, hub_id: &str, caught_up: watch::Receiver<bool>) -> Arc<Self> {
         let me = Arc::new(Self { queue: Mutex::default(), wake: Notify::new() });
         let connection = conn::connect(admin.options(&format!("mcpdev-hub-{hub_id}-dynsec"), Duration::from_secs(30), MAX_PACKET), None);
         let admin = Admin { client: connection.client, events: connection.events, prefix: format!("mcpdev-{hub_id}-"), next: 0 };
-        tokio::spawn(work(me.clone(), hub, admin));
+        tokio::spawn(work(me.clone(), hub, admin, caught_up));
         me
     }
 
@@ -319,47 +345,83 @@ fn wanted(hub: &Hub, device_id: &str) -> Option<(String, Option<String>)> {
     Some((topics::key_for(device_id).ok()?, hub.admission.broker_login(device_id)))
 }
 
+/// What reconciling did: logins made or replaced, removed, and kept (vouched for by the cluster,
+/// about devices this hub has no decision on).
+#[derive(Debug, Default)]
+struct Reconciled {
+    made: usize,
+    removed: usize,
+    kept: usize,
+}
+
 /// Brings every managed client in line with the approvals (see the module's rules).
-async fn reconcile(admin: &mut Admin, hub: &Weak<Hub>) -> Result<(usize, usize), CallError> {
+async fn reconcile(admin: &mut Admin, hub: &Weak<Hub>) -> Result<Reconciled, CallError> {
     let mut have = admin.managed().await?;
     let Some(hub) = hub.upgrade() else {
-        return Ok((0, 0));
+        return Ok(Reconciled::default());
     };
     let want: Vec<(String, String)> = hub.admission.broker_logins().into_iter().filter_map(|(id, t)| Some((topics::key_for(&id).ok()?, t))).collect();
+    let decided: HashSet<String> = hub.admission.decided().iter().filter_map(|id| topics::key_for(id).ok()).collect();
+    let secret = hub.secret.clone();
     drop(hub);
-    let (mut made, mut removed) = (0, 0);
+    let mut done = Reconciled::default();
     for (key, token) in want {
         let h = have.remove(&key);
-        let c = changes(&key, Some(&token), h.as_ref());
-        made += usize::from(!c.is_empty());
+        let c = changes(&secret, &key, Some(&token), h.as_ref());
+        done.made += usize::from(!c.is_empty());
         admin.apply(c).await?;
     }
     for (key, h) in have {
-        removed += 1;
-        admin.apply(changes(&key, None, Some(&h))).await?;
+        // Approved by a hub of the cluster, and this hub knows nothing against it.
+        if !decided.contains(&key) && vouched(&secret, &key, &h) {
+            done.kept += 1;
+            continue;
+        }
+        done.removed += 1;
+        admin.apply(changes(&secret, &key, None, Some(&h))).await?;
     }
-    Ok((made, removed))
+    Ok(done)
 }
 
-async fn work(me: Arc<Dynsec>, hub: Weak<Hub>, mut admin: Admin) {
+async fn work(me: Arc<Dynsec>, hub: Weak<Hub>, mut admin: Admin, mut caught_up: watch::Receiver<bool>) {
     'connection: loop {
         if !admin.ready().await {
             return;
         }
-        match reconcile(&mut admin, &hub).await {
-            Ok((made, removed)) => info!(made, removed, "dynamic security: the broker's device logins match the approvals"),
-            Err(e) => {
-                warn!("dynamic security: cannot reconcile the broker's device logins: {e}");
-                if let CallError::Lost(_) = e {
-                    continue 'connection;
-                }
-            }
+        let mut reconciled = false;
+        let warn_at = tokio::time::Instant::now() + CAUGHT_UP_WARN;
+        let mut warned = false;
+        if !*caught_up.borrow() {
+            info!("dynamic security: waiting until this hub holds the cluster's admission records before reconciling the broker's device logins");
         }
         loop {
+            if !reconciled && *caught_up.borrow() {
+                reconciled = true;
+                match reconcile(&mut admin, &hub).await {
+                    Ok(r) => info!(made = r.made, removed = r.removed, kept = r.kept, "dynamic security: the broker's device logins match the approvals"),
+                    Err(e) => {
+                        warn!("dynamic security: cannot reconcile the broker's device logins: {e}");
+                        if let CallError::Lost(_) = e {
+                            continue 'connection;
+                        }
+                    }
+                }
+            }
             let Some(id) = me.next() else {
                 // Idle: keep reading the connection (every admin hears every answer), until work.
                 tokio::select! {
                     _ = me.wake.notified() => continue,
+                    r = caught_up.changed(), if !reconciled => {
+                        if r.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    () = tokio::time::sleep_until(warn_at), if !reconciled && !warned => {
+                        warned = true;
+                        warn!("dynamic security: this hub has not received the cluster's admission records within {CAUGHT_UP_WARN:?} (is its broker connection up?); the broker's device logins are not reconciled until it has, so none is deleted or brought back on an old list");
+                        continue;
+                    }
                     ev = admin.events.recv() => match ev {
                         Some(ConnEvent::Down(why)) => {
                             warn!(%why, "dynamic security: the admin connection to the broker is down; retrying");
@@ -376,9 +438,10 @@ async fn work(me: Arc<Dynsec>, hub: Weak<Hub>, mut admin: Admin) {
                 continue;
             };
             drop(h);
+            let Some(secret) = hub.upgrade().map(|h| h.secret.clone()) else { return };
             let result = async {
                 let have = admin.get(&key).await?;
-                admin.apply(changes(&key, want.as_deref(), have.as_ref())).await
+                admin.apply(changes(&secret, &key, want.as_deref(), have.as_ref())).await
             }
             .await;
             match &result {
@@ -404,22 +467,37 @@ mod tests {
 
     #[test]
     fn a_current_client_needs_no_change_and_anything_else_is_replaced_or_removed() {
-        let create = changes(KEY, Some("t1"), None);
+        let s = HubSecret::from_bytes(&[7; 32]);
+        let create = changes(&s, KEY, Some("t1"), None);
         assert_eq!(create.iter().map(|c| c["command"].as_str().unwrap()).collect::<Vec<_>>(), ["deleteRole", "createRole", "createClient"]);
         let client = &create[2];
         assert_eq!((client["username"].as_str(), client["clientid"].as_str(), client["password"].as_str()), (Some(KEY), Some(KEY), Some("t1")));
-        let have = json!({"username": KEY, "clientid": KEY, "textdescription": fingerprint("t1"), "roles": [{"rolename": KEY}]});
-        assert!(changes(KEY, Some("t1"), Some(&have)).is_empty(), "repeating a sync is a no-op");
-        let rebind = changes(KEY, Some("t2"), Some(&have));
+        let have = json!({"username": KEY, "clientid": KEY, "textdescription": fingerprint(&s, KEY, "t1"), "roles": [{"rolename": KEY}]});
+        assert!(changes(&s, KEY, Some("t1"), Some(&have)).is_empty(), "repeating a sync is a no-op");
+        let rebind = changes(&s, KEY, Some("t2"), Some(&have));
         assert_eq!(rebind[0]["command"], "deleteClient", "a new binding replaces the client, ending its session");
         for tampered in [json!({"clientid": "other"}), json!({"disabled": true}), json!({"roles": []})] {
             let mut h = have.clone();
             h.as_object_mut().unwrap().extend(tampered.as_object().unwrap().clone());
-            assert!(!changes(KEY, Some("t1"), Some(&h)).is_empty(), "{h}");
+            assert!(!changes(&s, KEY, Some("t1"), Some(&h)).is_empty(), "{h}");
         }
-        assert_eq!(changes(KEY, None, Some(&have))[0]["command"], "deleteClient");
-        assert!(changes(KEY, None, None).is_empty());
-        assert!(!fingerprint("t1").contains("t1") && fingerprint("t1") != fingerprint("t2"));
+        assert_eq!(changes(&s, KEY, None, Some(&have))[0]["command"], "deleteClient");
+        assert!(changes(&s, KEY, None, None).is_empty());
+        assert!(!fingerprint(&s, KEY, "t1").contains("t1") && fingerprint(&s, KEY, "t1") != fingerprint(&s, KEY, "t2"));
+    }
+
+    /// A login made by a hub of this cluster is recognised by every hub of it, and by no other:
+    /// a planted one, one moved to another device, or one of another cluster is not.
+    #[test]
+    fn a_login_the_cluster_made_is_vouched_for_and_a_planted_one_is_not() {
+        let (s, other) = (HubSecret::from_bytes(&[7; 32]), HubSecret::from_bytes(&[8; 32]));
+        let made = json!({"textdescription": fingerprint(&s, KEY, "t1")});
+        assert!(vouched(&s, KEY, &made) && vouched(&HubSecret::from_bytes(&[7; 32]), KEY, &made));
+        assert!(!vouched(&other, KEY, &made), "another cluster's");
+        assert!(!vouched(&s, "GID_mcpdev@@@aa_bb_cc_dd_ee_02", &made), "moved to another device");
+        for planted in [json!({}), json!({"textdescription": "mcpdev binding 0011223344556677"}), json!({"textdescription": "mcpdev binding 0011223344556677 0011223344556677"})] {
+            assert!(!vouched(&s, KEY, &planted), "{planted}");
+        }
     }
 
     #[test]

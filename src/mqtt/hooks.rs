@@ -4,10 +4,13 @@
 //! The rules it enforces (tests in `tests/mqtt_hooks.rs`, listed in `docs/security.md`):
 //! - **Only EMQX is heard**: every request must carry the shared secret
 //!   (`MCPDEV_MQTT_HOOK_SECRET`, or a 0600 file named by `MCPDEV_MQTT_HOOK_SECRET_FILE`) in the
-//!   [`SECRET_HEADER`] header, compared in constant time; anything else gets 401 and is logged
-//!   (rate-limited). The listener binds loopback unless told otherwise, reads at most
-//!   [`MAX_BODY`] bytes within the hub's header and body deadlines, and answers at most
-//!   [`MAX_IN_FLIGHT`] requests at once (503 beyond, which EMQX treats as `ignore`).
+//!   [`SECRET_HEADER`] header, compared in constant time **before any of the body is read**;
+//!   anything else gets 401 and is logged (rate-limited), and its connection closes. The listener
+//!   binds loopback unless told otherwise, holds at most [`crate::hub::conn_cap::HOOKS_CONNECTIONS`]
+//!   connections (half of them from one address; beyond, closed at once, counted and logged:
+//!   [`crate::hub::conn_cap`]), reads headers within the hub's header deadline and at most
+//!   [`MAX_BODY`] bytes of body within [`BODY_DEADLINE`], and answers at most [`MAX_IN_FLIGHT`]
+//!   requests at once (503 beyond, which EMQX treats as `ignore`).
 //! - **A device logs in as itself only**: its client id is its key (`GID_mcpdev@@@aa_bb_…`), its
 //!   username the same, and its password the token of its current approval (or a shared
 //!   `MCPDEV_DEVICE_TOKEN`, an explicit opt-in). Anything else is `deny`; a revoked device is
@@ -17,8 +20,9 @@
 //!   neither.
 //! - **Hubs** log in as `mcpdev-hub…` with the password every hub of the cluster derives from the
 //!   shared hub secret ([`crate::hub::admission::Admission::hub_broker_password`]); only they may
-//!   publish or subscribe under `mcpdev/` beyond a device's own two topics (presence, claims,
-//!   index, rpc, admission, forwarded messages, the shared uplink subscription). Never superuser.
+//!   publish under `mcpdev/` (never as a device, on `mcpdev/up/…`) and subscribe to the hubs'
+//!   topics (presence, claims, index, rpc, admission, forwarded messages) and to their cluster's
+//!   share group of uplinks; never to a device's downlink or to plain uplinks. Never superuser.
 //! - The answers are EMQX 5's: `200 {"result": "allow"|"deny", "is_superuser": false}`.
 
 use std::net::{IpAddr, SocketAddr};
@@ -26,7 +30,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{ConnectInfo, DefaultBodyLimit, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, Response, StatusCode, header};
 use axum::routing::post;
 use serde_json::{Value, json};
@@ -49,6 +53,9 @@ pub const HUB_USERNAME_PREFIX: &str = "mcpdev-hub";
 pub const MAX_BODY: usize = 4096;
 /// Requests answered at once.
 pub const MAX_IN_FLIGHT: usize = 256;
+/// How long a hook request's body may take once its headers (and the secret) are in: EMQX sends
+/// a few hundred bytes at once, and gives up on a hook after its own `request_timeout` (5 s).
+pub const BODY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 /// A secret shorter than this is refused at start-up.
 const MIN_SECRET: usize = 16;
 
@@ -123,8 +130,14 @@ pub fn authenticate(hub: &Hub, req: &Value) -> Decision {
 pub fn authorize(hub: &Hub, group: &str, req: &Value) -> Decision {
     let (clientid, username, topic, action) = (field(req, "clientid"), field(req, "username"), field(req, "topic"), field(req, "action"));
     if is_hub(username) {
-        let shared = topics::shared_uplinks(group);
-        let ok = matches!(action, "publish" | "subscribe") && (topic == shared || hub_filter(topic));
+        // A hub reads its cluster's topics and uplinks through its cluster's share group only
+        // (never a device's downlink, where hosts' call arguments go, nor another cluster's
+        // group), and never publishes as a device.
+        let ok = match action {
+            "subscribe" => topic == topics::shared_uplinks(group) || (hub_filter(topic) && HUB_READS.iter().any(|p| topic.starts_with(p))),
+            "publish" => hub_filter(topic) && !topic.starts_with(topics::UP),
+            _ => false,
+        };
         return if ok { Decision::Allow } else { Decision::Deny(format!("hub {username:?} may not {action} {topic:?}")) };
     }
     let id = match device_of(clientid, username) {
@@ -142,6 +155,9 @@ pub fn authorize(hub: &Hub, group: &str, req: &Value) -> Decision {
 }
 
 /// The filters hubs subscribe to (presence, claims, forwarded messages, indexes, rpc, admission).
+/// What a hub subscribes to beside its share group: the hubs' own topics.
+const HUB_READS: [&str; 6] = [topics::HUBS, topics::CLAIMS, topics::FWD, topics::INDEX, topics::RPC, topics::ADMISSION];
+
 fn hub_filter(topic: &str) -> bool {
     let Some(rest) = topic.strip_prefix("mcpdev/") else {
         return false;
@@ -178,30 +194,49 @@ pub async fn serve(hub: Arc<Hub>, addr: SocketAddr, secret: String, group: Strin
     let limits = hub.config.limits;
     let hooks = Arc::new(Hooks { hub: Arc::downgrade(&hub), secret, group, in_flight: Semaphore::new(MAX_IN_FLIGHT), log: Mutex::default() });
     let app = Router::new().route(AUTHN_PATH, post(authn)).route(AUTHZ_PATH, post(authz)).layer(DefaultBodyLimit::max(MAX_BODY)).with_state(hooks);
-    tokio::spawn(crate::hub::listener::serve(listener, app, crate::hub::listener::Side::Host, limits, "MQTT hooks", None));
+    let side = crate::hub::listener::Side::Capped(crate::hub::conn_cap::ConnCap::hooks());
+    tokio::spawn(crate::hub::listener::serve(listener, app, side, limits, "MQTT hooks", None));
     info!(%bound, "MQTT hooks for EMQX: {AUTHN_PATH}, {AUTHZ_PATH}");
     Ok(bound)
 }
 
-async fn authn(State(hooks): State<Arc<Hooks>>, ConnectInfo(caller): ConnectInfo<SocketAddr>, headers: HeaderMap, body: Bytes) -> Response<Body> {
-    answer(&hooks, caller, &headers, &body, "login", authenticate)
+async fn authn(State(hooks): State<Arc<Hooks>>, ConnectInfo(caller): ConnectInfo<SocketAddr>, request: Request) -> Response<Body> {
+    answer(&hooks, caller, request, "login", authenticate).await
 }
 
-async fn authz(State(hooks): State<Arc<Hooks>>, ConnectInfo(caller): ConnectInfo<SocketAddr>, headers: HeaderMap, body: Bytes) -> Response<Body> {
+async fn authz(State(hooks): State<Arc<Hooks>>, ConnectInfo(caller): ConnectInfo<SocketAddr>, request: Request) -> Response<Body> {
     let group = hooks.group.clone();
-    answer(&hooks, caller, &headers, &body, "access", move |hub, req| authorize(hub, &group, req))
+    answer(&hooks, caller, request, "access", move |hub, req| authorize(hub, &group, req)).await
 }
 
-fn answer(hooks: &Hooks, caller: SocketAddr, headers: &HeaderMap, body: &[u8], what: &str, decide: impl FnOnce(&Hub, &Value) -> Decision) -> Response<Body> {
+/// The secret first, from the headers alone; then the body, bounded in size and time; then the
+/// decision.
+async fn answer(hooks: &Hooks, caller: SocketAddr, request: Request, what: &str, decide: impl FnOnce(&Hub, &Value) -> Decision) -> Response<Body> {
+    if !has_secret(request.headers(), &hooks.secret) {
+        hooks.log(&caller.ip().to_string(), what, &format!("a request without the hook secret ({SECRET_HEADER})"));
+        // Its body is never read: the connection closes with this answer.
+        return reply(StatusCode::UNAUTHORIZED, json!({"error": format!("send the hook secret in the {SECRET_HEADER} header")}));
+    }
     let Ok(_permit) = hooks.in_flight.try_acquire() else {
         return reply(StatusCode::SERVICE_UNAVAILABLE, json!({"error": "busy"}));
     };
-    let sent = headers.get(SECRET_HEADER).map(|v| v.as_bytes()).unwrap_or_default();
-    if !crate::hub::admission::constant_time_eq(sent, hooks.secret.as_bytes()) {
-        hooks.log(&caller.ip().to_string(), what, &format!("a request without the hook secret ({SECRET_HEADER})"));
-        return reply(StatusCode::UNAUTHORIZED, json!({"error": format!("send the hook secret in the {SECRET_HEADER} header")}));
+    let announced = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if announced.is_some_and(|n| n > MAX_BODY) {
+        return reply(StatusCode::PAYLOAD_TOO_LARGE, json!({"error": format!("a body over {MAX_BODY} bytes")}));
     }
-    let req: Value = match serde_json::from_slice(body) {
+    let body: Bytes = match tokio::time::timeout(BODY_DEADLINE, axum::body::to_bytes(request.into_body(), MAX_BODY)).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(e)) => {
+            let over = std::iter::successors(Some(&e as &dyn std::error::Error), |e| e.source()).any(|e| e.to_string().contains("length limit"));
+            let status = if over { StatusCode::PAYLOAD_TOO_LARGE } else { StatusCode::BAD_REQUEST };
+            return reply(status, json!({"error": format!("the body could not be read, or is over {MAX_BODY} bytes: {e}")}));
+        }
+        Err(_) => {
+            hooks.log(&caller.ip().to_string(), what, &format!("a body that did not arrive within {BODY_DEADLINE:?}"));
+            return reply(StatusCode::REQUEST_TIMEOUT, json!({"error": format!("the body did not arrive within {BODY_DEADLINE:?}")}));
+        }
+    };
+    let req: Value = match serde_json::from_slice(&body) {
         Ok(v @ Value::Object(_)) => v,
         _ => {
             return reply(StatusCode::BAD_REQUEST, json!({"error": "the body must be a JSON object (EMQX: content-type application/json)"}));
@@ -215,6 +250,11 @@ fn answer(hooks: &Hooks, caller: SocketAddr, headers: &HeaderMap, body: &[u8], w
         hooks.log(field(&req, "peerhost"), &format!("{what} of {:?}", field(&req, "clientid")), why);
     }
     reply(StatusCode::OK, decision.body())
+}
+
+fn has_secret(headers: &HeaderMap, secret: &str) -> bool {
+    let sent = headers.get(SECRET_HEADER).map(|v| v.as_bytes()).unwrap_or_default();
+    crate::hub::admission::constant_time_eq(sent, secret.as_bytes())
 }
 
 fn reply(status: StatusCode, body: Value) -> Response<Body> {

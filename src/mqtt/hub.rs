@@ -115,43 +115,14 @@ impl MqttSettings {
 const CLAIM_RECHECK: Duration = Duration::from_secs(3);
 
 /// How long a claim of this hub may take to come back from the broker and still count as its own
-/// late claim ([`ClaimsOut`]); one that takes longer was lost.
+/// late claim ([`Dispatcher::claims_out`]); one that takes longer was lost.
 const CLAIM_OUT_MAX: Duration = Duration::from_secs(300);
-
-/// The claims a hub has published that have not come back from the broker yet. A claim can come
-/// back late: behind a broker that stalls, or re-sent by the client after a reconnect. By then
-/// the hub may have let the device go (its look after [`CLAIM_RECHECK`] saw another hub's claim
-/// first), yet its claim, arriving last, wins on every hub, and the others let go of the device.
-/// Knowing the claim is its own, the hub serves the device instead of leaving it on no hub.
-/// Bounded: entries older than [`CLAIM_OUT_MAX`] are swept whenever the map has doubled.
-#[derive(Default)]
-struct ClaimsOut {
-    sent: HashMap<String, std::time::Instant>,
-    sweep_at: usize,
-}
-
-impl ClaimsOut {
-    fn sent(&mut self, key: &str, now: std::time::Instant) {
-        self.sent.insert(key.to_string(), now);
-        if self.sent.len() >= self.sweep_at {
-            self.sent.retain(|_, at| now.duration_since(*at) < CLAIM_OUT_MAX);
-            self.sweep_at = (self.sent.len() * 2).max(1024);
-        }
-    }
-
-    /// The claim came back: was it one this hub sent (and not too long ago)?
-    fn came_back(&mut self, key: &str, now: std::time::Instant) -> bool {
-        self.sent.remove(key).is_some_and(|at| now.duration_since(at) < CLAIM_OUT_MAX)
-    }
-}
 
 /// The keepalive of the hub's own broker connection: how soon a hub that vanished silently is
 /// declared dead by the broker (its last will), and its devices taken over.
 pub const HUB_KEEPALIVE: Duration = Duration::from_secs(5);
 
-/// Device MQTT credentials handed out by OTA (environment only: they are secrets).
-pub const DEVICE_USERNAME_ENV: &str = "MCPDEV_MQTT_DEVICE_USERNAME";
-pub const DEVICE_PASSWORD_ENV: &str = "MCPDEV_MQTT_DEVICE_PASSWORD";
+pub use super::device_login::{DEVICE_PASSWORD_ENV, DEVICE_USERNAME_ENV};
 
 /// The running MQTT side of a hub.
 pub struct MqttHub {
@@ -165,7 +136,7 @@ pub struct MqttHub {
     endpoint_host: Option<String>,
     endpoint_port: u16,
     settings: MqttSettings,
-    device_login: DeviceLogin,
+    device_login: super::device_login::DeviceLogin,
     client: AsyncClient,
     up: watch::Receiver<bool>,
     /// `true` once every subscription of the current connection is acknowledged.
@@ -189,15 +160,6 @@ pub struct MqttHub {
     pub link: Option<super::hub_link::Advert>,
 }
 
-/// The MQTT login the OTA answer gives devices.
-#[derive(Debug, Clone)]
-enum DeviceLogin {
-    /// The client id and the device's own token: the embedded broker checks it, Mosquitto with
-    /// dynamic security holds it for approved bindings, EMQX asks the hub's hooks.
-    Own,
-    /// The shared login (explicit opt-in), for approved bindings only.
-    Shared { username: String, password: String },
-}
 
 enum Control {
     Settled(String),
@@ -227,6 +189,7 @@ impl MqttHub {
             let h = self.endpoint_host.as_deref().unwrap_or(host);
             format!("{h}:{}", self.endpoint_port)
         });
+        use super::device_login::DeviceLogin;
         let (username, password) = match &self.device_login {
             DeviceLogin::Shared { username, password } if admitted => (username.clone(), password.clone()),
             DeviceLogin::Own | DeviceLogin::Shared { .. } => (key.clone(), device_token.to_string()),
@@ -315,6 +278,12 @@ impl MqttHub {
         *self.up.borrow()
     }
 
+    /// The share group this hub reads uplinks through: `<--mqtt-group>-<tag of the hub secret>`
+    /// ([`super::cluster_seal::share_group`]), what a per-cluster broker role grants.
+    pub fn share_group(&self) -> &str {
+        &self.settings.group
+    }
+
     /// Waits up to `limit` until connected and subscribed (devices' messages reach the hub).
     pub async fn wait_subscribed(&self, limit: Duration) -> bool {
         let mut s = self.subscribed.clone();
@@ -356,8 +325,11 @@ impl crate::hub::ota::MqttOffer for Arc<MqttHub> {
     }
 }
 
-pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<MqttHub>> {
+pub async fn start(hub: Arc<Hub>, mut settings: MqttSettings) -> anyhow::Result<Arc<MqttHub>> {
     let hub_id = uuid::Uuid::new_v4().simple().to_string()[..12].to_string();
+    // The cluster's own share group: a hub with another hub secret takes none of its uplinks.
+    settings.group = super::cluster_seal::share_group(&hub.secret, &settings.group);
+    info!(group = %settings.group, "cluster: uplinks are read through the share group of this hub secret and --mqtt-group (hubs with another secret are not in it)");
     let tokens = hub.config.device_tokens.clone();
     let max_packet = (settings.max_payload * 4).max(1 << 20);
     let (index_max, stand_ins) = (settings.index_max, settings.stand_ins);
@@ -425,9 +397,17 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         }
         BrokerChoice::External(_) => (url.to_string(), None),
     };
-    let device_login = device_login(&settings, std::env::var(DEVICE_USERNAME_ENV).ok(), std::env::var(DEVICE_PASSWORD_ENV).ok()).map_err(anyhow::Error::msg)?;
-    let dynsec = match (&settings.broker, settings.dynsec) {
-        (BrokerChoice::External(url), true) => Some(super::dynsec::Dynsec::start(Arc::downgrade(&hub), &super::dynsec::admin_url(url).map_err(anyhow::Error::msg)?, &hub_id)),
+    let setup = super::device_login::Setup {
+        external: match &settings.broker {
+            BrokerChoice::External(url) => Some(url as &dyn std::fmt::Display),
+            BrokerChoice::Embedded { .. } => None,
+        },
+        shared_opt_in: settings.shared_device_login,
+        managed_here: settings.dynsec || settings.hooks.is_some(),
+    };
+    let device_login = super::device_login::device_login(&setup, std::env::var(DEVICE_USERNAME_ENV).ok(), std::env::var(DEVICE_PASSWORD_ENV).ok()).map_err(anyhow::Error::msg)?;
+    let dynsec_admin = match (&settings.broker, settings.dynsec) {
+        (BrokerChoice::External(url), true) => Some(super::dynsec::admin_url(url).map_err(anyhow::Error::msg)?),
         (BrokerChoice::Embedded { .. }, true) => anyhow::bail!("--mqtt-dynsec is for Mosquitto (--mqtt mqtt://…); the embedded broker checks each device's own login by itself"),
         (_, false) => None,
     };
@@ -449,6 +429,9 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
     let connection = conn::connect(options, Some(will));
     let (control, control_rx) = mpsc::channel(1024);
     let (subscribed_tx, subscribed) = watch::channel(false);
+    let cluster = ClusterNode::new(&hub_id, settings.hub_name.clone(), Arc::downgrade(&hub), connection.client.clone(), stand_ins, hub.secret.clone());
+    // Reconciled only once this hub holds the cluster's approvals (mqtt::admission_sync).
+    let dynsec = dynsec_admin.map(|admin| super::dynsec::Dynsec::start(Arc::downgrade(&hub), &admin, &hub_id, cluster.admissions.caught_up()));
     let mqtt = Arc::new(MqttHub {
         hub_id: hub_id.clone(),
         broker: shown,
@@ -464,14 +447,7 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         probing: Arc::default(),
         control: control.clone(),
         broker_clients,
-        cluster: ClusterNode::new(
-            &hub_id,
-            settings.hub_name.clone(),
-            Arc::downgrade(&hub),
-            connection.client.clone(),
-            stand_ins,
-            hub.secret.clone(),
-        ),
+        cluster,
         dynsec,
         hooks,
         link: link.as_ref().map(|l| l.advert().clone()),
@@ -498,7 +474,8 @@ pub async fn start(hub: Arc<Hub>, settings: MqttSettings) -> anyhow::Result<Arc<
         mqtt: mqtt.clone(),
         claims: Claims::new(hub_id),
         pending: HashMap::new(),
-        claims_out: ClaimsOut::default(),
+        claims_out: super::cluster::Recent::new(CLAIM_OUT_MAX),
+        restores: Default::default(),
         links: HashMap::new(),
         control,
         subscribed: subscribed_tx,
@@ -521,44 +498,6 @@ fn watch_broker(mut stopped: watch::Receiver<Option<String>>) {
     });
 }
 
-/// Which login the OTA answer hands out: the device's own (client id and token) on every broker
-/// set-up the docs give, or, only when opted in, the shared login. The shared login's variables
-/// set without the opt-in stop the hub with advice, rather than being used or silently ignored.
-fn device_login(settings: &MqttSettings, username: Option<String>, password: Option<String>) -> Result<DeviceLogin, String> {
-    let username = username.filter(|u| !u.is_empty());
-    let password = password.filter(|p| !p.is_empty());
-    let external = match &settings.broker {
-        BrokerChoice::Embedded { .. } => {
-            if username.is_some() || password.is_some() || settings.shared_device_login {
-                warn!("{DEVICE_USERNAME_ENV}/{DEVICE_PASSWORD_ENV} and --mqtt-shared-device-login are for a real broker: with the embedded one, each device gets its own login");
-            }
-            return Ok(DeviceLogin::Own);
-        }
-        BrokerChoice::External(url) => url,
-    };
-    match (settings.shared_device_login, username, password) {
-        (true, Some(username), Some(password)) => {
-            warn!(
-                broker = %external,
-                "--mqtt-shared-device-login: every approved device gets the one login in {DEVICE_USERNAME_ENV}/{DEVICE_PASSWORD_ENV}, and with it any device (or anyone who reads it off one) \
-                 may connect under any client id, another device's included; prefer per-device logins (--mqtt-dynsec on Mosquitto, --mqtt-hooks on EMQX)"
-            );
-            Ok(DeviceLogin::Shared { username, password })
-        }
-        (true, _, _) => Err(format!("--mqtt-shared-device-login needs both {DEVICE_USERNAME_ENV} and {DEVICE_PASSWORD_ENV}")),
-        (false, None, None) => {
-            if !settings.dynsec && settings.hooks.is_none() {
-                info!(broker = %external, "devices get their client id and own token as their MQTT login: the broker must check it (--mqtt-dynsec on Mosquitto, --mqtt-hooks on EMQX, on this hub or another of the cluster)");
-            }
-            Ok(DeviceLogin::Own)
-        }
-        (false, _, _) => Err(format!(
-            "{DEVICE_USERNAME_ENV}/{DEVICE_PASSWORD_ENV} are set, but a shared device login lets every device connect under any client id, another device's included: \
-             pass --mqtt-shared-device-login to accept that, or unset them and give each device its own login (--mqtt-dynsec on Mosquitto, --mqtt-hooks on EMQX)"
-        )),
-    }
-}
-
 struct LinkEntry {
     inbound: link::InboundSender,
     generation: u64,
@@ -573,9 +512,15 @@ struct Dispatcher {
     claims: Claims,
     /// Devices this hub has claimed and not yet settled, with their held messages.
     pending: HashMap<String, Vec<String>>,
-    /// This hub's claims published and not yet come back, and when: one that comes back after
-    /// the hub let the device go still wins ([`Self::on_own_claim`]).
-    claims_out: ClaimsOut,
+    /// This hub's claims published and not yet come back, and when. A claim can come back late:
+    /// behind a broker that stalls, or re-sent by the client after a reconnect. By then the hub
+    /// may have let the device go (its look after [`CLAIM_RECHECK`] saw another hub's claim
+    /// first), yet its claim, arriving last, wins on every hub, and the others let go of the
+    /// device; knowing the claim is its own, the hub serves the device instead of leaving it on
+    /// no hub ([`Self::on_own_claim`]). Forgotten after [`CLAIM_OUT_MAX`].
+    claims_out: super::cluster::Recent,
+    /// This hub's claims put back after a forgery replaced them ([`super::cluster_seal::Restores`]).
+    restores: super::cluster_seal::Restores,
     links: HashMap<String, LinkEntry>,
     control: mpsc::Sender<Control>,
     subscribed: watch::Sender<bool>,
@@ -622,6 +567,8 @@ impl Dispatcher {
                         self.acks_due = self.acks_due.saturating_sub(1);
                         if self.acks_due == 0 {
                             self.subscribed.send_replace(true);
+                            // The retained admission records are in before this comes back.
+                            self.mqtt.cluster.admissions.subscribed();
                             // Devices of hubs that died while this one was away.
                             self.take_over();
                         }
@@ -670,6 +617,7 @@ impl Dispatcher {
         let c = &self.mqtt.client;
         let cluster = self.mqtt.cluster.subscriptions();
         self.acks_due = 4 + cluster.len();
+        self.mqtt.cluster.admissions.subscribing();
         // In this order: presence and claims arrive (retained) before any uplink. Every
         // subscription is QoS 0: a broker holds at most so many QoS 1 messages for a client
         // beyond those in flight (Mosquitto: 1,000 by default) and drops the rest, retained
@@ -690,8 +638,7 @@ impl Dispatcher {
                 warn!("cannot queue an MQTT subscription: {e}");
             }
         }
-        let presence = self.mqtt.cluster.presence_record(self.mqtt.link.as_ref());
-        let _ = c.try_publish(format!("{}{me}", topics::HUBS), QoS::AtLeastOnce, true, presence);
+        self.publish_presence();
         // The devices this hub serves are claimed again, and held as any claim is until it
         // stands: while this hub was away, a survivor may have taken one over, and its retained
         // claim, which comes back first, drops this hub's link. Once this hub's later claim
@@ -708,6 +655,14 @@ impl Dispatcher {
             self.publish_claim(&key);
         }
         self.republish.send_modify(|n| *n += 1);
+    }
+
+    /// This hub's presence record, sealed ([`super::cluster_seal`]), retained.
+    fn publish_presence(&self) {
+        let me = self.claims.me();
+        let record = self.mqtt.cluster.presence_record(self.mqtt.link.as_ref());
+        let sealed = super::cluster_seal::seal_presence(&self.hub.secret, me, &record);
+        let _ = self.mqtt.client.try_publish(format!("{}{me}", topics::HUBS), QoS::AtLeastOnce, true, sealed);
     }
 
     /// Claims the devices of dead hubs that fall to this hub ([`Claims::takeover`]); each is
@@ -729,9 +684,10 @@ impl Dispatcher {
     /// was never queued (the client's queue was full) or was lost with the connection never comes
     /// back from the broker, and would hold the device's messages for ever.
     fn publish_claim(&mut self, key: &str) {
-        self.claims_out.sent(key, std::time::Instant::now());
+        self.claims_out.note(key, std::time::Instant::now());
         let topic = format!("{}{key}", topics::CLAIMS);
-        let _ = self.mqtt.client.try_publish(topic, QoS::AtLeastOnce, true, self.claims.me().as_bytes().to_vec());
+        let sealed = super::cluster_seal::seal_claim(&self.hub.secret, key, self.claims.me());
+        let _ = self.mqtt.client.try_publish(topic, QoS::AtLeastOnce, true, sealed);
         self.after(CLAIM_RECHECK, Control::ClaimCheck(key.to_string()));
     }
 
@@ -772,7 +728,11 @@ impl Dispatcher {
             }
         } else if let Some(rest) = topic.strip_prefix(topics::FWD) {
             // Passed on by another hub that believes this hub owns the device.
-            if let Some((_, key)) = rest.split_once('/') {
+            if let Some((to, key)) = rest.split_once('/') {
+                let payload = match super::cluster_seal::open_forward(&self.hub.secret, to, key, &payload) {
+                    Ok(message) => message.to_vec(),
+                    Err(why) => return self.mqtt.cluster.refuse("fwd", &format!("a message passed on for {key:?} ({why})")),
+                };
                 match self.claims.route(key) {
                     Route::Mine => self.deliver(key, payload),
                     _ if self.pending.contains_key(key) => self.hold(key, payload),
@@ -780,8 +740,23 @@ impl Dispatcher {
                 }
             }
         } else if let Some(key) = topic.strip_prefix(topics::CLAIMS) {
-            let hub = String::from_utf8_lossy(&payload).trim().to_string();
-            let hub = (!hub.is_empty()).then_some(hub);
+            // A cleared claim (an operator's `mosquitto_pub -r -n`) changes nothing: it is not
+            // sealed, and the device's hub still serves it.
+            if payload.is_empty() {
+                return;
+            }
+            let hub = match super::cluster_seal::open_claim(&self.hub.secret, key, &payload) {
+                Ok(hub) => Some(hub),
+                Err(why) => {
+                    self.mqtt.cluster.refuse("claim", &format!("a claim of {key:?} ({why}); the device stays where it is"));
+                    // The forgery replaced this hub's retained claim on the broker: a hub that
+                    // joins later would find no owner. The owner puts its claim back.
+                    if self.claims.route(key) == Route::Mine && !self.pending.contains_key(key) && self.restores.allow(key, std::time::Instant::now()) {
+                        self.publish_claim(key);
+                    }
+                    return;
+                }
+            };
             self.mqtt.heard.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.to_string());
             let own = hub.as_deref() == Some(self.claims.me());
             if self.claims.on_claim(key, hub.as_deref()) {
@@ -794,8 +769,34 @@ impl Dispatcher {
             }
         } else if let Some(hub) = topic.strip_prefix(topics::HUBS) {
             let alive = !payload.is_empty();
+            if !alive && hub == self.claims.me() {
+                // Cleared while this hub is connected: a will of a connection the broker let go
+                // late, or a broker client; this hub is alive, and says so again.
+                if *self.subscribed.borrow() && self.stopped.is_none() {
+                    info!("this hub's presence record was cleared while it is connected; publishing it again");
+                    self.publish_presence();
+                }
+                return;
+            }
+            let record = if alive {
+                match super::cluster_seal::open_presence(&self.hub.secret, hub, &payload) {
+                    Ok(record) => record,
+                    Err(why) => {
+                        return self.mqtt.cluster.refuse_hub(
+                            hub,
+                            &format!(
+                                "the presence of hub {:?} on this broker ({why}): it has another hub secret, or is forged; it is not a hub of this cluster, takes no share of its uplinks (share group {}), and its claims and requests are refused",
+                                hub.chars().take(64).collect::<String>(),
+                                self.mqtt.settings.group
+                            ),
+                        );
+                    }
+                }
+            } else {
+                &[][..]
+            };
             self.claims.on_presence(hub, alive);
-            self.mqtt.cluster.on_presence(hub, &payload);
+            self.mqtt.cluster.on_presence(hub, record);
             if !alive && *self.subscribed.borrow() {
                 self.take_over();
             }
@@ -807,11 +808,11 @@ impl Dispatcher {
     /// This hub's claim for `key` came back from the broker: it owns the device on every hub that
     /// has seen the claim. Held messages wait for the settle time. A claim of its own that comes
     /// back after the hub let the device go (a claim just published, or one it sent and had not
-    /// seen back: [`ClaimsOut`]) is served the same way, the device asked first, since the other
+    /// seen back: [`Self::claims_out`]) is served the same way, the device asked first, since the other
     /// hubs let go of it on seeing this claim. A claim the broker replays on a new subscription
     /// that this hub did not just send (a device it served that left) is not.
     fn on_own_claim(&mut self, key: &str, replayed: bool) {
-        let late = self.claims_out.came_back(key, std::time::Instant::now()) || !replayed;
+        let late = self.claims_out.take(key, std::time::Instant::now()) || !replayed;
         if !self.pending.contains_key(key) {
             if !late || self.serves(key) {
                 return;
@@ -835,13 +836,19 @@ impl Dispatcher {
         match self.claims.route(key) {
             Route::Mine => self.deliver(key, payload),
             Route::Forward(owner) => {
-                let _ = self.mqtt.client.try_publish(topics::forward(&owner, key), QoS::AtMostOnce, false, payload);
+                self.forward(&owner, key, &payload);
             }
             Route::Claim => {
                 self.hold(key, payload);
                 self.publish_claim(key);
             }
         }
+    }
+
+    /// Passes a message of device `key` on to `owner`, the hub that serves it, sealed.
+    fn forward(&self, owner: &str, key: &str, message: &[u8]) {
+        let sealed = super::cluster_seal::seal_forward(&self.hub.secret, owner, key, message);
+        let _ = self.mqtt.client.try_publish(topics::forward(owner, key), QoS::AtMostOnce, false, sealed);
     }
 
     fn hold(&mut self, key: &str, payload: Vec<u8>) {
@@ -868,7 +875,7 @@ impl Dispatcher {
             }
             Route::Forward(owner) => {
                 for text in held {
-                    let _ = self.mqtt.client.try_publish(topics::forward(&owner, key), QoS::AtMostOnce, false, text);
+                    self.forward(&owner, key, text.as_bytes());
                 }
             }
             Route::Claim => {

@@ -48,7 +48,7 @@ pub const PROVE_WITHIN: Duration = Duration::from_secs(5);
 /// Unproven connections at once from one address.
 pub const MAX_UNPROVEN_PER_ADDR: usize = 8;
 /// Link connections served at once, proven or not.
-pub const MAX_CONNECTIONS: usize = 256;
+pub const MAX_CONNECTIONS: usize = crate::hub::conn_cap::LINK_CONNECTIONS;
 /// Largest frame either way (an answer may be larger than a request).
 pub const MAX_FRAME: usize = 8 << 20;
 /// Largest first frame (the proof).

@@ -6,10 +6,13 @@
 //! Devices reached through a broker run through the same session layer as WebSocket devices:
 //! [`links::mqtt`](crate::links::mqtt) drives one [`Session`](crate::session::Session) per device.
 
+pub mod admission_sync;
 pub mod broker;
 pub mod cluster;
 pub mod cluster_rpc;
+pub mod cluster_seal;
 pub mod conn;
+mod device_login;
 pub mod direct;
 pub mod dynsec;
 pub mod hooks;

@@ -15,6 +15,10 @@
 //! | `mcpdev/rpc/<hub>/q`, `…/a` | hubs | control requests for a hub, answers to it ([`super::cluster_rpc`]) |
 //! | `mcpdev/admission/<device id>` | the hub that approved or revoked, retained | the cluster's admission decisions |
 //!
+//! Hubs read uplinks through the share group `<--mqtt-group>-<tag of the hub secret>`
+//! ([`super::cluster_seal::share_group`]); presence, claims and forwarded messages are sealed
+//! there too.
+//!
 //! Stock firmware never subscribes, so the broker must subscribe it to `mcpdev/down/${clientid}`
 //! (EMQX `auto_subscribe`; the embedded broker does it by itself).
 

@@ -3,6 +3,7 @@
 #![allow(clippy::result_large_err, reason = "tungstenite handshake callbacks return an HTTP response as their error")]
 
 pub mod browser;
+pub mod dynsec;
 pub mod mqtt;
 pub mod ota;
 pub mod vision;
@@ -65,6 +66,34 @@ pub struct HubProcess {
     pub stderr: Option<std::sync::Arc<std::sync::Mutex<String>>>,
 }
 
+/// The hub secret of every hub [`HubProcess::cluster`] starts.
+pub const CLUSTER_SECRET: [u8; 32] = {
+    let mut b = [0u8; 32];
+    let mut i = 0;
+    while i < 32 {
+        b[i] = ((i * 37 + 11) % 256) as u8;
+        i += 1;
+    }
+    b
+};
+
+/// Writes `hex` as the hub secret of the state directory `dir` (0600, as the hub requires).
+pub fn write_secret(dir: &std::path::Path, hex: &str) {
+    let path = dir.join("hub-secret");
+    std::fs::write(&path, hex).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+}
+
+/// [`CLUSTER_SECRET`] as hex digits, as the `hub-secret` file holds it.
+pub fn cluster_secret_hex() -> String {
+    CLUSTER_SECRET.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// [`CLUSTER_SECRET`] as the hubs hold it: what a test signs cluster records with.
+pub fn cluster_secret() -> mcpdev::hub::secret::HubSecret {
+    mcpdev::hub::secret::HubSecret::from_bytes(&CLUSTER_SECRET)
+}
+
 impl HubProcess {
     /// Starts `mcpdev serve --json --approve-all` (tests not about admission admit every device)
     /// with extra arguments and waits for its `listening` line.
@@ -101,16 +130,11 @@ impl HubProcess {
 
     /// A cluster as [`Self::cluster`], each hub with its own `extra` arguments.
     pub async fn cluster_of(extras: &[&[&str]], capture: bool) -> (Vec<Self>, Vec<tempfile::TempDir>) {
-        let secret: String = (0..32)
-            .map(|i| format!("{:02x}", (i * 37 + 11) % 256))
-            .collect();
+        let secret = cluster_secret_hex();
         let (mut hubs, mut dirs) = (Vec::new(), Vec::new());
         for extra in extras {
             let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("hub-secret");
-            std::fs::write(&path, &secret).unwrap();
-            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
-                .unwrap();
+            write_secret(dir.path(), &secret);
             let state = dir.path().to_string_lossy().into_owned();
             let mut args = vec!["--approve-all"];
             args.extend_from_slice(extra);

@@ -29,15 +29,30 @@ pub struct Mosquitto {
 pub const DYNSEC_ADMIN: (&str, &str) = ("admin", "admin-password-0123");
 pub const HUB_LOGINS: [(&str, &str); 2] = [("mcpdev-hub-1", "hub-one-password-0123"), ("mcpdev-hub-2", "hub-two-password-0123")];
 
-/// The hub role of docs/mqtt.md, as `mosquitto_ctrl dynsec` arguments: the cluster's topics and
-/// the shared uplink subscription, nothing else.
-pub const HUB_SETUP: &[&[&str]] = &[
-    &["createRole", "mcpdev-hub"],
-    &["addRoleACL", "mcpdev-hub", "publishClientSend", "mcpdev/#", "allow"],
-    &["addRoleACL", "mcpdev-hub", "publishClientReceive", "mcpdev/#", "allow"],
-    &["addRoleACL", "mcpdev-hub", "subscribePattern", "mcpdev/#", "allow"],
-    &["addRoleACL", "mcpdev-hub", "subscribeLiteral", "$share/mcpdev/mcpdev/up/+", "allow"],
-];
+/// What the hub role of docs/mqtt.md lets a hub subscribe to, beside its cluster's share group:
+/// the hubs' own topics, never a device's downlink nor a plain uplink filter.
+pub const HUB_FILTERS: [&str; 6] = ["mcpdev/hubs/+", "mcpdev/claims/+", "mcpdev/fwd/+/+", "mcpdev/index/+/+", "mcpdev/rpc/+/+", "mcpdev/admission/+"];
+
+/// The per-cluster hub role of docs/mqtt.md, as `mosquitto_ctrl dynsec` arguments: publishing
+/// under `mcpdev/` but never as a device (`mcpdev/up/…`), subscribing to [`HUB_FILTERS`] and to
+/// the cluster's own share group (`serve` logs it: `<--mqtt-group>-<tag of the hub secret>`).
+pub fn hub_role(role: &str, share_group: &str) -> Vec<Vec<String>> {
+    let acl = |kind: &str, topic: &str, allow: &str, priority: &str| ["addRoleACL", role, kind, topic, allow, priority].map(String::from).to_vec();
+    let mut v = vec![vec!["createRole".to_string(), role.to_string()]];
+    v.push(acl("publishClientSend", "mcpdev/up/#", "deny", "10"));
+    v.push(acl("publishClientSend", "mcpdev/#", "allow", "0"));
+    v.push(acl("publishClientReceive", "mcpdev/#", "allow", "0"));
+    for f in HUB_FILTERS {
+        v.push(acl("subscribePattern", f, "allow", "0"));
+    }
+    v.push(acl("subscribeLiteral", &format!("$share/{share_group}/mcpdev/up/+"), "allow", "0"));
+    v
+}
+
+/// The share group of the hubs of [`super::HubProcess::cluster`] (the default `--mqtt-group`).
+pub fn cluster_share_group() -> String {
+    mcpdev::mqtt::cluster_seal::share_group(&super::cluster_secret(), "mcpdev")
+}
 
 /// The dynamic-security plugin as Debian installs it.
 pub fn dynsec_plugin() -> String {
@@ -76,7 +91,8 @@ impl Mosquitto {
 
     /// Mosquitto with the dynamic-security plugin, set up as docs/mqtt.md says: a fresh file
     /// (`mosquitto_ctrl dynsec init`, admin [`DYNSEC_ADMIN`]), no anonymous clients, and the hub
-    /// role with the hub logins of [`HUB_LOGINS`] (made with `mosquitto_ctrl`, as an operator would).
+    /// role of the cluster whose hub secret is [`super::CLUSTER_SECRET`] ([`hub_role`]) with the
+    /// hub logins of [`HUB_LOGINS`] (made with `mosquitto_ctrl`, as an operator would).
     pub async fn start_dynsec() -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let dir = tempfile::tempdir().unwrap();
@@ -96,8 +112,8 @@ impl Mosquitto {
         let out = tokio::process::Command::new("mosquitto_ctrl").arg("dynsec").arg("init").arg(&file).arg(DYNSEC_ADMIN.0).arg(DYNSEC_ADMIN.1).output().await.expect("mosquitto_ctrl");
         assert!(out.status.success(), "mosquitto_ctrl dynsec init: {out:?}");
         self.run().await;
-        for line in HUB_SETUP {
-            self.ctrl(line).await;
+        for line in hub_role("mcpdev-hub", &cluster_share_group()) {
+            self.ctrl(&line.iter().map(String::as_str).collect::<Vec<_>>()).await;
         }
         for (user, password) in HUB_LOGINS {
             self.ctrl(&["createClient", user, "-p", password]).await;

@@ -10,13 +10,16 @@ pub const BROKER_SYNC_LIMIT: Duration = Duration::from_secs(5);
 /// Brings the broker's per-device credential of `device_id` in line with its approval, when the
 /// hub manages them (Mosquitto dynamic security), and waits for it up to [`BROKER_SYNC_LIMIT`]:
 /// the command that changed the approval returns once the broker knows (a new credential works,
-/// a revoked one is gone and its session ended). A broker that is down is caught up with later.
-async fn sync_broker(hub: &crate::hub::Hub, device_id: &str) {
-    let Some(done) = hub.mqtt.get().and_then(|m| m.admission_changed(device_id)) else { return };
+/// a revoked one is gone and its session ended). A broker that is down is caught up with later;
+/// the error says so.
+async fn sync_broker(hub: &crate::hub::Hub, device_id: &str) -> Result<(), String> {
+    let Some(done) = hub.mqtt.get().and_then(|m| m.admission_changed(device_id)) else { return Ok(()) };
     match tokio::time::timeout(BROKER_SYNC_LIMIT, done).await {
-        Ok(Ok(Ok(()))) => {}
-        Ok(Ok(Err(e))) => warn!(device = %device_id, "the broker's credential for this device is not updated yet: {e}; retried at the next reconnect"),
-        Ok(Err(_)) | Err(_) => warn!(device = %device_id, "the broker did not confirm this device's credential within {BROKER_SYNC_LIMIT:?}; it is updated in the background"),
+        Ok(Ok(Ok(()))) => Ok(()),
+        Ok(Ok(Err(e))) => Err(format!("the broker's login for {device_id} is not updated: {e}")),
+        Ok(Err(_)) | Err(_) => Err(format!(
+            "the broker did not confirm the login of {device_id} within {BROKER_SYNC_LIMIT:?} (is the hub's dynamic-security admin connection down? `serve` logs it)"
+        )),
     }
 }
 
@@ -24,7 +27,10 @@ async fn sync_broker(hub: &crate::hub::Hub, device_id: &str) {
 pub async fn revoke_and_disconnect(hub: &crate::hub::Hub, id: &str) -> Result<Value, String> {
     let was = hub.admission.revoke(id)?;
     let device_id = device_id(id)?;
-    sync_broker(hub, &device_id).await;
+    if let Err(e) = sync_broker(hub, &device_id).await {
+        // The hub serves no uplink of a revoked device whatever the broker holds.
+        warn!(device = %device_id, "{e}; the revocation holds on the hubs, and the broker's login is removed once the admin connection is back");
+    }
     let disconnected = cut_off(hub, &device_id, crate::links::handle::CloseReason::Revoked).await;
     // `revoked`: the revocation is recorded (it always is, once `revoke` succeeds); `was`: what
     // let the device in until now.
@@ -32,29 +38,42 @@ pub async fn revoke_and_disconnect(hub: &crate::hub::Hub, id: &str) -> Result<Va
 }
 
 /// `mcpdev devices approve`: approves, and when the approval re-binds the device (`--rebind`),
-/// cuts off the session that came in with the old binding's token.
-pub async fn approve_and_cut_over(hub: &crate::hub::Hub, target: &str, rebind: bool) -> Result<Approval, String> {
+/// cuts off the session that came in with the old binding's token. Beside the approval, whether
+/// the broker got the device's login: the approval is recorded either way (the caller hands it to
+/// the other hubs), but a device without its login cannot connect, so the command is to fail and
+/// say why rather than report success.
+pub async fn approve_and_cut_over(hub: &crate::hub::Hub, target: &str, rebind: bool) -> Result<(Approval, Result<(), String>), String> {
     let approval = hub.admission.approve(target, rebind)?;
-    sync_broker(hub, &approval.device_id).await;
+    let broker = sync_broker(hub, &approval.device_id).await.map_err(|e| {
+        format!("approved {}, but {e}. The approval is recorded, and the login is created once the hub reaches the broker's dynamic-security admin again; until then the device cannot connect over MQTT", approval.device_id)
+    });
     if approval.replaced.is_some() {
         cut_off(hub, &approval.device_id, crate::links::handle::CloseReason::Revoked).await;
     }
-    Ok(approval)
+    Ok((approval, broker))
 }
 
 /// Another hub's decision ([`Admission::import`]), applied; the device's sessions here are cut
 /// off when it was revoked (or bound anew).
 pub async fn import_and_cut_off(hub: &crate::hub::Hub, device_id: &str, payload: &[u8]) -> Result<Imported, String> {
     let imported = hub.admission.import(device_id, payload)?;
-    if let Imported::Applied { device_id, .. } = &imported {
-        sync_broker(hub, device_id).await;
+    carry_out_import(hub, &imported).await;
+    Ok(imported)
+}
+
+/// What an imported decision asks of this hub: the broker's credential brought in line, and the
+/// device's sessions here cut off when it was revoked (or bound anew).
+pub async fn carry_out_import(hub: &crate::hub::Hub, imported: &Imported) {
+    if let Imported::Applied { device_id, .. } = imported
+        && let Err(e) = sync_broker(hub, device_id).await
+    {
+        warn!(device = %device_id, "{e}; it is updated in the background");
     }
-    if let Imported::Applied { device_id, cut: true, .. } = &imported
+    if let Imported::Applied { device_id, cut: true, .. } = imported
         && cut_off(hub, device_id, crate::links::handle::CloseReason::Revoked).await
     {
         info!(device = %device_id, "revoked through another hub of the cluster: disconnected it here");
     }
-    Ok(imported)
 }
 
 /// Closes `device_id`'s WebSocket or MQTT session, its embedded-broker connection and its MQTT

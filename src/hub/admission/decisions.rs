@@ -11,6 +11,12 @@ impl Admission {
         lock(&self.state).book.admitted.values().cloned().collect()
     }
 
+    /// Every Device-Id this hub holds a decision about (approved or revoked).
+    pub fn decided(&self) -> Vec<String> {
+        let state = lock(&self.state);
+        state.book.admitted.keys().chain(state.book.revoked.keys()).cloned().collect::<std::collections::BTreeSet<_>>().into_iter().collect()
+    }
+
     /// Approves a pending code, or a Device-Id out of band, and keeps the approval on disk. An
     /// admitted device is bound again only with `rebind`.
     pub fn approve(&self, target: &str, rebind: bool) -> Result<Approval, String> {

@@ -49,7 +49,7 @@ pub use book::{Admitted, MAX_ADMITTED};
 pub use record::Record;
 pub use refusal::{Crowded, Refusal};
 pub use requests::{CODE_LIFETIME, MAX_PENDING, Pending, Requester, Via};
-pub use carry_out::{BROKER_SYNC_LIMIT, approve_and_cut_over, import_and_cut_off, revoke_and_disconnect};
+pub use carry_out::{BROKER_SYNC_LIMIT, approve_and_cut_over, carry_out_import, import_and_cut_off, revoke_and_disconnect};
 pub(crate) use check_in::Waiting;
 pub use decisions::{Imported, WasAdmitted};
 
