@@ -307,7 +307,7 @@ pub fn declare(scope: &Scope, message: &mut Value) {
         for tool in tools {
             let supported = tool.get("name").and_then(Value::as_str).is_some_and(|n| task_support(scope, n));
             if supported && let Some(t) = tool.as_object_mut() {
-                t.insert("execution".into(), json!({"taskSupport": "optional"}));
+                t.insert("execution".into(), fleet::device_tool_execution());
             }
         }
     }
