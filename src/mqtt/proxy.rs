@@ -13,7 +13,10 @@
 //! - a proxy that cannot be made says why: no live hub serves the device, or the hub that serves
 //!   it did not answer (never "not connected" for a device that is);
 //! - every request ends within its timeout plus the hop's grace, with the device's answer or a
-//!   [`CallError`] that says what happened.
+//!   [`CallError`] that says what happened;
+//! - a request whose caller goes away (a cancel, a task's TTL, a host that left) is cancelled
+//!   on the serving hub at once, so the device hears `notifications/cancelled` as it does from
+//!   its own hub, over the direct link and over the broker alike.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -222,12 +225,21 @@ fn spawn(
                             Some(Command::Request(r)) => {
                                 let op = json!({"op": "rpc", "device": device_id, "method": r.method, "params": r.params, "timeout_ms": r.timeout.as_millis() as u64});
                                 let call = node.forward(&hub, op, r.timeout + crate::hub::remote::HOP_GRACE);
-                                let timeout = r.timeout;
+                                let (timeout, mut reply) = (r.timeout, r.reply);
                                 tokio::spawn(async move {
-                                    let _ = r.reply.send(call.await.map_err(|e| call_error(&e, timeout)).and_then(result));
+                                    tokio::select! {
+                                        answer = call => {
+                                            let _ = reply.send(answer.map_err(|e| call_error(&e, timeout)).and_then(result));
+                                        }
+                                        // The caller went away (a host's cancel, a task's TTL, a host
+                                        // that left): dropping the forwarded request cancels it on
+                                        // the serving hub, which tells the device, as a local
+                                        // device is told (issue 45.2).
+                                        () = reply.closed() => {}
+                                    }
                                 });
                             }
-                            // A cancelled request's answer is dropped by its caller.
+                            // Its caller dropped the reply's receiver with it: handled above.
                             Some(Command::Cancel(_)) => {}
                             Some(Command::Close(_)) | None => break,
                         },
