@@ -586,21 +586,22 @@ impl ServerHandler for Bridge {
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, cx: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
-        // A progress token: the call's stages go to the host, in order, on the request's stream.
+        // A progress token: the call's stages go to the host, in order, on the request's stream,
+        // coalesced to the latest while the host is slow ([`progress::drain`]).
         let mut sending = None;
         let progress: Progress = cx.meta.get_progress_token().map(|token| {
-            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Stage>();
+            let (tx, rx) = progress::latest::<Stage>();
             let peer = cx.peer.clone();
-            sending = Some(tokio::spawn(async move {
-                while let Some(stage) = rx.recv().await {
-                    let Ok(params) = serde_json::from_value(stage.progress(&serde_json::to_value(&token).unwrap_or_default())) else { return };
-                    if peer.notify_progress(params).await.is_err() {
-                        return;
-                    }
+            let token = serde_json::to_value(&token).unwrap_or_default();
+            sending = Some(tokio::spawn(progress::drain(rx, move |stage: Stage| {
+                let (peer, params) = (peer.clone(), serde_json::from_value(stage.progress(&token)));
+                async move {
+                    let Ok(params) = params else { return false };
+                    peer.notify_progress(params).await.is_ok()
                 }
-            }));
+            })));
             Arc::new(move |stage| {
-                let _ = tx.send(stage);
+                tx.send_replace(Some(stage));
             }) as Arc<dyn Fn(Stage) + Send + Sync>
         });
         // notifications/cancelled: stop waiting.
