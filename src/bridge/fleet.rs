@@ -513,6 +513,13 @@ async fn resolve(shared: &Shared, selector: &str) -> Result<DeviceHandle, CallTo
             Err(ProxyError::NotServed) => {}
         }
     }
+    // A device whose hub went away: waited for while the cluster takes it over.
+    if let Some(id) = named.as_deref()
+        && super::moving::wait_for(shared, id, shared.config.call_timeout).await
+        && let Some(h) = shared.device(id)
+    {
+        return Ok(h);
+    }
     match named {
         Some(id) => Err(gone(&id)),
         None => Err(refusal(

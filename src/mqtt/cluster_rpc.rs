@@ -106,6 +106,11 @@ struct Calls {
 }
 
 impl Calls {
+    /// Requests of other hubs under way here (counted from their admission to their release).
+    fn under_way(&self) -> usize {
+        self.served_per_peer.values().sum()
+    }
+
     /// Ends a served request's bookkeeping: whoever removes its entry (its own end, or a cancel)
     /// releases the peer's slot, once. The task, if it is still running, is the caller's to abort.
     fn release(&mut self, key: &(String, u64)) -> Option<tokio::task::AbortHandle> {
@@ -138,6 +143,12 @@ pub struct ClusterNode {
     secret: Arc<HubSecret>,
     /// Direct links to the hubs that offer one ([`hub_link`]): requests go there first.
     links: Arc<Links>,
+    /// This hub is stopping: other hubs' requests are refused, typed ([`stop`]).
+    stopping: std::sync::atomic::AtomicBool,
+    /// Told when the last request under way here ends (a stopping hub waits for it).
+    drained: tokio::sync::Notify,
+    /// Other hubs that said they are stopping, and when: nothing more is sent to them.
+    leaving: Mutex<HashMap<String, Instant>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -206,6 +217,9 @@ impl ClusterNode {
             proxies: super::proxy::Proxies::new(stand_ins),
             offering: std::sync::atomic::AtomicBool::new(false),
             secret,
+            stopping: std::sync::atomic::AtomicBool::new(false),
+            drained: tokio::sync::Notify::new(),
+            leaving: Mutex::default(),
         })
     }
 
@@ -502,6 +516,11 @@ impl ClusterNode {
         };
         {
             let mut calls = lock(&self.calls);
+            // Under the lock a stopping hub counts what is under way with ([`stop`]).
+            if self.stopping.load(Ordering::Acquire) {
+                drop(calls);
+                return self.answer(&req.from, stop::refusal(&self.me, req.c), reply.as_ref());
+            }
             let n = calls.served_per_peer.entry(req.from.clone()).or_default();
             if *n >= MAX_SERVED_PER_PEER {
                 drop(calls);
@@ -564,7 +583,11 @@ impl ClusterNode {
     }
 
     fn served_done(&self, peer: &str, c: u64) {
-        lock(&self.calls).release(&(peer.to_string(), c));
+        let mut calls = lock(&self.calls);
+        calls.release(&(peer.to_string(), c));
+        if calls.under_way() == 0 {
+            self.drained.notify_waiters();
+        }
     }
 
     fn on_answer(&self, payload: &[u8]) {
@@ -615,8 +638,12 @@ impl ClusterNode {
 
     /// Registers a waiter and sends the request; the error answer if it cannot be sent.
     fn start_call(&self, to: &str, op: Value, waiter: Waiter) -> Result<u64, (Waiter, Value)> {
+        // `unsent`: the request went nowhere, so it may go elsewhere ([`stop`]).
         if !lock(&self.view).is_alive(to) {
-            return Err((waiter, json!({"kind": "link_down", "message": format!("hub {to} is not in the cluster any more; try again")})));
+            return Err((waiter, json!({"kind": "link_down", "unsent": true, "message": format!("hub {to} is not in the cluster any more; try again")})));
+        }
+        if self.is_leaving(to) {
+            return Err((waiter, json!({"kind": "hub_stopping", "unsent": true, "message": format!("hub {to} is stopping: the request was not sent; its devices are being taken over by the other hubs")})));
         }
         let c = self.next.fetch_add(1, Ordering::Relaxed);
         {
@@ -707,24 +734,9 @@ impl hub_link::Serve for ClusterNode {
     }
 }
 
-impl Cluster for ClusterNode {
-    fn me(&self) -> &str {
-        &self.me
-    }
-
-    fn name(&self) -> Option<&str> {
-        self.name.as_deref()
-    }
-
-    fn locate(&self, selector: Option<&str>, aliases: &HashMap<String, String>) -> Located {
-        lock(&self.view).locate(selector, aliases)
-    }
-
-    fn changed(&self) -> watch::Receiver<u64> {
-        self.changed.subscribe()
-    }
-
-    fn forward(&self, hub: &str, op: Value, deadline: Duration) -> BoxFuture<'static, Answer> {
+impl ClusterNode {
+    /// One forwarded request to hub `hub`, as sent: its answer, or the error that ended it.
+    fn forward_once(&self, hub: &str, op: Value, deadline: Duration) -> BoxFuture<'static, Answer> {
         let (reply, rx) = oneshot::channel();
         let started = self.start_call(hub, op, Waiter::Once { hub: hub.to_string(), reply });
         let (node, to) = (self.this.clone(), hub.to_string());
@@ -744,6 +756,31 @@ impl Cluster for ClusterNode {
             answer
         }
         .boxed()
+    }
+}
+
+#[path = "cluster_stop.rs"]
+mod stop;
+
+impl Cluster for ClusterNode {
+    fn me(&self) -> &str {
+        &self.me
+    }
+
+    fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    fn locate(&self, selector: Option<&str>, aliases: &HashMap<String, String>) -> Located {
+        lock(&self.view).locate(selector, aliases)
+    }
+
+    fn changed(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    fn forward(&self, hub: &str, op: Value, deadline: Duration) -> BoxFuture<'static, Answer> {
+        stop::forward(self, hub, op, deadline)
     }
 
     fn watch(&self, hub: &str, op: Value, events: mpsc::Sender<WatchItem>) -> BoxFuture<'static, ()> {
@@ -855,6 +892,10 @@ impl Cluster for ClusterNode {
 
     fn proxies(&self) -> Vec<crate::links::DeviceHandle> {
         self.proxies.all()
+    }
+
+    fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
     }
 
     fn publish_admission(&self, device_id: &str, record: &str) {
