@@ -65,6 +65,8 @@ async fn call_task_runs_a_device_tool_as_a_task_through_every_path_of_a_hub() {
     let hub = HubProcess::start(&["--mcp-timeout", "30"], &[]).await;
     let mut device = FakeDevice::connect(&hub.device_url, DEVICE, vec![tool("camera.take")]).await;
     every_path(&hub, &mut device, "full face").await;
+    // Each task's call was timed as one (slow by design: left out of the p99 alert).
+    assert!(hub.metric("mcpdev_call_duration_seconds_count{kind=\"task\"}").await >= 3.0);
 }
 
 #[tokio::test]

@@ -265,7 +265,8 @@ fn create(shared: &Arc<Shared>, scope: &Scope, who: &Requestor, params: Value, s
                 }
             }))
         };
-        let answer = shared.run_call(&scope, &name, arguments, created.cancel.cancelled(), &stages).await;
+        // A task is slow by design: its call is timed apart from those a caller waits on.
+        let answer = crate::metrics::slow_by_design(shared.run_call(&scope, &name, arguments, created.cancel.cancelled(), &stages)).await;
         // The progress ends here: its last report goes out before the status.
         drop(stages);
         shared.tasks.finish(&id, match answer {
