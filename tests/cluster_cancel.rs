@@ -20,16 +20,10 @@ use serde_json::{Value, json};
 const DEVICE: &str = "02:00:00:00:00:4c";
 const CAMERA: &str = "dev-02000000004c.camera.take";
 
-struct Pair {
-    _broker: Mosquitto,
-    hubs: Vec<HubProcess>,
-    _dirs: Vec<tempfile::TempDir>,
-    device: FakeDevice,
-}
-
 /// Two hubs on one Mosquitto, with a direct link between them when `link`; the device on hub
-/// B; back once hub A offers its tool on `/mcp`.
-async fn pair(link: bool) -> Pair {
+/// B; back once hub A offers its tool on `/mcp`: the broker and the hubs' state (kept while the
+/// test runs), the hubs, the device.
+async fn pair(link: bool) -> ((Mosquitto, Vec<tempfile::TempDir>), Vec<HubProcess>, FakeDevice) {
     let broker = Mosquitto::start().await;
     let url = broker.url();
     let mut args = vec!["--mqtt", url.as_str(), "--mcp-timeout", "120"];
@@ -48,7 +42,7 @@ async fn pair(link: bool) -> Pair {
         assert!(Instant::now() < deadline, "hub A never offered hub B's device: {tools}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    Pair { _broker: broker, hubs, _dirs: dirs, device }
+    ((broker, dirs), hubs, device)
 }
 
 /// The device's next `notifications/cancelled` (other messages skipped); fails the test if none
@@ -71,36 +65,36 @@ async fn cancelled(device: &mut FakeDevice, within: Duration) -> Value {
 const BOUND: Duration = Duration::from_secs(8);
 
 async fn every_way_of_giving_up_reaches_the_device(link: bool) {
-    let mut p = pair(link).await;
-    let (mut s, _) = Session::open(&p.hubs[0], "/mcp", "127.0.0.1").await;
+    let (_kept, hubs, mut device) = pair(link).await;
+    let (mut s, _) = Session::open(&hubs[0], "/mcp", "127.0.0.1").await;
 
     // tasks/cancel.
     let task = s.task(CAMERA, 600_000).await;
     let id = task["taskId"].as_str().unwrap().to_string();
-    let call = p.device.recv_request("tools/call").await;
+    let call = device.recv_request("tools/call").await;
     let answer = s.ask("tasks/cancel", json!({"taskId": id})).await;
     assert_eq!(answer["result"]["status"], "cancelled", "{answer}");
-    assert_eq!(cancelled(&mut p.device, BOUND).await["requestId"], call["id"], "tasks/cancel (link: {link})");
+    assert_eq!(cancelled(&mut device, BOUND).await["requestId"], call["id"], "tasks/cancel (link: {link})");
 
     // A task whose TTL runs out while its call runs.
     let task = s.task(CAMERA, 1_000).await;
     assert_eq!(task["status"], "working", "{task}");
-    let call = p.device.recv_request("tools/call").await;
-    assert_eq!(cancelled(&mut p.device, BOUND).await["requestId"], call["id"], "the TTL (link: {link})");
+    let call = device.recv_request("tools/call").await;
+    assert_eq!(cancelled(&mut device, BOUND).await["requestId"], call["id"], "the TTL (link: {link})");
 
     // A plain call its host gives up with notifications/cancelled.
     let mut waiter = s.again(500);
     let plain = tokio::spawn(async move { waiter.post("tools/call", json!({"name": CAMERA, "arguments": {"n": 1}})).await });
-    let call = p.device.recv_request("tools/call").await;
+    let call = device.recv_request("tools/call").await;
     let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 501, "reason": "the user gave up"}});
     let sent = s.http.post(&s.url).header("accept", ACCEPT).header("mcp-session-id", &s.id).json(&note).send().await.unwrap();
     assert!(sent.status().is_success(), "{sent:?}");
-    assert_eq!(cancelled(&mut p.device, BOUND).await["requestId"], call["id"], "notifications/cancelled (link: {link})");
+    assert_eq!(cancelled(&mut device, BOUND).await["requestId"], call["id"], "notifications/cancelled (link: {link})");
     plain.abort();
 
     // The requests went the way this variant means (three calls, and the hub's own look-ups).
     let path = if link { "link" } else { "broker" };
-    let sent = p.hubs[0].metric(&format!("mcpdev_cluster_requests_total{{path=\"{path}\"}}")).await;
+    let sent = hubs[0].metric(&format!("mcpdev_cluster_requests_total{{path=\"{path}\"}}")).await;
     assert!(sent >= 3.0, "{sent} requests went on the {path} path");
 }
 

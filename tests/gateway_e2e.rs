@@ -248,15 +248,7 @@ async fn first_ready(lines: &mut tokio::io::Lines<tokio::io::BufReader<tokio::pr
 async fn thirty_new_ids_through_a_cold_gateway_are_ready_the_first_time_with_every_tool() {
     use tokio::io::AsyncBufReadExt;
     let hub = HubProcess::start(&[], &[]).await;
-    let mut watch = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"))
-        .args(["watch", "--json"])
-        .env("MCPDEV_HUB", &hub.host_url)
-        .env("MCPDEV_RUNTIME_DIR", &hub.runtime_dir)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let mut watch = common::spawn_mcpdev(&["watch", "--json"], &[("MCPDEV_HUB", hub.host_url.as_str()), ("MCPDEV_RUNTIME_DIR", hub.runtime_dir.as_str())]).child;
     let mut lines = tokio::io::BufReader::new(watch.stdout.take().unwrap()).lines();
     let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
     assert_eq!(first["event"], "watching");

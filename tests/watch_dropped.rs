@@ -20,16 +20,8 @@ const SENT: u64 = 6_000;
 async fn a_watch_that_falls_behind_says_how_many_events_it_dropped() {
     let hub = HubProcess::start(&[], &[]).await;
     let mut device = FakeDevice::connect(&hub.device_url, DEVICE, vec![tool("lamp.set")]).await;
-    let mut watch = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"))
-        .args(["watch", "--json", "-d", DEVICE])
-        .env("MCPDEV_HUB", &hub.host_url)
-        .env("MCPDEV_RUNTIME_DIR", &hub.runtime_dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let env = [("MCPDEV_HUB", hub.host_url.as_str()), ("MCPDEV_RUNTIME_DIR", hub.runtime_dir.as_str())];
+    let mut watch = common::spawn_mcpdev_with(&["watch", "--json", "-d", DEVICE], &env, Stdio::piped()).child;
     let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
     let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
     assert_eq!(first["event"], "watching", "{first}");
