@@ -69,7 +69,9 @@ const LOG_WINDOW: Duration = Duration::from_secs(10);
 const RECORD_LOGS: u32 = 32;
 
 enum Waiter {
-    Once { hub: String, reply: oneshot::Sender<Answer> },
+    /// One answer; `progress`: where the serving hub's progress events for it go (a device's
+    /// `notifications/progress` during a call, [`stop::forward`]'s callers that ask for them).
+    Once { hub: String, reply: oneshot::Sender<Answer>, progress: Option<mpsc::Sender<Box<RawValue>>> },
     Stream { hub: String, items: mpsc::Sender<WatchItem> },
 }
 
@@ -614,6 +616,13 @@ impl ClusterNode {
                     calls.waiting.remove(&reply.id);
                 }
             }
+            Some(Waiter::Once { progress, .. }) if reply.event.is_some() => {
+                // Progress of the call under way: passed on (dropped when its reader lags, as
+                // progress may be), the answer still awaited.
+                if let (Some(p), Some(ev)) = (progress, reply.event) {
+                    let _ = p.try_send(ev);
+                }
+            }
             Some(Waiter::Once { .. }) => {
                 let Some(Waiter::Once { reply: tx, .. }) = calls.waiting.remove(&reply.id) else { return };
                 let answer = match (reply.ok, reply.error) {
@@ -656,7 +665,7 @@ impl ClusterNode {
         let Some(on_link) = self.send(to, json!({"c": c, "from": self.me, "op": op})) else {
             let w = lock(&self.calls).waiting.remove(&c);
             let error = json!({"kind": "link_down", "message": "the hub's broker connection cannot take the request now (its queue is full, or it is reconnecting)"});
-            return Err((w.unwrap_or(Waiter::Once { hub: String::new(), reply: oneshot::channel().0 }), error));
+            return Err((w.unwrap_or(Waiter::Once { hub: String::new(), reply: oneshot::channel().0, progress: None }), error));
         };
         crate::metrics::cluster_request(on_link);
         Ok(c)
@@ -736,9 +745,9 @@ impl hub_link::Serve for ClusterNode {
 
 impl ClusterNode {
     /// One forwarded request to hub `hub`, as sent: its answer, or the error that ended it.
-    fn forward_once(&self, hub: &str, op: Value, deadline: Duration) -> BoxFuture<'static, Answer> {
+    fn forward_once(&self, hub: &str, op: Value, deadline: Duration, progress: Option<mpsc::Sender<Box<RawValue>>>) -> BoxFuture<'static, Answer> {
         let (reply, rx) = oneshot::channel();
-        let started = self.start_call(hub, op, Waiter::Once { hub: hub.to_string(), reply });
+        let started = self.start_call(hub, op, Waiter::Once { hub: hub.to_string(), reply, progress });
         let (node, to) = (self.this.clone(), hub.to_string());
         async move {
             let c = match started {
@@ -761,6 +770,8 @@ impl ClusterNode {
 
 #[path = "cluster_stop.rs"]
 mod stop;
+#[path = "cluster_progress.rs"]
+mod progress;
 
 impl Cluster for ClusterNode {
     fn me(&self) -> &str {
@@ -780,7 +791,7 @@ impl Cluster for ClusterNode {
     }
 
     fn forward(&self, hub: &str, op: Value, deadline: Duration) -> BoxFuture<'static, Answer> {
-        stop::forward(self, hub, op, deadline)
+        stop::forward(self, hub, op, deadline, None)
     }
 
     fn watch(&self, hub: &str, op: Value, events: mpsc::Sender<WatchItem>) -> BoxFuture<'static, ()> {

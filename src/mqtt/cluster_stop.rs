@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -80,7 +81,7 @@ impl ClusterNode {
 
     /// Where `device` is served now that hub `stopped` refused a request for it, waiting until
     /// `until`: the request's answer from there. `None` when nobody serves it by then.
-    async fn again(&self, stopped: &str, device: &str, mut op: Value, until: Instant) -> Option<Answer> {
+    async fn again(&self, stopped: &str, device: &str, mut op: Value, until: Instant, progress: Option<mpsc::Sender<Box<RawValue>>>) -> Option<Answer> {
         let hub = self.hub.upgrade()?;
         let mut changed = self.changed.subscribe();
         loop {
@@ -100,7 +101,7 @@ impl ClusterNode {
                 && (to != stopped || !self.is_leaving(&to))
             {
                 op["device"] = json!(device_id);
-                return Some(self.forward_once(&to, op, until.saturating_duration_since(Instant::now())).await);
+                return Some(self.forward_once(&to, op, until.saturating_duration_since(Instant::now()), progress).await);
             }
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -120,8 +121,8 @@ impl ClusterNode {
 
 /// A request to hub `hub` ([`ClusterNode::forward_once`]); refused because that hub is
 /// stopping, sent again where its device is served next (see the module's rules).
-pub(super) fn forward(node: &ClusterNode, hub: &str, op: Value, deadline: Duration) -> BoxFuture<'static, Answer> {
-    let first = node.forward_once(hub, op.clone(), deadline);
+pub(super) fn forward(node: &ClusterNode, hub: &str, op: Value, deadline: Duration, progress: Option<mpsc::Sender<Box<RawValue>>>) -> BoxFuture<'static, Answer> {
+    let first = node.forward_once(hub, op.clone(), deadline, progress.clone());
     let (this, stopped) = (node.this.clone(), hub.to_string());
     async move {
         let until = Instant::now() + deadline;
@@ -138,7 +139,8 @@ pub(super) fn forward(node: &ClusterNode, hub: &str, op: Value, deadline: Durati
             node.mark_leaving(&stopped);
         }
         tracing::debug!(hub = %stopped, device = %device, "the device's hub is stopping; the request goes where the device goes");
-        node.again(&stopped, &device, op, until).await.unwrap_or(Err(refused))
+        node.again(&stopped, &device, op, until, progress).await.unwrap_or(Err(refused))
     }
     .boxed()
 }
+

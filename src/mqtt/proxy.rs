@@ -213,6 +213,8 @@ fn spawn(
             publisher.update(&info, Instant::now());
             async move {
                 let mut changed = node.changed();
+                // The id progress reports are published under (one allocation for the proxy's life).
+                let shown: std::sync::Arc<str> = device_id.as_str().into();
                 let still_there = |node: &ClusterNode| match listed.1 {
                     Some(row) => node
                         .row(&device_id)
@@ -223,19 +225,28 @@ fn spawn(
                     tokio::select! {
                         cmd = commands.recv() => match cmd.map(|c| *c) {
                             Some(Command::Request(r)) => {
+                                // A call whose host asked for progress (the bridge gave it a
+                                // token): the device's reports come back while it runs.
+                                let wants = r.params.as_ref().and_then(|p| p.pointer("/_meta/progressToken")).is_some();
                                 let op = json!({"op": "rpc", "device": device_id, "method": r.method, "params": r.params, "timeout_ms": r.timeout.as_millis() as u64});
-                                let call = node.forward(&hub, op, r.timeout + crate::hub::remote::HOP_GRACE);
-                                let (timeout, mut reply) = (r.timeout, r.reply);
+                                let deadline = r.timeout + crate::hub::remote::HOP_GRACE;
+                                let (reports, mut heard) = tokio::sync::mpsc::channel(16);
+                                let mut call = if wants { node.forward_with_progress(&hub, op, deadline, reports) } else { node.forward(&hub, op, deadline) };
+                                let (timeout, mut reply, node, id) = (r.timeout, r.reply, node.clone(), shown.clone());
                                 tokio::spawn(async move {
-                                    tokio::select! {
-                                        answer = call => {
-                                            let _ = reply.send(answer.map_err(|e| call_error(&e, timeout)).and_then(result));
+                                    loop {
+                                        tokio::select! {
+                                            answer = &mut call => {
+                                                let _ = reply.send(answer.map_err(|e| call_error(&e, timeout)).and_then(result));
+                                                return;
+                                            }
+                                            Some(report) = heard.recv() => node.relay_progress(&id, &report),
+                                            // The caller went away (a host's cancel, a task's TTL, a
+                                            // host that left): dropping the forwarded request cancels
+                                            // it on the serving hub, which tells the device, as a
+                                            // local device is told (issue 45.2).
+                                            () = reply.closed() => return,
                                         }
-                                        // The caller went away (a host's cancel, a task's TTL, a host
-                                        // that left): dropping the forwarded request cancels it on
-                                        // the serving hub, which tells the device, as a local
-                                        // device is told (issue 45.2).
-                                        () = reply.closed() => {}
                                     }
                                 });
                             }
