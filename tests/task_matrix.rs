@@ -5,7 +5,9 @@
 //! (`tests/interop/mcp_task_matrix.py`). In every cell: the task answers at once and is
 //! `working`, it completes with the device's answer, the host hears the device's own progress
 //! under its token, and a cancel ends the second task and reaches the device as
-//! `notifications/cancelled` naming the request it was sent.
+//! `notifications/cancelled` naming the request it was sent. The adversary: another device on
+//! each hub floods progress under every token the hubs hand out (`mcpdev-0` … `mcpdev-200`);
+//! none of it reaches a host.
 
 mod common;
 
@@ -20,6 +22,19 @@ use tokio::sync::mpsc;
 
 const LOCAL: &str = "02:00:00:00:00:8a";
 const REMOTE: &str = "02:00:00:00:00:8b";
+const NOISY: [&str; 2] = ["02:00:00:00:00:8c", "02:00:00:00:00:8d"];
+
+/// A device that sends forged progress under every token a hub hands out, over and over.
+async fn forge(mut device: FakeDevice) {
+    let sid = device.session_id.clone();
+    loop {
+        for n in 0..=200 {
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": format!("mcpdev-{n}"), "progress": 1, "total": 2, "message": "forged"}});
+            device.send(json!({"session_id": sid, "type": "mcp", "payload": note})).await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
 
 /// What a device saw: the id of each `tools/call` it was sent and of each cancel it heard.
 #[derive(Debug)]
@@ -85,6 +100,10 @@ async fn every_task_operation_works_on_every_mcp_path_for_a_local_and_a_remote_d
     let (hubs, _dirs) = HubProcess::cluster(2, &["--mqtt", &url, "--mcp-timeout", "60"], false).await;
     let mut seen_local = play(FakeDevice::connect(&hubs[0].device_url, LOCAL, vec![tool("camera.take")]).await);
     let mut seen_remote = play(FakeDevice::connect(&hubs[1].device_url, REMOTE, vec![tool("camera.take")]).await);
+    let mut forgers = Vec::new();
+    for (hub, id) in hubs.iter().zip(NOISY) {
+        forgers.push(tokio::spawn(forge(FakeDevice::connect(&hub.device_url, id, vec![tool("lamp.set")]).await)));
+    }
     // Until hub A offers hub B's device.
     let (mut s, _) = Session::open(&hubs[0], "/mcp", "127.0.0.1").await;
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -123,6 +142,7 @@ async fn every_task_operation_works_on_every_mcp_path_for_a_local_and_a_remote_d
             assert_eq!(step("result")["result"]["content"][0]["text"], "done", "{what}");
             let progress = step("progress")["progress"].as_array().unwrap().clone();
             assert!(progress.iter().any(|p| p["message"] == "half" && p["progressToken"] == "matrix-a"), "{what}: the device's progress under the host's token: {progress:?}");
+            assert!(!progress.iter().any(|p| p["message"] == "forged"), "{what}: another device's progress reached the host: {progress:?}");
             assert_eq!(step("cancelled")["status"], "cancelled", "{what}");
             // The device: task A's call, task B's call, then B's cancel naming B's request.
             let mut calls = Vec::new();
@@ -138,4 +158,5 @@ async fn every_task_operation_works_on_every_mcp_path_for_a_local_and_a_remote_d
         }
     }
     assert_eq!(cells, 8);
+    assert!(forgers.iter().all(|f| !f.is_finished()), "the forging devices kept at it");
 }
