@@ -194,7 +194,7 @@ async fn serve_one(tcp: TcpStream, conn: Conn, tls: Option<Tls>, refusals: &Refu
     let Some(tls) = tls else {
         return serve_http(tcp, local, conn, Transport { tls: false }).await;
     };
-    match crate::tls::server::accept(&tls.acceptor, tcp, tls.deadline, "https:// or wss://").await {
+    match crate::tls::server::accept(&tls.acceptor, tcp, tls.deadline).await {
         Ok(stream) => serve_http(stream, local, conn, Transport { tls: true }).await,
         Err(e) => {
             crate::metrics::refused(crate::metrics::Refused::TlsHandshake);

@@ -168,8 +168,8 @@ pub enum HandshakeError {
     Timeout(Duration),
     /// The client's first bytes are no TLS record at all: a plain-text client (MQTT, HTTP,
     /// WebSocket) on a TLS port. Named as such in the log, with what to do (issue 45.8).
-    #[error("the client did not speak TLS (its first bytes are no TLS record): most likely a plain-text client on this TLS port; it must use TLS here ({0}), or the plain port")]
-    Plaintext(&'static str),
+    #[error("the client did not speak TLS (its first bytes are no TLS record): most likely a plain-text client (MQTT, HTTP or WebSocket) on this TLS port; it must use TLS here (mqtts://, https:// or wss://), or the plain port")]
+    Plaintext,
     #[error("TLS handshake failed: {0}")]
     Failed(std::io::Error),
 }
@@ -181,15 +181,14 @@ fn is_plaintext(e: &std::io::Error) -> bool {
         .is_some_and(|r| matches!(r, rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType)))
 }
 
-/// Runs the server's handshake on `io`, within `deadline`. `scheme`: what a client must use on
-/// this port (`mqtts://`, `https:// or wss://`), said when a plain-text client comes.
-pub async fn accept<IO>(acceptor: &tokio_rustls::TlsAcceptor, io: IO, deadline: Duration, scheme: &'static str) -> Result<tokio_rustls::server::TlsStream<IO>, HandshakeError>
+/// Runs the server's handshake on `io`, within `deadline`.
+pub async fn accept<IO>(acceptor: &tokio_rustls::TlsAcceptor, io: IO, deadline: Duration) -> Result<tokio_rustls::server::TlsStream<IO>, HandshakeError>
 where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
     match tokio::time::timeout(deadline, acceptor.accept(io)).await {
         Ok(Ok(stream)) => Ok(stream),
-        Ok(Err(e)) if is_plaintext(&e) => Err(HandshakeError::Plaintext(scheme)),
+        Ok(Err(e)) if is_plaintext(&e) => Err(HandshakeError::Plaintext),
         Ok(Err(e)) => Err(HandshakeError::Failed(e)),
         Err(_) => Err(HandshakeError::Timeout(deadline)),
     }
@@ -206,7 +205,7 @@ mod tests {
         let (mut client, server) = tokio::io::duplex(4096);
         client.write_all(bytes).await.unwrap();
         drop(client);
-        accept(&acceptor, server, Duration::from_secs(5), "mqtts://").await.err().expect("no handshake")
+        accept(&acceptor, server, Duration::from_secs(5)).await.err().expect("no handshake")
     }
 
     /// Issue 45.8: a plain MQTT CONNECT, or plain HTTP, on a TLS port is named as a plain-text
@@ -216,7 +215,7 @@ mod tests {
         let connect = [0x10, 0x10, 0x00, 0x04, b'M', b'Q', b'T', b'T', 0x04, 0x02, 0x00, 0x3c, 0x00, 0x04, b'a', b'b', b'c', b'd'];
         for bytes in [&connect[..], b"GET /xiaozhi/v1/ HTTP/1.1\r\nHost: x\r\n\r\n"] {
             let e = first_bytes(bytes).await;
-            assert!(matches!(e, HandshakeError::Plaintext("mqtts://")), "{e:?}");
+            assert!(matches!(e, HandshakeError::Plaintext), "{e:?}");
             assert!(e.to_string().contains("plain-text client") && e.to_string().contains("mqtts://"), "{e}");
         }
         // A TLS handshake record whose body is junk: a TLS client that failed, not a plain one.

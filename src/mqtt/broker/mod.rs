@@ -177,7 +177,7 @@ async fn accept_loop(listener: TcpListener, tls: Option<(tokio_rustls::TlsAccept
                 let connection = async move {
                     match tls {
                         None => serve(state, cfg, stream, remote).await,
-                        Some((acceptor, deadline)) => match crate::tls::server::accept(&acceptor, stream, deadline, "mqtts://").await {
+                        Some((acceptor, deadline)) => match crate::tls::server::accept(&acceptor, stream, deadline).await {
                             Ok(tls) => serve(state, cfg, tls, remote).await,
                             Err(e) => {
                                 crate::metrics::refused(crate::metrics::Refused::TlsHandshake);
