@@ -537,17 +537,5 @@ pub fn tls_accept(data: &[u8]) {
 
 /// A certificate for [`tls_accept`], made once.
 fn fuzz_cert() -> std::sync::Arc<dyn rustls::server::ResolvesServerCert> {
-    #[derive(Debug)]
-    struct Fixed(std::sync::Arc<rustls::sign::CertifiedKey>);
-    impl rustls::server::ResolvesServerCert for Fixed {
-        fn resolve(&self, _hello: rustls::server::ClientHello<'_>) -> Option<std::sync::Arc<rustls::sign::CertifiedKey>> {
-            Some(self.0.clone())
-        }
-    }
-    static KEY: std::sync::OnceLock<std::sync::Arc<rustls::sign::CertifiedKey>> = std::sync::OnceLock::new();
-    let key = KEY.get_or_init(|| {
-        let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("a self-signed certificate");
-        crate::tls::server::pair_from_pem(made.cert.pem().as_bytes(), made.signing_key.serialize_pem().as_bytes()).expect("the pair just made")
-    });
-    std::sync::Arc::new(Fixed(key.clone()))
+    crate::tls::server::self_signed()
 }

@@ -152,11 +152,22 @@ async fn filling_cache(mut dev: FakeDevice, listings: Arc<AtomicUsize>, fill: &'
 }
 
 async fn connect_filling(hub: &HubProcess, id: &str, fill: &'static [usize], page: Option<usize>) -> (tokio::task::JoinHandle<()>, Arc<AtomicUsize>) {
-    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(hub.device_url.as_str()).unwrap();
+    connect_cache(hub, id, fill, page, false).await
+}
+
+/// As [`connect_filling`]; `gateway`: as the xiaozhi MQTT gateway connects (its documented
+/// chat-server URL with `?from=mqtt_gateway`, its bearer and protocol version 2, hello version 2).
+async fn connect_cache(hub: &HubProcess, id: &str, fill: &'static [usize], page: Option<usize>, gateway: bool) -> (tokio::task::JoinHandle<()>, Arc<AtomicUsize>) {
+    let url = if gateway { format!("{}?from=mqtt_gateway", hub.device_url) } else { hub.device_url.clone() };
+    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url.as_str()).unwrap();
     req.headers_mut().insert("Device-Id", id.parse().unwrap());
+    if gateway {
+        req.headers_mut().insert("Authorization", "Bearer test-token".parse().unwrap());
+        req.headers_mut().insert("Protocol-Version", "2".parse().unwrap());
+    }
     let (ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
     let mut dev = FakeDevice { ws, session_id: String::new() };
-    dev.send(json!({"type": "hello", "version": 1, "features": {"mcp": true}, "transport": "websocket"})).await;
+    dev.send(json!({"type": "hello", "version": if gateway { 2 } else { 1 }, "features": {"mcp": true}, "transport": "websocket"})).await;
     let hello = dev.recv().await;
     dev.session_id = hello["session_id"].as_str().unwrap().to_string();
     let listings = Arc::new(AtomicUsize::new(0));
@@ -207,4 +218,56 @@ async fn a_reconnected_device_answering_from_a_cold_cache_is_ready_only_with_eve
     assert!(seen.iter().all(|&n| n == FULL), "a partial list was returned: {seen:?}");
     assert!(!peer.is_finished(), "the scripted cache failed: {:?}", peer.await);
     assert_eq!(listings.load(Ordering::SeqCst), 3, "8 (held), 32, 32");
+}
+
+/// What each new Device-Id's cache holds at its first `tools/list` (then all 32), in turn: the
+/// gateway's one page of 8, two, three, or all of them.
+const COLD: [&[usize]; 4] = [&[8], &[16], &[24], &[]];
+
+/// The first `ready` event of each of `ids` a `watch --json` shows (after `skip` of them), with
+/// its tool count.
+async fn first_ready(lines: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>, ids: &[String]) -> std::collections::HashMap<String, u64> {
+    let mut ready = std::collections::HashMap::new();
+    let read = tokio::time::timeout(Duration::from_secs(60), async {
+        while ready.len() < ids.len() {
+            let line = lines.next_line().await.unwrap().expect("the watch ended");
+            let ev: Value = serde_json::from_str(&line).unwrap();
+            let id = ev["device_id"].as_str().unwrap_or_default().to_string();
+            if ev["event"] == "ready" && ids.contains(&id) {
+                ready.entry(id).or_insert(ev["tools"].as_u64().unwrap());
+            }
+        }
+    });
+    read.await.unwrap_or_else(|_| panic!("not every device was ready in time: {} of {}", ready.len(), ids.len()));
+    ready
+}
+
+/// The gateway scenario of issue 45.3: 30 Device-Ids the hub never saw come through the
+/// gateway while its cache is cold (a first answer of 8, 16 or 24 of their 32 tools, with no
+/// `nextCursor`, or all of them): every one is `ready` the first time with all 32. Then the same
+/// 30 reconnect (known ids) through a cold cache again: the same.
+#[tokio::test]
+async fn thirty_new_ids_through_a_cold_gateway_are_ready_the_first_time_with_every_tool() {
+    use tokio::io::AsyncBufReadExt;
+    let hub = HubProcess::start(&[], &[]).await;
+    let mut watch = common::spawn_mcpdev(&["watch", "--json"], &[("MCPDEV_HUB", hub.host_url.as_str()), ("MCPDEV_RUNTIME_DIR", hub.runtime_dir.as_str())]).child;
+    let mut lines = tokio::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(first["event"], "watching");
+    let ids: Vec<String> = (0..30).map(|i| format!("aa:00:00:00:01:{i:02x}")).collect();
+    for round in ["new ids", "known ids"] {
+        let mut peers = Vec::new();
+        for (i, id) in ids.iter().enumerate() {
+            peers.push(connect_cache(&hub, id, COLD[i % COLD.len()], None, true).await);
+        }
+        let ready = first_ready(&mut lines, &ids).await;
+        let partial: Vec<_> = ready.iter().filter(|(_, n)| **n != FULL as u64).collect();
+        assert!(partial.is_empty(), "{round}: ready with a partial first list: {partial:?}");
+        for (peer, _) in &peers {
+            assert!(!peer.is_finished(), "{round}: a scripted gateway peer failed");
+        }
+        for (peer, _) in peers {
+            peer.abort();
+        }
+    }
 }

@@ -26,6 +26,7 @@ pub mod catalogue;
 pub mod direct;
 pub mod fleet;
 pub mod http;
+mod moving;
 pub mod naming;
 pub mod notifier;
 pub mod progress;
@@ -355,7 +356,15 @@ impl Shared {
         if *scope == Scope::All && fleet::is_fleet_tool(name) {
             return Ok(fleet::call(self, name, arguments, cancelled, progress).await);
         }
-        let Some(offered) = self.offered(scope, name) else {
+        let mut offered = self.offered(scope, name);
+        // A device whose hub went away: waited for while the cluster takes it over.
+        if offered.is_none()
+            && let Some(device_id) = self.named_device(scope, name)
+            && moving::wait_for(self, &device_id, self.config.call_timeout).await
+        {
+            offered = self.offered(scope, name);
+        }
+        let Some(offered) = offered else {
             return match self.unavailable(scope, name) {
                 Some(why) => Ok(CallToolResult::error(vec![ContentBlock::text(why)])),
                 None => Err(McpError::invalid_params(format!("Unknown tool: {name}"), None)),
@@ -370,22 +379,27 @@ impl Shared {
         self.relay_call(call, cancelled, progress).await
     }
 
+    /// The device a tool name is for: the endpoint's own, or the one its prefix (`dev-<hex>`, an
+    /// alias) names on `/mcp`.
+    fn named_device(&self, scope: &Scope, name: &str) -> Option<String> {
+        let aliases = &self.hub.config.aliases;
+        match scope {
+            Scope::Device(id) => Some(id.clone()),
+            Scope::All => {
+                let (prefix, _) = name.split_once('.')?;
+                match self.hub.registry.find(|h| naming::prefix_for(&h.device_id, aliases) == prefix) {
+                    Some(h) => Some(h.device_id),
+                    None => naming::device_for_prefix(prefix, aliases),
+                }
+            }
+        }
+    }
+
     /// Why a name that is in no catalogue cannot be called, when its prefix (`dev-<hex>`, an
     /// alias) or its endpoint names a device that is offline or still onboarding: a text the
     /// model can act on. `None` when no device is named, or it is ready (the tool is unknown).
     fn unavailable(&self, scope: &Scope, name: &str) -> Option<String> {
-        let registry = &self.hub.registry;
-        let aliases = &self.hub.config.aliases;
-        let device_id = match scope {
-            Scope::Device(id) => id.clone(),
-            Scope::All => {
-                let (prefix, _) = name.split_once('.')?;
-                match registry.find(|h| naming::prefix_for(&h.device_id, aliases) == prefix) {
-                    Some(h) => h.device_id,
-                    None => naming::device_for_prefix(prefix, aliases)?,
-                }
-            }
-        };
+        let device_id = self.named_device(scope, name)?;
         match self.device(&device_id).map(|h| h.phase()) {
             None | Some(None) => Some(format!(
                 "device {device_id} is not connected, so {name} cannot run now; nothing was sent. Call it again once the device is back (list_devices shows the connected devices)."
@@ -586,21 +600,22 @@ impl ServerHandler for Bridge {
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, cx: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
-        // A progress token: the call's stages go to the host, in order, on the request's stream.
+        // A progress token: the call's stages go to the host, in order, on the request's stream,
+        // coalesced to the latest while the host is slow ([`progress::drain`]).
         let mut sending = None;
         let progress: Progress = cx.meta.get_progress_token().map(|token| {
-            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Stage>();
+            let (tx, rx) = progress::latest::<Stage>();
             let peer = cx.peer.clone();
-            sending = Some(tokio::spawn(async move {
-                while let Some(stage) = rx.recv().await {
-                    let Ok(params) = serde_json::from_value(stage.progress(&serde_json::to_value(&token).unwrap_or_default())) else { return };
-                    if peer.notify_progress(params).await.is_err() {
-                        return;
-                    }
+            let token = serde_json::to_value(&token).unwrap_or_default();
+            sending = Some(tokio::spawn(progress::drain(rx, move |stage: Stage| {
+                let (peer, params) = (peer.clone(), serde_json::from_value(stage.progress(&token)));
+                async move {
+                    let Ok(params) = params else { return false };
+                    peer.notify_progress(params).await.is_ok()
                 }
-            }));
+            })));
             Arc::new(move |stage| {
-                let _ = tx.send(stage);
+                tx.send_replace(Some(stage));
             }) as Arc<dyn Fn(Stage) + Send + Sync>
         });
         // notifications/cancelled: stop waiting.

@@ -20,7 +20,8 @@
 //!   `io.modelcontextprotocol/related-task` in the result's `_meta`.
 //! - **Notifications**: when the session can receive them, `notifications/tasks/status` when a
 //!   task ends, and `notifications/progress` for the call's stages when the request carried a
-//!   `progressToken`; they go out in order, one at a time. A Streamable HTTP `tasks/result` that
+//!   `progressToken`; they go out in order, one at a time, progress coalesced to the latest
+//!   while the session is slow (one waits per task, never a queue). A Streamable HTTP `tasks/result` that
 //!   accepts an event stream also gets the ended task's status on its own stream, just before
 //!   its answer ([`status_note`]), wherever the task is held.
 //! - **In a cluster**, `tasks/get|result|cancel` of a task another live hub holds (its id names
@@ -32,7 +33,7 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{oneshot, watch};
 
 use super::tasks::{self, Outcome, Owner, Requestor, Tasks};
 use super::{Scope, Shared, Stage, fleet};
@@ -284,21 +285,24 @@ fn create(shared: &Arc<Shared>, scope: &Scope, who: &Requestor, params: Value, s
         .create(who, &hub, ttl)
         .map_err(|why| json!({"code": -32000, "message": why.0, "data": {"kind": "task_cap"}}))?;
     tracing::debug!(task = %created.id, tool = %name, owner = %who.owner.to_wire(), "task created");
-    let out = sink.map(ordered);
+    let (progress, status) = sink.map(notes).unzip();
     let (shared, scope, owner, id) = (shared.clone(), scope.clone(), who.owner.clone(), created.id.clone());
     tokio::spawn(async move {
         let stages: super::Progress = {
-            let (tasks, id, out, token) = (shared.tasks.clone(), id.clone(), out.clone(), progress_token);
+            let (tasks, id, token) = (shared.tasks.clone(), id.clone(), progress_token);
             Some(Arc::new(move |stage: Stage| {
                 tasks.stage(&id, stage.message());
-                if let (Some(out), Some(token)) = (&out, &token) {
+                if let (Some(out), Some(token)) = (&progress, &token) {
                     let mut p = stage.progress(token);
                     p["_meta"] = json!({RELATED: {"taskId": &*id}});
-                    let _ = out.send(("notifications/progress", p));
+                    out.send_replace(Some(p));
                 }
             }))
         };
-        let answer = shared.run_call(&scope, &name, arguments, created.cancel.cancelled(), &stages).await;
+        // A task is slow by design: its call is timed apart from those a caller waits on.
+        let answer = crate::metrics::slow_by_design(shared.run_call(&scope, &name, arguments, created.cancel.cancelled(), &stages)).await;
+        // The progress ends here: its last report goes out before the status.
+        drop(stages);
         shared.tasks.finish(&id, match answer {
             Ok(mut r) => {
                 r.result_type = None;
@@ -306,25 +310,29 @@ fn create(shared: &Arc<Shared>, scope: &Scope, who: &Requestor, params: Value, s
             }
             Err(e) => Outcome::Error(serde_json::to_value(e).unwrap_or_default()),
         });
-        if let (Some(out), Some(task)) = (out, shared.tasks.get(&owner, &id)) {
-            let _ = out.send(("notifications/tasks/status", task));
+        if let (Some(status), Some(task)) = (status, shared.tasks.get(&owner, &id)) {
+            let _ = status.send(task);
         }
     });
     let immediate = format!("{} is running on the device as task {}; its result comes with tasks/result", params["name"].as_str().unwrap_or_default(), shown["taskId"].as_str().unwrap_or_default());
     Ok(json!({"task": shown, "_meta": {"io.modelcontextprotocol/model-immediate-response": immediate}}))
 }
 
-/// A queue whose notifications go to `sink` in order, one at a time.
-fn ordered(sink: Sink) -> mpsc::UnboundedSender<(&'static str, Value)> {
-    let (tx, mut rx) = mpsc::unbounded_channel::<(&'static str, Value)>();
+/// A task's notifications to `sink`, in order, one at a time: its `notifications/progress`
+/// coalesced to the latest while the session is slow ([`super::progress::drain`]: a device that
+/// streams progress costs one report, not a queue), then, once the progress sender is gone, its
+/// `notifications/tasks/status`.
+fn notes(sink: Sink) -> (watch::Sender<Option<Value>>, oneshot::Sender<Value>) {
+    let (progress, reports) = super::progress::latest::<Value>();
+    let (status, ended) = oneshot::channel::<Value>();
     tokio::spawn(async move {
-        while let Some((method, params)) = rx.recv().await {
-            if !sink(method, params).await {
-                return;
-            }
+        let to = sink.clone();
+        super::progress::drain(reports, move |p| to("notifications/progress", p)).await;
+        if let Ok(task) = ended.await {
+            sink("notifications/tasks/status", task).await;
         }
     });
-    tx
+    (progress, status)
 }
 
 /// Adds what the hub declares for tasks to an answer rmcp gave (an `initialize` result, a
@@ -341,7 +349,7 @@ pub fn declare(scope: &Scope, message: &mut Value) {
         for tool in tools {
             let supported = tool.get("name").and_then(Value::as_str).is_some_and(|n| task_support(scope, n));
             if supported && let Some(t) = tool.as_object_mut() {
-                t.insert("execution".into(), json!({"taskSupport": "optional"}));
+                t.insert("execution".into(), fleet::device_tool_execution());
             }
         }
     }

@@ -106,9 +106,11 @@ pub fn table(global: &GlobalArgs, headers: &[&str]) -> Table {
 }
 
 /// A table whose cells are escaped as they go in ([`super::terminal_text::cell`]): no command
-/// can put a device's escape sequence, tab or bidi override into one; its newlines are lines of
-/// the cell.
-pub struct Table(comfy_table::Table);
+/// can put a device's escape sequence, tab or bidi override into one. At a terminal a cell's
+/// newlines are lines of the cell; piped, a row is one line whatever its cells hold (newlines
+/// shown as `\n`, [`super::terminal_text::line`]), so `grep`, `wc -l` and `cut` see one row per
+/// line.
+pub struct Table(comfy_table::Table, Layout);
 
 /// One cell of a [`Table`]: text, and the colour and attribute the CLI gives it (shown only when
 /// colour is on).
@@ -141,7 +143,11 @@ impl Table {
     pub fn add_row<C: Into<Cell>>(&mut self, cells: impl IntoIterator<Item = C>) -> &mut Self {
         let row = cells.into_iter().map(|c| {
             let c = c.into();
-            let mut cell = comfy_table::Cell::new(super::terminal_text::cell(&c.text));
+            let text = match self.1 {
+                Layout::Plain => super::terminal_text::line(&c.text),
+                Layout::Terminal { .. } => super::terminal_text::cell(&c.text),
+            };
+            let mut cell = comfy_table::Cell::new(text);
             if let Some(color) = c.color {
                 cell = cell.fg(color);
             }
@@ -197,7 +203,7 @@ pub fn table_with(layout: Layout, color: bool, headers: &[&str]) -> Table {
             c.set_padding((0, 2));
         }
     }
-    Table(t)
+    Table(t, layout)
 }
 
 /// Renders a table as the lines it prints: in plain layout without the trailing spaces of the
@@ -232,6 +238,25 @@ mod tests {
         ]);
         t.add_row(vec!["self.get_device_status", "Provides the real-time information of the device.", "-"]);
         render(&t)
+    }
+
+    /// Issue 45.8: a description of several lines (`\n`, `\r\n`, a lone `\r`) is one row piped;
+    /// at a terminal its lines stay inside the cell.
+    #[test]
+    fn a_piped_row_is_one_line_whatever_its_cells_hold() {
+        let rows = [("self.a", "First line.\nSecond line.\r\nThird."), ("self.b", "one\rtwo"), ("self.c", "plain")];
+        let fill = |layout| {
+            let mut t = table_with(layout, false, &["tool", "description"]);
+            for (name, description) in rows {
+                t.add_row(vec![name, description]);
+            }
+            render(&t)
+        };
+        let piped = fill(Layout::Plain);
+        assert_eq!(piped.lines().count(), 1 + rows.len(), "{piped}");
+        assert!(piped.contains("First line.\\nSecond line.\\r\\nThird."), "{piped}");
+        let boxed = fill(Layout::Terminal { width: Some(200) });
+        assert!(boxed.lines().any(|l| l.contains("Second line.")) && !boxed.contains("\\n"), "{boxed}");
     }
 
     #[test]

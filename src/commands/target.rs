@@ -129,12 +129,7 @@ impl Target {
     /// any other MCP server, its URL.
     pub fn answered_by<'a>(&'a self, result: &'a Value) -> &'a str {
         match self {
-            Target::Mcp { hub: true, fleet, url, .. } => result
-                .pointer(&format!("/_meta/{}", DEVICE_META.replace('/', "~1")))
-                .and_then(Value::as_str)
-                .filter(|id| identity::parse_mac(id).is_ok())
-                .or(fleet.as_ref().map(|f| f.device.as_str()))
-                .unwrap_or(url),
+            Target::Mcp { hub: true, fleet, url, .. } => meta_device(result).or(fleet.as_ref().map(|f| f.device.as_str())).unwrap_or(url),
             _ => self.device_id(),
         }
     }
@@ -194,6 +189,19 @@ impl Target {
     }
 }
 
+/// The device an mcpdev hub's result names in `_meta` ([`DEVICE_META`]), when it is a Device-Id
+/// (any other text there is no device's, and is not shown as one). Read only of a server that
+/// [`is_mcpdev_hub`].
+pub fn meta_device(result: &Value) -> Option<&str> {
+    result.pointer(&format!("/_meta/{}", DEVICE_META.replace('/', "~1"))).and_then(Value::as_str).filter(|id| identity::parse_mac(id).is_ok())
+}
+
+/// Whether an MCP server's `initialize` answer is an mcpdev hub's: its `/mcp` declares the
+/// fleet tools ([`FLEET_CAPABILITY`]); one device's endpoint names itself `mcpdev device <id>`.
+pub fn is_mcpdev_hub(init: &Value) -> bool {
+    init.pointer(&format!("/capabilities/experimental/{}", FLEET_CAPABILITY.replace('/', "~1"))).is_some() || init["serverInfo"]["name"].as_str().is_some_and(|n| n.starts_with("mcpdev device "))
+}
+
 /// Any MCP server: connect, list its tools (every one, or until `wanted`), and describe it like
 /// a device.
 async fn open_mcp(endpoint: McpEndpoint, args: &DeviceArgs, wanted: Option<&str>) -> anyhow::Result<(Target, Value)> {
@@ -218,8 +226,7 @@ async fn describe_url(
 ) -> Result<(Value, Option<FleetRoute>, bool), McpFailure> {
     let init = conn.server_info();
     let fleet_tools = init.pointer(&format!("/capabilities/experimental/{}", FLEET_CAPABILITY.replace('/', "~1"))).is_some();
-    // An mcpdev hub: its `/mcp` declares the fleet tools; one device's endpoint names itself so.
-    let hub = fleet_tools || init["serverInfo"]["name"].as_str().is_some_and(|n| n.starts_with("mcpdev device "));
+    let hub = is_mcpdev_hub(&init);
     let found = match wanted {
         Some(name) if fleet_tools => Some(fleet_lookup(conn, name, args.timeout).await),
         _ => None,

@@ -42,7 +42,12 @@ pub async fn run(global: &GlobalArgs, command: TasksCommand) -> anyhow::Result<(
             TasksCommand::Result(a) => {
                 let result = conn.request("tasks/result", Some(json!({"taskId": a.task_id})), args.timeout).await.map_err(failure);
                 match result {
-                    Ok(r) => super::call::show(global, &name, &r, &a.task_id, None),
+                    // Through an mcpdev hub, the device that answered (as `call --task` shows it).
+                    Ok(r) => {
+                        let hub = super::target::is_mcpdev_hub(&conn.server_info());
+                        let by = hub.then(|| super::target::meta_device(&r)).flatten().unwrap_or(&name);
+                        super::call::show(global, by, &r, &a.task_id, None)
+                    }
                     Err(e) => Err(e.into()),
                 }
             }

@@ -3,6 +3,11 @@
 //!
 //! A device notification is shown once, as its `notification` event: with `--traffic` its raw
 //! frame is not shown a second time. Ctrl-C ends the watch with exit code 130.
+//!
+//! Nothing is dropped unsaid: events the watch could not keep up with (the hub's ring moved past
+//! it, or its own queue was full, [`crate::links::hub_client::WatchEvents`]) are counted, and
+//! the count is printed as "dropped N events" on stderr, and with --json as a
+//! `{"event":"lagged","skipped":N}` record in the output.
 
 use super::output::outln;
 use serde_json::Value;
@@ -45,6 +50,16 @@ pub async fn run(global: &GlobalArgs, args: WatchArgs) -> anyhow::Result<()> {
         if is_notification_frame(&ev) || (ev["event"] == "traffic" && !args.traffic) {
             continue;
         }
+        // Events this watch did not get (it fell behind, or the hub's ring moved past it): said
+        // on stderr, whatever the mode, and as an NDJSON record too with --json. Not an event of
+        // a device: it does not count towards --count.
+        if ev["event"] == "lagged" {
+            eprintln!("{}", dropped_line(&ev));
+            if global.json {
+                outln!("{}", crate::commands::output::json_line(&ev));
+            }
+            continue;
+        }
         let confirmation = ev["event"] == "watching";
         if global.json {
             // The `watching` line tells a script the subscription is live.
@@ -61,6 +76,12 @@ pub async fn run(global: &GlobalArgs, args: WatchArgs) -> anyhow::Result<()> {
             return Ok(());
         }
     }
+}
+
+/// What a `lagged` notice says on stderr.
+fn dropped_line(ev: &Value) -> String {
+    let n = ev["skipped"].as_u64().unwrap_or(0);
+    format!("mcpdev watch: dropped {n} event{}: the watch fell behind (its output was not read fast enough)", if n == 1 { "" } else { "s" })
 }
 
 /// The raw frame of a device notification (`--traffic`): its `notification` event shows it.

@@ -81,7 +81,9 @@ struct ControlRequest {
 enum Op {
     Devices { #[serde(default)] after: Option<String>, #[serde(default)] limit: Option<usize> },
     Device { device: Option<String>, #[serde(default)] wait_ms: u64 },
-    Rpc { device: Option<String>, method: String, params: Option<Value>, timeout_ms: u64 },
+    /// `progress`: the device's `notifications/progress` under the call's token come back as
+    /// events while it runs (asked by another hub for its host, [`progress`]).
+    Rpc { device: Option<String>, method: String, params: Option<Value>, timeout_ms: u64, #[serde(default)] progress: bool },
     Watch { device: Option<String>, #[serde(default)] traffic: bool },
     Approve { target: String, #[serde(default)] rebind: bool },
     Deny { code: String },
@@ -232,13 +234,15 @@ fn rpc_request(text: &str) -> Option<ControlRequest> {
         method: String,
         params: Option<Value>,
         timeout_ms: u64,
+        #[serde(default)]
+        progress: bool,
     }
     // A derived struct also reads an array as its fields in order; `ControlRequest` does not.
     if !text.trim_start().starts_with('{') {
         return None;
     }
-    let Rpc { id, op, device, method, params, timeout_ms } = serde_json::from_str(text).ok()?;
-    (op == "rpc").then_some(ControlRequest { id, op: Op::Rpc { device, method, params, timeout_ms } })
+    let Rpc { id, op, device, method, params, timeout_ms, progress } = serde_json::from_str(text).ok()?;
+    (op == "rpc").then_some(ControlRequest { id, op: Op::Rpc { device, method, params, timeout_ms, progress } })
 }
 
 /// Serves one request; its answer's text, or `None` for a watch (which sends its own events on
@@ -259,10 +263,11 @@ async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<String>, cl
             Some(c) => cluster_device(&hub, c, device.as_deref(), wait_ms).await,
             None => device_info(&hub, device.as_deref(), wait_ms).await,
         },
-        Op::Rpc { device, method, params, timeout_ms } => {
+        Op::Rpc { device, method, params, timeout_ms, progress: relay } => {
             let timeout = Duration::from_millis(timeout_ms.clamp(1, 3_600_000));
             match remote::route(&hub, cluster, device.as_deref(), timeout).await {
                 Ok(Some((to, device_id))) => forward(cluster, &to, json!({"op": "rpc", "device": device_id, "method": method, "params": params, "timeout_ms": timeout_ms}), timeout).await,
+                Ok(None) if relay => progress::rpc_relaying(&hub, device.as_deref(), &method, params, timeout_ms, id, &tx).await.map(RawResult::into_text),
                 Ok(None) => rpc(&hub, device.as_deref(), &method, params, timeout_ms).await.map(RawResult::into_text),
                 Err(e) => Err(e),
             }
@@ -735,3 +740,6 @@ mod tests {
         }
     }
 }
+
+#[path = "control_progress.rs"]
+mod progress;

@@ -88,6 +88,7 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
             .body(Body::from(format!("{why}\n")))
             .expect("static response");
     }
+    let behind_cache = through_gateway(&hub, &identity, req.uri().query());
     let local = peer.local.map(|a| a.ip());
     let until_hello = req.extensions().get::<super::budget::HelloSlot>().and_then(super::budget::HelloSlot::take);
     let (response, socket) = match upgrade::accept_raw(&mut req) {
@@ -96,7 +97,7 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
     };
     tokio::spawn(async move {
         if let Some(ws) = socket.await {
-            attach(hub, ws, identity, local, Some(remote.to_string()), until_hello);
+            attach(hub, ws, identity, Arrival { local, remote: Some(remote.to_string()), until_hello, behind_cache });
         }
     });
     response
@@ -111,12 +112,30 @@ pub fn log_identity_refusal(remote: SocketAddr, what: &str, e: &identity::Identi
     }
 }
 
+/// How a device's connection came in: the hub's address it came in on (for the vision URL), the
+/// peer's, the connection's pre-hello permit ([`super::budget`]: the link drops it at the
+/// device's hello), and whether it comes through a gateway's cache ([`through_gateway`]).
+pub struct Arrival {
+    pub local: Option<IpAddr>,
+    pub remote: Option<String>,
+    pub until_hello: Option<Box<dyn crate::links::handle::UntilHello>>,
+    pub behind_cache: bool,
+}
+
+/// Whether a device's connection comes through the xiaozhi MQTT gateway, which answers
+/// `tools/list` from a cache it may still be filling (so a first list must be confirmed): it
+/// presents a gateway credential (`MCPDEV_GATEWAY_TOKEN`), or its URL carries
+/// `from=mqtt_gateway`, as the gateway's documented chat-server URL does.
+pub fn through_gateway(hub: &Hub, identity: &Identity, query: Option<&str>) -> bool {
+    let from_gateway = query.is_some_and(|q| q.split('&').any(|pair| pair.eq_ignore_ascii_case("from=mqtt_gateway")));
+    from_gateway || hub.admission.is_gateway_credential(identity.token.as_deref())
+}
+
 /// Runs a device's link and keeps it in the registry while it lives. A device that reconnects
 /// with the same Device-Id replaces its old session (it was admitted: with admission on, only a
-/// client holding that device's token gets here). `local` is the hub's address the device came in
-/// on (for the vision URL); `until_hello` is the connection's pre-hello permit
-/// ([`super::budget`]): the link drops it at the device's hello.
-pub fn attach(hub: Arc<Hub>, ws: upgrade::DeviceSocket, identity: Identity, local: Option<IpAddr>, remote: Option<String>, until_hello: Option<Box<dyn crate::links::handle::UntilHello>>) {
+/// client holding that device's token gets here). How it came in: [`Arrival`].
+pub fn attach(hub: Arc<Hub>, ws: upgrade::DeviceSocket, identity: Identity, arrival: Arrival) {
+    let Arrival { local, remote, until_hello, behind_cache } = arrival;
     let session_id = uuid::Uuid::new_v4().to_string();
     let mut cfg = SessionConfig::new(&session_id, crate::session::ServerHello::WebSocket);
     (cfg.vision_url, cfg.vision_token) = hub.vision_for(&identity.device_id, local);
@@ -124,6 +143,7 @@ pub fn attach(hub: Arc<Hub>, ws: upgrade::DeviceSocket, identity: Identity, loca
     cfg.onboarding_timeout = hub.config.onboarding_timeout;
     cfg.system_info = hub.registry.ota.system_info(&identity.device_id);
     cfg.known_tools = hub.registry.known_tools(&identity.device_id);
+    cfg.behind_cache = behind_cache;
     let generation = hub.registry.next_generation();
     let device_id = identity.device_id.clone();
     let setup = LinkSetup {

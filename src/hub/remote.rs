@@ -129,6 +129,11 @@ pub trait Cluster: Send + Sync {
     /// Every live proxy: the other hubs' ready devices, as `/mcp` offers them (made in the
     /// background as the index changes, up to a cap).
     fn proxies(&self) -> Vec<DeviceHandle>;
+    /// Whether this hub is stopping (it refuses other hubs' requests, and its index keeps
+    /// listing the devices it is leaving, so the others see them move rather than vanish).
+    fn is_stopping(&self) -> bool {
+        false
+    }
 }
 
 /// The cluster of a hub, if it runs in one.

@@ -1,6 +1,7 @@
 //! The CLI's side of the hub's control API (`/api/v1/link`): tagged requests over one WebSocket.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -93,7 +94,76 @@ fn ws_config() -> tungstenite::protocol::WebSocketConfig {
 
 enum Waiter {
     Once(oneshot::Sender<Result<Value, ControlError>>),
-    Stream(mpsc::Sender<Value>),
+    Stream(mpsc::Sender<Value>, Arc<AtomicU64>),
+}
+
+/// Events a watch holds for its reader before it counts them as dropped.
+pub const WATCH_QUEUE: usize = 1024;
+
+/// A watch's events as they come (`watching` first), for a reader that may fall behind: what
+/// [`WATCH_QUEUE`] cannot hold is dropped, never waited for (a reader that stops must not stall
+/// the connection until the hub cuts it off), and counted, with the events the hub said it
+/// dropped (its `lagged` notices, which may be dropped here too), into one
+/// `{"event":"lagged","skipped":N}` that comes in place of what was dropped: as soon as there is
+/// room for it, or when the reader has read everything before it. Nothing is dropped unsaid.
+pub struct WatchEvents {
+    rx: mpsc::Receiver<Value>,
+    dropped: Arc<AtomicU64>,
+}
+
+fn lagged(n: u64) -> Value {
+    json!({"event": "lagged", "skipped": n})
+}
+
+/// What one event stands for when it is dropped: a `lagged` notice, the events it counts.
+fn weight(ev: &Value) -> u64 {
+    if ev["event"] == "lagged" { ev["skipped"].as_u64().unwrap_or(0) } else { 1 }
+}
+
+impl WatchEvents {
+    /// The next event; `None` once the connection ended and every event and the count of what
+    /// was dropped were read.
+    pub async fn recv(&mut self) -> Option<Value> {
+        match self.rx.try_recv() {
+            Ok(ev) => return Some(ev),
+            Err(mpsc::error::TryRecvError::Empty) => {}
+            Err(mpsc::error::TryRecvError::Disconnected) => return self.take_dropped(),
+        }
+        if let Some(notice) = self.take_dropped() {
+            return Some(notice);
+        }
+        match self.rx.recv().await {
+            Some(ev) => Some(ev),
+            None => self.take_dropped(),
+        }
+    }
+
+    fn take_dropped(&self) -> Option<Value> {
+        let n = self.dropped.swap(0, Ordering::AcqRel);
+        (n > 0).then(|| lagged(n))
+    }
+}
+
+/// Hands `ev` to a watch's reader without waiting: the count of what was dropped before it goes
+/// first, and what finds no room is counted. False once the reader is gone.
+fn deliver(tx: &mpsc::Sender<Value>, dropped: &AtomicU64, ev: Value) -> bool {
+    let before = dropped.swap(0, Ordering::AcqRel);
+    if before > 0
+        && let Err(e) = tx.try_send(lagged(before))
+    {
+        dropped.fetch_add(before, Ordering::AcqRel);
+        if matches!(e, mpsc::error::TrySendError::Closed(_)) {
+            return false;
+        }
+    }
+    match tx.try_send(ev) {
+        Ok(()) => true,
+        Err(mpsc::error::TrySendError::Full(ev)) => {
+            dropped.fetch_add(weight(&ev), Ordering::AcqRel);
+            true
+        }
+        Err(mpsc::error::TrySendError::Closed(_)) => false,
+    }
 }
 
 type Socket = super::ws_client::ClientSocket;
@@ -192,14 +262,14 @@ impl HubClient {
                 let Some(id) = v.get("id").and_then(Value::as_u64) else { continue };
                 let mut waiters = w.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 match waiters.get(&id) {
-                    Some(Waiter::Stream(tx)) => {
+                    Some(Waiter::Stream(tx, dropped)) => {
                         // The first message confirms the subscription (`ok`), then events follow.
                         let payload = match (v.get("event"), v.get("ok")) {
                             (Some(ev), _) => ev.clone(),
                             (None, Some(ok)) => serde_json::json!({"event": "watching", "device": ok["watching"]}),
                             (None, None) => Value::Null,
                         };
-                        if tx.try_send(payload).is_err() && tx.is_closed() {
+                        if !deliver(tx, dropped, payload) {
                             waiters.remove(&id);
                         }
                     }
@@ -267,11 +337,67 @@ impl HubClient {
     }
 
     /// Starts watching events; they arrive on the returned channel until it is dropped.
-    pub async fn watch(&self, device: Option<&str>, traffic: bool) -> Result<mpsc::Receiver<Value>, ControlError> {
-        let (tx, rx) = mpsc::channel(1024);
-        let id = self.register(Waiter::Stream(tx));
+    pub async fn watch(&self, device: Option<&str>, traffic: bool) -> Result<WatchEvents, ControlError> {
+        let (tx, rx) = mpsc::channel(WATCH_QUEUE);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let id = self.register(Waiter::Stream(tx, dropped.clone()));
         let request = json!({"id": id, "op": "watch", "device": device, "traffic": traffic});
         self.send(request.to_string()).await?;
-        Ok(rx)
+        Ok(WatchEvents { rx, dropped })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader that stops while 5,000 events and a hub's notice of 300 more come: it reads the
+    /// events the queue held, then one notice counting every other, then what comes after.
+    #[tokio::test]
+    async fn what_a_slow_reader_misses_is_counted_with_the_hubs_own_notices() {
+        let (tx, rx) = mpsc::channel(WATCH_QUEUE);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let mut events = WatchEvents { rx, dropped: dropped.clone() };
+        for n in 0..5_000 {
+            assert!(deliver(&tx, &dropped, json!({"event": "notification", "n": n})));
+        }
+        assert!(deliver(&tx, &dropped, lagged(300)));
+        let mut shown = 0;
+        let mut skipped = 0;
+        while shown + skipped < 5_300 {
+            let ev = events.recv().await.expect("an event");
+            match ev["event"].as_str() {
+                Some("lagged") => skipped += ev["skipped"].as_u64().unwrap(),
+                _ => {
+                    assert_eq!(ev["n"], shown, "in order");
+                    shown += 1;
+                }
+            }
+        }
+        assert_eq!((shown, skipped), (WATCH_QUEUE as u64, 5_300 - WATCH_QUEUE as u64));
+        // With room again, the next event comes as it is, and nothing is left to say.
+        assert!(deliver(&tx, &dropped, json!({"event": "ready"})));
+        assert_eq!(events.recv().await.unwrap()["event"], "ready");
+        assert_eq!(dropped.load(Ordering::Acquire), 0);
+        // A reader that went away ends the delivery.
+        drop(events);
+        assert!(!deliver(&tx, &dropped, json!({"event": "ready"})));
+    }
+
+    /// Drops while the reader keeps up partly: the notice comes in their place, before the
+    /// events that came after them.
+    #[tokio::test]
+    async fn the_notice_comes_where_the_events_were_dropped() {
+        let (tx, rx) = mpsc::channel(2);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let mut events = WatchEvents { rx, dropped: dropped.clone() };
+        for n in 0..5 {
+            deliver(&tx, &dropped, json!({"n": n}));
+        }
+        assert_eq!(events.recv().await.unwrap()["n"], 0);
+        assert_eq!(events.recv().await.unwrap()["n"], 1);
+        deliver(&tx, &dropped, json!({"n": 5}));
+        assert_eq!(events.recv().await.unwrap(), lagged(3));
+        assert_eq!(events.recv().await.unwrap()["n"], 5);
     }
 }

@@ -70,7 +70,9 @@ const LOG_WINDOW: Duration = Duration::from_secs(10);
 const RECORD_LOGS: u32 = 32;
 
 enum Waiter {
-    Once { hub: String, reply: oneshot::Sender<Answer> },
+    /// One answer; `progress`: where the serving hub's progress events for it go (a device's
+    /// `notifications/progress` during a call, [`stop::forward`]'s callers that ask for them).
+    Once { hub: String, reply: oneshot::Sender<Answer>, progress: Option<mpsc::Sender<Box<RawValue>>> },
     Stream { hub: String, items: mpsc::Sender<WatchItem> },
 }
 
@@ -107,6 +109,11 @@ struct Calls {
 }
 
 impl Calls {
+    /// Requests of other hubs under way here (counted from their admission to their release).
+    fn under_way(&self) -> usize {
+        self.served_per_peer.values().sum()
+    }
+
     /// Ends a served request's bookkeeping: whoever removes its entry (its own end, or a cancel)
     /// releases the peer's slot, once. The task, if it is still running, is the caller's to abort.
     fn release(&mut self, key: &(String, u64)) -> Option<tokio::task::AbortHandle> {
@@ -141,6 +148,12 @@ pub struct ClusterNode {
     links: Arc<Links>,
     /// The cluster's admission records, applied in broker order ([`super::admission_sync`]).
     pub admissions: super::admission_sync::AdmissionSync,
+    /// This hub is stopping: other hubs' requests are refused, typed ([`stop`]).
+    stopping: std::sync::atomic::AtomicBool,
+    /// Told when the last request under way here ends (a stopping hub waits for it).
+    drained: tokio::sync::Notify,
+    /// Other hubs that said they are stopping, and when: nothing more is sent to them.
+    leaving: Mutex<HashMap<String, Instant>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -218,6 +231,9 @@ impl ClusterNode {
             proxies: super::proxy::Proxies::new(stand_ins),
             offering: std::sync::atomic::AtomicBool::new(false),
             secret,
+            stopping: std::sync::atomic::AtomicBool::new(false),
+            drained: tokio::sync::Notify::new(),
+            leaving: Mutex::default(),
         })
     }
 
@@ -531,6 +547,11 @@ impl ClusterNode {
         };
         {
             let mut calls = lock(&self.calls);
+            // Under the lock a stopping hub counts what is under way with ([`stop`]).
+            if self.stopping.load(Ordering::Acquire) {
+                drop(calls);
+                return self.answer(&req.from, stop::refusal(&self.me, req.c), reply.as_ref());
+            }
             let n = calls.served_per_peer.entry(req.from.clone()).or_default();
             if *n >= MAX_SERVED_PER_PEER {
                 drop(calls);
@@ -593,7 +614,11 @@ impl ClusterNode {
     }
 
     fn served_done(&self, peer: &str, c: u64) {
-        lock(&self.calls).release(&(peer.to_string(), c));
+        let mut calls = lock(&self.calls);
+        calls.release(&(peer.to_string(), c));
+        if calls.under_way() == 0 {
+            self.drained.notify_waiters();
+        }
     }
 
     fn on_answer(&self, payload: &[u8]) {
@@ -620,6 +645,13 @@ impl ClusterNode {
                     calls.waiting.remove(&reply.id);
                 }
             }
+            Some(Waiter::Once { progress, .. }) if reply.event.is_some() => {
+                // Progress of the call under way: passed on (dropped when its reader lags, as
+                // progress may be), the answer still awaited.
+                if let (Some(p), Some(ev)) = (progress, reply.event) {
+                    let _ = p.try_send(ev);
+                }
+            }
             Some(Waiter::Once { .. }) => {
                 let Some(Waiter::Once { reply: tx, .. }) = calls.waiting.remove(&reply.id) else { return };
                 let answer = match (reply.ok, reply.error) {
@@ -644,8 +676,12 @@ impl ClusterNode {
 
     /// Registers a waiter and sends the request; the error answer if it cannot be sent.
     fn start_call(&self, to: &str, op: Value, waiter: Waiter) -> Result<u64, (Waiter, Value)> {
+        // `unsent`: the request went nowhere, so it may go elsewhere ([`stop`]).
         if !lock(&self.view).is_alive(to) {
-            return Err((waiter, json!({"kind": "link_down", "message": format!("hub {to} is not in the cluster any more; try again")})));
+            return Err((waiter, json!({"kind": "link_down", "unsent": true, "message": format!("hub {to} is not in the cluster any more; try again")})));
+        }
+        if self.is_leaving(to) {
+            return Err((waiter, json!({"kind": "hub_stopping", "unsent": true, "message": format!("hub {to} is stopping: the request was not sent; its devices are being taken over by the other hubs")})));
         }
         let c = self.next.fetch_add(1, Ordering::Relaxed);
         {
@@ -658,7 +694,7 @@ impl ClusterNode {
         let Some(on_link) = self.send(to, json!({"c": c, "from": self.me, "op": op})) else {
             let w = lock(&self.calls).waiting.remove(&c);
             let error = json!({"kind": "link_down", "message": "the hub's broker connection cannot take the request now (its queue is full, or it is reconnecting)"});
-            return Err((w.unwrap_or(Waiter::Once { hub: String::new(), reply: oneshot::channel().0 }), error));
+            return Err((w.unwrap_or(Waiter::Once { hub: String::new(), reply: oneshot::channel().0, progress: None }), error));
         };
         crate::metrics::cluster_request(on_link);
         Ok(c)
@@ -707,6 +743,36 @@ impl hub_link::Serve for ClusterNode {
     }
 }
 
+impl ClusterNode {
+    /// One forwarded request to hub `hub`, as sent: its answer, or the error that ended it.
+    fn forward_once(&self, hub: &str, op: Value, deadline: Duration, progress: Option<mpsc::Sender<Box<RawValue>>>) -> BoxFuture<'static, Answer> {
+        let (reply, rx) = oneshot::channel();
+        let started = self.start_call(hub, op, Waiter::Once { hub: hub.to_string(), reply, progress });
+        let (node, to) = (self.this.clone(), hub.to_string());
+        async move {
+            let c = match started {
+                Ok(c) => c,
+                Err((_, e)) => return Err(e),
+            };
+            // Given up before the answer (the deadline, or the caller went away): cancelled there.
+            let mut pending = Pending { node, to, c: Some(c) };
+            let answer = match tokio::time::timeout(deadline, rx).await {
+                Ok(Ok(answer)) => answer,
+                Ok(Err(_)) => Err(json!({"kind": "link_down", "message": format!("hub {} stopped before answering", pending.to)})),
+                Err(_) => return Err(json!({"kind": "timeout", "hub": pending.to, "message": format!("the device is served by hub {}, which did not answer within {deadline:?}", pending.to)})),
+            };
+            pending.c = None;
+            answer
+        }
+        .boxed()
+    }
+}
+
+#[path = "cluster_stop.rs"]
+mod stop;
+#[path = "cluster_progress.rs"]
+mod progress;
+
 impl Cluster for ClusterNode {
     fn me(&self) -> &str {
         &self.me
@@ -725,25 +791,7 @@ impl Cluster for ClusterNode {
     }
 
     fn forward(&self, hub: &str, op: Value, deadline: Duration) -> BoxFuture<'static, Answer> {
-        let (reply, rx) = oneshot::channel();
-        let started = self.start_call(hub, op, Waiter::Once { hub: hub.to_string(), reply });
-        let (node, to) = (self.this.clone(), hub.to_string());
-        async move {
-            let c = match started {
-                Ok(c) => c,
-                Err((_, e)) => return Err(e),
-            };
-            // Given up before the answer (the deadline, or the caller went away): cancelled there.
-            let mut pending = Pending { node, to, c: Some(c) };
-            let answer = match tokio::time::timeout(deadline, rx).await {
-                Ok(Ok(answer)) => answer,
-                Ok(Err(_)) => Err(json!({"kind": "link_down", "message": format!("hub {} stopped before answering", pending.to)})),
-                Err(_) => return Err(json!({"kind": "timeout", "hub": pending.to, "message": format!("the device is served by hub {}, which did not answer within {deadline:?}", pending.to)})),
-            };
-            pending.c = None;
-            answer
-        }
-        .boxed()
+        stop::forward(self, hub, op, deadline, None)
     }
 
     fn watch(&self, hub: &str, op: Value, events: mpsc::Sender<WatchItem>) -> BoxFuture<'static, ()> {
@@ -855,6 +903,10 @@ impl Cluster for ClusterNode {
 
     fn proxies(&self) -> Vec<crate::links::DeviceHandle> {
         self.proxies.all()
+    }
+
+    fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
     }
 
     fn publish_admission(&self, device_id: &str, record: &str) {

@@ -383,6 +383,16 @@ async fn reconcile(admin: &mut Admin, hub: &Weak<Hub>) -> Result<Reconciled, Cal
     Ok(done)
 }
 
+/// What the log says once a device's broker login is as its approval wants: it matches an
+/// approval, or it was deleted (or never was) because the device is not approved.
+fn settled(approved: bool, had_login: bool) -> &'static str {
+    match (approved, had_login) {
+        (true, _) => "dynamic security: the device's broker login matches its approval",
+        (false, true) => "dynamic security: the device's broker login was deleted (the device is not approved)",
+        (false, false) => "dynamic security: the device has no broker login (it is not approved)",
+    }
+}
+
 async fn work(me: Arc<Dynsec>, hub: Weak<Hub>, mut admin: Admin, mut caught_up: watch::Receiver<bool>) {
     'connection: loop {
         if !admin.ready().await {
@@ -441,13 +451,11 @@ async fn work(me: Arc<Dynsec>, hub: Weak<Hub>, mut admin: Admin, mut caught_up: 
             let Some(secret) = hub.upgrade().map(|h| h.secret.clone()) else { return };
             let result = async {
                 let have = admin.get(&key).await?;
-                admin.apply(changes(&secret, &key, want.as_deref(), have.as_ref())).await
+                admin.apply(changes(&secret, &key, want.as_deref(), have.as_ref())).await.map(|()| have.is_some())
             }
             .await;
             match &result {
-                Ok(()) => {
-                    info!(device = %id, key, approved = want.is_some(), "dynamic security: the device's broker login matches its approval")
-                }
+                Ok(had) => info!(device = %id, key, "{}", settled(want.is_some(), *had)),
                 Err(e) => warn!(device = %id, "dynamic security: {e}"),
             }
             me.finish(&id, &result.as_ref().map(|_| ()).map_err(ToString::to_string));
@@ -461,6 +469,17 @@ async fn work(me: Arc<Dynsec>, hub: Weak<Hub>, mut admin: Admin, mut caught_up: 
 
 #[cfg(test)]
 mod tests {
+    /// Issue 45.8: a deleted login is said to be deleted, never to match an approval.
+    #[test]
+    fn a_deleted_login_is_said_deleted() {
+        assert!(super::settled(true, false).contains("matches its approval"));
+        for had in [true, false] {
+            let line = super::settled(false, had);
+            assert!(!line.contains("matches") && line.contains("not approved"), "{line}");
+        }
+        assert!(super::settled(false, true).contains("deleted"));
+    }
+
     use super::*;
 
     const KEY: &str = "GID_mcpdev@@@aa_bb_cc_dd_ee_01";

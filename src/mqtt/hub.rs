@@ -263,8 +263,11 @@ impl MqttHub {
         kicked > 0
     }
 
-    /// Says goodbye to every device, clears this hub's presence and disconnects.
+    /// Refuses other hubs' requests from now on (typed, so they go where the devices go), lets
+    /// the ones under way be answered, then says goodbye to every device, clears this hub's
+    /// presence and disconnects.
     pub async fn shutdown(&self) {
+        self.cluster.stop_serving().await;
         let (tx, rx) = tokio::sync::oneshot::channel();
         if self.control.send(Control::Shutdown(tx)).await.is_ok() {
             let _ = tokio::time::timeout(Duration::from_secs(2), rx).await;

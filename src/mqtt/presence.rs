@@ -343,6 +343,11 @@ pub fn publish_index(
             }
             epoch = now;
             let Some(hub) = hub.upgrade() else { return };
+            // A stopping hub's devices stay listed as they were: once its presence is cleared the
+            // others see them move (and requests for them wait), not vanish (issue 45.4).
+            if crate::hub::remote::of(&hub).is_some_and(|c| c.is_stopping()) {
+                continue;
+            }
             let shards = shards_of(&hub, max, max_bytes);
             let left_out: u64 = shards.iter().map(|s| s.left_out).sum();
             if left_out > 0 && (logged_left_out == 0 || left_out >= logged_left_out * 2) {

@@ -13,7 +13,10 @@
 //! - a proxy that cannot be made says why: no live hub serves the device, or the hub that serves
 //!   it did not answer (never "not connected" for a device that is);
 //! - every request ends within its timeout plus the hop's grace, with the device's answer or a
-//!   [`CallError`] that says what happened.
+//!   [`CallError`] that says what happened;
+//! - a request whose caller goes away (a cancel, a task's TTL, a host that left) is cancelled
+//!   on the serving hub at once, so the device hears `notifications/cancelled` as it does from
+//!   its own hub, over the direct link and over the broker alike.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -210,6 +213,8 @@ fn spawn(
             publisher.update(&info, Instant::now());
             async move {
                 let mut changed = node.changed();
+                // The id progress reports are published under (one allocation for the proxy's life).
+                let shown: std::sync::Arc<str> = device_id.as_str().into();
                 let still_there = |node: &ClusterNode| match listed.1 {
                     Some(row) => node
                         .row(&device_id)
@@ -220,14 +225,32 @@ fn spawn(
                     tokio::select! {
                         cmd = commands.recv() => match cmd.map(|c| *c) {
                             Some(Command::Request(r)) => {
+                                // A call whose host asked for progress (the bridge gave it a
+                                // token): the device's reports come back while it runs.
+                                let wants = r.params.as_ref().and_then(|p| p.pointer("/_meta/progressToken")).is_some();
                                 let op = json!({"op": "rpc", "device": device_id, "method": r.method, "params": r.params, "timeout_ms": r.timeout.as_millis() as u64});
-                                let call = node.forward(&hub, op, r.timeout + crate::hub::remote::HOP_GRACE);
-                                let timeout = r.timeout;
+                                let deadline = r.timeout + crate::hub::remote::HOP_GRACE;
+                                let (reports, mut heard) = tokio::sync::mpsc::channel(16);
+                                let mut call = if wants { node.forward_with_progress(&hub, op, deadline, reports) } else { node.forward(&hub, op, deadline) };
+                                let (timeout, mut reply, node, id) = (r.timeout, r.reply, node.clone(), shown.clone());
                                 tokio::spawn(async move {
-                                    let _ = r.reply.send(call.await.map_err(|e| call_error(&e, timeout)).and_then(result));
+                                    loop {
+                                        tokio::select! {
+                                            answer = &mut call => {
+                                                let _ = reply.send(answer.map_err(|e| call_error(&e, timeout)).and_then(result));
+                                                return;
+                                            }
+                                            Some(report) = heard.recv() => node.relay_progress(&id, &report),
+                                            // The caller went away (a host's cancel, a task's TTL, a
+                                            // host that left): dropping the forwarded request cancels
+                                            // it on the serving hub, which tells the device, as a
+                                            // local device is told (issue 45.2).
+                                            () = reply.closed() => return,
+                                        }
+                                    }
                                 });
                             }
-                            // A cancelled request's answer is dropped by its caller.
+                            // Its caller dropped the reply's receiver with it: handled above.
                             Some(Command::Cancel(_)) => {}
                             Some(Command::Close(_)) | None => break,
                         },

@@ -76,6 +76,10 @@ pub struct SessionConfig {
     /// How many tools the hub last knew this device to list (an earlier connection; 0: none).
     /// A first list shorter than that is not believed before a second listing agrees with it.
     pub known_tools: usize,
+    /// The device answers through a cache that may still be filling (the xiaozhi MQTT gateway,
+    /// told by its credential or its `from=mqtt_gateway` URL): a first list from it cannot be
+    /// told complete, so it is never taken before a second listing agrees with it.
+    pub behind_cache: bool,
 }
 
 /// The server hello a session answers a hello with. A WebSocket device's is written when it is
@@ -143,6 +147,7 @@ impl SessionConfig {
             id_base: 0,
             system_info: None,
             known_tools: 0,
+            behind_cache: false,
         }
     }
 }

@@ -767,6 +767,8 @@ fn truncate(s: &str, max: usize) -> String {
 }
 
 #[cfg(test)]
+mod gateway_tests;
+#[cfg(test)]
 mod slow_device_tests;
 #[cfg(test)]
 mod tests;

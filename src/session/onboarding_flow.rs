@@ -39,8 +39,16 @@
 //!   onboarding of this session, or the device's earlier connection: `known_tools`). A cache still
 //!   filling (the xiaozhi MQTT gateway's) answers with the pages it has so far; one that never
 //!   stops looking partial costs at most `max_relists` listings. The rule is the same for every
-//!   device. What it cannot see: a device's very first list, one page without a `nextCursor`,
-//!   from a cache that sends no sign; the confirmation re-list below corrects that one.
+//!   device.
+//! - **Through a gateway, no first list stands alone.** A device whose connection comes through
+//!   the xiaozhi MQTT gateway (`behind_cache`: the gateway's credential, `MCPDEV_GATEWAY_TOKEN`,
+//!   or the `from=mqtt_gateway` its documented chat-server URL carries) is `ready` only once two
+//!   listings in a row agree, even on its very first connection: the gateway answers `tools/list`
+//!   from the pages it has fetched so far, one list with no `nextCursor`, so a brand-new
+//!   Device-Id's first list shows no sign of being partial (issue 45.3). The agreeing listing
+//!   is the confirmation re-list, so it costs no extra frame, only `agreement_relist` before
+//!   `ready`. What is still not seen: a cache that is not known as one, on a device's very first
+//!   list, one page without a `nextCursor`; the confirmation re-list below corrects that one.
 //! - **One confirmation re-list.** `confirm_relist` (1.5 s) after the first complete listing of a
 //!   clean onboarding, the tools are listed once more in the background. The device is `ready` at
 //!   once; the re-list only replaces the tools when they differ ([`Event::ToolsChanged`]), and its
@@ -182,7 +190,8 @@ impl Session {
         self.confirm_planned = false;
         self.short_seen = None;
         self.truncation_relists = 0;
-        self.needs_agreement = false;
+        // Through a cache that may still be filling, no first list is taken on its own.
+        self.needs_agreement = self.cfg.behind_cache;
         self.unconfirmed = None;
         self.agreement_relists = 0;
         self.changed_while_onboarding = false;

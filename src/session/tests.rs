@@ -4,11 +4,11 @@ use serde_json::{Value, json};
 
 use super::*;
 
-fn identity() -> Identity {
+pub(super) fn identity() -> Identity {
     Identity { device_id: "aa:bb:cc:dd:ee:01".into(), client_id: Some("c".into()), token: None, protocol_version: 1 }
 }
 
-fn config() -> SessionConfig {
+pub(super) fn config() -> SessionConfig {
     let mut cfg = SessionConfig::new("s1", r#"{"type":"hello","transport":"websocket","session_id":"s1"}"#);
     // Exact times below; the spread has its own tests.
     cfg.keepalive_jitter_pct = 0;
@@ -24,7 +24,7 @@ fn session(now: Instant) -> Session {
     Session::new(identity(), "websocket", cfg, now)
 }
 
-fn sent(out: &[Output]) -> Vec<Value> {
+pub(super) fn sent(out: &[Output]) -> Vec<Value> {
     out.iter()
         .filter_map(|o| match o {
             Output::Send(t) => Some(serde_json::from_str(t).unwrap()),
@@ -33,7 +33,7 @@ fn sent(out: &[Output]) -> Vec<Value> {
         .collect()
 }
 
-fn reply(id: &Value, result: Value) -> String {
+pub(super) fn reply(id: &Value, result: Value) -> String {
     json!({"session_id":"s1","type":"mcp","payload":{"jsonrpc":"2.0","id":id,"result":result}}).to_string()
 }
 
@@ -255,11 +255,11 @@ fn mqtt_begin_id_base_fail_callers_and_oversize() {
 
 // --- Gateways, retries, re-lists, caps, hellos, floods -------------------------------------
 
-fn events(out: &[Output]) -> Vec<Event> {
+pub(super) fn events(out: &[Output]) -> Vec<Event> {
     out.iter().filter_map(|o| if let Output::Event(e) = o { Some(e.clone()) } else { None }).collect()
 }
 
-fn tools(n: usize) -> Vec<Value> {
+pub(super) fn tools(n: usize) -> Vec<Value> {
     (0..n).map(|i| tool(&format!("self.t{i:02}"))).collect()
 }
 
@@ -271,7 +271,7 @@ const HELLO: &str = r#"{"type":"hello","version":1,"features":{"mcp":true}}"#;
 const INIT_RESULT: fn() -> Value = || json!({"protocolVersion":"2024-11-05","serverInfo":{"name":"gw","version":"1"}});
 
 /// hello -> initialize answered -> the first tools/list request (its payload).
-fn up_to_list(s: &mut Session, now: Instant) -> Value {
+pub(super) fn up_to_list(s: &mut Session, now: Instant) -> Value {
     let out = sent(&s.on_text(HELLO, now));
     let out = sent(&s.on_text(&reply(&out[1]["payload"]["id"], INIT_RESULT()), now));
     assert_eq!(out[1]["payload"]["method"], "tools/list");

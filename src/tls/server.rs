@@ -144,13 +144,41 @@ impl ResolvesServerCert for FileResolver {
     }
 }
 
+/// A self-signed certificate for `localhost`, made once per process (fuzzing and tests).
+pub fn self_signed() -> Arc<dyn ResolvesServerCert> {
+    #[derive(Debug)]
+    struct Fixed(Arc<CertifiedKey>);
+    impl ResolvesServerCert for Fixed {
+        fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+            Some(self.0.clone())
+        }
+    }
+    static KEY: std::sync::OnceLock<Arc<CertifiedKey>> = std::sync::OnceLock::new();
+    let key = KEY.get_or_init(|| {
+        let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("a self-signed certificate");
+        pair_from_pem(made.cert.pem().as_bytes(), made.signing_key.serialize_pem().as_bytes()).expect("the pair just made")
+    });
+    Arc::new(Fixed(key.clone()))
+}
+
 /// Why a handshake did not finish.
 #[derive(Debug, thiserror::Error)]
 pub enum HandshakeError {
     #[error("no TLS handshake within {0:?}")]
     Timeout(Duration),
+    /// The client's first bytes are no TLS record at all: a plain-text client (MQTT, HTTP,
+    /// WebSocket) on a TLS port. Named as such in the log, with what to do (issue 45.8).
+    #[error("the client did not speak TLS (its first bytes are no TLS record): most likely a plain-text client (MQTT, HTTP or WebSocket) on this TLS port; it must use TLS here (mqtts://, https:// or wss://), or the plain port")]
+    Plaintext,
     #[error("TLS handshake failed: {0}")]
     Failed(std::io::Error),
+}
+
+/// Whether a handshake failed on bytes that are no TLS record (a plain-text client).
+fn is_plaintext(e: &std::io::Error) -> bool {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        .is_some_and(|r| matches!(r, rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType)))
 }
 
 /// Runs the server's handshake on `io`, within `deadline`.
@@ -168,7 +196,38 @@ where
 {
     match tokio::time::timeout_at(until, acceptor.accept(io)).await {
         Ok(Ok(stream)) => Ok(stream),
+        Ok(Err(e)) if is_plaintext(&e) => Err(HandshakeError::Plaintext),
         Ok(Err(e)) => Err(HandshakeError::Failed(e)),
         Err(_) => Err(HandshakeError::Timeout(deadline)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    async fn first_bytes(bytes: &[u8]) -> HandshakeError {
+        crate::tls::install_crypto_provider();
+        let acceptor = tokio_rustls::TlsAcceptor::from(config(self_signed(), &[]));
+        let (mut client, server) = tokio::io::duplex(4096);
+        client.write_all(bytes).await.unwrap();
+        drop(client);
+        accept(&acceptor, server, Duration::from_secs(5)).await.err().expect("no handshake")
+    }
+
+    /// Issue 45.8: a plain MQTT CONNECT, or plain HTTP, on a TLS port is named as a plain-text
+    /// client with what to do; a broken TLS record stays a handshake failure.
+    #[tokio::test]
+    async fn a_plain_text_client_on_a_tls_port_is_named_as_such() {
+        let connect = [0x10, 0x10, 0x00, 0x04, b'M', b'Q', b'T', b'T', 0x04, 0x02, 0x00, 0x3c, 0x00, 0x04, b'a', b'b', b'c', b'd'];
+        for bytes in [&connect[..], b"GET /xiaozhi/v1/ HTTP/1.1\r\nHost: x\r\n\r\n"] {
+            let e = first_bytes(bytes).await;
+            assert!(matches!(e, HandshakeError::Plaintext), "{e:?}");
+            assert!(e.to_string().contains("plain-text client") && e.to_string().contains("mqtts://"), "{e}");
+        }
+        // A TLS handshake record whose body is junk: a TLS client that failed, not a plain one.
+        let e = first_bytes(&[0x16, 0x03, 0x01, 0x00, 0x05, 1, 2, 3, 4, 5]).await;
+        assert!(matches!(e, HandshakeError::Failed(_)), "{e:?}");
     }
 }

@@ -28,7 +28,8 @@ pub fn spawn_mcpdev(args: &[&str], env: &[(&str, &str)]) -> Running {
     spawn_mcpdev_with(args, env, Stdio::inherit())
 }
 
-fn spawn_mcpdev_with(args: &[&str], env: &[(&str, &str)], stderr: Stdio) -> Running {
+/// [`spawn_mcpdev`], with stderr as the caller wants it (piped, to read what a command says there).
+pub fn spawn_mcpdev_with(args: &[&str], env: &[(&str, &str)], stderr: Stdio) -> Running {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"));
     cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(stderr).kill_on_drop(true);
     // A `sim` with no id of its own takes the first default slot no other `sim` on this machine

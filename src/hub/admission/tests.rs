@@ -123,6 +123,7 @@ fn a_revocation_holds_on_every_path_and_a_new_approval_issues_new_tokens() {
 fn a_gateway_credential_admits_only_approved_device_ids() {
     let adm = Admission::load(&AdmissionConfig { gateway_tokens: vec!["gw-secret".into()], ..Default::default() }, &[]).unwrap();
     assert!(adm.admits_through_gateway(A, Some("not-the-gateway"), None, None).is_none(), "not a gateway credential: the normal rules apply");
+    assert!(adm.is_gateway_credential(Some(" gw-secret ")) && !adm.is_gateway_credential(Some("gw-secre")) && !adm.is_gateway_credential(None) && !adm.is_gateway_credential(Some("")));
     let remote = Some("10.0.0.9:5000".parse().unwrap());
     let Some(Err(Refusal::NotAdmitted { code: Some(code), .. })) = adm.admits_through_gateway(A, Some("gw-secret"), None, remote) else { panic!("an unapproved Device-Id must wait") };
     assert!(matches!(adm.admits(A, Some("gw-secret")), Err(Refusal::NotAdmitted { .. })), "the credential is no device token");

@@ -91,11 +91,15 @@ impl Admission {
         }
     }
 
+    /// Whether `token` is one of the gateway credentials (`MCPDEV_GATEWAY_TOKEN`).
+    pub fn is_gateway_credential(&self, token: Option<&str>) -> bool {
+        token.map(str::trim).filter(|t| !t.is_empty()).is_some_and(|t| self.gateway_tokens.iter().any(|g| constant_time_eq(g.as_bytes(), t.as_bytes())))
+    }
+
     /// A WebSocket through a gateway: `Some` when `token` is a gateway credential. The device must
     /// have been approved (by any path) and not revoked; otherwise a request `via: gateway` waits.
     pub fn admits_through_gateway(&self, device_id: &str, token: Option<&str>, client_id: Option<&str>, remote: Option<SocketAddr>) -> Option<Result<(), Refusal>> {
-        let t = token.map(str::trim).filter(|t| !t.is_empty())?;
-        if !self.gateway_tokens.iter().any(|g| constant_time_eq(g.as_bytes(), t.as_bytes())) {
+        if !self.is_gateway_credential(token) {
             return None;
         }
         let device_id = device_id.to_ascii_lowercase();
