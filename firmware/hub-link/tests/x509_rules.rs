@@ -136,6 +136,20 @@ fn a_path_longer_than_a_path_length_constraint_is_refused() {
 }
 
 #[test]
+fn another_hubs_chain_with_its_own_ca_is_from_an_unknown_issuer() {
+    // Hub B sends its leaf and its own self-signed CA (pathLen 0, as `serve --tls auto` makes
+    // it) to a board provisioned with hub A's CA: the chain never reaches A's CA, whatever B's CA
+    // allows, so it is refused as such (and not for B's CA's path length, or as its own issuer).
+    let ca_a = self_signed(ca_params("hub A CA", Some(0)));
+    let ca_b = self_signed(ca_params("hub B CA", Some(0)));
+    let leaf_b = signed(leaf_params(&["hub.lan"]), &ca_b);
+    assert_eq!(verdict(&ca_a, &[&leaf_b, &ca_b], "hub.lan"), Err(Refusal::UnknownIssuer));
+    assert_eq!(verdict(&ca_a, &[&leaf_b], "hub.lan"), Err(Refusal::UnknownIssuer));
+    // The same chain against its own CA passes.
+    assert_eq!(verdict(&ca_b, &[&leaf_b, &ca_b], "hub.lan"), Ok(()));
+}
+
+#[test]
 fn names_outside_a_name_constraint_are_refused() {
     let mut constrained = ca_params("hub CA", None);
     constrained.name_constraints = Some(NameConstraints {

@@ -375,32 +375,37 @@ pub fn verify_chain<'c>(ca: &Cert<'_>, chain: &[&'c [u8]], host: &str, now: u64)
     ca.fresh(now)?;
     leaf.names(host)?;
     super::x509_path::check_leaf(&leaf)?;
-    // Up the chain: at most three intermediates, each a CA. `below`: the leaf and the
-    // intermediates found so far, which each CA above them constrains.
-    let mut below: heapless::Vec<Cert<'c>, 4> = heapless::Vec::new();
-    let _ = below.push(leaf);
+    // Up the chain: at most three intermediates, found by issuer name and signature, never a
+    // certificate already on the path (a self-signed CA of another hub in the chain is not an
+    // issuer of itself). The path rules are checked once it reaches the pinned CA: a chain that
+    // never does is refused as one from an unknown issuer, whatever else is wrong with it.
+    // `path`: the leaf, then the intermediates found so far.
+    let mut path: heapless::Vec<Cert<'c>, 4> = heapless::Vec::new();
+    let _ = path.push(leaf);
     let mut child = leaf;
     for _ in 0..4 {
         // The leaf pinned as is (a self-signed hub certificate): nothing above it.
         if child.tbs == ca.tbs && child.signature == ca.signature {
             return Ok(leaf);
         }
-        // The pinned CA itself.
+        // The pinned CA itself: each CA on the path constrains what is below it.
         if child.signed_by(ca).is_ok() {
-            super::x509_path::check_issuer(ca, &below, true)?;
+            for (at, issuer) in path.iter().enumerate().skip(1) {
+                if !issuer.is_ca {
+                    return Err(Refusal::NotACa);
+                }
+                issuer.fresh(now)?;
+                super::x509_path::check_issuer(issuer, &path[..at], false)?;
+            }
+            super::x509_path::check_issuer(ca, &path, true)?;
             return Ok(leaf);
         }
         let issuer = chain[1..]
             .iter()
             .filter_map(|der| Cert::parse(der).ok())
-            .find(|c| c.subject == child.issuer && child.signed_by(c).is_ok())
+            .find(|c| c.subject == child.issuer && !path.iter().any(|p| p.tbs == c.tbs) && child.signed_by(c).is_ok())
             .ok_or(Refusal::UnknownIssuer)?;
-        if !issuer.is_ca {
-            return Err(Refusal::NotACa);
-        }
-        issuer.fresh(now)?;
-        super::x509_path::check_issuer(&issuer, &below, false)?;
-        below.push(issuer).map_err(|_| Refusal::UnknownIssuer)?;
+        path.push(issuer).map_err(|_| Refusal::UnknownIssuer)?;
         child = issuer;
     }
     Err(Refusal::UnknownIssuer)
