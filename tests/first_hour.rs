@@ -281,7 +281,11 @@ async fn a_tool_description_reads_as_lines() {
     let out = mcpdev(&hub, &["tools", "list", "-d", DEMO1]).await;
     assert_eq!(out.code, 0, "{out:?}");
     assert!(!out.stdout.contains("\\n"), "no literal \\n in a description: {}", out.stdout);
-    assert!(out.stdout.lines().any(|l| l.trim_start().starts_with("Use this tool for:")), "the description's second line is a line: {}", out.stdout);
+    // Piped, a row is one line (issue 45.8): the description's second line follows its first
+    // on the tool's own row, as words.
+    let status = out.stdout.lines().find(|l| l.starts_with("self.get_device_status")).expect("the tool's row");
+    assert!(status.contains("etc. Use this tool for:"), "the description's lines are one row's words: {}", out.stdout);
+    assert!(!out.stdout.lines().any(|l| l.trim_start().starts_with("Use this tool for:")), "no row is split: {}", out.stdout);
 }
 
 /// `serve` under an open-file limit: its note is info (not shown by default) when the ceiling is

@@ -107,9 +107,9 @@ pub fn table(global: &GlobalArgs, headers: &[&str]) -> Table {
 
 /// A table whose cells are escaped as they go in ([`super::terminal_text::cell`]): no command
 /// can put a device's escape sequence, tab or bidi override into one. At a terminal a cell's
-/// newlines are lines of the cell; piped, a row is one line whatever its cells hold (newlines
-/// shown as `\n`, [`super::terminal_text::line`]), so `grep`, `wc -l` and `cut` see one row per
-/// line.
+/// newlines are lines of the cell; piped, a row is one line whatever its cells hold (a cell's
+/// lines joined by one space, then escaped as [`super::terminal_text::line`] does), so `grep`,
+/// `wc -l` and `cut` see one row per line and a description reads as words, not as `\n`.
 pub struct Table(comfy_table::Table, Layout);
 
 /// One cell of a [`Table`]: text, and the colour and attribute the CLI gives it (shown only when
@@ -144,7 +144,7 @@ impl Table {
         let row = cells.into_iter().map(|c| {
             let c = c.into();
             let text = match self.1 {
-                Layout::Plain => super::terminal_text::line(&c.text),
+                Layout::Plain => super::terminal_text::line(&one_line(&c.text)).into_owned().into(),
                 Layout::Terminal { .. } => super::terminal_text::cell(&c.text),
             };
             let mut cell = comfy_table::Cell::new(text);
@@ -206,6 +206,15 @@ pub fn table_with(layout: Layout, color: bool, headers: &[&str]) -> Table {
     Table(t, layout)
 }
 
+/// A cell's lines (`\n`, `\r\n`, a lone `\r`) joined by one space, without the blanks around
+/// each break: what a piped row shows of a cell of several lines.
+fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['\n', '\r']) {
+        return text.into();
+    }
+    text.split(['\n', '\r']).map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ").into()
+}
+
 /// Renders a table as the lines it prints: in plain layout without the trailing spaces of the
 /// last column.
 pub fn render(t: &Table) -> String {
@@ -254,7 +263,8 @@ mod tests {
         };
         let piped = fill(Layout::Plain);
         assert_eq!(piped.lines().count(), 1 + rows.len(), "{piped}");
-        assert!(piped.contains("First line.\\nSecond line.\\r\\nThird."), "{piped}");
+        assert!(piped.contains("First line. Second line. Third.") && !piped.contains("\\n"), "{piped}");
+        assert!(piped.contains("one two"), "{piped}");
         let boxed = fill(Layout::Terminal { width: Some(200) });
         assert!(boxed.lines().any(|l| l.contains("Second line.")) && !boxed.contains("\\n"), "{boxed}");
     }
