@@ -194,11 +194,14 @@ mod tests {
         assert!(args.windows(2).any(|w| w == ["--target", "riscv32imac-unknown-none-elf"]), "{args:?}");
         assert!(args.windows(2).any(|w| w == ["--features", "esp32c6"]), "{args:?}");
         assert_eq!(cmd.get_current_dir(), Some(Path::new("/fw")));
-        // cargo test sets CARGO_PKG_NAME (and maybe RUSTUP_TOOLCHAIN) for this process: removed.
+        // cargo test sets CARGO_PKG_NAME (and maybe RUSTUP_TOOLCHAIN) for this process, and
+        // .ci/test CARGO_INCREMENTAL and CARGO_PROFILE_DEV_DEBUG (it runs the test binaries
+        // itself, without cargo's): each one this process has is removed.
         let removed: Vec<_> = cmd.get_envs().filter(|(_, v)| v.is_none()).map(|(k, _)| k.to_string_lossy().into_owned()).collect();
-        assert!(removed.iter().any(|k| k == "CARGO_PKG_NAME"), "{removed:?}");
-        if std::env::var_os("RUSTUP_TOOLCHAIN").is_some() {
-            assert!(removed.iter().any(|k| k == "RUSTUP_TOOLCHAIN"), "{removed:?}");
+        for key in ["CARGO_PKG_NAME", "RUSTUP_TOOLCHAIN", "CARGO_INCREMENTAL", "CARGO_PROFILE_DEV_DEBUG"] {
+            if std::env::var_os(key).is_some() {
+                assert!(removed.iter().any(|k| k == key), "{key}: {removed:?}");
+            }
         }
         assert!(!removed.iter().any(|k| k == "CARGO_HOME"));
         assert!(!args.iter().any(|a| a == "--config"), "{args:?}");
