@@ -61,8 +61,9 @@ async fn cancelled(device: &mut FakeDevice, within: Duration) -> Value {
 }
 
 /// How long a cancel may take to reach the device, whatever the path: far below the call's
-/// timeout, far above what a busy machine adds to a hop.
-const BOUND: Duration = Duration::from_secs(8);
+/// timeout (120 s) and the tasks' TTL (600 s), far above what a busy machine adds to a hop (a
+/// run beside a release build at load 8 took more than 8 s once).
+const BOUND: Duration = Duration::from_secs(30);
 
 async fn every_way_of_giving_up_reaches_the_device(link: bool) {
     let (_kept, hubs, mut device) = pair(link).await;

@@ -33,6 +33,21 @@ async fn a_watch_that_falls_behind_says_how_many_events_it_dropped() {
         device.send(json!({"session_id": sid, "type": "mcp", "payload": {"jsonrpc": "2.0", "method": "notifications/state_changed", "params": {"n": n}}})).await;
     }
 
+    // The hub handles a device's frames in order: once it has answered a request sent after the
+    // flood, it has published every notification, whatever the load (reading the watch any
+    // earlier could let it keep up, and test nothing).
+    device.send(json!({"session_id": sid, "type": "mcp", "payload": {"jsonrpc": "2.0", "id": "barrier", "method": "x/after_the_flood"}})).await;
+    let answered = tokio::time::timeout(Duration::from_secs(120), async {
+        loop {
+            let m = device.recv_within(Duration::from_secs(120)).await;
+            if m["payload"]["id"] == "barrier" {
+                return m;
+            }
+        }
+    });
+    let answer = answered.await.expect("the hub answered the request sent after the flood");
+    assert!(answer["payload"]["error"].is_object(), "{answer}");
+
     // Now every notification is read, or counted as dropped.
     let (mut shown, mut skipped, mut records) = (0u64, 0u64, 0);
     let read = tokio::time::timeout(Duration::from_secs(60), async {

@@ -64,8 +64,14 @@ impl FakeDevice {
 
     /// The next JSON text message from the hub.
     pub async fn recv(&mut self) -> Value {
+        self.recv_within(DEADLINE).await
+    }
+
+    /// The next JSON text message from the hub, which may be quiet for up to `within` (a device
+    /// that waits for what a slow client does next).
+    pub async fn recv_within(&mut self, within: std::time::Duration) -> Value {
         loop {
-            let m = tokio::time::timeout(DEADLINE, self.ws.next()).await.expect("hub sent nothing in time");
+            let m = tokio::time::timeout(within, self.ws.next()).await.expect("hub sent nothing in time");
             match m.expect("hub closed").expect("websocket error") {
                 Message::Text(t) => return serde_json::from_str(&t).unwrap(),
                 Message::Close(_) => panic!("hub closed the connection"),
