@@ -139,7 +139,7 @@ pub struct ClusterNode {
     /// This node, for the tasks it spawns (they must not keep it alive).
     this: Weak<ClusterNode>,
     /// Other hubs' devices offered through this hub's MCP endpoints.
-    proxies: super::proxy::Proxies,
+    proxies: super::stand_ins::Proxies,
     /// A pass that makes proxies for the other hubs' ready devices is scheduled.
     offering: std::sync::atomic::AtomicBool,
     /// The shared hub secret: requests and answers are MAC'd with a key from it.
@@ -228,7 +228,7 @@ impl ClusterNode {
             calls: Mutex::default(),
             changed: watch::Sender::new(0),
             next: AtomicU64::new(1),
-            proxies: super::proxy::Proxies::new(stand_ins),
+            proxies: super::stand_ins::Proxies::new(stand_ins),
             offering: std::sync::atomic::AtomicBool::new(false),
             secret,
             stopping: std::sync::atomic::AtomicBool::new(false),
