@@ -37,8 +37,12 @@ mod render;
 mod schema;
 mod suggest;
 #[cfg(test)]
+mod test_schemas;
+#[cfg(test)]
 mod tests;
 mod validate;
+#[cfg(test)]
+mod validate_tests;
 
 pub use build::build_arguments;
 pub use error::ArgError;

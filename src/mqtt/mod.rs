@@ -21,5 +21,6 @@ pub mod hub_link;
 mod instances;
 pub mod presence;
 pub mod proxy;
+pub mod stand_ins;
 pub mod topics;
 pub mod udp;

@@ -19,14 +19,15 @@
 //!   its own hub, over the direct link and over the broker alike.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::cluster_rpc::ClusterNode;
+pub use super::stand_ins::{DEFAULT_MAX_PROXIES, Proxies};
 use crate::hub::remote::{Cluster, Located, ProxyError};
 use crate::links::DeviceHandle;
 use crate::links::handle::{Command, spawn_link};
@@ -34,59 +35,10 @@ use crate::session::{CallError, DeviceInfo, Phase, ToolEntry, ToolList};
 use crate::wire::identity::Identity;
 use crate::wire::jsonrpc::{RawResult, RpcError};
 
-/// Proxies alive at once, unless configured.
-pub const DEFAULT_MAX_PROXIES: u32 = 1024;
 /// How long fetching the device's description may take.
 const FETCH: Duration = Duration::from_secs(5);
 
-/// The live proxies, by Device-Id, each with when it was last asked for.
-pub struct Proxies {
-    max: usize,
-    map: Mutex<HashMap<String, (DeviceHandle, u64)>>,
-    clock: AtomicU64,
-}
-
 impl Proxies {
-    pub fn new(max: usize) -> Self {
-        Self {
-            max: max.max(1),
-            map: Mutex::default(),
-            clock: AtomicU64::new(0),
-        }
-    }
-
-    pub fn max(&self) -> usize {
-        self.max
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (DeviceHandle, u64)>> {
-        self.map
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The live proxy of a device, if there is one (marked as used).
-    pub fn get(&self, device_id: &str) -> Option<DeviceHandle> {
-        let now = self.clock.fetch_add(1, Ordering::Relaxed);
-        let mut map = self.lock();
-        let (h, used) = map.get_mut(device_id).filter(|(h, _)| h.is_connected())?;
-        *used = now;
-        Some(h.clone())
-    }
-
-    /// Every live proxy, by Device-Id.
-    pub fn all(&self) -> Vec<DeviceHandle> {
-        let mut v: Vec<DeviceHandle> = self
-            .lock()
-            .values()
-            .map(|(h, _)| h)
-            .filter(|h| h.is_connected())
-            .cloned()
-            .collect();
-        v.sort_by(|a, b| a.device_id.cmp(&b.device_id));
-        v
-    }
-
     /// The device's proxy, made (with its description fetched from its hub) if needed.
     pub async fn make(
         &self,

@@ -767,7 +767,11 @@ fn truncate(s: &str, max: usize) -> String {
 }
 
 #[cfg(test)]
+mod fleet_tests;
+#[cfg(test)]
 mod gateway_tests;
+#[cfg(test)]
+mod relist_tests;
 #[cfg(test)]
 mod slow_device_tests;
 #[cfg(test)]

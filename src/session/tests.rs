@@ -18,7 +18,7 @@ pub(super) fn config() -> SessionConfig {
 }
 
 /// A session without the confirmation re-list (tests of other features count every frame).
-fn session(now: Instant) -> Session {
+pub(super) fn session(now: Instant) -> Session {
     let mut cfg = config();
     cfg.confirm_relist = None;
     Session::new(identity(), "websocket", cfg, now)
@@ -37,12 +37,12 @@ pub(super) fn reply(id: &Value, result: Value) -> String {
     json!({"session_id":"s1","type":"mcp","payload":{"jsonrpc":"2.0","id":id,"result":result}}).to_string()
 }
 
-fn tool(name: &str) -> Value {
+pub(super) fn tool(name: &str) -> Value {
     json!({"name": name, "description": "", "inputSchema": {"type":"object","properties":{}}})
 }
 
 /// Drives hello -> initialize -> pages; returns the session ready with `pages` of tools.
-fn onboard(now: Instant, pages: &[Vec<&str>]) -> Session {
+pub(super) fn onboard(now: Instant, pages: &[Vec<&str>]) -> Session {
     let mut s = session(now);
     let out = sent(&s.on_text(r#"{"type":"hello","version":1,"features":{"mcp":true}}"#, now));
     assert_eq!(out[0]["type"], "hello");
@@ -263,12 +263,12 @@ pub(super) fn tools(n: usize) -> Vec<Value> {
     (0..n).map(|i| tool(&format!("self.t{i:02}"))).collect()
 }
 
-fn id_only(id: &Value) -> String {
+pub(super) fn id_only(id: &Value) -> String {
     json!({"session_id":"s1","type":"mcp","payload":{"jsonrpc":"2.0","id":id}}).to_string()
 }
 
-const HELLO: &str = r#"{"type":"hello","version":1,"features":{"mcp":true}}"#;
-const INIT_RESULT: fn() -> Value = || json!({"protocolVersion":"2024-11-05","serverInfo":{"name":"gw","version":"1"}});
+pub(super) const HELLO: &str = r#"{"type":"hello","version":1,"features":{"mcp":true}}"#;
+pub(super) const INIT_RESULT: fn() -> Value = || json!({"protocolVersion":"2024-11-05","serverInfo":{"name":"gw","version":"1"}});
 
 /// hello -> initialize answered -> the first tools/list request (its payload).
 pub(super) fn up_to_list(s: &mut Session, now: Instant) -> Value {
@@ -440,78 +440,6 @@ fn hellos_restart_a_failed_onboarding_within_the_onboarding_budget() {
 }
 
 #[test]
-fn a_shorter_relist_is_believed_only_when_two_listings_agree() {
-    let t0 = Instant::now();
-    let mut s = onboard(t0, &[vec!["a", "b", "c"]]);
-    let changed = r#"{"type":"mcp","payload":{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}}"#;
-    let out = sent(&s.on_text(changed, t0));
-    let out = s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": [tool("a")]})), t0);
-    assert!(events(&out).is_empty(), "{out:?}");
-    assert_eq!(s.info().tools.len(), 3, "a truncated-looking list is not taken yet");
-    let again = t0 + Duration::from_secs(1);
-    assert_eq!(s.next_deadline(), Some(again));
-    let out = sent(&s.on_tick(again));
-    assert!(s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": [tool("a"), tool("b"), tool("c")]})), again).is_empty());
-    assert_eq!(s.info().tools.len(), 3);
-    // Really shorter: two listings in a row say so (a list_changed within a second of the last
-    // listing waits for the second's end).
-    assert!(sent(&s.on_text(changed, again)).is_empty());
-    let next = again + Duration::from_secs(1);
-    let out = sent(&s.on_tick(next));
-    s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": [tool("a")]})), next);
-    let later = next + Duration::from_secs(1);
-    let out = sent(&s.on_tick(later));
-    let out = s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": [tool("a")]})), later);
-    assert_eq!(events(&out), vec![Event::ToolsChanged { tools: 1 }]);
-}
-
-#[test]
-fn list_changed_floods_during_a_listing_give_one_more_listing() {
-    let t0 = Instant::now();
-    let mut s = onboard(t0, &[vec!["a"]]);
-    let changed = r#"{"type":"mcp","payload":{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}}"#;
-    let first = sent(&s.on_text(changed, t0));
-    assert_eq!(first.len(), 1);
-    for _ in 0..100 {
-        assert!(sent(&s.on_text(changed, t0)).is_empty(), "no new listing while one runs");
-    }
-    assert!(sent(&s.on_text(&reply(&first[0]["payload"]["id"], json!({"tools": [tool("a")]})), t0)).is_empty(), "not again within a second");
-    let next = t0 + Duration::from_secs(1);
-    assert_eq!(s.next_deadline(), Some(next));
-    let out = sent(&s.on_tick(next));
-    assert_eq!(out.len(), 1, "exactly one more listing: {out:?}");
-    assert!(sent(&s.on_text(&reply(&out[0]["payload"]["id"], json!({"tools": [tool("a")]})), next)).is_empty());
-}
-
-/// Issue 22 item 9: a device that sends `list_changed` without end, and answers every listing at
-/// once, is listed at most once a second, and its tools are replaced only when they changed.
-#[test]
-fn a_list_changed_storm_is_listed_at_most_once_a_second() {
-    let t0 = Instant::now();
-    let mut s = onboard(t0, &[vec!["a"]]);
-    let changed = r#"{"type":"mcp","payload":{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}}"#;
-    let (mut listings, mut changes) = (0, 0);
-    // Ten seconds of a notification every 5 ms, each listing answered at once, with a list that
-    // flips between two versions.
-    for step in 0..2000u64 {
-        let now = t0 + Duration::from_millis(5 * step);
-        let mut out = s.on_text(changed, now);
-        out.extend(s.on_tick(now));
-        for frame in sent(&out) {
-            if frame["payload"]["method"] == "tools/list" {
-                listings += 1;
-                let tools = if listings % 2 == 0 { json!([tool("a")]) } else { json!([tool("a"), tool("b")]) };
-                let answered = s.on_text(&reply(&frame["payload"]["id"], json!({"tools": tools})), now);
-                changes += events(&answered).iter().filter(|e| matches!(e, Event::ToolsChanged { .. })).count();
-            }
-        }
-    }
-    assert!((9..=11).contains(&listings), "{listings} listings in 10 s of list_changed");
-    assert!(changes <= listings, "{changes} tool changes for {listings} listings");
-    assert!(changes >= 2, "the changed lists were taken: {changes}");
-}
-
-#[test]
 fn caps_stop_the_listing_keep_what_fits_and_warn() {
     let t0 = Instant::now();
     let mut cfg = config();
@@ -673,7 +601,7 @@ fn a_request_is_written_in_the_envelopes_order_and_traced_as_sent() {
 }
 
 /// The initialize a session sent in `out`, checked to carry the vision settings.
-fn initialize_in(out: &[Output]) -> Value {
+pub(super) fn initialize_in(out: &[Output]) -> Value {
     let init = sent(out).into_iter().find(|f| f["payload"]["method"] == "initialize").unwrap_or_else(|| panic!("no initialize in {out:?}"));
     assert_eq!(init["payload"]["params"]["capabilities"]["vision"], json!({"url":"http://hub/vision","token":"vt"}));
     init["payload"].clone()
@@ -745,289 +673,4 @@ fn after_an_ota_check_in_the_next_message_onboards_again() {
     let mut fresh = session(t0);
     fresh.may_have_restarted();
     assert!(sent(&fresh.on_text(listen, t0)).is_empty());
-}
-
-/// A gateway-style device: `initialize` needed a retry, then the first list is partial (20 of
-/// 32). The device is not `ready`, and shows no tools, until two listings in a row agree.
-#[test]
-fn after_a_retry_a_partial_first_list_is_never_ready() {
-    let t0 = Instant::now();
-    let mut s = Session::new(identity(), "websocket", config(), t0);
-    let out = sent(&s.on_text(HELLO, t0));
-    s.on_text(&id_only(&out[1]["payload"]["id"]), t0);
-    let t1 = s.next_deadline().unwrap();
-    let out = sent(&s.on_tick(t1));
-    let out = sent(&s.on_text(&reply(&out[0]["payload"]["id"], INIT_RESULT()), t1));
-    let mut list = out[1]["payload"].clone();
-    let mut now = t1;
-    for (n, ready) in [(20, false), (32, false), (32, true)] {
-        let out = s.on_text(&reply(&list["id"], json!({"tools": tools(n)})), now);
-        if ready {
-            assert_eq!(events(&out), vec![Event::Ready { tools: 32 }]);
-            break;
-        }
-        assert!(events(&out).is_empty(), "{out:?}");
-        assert_eq!((s.info().phase, s.info().tools.len()), (Phase::Listing, 0), "nothing partial is shown");
-        now = s.next_deadline().unwrap();
-        list = sent(&s.on_tick(now))[0]["payload"].clone();
-        assert_eq!(list["method"], "tools/list");
-    }
-    assert_eq!((s.info().phase, s.info().tools.len()), (Phase::Ready, 32));
-
-    // Attacker: a device whose list differs every time cannot keep itself onboarding for ever.
-    let mut s = Session::new(identity(), "websocket", config(), t0);
-    let out = sent(&s.on_text(HELLO, t0));
-    s.on_text(&id_only(&out[1]["payload"]["id"]), t0);
-    let t1 = s.next_deadline().unwrap();
-    let out = sent(&s.on_tick(t1));
-    let out = sent(&s.on_text(&reply(&out[0]["payload"]["id"], INIT_RESULT()), t1));
-    let mut list = out[1]["payload"].clone();
-    let mut now = t1;
-    for n in 1.. {
-        let out = s.on_text(&reply(&list["id"], json!({"tools": tools(n)})), now);
-        if s.info().phase == Phase::Ready {
-            assert!(events(&out).iter().any(|e| matches!(e, Event::Warning { message } if message.contains("no two listings"))), "{out:?}");
-            assert_eq!((n, s.info().tools.len()), (4, 4), "max_relists (3) more listings, then the last is taken");
-            break;
-        }
-        now = s.next_deadline().unwrap();
-        list = sent(&s.on_tick(now))[0]["payload"].clone();
-    }
-}
-
-/// Issue 24: a fleet onboarded in one burst pings spread over a quarter of the keepalive, evenly,
-/// never later than the keepalive itself.
-#[test]
-fn keepalives_of_a_fleet_onboarded_at_once_are_spread() {
-    let every = Duration::from_secs(60);
-    let periods: Vec<Duration> = (0..10_000).map(|_| super::spread_keepalive(every, 25, &uuid::Uuid::new_v4().to_string())).collect();
-    assert!(periods.iter().all(|p| *p <= every && *p >= Duration::from_secs(45)), "outside [45 s, 60 s]");
-    // In 100 ms buckets over the 15 s window, 150 buckets of about 67 pings each: none holds
-    // more than twice its share (all at once would be 10,000 in one).
-    let mut buckets = [0u32; 151];
-    for p in &periods {
-        buckets[((every - *p).as_millis() / 100) as usize] += 1;
-    }
-    let max = *buckets.iter().max().unwrap();
-    assert!(max <= 2 * 10_000 / 150, "a 100 ms bucket holds {max} pings");
-    assert!(buckets[..150].iter().all(|&n| n > 0), "a gap in the spread");
-    // The same session keeps its period (a hash, not a draw), and without jitter it is exact.
-    assert_eq!(super::spread_keepalive(every, 25, "abc"), super::spread_keepalive(every, 25, "abc"));
-    assert_eq!(super::spread_keepalive(every, 0, "abc"), every);
-}
-
-/// The session's own schedule uses its spread period: the first ping is due within it.
-#[test]
-fn a_session_pings_at_its_own_spread_period() {
-    let now = Instant::now();
-    let mut cfg = config();
-    cfg.keepalive_jitter_pct = 25;
-    let expected = super::spread_keepalive(cfg.keepalive, 25, &cfg.session_id);
-    assert!(expected < Duration::from_secs(60), "s1's period is jittered: {expected:?}");
-    let mut s = Session::new(identity(), "websocket", cfg, now);
-    let out = sent(&s.on_text(r#"{"type":"hello"}"#, now));
-    let out = sent(&s.on_text(&reply(&out[1]["payload"]["id"], json!({})), now));
-    s.on_text(&reply(&out[1]["payload"]["id"], json!({"tools":[tool("a")]})), now);
-    assert_eq!(s.info().phase, Phase::Ready);
-    let confirm = sent(&s.on_tick(now + Duration::from_millis(1500)));
-    let at = now + Duration::from_millis(1500);
-    s.on_text(&reply(&confirm[0]["payload"]["id"], json!({"tools":[tool("a")]})), at);
-    assert_eq!(s.next_deadline(), Some(at + expected));
-    assert!(s.on_tick(at + expected - Duration::from_millis(1)).is_empty());
-    assert_eq!(sent(&s.on_tick(at + expected))[0]["payload"]["method"], "ping");
-}
-
-/// A device that just connected is onboarded without a hello after a grace time, or by its
-/// hello if that comes first: one onboarding either way.
-#[test]
-fn begin_at_onboards_a_silent_device_later_and_a_hello_first_onboards_it_once() {
-    let t0 = Instant::now();
-    let at = t0 + Duration::from_secs(1);
-    let mut silent = session(t0);
-    silent.begin_at(at);
-    assert_eq!(silent.next_deadline(), Some(at));
-    assert!(silent.on_tick(at - Duration::from_millis(1)).is_empty());
-    initialize_in(&silent.on_tick(at));
-    let mut talker = session(t0);
-    talker.begin_at(at);
-    initialize_in(&talker.on_text(HELLO, t0));
-    assert!(sent(&talker.on_tick(at)).is_empty(), "no second initialize");
-}
-
-/// A fleet's sessions share what is the same for all of them, and keep what is theirs: two
-/// sessions of one hub hold one configuration; their session ids, vision tokens and jittered
-/// keepalives stay their own, and a hub with other settings gets its own configuration.
-#[test]
-fn sessions_share_their_hub_wide_configuration_and_keep_their_own_fields() {
-    let now = Instant::now();
-    let mut one = config();
-    one.keepalive_jitter_pct = 25;
-    let mut two = one.clone();
-    two.session_id = "s2".into();
-    two.vision_token = "vt2".into();
-    let (a, b) = (Session::new(identity(), "websocket", one.clone(), now), Session::new(identity(), "websocket", two, now));
-    assert!(std::sync::Arc::ptr_eq(&a.cfg, &b.cfg), "one configuration for the hub's sessions");
-    assert_eq!((a.info().session_id.as_str(), b.info().session_id.as_str()), ("s1", "s2"));
-    assert_eq!((&*a.vision_token, &*b.vision_token), ("vt", "vt2"));
-    assert!(a.cfg.session_id.is_empty() && a.cfg.vision_token.is_empty(), "no session's own field is in the shared part");
-    assert_ne!(a.keepalive, b.keepalive, "each session pings on its own period (spread by its session id)");
-    // The vision URL is shared by the devices that came in on one address; another address's
-    // devices get their own configuration, and their initialize carries their own URL.
-    let mut elsewhere = one.clone();
-    elsewhere.vision_url = "http://10.0.0.9:8000/mcp/vision/explain".into();
-    let mut d = Session::new(identity(), "websocket", elsewhere, now);
-    assert!(!std::sync::Arc::ptr_eq(&a.cfg, &d.cfg));
-    let init = sent(&d.on_text(HELLO, now)).into_iter().find(|v| v["payload"]["method"] == "initialize").expect("an initialize");
-    assert_eq!(init["payload"]["params"]["capabilities"]["vision"], serde_json::json!({"url": "http://10.0.0.9:8000/mcp/vision/explain", "token": "vt"}));
-    let mut other = one;
-    other.max_tools = 7;
-    let c = Session::new(identity(), "websocket", other, now);
-    assert!(!std::sync::Arc::ptr_eq(&a.cfg, &c.cfg));
-    assert_eq!(c.cfg.max_tools, 7);
-    // A session's server hello is written from its own session id.
-    let mut ws = config();
-    ws.server_hello = ServerHello::WebSocket;
-    ws.session_id = "s9".into();
-    let mut s = Session::new(identity(), "websocket", ws, now);
-    let hello = sent(&s.on_text(r#"{"type":"hello"}"#, now)).into_iter().find(|v| v["type"] == "hello").expect("a server hello");
-    assert_eq!((hello["session_id"].as_str(), hello["transport"].as_str()), (Some("s9"), Some("websocket")));
-}
-
-/// What a link published is a snapshot: the session's next change copies the description
-/// instead of changing what readers hold, and a description nobody else holds is not copied.
-#[test]
-fn a_published_description_is_a_snapshot_and_an_unshared_one_is_not_copied() {
-    let now = Instant::now();
-    let mut s = session(now);
-    let published = s.shared_info().clone();
-    s.on_text(r#"{"type":"hello","version":1}"#, now);
-    assert!(published.hello.is_none() && s.info().hello.is_some(), "the published description did not change");
-    assert!(!std::sync::Arc::ptr_eq(&published, s.shared_info()));
-    drop(published);
-    let before = std::sync::Arc::as_ptr(s.shared_info());
-    s.on_binary(10);
-    assert_eq!(std::sync::Arc::as_ptr(s.shared_info()), before, "no copy while nothing else holds it");
-    assert_eq!(s.info().counters.binary_frames, 1);
-}
-
-/// Issue 33: answers to the listing of `s` (its next `tools/list` request is `list`), one listing
-/// per entry of `listings` (each a list of pages, `(tools, next_cursor)`), each listing after the
-/// session's next deadline; the events of the last page of each listing.
-fn list_as(s: &mut Session, mut list: Value, mut now: Instant, listings: &[&[(usize, Option<&str>)]]) -> Vec<Vec<Event>> {
-    let mut ends = Vec::new();
-    for (k, pages) in listings.iter().enumerate() {
-        if k > 0 {
-            now = s.next_deadline().expect("another listing is planned");
-            list = sent(&s.on_tick(now)).into_iter().next().expect("a tools/list")["payload"].clone();
-        }
-        let mut listed = 0;
-        for (n, next) in pages.iter() {
-            assert_eq!(list["method"], "tools/list");
-            // Each page its own tools, as a device pages its list.
-            let mut result = json!({"tools": tools(listed + n)[listed..]});
-            listed += n;
-            if let Some(c) = next {
-                result["nextCursor"] = json!(c);
-            }
-            let out = s.on_text(&reply(&list["id"], result), now);
-            match sent(&out).into_iter().find(|f| f["payload"]["method"] == "tools/list") {
-                Some(f) if next.is_some() => list = f["payload"].clone(),
-                _ => ends.push(events(&out)),
-            }
-        }
-    }
-    ends
-}
-
-/// A cache still filling answers with the pages it has so far: the last page, without a
-/// `nextCursor`, is as full as the pages before it. Not shown; listed until two listings agree.
-#[test]
-fn a_last_page_as_full_as_the_pages_before_it_is_listed_again_before_ready() {
-    let t0 = Instant::now();
-    let mut s = Session::new(identity(), "websocket", config(), t0);
-    let list = up_to_list(&mut s, t0);
-    let ends = list_as(&mut s, list, t0, &[&[(8, Some("x")), (8, None)], &[(8, Some("x")), (8, Some("y")), (4, None)], &[(8, Some("x")), (8, Some("y")), (4, None)]]);
-    assert_eq!(ends[0], Vec::<Event>::new(), "the 16 of a cut list are never shown");
-    assert_eq!(ends[1], Vec::<Event>::new(), "20 after 16: not yet two alike");
-    assert_eq!(ends[2], vec![Event::Ready { tools: 20 }]);
-    // The pages are kept for recordings, as the device cut them.
-    let pages: Vec<(usize, Option<&str>)> = s.info().tool_pages.as_ref().unwrap().iter().map(|p| (p.tools, p.next_cursor.as_deref())).collect();
-    assert_eq!(pages, [(8, Some("x")), (8, Some("y")), (4, None)]);
-
-    // A device whose pages are simply short at the end is ready at once; a single page is one
-    // page, with nothing to keep.
-    let mut s = Session::new(identity(), "websocket", config(), t0);
-    let list = up_to_list(&mut s, t0);
-    assert_eq!(list_as(&mut s, list, t0, &[&[(8, Some("x")), (3, None)]])[0], vec![Event::Ready { tools: 11 }]);
-    let mut s = Session::new(identity(), "websocket", config(), t0);
-    let list = up_to_list(&mut s, t0);
-    assert_eq!(list_as(&mut s, list, t0, &[&[(8, None)]])[0], vec![Event::Ready { tools: 8 }]);
-    assert!(s.info().tool_pages.is_none());
-}
-
-/// `list_changed` while the device is being listed: the list may predate the change, so it is
-/// listed again before `ready`, once, not in the background after it.
-#[test]
-fn a_list_changed_during_onboarding_holds_ready_until_a_listing_agrees() {
-    let t0 = Instant::now();
-    let mut s = Session::new(identity(), "websocket", config(), t0);
-    let list = up_to_list(&mut s, t0);
-    let changed = r#"{"type":"mcp","payload":{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}}"#;
-    assert!(sent(&s.on_text(changed, t0)).is_empty(), "the listing under way is not doubled");
-    let ends = list_as(&mut s, list, t0, &[&[(8, None)], &[(32, None)], &[(32, None)]]);
-    assert_eq!((ends[0].is_empty(), ends[1].is_empty()), (true, true), "{ends:?}");
-    assert_eq!(ends[2], vec![Event::Ready { tools: 32 }]);
-    let ready_at = s.next_deadline().unwrap() - Duration::from_secs(60);
-    assert!(sent(&s.on_tick(ready_at + Duration::from_secs(5))).is_empty(), "no listing left over after ready");
-}
-
-/// A new connection's first list shorter than the list the hub knew for the device: held until a
-/// second listing agrees, whether the device was still filling (32) or really shrank (8).
-#[test]
-fn a_first_list_shorter_than_the_device_listed_before_is_listed_again() {
-    let t0 = Instant::now();
-    let known = |n: usize| {
-        let mut cfg = config();
-        cfg.known_tools = n;
-        let mut s = Session::new(identity(), "websocket", cfg, t0);
-        let list = up_to_list(&mut s, t0);
-        (s, list)
-    };
-    let (mut s, list) = known(32);
-    let ends = list_as(&mut s, list, t0, &[&[(8, None)], &[(32, None)], &[(32, None)]]);
-    assert_eq!((ends[0].len(), ends[1].len(), &ends[2]), (0, 0, &vec![Event::Ready { tools: 32 }]));
-    let (mut s, list) = known(32);
-    let ends = list_as(&mut s, list, t0, &[&[(8, None)], &[(8, None)]]);
-    assert_eq!((ends[0].len(), &ends[1]), (0, &vec![Event::Ready { tools: 8 }]));
-    // As many as before, or more: ready at once.
-    let (mut s, list) = known(8);
-    assert_eq!(list_as(&mut s, list, t0, &[&[(8, None)]])[0], vec![Event::Ready { tools: 8 }]);
-}
-
-/// Attacker: a device that looks cut short every time, with a list that never agrees and a
-/// `list_changed` during every listing, still ends: `max_relists` more listings, then ready with
-/// the last list and a warning, in bounded time.
-#[test]
-fn a_device_that_never_stops_looking_partial_is_ready_after_bounded_relists() {
-    let t0 = Instant::now();
-    let mut cfg = config();
-    cfg.known_tools = 1000;
-    let mut s = Session::new(identity(), "websocket", cfg, t0);
-    let mut list = up_to_list(&mut s, t0);
-    let changed = r#"{"type":"mcp","payload":{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}}"#;
-    let mut now = t0;
-    for n in 1..=10 {
-        s.on_text(changed, now);
-        let out = s.on_text(&reply(&list["id"], json!({"tools": tools(n), "nextCursor": ""})), now);
-        if s.info().phase == Phase::Ready {
-            assert!(events(&out).iter().any(|e| matches!(e, Event::Warning { message } if message.contains("no two listings"))), "{out:?}");
-            assert_eq!(n, 4, "max_relists (3) more listings");
-            assert!(s.info().tools_warning.is_some());
-            assert!(now - t0 <= Duration::from_secs(5), "{:?}", now - t0);
-            return;
-        }
-        now = s.next_deadline().unwrap();
-        list = sent(&s.on_tick(now))[0]["payload"].clone();
-    }
-    panic!("never ready");
 }

@@ -11,60 +11,8 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 use tracing::{debug, info, warn};
 
+pub use super::config::{SimConfig, Stopped};
 use super::tools::{SimState, build_server_with};
-
-/// What one virtual device needs to connect.
-#[derive(Debug, Clone)]
-pub struct SimConfig {
-    pub url: String,
-    pub device_id: String,
-    pub client_id: String,
-    /// The secret sent with OTA check-ins and activation polls ([`super::identity`]).
-    pub device_key: Option<String>,
-    /// Sent as `Authorization: Bearer <token>` when not empty (a token with a space verbatim).
-    pub token: Option<String>,
-    pub extra_tools: usize,
-    pub profile: super::tools::Profile,
-    /// The binary protocol version announced in `Protocol-Version` and the hello.
-    pub protocol_version: u8,
-    /// First reconnect delay; doubles up to `max_backoff`.
-    pub min_backoff: Duration,
-    pub max_backoff: Duration,
-    /// Connect over MQTT instead of WebSocket.
-    pub mqtt: Option<super::mqtt::MqttTarget>,
-    /// Bootstrap from this OTA URL first (the answer decides WebSocket or MQTT).
-    pub ota: Option<String>,
-    /// Connect from this local address ([`super::source`]; `ws://` only).
-    pub source_addr: Option<std::net::IpAddr>,
-    /// What a `wss://` hub is verified with; `None`: the process's trust ([`crate::tls::client`]).
-    pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
-    /// Becomes `true` when the device is to stop: an MQTT device then says goodbye and
-    /// disconnects from its broker (an MQTT DISCONNECT), so the hub drops it at once.
-    pub stop: Option<tokio::sync::watch::Receiver<bool>>,
-}
-
-impl SimConfig {
-    pub fn new(url: impl Into<String>, device_id: impl Into<String>) -> Self {
-        let identity = crate::device_identity::DeviceIdentity::random();
-        Self {
-            url: url.into(),
-            device_id: device_id.into(),
-            client_id: identity.client_id,
-            device_key: Some(identity.device_key),
-            token: None,
-            extra_tools: 0,
-            profile: super::tools::Profile::StockTools,
-            protocol_version: 1,
-            min_backoff: Duration::from_millis(500),
-            max_backoff: Duration::from_secs(30),
-            mqtt: None,
-            ota: None,
-            source_addr: None,
-            tls: None,
-            stop: None,
-        }
-    }
-}
 
 /// Small buffers: a hub benchmark runs thousands of these in one process.
 pub(crate) fn ws_config() -> WebSocketConfig {
@@ -73,35 +21,6 @@ pub(crate) fn ws_config() -> WebSocketConfig {
         .write_buffer_size(0)
         .max_message_size(Some(1 << 20))
         .max_frame_size(Some(1 << 20))
-}
-
-/// Why a virtual device gave up: an answer that trying again cannot change (credentials refused,
-/// a URL no server can take). Everything else is retried with a backoff, as a device would.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct Stopped {
-    /// The credentials were refused (HTTP 401/403, MQTT return code 4 or 5).
-    pub auth: bool,
-    /// The URL or settings cannot work (a scheme that is not ws/wss, HTTP 404).
-    pub usage: bool,
-    /// Another device has this Device-Id on the backend (HTTP 409): another id may get in.
-    pub taken: bool,
-    pub message: String,
-}
-
-impl Stopped {
-    pub(crate) fn auth(message: String) -> Self {
-        Self { auth: true, usage: false, taken: false, message }
-    }
-
-    pub(crate) fn usage(message: String) -> Self {
-        Self { auth: false, usage: true, taken: false, message }
-    }
-
-    /// A usage error's message and its help, in one line.
-    fn from_usage(e: crate::exit::CodedError) -> Self {
-        Self::usage(format!("{}: {}", e.message, e.help.unwrap_or_default()))
-    }
 }
 
 /// Runs one virtual device until the task is dropped: bootstrap from the OTA URL if one is given,

@@ -2,6 +2,7 @@
 //! client, optionally bootstrapped from an OTA endpoint like a stock device.
 
 pub mod client;
+pub mod config;
 pub mod conformance;
 pub mod mqtt;
 pub mod ota;

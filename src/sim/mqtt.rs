@@ -11,36 +11,18 @@ use mcp_device::{DeviceLink, Inbound, Transport};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
-use super::SimConfig;
+pub use super::config::MqttTarget;
+use super::config::{SimConfig, Stopped};
 use super::tools::build_server_with;
-use crate::mqtt::conn::{self, BrokerUrl, ConnEvent};
+use crate::mqtt::conn::{self, ConnEvent};
 use crate::links::websocket::sleep_until;
-use crate::mqtt::topics;
-
-/// Where an MQTT device connects and which topics it uses (the OTA answer's `mqtt` section).
-#[derive(Debug, Clone)]
-pub struct MqttTarget {
-    pub broker: BrokerUrl,
-    pub client_id: String,
-    pub publish_topic: String,
-    pub subscribe_topic: String,
-    pub keepalive: u16,
-}
-
-impl MqttTarget {
-    /// mcpdev's own scheme for a device (what the hub's OTA answer would say).
-    pub fn direct(broker: BrokerUrl, device_id: &str) -> Result<Self, String> {
-        let key = topics::key_for(device_id)?;
-        Ok(Self { broker, publish_topic: topics::uplink(&key), subscribe_topic: topics::downlink(&key), client_id: key, keepalive: 240 })
-    }
-}
 
 /// How long a stopping device waits for its goodbye and DISCONNECT to leave.
 const LEAVE_WAIT: Duration = Duration::from_secs(2);
 
 /// Serves until the task is dropped, `cfg.stop` says stop (then it says goodbye and disconnects),
 /// or the broker refuses the credentials for good.
-pub async fn run_device(mut cfg: SimConfig, t: MqttTarget) -> Result<(), super::client::Stopped> {
+pub async fn run_device(mut cfg: SimConfig, t: MqttTarget) -> Result<(), Stopped> {
     let mut link = DeviceLink::new(
         build_server_with(cfg.profile, &cfg.device_id, cfg.extra_tools),
         Transport::Mqtt,
@@ -88,7 +70,7 @@ pub async fn run_device(mut cfg: SimConfig, t: MqttTarget) -> Result<(), super::
                 debug!(device = %cfg.device_id, broker = %t.broker, "connected over MQTT; hello sent");
             }
             Some(ConnEvent::Down(why)) if refused_credentials(&why) => {
-                return Err(super::client::Stopped::auth(format!("the MQTT broker {} refused this device's credentials ({why})", t.broker)));
+                return Err(Stopped::auth(format!("the MQTT broker {} refused this device's credentials ({why})", t.broker)));
             }
             Some(ConnEvent::Down(why)) => debug!(device = %cfg.device_id, %why, "broker unreachable; reconnecting"),
             Some(ConnEvent::Message(p)) if p.topic == t.subscribe_topic => {

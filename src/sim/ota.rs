@@ -7,8 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tracing::{debug, info, warn};
 
-use super::SimConfig;
-use super::mqtt::MqttTarget;
+use super::config::{MqttTarget, SimConfig, Stopped};
 use crate::mqtt::conn::BrokerUrl;
 
 /// The system info a device posts (the shape of `Board::GetSystemInfoJson`, §3.1).
@@ -33,7 +32,7 @@ pub fn system_info(cfg: &SimConfig) -> Value {
 /// like stock firmware when the answer carries an `activation` block (shows the code, polls
 /// `/activate` until approved, then checks in again), and returns the configuration to connect
 /// with.
-pub async fn bootstrap(mut cfg: SimConfig, url: &str) -> Result<SimConfig, super::client::Stopped> {
+pub async fn bootstrap(mut cfg: SimConfig, url: &str) -> Result<SimConfig, Stopped> {
     let mut answer = check_in_until_answered(&cfg, url).await?;
     while let Some(code) = answer["activation"]["code"].as_str() {
         info!(device = %cfg.device_id, "activation code {code}: approve this device with `mcpdev devices approve {code}`");
@@ -86,7 +85,7 @@ fn with_headers(cfg: &SimConfig, request: reqwest::RequestBuilder) -> reqwest::R
     }
 }
 
-async fn check_in_until_answered(cfg: &SimConfig, url: &str) -> Result<Value, super::client::Stopped> {
+async fn check_in_until_answered(cfg: &SimConfig, url: &str) -> Result<Value, Stopped> {
     let mut wait = Duration::from_secs(1);
     loop {
         match check_version(cfg, url).await {
@@ -105,17 +104,17 @@ async fn check_in_until_answered(cfg: &SimConfig, url: &str) -> Result<Value, su
 
 /// An OTA check-in that cannot succeed by trying again: a URL reqwest cannot use, or a 4xx
 /// other than 408/429 (the stock firmware retries ten times; a simulator says why at once).
-fn final_refusal(url: &str, e: &anyhow::Error) -> Option<super::client::Stopped> {
+fn final_refusal(url: &str, e: &anyhow::Error) -> Option<Stopped> {
     if let Some(r) = e.downcast_ref::<reqwest::Error>()
         && r.is_builder()
     {
-        return Some(super::client::Stopped::usage(format!("the OTA URL {url} cannot be used: {r}")));
+        return Some(Stopped::usage(format!("the OTA URL {url} cannot be used: {r}")));
     }
     let status = e.downcast_ref::<OtaStatus>()?;
     match status.0 {
-        401 | 403 => Some(super::client::Stopped::auth(format!("the OTA endpoint {url} refused this device: {}", status.1))),
+        401 | 403 => Some(Stopped::auth(format!("the OTA endpoint {url} refused this device: {}", status.1))),
         400..=499 if !matches!(status.0, 408 | 429) => {
-            Some(super::client::Stopped::usage(format!("the OTA endpoint {url} refused the check-in: {}", status.1)))
+            Some(Stopped::usage(format!("the OTA endpoint {url} refused the check-in: {}", status.1)))
         }
         _ => None,
     }

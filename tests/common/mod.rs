@@ -3,6 +3,7 @@
 #![allow(clippy::result_large_err, reason = "tungstenite handshake callbacks return an HTTP response as their error")]
 
 pub mod browser;
+pub mod cluster;
 pub mod dynsec;
 pub mod mqtt;
 pub mod ota;

@@ -1,0 +1,281 @@
+//! The cluster index's rules, tested: rows and shards as published, sealed and opened, and the
+//! view a hub builds of the others (moved out of `presence.rs` to keep each file under 800 lines).
+
+use super::*;
+
+/// The bytes of a whole index of `n` devices, as published.
+fn index_bytes(n: u32) -> usize {
+    let secret = HubSecret::from_bytes(&[7; 32]);
+    let mut shards: Vec<Shard> = (0..SHARDS).map(|_| Shard { name: None, seq: 1, left_out: 0, rows: Vec::new() }).collect();
+    for i in 0..n {
+        let r = Row::new(&format!("0f:00:00:{:02x}:{:02x}:{:02x}", i >> 16, (i >> 8) & 0xff, i & 0xff), "websocket", "ready", 12, 1_764_000_000_000).unwrap();
+        shards[usize::from(shard_of(&r.mac))].rows.push(r);
+    }
+    shards.iter().enumerate().map(|(k, s)| shard_text(&secret, "a1b2c3d4e5f6", k as u8, s).len()).sum()
+}
+
+#[test]
+fn a_hub_whose_whole_index_changes_publishes_it_within_its_byte_budget() {
+    // A small hub goes out every period, as before.
+    assert_eq!(index_pause(index_bytes(1_000)), INDEX_PERIOD);
+    // 20,000 devices that all changed (a fleet joining): one round, then a pause that keeps
+    // the hub at its budget, not 2 rounds a second (~2 MB/s into the broker, times every hub
+    // that reads it, as at 100,000 devices on 6 hubs).
+    let big = index_bytes(20_000);
+    let pause = index_pause(big);
+    assert!(pause > Duration::from_secs(3) && pause < Duration::from_secs(6), "{big} bytes: pause {pause:?}");
+    assert!(big as f64 / pause.as_secs_f64() <= INDEX_BYTES_PER_SEC as f64 + 1.0);
+}
+
+fn row(id: &str) -> Row {
+    Row::new(id, "mqtt", "ready", 3, 7).unwrap()
+}
+
+fn shard(rows: &[&str]) -> Vec<(u8, Shard)> {
+    let mut by: HashMap<u8, Vec<Row>> = HashMap::new();
+    for r in rows {
+        let r = row(r);
+        by.entry(shard_of(&r.mac)).or_default().push(r);
+    }
+    by.into_iter()
+        .map(|(n, mut rows)| {
+            rows.sort_by_key(|r| r.mac);
+            (
+                n,
+                Shard {
+                    name: None,
+                    seq: 1,
+                    left_out: 0,
+                    rows,
+                },
+            )
+        })
+        .collect()
+}
+
+fn index(v: &mut View, hub: &str, rows: &[&str]) {
+    for n in 0..SHARDS {
+        v.on_shard(hub, n, None);
+    }
+    for (n, s) in shard(rows) {
+        v.on_shard(hub, n, Some(s));
+    }
+}
+
+#[test]
+fn a_shard_round_trips_and_forged_or_hostile_ones_are_refused() {
+    let secret = HubSecret::ephemeral();
+    let r = row("aa:00:00:00:00:01");
+    let n = shard_of(&r.mac);
+    let s = Shard {
+        name: None,
+        seq: 9,
+        left_out: 2,
+        rows: vec![r],
+    };
+    let text = shard_text(&secret, "h1", n, &s);
+    assert_eq!(open_shard(&secret, "h1", n, text.as_bytes()), Ok(s.clone()));
+    assert!(
+        open_shard(&HubSecret::ephemeral(), "h1", n, text.as_bytes())
+            .unwrap_err()
+            .contains("MAC"),
+        "another secret"
+    );
+    assert!(
+        open_shard(&secret, "h2", n, text.as_bytes()).is_err(),
+        "filed under another hub"
+    );
+    assert!(
+        open_shard(&secret, "h1", (n + 1) % SHARDS, text.as_bytes()).is_err(),
+        "filed under another shard"
+    );
+    let forged = text.replacen("aa:00:00:00:00:01", "aa:00:00:00:00:02", 1);
+    assert!(
+        open_shard(&secret, "h1", n, forged.as_bytes()).is_err(),
+        "an altered body"
+    );
+    // Hostile rows of an authenticated shard are dropped one by one.
+    let body = format!(
+        r#"{{"hub":"h1","shard":{n},"seq":1,"devices":[["<script>","mqtt","ready",1,1],["AA-00-00-00-00-01","mqtt","ready",1,1],"nope",[],["aa:00:00:00:00:01","x","yyyy",1]]}}"#
+    );
+    let signed = format!(
+        "{}\n{body}",
+        secret.mac(Purpose::ClusterIndex, body.as_bytes())
+    );
+    let rows = open_shard(&secret, "h1", n, signed.as_bytes())
+        .unwrap()
+        .rows;
+    assert_eq!(
+        rows.iter().map(Row::device_id).collect::<Vec<_>>(),
+        ["aa:00:00:00:00:01"]
+    );
+    assert!(open_shard(&secret, "h1", n, b"not signed").is_err());
+}
+
+#[test]
+fn a_replayed_older_shard_is_ignored() {
+    let mut v = View::new("me");
+    v.on_presence("b", true);
+    let r = row("aa:00:00:00:00:01");
+    let n = shard_of(&r.mac);
+    assert!(v.on_shard(
+        "b",
+        n,
+        Some(Shard {
+            name: None,
+            seq: 5,
+            left_out: 0,
+            rows: vec![r]
+        })
+    ));
+    assert!(
+        !v.on_shard(
+            "b",
+            n,
+            Some(Shard {
+                name: None,
+                seq: 4,
+                left_out: 0,
+                rows: vec![]
+            })
+        ),
+        "older: a replay"
+    );
+    assert!(v.row("aa:00:00:00:00:01").is_some());
+    assert!(v.on_shard("b", n, None), "a cleared shard is always taken");
+    assert!(v.row("aa:00:00:00:00:01").is_none());
+}
+
+#[test]
+fn prefixes_map_to_mac_bounds() {
+    assert_eq!(
+        bounds("aa:b"),
+        (
+            [0xaa, 0xb0, 0, 0, 0, 0],
+            [0xaa, 0xbf, 0xff, 0xff, 0xff, 0xff]
+        )
+    );
+    assert_eq!(
+        bounds("aa:bb:cc:dd:ee:ff"),
+        (
+            [0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff],
+            [0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff]
+        )
+    );
+}
+
+#[test]
+fn devices_are_located_on_live_hubs_and_moving_when_their_hub_died() {
+    let mut v = View::new("me");
+    for h in ["me", "b", "c"] {
+        v.on_presence(h, true);
+    }
+    index(&mut v, "b", &["aa:00:00:00:00:01", "aa:00:00:00:01:02"]);
+    index(&mut v, "c", &["bb:00:00:00:00:03"]);
+    index(&mut v, "me", &["cc:00:00:00:00:04"]);
+    let none = HashMap::new();
+    assert_eq!(
+        v.locate(Some("aa:00:00:00:00:01"), &none),
+        Located::Remote {
+            hub: "b".into(),
+            device_id: "aa:00:00:00:00:01".into()
+        }
+    );
+    assert_eq!(
+        v.locate(Some("AA-00-00-00-00-01"), &none),
+        Located::Remote {
+            hub: "b".into(),
+            device_id: "aa:00:00:00:00:01".into()
+        }
+    );
+    assert_eq!(
+        v.locate(Some("bb00"), &none),
+        Located::Remote {
+            hub: "c".into(),
+            device_id: "bb:00:00:00:00:03".into()
+        }
+    );
+    assert!(
+        matches!(v.locate(Some("aa:00"), &none), Located::Ambiguous(ids) if ids.contains("aa:00:00:00:01:02"))
+    );
+    assert_eq!(
+        v.locate(Some("cc:00:00:00:00:04"), &none),
+        Located::Nowhere,
+        "this hub's own devices are never remote"
+    );
+    assert_eq!(v.locate(Some("lamp"), &none), Located::Nowhere);
+    let aliases = HashMap::from([("lamp".to_string(), "BB:00:00:00:00:03".to_string())]);
+    assert_eq!(
+        v.locate(Some("lamp"), &aliases),
+        Located::Remote {
+            hub: "c".into(),
+            device_id: "bb:00:00:00:00:03".into()
+        }
+    );
+    assert_eq!(v.remote_count(), 3);
+    let page: Vec<String> = v.page(None, 2).into_iter().map(|(id, _, _)| id).collect();
+    assert_eq!(page, ["aa:00:00:00:00:01", "aa:00:00:00:01:02"]);
+    let page: Vec<String> = v
+        .page(Some("aa:00:00:00:01:02"), 2)
+        .into_iter()
+        .map(|(id, _, _)| id)
+        .collect();
+    assert_eq!(page, ["bb:00:00:00:00:03"]);
+
+    v.on_presence("b", false);
+    assert_eq!(
+        v.locate(Some("aa:00:00:00:00:01"), &none),
+        Located::Moving {
+            device_id: "aa:00:00:00:00:01".into()
+        }
+    );
+    assert_eq!(
+        v.locate(Some("aa0000000102"), &none),
+        Located::Moving {
+            device_id: "aa:00:00:00:01:02".into()
+        }
+    );
+    assert_eq!(v.dead_indexes(), ["b"]);
+    assert_eq!(v.remote_count(), 1, "a dead hub's devices are not listed");
+    // Taken over by c, listed there before b's index is cleared: c is where it is.
+    index(&mut v, "c", &["bb:00:00:00:00:03", "aa:00:00:00:00:01"]);
+    index(&mut v, "b", &[]);
+    assert_eq!(
+        v.locate(Some("aa:00:00:00:00:01"), &none),
+        Located::Remote {
+            hub: "c".into(),
+            device_id: "aa:00:00:00:00:01".into()
+        }
+    );
+    assert_eq!(v.locate(Some("aa:00:00:00:01:02"), &none), Located::Nowhere);
+    assert!(v.dead_indexes().is_empty(), "a cleared index is forgotten");
+}
+
+#[test]
+fn what_a_hub_leaves_out_is_counted() {
+    let mut v = View::new("me");
+    v.on_presence("b", true);
+    let r = row("aa:00:00:00:00:01");
+    v.on_shard(
+        "b",
+        shard_of(&r.mac),
+        Some(Shard {
+            name: None,
+            seq: 1,
+            left_out: 40,
+            rows: vec![r],
+        }),
+    );
+    v.on_shard(
+        "b",
+        (shard_of(&r.mac) + 1) % SHARDS,
+        Some(Shard {
+            name: None,
+            seq: 1,
+            left_out: 2,
+            rows: vec![],
+        }),
+    );
+    assert_eq!(v.unlisted(), [("b".to_string(), 42)]);
+    assert_eq!(v.remote_count(), 1);
+}
