@@ -9,14 +9,12 @@ use axum::body::Body;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, State};
 use axum::http::{Request, Response, StatusCode, header};
 use axum::routing::{any, post};
-use tracing::{info, warn};
+use tracing::warn;
 
 use super::Hub;
 use super::ota::DEVICE_PATH;
 use crate::links::upgrade::{self, plain};
-use crate::links::handle::LinkSetup;
 use crate::links::websocket;
-use crate::session::SessionConfig;
 use crate::wire::identity::{self, Identity};
 
 pub const VISION_PATH: &str = "/mcp/vision/explain";
@@ -64,9 +62,17 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
             return plain(StatusCode::BAD_REQUEST, &format!("{e}"));
         }
     };
+    // A device with an upstream carries the upstream's token, not the hub's: its approval is
+    // bound to its Device-Id and Client-Id instead ([`super::relayed`]).
+    let upstream = hub.config.upstream.as_ref().and_then(|u| u.for_device(&identity.device_id)).cloned();
+    let admitted = match &upstream {
+        Some(_) => hub.admission.admits_relayed(&identity.device_id, identity.client_id.as_deref(), Some(remote)),
+        None => hub.check_device_token(&identity, Some(remote)),
+    };
     // Admission comes before the upgrade: a device that is not admitted never gets a session, so
-    // it cannot take over the session of a connected device with the same Device-Id either.
-    if let Err(why) = hub.check_device_token(&identity, Some(remote)) {
+    // it cannot take over the session of a connected device with the same Device-Id either (nor
+    // make the hub dial its upstream).
+    if let Err(why) = admitted {
         hub.admission.log_refusal(Some(remote.ip()), &format!("device {}", identity.device_id), &why);
         let mut answer = Response::builder();
         match (&why, why.retry_after_s()) {
@@ -90,13 +96,17 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
     }
     let local = peer.local.map(|a| a.ip());
     let until_hello = req.extensions().get::<super::budget::HelloSlot>().and_then(super::budget::HelloSlot::take);
+    let forwarded = crate::links::relay::upstream::DeviceHeaders::from_request(&headers);
+    drop(headers);
     let (response, socket) = match upgrade::accept_raw(&mut req) {
         Ok(pair) => pair,
         Err(resp) => return resp,
     };
     tokio::spawn(async move {
-        if let Some(ws) = socket.await {
-            attach(hub, ws, identity, local, Some(remote.to_string()), until_hello);
+        let Some(ws) = socket.await else { return };
+        match upstream {
+            Some(url) => super::relayed::attach(hub, ws, identity, forwarded, url, local, Some(remote.to_string()), until_hello).await,
+            None => attach(hub, ws, identity, local, Some(remote.to_string()), until_hello),
         }
     });
     response
@@ -117,39 +127,9 @@ pub fn log_identity_refusal(remote: SocketAddr, what: &str, e: &identity::Identi
 /// on (for the vision URL); `until_hello` is the connection's pre-hello permit
 /// ([`super::budget`]): the link drops it at the device's hello.
 pub fn attach(hub: Arc<Hub>, ws: upgrade::DeviceSocket, identity: Identity, local: Option<IpAddr>, remote: Option<String>, until_hello: Option<Box<dyn crate::links::handle::UntilHello>>) {
-    let session_id = uuid::Uuid::new_v4().to_string();
-    let mut cfg = SessionConfig::new(&session_id, crate::session::ServerHello::WebSocket);
-    (cfg.vision_url, cfg.vision_token) = hub.vision_for(&identity.device_id, local);
-    cfg.keepalive = hub.config.keepalive;
-    cfg.onboarding_timeout = hub.config.onboarding_timeout;
-    cfg.system_info = hub.registry.ota.system_info(&identity.device_id);
-    cfg.known_tools = hub.registry.known_tools(&identity.device_id);
-    let generation = hub.registry.next_generation();
-    let device_id = identity.device_id.clone();
-    let setup = LinkSetup {
-        identity,
-        session: cfg,
-        events: hub.registry.events.clone(),
-        tracing: hub.registry.tracing.clone(),
-        generation,
-        remote,
-        until_hello,
-        hello_timeout: Some(hub.config.hello_timeout),
-    };
+    let setup = super::device_link::setup(&hub, identity, local, remote, until_hello);
+    let (device_id, generation) = (setup.identity.device_id.clone(), setup.generation);
     let (owner, id) = (hub.clone(), device_id.clone());
     let handle = websocket::spawn(ws, setup, move || owner.registry.remove(&id, generation));
-    let log = crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Connect, &device_id);
-    if log {
-        info!(device = %device_id, "device connected");
-    }
-    if let Some(old) = hub.registry.insert(handle.clone()) {
-        if log {
-            info!(device = %device_id, "replacing the previous session of this device");
-        }
-        tokio::spawn(async move { old.close(crate::links::handle::CloseReason::Replaced).await });
-    }
-    // A link that ended before it was registered found nothing to remove when it ended.
-    if !handle.is_connected() {
-        hub.registry.remove(&device_id, generation);
-    }
+    super::device_link::register(&hub, handle, &device_id, generation);
 }

@@ -82,6 +82,7 @@ where
                                     outputs.extend(session.on_text(&text, Instant::now()));
                                 }
                                 Incoming::Binary(len) => session.on_binary(len),
+                                Incoming::Data(bytes) => session.on_binary(bytes.len()),
                                 Incoming::Ping(payload) => {
                                     if let Err(why) = socket.out.push(ws_frame::pong(&payload)) {
                                         unanswered = Some(why);
@@ -172,7 +173,7 @@ where
 }
 
 /// Carries out a session step's outputs; an `Err` says why the device must be disconnected.
-fn carry_out(outputs: Vec<Output>, out: &mut Outbox, waiting: &mut Waiting, malformed: &mut MalformedLog<'_>, emit: &impl Fn(LinkEvent)) -> Result<(), String> {
+pub(super) fn carry_out(outputs: Vec<Output>, out: &mut Outbox, waiting: &mut Waiting, malformed: &mut MalformedLog<'_>, emit: &impl Fn(LinkEvent)) -> Result<(), String> {
     for o in outputs {
         if let Some(text) = deliver(o, waiting, malformed, emit) {
             out.push(ws_frame::text(&text))?;

@@ -97,6 +97,9 @@ pub enum Refused {
     /// A connection to the cluster link that did not prove the hub secret in time, or came
     /// beyond its caps ([`crate::mqtt`] `hub_link`).
     ClusterLink,
+    /// A relayed device whose upstream could not be reached, refused it, or sent what the relay
+    /// does not pass (an OTA answer too large, a redirect) ([`crate::hub::relayed`]).
+    Upstream,
 }
 
 impl Refused {
@@ -118,9 +121,10 @@ impl Refused {
             Refused::TokenGuesses => "token_guesses",
             Refused::TokenTransport => "token_transport",
             Refused::ClusterLink => "cluster_link",
+            Refused::Upstream => "upstream",
         }
     }
-    pub const ALL: [Refused; 16] = [
+    pub const ALL: [Refused; 17] = [
         Refused::Host,
         Refused::Origin,
         Refused::OtherUser,
@@ -137,6 +141,7 @@ impl Refused {
         Refused::TokenGuesses,
         Refused::TokenTransport,
         Refused::ClusterLink,
+        Refused::Upstream,
     ];
 }
 
