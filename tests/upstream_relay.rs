@@ -68,13 +68,12 @@ async fn a_sim_keeps_its_upstream_while_the_cli_lists_and_calls_its_tools() {
     let cli = cli.await;
     assert_eq!(cli.code, 0, "{cli:?}");
     assert_eq!(cli.json()["isError"].as_bool().unwrap_or(false), false, "{cli:?}");
-    let theirs = conn.recv_json().await;
-    assert_eq!(theirs["payload"]["id"], 3, "{theirs}");
+    let theirs = conn.answer(json!(3)).await;
     let status = theirs["payload"]["result"]["content"][0]["text"].as_str().unwrap_or_default();
     assert!(status.contains("audio_speaker"), "the upstream got get_device_status's answer, not set_volume's: {theirs}");
     // After the CLI's set_volume, the upstream's own call sees the volume the CLI set.
     conn.send(json!({"type": "mcp", "payload": {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "self.get_device_status", "arguments": {}}}}));
-    let after = conn.recv_json().await;
+    let after = conn.answer(json!(4)).await;
     assert!(after["payload"]["result"]["content"][0]["text"].as_str().unwrap_or_default().contains("42"), "{after}");
 
     // The upstream never received a frame the hub originated: one hello (the device's), and
@@ -107,7 +106,7 @@ async fn watch_labels_each_frame_with_who_sent_it() {
             let cli = mcpdev(&hub, &["call", "self.get_device_status", "-d", D1, "--json"]).await;
             assert_eq!(cli.code, 0, "{cli:?}");
             conn.send(json!({"type": "mcp", "payload": {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "self.get_device_status", "arguments": {}}}}));
-            conn.recv_json().await;
+            conn.answer(json!(9)).await;
             asked = true;
         }
         let Ok(Ok(Some(line))) = tokio::time::timeout(Duration::from_secs(5), lines.next_line()).await else { asked = false; continue };

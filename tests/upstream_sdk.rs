@@ -30,8 +30,7 @@ async fn an_sdk_device_keeps_its_upstream_while_the_cli_calls_it() {
     conn.send(json!({"type": "mcp", "payload": {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "set_theme", "arguments": {"theme": "dark"}}}}));
     let cli = mcpdev(&hub, &["call", "set_volume", "volume=33", "-d", D1, "--json"]).await;
     assert_eq!(cli.code, 0, "{cli:?}");
-    let theirs = conn.recv_json().await;
-    assert_eq!(theirs["payload"]["id"], 3, "{theirs}");
+    let theirs = conn.answer(json!(3)).await;
     assert!(theirs["payload"]["result"]["content"][0]["text"].as_str().unwrap_or_default().contains("dark"), "{theirs}");
     let status = mcpdev(&hub, &["call", "get_device_status", "-d", D1, "--json"]).await;
     let text = status.json()["content"][0]["text"].as_str().unwrap_or_default().to_string();

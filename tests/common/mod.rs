@@ -167,6 +167,20 @@ impl HubProcess {
 }
 
 impl HubProcess {
+    /// The hub's log (started with [`HubProcess::start_capturing`]) once it holds `needle`: it is
+    /// read from the hub's stderr as it comes, so a line written just now may not be there yet.
+    pub async fn logged(&self, needle: &str) -> String {
+        let deadline = tokio::time::Instant::now() + ws::DEADLINE;
+        loop {
+            let log = self.stderr.as_ref().expect("started with start_capturing").lock().unwrap().clone();
+            if log.contains(needle) {
+                return log;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{needle:?} is not in the hub's log: {log}");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     /// `/metrics` (with the control token): the value of one sample, e.g.
     /// `mcpdev_refusals_total{reason="cluster_link"}`.
     pub async fn metric(&self, sample: &str) -> f64 {

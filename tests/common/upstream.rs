@@ -66,6 +66,19 @@ impl UpConn {
         }
     }
 
+    /// The device's answer to the upstream's request `id` (what else the device sends on the way,
+    /// `listen` or notifications, is skipped).
+    pub async fn answer(&mut self, id: Value) -> Value {
+        loop {
+            let v = self.recv_json().await;
+            if v["type"] != "mcp" || v["payload"].get("method").is_some() {
+                continue;
+            }
+            assert_eq!(v["payload"]["id"], id, "{v}");
+            return v;
+        }
+    }
+
     /// Waits for the session to end (the hub closed it).
     pub async fn ended(&mut self) {
         let ended = tokio::time::timeout(DEADLINE, async {
