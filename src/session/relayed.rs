@@ -48,3 +48,61 @@ impl Session {
         self.drained()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use serde_json::{Value, json};
+
+    use super::super::{Output, Phase, Session, SessionConfig};
+    use crate::wire::identity::Identity;
+
+    fn relayed(now: Instant) -> Session {
+        let mut cfg = SessionConfig::new("s1", crate::session::ServerHello::WebSocket);
+        cfg.relayed = true;
+        cfg.id_base = 1 << 30;
+        cfg.confirm_relist = None;
+        let identity = Identity { device_id: "aa:bb:cc:dd:ee:01".into(), client_id: Some("c".into()), token: None, protocol_version: 1 };
+        Session::new(identity, "websocket", cfg, now)
+    }
+
+    fn sent(out: &[Output]) -> Vec<Value> {
+        out.iter().filter_map(|o| if let Output::Send(t) = o { serde_json::from_str(t).ok() } else { None }).collect()
+    }
+
+    #[test]
+    fn a_relayed_session_answers_nothing_and_lists_with_its_own_ids_once_the_upstream_initialized() {
+        let now = Instant::now();
+        let mut s = relayed(now);
+        // The hello is recorded, never answered; a device request is not answered either.
+        assert!(sent(&s.on_text(r#"{"type":"hello","version":1,"features":{"mcp":true}}"#, now)).is_empty());
+        assert!(s.info().hello.is_some());
+        assert!(sent(&s.on_text(r#"{"type":"mcp","payload":{"jsonrpc":"2.0","id":5,"method":"sampling/create"}}"#, now)).is_empty());
+        // The device answered the upstream's initialize: recorded, and the hub lists, no initialize.
+        let out = sent(&s.observed_initialize(&json!({"protocolVersion": "2024-11-05", "serverInfo": {"name": "dev", "version": "1"}}), now));
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0]["payload"]["method"], "tools/list");
+        let id = out[0]["payload"]["id"].as_i64().unwrap();
+        assert!(id > 1 << 30, "the hub's own id range: {id}");
+        assert_eq!(s.info().mcp_protocol_version.as_deref(), Some("2024-11-05"));
+        let answer = json!({"type": "mcp", "payload": {"jsonrpc": "2.0", "id": id, "result": {"tools": [{"name": "t", "description": "", "inputSchema": {"type": "object"}}]}}});
+        s.on_text(&answer.to_string(), now);
+        assert_eq!(s.info().phase, Phase::Ready);
+        // No keepalive, however long the device is silent; a new voice session's hello is not
+        // answered and does not onboard again.
+        assert!(s.next_deadline().is_none(), "{:?}", s.next_deadline());
+        assert!(sent(&s.on_tick(now + Duration::from_secs(600))).is_empty());
+        assert!(sent(&s.on_text(r#"{"type":"hello","version":1,"features":{"mcp":true}}"#, now + Duration::from_secs(601))).is_empty());
+    }
+
+    #[test]
+    fn a_relayed_device_nobody_initializes_is_listed_after_the_grace() {
+        let now = Instant::now();
+        let mut s = relayed(now);
+        assert!(sent(&s.on_text(r#"{"type":"hello","version":1}"#, now)).is_empty());
+        assert!(sent(&s.on_tick(now + super::LIST_GRACE - Duration::from_millis(1))).is_empty());
+        let out = sent(&s.on_tick(now + super::LIST_GRACE));
+        assert_eq!(out.iter().map(|v| v["payload"]["method"].clone()).collect::<Vec<_>>(), vec![json!("tools/list")]);
+    }
+}
