@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use common::sdk::SdkDevices;
 use common::{HubProcess, mcpdev};
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
 
 const D1: &str = "aa:bb:cc:00:00:01";
 const D2: &str = "aa:bb:cc:00:00:02";
