@@ -185,6 +185,7 @@ async fn a_device_is_relayed_only_once_approved_and_only_with_the_approved_clien
     let hub = HubProcess::start_admitting(&["--upstream", &up.ws_url.clone(), "--upstream-plain"], &[]).await;
     let (status, body) = common::ws::refused(common::ws::device_upgrade(&hub, D1, "the-device", Some(TOKEN)).await);
     assert_eq!(status, 401, "{body}");
+    assert!(body.contains("relayed to its upstream with its own token"), "the advice fits a relayed device: {body}");
     let code: String = body.split(|c: char| !c.is_ascii_digit()).find(|w| w.len() == 6).unwrap_or_else(|| panic!("no code in {body}")).to_string();
     assert!(up.try_conn().is_none(), "the hub dialled the upstream for a device nobody approved");
     let approved = mcpdev(&hub, &["devices", "approve", &code]).await;

@@ -88,10 +88,18 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
                 answer = answer.status(StatusCode::UNAUTHORIZED);
             }
         }
+        // A relayed device needs no token of the hub's: only the approval of its Device-Id and
+        // Client-Id.
+        let says = match (&why, &upstream) {
+            (super::admission::Refusal::NotAdmitted { device_id, code: Some(code) }, Some(_)) => {
+                format!("device {device_id} is not admitted: approve it with `mcpdev devices approve {code}`; it is then relayed to its upstream with its own token, by its Device-Id and this Client-Id (the token `approve` prints is not needed)")
+            }
+            _ => why.to_string(),
+        };
         return answer
             .header(header::WWW_AUTHENTICATE, "Bearer")
             .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
-            .body(Body::from(format!("{why}\n")))
+            .body(Body::from(format!("{says}\n")))
             .expect("static response");
     }
     let local = peer.local.map(|a| a.ip());

@@ -38,8 +38,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::{info, warn};
 
 use self::calls::{Method, UpstreamCalls};
-use super::handle::{Command, Commands, DeviceEvent, DeviceHandle, InfoPublisher, Lifecycle, LinkEvent, LinkSetup, MalformedLog, Request, Waiting, end_callers, spawn_link};
-use super::websocket::{carry_out, sleep_until};
+use super::handle::{Commands, DeviceEvent, DeviceHandle, InfoPublisher, Lifecycle, LinkEvent, LinkSetup, MalformedLog, Waiting, spawn_link};
+use super::websocket::{after_step, carry_out, command, end_session, open_session, sleep_until};
 use super::ws_socket::{Io, RELAY_HIGH_WATER, Socket};
 use crate::session::{Direction, Event, Output, Peer, Session};
 use crate::wire::ws_frame::{Incoming, Kind};
@@ -78,12 +78,7 @@ where
     let device_id = publisher.device_id().clone();
     let mut dev = Socket::relaying(device, false, "device");
     let mut up = Socket::relaying(upstream, true, "upstream");
-    let client_id = identity.client_id.clone();
-    let mut session = Session::new(identity, "websocket", session_config, Instant::now());
-    session.set_address(remote.clone());
-    publisher.update(session.shared_info(), Instant::now());
-    let connected = Lifecycle::Connected { transport: "websocket", client_id: client_id.map(Into::into), remote: remote.map(Into::into) };
-    let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event: LinkEvent::Link(connected) }));
+    let mut session = open_session(identity, session_config, remote, &mut publisher, &events);
     let hello_deadline = hello_timeout.map(|d| (tokio::time::Instant::now() + d, d));
     async move {
         let emit = |event: LinkEvent| {
@@ -189,20 +184,13 @@ where
                         break format!("the upstream {upstream_name}: {why}");
                     }
                 },
-                cmd = commands.recv() => match cmd.map(|c| *c) {
-                    Some(Command::Request(request)) => {
-                        let Request { ticket, method, params, timeout, reply } = request;
-                        waiting.insert(ticket, reply);
-                        session.trace = tracing.enabled();
-                        session.request(ticket, &method, params, timeout, Instant::now())
-                    }
-                    Some(Command::Cancel(ticket)) => { waiting.remove(&ticket); session.cancel(ticket, Instant::now()) }
-                    Some(Command::Close(why)) => {
-                        dev_code = why.close_code();
+                cmd = commands.recv() => match command(cmd, &mut session, &mut waiting, &tracing) {
+                    Ok(outputs) => outputs,
+                    Err((why, code)) => {
+                        dev_code = code;
                         up_code = Some(1001);
-                        break why.says().to_string();
+                        break why;
                     }
-                    None => break super::handle::HANDLES_DROPPED.to_string(),
                 },
                 _ = sleep_until(timer) => {
                     let now = tokio::time::Instant::now();
@@ -226,18 +214,13 @@ where
                     if deadline.is_some_and(|d| d <= now) { session.on_tick(Instant::now()) } else { Vec::new() }
                 }
             };
-            publisher.update(session.shared_info(), Instant::now());
-            if until_hello.is_some() && session.info().hello.is_some() {
-                until_hello.take().inspect(|held| held.hello());
-            }
+            after_step(&mut publisher, &session, &mut until_hello);
             if let Err(why) = carry_out(outputs, &mut dev.out, &mut waiting, &mut malformed, &emit) {
                 dev_stalled = true;
                 break why;
             }
         };
-        publisher.gone();
-        drop(until_hello);
-        end_callers(session.on_disconnect(), &mut waiting);
+        end_session(&mut publisher, until_hello, &mut session, &mut waiting);
         let log = crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Disconnect, &device_id);
         if log && (dev_stalled || up_stalled || refused) {
             warn!(device = %device_id, %reason, "ending a relayed device's session");
