@@ -234,3 +234,30 @@ async fn the_ota_check_in_and_activate_pass_through_with_only_the_documented_rew
     let listed = mcpdev(&hub, &["tools", "list", "-d", "02:00:00:00:00:73", "--wait", "30s", "--json"]).await;
     assert_eq!(listed.code, 0, "{listed:?}");
 }
+
+#[tokio::test]
+async fn check_through_the_hub_skips_what_would_disturb_the_upstream_and_says_why() {
+    let mut up = FakeUpstream::start().await;
+    let hub = relaying_hub(&up, &[]).await;
+    let _sim = spawn_mcpdev(&["sim", "--url", &hub.device_url, "--device-id", D1], &[("MCPDEV_DEVICE_TOKEN", TOKEN)]);
+    let mut conn = up.next_conn().await;
+    conn.listed().await;
+    assert_eq!(mcpdev(&hub, &["tools", "list", "-d", D1, "--wait", "30s", "--json"]).await.code, 0);
+    let out = mcpdev(&hub, &["check", "--json", "-d", D1, "--timeout", "5s"]).await;
+    let report = out.json();
+    let results = report["results"].as_array().unwrap_or_else(|| panic!("{report:#}"));
+    let of = |id: &str| results.iter().find(|c| c["id"] == id).unwrap_or_else(|| panic!("no {id}: {report:#}")).clone();
+    for id in ["initialize.vision", "initialize.protocol_version", "initialize.server_info", "initialize.capabilities_tools"] {
+        let c = of(id);
+        assert_eq!(c["status"], "skip", "{c}");
+        assert!(c["reason"].as_str().unwrap().contains("relayed to its upstream"), "{c}");
+    }
+    // The rest ran (through the hub, with the hub's own ids), and the device's answer to the
+    // upstream's initialize stands for the check's.
+    assert_eq!(of("tools_list.names")["status"], "pass", "{report:#}");
+    assert!(report["server_info"].is_object(), "{report:#}");
+    assert_eq!(out.code, 0, "{out:?}");
+    // None of it reached the upstream.
+    let requests_seen: Vec<Value> = conn.received_json().into_iter().filter(|v| v["type"] == "mcp" && v["payload"].get("method").is_none()).map(|v| v["payload"]["id"].clone()).collect();
+    assert!(requests_seen.iter().all(|id| *id == json!(1) || *id == json!(2)), "{requests_seen:?}");
+}

@@ -32,6 +32,13 @@ impl Session {
         }
     }
 
+    /// Names the upstream the device is relayed to (`host:port`), shown with the device.
+    pub fn set_upstream(&mut self, name: &str) {
+        let info = self.info_mut();
+        info.upstream = Some(name.into());
+        info.bump();
+    }
+
     /// Whether the session pings the device when it was silent for its keepalive period.
     pub(super) fn keeps_alive(&self) -> bool {
         self.info.phase == Phase::Ready && !self.cfg.relayed

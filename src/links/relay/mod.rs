@@ -79,6 +79,8 @@ where
     let mut dev = Socket::relaying(device, false, "device");
     let mut up = Socket::relaying(upstream, true, "upstream");
     let mut session = open_session(identity, session_config, remote, &mut publisher, &events);
+    session.set_upstream(&upstream_name);
+    publisher.update(session.shared_info(), Instant::now());
     let hello_deadline = hello_timeout.map(|d| (tokio::time::Instant::now() + d, d));
     async move {
         let emit = |event: LinkEvent| {
