@@ -199,3 +199,22 @@ async fn a_device_is_relayed_only_once_approved_and_only_with_the_approved_clien
     let conn = up.next_conn().await;
     assert_eq!(conn.headers.get("client-id").map(String::as_str), Some("the-device"));
 }
+
+#[tokio::test]
+async fn a_hub_restart_loses_no_relayed_approval() {
+    let mut up = FakeUpstream::start().await;
+    let state = tempfile::tempdir().unwrap();
+    let dir = state.path().to_string_lossy().into_owned();
+    let env = [("MCPDEV_STATE_DIR", dir.as_str())];
+    let args = ["--upstream", &up.ws_url.clone(), "--upstream-plain"];
+    let hub = HubProcess::start_admitting(&args, &env).await;
+    let (_, body) = common::ws::refused(common::ws::device_upgrade(&hub, D1, "the-device", Some(TOKEN)).await);
+    let code: String = body.split(|c: char| !c.is_ascii_digit()).find(|w| w.len() == 6).unwrap_or_else(|| panic!("no code in {body}")).to_string();
+    assert_eq!(mcpdev(&hub, &["devices", "approve", &code]).await.code, 0);
+    drop(hub);
+    let hub = HubProcess::start_admitting(&args, &env).await;
+    let mut device = common::ws::device_upgrade(&hub, D1, "the-device", Some(TOKEN)).await.expect("still approved after the restart");
+    device.send(Message::text(r#"{"type":"hello","version":1,"transport":"websocket"}"#)).await.unwrap();
+    let conn = up.next_conn().await;
+    assert_eq!(conn.headers.get("device-id").map(String::as_str), Some(D1));
+}

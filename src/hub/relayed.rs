@@ -97,3 +97,24 @@ pub async fn attach(hub: Arc<Hub>, ws: DeviceSocket, identity: Identity, headers
     let handle = relay::spawn(ws, upstream, setup, url.authority(), move || owner.registry.remove(&id, generation));
     super::device_link::register(&hub, handle, &device_id, generation);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_devices_own_upstream_wins_and_a_wrong_setting_is_named() {
+        let per_device = HashMap::from([("AA:BB:CC:DD:EE:01".to_string(), "wss://own.example/xiaozhi/v1/".to_string())]);
+        let u = Upstreams::new(Some("wss://api.tenclass.net/xiaozhi/v1/"), &per_device, Some("https://api.tenclass.net/xiaozhi/ota"), false).unwrap();
+        assert_eq!(u.for_device("aa:bb:cc:dd:ee:01").map(UpstreamUrl::authority).as_deref(), Some("own.example"));
+        assert_eq!(u.for_device("aa:bb:cc:dd:ee:02").map(UpstreamUrl::authority).as_deref(), Some("api.tenclass.net"));
+        assert_eq!(u.ota.as_ref().map(reqwest::Url::as_str), Some("https://api.tenclass.net/xiaozhi/ota/"), "ends in / so activate is beside it");
+        let none = Upstreams::new(None, &HashMap::new(), None, false).unwrap();
+        assert!(none.for_device("aa:bb:cc:dd:ee:01").is_none());
+        let bad_mac = HashMap::from([("kitchen".to_string(), "wss://x/".to_string())]);
+        assert!(Upstreams::new(None, &bad_mac, None, false).unwrap_err().contains("[upstreams]"));
+        assert!(Upstreams::new(Some("ws://lan:8000/xiaozhi/v1/"), &HashMap::new(), None, false).unwrap_err().contains("--upstream-plain"));
+        assert!(Upstreams::new(None, &HashMap::new(), Some("http://lan:8002/xiaozhi/ota/"), false).unwrap_err().contains("--upstream-plain"));
+        assert!(Upstreams::new(None, &HashMap::new(), Some("http://lan:8002/xiaozhi/ota/"), true).is_ok());
+    }
+}
