@@ -192,7 +192,7 @@ struct Relay {
 
 async fn start_hub(upstream: Option<&str>, state: &std::path::Path) -> Relay {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpdev"));
-    cmd.args(["serve", "--json", "--approve-all", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0", "--max-device-connections", "5000"]);
+    cmd.args(["serve", "--json", "--approve-all", "--device-addr", "127.0.0.1:0", "--host-addr", "127.0.0.1:0", "--max-device-connections", "5000", "--max-pre-hello-per-peer", "2000", "--max-pre-hello", "2000", "--max-queued-per-peer", "2000"]);
     if let Some(u) = upstream {
         cmd.args(["--upstream", u, "--upstream-plain"]);
     }

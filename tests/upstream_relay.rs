@@ -261,3 +261,44 @@ async fn check_through_the_hub_skips_what_would_disturb_the_upstream_and_says_wh
     let requests_seen: Vec<Value> = conn.received_json().into_iter().filter(|v| v["type"] == "mcp" && v["payload"].get("method").is_none()).map(|v| v["payload"]["id"].clone()).collect();
     assert!(requests_seen.iter().all(|id| *id == json!(1) || *id == json!(2)), "{requests_seen:?}");
 }
+
+#[tokio::test]
+async fn the_upstreams_own_call_is_recorded_and_replays_in_ci() {
+    let mut up = FakeUpstream::start().await;
+    let hub = relaying_hub(&up, &[]).await;
+    let _sim = spawn_mcpdev(&["sim", "--url", &hub.device_url, "--device-id", D1], &[("MCPDEV_DEVICE_TOKEN", TOKEN)]);
+    let mut conn = up.next_conn().await;
+    conn.listed().await;
+    assert_eq!(mcpdev(&hub, &["tools", "list", "-d", D1, "--wait", "30s", "--json"]).await.code, 0);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("relayed.ndjson");
+    let mut watch = spawn_mcpdev(&["watch", "--json", "-d", D1, "--record", file.to_str().unwrap()], &[("MCPDEV_HUB", &hub.host_url)]);
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(watch.child.stdout.take().unwrap()));
+    let first = tokio::time::timeout(DEADLINE, lines.next_line()).await.expect("watch starts").unwrap().unwrap();
+    assert!(first.contains("\"watching\""), "{first}");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    // The backend's own call, as it happens.
+    conn.send(json!({"type": "mcp", "payload": {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "self.get_device_status", "arguments": {}}}}));
+    let theirs = conn.answer(json!(5)).await;
+    let recorded = tokio::time::timeout(DEADLINE, async {
+        loop {
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            if text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).any(|v| v["direction"] == "in" && v["frame"]["id"] == 5) {
+                return text;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await; // polling a file, with a deadline
+        }
+    })
+    .await
+    .expect("the upstream's call reached the recording");
+    assert!(recorded.lines().any(|l| l.contains("\"direction\":\"out\"") && l.contains("self.get_device_status")), "{recorded}");
+    drop(watch);
+    // Replayed to a hub of its own, a CI job gets the answer the backend got.
+    let ci = HubProcess::start(&[], &[]).await;
+    let _replay = spawn_mcpdev(&["sim", "--replay", file.to_str().unwrap(), "--url", &ci.device_url], &[]);
+    let replayed = mcpdev(&ci, &["call", "self.get_device_status", "-d", D1, "--wait", "30s", "--json"]).await;
+    assert_eq!(replayed.code, 0, "{replayed:?}");
+    let mut answer = replayed.json();
+    answer.as_object_mut().unwrap().remove("device_id");
+    assert_eq!(answer, theirs["payload"]["result"], "{replayed:?}");
+}

@@ -104,7 +104,7 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
     }
     let local = peer.local.map(|a| a.ip());
     let until_hello = req.extensions().get::<super::budget::HelloSlot>().and_then(super::budget::HelloSlot::take);
-    let forwarded = crate::links::relay::upstream::DeviceHeaders::from_request(&headers);
+    let forwarded = crate::links::relay::upstream::DeviceHeaders::for_device(&headers, &identity);
     drop(headers);
     let (response, socket) = match upgrade::accept_raw(&mut req) {
         Ok(pair) => pair,

@@ -325,7 +325,11 @@ impl Relay<'_> {
     fn from_upstream<D: AsyncRead + AsyncWrite + Unpin>(&mut self, text: String, session: &mut Session, dev: &mut Socket<D>, emit: &impl Fn(LinkEvent), dev_stalled: &mut bool) {
         let parsed: Option<Value> = serde_json::from_str(&text).ok();
         let request = parsed.as_ref().and_then(mcp_of).and_then(|m| Some((m.id?.clone(), m.method?.to_string())));
+        let evicted = self.calls.evicted;
         let translated = request.and_then(|(id, method)| self.calls.on_request(&id, &method, Instant::now()));
+        if self.calls.evicted > evicted && crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Device, self.device_id) {
+            warn!(device = %self.device_id, in_flight = calls::MAX_IN_FLIGHT, "the upstream has more requests in flight than the relay keeps: the oldest is forgotten (its answer will be dropped)");
+        }
         if session.trace
             && let Some(payload) = parsed.as_ref().and_then(|f| f.get("payload"))
         {

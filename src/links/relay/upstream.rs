@@ -35,6 +35,27 @@ impl DeviceHeaders {
     pub fn from_request(headers: &HeaderMap) -> Self {
         Self(FORWARDED.iter().filter_map(|name| headers.get(*name).map(|v| (HeaderName::from_static(name), v.clone()))).collect())
     }
+
+    /// The same, with what the device gave in its query string instead of headers (a browser
+    /// cannot set headers): its identity as the hub read it, the token as `Bearer`.
+    pub fn for_device(headers: &HeaderMap, identity: &crate::wire::identity::Identity) -> Self {
+        let mut forwarded = Self::from_request(headers);
+        let has = |f: &Self, name: &HeaderName| f.0.iter().any(|(n, _)| n == name);
+        let from_identity = [
+            (header::AUTHORIZATION, identity.token.as_deref().map(|t| format!("Bearer {t}"))),
+            (HeaderName::from_static("device-id"), Some(identity.device_id.clone())),
+            (HeaderName::from_static("client-id"), identity.client_id.clone()),
+            (HeaderName::from_static("protocol-version"), Some(identity.protocol_version.to_string())),
+        ];
+        for (name, value) in from_identity {
+            if let Some(v) = value.and_then(|v| HeaderValue::from_str(&v).ok())
+                && !has(&forwarded, &name)
+            {
+                forwarded.0.push((name, v));
+            }
+        }
+        forwarded
+    }
 }
 
 impl std::fmt::Debug for DeviceHeaders {
@@ -163,5 +184,16 @@ mod tests {
         assert_eq!(h.0.len(), 2);
         let shown = format!("{h:?}");
         assert!(!shown.contains("sekret") && shown.contains("aa:bb:cc:dd:ee:ff"), "{shown}");
+        // A device that gave its identity in the query string: the upstream still gets headers.
+        let query = crate::wire::identity::identify(|_| None, Some("device-id=AA-BB-CC-DD-EE-01&client-id=c1&authorization=Bearer%20q-token")).unwrap();
+        let h = DeviceHeaders::for_device(&HeaderMap::new(), &query);
+        let get = |name: &str| h.0.iter().find(|(n, _)| n == name).map(|(_, v)| v.to_str().unwrap().to_string());
+        assert_eq!(get("authorization").as_deref(), Some("Bearer q-token"));
+        assert_eq!(get("device-id").as_deref(), Some("aa:bb:cc:dd:ee:01"));
+        assert_eq!(get("client-id").as_deref(), Some("c1"));
+        // Headers the device sent win over what the hub read.
+        let h = DeviceHeaders::for_device(&map, &query);
+        assert_eq!(h.0.iter().filter(|(n, _)| n == "authorization").count(), 1);
+        assert_eq!(h.0.iter().find(|(n, _)| n == "authorization").map(|(_, v)| v.to_str().unwrap()), Some("Bearer sekret-token"));
     }
 }
