@@ -23,6 +23,18 @@ async fn relaying_hub(up: &FakeUpstream, extra: &[&str]) -> HubProcess {
     HubProcess::start(&args, &[]).await
 }
 
+/// A hub relaying `mcpdev sim` (D1, with the upstream's token) to a fresh upstream, once the
+/// upstream listed the device and the hub has its tools.
+async fn relayed_sim() -> (FakeUpstream, HubProcess, common::Running, UpConn) {
+    let mut up = FakeUpstream::start().await;
+    let hub = relaying_hub(&up, &[]).await;
+    let sim = spawn_mcpdev(&["sim", "--url", &hub.device_url, "--device-id", D1], &[("MCPDEV_DEVICE_TOKEN", TOKEN)]);
+    let mut conn = up.next_conn().await;
+    conn.listed().await;
+    assert_eq!(mcpdev(&hub, &["tools", "list", "-d", D1, "--wait", "30s", "--json"]).await.code, 0);
+    (up, hub, sim, conn)
+}
+
 /// Every JSON-RPC id the upstream got an answer for, in order (panics on a request or anything
 /// else MCP that is not an answer: the upstream never asked the device for those).
 fn answered_ids(conn: &UpConn) -> Vec<Value> {
@@ -89,12 +101,7 @@ async fn a_sim_keeps_its_upstream_while_the_cli_lists_and_calls_its_tools() {
 
 #[tokio::test]
 async fn watch_labels_each_frame_with_who_sent_it() {
-    let mut up = FakeUpstream::start().await;
-    let hub = relaying_hub(&up, &[]).await;
-    let _sim = spawn_mcpdev(&["sim", "--url", &hub.device_url, "--device-id", D1], &[("MCPDEV_DEVICE_TOKEN", TOKEN)]);
-    let mut conn = up.next_conn().await;
-    conn.listed().await;
-    assert_eq!(mcpdev(&hub, &["tools", "list", "-d", D1, "--wait", "30s", "--json"]).await.code, 0);
+    let (_up, hub, _sim, mut conn) = relayed_sim().await;
     let mut watch = spawn_mcpdev(&["watch", "--json", "--traffic", "-d", D1], &[("MCPDEV_HUB", hub.host_url.as_str())]);
     let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(watch.child.stdout.take().unwrap()));
     // The watch is live once it has sent its first line: wait for it by a call of our own.
@@ -237,12 +244,7 @@ async fn the_ota_check_in_and_activate_pass_through_with_only_the_documented_rew
 
 #[tokio::test]
 async fn check_through_the_hub_skips_what_would_disturb_the_upstream_and_says_why() {
-    let mut up = FakeUpstream::start().await;
-    let hub = relaying_hub(&up, &[]).await;
-    let _sim = spawn_mcpdev(&["sim", "--url", &hub.device_url, "--device-id", D1], &[("MCPDEV_DEVICE_TOKEN", TOKEN)]);
-    let mut conn = up.next_conn().await;
-    conn.listed().await;
-    assert_eq!(mcpdev(&hub, &["tools", "list", "-d", D1, "--wait", "30s", "--json"]).await.code, 0);
+    let (_up, hub, _sim, conn) = relayed_sim().await;
     let out = mcpdev(&hub, &["check", "--json", "-d", D1, "--timeout", "5s"]).await;
     let report = out.json();
     let results = report["results"].as_array().unwrap_or_else(|| panic!("{report:#}"));
@@ -264,12 +266,7 @@ async fn check_through_the_hub_skips_what_would_disturb_the_upstream_and_says_wh
 
 #[tokio::test]
 async fn the_upstreams_own_call_is_recorded_and_replays_in_ci() {
-    let mut up = FakeUpstream::start().await;
-    let hub = relaying_hub(&up, &[]).await;
-    let _sim = spawn_mcpdev(&["sim", "--url", &hub.device_url, "--device-id", D1], &[("MCPDEV_DEVICE_TOKEN", TOKEN)]);
-    let mut conn = up.next_conn().await;
-    conn.listed().await;
-    assert_eq!(mcpdev(&hub, &["tools", "list", "-d", D1, "--wait", "30s", "--json"]).await.code, 0);
+    let (_up, hub, _sim, mut conn) = relayed_sim().await;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("relayed.ndjson");
     let mut watch = spawn_mcpdev(&["watch", "--json", "-d", D1, "--record", file.to_str().unwrap()], &[("MCPDEV_HUB", &hub.host_url)]);
