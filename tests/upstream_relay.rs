@@ -299,3 +299,20 @@ async fn the_upstreams_own_call_is_recorded_and_replays_in_ci() {
     answer.as_object_mut().unwrap().remove("device_id");
     assert_eq!(answer, theirs["payload"]["result"], "{replayed:?}");
 }
+
+#[tokio::test]
+async fn an_mcp_host_lists_and_calls_a_relayed_device_while_the_upstream_holds_it() {
+    let (_up, hub, _sim, mut conn) = relayed_sim().await;
+    let (mut host, _) = common::mcp_session::Session::open(&hub, &format!("/devices/{D1}/mcp"), "127.0.0.1").await;
+    let listed = host.ask("tools/list", json!({})).await;
+    let names: Vec<&str> = listed["result"]["tools"].as_array().unwrap_or_else(|| panic!("{listed}")).iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(names.iter().any(|n| n.ends_with("get_device_status")), "{names:?}");
+    let name = names.iter().find(|n| n.ends_with("audio_speaker.set_volume")).unwrap().to_string();
+    let called = host.ask("tools/call", json!({"name": name, "arguments": {"volume": 23}})).await;
+    assert_eq!(called["result"]["isError"].as_bool().unwrap_or(false), false, "{called}");
+    // The upstream's own view: the device's state changed, and no answer to the host's call.
+    conn.send(json!({"type": "mcp", "payload": {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "self.get_device_status", "arguments": {}}}}));
+    let theirs = conn.answer(json!(6)).await;
+    assert!(theirs["payload"]["result"]["content"][0]["text"].as_str().unwrap_or_default().contains("23"), "{theirs}");
+    assert!(answered_ids(&conn).iter().all(|id| [json!(1), json!(2), json!(6)].contains(id)), "{:?}", answered_ids(&conn));
+}
