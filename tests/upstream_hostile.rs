@@ -218,3 +218,28 @@ async fn a_hub_restart_loses_no_relayed_approval() {
     let conn = up.next_conn().await;
     assert_eq!(conn.headers.get("device-id").map(String::as_str), Some(D1));
 }
+
+#[tokio::test]
+async fn an_upstream_that_never_answers_the_upgrade_gets_the_device_a_close_within_the_deadline() {
+    // Slowloris upstream: takes the connection, reads the request, never answers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/xiaozhi/v1/", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let _held = tcp;
+        std::future::pending::<()>().await;
+    });
+    let hub = HubProcess::start_capturing(&["--upstream", &url, "--upstream-plain"], &[]).await;
+    let started = tokio::time::Instant::now();
+    let mut device = common::ws::device_upgrade(&hub, D1, "c1", Some(TOKEN)).await.unwrap();
+    let code = loop {
+        match tokio::time::timeout(Duration::from_secs(30), device.next()).await.expect("a close within the deadline") {
+            Some(Ok(Message::Close(c))) => break c.map(|c| u16::from(c.code)),
+            Some(Ok(_)) => {}
+            other => panic!("no close frame: {other:?}"),
+        }
+    };
+    assert_eq!(code, Some(1011));
+    assert!(started.elapsed() < Duration::from_secs(25), "{:?}", started.elapsed());
+    hub.logged("did not complete its WebSocket handshake within 10 s").await;
+}
