@@ -20,7 +20,8 @@
 //!   1 MiB) and pages (`max_pages`, 100): beyond a cap the listing stops, what fits is kept,
 //!   `tools_warning` says so and it is logged once.
 //! - Every hello gets the server hello (stock devices say hello again when a voice session
-//!   reopens); what it onboards again, and how often, is above.
+//!   reopens); what it onboards again, and how often, is above. A device relayed to its own
+//!   upstream is answered by the upstream, never by the session ([`relayed`]).
 //! - Device requests get a -32601 error that never echoes more than 64 characters of the method.
 //!   Hellos and requests together are answered at most `max_answers_per_sec` (20) times a
 //!   second; the rest are counted (`counters.unanswered`) and logged once a second.
