@@ -111,6 +111,8 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-pre-hello -d
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l accept-queue-timeout -d 'How long a connection over those caps waits for its turn before it is closed' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-queued-per-peer -d 'Connections from one address waiting for their turn; more are closed at once [default: half of the device-connection cap]' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-device-connections -d 'Device-side connections in total (also kept 256 below the open-file limit, for the host listener)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l upstream -d 'Relay every device to this voice backend (wss://api.tenclass.net/xiaozhi/v1/, or a self-hosted xiaozhi-esp32-server): the hub opens it with the device\'s own headers and passes every frame both ways, while the CLI and MCP hosts still list and call the device\'s tools. Per-device upstreams: `[upstreams]` in mcpdev.toml' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l upstream-ota -d 'Pass OTA check-ins and /activate to this upstream OTA endpoint (https://api.tenclass.net/xiaozhi/ota/); its answer comes back with websocket.url pointing at this hub and any mqtt block replaced by websocket' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -122,6 +124,7 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-dynsec -d '
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-shared-device-login -d 'Hand approved devices the one login in MCPDEV_MQTT_DEVICE_USERNAME/PASSWORD. It lets every device (and anyone who reads it off one) connect under any client id, another device\'s included: prefer --mqtt-dynsec or --mqtt-hooks'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l host-tls -d 'Serve the host listener (CLI, MCP hosts, dashboard) over https:// too, for use from other machines (with --host-addr or --allowed-host, and MCPDEV_MCP_TOKEN)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-plain -d 'With TLS and --mqtt embedded: keep plain MQTT on --mqtt-listen too (by default it is moved to a loopback port for the hub\'s own link)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l upstream-plain -d 'Allow plain ws:// and http:// upstreams (the device\'s token then crosses the network in clear text); by default only wss:// and https://, verified by the system\'s roots or MCPDEV_CA_FILE'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'

@@ -619,6 +619,31 @@ pub struct ServeArgs {
     pub tls: TlsServeArgs,
     #[command(flatten)]
     pub limits: LimitArgs,
+    #[command(flatten)]
+    pub upstream: UpstreamArgs,
+}
+
+/// `serve --upstream`: devices keep their own voice backend, relayed through the hub
+/// (docs/upstream.md).
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Upstream (relay devices to their own voice backend, docs/upstream.md)")]
+pub struct UpstreamArgs {
+    /// Relay every device to this voice backend (wss://api.tenclass.net/xiaozhi/v1/, or a
+    /// self-hosted xiaozhi-esp32-server): the hub opens it with the device's own headers and
+    /// passes every frame both ways, while the CLI and MCP hosts still list and call the
+    /// device's tools. Per-device upstreams: `[upstreams]` in mcpdev.toml
+    #[arg(long, env = "MCPDEV_UPSTREAM", value_name = "URL")]
+    pub upstream: Option<String>,
+    /// Pass OTA check-ins and /activate to this upstream OTA endpoint
+    /// (https://api.tenclass.net/xiaozhi/ota/); its answer comes back with websocket.url pointing
+    /// at this hub and any mqtt block replaced by websocket
+    #[arg(long, env = "MCPDEV_UPSTREAM_OTA", value_name = "URL")]
+    pub upstream_ota: Option<String>,
+    /// Allow plain ws:// and http:// upstreams (the device's token then crosses the network in
+    /// clear text); by default only wss:// and https://, verified by the system's roots or
+    /// MCPDEV_CA_FILE
+    #[arg(long)]
+    pub upstream_plain: bool,
 }
 
 /// `serve --tls`: whether the hub makes its own certificate.

@@ -38,6 +38,9 @@ pub struct FileConfig {
     #[serde(default)]
     pub aliases: HashMap<String, String>,
     pub stdio: Option<StdioConfig>,
+    /// `[upstreams]`: a Device-Id's own upstream voice backend, over `serve --upstream`.
+    #[serde(default)]
+    pub upstreams: HashMap<String, String>,
 }
 
 /// `[stdio]`: the MCP server `--stdio` runs when given no command.

@@ -290,6 +290,7 @@ pub fn ws_frames(data: &[u8]) {
         match message {
             Incoming::Text(t) => assert!(t.len() <= LIMIT, "a {}-byte text message", t.len()),
             Incoming::Binary(n) => assert!(*n <= LIMIT, "a {n}-byte binary message"),
+            Incoming::Data(d) => assert!(d.len() <= LIMIT, "a {}-byte binary message", d.len()),
             Incoming::Ping(p) => assert!(p.len() <= 125, "a {}-byte ping", p.len()),
             Incoming::Pong | Incoming::Close(_) => {}
         }

@@ -27,6 +27,9 @@ pub struct Greeting {
     pub remote: String,
     /// Why there is no hello to check (over MQTT an idle device says none).
     pub no_hello: Option<&'static str>,
+    /// Through a hub that relays the device to its upstream: the upstream (`host:port`), and the
+    /// device's answer to the upstream's `initialize` as the hub recorded it.
+    pub relayed: Option<(String, Value)>,
 }
 
 impl Greeting {
@@ -183,7 +186,7 @@ pub async fn accept(listener: &TcpListener, wait: Duration, timeout: Duration) -
         let server_hello = crate::links::websocket::server_hello(&conn.session_id);
         conn.send_text(server_hello).await;
         conn.hello_sent = true;
-        let greeting = Greeting { headers, hello, remote: remote.to_string(), no_hello: None };
+        let greeting = Greeting { headers, hello, remote: remote.to_string(), no_hello: None, relayed: None };
         return Ok((conn, greeting, Instant::now()));
     }
 }
@@ -198,7 +201,11 @@ pub async fn through_hub(hub_url: &str, device: Option<&str>, wait: Duration, ti
     if let Some(c) = info["client_id"].as_str() {
         headers.push(("client-id".into(), c.into()));
     }
-    let greeting = Greeting { headers, hello: info["hello"].clone(), remote: String::new(), no_hello: None };
+    let relayed = info["upstream"].as_str().map(|up| {
+        let observed = json!({"protocolVersion": info["mcp_protocol_version"], "serverInfo": info["server_info"], "capabilities": info["capabilities"]});
+        (up.to_string(), observed)
+    });
+    let greeting = Greeting { headers, hello: info["hello"].clone(), remote: String::new(), no_hello: None, relayed };
     let mut conn = Conn::new(None, Some((client, device_id)), timeout);
     conn.session_id.clear();
     Ok((conn, greeting))
@@ -219,7 +226,7 @@ pub async fn through_broker(url: &str, device: Option<&str>, wait: Option<Durati
         return Err(CodedError::new(Exit::Unreachable, msg).with_help("--wait gives it longer; --device is its MAC (its Device-Id)"));
     }
     let headers = vec![("device-id".to_string(), reached.device_id)];
-    let greeting = Greeting { headers, hello: Value::Null, remote: reached.remote, no_hello: Some(super::NO_HELLO_OVER_MQTT) };
+    let greeting = Greeting { headers, hello: Value::Null, remote: reached.remote, no_hello: Some(super::NO_HELLO_OVER_MQTT), relayed: None };
     Ok((conn, greeting, Instant::now()))
 }
 

@@ -15,6 +15,15 @@ pub fn params() -> Value {
         "clientInfo": {"name": "mcpdev-check", "version": env!("CARGO_PKG_VERSION")}})
 }
 
+/// Through a hub that relays the device to `upstream`: every `initialize` check is skipped, and
+/// says why (the other checks send nothing that changes the device's session with its upstream).
+pub fn skip_relayed(upstream: &str, r: &mut Results) {
+    let why = format!("skipped: the device is relayed to its upstream {upstream}, and an initialize from check would replace the upstream's vision URL on it; `mcpdev init` shows its answer to the upstream's own initialize");
+    for id in ["initialize.vision", "initialize.protocol_version", "initialize.server_info", "initialize.capabilities_tools"] {
+        r.skip(id, why.clone(), REF_INIT);
+    }
+}
+
 /// Returns the `initialize` result when there is one.
 pub async fn check(conn: &mut Conn, r: &mut Results) -> Option<Value> {
     let result = match conn.request("initialize", params()).await {

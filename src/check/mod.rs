@@ -222,7 +222,15 @@ pub struct Options {
 pub async fn run(mut conn: conn::Conn, greeting: conn::Greeting, since_hello: std::time::Instant, opts: &Options) -> Report {
     let mut r = Results::default();
     hello::check(&greeting, &mut r);
-    let init = initialize::check(&mut conn, &mut r).await;
+    // A device in the middle of its upstream's session: an `initialize` of check's would replace
+    // the upstream's vision URL on it, so its answer to the upstream's own is what is shown.
+    let init = match &greeting.relayed {
+        Some((upstream, observed)) => {
+            initialize::skip_relayed(upstream, &mut r);
+            Some(observed.clone()).filter(|o| !o["protocolVersion"].is_null())
+        }
+        None => initialize::check(&mut conn, &mut r).await,
+    };
     let listing = tools_list::check(&mut conn, &mut r).await;
     let onboarding = since_hello.elapsed();
     let tools = listing.as_ref().map(|l| l.user.clone()).unwrap_or_default();

@@ -54,6 +54,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         host_tls: args.tls.host_tls,
         handshake_timeout: args.limits.tls_handshake_timeout,
         remote_tokens: crate::hub::remote_tokens::default_path(),
+        upstream: upstreams(&args.upstream)?,
         // Set from the bridge's token by the stack.
         mcp_token_set: false,
     };
@@ -233,6 +234,17 @@ fn misread_mqtts_port(broker: Option<&str>, device_endpoint: Option<&str>) -> Op
     let port = port_of(broker?.strip_prefix("mqtts://")?)?;
     let handed_out = device_endpoint.map_or(Some(port), port_of);
     (handed_out != Some(8883)).then_some(port)
+}
+
+/// Relayed devices' upstreams (`--upstream`, `--upstream-ota`, `[upstreams]` in mcpdev.toml);
+/// `None` when nothing is relayed. A wrong URL is a usage error that says which setting.
+fn upstreams(args: &crate::cli::UpstreamArgs) -> anyhow::Result<Option<std::sync::Arc<crate::hub::relayed::Upstreams>>> {
+    let per_device = crate::config::load().map(|c| c.upstreams).unwrap_or_default();
+    if args.upstream.is_none() && args.upstream_ota.is_none() && per_device.is_empty() {
+        return Ok(None);
+    }
+    let upstreams = crate::hub::relayed::Upstreams::new(args.upstream.as_deref(), &per_device, args.upstream_ota.as_deref(), args.upstream_plain).map_err(|e| CodedError::new(Exit::Usage, e))?;
+    Ok(Some(std::sync::Arc::new(upstreams)))
 }
 
 /// The hub's TLS from `--tls auto` or `--tls-cert/--tls-key` (`None`: plain). The certificate made

@@ -118,7 +118,9 @@ pub(crate) fn describe(ev: &Value, color: bool) -> String {
         "traffic" => {
             let arrow = if ev["direction"] == "in" { "<-" } else { "->" };
             let latency = ev["latency_ms"].as_f64().map(|ms| format!(" ({ms:.1} ms)")).unwrap_or_default();
-            format!("{arrow} {}{latency}", ev["payload"])
+            // Who sent it (the device, the hub, a host, a relayed device's upstream).
+            let by = ev["by"].as_str().map(|b| format!("{b}: ")).unwrap_or_default();
+            format!("{arrow} {by}{}{latency}", ev["payload"])
         }
         "malformed" => format!("malformed frame: {} {:?}", s("reason"), s("text")),
         "late_reply" => format!("late reply to id {} dropped", ev["id"]),

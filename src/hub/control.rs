@@ -170,7 +170,7 @@ async fn serve(hub: Arc<Hub>, io: upgrade::DeviceSocket, credential: Option<supe
                             let _ = socket.out.push(ws_frame::pong(&payload));
                         }
                         Incoming::Close(_) => closed = true,
-                        Incoming::Binary(_) | Incoming::Pong => {}
+                        Incoming::Binary(_) | Incoming::Data(_) | Incoming::Pong => {}
                     }
                 }
                 if closed || end.is_some() {

@@ -9,14 +9,12 @@ use axum::body::Body;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, State};
 use axum::http::{Request, Response, StatusCode, header};
 use axum::routing::{any, post};
-use tracing::{info, warn};
+use tracing::warn;
 
 use super::Hub;
 use super::ota::DEVICE_PATH;
 use crate::links::upgrade::{self, plain};
-use crate::links::handle::LinkSetup;
 use crate::links::websocket;
-use crate::session::SessionConfig;
 use crate::wire::identity::{self, Identity};
 
 pub const VISION_PATH: &str = "/mcp/vision/explain";
@@ -64,9 +62,17 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
             return plain(StatusCode::BAD_REQUEST, &format!("{e}"));
         }
     };
+    // A device with an upstream carries the upstream's token, not the hub's: its approval is
+    // bound to its Device-Id and Client-Id instead ([`super::relayed`]).
+    let upstream = hub.config.upstream.as_ref().and_then(|u| u.for_device(&identity.device_id)).cloned();
+    let admitted = match &upstream {
+        Some(_) => hub.admission.admits_relayed(&identity.device_id, identity.client_id.as_deref(), Some(remote)),
+        None => hub.check_device_token(&identity, Some(remote)),
+    };
     // Admission comes before the upgrade: a device that is not admitted never gets a session, so
-    // it cannot take over the session of a connected device with the same Device-Id either.
-    if let Err(why) = hub.check_device_token(&identity, Some(remote)) {
+    // it cannot take over the session of a connected device with the same Device-Id either (nor
+    // make the hub dial its upstream).
+    if let Err(why) = admitted {
         hub.admission.log_refusal(Some(remote.ip()), &format!("device {}", identity.device_id), &why);
         let mut answer = Response::builder();
         match (&why, why.retry_after_s()) {
@@ -82,22 +88,34 @@ async fn accept_device(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
                 answer = answer.status(StatusCode::UNAUTHORIZED);
             }
         }
+        // A relayed device needs no token of the hub's: only the approval of its Device-Id and
+        // Client-Id.
+        let says = match (&why, &upstream) {
+            (super::admission::Refusal::NotAdmitted { device_id, code: Some(code) }, Some(_)) => {
+                format!("device {device_id} is not admitted: approve it with `mcpdev devices approve {code}`; it is then relayed to its upstream with its own token, by its Device-Id and this Client-Id (the token `approve` prints is not needed)")
+            }
+            _ => why.to_string(),
+        };
         return answer
             .header(header::WWW_AUTHENTICATE, "Bearer")
             .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
-            .body(Body::from(format!("{why}\n")))
+            .body(Body::from(format!("{says}\n")))
             .expect("static response");
     }
     let behind_cache = through_gateway(&hub, &identity, req.uri().query());
     let local = peer.local.map(|a| a.ip());
     let until_hello = req.extensions().get::<super::budget::HelloSlot>().and_then(super::budget::HelloSlot::take);
+    let forwarded = crate::links::relay::upstream::DeviceHeaders::for_device(&headers, &identity);
+    drop(headers);
     let (response, socket) = match upgrade::accept_raw(&mut req) {
         Ok(pair) => pair,
         Err(resp) => return resp,
     };
     tokio::spawn(async move {
-        if let Some(ws) = socket.await {
-            attach(hub, ws, identity, Arrival { local, remote: Some(remote.to_string()), until_hello, behind_cache });
+        let Some(ws) = socket.await else { return };
+        match upstream {
+            Some(url) => super::relayed::attach(hub, ws, identity, forwarded, url, local, Some(remote.to_string()), until_hello).await,
+            None => attach(hub, ws, identity, Arrival { local, remote: Some(remote.to_string()), until_hello, behind_cache }),
         }
     });
     response
@@ -136,40 +154,10 @@ pub fn through_gateway(hub: &Hub, identity: &Identity, query: Option<&str>) -> b
 /// client holding that device's token gets here). How it came in: [`Arrival`].
 pub fn attach(hub: Arc<Hub>, ws: upgrade::DeviceSocket, identity: Identity, arrival: Arrival) {
     let Arrival { local, remote, until_hello, behind_cache } = arrival;
-    let session_id = uuid::Uuid::new_v4().to_string();
-    let mut cfg = SessionConfig::new(&session_id, crate::session::ServerHello::WebSocket);
-    (cfg.vision_url, cfg.vision_token) = hub.vision_for(&identity.device_id, local);
-    cfg.keepalive = hub.config.keepalive;
-    cfg.onboarding_timeout = hub.config.onboarding_timeout;
-    cfg.system_info = hub.registry.ota.system_info(&identity.device_id);
-    cfg.known_tools = hub.registry.known_tools(&identity.device_id);
-    cfg.behind_cache = behind_cache;
-    let generation = hub.registry.next_generation();
-    let device_id = identity.device_id.clone();
-    let setup = LinkSetup {
-        identity,
-        session: cfg,
-        events: hub.registry.events.clone(),
-        tracing: hub.registry.tracing.clone(),
-        generation,
-        remote,
-        until_hello,
-        hello_timeout: Some(hub.config.hello_timeout),
-    };
+    let mut setup = super::device_link::setup(&hub, identity, local, remote, until_hello);
+    setup.session.behind_cache = behind_cache;
+    let (device_id, generation) = (setup.identity.device_id.clone(), setup.generation);
     let (owner, id) = (hub.clone(), device_id.clone());
     let handle = websocket::spawn(ws, setup, move || owner.registry.remove(&id, generation));
-    let log = crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Connect, &device_id);
-    if log {
-        info!(device = %device_id, "device connected");
-    }
-    if let Some(old) = hub.registry.insert(handle.clone()) {
-        if log {
-            info!(device = %device_id, "replacing the previous session of this device");
-        }
-        tokio::spawn(async move { old.close(crate::links::handle::CloseReason::Replaced).await });
-    }
-    // A link that ended before it was registered found nothing to remove when it ended.
-    if !handle.is_connected() {
-        hub.registry.remove(&device_id, generation);
-    }
+    super::device_link::register(&hub, handle, &device_id, generation);
 }

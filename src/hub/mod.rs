@@ -32,13 +32,16 @@ pub mod check_layer;
 pub mod conn_cap;
 pub mod control;
 pub mod cors;
+pub mod device_link;
 pub mod devices;
 pub mod guesses;
 pub mod listener;
 pub mod ota;
+pub mod ota_upstream;
 pub mod owner;
 pub mod plain_at_tls;
 pub mod registry;
+pub mod relayed;
 pub mod remote;
 pub mod lease;
 pub mod principal;
@@ -108,6 +111,9 @@ pub struct HubConfig {
     pub handshake_timeout: Duration,
     /// Where the remote tokens' hashes are kept (`mcpdev remote-token`; [`remote_tokens`]).
     pub remote_tokens: PathBuf,
+    /// Devices relayed to their own voice backend (`--upstream`, `--upstream-ota`, `[upstreams]`);
+    /// `None`: devices talk to the hub alone.
+    pub upstream: Option<Arc<relayed::Upstreams>>,
 }
 
 impl Default for HubConfig {
@@ -136,6 +142,7 @@ impl Default for HubConfig {
             host_tls: false,
             handshake_timeout: Duration::from_secs(10),
             remote_tokens: remote_tokens::default_path(),
+            upstream: None,
         }
     }
 }

@@ -1,5 +1,8 @@
 //! Device bootstrap: the OTA endpoint a stock device POSTs to at boot (reference §3).
 //!
+//! With `--upstream-ota`, check-ins and `/activate` pass through to the devices' own upstream
+//! OTA instead ([`super::ota_upstream`]).
+//!
 //! `POST /xiaozhi/ota/` answers with `server_time`, `websocket{url,token,version}`, `mqtt{…}` when
 //! the hub runs MQTT (the device then prefers it), and `firmware{version,url,force}` when
 //! `serve --firmware` offers one (the binary is served here too). Every URL is built from
@@ -218,6 +221,14 @@ async fn check_version(State(hub): State<Arc<Hub>>, ConnectInfo(peer): ConnectIn
             m.probe(&device_id);
         }
     }
+    // Relayed devices get their upstream's answer; the hub's admission above still saw the
+    // check-in (its request and code, its rate limit, an approved binding's record).
+    if let Some(upstream) = hub.config.upstream.as_ref().and_then(|u| u.ota.clone()) {
+        let hub_ws_url = format!("{}://{base}{DEVICE_PATH}", hub.ws_scheme());
+        let code = activation.as_ref().and_then(|a| a["code"].as_str());
+        info!(device = %device_id, %remote, admission_code = code.unwrap_or("-"), "OTA check-in passed to the upstream");
+        return super::ota_upstream::check_in(&headers, body, &upstream, &hub_ws_url, &device_id).await;
+    }
     let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
     info!(device = %device_id, %remote, mqtt = mqtt.is_some(), activation = activation.is_some(), "OTA check-in");
     let mut body = response(now_ms, ota.timezone_offset, Some(websocket), mqtt, firmware);
@@ -299,6 +310,9 @@ pub fn activation_block(p: &Pending) -> Value {
 /// it has none (it checks in again). The requester is its Device-Id, Client-Id and device key: an
 /// impostor's poll never sees the victim's approval.
 async fn activate(State(hub): State<Arc<Hub>>, ConnectInfo(remote): ConnectInfo<std::net::SocketAddr>, headers: HeaderMap, body: Bytes) -> Response<Body> {
+    if let Some(upstream) = hub.config.upstream.as_ref().and_then(|u| u.ota.clone()) {
+        return super::ota_upstream::activate(headers, body, &upstream).await;
+    }
     let h = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let Some(device_id) = h("device-id").and_then(|id| parse_mac(id).ok()).map(|m| format_mac(&m)) else {
         warn!(%remote, "activation request without a usable Device-Id");

@@ -5,6 +5,8 @@
 //! - [`mqtt`]: a device reached through an MQTT broker, by the hub or by a CLI command with `--mqtt`;
 //! - [`upgrade`]: turning an HTTP request into a WebSocket on our own listeners, and
 //!   [`ws_client`]: opening one as a client, `ws://` or `wss://`;
+//! - [`relay`]: a device relayed to its own upstream voice backend (`serve --upstream`), its
+//!   session fed and used by the hub on the way;
 //! - [`hub_client`]: the CLI's link through a running hub, which behaves like a direct one;
 //!   [`control_token`]: where it finds the hub's control token; [`listeners`]: which of a hub's
 //!   two listeners a client reached;
@@ -19,6 +21,7 @@ pub mod listeners;
 pub(crate) mod mailbox;
 pub mod mcp;
 pub mod mqtt;
+pub mod relay;
 pub mod ring;
 pub mod upgrade;
 pub mod websocket;

@@ -12,6 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::{info, warn};
 
 use super::handle::{Command, Commands, DeviceEvent, DeviceHandle, InfoPublisher, Lifecycle, LinkEvent, LinkSetup, MalformedLog, Request, Waiting, deliver, end_callers, spawn_link};
+
 use super::ws_socket::{Io, Outbox, Socket};
 use crate::session::{Output, Session};
 use crate::wire::ws_frame::{self, Incoming};
@@ -41,12 +42,7 @@ where
     let LinkSetup { identity, session: session_config, events, tracing, remote, mut until_hello, hello_timeout, generation: _ } = setup;
     let device_id = publisher.device_id().clone();
     let mut socket = Socket::new(io);
-    let client_id = identity.client_id.clone();
-    let mut session = Session::new(identity, "websocket", session_config, Instant::now());
-    session.set_address(remote.clone());
-    publisher.update(session.shared_info(), Instant::now());
-    let connected = Lifecycle::Connected { transport: "websocket", client_id: client_id.map(Into::into), remote: remote.map(Into::into) };
-    let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event: LinkEvent::Link(connected) }));
+    let mut session = open_session(identity, session_config, remote, &mut publisher, &events);
     let hello_deadline = hello_timeout.map(|d| (tokio::time::Instant::now() + d, d));
     async move {
         let emit = |event: LinkEvent| {
@@ -82,6 +78,7 @@ where
                                     outputs.extend(session.on_text(&text, Instant::now()));
                                 }
                                 Incoming::Binary(len) => session.on_binary(len),
+                                Incoming::Data(bytes) => session.on_binary(bytes.len()),
                                 Incoming::Ping(payload) => {
                                     if let Err(why) = socket.out.push(ws_frame::pong(&payload)) {
                                         unanswered = Some(why);
@@ -114,19 +111,12 @@ where
                         break why;
                     }
                 },
-                cmd = commands.recv() => match cmd.map(|c| *c) {
-                    Some(Command::Request(request)) => {
-                        let Request { ticket, method, params, timeout, reply } = request;
-                        waiting.insert(ticket, reply);
-                        session.trace = tracing.enabled();
-                        session.request(ticket, &method, params, timeout, Instant::now())
+                cmd = commands.recv() => match command(cmd, &mut session, &mut waiting, &tracing) {
+                    Ok(outputs) => outputs,
+                    Err((why, code)) => {
+                        close_code = code;
+                        break why;
                     }
-                    Some(Command::Cancel(ticket)) => { waiting.remove(&ticket); session.cancel(ticket, Instant::now()) }
-                    Some(Command::Close(why)) => {
-                        close_code = why.close_code();
-                        break why.says().to_string();
-                    }
-                    None => break super::handle::HANDLES_DROPPED.to_string(),
                 },
                 _ = sleep_until(timer) => {
                     let now = tokio::time::Instant::now();
@@ -145,18 +135,13 @@ where
                     if deadline.is_some_and(|d| d <= now) { session.on_tick(Instant::now()) } else { Vec::new() }
                 }
             };
-            publisher.update(session.shared_info(), Instant::now());
-            if until_hello.is_some() && session.info().hello.is_some() {
-                until_hello.take().inspect(|held| held.hello());
-            }
+            after_step(&mut publisher, &session, &mut until_hello);
             if let Err(why) = carry_out(outputs, &mut socket.out, &mut waiting, &mut malformed, &emit) {
                 stalled = true;
                 break why;
             }
         };
-        publisher.gone();
-        drop(until_hello);
-        end_callers(session.on_disconnect(), &mut waiting);
+        end_session(&mut publisher, until_hello, &mut session, &mut waiting);
         // One budget of lines per disconnect (a device reconnecting in a loop is summed up).
         let log = crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Disconnect, &device_id);
         if log && (stalled || refused) {
@@ -171,8 +156,56 @@ where
     }
 }
 
+/// Starts a WebSocket device's session: its address noted, its description published, and the
+/// `connected` event sent.
+pub(super) fn open_session(identity: crate::wire::identity::Identity, config: crate::session::SessionConfig, remote: Option<String>, publisher: &mut InfoPublisher, events: &super::handle::EventSender) -> Session {
+    let client_id = identity.client_id.clone();
+    let mut session = Session::new(identity, "websocket", config, Instant::now());
+    session.set_address(remote.clone());
+    publisher.update(session.shared_info(), Instant::now());
+    let connected = Lifecycle::Connected { transport: "websocket", client_id: client_id.map(Into::into), remote: remote.map(Into::into) };
+    let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: publisher.device_id().clone(), event: LinkEvent::Link(connected) }));
+    session
+}
+
+/// A command from the device's handles: the session's outputs, or why the link ends (and the
+/// close code to end it with).
+pub(super) fn command(cmd: Option<Box<Command>>, session: &mut Session, waiting: &mut Waiting, tracing: &super::handle::Tracing) -> Result<Vec<Output>, (String, Option<u16>)> {
+    match cmd.map(|c| *c) {
+        Some(Command::Request(request)) => {
+            let Request { ticket, method, params, timeout, reply } = request;
+            waiting.insert(ticket, reply);
+            session.trace = tracing.enabled();
+            Ok(session.request(ticket, &method, params, timeout, Instant::now()))
+        }
+        Some(Command::Cancel(ticket)) => {
+            waiting.remove(&ticket);
+            Ok(session.cancel(ticket, Instant::now()))
+        }
+        Some(Command::Close(why)) => Err((why.says().to_string(), why.close_code())),
+        None => Err((super::handle::HANDLES_DROPPED.to_string(), None)),
+    }
+}
+
+/// After each step, before its outputs are carried out: the description published (a caller
+/// that gets its answer sees the description that came with it), and the pre-hello permit let go
+/// at the hello.
+pub(super) fn after_step(publisher: &mut InfoPublisher, session: &Session, until_hello: &mut Option<Box<dyn super::handle::UntilHello>>) {
+    publisher.update(session.shared_info(), Instant::now());
+    if until_hello.is_some() && session.info().hello.is_some() {
+        until_hello.take().inspect(|held| held.hello());
+    }
+}
+
+/// The link ended: the device is gone for its handles, and every caller ends.
+pub(super) fn end_session(publisher: &mut InfoPublisher, until_hello: Option<Box<dyn super::handle::UntilHello>>, session: &mut Session, waiting: &mut Waiting) {
+    publisher.gone();
+    drop(until_hello);
+    end_callers(session.on_disconnect(), waiting);
+}
+
 /// Carries out a session step's outputs; an `Err` says why the device must be disconnected.
-fn carry_out(outputs: Vec<Output>, out: &mut Outbox, waiting: &mut Waiting, malformed: &mut MalformedLog<'_>, emit: &impl Fn(LinkEvent)) -> Result<(), String> {
+pub(super) fn carry_out(outputs: Vec<Output>, out: &mut Outbox, waiting: &mut Waiting, malformed: &mut MalformedLog<'_>, emit: &impl Fn(LinkEvent)) -> Result<(), String> {
     for o in outputs {
         if let Some(text) = deliver(o, waiting, malformed, emit) {
             out.push(ws_frame::text(&text))?;

@@ -5,6 +5,11 @@
 //! The queue holds at most [`OUT_QUEUE_FRAMES`] frames and [`OUT_QUEUE_BYTES`] bytes (one larger
 //! frame passes alone), and a queue that makes no progress for [`WRITE_DEADLINE`] means the
 //! device stopped reading: the link then disconnects it, saying so, and its callers end at once.
+//!
+//! A relay's sockets ([`Socket::relaying`], both sides of a device with an upstream) keep binary
+//! payloads, and their queues are bounded in bytes alone, each queued frame counted with
+//! [`FRAME_OVERHEAD`] bytes more than its length, so a flood of tiny frames is bounded too; a
+//! relay reads one side only while the other side's queue is under [`RELAY_HIGH_WATER`] bytes.
 
 use std::collections::VecDeque;
 use std::mem::MaybeUninit;
@@ -31,6 +36,15 @@ const CLOSE_GRACE: Duration = Duration::from_secs(2);
 const READ_CHUNK: usize = 8192;
 /// Reads one wake-up may do before giving the other branches of the link a turn.
 const READS_PER_WAKE: usize = 16;
+/// What a queued frame costs beyond its bytes (its vector and the allocator's share), counted in
+/// a relay's queue.
+pub const FRAME_OVERHEAD: usize = 48;
+/// A relay reads a side only while the queue towards the other is below this many bytes: one
+/// wake's reads (at most `READS_PER_WAKE` × 8 KiB, and one message the decoder completes, at
+/// most [`MAX_MESSAGE`]) then always fit under [`RELAY_QUEUE_BYTES`].
+pub const RELAY_HIGH_WATER: usize = 256 << 10;
+/// The most a relay's queue towards one peer holds, in bytes with overheads.
+pub const RELAY_QUEUE_BYTES: usize = RELAY_HIGH_WATER + (READS_PER_WAKE * READ_CHUNK / 6) * (FRAME_OVERHEAD + 6) + MAX_MESSAGE + FRAME_OVERHEAD;
 
 /// What the socket has for the link.
 pub(crate) enum Io {
@@ -44,6 +58,8 @@ pub(crate) struct Socket<S> {
     io: S,
     decoder: Decoder,
     pub(crate) out: Outbox,
+    /// This end is the client (a relay's upstream): its frames are masked.
+    client: bool,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Socket<S> {
@@ -53,14 +69,35 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Socket<S> {
 
     /// A socket whose peer counts as not reading after `deadline` without taking a byte.
     pub(crate) fn with_write_deadline(io: S, deadline: Duration) -> Self {
-        Self { io, decoder: Decoder::new(MAX_MESSAGE), out: Outbox::new(deadline) }
+        Self { io, decoder: Decoder::new(MAX_MESSAGE), out: Outbox::new(deadline), client: false }
+    }
+
+    /// One side of a relay (`peer` names it in errors): binary payloads kept, a server's frames
+    /// read when `from_server`, and a queue bounded in bytes ([`RELAY_QUEUE_BYTES`]).
+    pub(crate) fn relaying(io: S, from_server: bool, peer: &'static str) -> Self {
+        let out = Outbox { max_frames: usize::MAX, max_bytes: RELAY_QUEUE_BYTES, overhead: FRAME_OVERHEAD, peer, ..Outbox::new(WRITE_DEADLINE) };
+        Self { io, decoder: Decoder::relaying(MAX_MESSAGE, from_server), out, client: from_server }
+    }
+
+    /// A frame as this end writes it (masked when it is the client).
+    pub(crate) fn frame(&self, kind: ws_frame::Kind, payload: &[u8]) -> Vec<u8> {
+        if self.client { ws_frame::client_frame(kind, payload) } else { ws_frame::server_frame(kind, payload) }
     }
 
     /// Writes what is queued, as far as the peer takes it, then reads: ready once there are
     /// messages, an end, or a failed write.
     pub(crate) fn poll_io(&mut self, cx: &mut Context<'_>) -> Poll<Io> {
+        self.poll_io_if(cx, true)
+    }
+
+    /// As [`Self::poll_io`], reading only when `may_read` (a relay holds a side back while the
+    /// queue towards the other side is full: that side's progress wakes the task).
+    pub(crate) fn poll_io_if(&mut self, cx: &mut Context<'_>, may_read: bool) -> Poll<Io> {
         if let Err(why) = self.out.poll_drain(&mut self.io, cx) {
             return Poll::Ready(Io::WriteFailed(why));
+        }
+        if !may_read {
+            return Poll::Pending;
         }
         let mut buf = [MaybeUninit::<u8>::uninit(); READ_CHUNK];
         let mut messages = Vec::new();
@@ -70,7 +107,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Socket<S> {
                 Poll::Pending if messages.is_empty() => return Poll::Pending,
                 Poll::Pending => break,
                 Poll::Ready(Err(e)) => Some(format!("websocket error: {e}")),
-                Poll::Ready(Ok(())) if read.filled().is_empty() => Some("closed by the device".to_string()),
+                Poll::Ready(Ok(())) if read.filled().is_empty() => Some(format!("closed by the {}", self.out.peer)),
                 Poll::Ready(Ok(())) => self.decoder.feed(read.filled(), &mut messages).err().map(|e| format!("websocket error: {e}")),
             };
             if end.is_some() {
@@ -105,7 +142,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Socket<S> {
         if stalled {
             return;
         }
-        let _ = self.out.push(ws_frame::close(code));
+        let mut payload = Vec::new();
+        if let Some(c) = code {
+            payload.extend_from_slice(&c.to_be_bytes());
+        }
+        let goodbye = self.frame(ws_frame::Kind::Close, &payload);
+        let _ = self.out.push(goodbye);
         let Self { io, out, .. } = &mut self;
         let drained = std::future::poll_fn(|cx| match out.poll_drain(io, cx) {
             Ok(()) if out.is_empty() => Poll::Ready(()),
@@ -129,30 +171,41 @@ pub(crate) struct Outbox {
     moved_at: Option<Instant>,
     unflushed: bool,
     deadline: Duration,
+    /// Caps: frames, and bytes counted with `overhead` per frame (one larger frame passes alone).
+    max_frames: usize,
+    max_bytes: usize,
+    overhead: usize,
+    /// Who reads what is queued ("device", "upstream"), for the errors.
+    peer: &'static str,
 }
 
 impl Outbox {
     fn new(deadline: Duration) -> Self {
-        Self { frames: VecDeque::new(), written: 0, bytes: 0, moved_at: None, unflushed: false, deadline }
+        Self { frames: VecDeque::new(), written: 0, bytes: 0, moved_at: None, unflushed: false, deadline, max_frames: OUT_QUEUE_FRAMES, max_bytes: OUT_QUEUE_BYTES, overhead: 0, peer: "device" }
     }
 
     /// Whether a frame of `len` bytes would be queued now.
     pub(crate) fn has_room(&self, len: usize) -> bool {
-        self.frames.len() < OUT_QUEUE_FRAMES && (self.bytes == 0 || self.bytes + len <= OUT_QUEUE_BYTES)
+        self.frames.len() < self.max_frames && (self.bytes == 0 || self.bytes + len + self.overhead <= self.max_bytes)
+    }
+
+    /// Bytes queued (with the per-frame overheads a relay counts).
+    pub(crate) fn queued_bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Queues a frame, or says why the device cannot take it.
     pub(crate) fn push(&mut self, frame: Vec<u8>) -> Result<(), String> {
-        let (before, len) = (self.bytes, frame.len());
+        let (before, len, peer) = (self.bytes, frame.len(), self.peer);
         if !self.has_room(len) {
-            return Err(if self.frames.len() >= OUT_QUEUE_FRAMES {
-                format!("the device stopped reading: {OUT_QUEUE_FRAMES} frames wait to be sent")
+            return Err(if self.frames.len() >= self.max_frames {
+                format!("the {peer} stopped reading: {} frames wait to be sent", self.max_frames)
             } else {
-                format!("the device stopped reading: {before} bytes wait to be sent and {len} more do not fit under the {OUT_QUEUE_BYTES}-byte limit")
+                format!("the {peer} stopped reading: {before} bytes wait to be sent and {len} more do not fit under the {}-byte limit", self.max_bytes)
             });
         }
         self.moved_at.get_or_insert_with(Instant::now);
-        self.bytes += len;
+        self.bytes += len + self.overhead;
         self.frames.push_back(frame);
         Ok(())
     }
@@ -168,7 +221,7 @@ impl Outbox {
 
     pub(crate) fn stall_reason(&self) -> String {
         let left = self.frames.front().map_or(0, |f| f.len() - self.written);
-        format!("the device stopped reading: a write of {left} bytes did not finish within {} s", self.deadline.as_secs())
+        format!("the {} stopped reading: a write of {left} bytes did not finish within {} s", self.peer, self.deadline.as_secs())
     }
 
     /// Writes frames until the socket takes no more; an `Err` says the connection is gone.
@@ -183,7 +236,7 @@ impl Outbox {
                     self.unflushed = true;
                     self.moved_at = Some(Instant::now());
                     if self.written == front.len() {
-                        self.bytes -= front.len();
+                        self.bytes -= front.len() + self.overhead;
                         self.written = 0;
                         self.frames.pop_front();
                     }

@@ -106,6 +106,9 @@ pub enum Refused {
     /// claim, a forwarded message, an index shard, a request), or a replayed one ([`crate::mqtt`]
     /// `cluster_seal`, `cluster_rpc`).
     ClusterRecord,
+    /// A relayed device whose upstream could not be reached, refused it, or sent what the relay
+    /// does not pass (an OTA answer too large, a redirect) ([`crate::hub::relayed`]).
+    Upstream,
 }
 
 impl Refused {
@@ -130,9 +133,10 @@ impl Refused {
             Refused::StreamCap => "stream_cap",
             Refused::ForeignSession => "foreign_session",
             Refused::ClusterRecord => "cluster_record",
+            Refused::Upstream => "upstream",
         }
     }
-    pub const ALL: [Refused; 19] = [
+    pub const ALL: [Refused; 20] = [
         Refused::Host,
         Refused::Origin,
         Refused::OtherUser,
@@ -152,6 +156,7 @@ impl Refused {
         Refused::StreamCap,
         Refused::ForeignSession,
         Refused::ClusterRecord,
+        Refused::Upstream,
     ];
 }
 

@@ -73,6 +73,10 @@ pub struct SessionConfig {
     pub id_base: i64,
     /// The system info the device posted to the OTA endpoint, if it did.
     pub system_info: Option<Value>,
+    /// The device is relayed to its own upstream voice backend ([`super::relayed`]): the hub
+    /// never answers its hello or its requests, sends no keepalive and no `initialize`, and lists
+    /// its tools with its own ids once the upstream initialized it.
+    pub relayed: bool,
     /// How many tools the hub last knew this device to list (an earlier connection; 0: none).
     /// A first list shorter than that is not believed before a second listing agrees with it.
     pub known_tools: usize,
@@ -146,6 +150,7 @@ impl SessionConfig {
             agreement_relist: Duration::from_millis(1500),
             id_base: 0,
             system_info: None,
+            relayed: false,
             known_tools: 0,
             behind_cache: false,
         }

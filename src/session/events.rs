@@ -54,6 +54,18 @@ fn json_len(v: &impl Serialize) -> usize {
     c.0
 }
 
+/// Who sent a frame `watch --traffic` shows: the device, the hub on its own (onboarding,
+/// keepalives), a host through the hub (the CLI, an MCP host), or the device's upstream voice
+/// backend (a relayed device, [`crate::links::relay`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Peer {
+    Device,
+    Hub,
+    Host,
+    Upstream,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
@@ -103,7 +115,8 @@ pub enum Event {
     /// A message of another type (`listen`, `abort`, `goodbye`, unknown ones).
     Message { kind: String, message: Box<Value> },
     /// An MCP frame in either direction, with the round trip for replies (only while traced).
-    Traffic { direction: Direction, payload: Box<Value>, #[serde(skip_serializing_if = "Option::is_none")] latency_ms: Option<f64> },
+    /// `by` says who sent it; towards the device (`out`), a relayed device's upstream too.
+    Traffic { direction: Direction, by: Peer, payload: Box<Value>, #[serde(skip_serializing_if = "Option::is_none")] latency_ms: Option<f64> },
     /// A frame that could not be read; the session goes on.
     Malformed { reason: String, text: String },
     /// A reply nobody waits for any more (after a timeout or cancel): dropped.
@@ -162,7 +175,7 @@ mod tests {
         assert_eq!(cut["method"].as_str().unwrap().len(), 256, "a long method is cut too");
         assert_eq!(cut["truncated"]["bytes"], text.len());
         assert_eq!(cut["truncated"]["preview"].as_str().unwrap().chars().count(), VIEW_PREVIEW_CHARS);
-        let ev = Event::Traffic { direction: Direction::In, payload: cut, latency_ms: None };
+        let ev = Event::Traffic { direction: Direction::In, by: Peer::Device, payload: cut, latency_ms: None };
         assert!(ev.weight() < 4 * VIEW_PREVIEW_CHARS, "{}", ev.weight());
     }
 
@@ -176,7 +189,7 @@ mod tests {
             Event::OnboardingFailed { error: String::new(), attempts: 1 },
             Event::Notification { method: String::new(), params: Box::new(json!({})) },
             Event::Message { kind: String::new(), message: Box::new(json!({})) },
-            Event::Traffic { direction: Direction::In, payload: Box::new(json!({})), latency_ms: None },
+            Event::Traffic { direction: Direction::In, by: Peer::Upstream, payload: Box::new(json!({})), latency_ms: None },
             Event::Malformed { reason: String::new(), text: String::new() },
             Event::LateReply { id: Box::new(json!(1)) },
             Event::Warning { message: String::new() },

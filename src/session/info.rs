@@ -116,6 +116,10 @@ pub struct DeviceInfo {
     /// What the device posted to the OTA endpoint (board, chip, firmware), if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system_info: Option<Arc<RawValue>>,
+    /// The upstream voice backend the hub relays this device to (`serve --upstream`), as
+    /// `host:port`; absent for a device that talks to the hub alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<Box<str>>,
     /// Unix time in milliseconds.
     pub connected_at_ms: u64,
     pub last_seen_ms: u64,
@@ -185,6 +189,7 @@ impl DeviceInfo {
             onboarding: OnboardingStatus::default(),
             tools_warning: None,
             system_info: None,
+            upstream: None,
             connected_at_ms: now,
             last_seen_ms: now,
             counters: Counters::default(),

@@ -20,7 +20,8 @@
 //!   1 MiB) and pages (`max_pages`, 100): beyond a cap the listing stops, what fits is kept,
 //!   `tools_warning` says so and it is logged once.
 //! - Every hello gets the server hello (stock devices say hello again when a voice session
-//!   reopens); what it onboards again, and how often, is above.
+//!   reopens); what it onboards again, and how often, is above. A device relayed to its own
+//!   upstream is answered by the upstream, never by the session ([`relayed`]).
 //! - Device requests get a -32601 error that never echoes more than 64 characters of the method.
 //!   Hellos and requests together are answered at most `max_answers_per_sec` (20) times a
 //!   second; the rest are counted (`counters.unanswered`) and logged once a second.
@@ -32,6 +33,7 @@ mod interned;
 mod limits;
 mod onboarding;
 mod onboarding_flow;
+mod relayed;
 mod tool_list;
 
 use std::collections::HashMap;
@@ -41,7 +43,7 @@ use serde_json::{Value, json};
 
 use crate::metrics::log_limit::Kind;
 
-pub use events::{Direction, Event, SharedJson, VIEW_MAX_BYTES, VIEW_PREVIEW_CHARS};
+pub use events::{Direction, Event, Peer, SharedJson, VIEW_MAX_BYTES, VIEW_PREVIEW_CHARS, cut_for_viewers};
 pub use info::{Counters, DeviceInfo, OnboardingStatus, Phase, ToolEntry, now_ms};
 pub use limits::OnboardBudget;
 pub use onboarding::PageMark;
@@ -224,6 +226,8 @@ pub struct Session {
     last_sent: Instant,
     /// When set, every MCP frame is reported as an [`Event::Traffic`] (costly; only while watched).
     pub trace: bool,
+    /// Who the frame being sent is from (a host's request, else the hub's own), for its trace.
+    sender: Peer,
     out: Vec<Output>,
 }
 
@@ -278,6 +282,7 @@ impl Session {
             now,
             last_sent: now,
             trace: false,
+            sender: Peer::Hub,
             out: Vec::new(),
         }
     }
@@ -338,13 +343,14 @@ impl Session {
             Ok(DeviceMessage::Hello(hello)) => self.on_hello(&hello.raw, now),
             Ok(DeviceMessage::Mcp { payload, .. }) => {
                 if self.trace {
-                    self.emit(Event::Traffic { direction: Direction::In, payload: events::cut_for_viewers(&payload, text.len(), text), latency_ms: None });
+                    self.emit(Event::Traffic { direction: Direction::In, by: Peer::Device, payload: events::cut_for_viewers(&payload, text.len(), text), latency_ms: None });
                 }
                 match jsonrpc::classify(payload) {
                     Ok(RpcMessage::Response { id, outcome }) => self.on_response(id, outcome.map(Answer::Tree), now),
                     Ok(RpcMessage::Notification { method, params }) => self.on_notification(method, params, text, now),
                     Ok(RpcMessage::Request { id, method, .. }) => {
-                        if self.may_answer("requests", now) {
+                        // A relayed device's requests are its upstream's to answer.
+                        if !self.cfg.relayed && self.may_answer("requests", now) {
                             // Never echo unbounded device input: the method is cut to 64 characters.
                             let error = json!({"code": -32601, "message": format!("mcpdev does not handle {} requests", truncate(&method, 64))});
                             self.send_payload(&json!({"jsonrpc": "2.0", "id": id.to_value(), "error": error}), now);
@@ -552,7 +558,7 @@ impl Session {
             self.relist_at = None;
             self.start_relist(now);
         }
-        if self.info.phase == Phase::Ready && now.duration_since(self.last_sent) >= self.keepalive {
+        if self.keeps_alive() && now.duration_since(self.last_sent) >= self.keepalive {
             self.send_request("ping", None, Origin::Keepalive, self.cfg.onboarding_timeout, now);
         }
         self.drained()
@@ -588,7 +594,7 @@ impl Session {
     /// The next moment `on_tick` has something to do.
     pub fn next_deadline(&self) -> Option<Instant> {
         let pending = self.pending.values().map(|p| p.deadline).min();
-        let keepalive = (self.info.phase == Phase::Ready).then(|| self.last_sent + self.keepalive);
+        let keepalive = self.keeps_alive().then(|| self.last_sent + self.keepalive);
         let waiters = self.waiters.iter().map(|w| w.deadline).min();
         [pending, keepalive, self.onboarding.retry_at(), self.retry_step.map(|(at, _)| at), self.relist_at, waiters, self.deferred_onboarding, self.begin_at, self.retry_failed_at].into_iter().flatten().min()
     }
@@ -720,6 +726,7 @@ impl Session {
             self.pending.retain(|_, p| kind(p.origin) != Some(k));
         }
         self.pending.insert(id, Pending { origin, sent_at: now, deadline: now + timeout, timeout });
+        self.sender = if matches!(origin, Origin::Caller(_)) { Peer::Host } else { Peer::Hub };
         self.send_payload(&OutgoingRequest { jsonrpc: "2.0", id, method, params: params.as_ref() }, now);
     }
 
@@ -727,9 +734,10 @@ impl Session {
     /// it is built only for a trace.
     fn send_payload(&mut self, payload: &impl serde::Serialize, now: Instant) {
         let text = envelope::mcp_text(&self.info.session_id, payload);
+        let by = std::mem::replace(&mut self.sender, Peer::Hub);
         if self.trace {
             let payload = serde_json::to_value(payload).unwrap_or_default();
-            self.emit(Event::Traffic { direction: Direction::Out, payload: events::cut_for_viewers(&payload, text.len(), &text), latency_ms: None });
+            self.emit(Event::Traffic { direction: Direction::Out, by, payload: events::cut_for_viewers(&payload, text.len(), &text), latency_ms: None });
         }
         self.send_text(text, now);
     }

@@ -106,6 +106,9 @@ impl Session {
         self.info_mut().set_hello(hello);
         let shared = self.info.hello.clone().map_or_else(|| SharedJson::from_value(hello), SharedJson);
         self.emit(Event::Hello { hello: shared });
+        if self.cfg.relayed {
+            return self.relayed_hello(now);
+        }
         let server_hello = match &self.server_hello {
             ServerHello::WebSocket => envelope::websocket_server_hello(&self.info.session_id),
             ServerHello::Text(text) => text.to_string(),
@@ -199,6 +202,10 @@ impl Session {
         self.info_mut().onboarding_error = None;
         self.info_mut().onboarding = OnboardingStatus { attempt: 1, max_attempts: self.cfg.onboarding_attempts.max(1), last_error: None, failed: false };
         self.info_mut().bump();
+        if self.cfg.relayed {
+            // The upstream initializes a relayed device: the hub only lists its tools.
+            return self.list_tools(now);
+        }
         self.send_initialize(now);
     }
 

@@ -5,6 +5,11 @@
 //! device costs the hub nothing here, whatever size its largest frame was. The encoder writes the
 //! server's frames, which are never masked or fragmented. Pure, no I/O.
 //!
+//! A relay ([`Decoder::relaying`]) reads either side of a device's session with its upstream: it
+//! keeps binary payloads (audio is passed on byte for byte, [`Incoming::Data`]), and reading the
+//! upstream it is the client, so the server's frames must be unmasked; [`client_frame`] writes
+//! the masked frames a client sends.
+//!
 //! What a client sends is checked as RFC 6455 requires of a server: every frame masked, no
 //! reserved bits (no extension is negotiated), known opcodes, control frames final and at most
 //! 125 bytes, continuations only inside a fragmented message, text that is UTF-8 once whole, and
@@ -29,6 +34,8 @@ pub enum Incoming {
     Text(String),
     /// A binary message (xiaozhi audio): only its length is kept.
     Binary(usize),
+    /// A binary message, whole, from a relaying decoder ([`Decoder::relaying`]).
+    Data(Vec<u8>),
     Ping(Vec<u8>),
     Pong,
     /// The client closes, with its status code if it gave one.
@@ -39,6 +46,8 @@ pub enum Incoming {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FrameError {
     Unmasked,
+    /// A server's frame is masked (RFC 6455 §5.1: a client must close then).
+    Masked,
     ReservedBits(u8),
     UnknownOpcode(u8),
     BadControl { opcode: u8, len: u64, fin: bool },
@@ -54,6 +63,7 @@ impl fmt::Display for FrameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Unmasked => write!(f, "a frame from the client is not masked (RFC 6455 §5.1)"),
+            Self::Masked => write!(f, "a frame from the server is masked (RFC 6455 §5.1)"),
             Self::ReservedBits(bits) => write!(f, "a frame sets reserved bits {bits:#x} without a negotiated extension"),
             Self::UnknownOpcode(op) => write!(f, "a frame has the unknown opcode {op:#x}"),
             Self::BadControl { opcode, len, fin } => {
@@ -87,6 +97,8 @@ struct Frame {
 enum Message {
     Text(Vec<u8>),
     Binary(u64),
+    /// A binary message whose bytes are kept (a relaying decoder).
+    Data(Vec<u8>),
 }
 
 /// Cuts a client's byte stream into messages; see the module docs.
@@ -100,12 +112,27 @@ pub struct Decoder {
     /// The payload of the control frame being read (at most 125 bytes).
     control: Vec<u8>,
     closed: bool,
+    /// Binary payloads are kept ([`Incoming::Data`]), not only counted.
+    keep_binary: bool,
+    /// The peer is a server: its frames must be unmasked (else a client: masked).
+    from_server: bool,
 }
 
 impl Decoder {
     /// A decoder that refuses messages over `limit` bytes (text and binary alike).
     pub fn new(limit: usize) -> Self {
-        Self { limit, head: [0; 14], head_len: 0, frame: None, message: None, control: Vec::new(), closed: false }
+        Self { limit, head: [0; 14], head_len: 0, frame: None, message: None, control: Vec::new(), closed: false, keep_binary: false, from_server: false }
+    }
+
+    /// A relay's decoder: binary payloads are kept, and `from_server` reads a server's (unmasked)
+    /// frames, as the client of an upstream does.
+    pub fn relaying(limit: usize, from_server: bool) -> Self {
+        Self { keep_binary: true, from_server, ..Self::new(limit) }
+    }
+
+    /// Bytes of a mask key in this peer's frame headers.
+    fn mask_len(&self) -> usize {
+        if self.from_server { 0 } else { 4 }
     }
 
     /// Whether nothing is held between messages (no partial frame, no partial message).
@@ -149,7 +176,7 @@ impl Decoder {
         let mut taken = 0;
         loop {
             let have = self.head_len as usize;
-            let want = if have < 2 { 2 } else { 2 + extended_len(self.head[1]) + 4 };
+            let want = if have < 2 { 2 } else { 2 + extended_len(self.head[1]) + self.mask_len() };
             if have == want {
                 break;
             }
@@ -160,8 +187,8 @@ impl Decoder {
             self.head[have..have + n].copy_from_slice(&input[taken..taken + n]);
             self.head_len += n as u8;
             taken += n;
-            if self.head_len == 2 && self.head[1] & 0x80 == 0 {
-                return Err(FrameError::Unmasked);
+            if self.head_len == 2 && (self.head[1] & 0x80 != 0) == self.from_server {
+                return Err(if self.from_server { FrameError::Masked } else { FrameError::Unmasked });
             }
         }
         self.head_len = 0;
@@ -186,7 +213,8 @@ impl Decoder {
         if len >> 63 != 0 {
             return Err(FrameError::BadLength);
         }
-        let mask = self.head[2 + ext..6 + ext].try_into().expect("4 bytes");
+        // A server's frames carry no mask: a zero key leaves them as they are.
+        let mask = if self.from_server { [0; 4] } else { self.head[2 + ext..6 + ext].try_into().expect("4 bytes") };
         let limit = self.limit;
         let too_large = |so_far: u64| FrameError::TooLarge { len: so_far.saturating_add(len), limit };
         match opcode {
@@ -203,11 +231,15 @@ impl Decoder {
                 if len > self.limit as u64 {
                     return Err(too_large(0));
                 }
-                self.message = Some(if opcode == TEXT { Message::Text(Vec::new()) } else { Message::Binary(0) });
+                self.message = Some(match opcode {
+                    TEXT => Message::Text(Vec::new()),
+                    _ if self.keep_binary => Message::Data(Vec::new()),
+                    _ => Message::Binary(0),
+                });
             }
             CONTINUATION => {
                 let so_far = match &self.message {
-                    Some(Message::Text(t)) => t.len() as u64,
+                    Some(Message::Text(t) | Message::Data(t)) => t.len() as u64,
                     Some(Message::Binary(n)) => *n,
                     None => return Err(FrameError::StrayContinuation),
                 };
@@ -226,7 +258,7 @@ impl Decoder {
         let phase = frame.read;
         let unmasked = bytes.iter().enumerate().map(|(i, b)| b ^ frame.mask[((phase + i as u64) & 3) as usize]);
         match (frame.opcode, &mut self.message) {
-            (TEXT | CONTINUATION, Some(Message::Text(text))) => text.extend(unmasked),
+            (TEXT | CONTINUATION, Some(Message::Text(text))) | (BINARY | CONTINUATION, Some(Message::Data(text))) => text.extend(unmasked),
             (BINARY | CONTINUATION, Some(Message::Binary(n))) => *n += bytes.len() as u64,
             _ => self.control.extend(unmasked),
         }
@@ -253,6 +285,7 @@ impl Decoder {
         Ok(match self.message.take() {
             Some(Message::Text(bytes)) => Some(Incoming::Text(String::from_utf8(bytes).map_err(|_| FrameError::NotUtf8)?)),
             Some(Message::Binary(n)) => Some(Incoming::Binary(n as usize)),
+            Some(Message::Data(bytes)) => Some(Incoming::Data(bytes)),
             None => None,
         })
     }
@@ -269,22 +302,63 @@ fn extended_len(b1: u8) -> usize {
 
 /// A final, unmasked frame as a server sends it.
 fn frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
-    let len = payload.len();
-    let mut out = Vec::with_capacity(len + 10);
+    let mut out = head(opcode, payload.len(), 0, 0);
+    out.extend_from_slice(payload);
+    out
+}
+
+/// A frame header for `len` bytes of payload (`mask_bit` 0x80 for a client's), with room for
+/// `extra` more bytes.
+fn head(opcode: u8, len: usize, mask_bit: u8, extra: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 14 + extra);
     out.push(0x80 | opcode);
     match len {
-        0..=125 => out.push(len as u8),
+        0..=125 => out.push(mask_bit | len as u8),
         126..=0xFFFF => {
-            out.push(126);
+            out.push(mask_bit | 126);
             out.extend_from_slice(&(len as u16).to_be_bytes());
         }
         _ => {
-            out.push(127);
+            out.push(mask_bit | 127);
             out.extend_from_slice(&(len as u64).to_be_bytes());
         }
     }
-    out.extend_from_slice(payload);
     out
+}
+
+/// What a relay passes on, as either side's frame: a text or binary message, or the control
+/// frames it answers or ends with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Text,
+    Binary,
+    Pong,
+    Close,
+}
+
+impl Kind {
+    fn opcode(self) -> u8 {
+        match self {
+            Kind::Text => TEXT,
+            Kind::Binary => BINARY,
+            Kind::Pong => PONG,
+            Kind::Close => CLOSE,
+        }
+    }
+}
+
+/// A final frame as a client sends it: masked with a fresh key (RFC 6455 §5.3).
+pub fn client_frame(kind: Kind, payload: &[u8]) -> Vec<u8> {
+    let key = fastrand::u32(..).to_be_bytes();
+    let mut out = head(kind.opcode(), payload.len(), 0x80, 4);
+    out.extend_from_slice(&key);
+    out.extend(payload.iter().enumerate().map(|(i, b)| b ^ key[i & 3]));
+    out
+}
+
+/// A final frame as a server sends it (unmasked).
+pub fn server_frame(kind: Kind, payload: &[u8]) -> Vec<u8> {
+    frame(kind.opcode(), payload)
 }
 
 /// A text frame.

@@ -218,3 +218,63 @@ proptest! {
         }
     }
 }
+
+/// A server's frame, unmasked, as tungstenite writes it.
+fn server(opcode: OpCode, payload: &[u8], fin: bool) -> Vec<u8> {
+    let header = FrameHeader { is_final: fin, opcode, mask: None, ..FrameHeader::default() };
+    let mut out = Vec::new();
+    Frame::from_payload(header, payload.to_vec().into()).format(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn a_relay_keeps_binary_payloads_and_reads_a_servers_unmasked_frames() {
+    let audio: Vec<u8> = (0..3000u32).map(|i| (i * 7) as u8).collect();
+    // From a device (masked), fragmented across two frames and read a byte at a time.
+    let mut stream = client(OpCode::Data(Data::Binary), &audio[..1000], false, [9, 8, 7, 6]);
+    stream.extend(client(OpCode::Data(Data::Continue), &audio[1000..], true, [1, 1, 2, 3]));
+    let mut d = Decoder::relaying(LIMIT, false);
+    let mut out = Vec::new();
+    for b in &stream {
+        d.feed(std::slice::from_ref(b), &mut out).unwrap();
+    }
+    assert_eq!(out, vec![Incoming::Data(audio.clone())]);
+    // From an upstream (unmasked): text and binary come out as sent; a masked frame is refused.
+    let mut up = Decoder::relaying(LIMIT, true);
+    let mut out = Vec::new();
+    let mut stream = server(OpCode::Data(Data::Text), br#"{"type":"hello"}"#, true);
+    stream.extend(server(OpCode::Data(Data::Binary), &audio, true));
+    up.feed(&stream, &mut out).unwrap();
+    assert_eq!(out, vec![Incoming::Text(r#"{"type":"hello"}"#.into()), Incoming::Data(audio)]);
+    let mut up = Decoder::relaying(LIMIT, true);
+    assert_eq!(up.feed(&text_frame("x"), &mut Vec::new()), Err(FrameError::Masked));
+    // And a relay's decoder of a device still wants masks, and keeps the size limit.
+    let mut dev = Decoder::relaying(16, false);
+    assert_eq!(dev.feed(&server(OpCode::Data(Data::Text), b"x", true), &mut Vec::new()), Err(FrameError::Unmasked));
+    let mut dev = Decoder::relaying(16, false);
+    assert!(matches!(dev.feed(&client(OpCode::Data(Data::Binary), &[0; 17], true, [1, 2, 3, 4]), &mut Vec::new()), Err(FrameError::TooLarge { .. })));
+}
+
+#[test]
+fn a_relays_client_frames_are_masked_and_read_back_as_sent() {
+    for len in [0usize, 1, 125, 126, 65_535, 65_536] {
+        let payload: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        let frame = client_frame(Kind::Binary, &payload);
+        assert_ne!(frame[1] & 0x80, 0, "masked");
+        let mut d = Decoder::relaying(LIMIT, false);
+        let mut out = Vec::new();
+        d.feed(&frame, &mut out).unwrap();
+        assert_eq!(out, vec![Incoming::Data(payload.clone())], "{len} bytes");
+        // The server's own frame of the same payload parses in tungstenite as sent.
+        let bytes = server_frame(Kind::Binary, &payload);
+        let mut cursor = Cursor::new(&bytes);
+        let (header, length) = FrameHeader::parse(&mut cursor).unwrap().unwrap();
+        assert!(header.mask.is_none() && header.opcode == OpCode::Data(Data::Binary) && length == len as u64);
+        assert_eq!(&bytes[cursor.position() as usize..], payload.as_slice());
+    }
+    let close = client_frame(Kind::Close, &4000u16.to_be_bytes());
+    let mut d = Decoder::relaying(LIMIT, false);
+    let mut out = Vec::new();
+    d.feed(&close, &mut out).unwrap();
+    assert_eq!(out, vec![Incoming::Close(Some(4000))]);
+}

@@ -15,6 +15,8 @@ pub mod ws;
 pub mod mcp_proxy;
 pub mod mcp_session;
 pub mod relay;
+pub mod sdk;
+pub mod upstream;
 
 use std::process::Stdio;
 

@@ -33,6 +33,7 @@ mod check_in;
 mod decisions;
 pub mod record;
 pub mod refusal;
+mod relayed;
 pub mod requests;
 mod tokens;
 
