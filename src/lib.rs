@@ -35,6 +35,8 @@
 //! clap definitions the binary, the man pages and the shell completions share).
 #![allow(clippy::result_large_err, reason = "an HTTP response is the error type of axum handlers and tungstenite handshake callbacks")]
 
+/// The binary's global allocator: mimalloc for `serve` and `sim`, the system's for one-shot commands.
+pub mod alloc;
 pub mod args;
 pub mod bridge;
 pub mod check;

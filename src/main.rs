@@ -4,13 +4,22 @@ use clap::{CommandFactory, FromArgMatches};
 use mcpdev::cli::Cli;
 use mcpdev::exit::{Exit, exit_for};
 
-/// mimalloc, not glibc's malloc. A hub that 100,000 devices joined at once (six hubs, one
-/// Mosquitto) kept 8.6–9.2 KB a device with glibc's: the ramp's passing buffers, freed between
-/// the sessions allocated at the same time, stay in its arenas. With mimalloc, which keeps sizes
-/// apart and gives back the pages it no longer uses, the same build kept 6.7–7.9 KB
-/// (benches/README.md, the cluster at 100,000 devices, runs 9 and 10).
+/// mimalloc for `serve` and `sim`, glibc's malloc for every one-shot command
+/// ([`mcpdev::alloc`]). A hub that 100,000 devices joined at once (six hubs, one Mosquitto) kept
+/// 8.6–9.2 KB a device with glibc's: the ramp's passing buffers, freed between the sessions
+/// allocated at the same time, stay in its arenas. With mimalloc, which keeps sizes apart and
+/// gives back the pages it no longer uses, the same build kept 6.7–7.9 KB (benches/README.md, the
+/// cluster at 100,000 devices, runs 9 and 10). A one-shot call does not pay for mimalloc's first
+/// pages (benches/README.md, start-up).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: mcpdev::alloc::Dispatch = mcpdev::alloc::Dispatch::from_command_line();
+
+/// Hands the command line to the allocator's choice before `main` (and before any allocation of
+/// ours): glibc calls `.init_array` entries with `argc, argv, envp`, in this priority as std's own.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[used]
+#[unsafe(link_section = ".init_array.00099")]
+static CAPTURE_ARGS: extern "C" fn(std::ffi::c_int, *const *const std::ffi::c_char, *const *const std::ffi::c_char) = mcpdev::alloc::capture_args;
 
 fn main() -> ExitCode {
     // `mcpdev generate-assets DIR`: for maintainers and packagers (it writes man/ and
@@ -74,6 +83,7 @@ fn main() -> ExitCode {
         tune_allocator();
     }
     init_tracing(cli.global.verbose, cli.global.color);
+    tracing::debug!("memory allocator: {}", ALLOCATOR.name().unwrap_or("none yet"));
     for warning in mcpdev::cli::secrets_on_command_line(&matches) {
         tracing::warn!("{warning}");
     }
@@ -205,6 +215,29 @@ mod tests {
         super::tune_allocator();
         assert_eq!(unsafe { mi_option_get(super::MI_OPTION_PURGE_DELAY) }, 0);
         assert_eq!(unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) }, 1);
+    }
+
+    /// The allocator's reading of the command line knows every global option that takes a value,
+    /// so `mcpdev --color always serve` is a hub and `mcpdev --ca-file serve call x` is not.
+    #[test]
+    fn the_allocators_list_of_value_options_is_the_clis() {
+        use clap::CommandFactory;
+        let cli = mcpdev::cli::Cli::command();
+        let mut takes_value: Vec<String> = cli
+            .get_arguments()
+            .filter(|a| a.is_global_set() && a.get_num_args().is_none_or(|n| n.takes_values()) && !matches!(a.get_action(), clap::ArgAction::SetTrue | clap::ArgAction::Count | clap::ArgAction::Help | clap::ArgAction::Version))
+            .map(|a| format!("--{}", a.get_long().expect("global options are long")))
+            .collect();
+        takes_value.sort();
+        let mut listed: Vec<String> = mcpdev::alloc::VALUE_OPTIONS.iter().map(|s| s.to_string()).collect();
+        listed.sort();
+        assert_eq!(takes_value, listed);
+        for short in cli.get_arguments().filter(|a| a.is_global_set()).filter_map(|a| a.get_short()) {
+            assert!(cli.get_arguments().any(|a| a.get_short() == Some(short) && matches!(a.get_action(), clap::ArgAction::SetTrue | clap::ArgAction::Count)), "-{short} takes a value: teach mcpdev::alloc");
+        }
+        let fleet: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).filter(|n| mcpdev::alloc::FLEET_COMMANDS.contains(n)).collect();
+        assert_eq!(fleet, mcpdev::alloc::FLEET_COMMANDS);
+        assert!(cli.get_subcommands().all(|c| c.get_all_aliases().next().is_none()), "a command alias would escape mcpdev::alloc's choice");
     }
 
     #[test]

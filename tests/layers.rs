@@ -7,6 +7,7 @@ use std::path::Path;
 /// Lower layers first. Modules of one rank do not refer to each other; rank 0 are utilities
 /// anything may use, and which use nothing above them.
 const RANKS: &[(&str, u8)] = &[
+    ("alloc", 0),
     ("exit", 0),
     ("paths", 0),
     ("tls", 0),

@@ -268,6 +268,12 @@ async fn tasks_first(endpoint: &Endpoint, req: Request) -> Result<Response<Body>
         Ok(b) => b,
         Err(e) => return Ok(plain(StatusCode::BAD_REQUEST, &format!("the request body could not be read (it must arrive within the body deadline, at most {BODY_MAX} bytes): {e}"))),
     };
+    // One pass over the body's quoted words; a message that cannot be a task's (a plain call) is
+    // given back before any lookup or parse.
+    let marks = task_rpc::marks(&bytes);
+    if !marks.task {
+        return Err((Request::from_parts(parts, Body::from(bytes)), marks.declare));
+    }
     let session = parts.headers.get(&SESSION_ID).and_then(|v| v.to_str().ok()).map(Arc::<str>::from);
     let known = match &session {
         Some(s) => endpoint.sessions.sessions.read().await.contains_key(&**s),
@@ -275,8 +281,7 @@ async fn tasks_first(endpoint: &Endpoint, req: Request) -> Result<Response<Body>
     };
     let msg = if known { task_rpc::parse(&bytes) } else { None };
     let Some(msg) = msg else {
-        let declare = bytes.windows(12).any(|w| w == b"\"initialize\"") || bytes.windows(12).any(|w| w == b"\"tools/list\"");
-        return Err((Request::from_parts(parts, Body::from(bytes)), declare));
+        return Err((Request::from_parts(parts, Body::from(bytes)), marks.declare));
     };
     let peer = parts.extensions.get::<ConnectInfo<std::net::SocketAddr>>().map_or(std::net::Ipv6Addr::LOCALHOST.into(), |c| c.0.ip());
     let (principal, lease) = credential_of_parts(&parts.extensions);

@@ -44,10 +44,31 @@ pub type Sink = Arc<dyn Fn(&'static str, Value) -> BoxFuture<'static, bool> + Se
 /// `_meta` key tying a message to its task.
 pub const RELATED: &str = "io.modelcontextprotocol/related-task";
 
-/// Whether a body may hold a task message: a cheap look before any parse, so a plain call
-/// costs one scan of its bytes.
+/// What one pass over a body's quoted words finds, before any parse: whether it may hold a task
+/// message (`"task"`, `"tasks/…`), and whether it may be a request whose answer declares what
+/// tasks need (`"initialize"`, `"tools/list"`). A plain call costs one scan of its bytes, that
+/// stops only at its quotes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Marks {
+    pub task: bool,
+    pub declare: bool,
+}
+
+pub fn marks(body: &[u8]) -> Marks {
+    let mut found = Marks::default();
+    let mut rest = body;
+    while let Some(at) = rest.iter().position(|&b| b == b'"') {
+        let word = &rest[at + 1..];
+        found.task |= word.starts_with(b"task\"") || word.starts_with(b"tasks/");
+        found.declare |= word.starts_with(b"initialize\"") || word.starts_with(b"tools/list\"");
+        rest = word;
+    }
+    found
+}
+
+/// Whether a body may hold a task message ([`marks`]).
 pub fn may_be_task(body: &[u8]) -> bool {
-    body.windows(6).any(|w| w == b"\"task\"") || body.windows(7).any(|w| w == b"\"tasks/")
+    marks(body).task
 }
 
 /// The message in `body` if it is one answered here (a task-augmented `tools/call`, or a
@@ -404,5 +425,10 @@ mod tests {
         assert!(task_support(&Scope::Device("d".into()), "list_devices"));
         assert!(may_be_task(br#"{"method":"tasks/get"}"#) && may_be_task(br#"{"params":{"task":{}}}"#));
         assert!(!may_be_task(br#"{"method":"tools/call","params":{"name":"tasks"}}"#));
+        assert_eq!(marks(br#"{"method":"initialize","params":{}}"#), Marks { task: false, declare: true });
+        assert_eq!(marks(br#"{"method":"tools/list"}"#), Marks { task: false, declare: true });
+        assert_eq!(marks(br#"{"method":"tools/call","params":{"name":"x.tools/list","task":{}}}"#), Marks { task: true, declare: false });
+        assert_eq!(marks(br#"{"method":"tools/call","params":{"name":"initialize_x"}}"#), Marks::default());
+        assert_eq!(marks(b"\"task"), Marks::default());
     }
 }

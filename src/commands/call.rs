@@ -28,7 +28,7 @@ async fn run_on(
     if let Some(failed) = onboarding_failure(target.device_id(), &info) {
         return Err(failed);
     }
-    let tools = info["tools"].as_array().cloned().unwrap_or_default();
+    let tools: &[Value] = info["tools"].as_array().map_or(&[], Vec::as_slice);
     let Some(tool) = tools.iter().find(|t| t["name"] == args.tool.as_str()) else {
         let names = tools.iter().filter_map(|t| t["name"].as_str());
         let suggestions = crate::args::suggest(&args.tool, names);

@@ -64,6 +64,11 @@ pub fn spinner(global: &GlobalArgs, wanted: bool, message: &str) -> Option<indic
 
 /// Prints one JSON document on stdout (exact, and with no raw control: [`super::terminal_text::json`]).
 pub fn print_json(v: &serde_json::Value) {
+    print_serialized(v);
+}
+
+/// [`print_json`] of anything serializable (a document that borrows what it shows, not a copy).
+pub fn print_serialized(v: &impl serde::Serialize) {
     outln!("{}", super::terminal_text::json(serde_json::to_string_pretty(v).unwrap_or_default()));
 }
 

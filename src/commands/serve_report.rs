@@ -155,7 +155,19 @@ type EventLimiter = crate::metrics::log_limit::Limiter<std::sync::Arc<str>, Tall
 /// knows it after a loop: `connected` or `disconnected`).
 fn suppressed(h: &crate::metrics::log_limit::Held<std::sync::Arc<str>, Tally>) -> Value {
     let counts: serde_json::Map<String, Value> = h.tally.counts.iter().map(|(n, c)| ((*n).to_string(), Value::from(*c))).collect();
-    serde_json::json!({"device_id": h.key.as_deref(), "event": "suppressed", "count": h.count, "counts": counts, "last": h.tally.last, "window_s": h.over.as_secs().max(1)})
+    let mut v = serde_json::json!({"device_id": h.key.as_deref(), "event": "suppressed", "count": h.count, "counts": counts, "last": h.tally.last, "window_s": h.over.as_secs().max(1)});
+    if h.key.is_none() {
+        v["beyond_followed"] = Value::from(crate::metrics::log_limit::MAX_KEYS);
+    }
+    v
+}
+
+/// The line written where the log stops reporting devices one by one: more devices had events in
+/// a window than it follows ([`crate::metrics::log_limit::MAX_KEYS`]); theirs are counted and
+/// summed up in a `suppressed` line without a `device_id` every window, and at the end.
+fn not_followed() -> Value {
+    let max = crate::metrics::log_limit::MAX_KEYS;
+    serde_json::json!({"device_id": null, "event": "warning", "message": format!("more than {max} devices had events within {} s: the events of the devices beyond those {max} are not printed one by one from here, but counted, and summed up every {} s in a `suppressed` line (`beyond_followed`)", crate::metrics::log_limit::WINDOW.as_secs(), crate::metrics::log_limit::WINDOW.as_secs())})
 }
 
 /// Reports device lifecycle events until the hub's event channel closes: NDJSON on stdout with
@@ -184,12 +196,19 @@ pub fn spawn_event_log(events: crate::links::ring::Receiver, json: bool, color: 
     }
 }
 
-async fn write_event_log(mut events: crate::links::ring::Receiver, json: bool, color: bool) {
-    use crate::links::ring::{RecvError, TryRecvError};
-    use std::io::Write;
+async fn write_event_log(events: crate::links::ring::Receiver, json: bool, color: bool) {
     // Buffered, and flushed whenever no event is waiting: a fleet coming back at once is written
     // in a few large writes, not a write per event, and a single event is out at once.
-    let mut out: Box<dyn Write> = if json { Box::new(std::io::BufWriter::new(std::io::stdout())) } else { Box::new(std::io::BufWriter::new(std::io::stderr())) };
+    let out: Box<dyn std::io::Write> = if json { Box::new(std::io::BufWriter::new(std::io::stdout())) } else { Box::new(std::io::BufWriter::new(std::io::stderr())) };
+    write_event_log_to(events, json, color, out).await
+}
+
+async fn write_event_log_to(mut events: crate::links::ring::Receiver, json: bool, color: bool, mut out: Box<dyn std::io::Write>) {
+    use crate::links::ring::{RecvError, TryRecvError};
+    use std::io::Write;
+    // Whether the line that says the log stopped following devices one by one was written for the
+    // current overflow (written again after the overflow's summary, if it comes back).
+    let mut told_overflow = false;
     let mut limiter = EventLimiter::new(crate::metrics::log_limit::WINDOW, EVENTS_PER_WINDOW, crate::metrics::log_limit::MAX_KEYS);
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -217,6 +236,7 @@ async fn write_event_log(mut events: crate::links::ring::Receiver, json: bool, c
                     _ = tick.tick() => {
                         let now = std::time::SystemTime::now();
                         for h in limiter.due(std::time::Instant::now()) {
+                            told_overflow &= h.key.is_some();
                             if line(&mut out, suppressed(&h), now).is_err() {
                                 return;
                             }
@@ -241,6 +261,12 @@ async fn write_event_log(mut events: crate::links::ring::Receiver, json: bool, c
                 }
                 if !log {
                     crate::metrics::log_lines_suppressed(crate::metrics::log_limit::Kind::Event, 1);
+                    if !told_overflow && !limiter.follows(&ev.device_id) {
+                        told_overflow = true;
+                        if line(&mut out, not_followed(), now).is_err() {
+                            return;
+                        }
+                    }
                     continue;
                 }
                 if json {
@@ -259,6 +285,10 @@ async fn write_event_log(mut events: crate::links::ring::Receiver, json: bool, c
             }
             Err(RecvError::Lagged(n)) => line(&mut out, serde_json::json!({"event": "lagged", "skipped": n}), now),
             Err(RecvError::Closed) => {
+                // What is still held back is summed up now, not lost with the log.
+                for h in limiter.due(std::time::Instant::now() + crate::metrics::log_limit::WINDOW) {
+                    let _ = line(&mut out, suppressed(&h), now);
+                }
                 let _ = out.flush();
                 return;
             }
@@ -305,6 +335,54 @@ mod tests {
         assert_eq!(hub_flag("https://127.0.0.1:8001", "127.0.0.1:8001".parse().unwrap()), " --hub https://127.0.0.1:8001");
         assert_eq!(hub_flag("http://127.0.0.1:9001", "127.0.0.1:9001".parse().unwrap()), " --hub http://127.0.0.1:9001");
         assert_eq!(hub_flag("http://0.0.0.0:9001", "0.0.0.0:9001".parse().unwrap()), " --hub http://127.0.0.1:9001");
+    }
+
+    /// A writer the test reads after the log ended.
+    #[derive(Clone, Default)]
+    struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Shared {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Issue 46 item 8: past the devices the log follows one by one, it says so where it stops,
+    /// and how many events it did not print, by event.
+    #[tokio::test]
+    async fn the_log_says_where_it_stops_following_devices_and_counts_the_rest() {
+        use crate::links::handle::{DeviceEvent, LinkEvent};
+        use crate::session::Event;
+        let max = crate::metrics::log_limit::MAX_KEYS;
+        let extra = 76;
+        for json in [true, false] {
+            let (tx, rx) = crate::links::ring::channel(4 * (max + extra), 64 << 20);
+            for i in 0..max + extra {
+                tx.send(std::sync::Arc::new(DeviceEvent { device_id: format!("02:00:00:00:{:02x}:{:02x}", i >> 8, i & 0xff).into(), event: LinkEvent::Session(Event::Ready { tools: 4 }) }));
+            }
+            drop(tx);
+            let out = Shared::default();
+            write_event_log_to(rx, json, false, Box::new(out.clone())).await;
+            let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+            let lines: Vec<&str> = text.lines().collect();
+            let ready = lines.iter().filter(|l| l.contains("ready")).count();
+            assert!(lines.len() == max + 2, "{} lines:\n{}", lines.len(), lines[max - 1..].join("\n"));
+            // The line after the last one printed says why the others are not, in both formats.
+            assert!(lines[max].contains(&format!("more than {max} devices had events")), "{}", lines[max]);
+            assert!(ready >= max, "{ready}");
+            let summary = lines[max + 1];
+            if json {
+                let v: Value = serde_json::from_str(summary).unwrap();
+                assert_eq!((v["event"].as_str(), v["count"].as_u64(), v["counts"]["ready"].as_u64(), v["beyond_followed"].as_u64()), (Some("suppressed"), Some(extra as u64), Some(extra as u64), Some(max as u64)), "{summary}");
+                assert!(v["device_id"].is_null());
+            } else {
+                assert!(summary.contains(&format!("({extra} more events not shown")) && summary.contains(&format!("{extra} ready")), "{summary}");
+            }
+        }
     }
 
     #[test]

@@ -244,15 +244,17 @@ async fn describe_url(
             None,
         ),
     };
-    let info = json!({
+    let mut info = json!({
         "device_id": url,
         "transport": "mcp",
-        "tools": tools,
+        "tools": [],
         "mcp_protocol_version": init["protocolVersion"],
         "server_info": init["serverInfo"],
         "capabilities": init["capabilities"],
         "fleet_note": fleet_note,
     });
+    // Moved in: `json!` would copy every tool.
+    info["tools"] = Value::Array(tools);
     Ok((info, fleet, hub))
 }
 

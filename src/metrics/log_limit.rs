@@ -151,6 +151,11 @@ impl<K: Hash + Eq + Clone, S: Default> Limiter<K, S> {
         out
     }
 
+    /// Whether `key` is followed one by one (not counted with the keys beyond [`MAX_KEYS`]).
+    pub fn follows(&self, key: &K) -> bool {
+        self.keys.contains_key(key)
+    }
+
     /// Keys followed now.
     pub fn len(&self) -> usize {
         self.keys.len()

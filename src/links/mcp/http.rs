@@ -6,7 +6,8 @@
 //! - Requests are posted concurrently (a `tasks/cancel` does not wait behind a slow
 //!   `tools/call`); notifications in order, before anything queued after them, and before the
 //!   session's `DELETE`.
-//! - One answer's body, or one POST's SSE stream, is read up to [`MAX_MESSAGE`] bytes, no more.
+//! - One answer's body, or one event of a POST's SSE stream, is read up to [`MAX_MESSAGE`] bytes,
+//!   no more (a stream may carry many events: progress, then the answer).
 //! - A failed `POST` fails its own request with why (HTTP 401/403 as refused credentials, a
 //!   certificate that did not verify in words). A stream that ends without the answer is resumed
 //!   from its last event id (`GET` with `Last-Event-ID`, after the server's `retry`, capped),
@@ -131,11 +132,8 @@ impl Poster {
         } else if status != reqwest::StatusCode::ACCEPTED {
             let body = read_body(resp).await.map_err(|e| stream_failure(&self.url, &e))?;
             if !body.trim_ascii().is_empty() {
-                let value: Value = serde_json::from_slice(&body).map_err(|e| McpFailure::Unreachable(format!("{} answered with something that is not JSON-RPC: {e}", self.url)))?;
-                let msgs = match value {
-                    Value::Array(all) => all,
-                    one => vec![one],
-                };
+                let msgs = super::wire::messages(&body).map_err(|e| McpFailure::Unreachable(format!("{} answered with something that is not JSON-RPC: {e}", self.url)))?;
+                drop(body);
                 for msg in msgs {
                     answered |= answers(&msg, id);
                     let _ = self.to.send(Incoming::Message(msg)).await;
@@ -161,7 +159,7 @@ impl Poster {
     /// Delivers a stream's messages; notes whether the answer to `id` was among them.
     async fn read_events(&self, resp: reqwest::Response, id: Option<&Value>) -> Result<Events, McpFailure> {
         let mut out = Events { last_id: None, retry: std::time::Duration::from_millis(100), answered: false };
-        let mut events = sse_stream::SseStream::from_bytes_stream(capped(resp.bytes_stream(), false));
+        let mut events = sse_stream::SseStream::from_bytes_stream(capped(resp.bytes_stream(), true));
         while let Some(event) = events.next().await {
             let event = event.map_err(|e| stream_failure(&self.url, &e.to_string()))?;
             if let Some(i) = event.id.filter(|i| !i.is_empty()) {
@@ -173,7 +171,7 @@ impl Poster {
             if event.event.as_deref().is_some_and(|e| e != "message") {
                 continue;
             }
-            if let Some(msg) = event.data.and_then(|d| serde_json::from_str::<Value>(&d).ok()) {
+            if let Some(msg) = event.data.and_then(super::wire::message) {
                 out.answered |= answers(&msg, id);
                 if self.to.send(Incoming::Message(msg)).await.is_err() {
                     out.answered = true;
@@ -185,8 +183,9 @@ impl Poster {
     }
 }
 
-fn answers(msg: &Value, id: Option<&Value>) -> bool {
-    id.is_some_and(|id| msg.get("id") == Some(id) && msg.get("method").is_none())
+/// Whether `msg` is the answer to the request `id`.
+fn answers(msg: &super::wire::Message, id: Option<&Value>) -> bool {
+    id.is_some_and(|id| super::wire::Head::of(msg).is_some_and(|h| h.method.is_none() && h.id.is_some_and(|i| serde_json::from_str::<Value>(i.get()).ok().as_ref() == Some(id))))
 }
 
 fn stream_failure(url: &str, why: &str) -> McpFailure {

@@ -9,9 +9,11 @@
 //! - Results are kept as the server sent them (JSON values): a field no model of ours knows (a
 //!   task's `ttl`, an extension's) reaches `--json` intact.
 //! - Listings follow `nextCursor` until it ends, a cursor repeats, or [`PAGES_MAX`] pages.
-//! - One message from a server is at most [`wire::MAX_MESSAGE`] bytes ([`McpFailure::TooLarge`]).
+//! - One message from a server is at most [`wire::MAX_MESSAGE`] bytes ([`McpFailure::TooLarge`]),
+//!   held as its text; a listing's items are read from that text one at a time ([`page`]).
 
 pub mod http;
+pub mod page;
 pub mod peer;
 pub mod sse;
 pub mod stdio;
@@ -171,16 +173,18 @@ impl McpConnection {
         let mut seen = HashSet::new();
         let mut params = params;
         for page_no in 1..=PAGES_MAX {
-            let page = self.request(method, Some(params.clone()), timeout).await?;
-            let got = page[key].as_array().cloned().unwrap_or_default();
-            tracing::debug!(page = page_no, items = got.len(), "{method} page");
-            let found = until.is_some_and(|f| got.iter().any(f));
-            items.extend(got);
-            match page["nextCursor"].as_str().filter(|c| !c.is_empty()) {
-                Some(next) if !found && seen.insert(next.to_string()) => params["cursor"] = json!(next),
+            let answer = self.peer.request_raw(method, Some(params.clone()), timeout).await?;
+            let before = items.len();
+            let next = page::read(answer.result(), key, &mut items);
+            drop(answer);
+            tracing::debug!(page = page_no, items = items.len() - before, "{method} page");
+            let found = until.is_some_and(|f| items[before..].iter().any(f));
+            match next.filter(|c| !c.is_empty()) {
+                Some(next) if !found && seen.insert(next.clone()) => params["cursor"] = json!(next),
                 _ => break,
             }
         }
+        items.shrink_to_fit();
         Ok(items)
     }
 

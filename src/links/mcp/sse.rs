@@ -45,7 +45,7 @@ pub async fn connect(url: &str, headers: HeaderMap, tls: Option<std::sync::Arc<r
             match events.next().await {
                 Some(Ok(ev)) => {
                     if ev.event.as_deref().is_none_or(|e| e == "message")
-                        && let Some(msg) = ev.data.and_then(|d| serde_json::from_str(&d).ok())
+                        && let Some(msg) = ev.data.and_then(super::wire::message)
                         && to.send(Incoming::Message(msg)).await.is_err()
                     {
                         return;

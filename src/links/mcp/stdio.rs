@@ -198,9 +198,11 @@ async fn read_lines(stdout: tokio::process::ChildStdout, to: &mpsc::Sender<Incom
         if !done {
             continue;
         }
-        let text = line.trim_ascii();
-        if !text.is_empty() {
-            match serde_json::from_slice::<Value>(text) {
+        if !line.trim_ascii().is_empty() {
+            // The line's own bytes become the message (no copy when it has no space around it);
+            // the next line starts a new buffer.
+            let text = std::mem::take(&mut line);
+            match String::from_utf8(text).map_err(|e| e.to_string()).and_then(|t| super::wire::message(trimmed(t)).ok_or_else(|| "not JSON".to_string())) {
                 Ok(msg) => {
                     if to.send(Incoming::Message(msg)).await.is_err() {
                         return None;
@@ -219,6 +221,14 @@ async fn read_lines(stdout: tokio::process::ChildStdout, to: &mpsc::Sender<Incom
             line.shrink_to(64 * 1024);
         }
     }
+}
+
+/// The line without the space around it (its newline), in its own buffer.
+fn trimmed(mut text: String) -> String {
+    text.truncate(text.trim_end().len());
+    let start = text.len() - text.trim_start().len();
+    text.drain(..start);
+    text
 }
 
 fn memchr(bytes: &[u8]) -> Option<usize> {
