@@ -12,7 +12,7 @@ use common::dynsec::{admit, connect_when_created, hub_on, login, ok, refused, re
 use common::mqtt::{HUB_LOGINS, Mosquitto, MqttDevice, connect_once};
 use common::ota::check_in_as;
 use common::ws::DEADLINE;
-use common::{HubProcess, mcpdev};
+use common::HubProcess;
 use mcpdev::mqtt::conn::BrokerUrl;
 use mcpdev::mqtt::topics;
 use serde_json::{Value, json};

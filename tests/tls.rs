@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::ws::DEADLINE;
-use common::pki::{Pki, write_private};
+use common::pki::Pki;
 use common::{HubProcess, Outcome};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
