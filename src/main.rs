@@ -8,8 +8,8 @@ use mcpdev::exit::{Exit, exit_for};
 /// ([`mcpdev::alloc`]). A hub that 100,000 devices joined at once (six hubs, one Mosquitto) kept
 /// 8.6–9.2 KB a device with glibc's: the ramp's passing buffers, freed between the sessions
 /// allocated at the same time, stay in its arenas. With mimalloc, which keeps sizes apart and
-/// gives back the pages it no longer uses, the same build kept 6.7–7.9 KB (benches/README.md, the
-/// cluster at 100,000 devices, runs 9 and 10). A one-shot call does not pay for mimalloc's first
+/// gives back the pages it no longer uses, the same build kept 6.7–7.9 KB (runs 9 and 10 of the
+/// cluster at 100,000 devices, in `git log -p benches/README.md`). A one-shot call does not pay for mimalloc's first
 /// pages (benches/README.md, start-up).
 #[global_allocator]
 static ALLOCATOR: mcpdev::alloc::Dispatch = mcpdev::alloc::Dispatch::from_command_line();
@@ -147,7 +147,7 @@ const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
 /// - **Unused pages go back at once** (`purge_delay` 0), not a second later (mimalloc v3's
 ///   default): a hub's memory follows the fleet it serves, not the ramp it came through.
 ///
-/// At 30,000 devices on 3 hubs (benches/README.md, the cluster), a hub kept 10.2–10.7 KB a device
+/// At 30,000 devices on 3 hubs (the cluster's runs in `git log -p benches/README.md`), a hub kept 10.2–10.7 KB a device
 /// with mimalloc's defaults, 5.6–8.0 KB without huge pages, and 5.1–5.5 KB with both settings.
 fn tune_allocator() {
     unsafe extern "C" {
