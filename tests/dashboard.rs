@@ -368,16 +368,28 @@ async fn the_check_button_runs_mcpdev_check_on_the_device() {
     let b = log_in(&hub, hub.info["dashboard"].as_str().unwrap()).await;
     let h = [("Cookie", b.cookie.as_str()), ("Origin", b.origin.as_str()), ("x-mcpdev-csrf", b.csrf.as_str()), ("Content-Type", "application/json")];
     let body = json!({"device": DEV}).to_string();
-    let (first, second) = tokio::join!(http(&hub, "POST", "/dashboard/api/check", &h, &body), async {
-        // Polls until the first check holds the slot, then asks again.
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            let (status, _, answer) = http(&hub, "POST", "/dashboard/api/check", &h, &body).await;
-            if status == 429 || Instant::now() > deadline {
-                return (status, answer);
+    // The first request, and a second one asked again and again while the first is under way:
+    // one of them finds the other's check running. The second stops once the first has its
+    // answer (it would otherwise run check after check until the deadline, each one a
+    // connection to the host listener, whose cap a busy loop can reach).
+    let first_done = std::sync::atomic::AtomicBool::new(false);
+    let (first, second) = tokio::join!(
+        async {
+            let answer = http(&hub, "POST", "/dashboard/api/check", &h, &body).await;
+            first_done.store(true, std::sync::atomic::Ordering::SeqCst);
+            answer
+        },
+        async {
+            let deadline = Instant::now() + DEADLINE;
+            loop {
+                let done_before = first_done.load(std::sync::atomic::Ordering::SeqCst);
+                let (status, _, answer) = http(&hub, "POST", "/dashboard/api/check", &h, &body).await;
+                if status == 429 || done_before || Instant::now() > deadline {
+                    return (status, answer);
+                }
             }
         }
-    });
+    );
     let (status, _, report) = first;
     let report: Value = serde_json::from_str(&report).unwrap();
     // Either request may have taken the slot first; one ran, the other was refused.
