@@ -1,5 +1,5 @@
 //! The bearer token of a host-listener request, by the host listener's rules: one check for the
-//! control API ([`super::owner::require_token`]), the dashboard's scripts and `/mcp`.
+//! control API ([`super::control_auth::require_token`]), the dashboard's scripts and `/mcp`.
 //!
 //! Rules it enforces:
 //! - **The control token is for this machine.** It is accepted from a loopback peer only; from

@@ -99,8 +99,9 @@ enum Op {
 }
 
 pub async fn link(State(hub): State<Arc<Hub>>, mut req: Request<Body>) -> Response<Body> {
-    // A connection lives only as long as the credential that opened it (`owner::require_token`
-    // put it here): a remote token's revocation closes it ([`super::principal`]).
+    // A connection lives only as long as the credential that opened it
+    // (`control_auth::require_token` put it here): a remote token's revocation closes it
+    // ([`super::principal`]).
     let credential = req.extensions().get::<super::bearer::Credential>().cloned();
     let lease = super::principal::lease(&hub, credential.as_ref());
     let (response, socket) = match upgrade::accept_raw(&mut req) {

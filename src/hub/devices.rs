@@ -12,20 +12,13 @@ use axum::routing::{any, post};
 use tracing::warn;
 
 use super::Hub;
+use super::listener::DevicePeer;
 use super::ota::DEVICE_PATH;
 use crate::links::upgrade::{self, plain};
 use crate::links::websocket;
 use crate::wire::identity::{self, Identity};
 
 pub const VISION_PATH: &str = "/mcp/vision/explain";
-
-/// Who a device connection is: the peer, and the hub's own address it came in on (URLs handed to
-/// that device are built from the latter, never from its `Host` header).
-#[derive(Debug, Clone, Copy)]
-pub struct DevicePeer {
-    pub remote: SocketAddr,
-    pub local: Option<SocketAddr>,
-}
 
 pub fn router(hub: Arc<Hub>) -> Router {
     let vision_limit = DefaultBodyLimit::max(super::vision::upload_limit(hub.config.vision_max_bytes));

@@ -15,6 +15,9 @@
 //!   anything is read, counted, and logged (rate-limited), so no listener starves another.
 //! - The host listener notes the local user behind each loopback connection
 //!   ([`super::owner::PeerUser`]), so that its routes can serve only the hub's user.
+//! - Every request carries what the listener knows of its connection, in its extensions: the
+//!   peer and the hub's own address it came in on ([`DevicePeer`], which the device routes build
+//!   URLs from), and whether it came over TLS ([`Transport`]).
 //! - With TLS ([`Tls`]), the handshake runs after the connection was admitted and before any
 //!   request is read, within [`Tls::deadline`]: the device listener's permits (the total and the
 //!   pre-hello slot) are held across it, so a peer that opens handshakes and never finishes them
@@ -90,6 +93,14 @@ pub fn bind(addr: SocketAddr, backlog: u32) -> std::io::Result<TcpListener> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transport {
     pub tls: bool,
+}
+
+/// Who a device connection is: the peer, and the hub's own address it came in on (URLs handed to
+/// that device are built from the latter, never from its `Host` header).
+#[derive(Debug, Clone, Copy)]
+pub struct DevicePeer {
+    pub remote: SocketAddr,
+    pub local: Option<SocketAddr>,
 }
 
 /// A listener's TLS: every connection's handshake, within a deadline.
@@ -240,7 +251,7 @@ where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let Conn { remote, app, limits, permit, cap, slot, user } = conn;
-    let peer = super::devices::DevicePeer { remote, local };
+    let peer = DevicePeer { remote, local };
     let service = tower::service_fn(move |req: Request<hyper::body::Incoming>| {
         let mut req = req.map(|body| Body::new(Deadline::new(body, limits.body_timeout)));
         req.extensions_mut().insert(ConnectInfo(remote));

@@ -31,6 +31,7 @@ pub mod certs;
 pub mod check_layer;
 pub mod conn_cap;
 pub mod control;
+pub mod control_auth;
 pub mod cors;
 pub mod device_link;
 pub mod devices;
@@ -362,7 +363,7 @@ impl BoundHub {
         let control_route = Router::new()
             .route(crate::links::hub_client::CONTROL_PATH, any(control::link))
             .with_state(hub.clone())
-            .route_layer(middleware::from_fn_with_state(hub.clone(), owner::require_token));
+            .route_layer(middleware::from_fn_with_state(hub.clone(), control_auth::require_token));
         // A device pointed at this port is told which port it wants (crate::links::listeners).
         let for_devices = || async {
             use crate::links::listeners;

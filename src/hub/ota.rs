@@ -36,7 +36,7 @@ use tracing::{info, warn};
 
 use super::Hub;
 use super::admission::{Activation, CheckIn, DEVICE_KEY_HEADER, Pending, Requester, Via, key_hash};
-use super::devices::DevicePeer;
+use super::listener::DevicePeer;
 use crate::links::upgrade::plain;
 use crate::wire::identity::{check_fields, format_mac, parse_mac};
 

@@ -1,27 +1,25 @@
 //! The host listener serves only the user who started the hub, the way local daemons do it.
 //!
-//! - The control API needs `Authorization: Bearer <control token>`. The hub writes a random token
-//!   to `control-<host port>.token` in [`crate::paths::runtime_dir`] (0600, removed at shutdown),
-//!   with the address it bound; the CLI reads it from there and sends it only to that loopback
-//!   address. It is accepted from loopback peers only; a person on another machine uses a remote
-//!   token of their own ([`super::remote_tokens`], [`super::bearer`]).
+//! - The control API needs `Authorization: Bearer <control token>` ([`super::control_auth`]). The
+//!   hub writes a random token to `control-<host port>.token` in [`crate::paths::runtime_dir`]
+//!   (0600, removed at shutdown), with the address it bound; the CLI reads it from there and sends
+//!   it only to that loopback address. It is accepted from loopback peers only; a person on
+//!   another machine uses a remote token of their own ([`super::remote_tokens`], [`super::bearer`]).
 //! - On Linux, a loopback connection's peer user is the `uid` of the peer's socket, asked of the
 //!   kernel (sock_diag, else `/proc/net/tcp{,6}`); another user's connections are refused (403)
 //!   on every host route, `/mcp` included. When the lookup fails (another network namespace), the
 //!   token rules apply.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::StatusCode;
-use axum::middleware::Next;
 use axum::response::Response;
 
 use crate::links::upgrade::plain;
 
-use crate::links::control_token::{HUB_TOKEN_ENV, HUB_TOKEN_FILE_ENV, file_contents, token_of, token_path};
+use crate::links::control_token::{file_contents, token_of, token_path};
 
 /// The control token a hub checks, and the file it is in (removed when this is dropped).
 #[derive(Debug)]
@@ -268,38 +266,6 @@ pub fn refuse_other_user(req: &Request) -> Option<Response> {
         return Some(plain(StatusCode::FORBIDDEN, &format!("this hub serves only the user who started it (uid {me}); you are uid {peer}")));
     }
     None
-}
-
-/// The control API: `Authorization: Bearer` with the control token (from this machine) or a
-/// remote token (over TLS, [`super::bearer`]), else 401/403/429. A remote token's holder goes
-/// with the request ([`super::bearer::Credential`]), so that its connection ends when the token
-/// is revoked.
-pub async fn require_token(State(hub): State<Arc<super::Hub>>, mut req: Request, next: Next) -> Response {
-    let path = hub.control.path.clone();
-    match super::bearer::check(&hub, &req, true, None) {
-        Ok(Some(credential)) => {
-            req.extensions_mut().insert(credential);
-            next.run(req).await
-        }
-        Ok(None) => {
-            crate::metrics::refused(crate::metrics::Refused::ControlToken);
-            let peer = super::bearer::peer(&req);
-            if crate::metrics::log_limit::allow(crate::metrics::log_limit::Kind::Refusal, &format!("token {}", peer.ip())) {
-                tracing::warn!(%peer, path = %req.uri().path(), "control API refused: no token");
-            }
-            super::bearer::Refusal::Wrong.response(&unauthorized_message(&path, false))
-        }
-        Err(why) => why.response(&unauthorized_message(&path, true)),
-    }
-}
-
-fn unauthorized_message(path: &Path, wrong: bool) -> String {
-    let what = if wrong { "the token sent is not one of this hub's (a wrong or revoked one)" } else { "it needs a token" };
-    format!(
-        "the control API refused the request: {what}. On the hub's machine, the CLI reads this run's token from {} (readable only by the user who started the hub); \
-         from another machine, it sends a remote token (`mcpdev remote-token create NAME` on the hub's machine) from {HUB_TOKEN_FILE_ENV} or {HUB_TOKEN_ENV}",
-        path.display()
-    )
 }
 
 #[cfg(test)]
