@@ -19,10 +19,12 @@
 //! ([`Results::unanswered`], settled by [`Results::settle`]).
 //!
 //! One file per family: [`hello`], [`initialize`], [`tools_list`], [`hygiene`], [`envelope`],
-//! [`calls`], [`fuzz`], [`timing`]; [`report`] renders the table, the JSON document and JUnit XML.
+//! [`calls`] and [`fuzz`] (with the [`arguments`] they build), [`timing`]; [`report`] renders
+//! the table, the JSON document and JUnit XML.
 //! [`conn`] is the device they drive (accepted, through a broker with [`mqtt`], or through a hub).
 //! docs/check.md has every check with its severity and reference.
 
+pub mod arguments;
 pub mod calls;
 pub mod conn;
 pub mod envelope;
