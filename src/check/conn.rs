@@ -16,6 +16,7 @@ use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 
+pub use super::silence::{GONE, Silence};
 use crate::exit::{CodedError, Exit};
 
 /// What the device sent before MCP: its handshake headers and its hello.
@@ -43,26 +44,6 @@ impl Greeting {
 pub enum Frame {
     Mcp(Value),
     Invalid(String),
-}
-
-/// How a reason says the device was gone ([`Silence::Gone`]): [`super::Results`] counts every
-/// failure that says it as one missing answer.
-pub const GONE: &str = "the device disconnected";
-
-/// Why no answer came.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Silence {
-    Timeout,
-    Gone(String),
-}
-
-impl std::fmt::Display for Silence {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Silence::Timeout => write!(f, "no answer within the timeout"),
-            Silence::Gone(why) => write!(f, "{GONE} ({why})"),
-        }
-    }
 }
 
 /// One MCP reply and how long it took.
@@ -221,7 +202,7 @@ pub async fn through_broker(url: &str, device: Option<&str>, wait: Option<Durati
     conn.next_id = fastrand::i64(1_000_000_000..1_900_000_000);
     conn.first_id = conn.next_id;
     let limit = wait.unwrap_or_default().max(timeout);
-    if let Err(why) = conn.find_device(super::initialize::params(), limit).await {
+    if let Err(why) = conn.find_device(super::initialize_request::params(), limit).await {
         let msg = format!("device {} did not answer initialize over MQTT ({why}); is it connected to {}?", reached.device_id, reached.remote);
         return Err(CodedError::new(Exit::Unreachable, msg).with_help("--wait gives it longer; --device is its MAC (its Device-Id)"));
     }

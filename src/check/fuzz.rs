@@ -5,6 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::arguments::plausible;
 use super::conn::Conn;
 use super::{Asked, Results, Status};
 
@@ -24,7 +25,7 @@ pub enum Expect {
 pub fn cases(schema: &Value, n: usize) -> Vec<(String, Value, Expect)> {
     let props = schema["properties"].as_object().cloned().unwrap_or_default();
     let required: Vec<&str> = schema["required"].as_array().map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
-    let base: Map<String, Value> = props.iter().map(|(k, p)| (k.clone(), super::calls::plausible(p))).collect();
+    let base: Map<String, Value> = props.iter().map(|(k, p)| (k.clone(), plausible(p))).collect();
     let with = |k: &str, v: Value| {
         let mut a = base.clone();
         a.insert(k.to_string(), v);

@@ -1,19 +1,14 @@
 //! `initialize` and `notifications/initialized` (MCP lifecycle; reference §4.2).
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::conn::{Conn, Frame};
+use super::initialize_request::params;
 use super::Results;
 
 const REF_LIFECYCLE: &str = "MCP spec: Lifecycle (initialization)";
 const REF_INIT: &str = "xiaozhi-protocol.md §4.2";
 const KNOWN_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
-
-/// `initialize` as backends send it: with a vision endpoint (stock devices set it up from here).
-pub fn params() -> Value {
-    json!({"protocolVersion": "2024-11-05", "capabilities": {"vision": {"url": "http://127.0.0.1:9/mcpdev-check-vision", "token": "mcpdev-check"}},
-        "clientInfo": {"name": "mcpdev-check", "version": env!("CARGO_PKG_VERSION")}})
-}
 
 /// Through a hub that relays the device to `upstream`: every `initialize` check is skipped, and
 /// says why (the other checks send nothing that changes the device's session with its upstream).

@@ -19,10 +19,13 @@
 //! ([`Results::unanswered`], settled by [`Results::settle`]).
 //!
 //! One file per family: [`hello`], [`initialize`], [`tools_list`], [`hygiene`], [`envelope`],
-//! [`calls`], [`fuzz`], [`timing`]; [`report`] renders the table, the JSON document and JUnit XML.
-//! [`conn`] is the device they drive (accepted, through a broker with [`mqtt`], or through a hub).
+//! [`calls`] and [`fuzz`] (with the [`arguments`] they build), [`timing`]; [`report`] renders
+//! the table, the JSON document and JUnit XML.
+//! [`conn`] is the device they drive (accepted, through a broker with [`mqtt`], or through a hub),
+//! [`silence`] why it did not answer, and [`initialize_request`] what finds it over MQTT.
 //! docs/check.md has every check with its severity and reference.
 
+pub mod arguments;
 pub mod calls;
 pub mod conn;
 pub mod envelope;
@@ -30,8 +33,10 @@ pub mod fuzz;
 pub mod hello;
 pub mod hygiene;
 pub mod initialize;
+pub mod initialize_request;
 pub mod mqtt;
 pub mod report;
+pub mod silence;
 pub mod timing;
 pub mod tools_list;
 

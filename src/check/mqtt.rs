@@ -12,7 +12,7 @@ use std::time::Duration;
 use rumqttc::{AsyncClient, QoS};
 use tokio::sync::mpsc;
 
-use super::conn::Silence;
+use super::silence::Silence;
 use crate::exit::{CodedError, Exit};
 use crate::mqtt::conn::ConnEvent;
 use crate::mqtt::{direct, topics};

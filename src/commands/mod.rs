@@ -1,6 +1,7 @@
 //! One module per subcommand: parse, call the layers, render.
 
 pub mod call;
+pub mod call_result;
 pub mod check;
 mod column_stream;
 pub mod dashboard;

@@ -46,7 +46,7 @@ pub async fn run(global: &GlobalArgs, command: TasksCommand) -> anyhow::Result<(
                     Ok(r) => {
                         let hub = super::target::is_mcpdev_hub(&conn.server_info());
                         let by = hub.then(|| super::target::meta_device(&r)).flatten().unwrap_or(&name);
-                        super::call::show(global, by, &r, &a.task_id, None)
+                        super::call_result::show(global, by, &r, &a.task_id, None)
                     }
                     Err(e) => Err(e.into()),
                 }

@@ -12,65 +12,11 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::mailbox;
+pub use super::event::{DeviceEvent, Lifecycle, LinkEvent};
 
 use crate::session::{CallError, DeviceInfo, Event, Phase, SessionConfig};
 use crate::wire::identity::Identity;
 use crate::wire::jsonrpc::RawResult;
-
-/// An event of one device, as the hub broadcasts it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct DeviceEvent {
-    /// Shared by every event of the device's link (one allocation, not one per event).
-    pub device_id: Arc<str>,
-    #[serde(flatten)]
-    pub event: LinkEvent,
-}
-
-/// Session events plus the link's own: connected and disconnected.
-#[derive(Debug, Clone, serde::Serialize)]
-#[serde(untagged)]
-pub enum LinkEvent {
-    Session(Event),
-    Link(Lifecycle),
-}
-
-/// Kept small (events are kept per device by the dashboard's timeline): a transport is one of a
-/// few names, and the strings are boxed slices.
-#[derive(Debug, Clone, serde::Serialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum Lifecycle {
-    Connected { transport: &'static str, client_id: Option<Box<str>>, remote: Option<Box<str>> },
-    Disconnected { reason: String },
-}
-
-impl DeviceEvent {
-    /// What the event weighs in the hub's ring: the length of its JSON (what a watcher is sent),
-    /// plus the event itself. A device's values reach it already cut to
-    /// [`crate::session::VIEW_MAX_BYTES`].
-    pub fn weight(&self) -> usize {
-        std::mem::size_of::<Self>() + self.device_id.len() + self.event.weight()
-    }
-}
-
-impl LinkEvent {
-    fn weight(&self) -> usize {
-        match self {
-            LinkEvent::Session(e) => e.weight(),
-            LinkEvent::Link(Lifecycle::Connected { client_id, remote, .. }) => client_id.as_ref().map_or(0, |s| s.len()) + remote.as_ref().map_or(0, |s| s.len()),
-            LinkEvent::Link(Lifecycle::Disconnected { reason }) => reason.len(),
-        }
-    }
-
-    /// The `event` field it is serialized with, without serializing it (a reader that keeps
-    /// a few kinds of event need not serialize every device notification to find them).
-    pub fn name(&self) -> &'static str {
-        match self {
-            LinkEvent::Session(e) => e.name(),
-            LinkEvent::Link(Lifecycle::Connected { .. }) => "connected",
-            LinkEvent::Link(Lifecycle::Disconnected { .. }) => "disconnected",
-        }
-    }
-}
 
 /// What a handle asks of its link. Commands travel boxed ([`Commands`]): a tokio channel
 /// allocates its slots in blocks of 32 up front, for every device, so a slot's size is paid 32

@@ -11,10 +11,12 @@
 //!   [`control_token`]: where it finds the hub's control token; [`listeners`]: which of a hub's
 //!   two listeners a client reached;
 //! - [`changes`]: the tools epoch and the log of which device changed at each epoch;
-//! - [`ring`]: the hub's event ring, bounded in events and bytes, that every watcher reads.
+//! - [`event`]: what a link tells the hub about its device, and [`ring`]: the hub's event ring,
+//!   bounded in events and bytes, that every watcher reads.
 
 pub mod changes;
 pub mod control_token;
+pub mod event;
 pub mod handle;
 pub mod hub_client;
 pub mod listeners;
@@ -28,4 +30,5 @@ pub mod websocket;
 pub mod ws_client;
 pub mod ws_socket;
 
-pub use handle::{DeviceEvent, DeviceHandle};
+pub use event::DeviceEvent;
+pub use handle::DeviceHandle;

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
-use super::handle::DeviceEvent;
+use super::event::DeviceEvent;
 
 /// One event in the ring, with how many readers have yet to read it.
 struct Slot {
@@ -254,7 +254,7 @@ impl Drop for Receiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::links::handle::{LinkEvent, Lifecycle};
+    use crate::links::event::{LinkEvent, Lifecycle};
 
     fn event(reason: &str) -> Arc<DeviceEvent> {
         Arc::new(DeviceEvent { device_id: "d".into(), event: LinkEvent::Link(Lifecycle::Disconnected { reason: reason.into() }) })

@@ -9,7 +9,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::interned::{Content, Interned};
-use super::tool_list::ToolList;
+use super::tool_list::{ToolEntry, ToolList};
 use crate::wire::identity::Identity;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -20,38 +20,6 @@ pub enum Phase {
     Listing,
     Ready,
     Disconnected,
-}
-
-/// One tool, kept as the device sent it (compact raw JSON: thousands of devices fit in memory).
-#[derive(Debug, Clone)]
-pub struct ToolEntry {
-    pub name: String,
-    pub user_only: bool,
-    pub json: Box<RawValue>,
-}
-
-/// A tool serializes as the device sent it.
-impl Serialize for ToolEntry {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.json.serialize(s)
-    }
-}
-
-impl ToolEntry {
-    /// A tool from its JSON; `None` without a string `name`.
-    pub fn from_value(v: &Value) -> Option<Self> {
-        let name = v.get("name")?.as_str()?.to_string();
-        let user_only = v
-            .pointer("/annotations/audience")
-            .and_then(Value::as_array)
-            .is_some_and(|a| a.len() == 1 && a[0] == "user");
-        let json = RawValue::from_string(v.to_string()).ok()?;
-        Some(Self { name, user_only, json })
-    }
-
-    pub fn value(&self) -> Value {
-        serde_json::from_str(self.json.get()).unwrap_or(Value::Null)
-    }
 }
 
 #[derive(Debug, Clone, Default, Serialize)]

@@ -44,10 +44,10 @@ use serde_json::{Value, json};
 use crate::metrics::log_limit::Kind;
 
 pub use events::{Direction, Event, Peer, SharedJson, VIEW_MAX_BYTES, VIEW_PREVIEW_CHARS, cut_for_viewers};
-pub use info::{Counters, DeviceInfo, OnboardingStatus, Phase, ToolEntry, now_ms};
+pub use info::{Counters, DeviceInfo, OnboardingStatus, Phase, now_ms};
 pub use limits::OnboardBudget;
 pub use onboarding::PageMark;
-pub use tool_list::ToolList;
+pub use tool_list::{ToolEntry, ToolList};
 pub use config::{ServerHello, SessionConfig, spread_keepalive};
 
 /// The method a caller sends to make the session list the device's tools again (or, after a

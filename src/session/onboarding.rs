@@ -14,7 +14,7 @@ use super::SessionConfig;
 
 /// The longest cursor a page mark keeps (cursors are tool names in the field).
 const MAX_MARK_CURSOR: usize = 256;
-use super::info::ToolEntry;
+use super::tool_list::ToolEntry;
 
 #[derive(Debug, Default)]
 pub(super) struct Listing(Option<Box<State>>);

@@ -1,4 +1,5 @@
-//! [`ToolList`]: a device's tools, shared between every device that lists the same ones.
+//! A device's tools: each [`ToolEntry`] kept as the device sent it, and the [`ToolList`] of them,
+//! shared between every device that lists the same ones.
 //!
 //! Devices running the same firmware list the same tools, byte for byte: a fleet of a thousand
 //! of them would otherwise keep a thousand copies of one list, and every description the link
@@ -11,9 +12,42 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use serde::Serialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
 
-use super::info::ToolEntry;
 use super::interned::{Content, Interned};
+
+/// One tool, kept as the device sent it (compact raw JSON: thousands of devices fit in memory).
+#[derive(Debug, Clone)]
+pub struct ToolEntry {
+    pub name: String,
+    pub user_only: bool,
+    pub json: Box<RawValue>,
+}
+
+/// A tool serializes as the device sent it.
+impl Serialize for ToolEntry {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.json.serialize(s)
+    }
+}
+
+impl ToolEntry {
+    /// A tool from its JSON; `None` without a string `name`.
+    pub fn from_value(v: &Value) -> Option<Self> {
+        let name = v.get("name")?.as_str()?.to_string();
+        let user_only = v
+            .pointer("/annotations/audience")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.len() == 1 && a[0] == "user");
+        let json = RawValue::from_string(v.to_string()).ok()?;
+        Some(Self { name, user_only, json })
+    }
+
+    pub fn value(&self) -> Value {
+        serde_json::from_str(self.json.get()).unwrap_or(Value::Null)
+    }
+}
 
 /// A device's tools in the order it listed them; cheap to clone.
 #[derive(Debug, Clone, Default)]
