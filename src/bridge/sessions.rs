@@ -351,19 +351,9 @@ impl Drop for Slot {
                 open.activity.remove(id);
             }
             open.total = open.total.saturating_sub(1);
-            if let Some(n) = open.by_peer.get_mut(&self.peer) {
-                *n -= 1;
-                if *n == 0 {
-                    open.by_peer.remove(&self.peer);
-                }
-            }
-            if let Some(p) = &self.person
-                && let Some(n) = open.by_person.get_mut(p)
-            {
-                *n -= 1;
-                if *n == 0 {
-                    open.by_person.remove(p);
-                }
+            crate::hub::count_table::count_down(&mut open.by_peer, &self.peer);
+            if let Some(p) = &self.person {
+                crate::hub::count_table::count_down(&mut open.by_person, p);
             }
             open.ended += 1;
             let due = (open.ended >= TRIM_AFTER || open.total == 0) && !open.trim_planned;

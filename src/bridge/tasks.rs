@@ -218,16 +218,6 @@ struct Inner {
     bytes: usize,
 }
 
-/// One less for `key` in a count table (the entry goes at zero).
-fn count_down<K: std::hash::Hash + Eq>(table: &mut HashMap<K, usize>, key: &K) {
-    if let Some(n) = table.get_mut(key) {
-        *n = n.saturating_sub(1);
-        if *n == 0 {
-            table.remove(key);
-        }
-    }
-}
-
 /// The hub's tasks.
 pub struct Tasks {
     limits: Limits,
@@ -461,8 +451,8 @@ impl Tasks {
             if let Some(e) = inner.by_id.remove(id) {
                 e.cancel.cancel();
                 inner.bytes = inner.bytes.saturating_sub(e.bytes);
-                count_down(&mut inner.per_session, &e.session_key);
-                count_down(&mut inner.per_owner, &e.owner);
+                crate::hub::count_table::count_down(&mut inner.per_session, &e.session_key);
+                crate::hub::count_table::count_down(&mut inner.per_owner, &e.owner);
             }
         }
         if inner.by_id.is_empty() {

@@ -74,18 +74,8 @@ impl Drop for Permit {
     fn drop(&mut self) {
         let mut c = self.streams.lock();
         c.total = c.total.saturating_sub(1);
-        if let Some(n) = c.by_principal.get_mut(&self.principal) {
-            *n -= 1;
-            if *n == 0 {
-                c.by_principal.remove(&self.principal);
-            }
-        }
-        if let Some(n) = c.by_peer.get_mut(&self.peer) {
-            *n -= 1;
-            if *n == 0 {
-                c.by_peer.remove(&self.peer);
-            }
-        }
+        crate::hub::count_table::count_down(&mut c.by_principal, &self.principal);
+        crate::hub::count_table::count_down(&mut c.by_peer, &self.peer);
     }
 }
 

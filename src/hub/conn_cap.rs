@@ -72,12 +72,7 @@ impl Drop for CapPermit {
     fn drop(&mut self) {
         let mut open = self.cap.lock();
         open.total = open.total.saturating_sub(1);
-        if let Some(n) = open.by_peer.get_mut(&self.peer) {
-            *n -= 1;
-            if *n == 0 {
-                open.by_peer.remove(&self.peer);
-            }
-        }
+        super::count_table::count_down(&mut open.by_peer, &self.peer);
     }
 }
 

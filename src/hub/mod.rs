@@ -30,6 +30,7 @@ pub mod budget;
 pub mod certs;
 pub mod check_layer;
 pub mod conn_cap;
+pub mod count_table;
 pub mod control;
 pub mod control_auth;
 pub mod cors;

@@ -292,12 +292,7 @@ impl Slot {
     fn proven(&mut self) {
         if std::mem::take(&mut self.unproven) {
             let mut c = lock(&self.counts);
-            if let Some(n) = c.unproven.get_mut(&self.ip) {
-                *n -= 1;
-                if *n == 0 {
-                    c.unproven.remove(&self.ip);
-                }
-            }
+            crate::hub::count_table::count_down(&mut c.unproven, &self.ip);
         }
     }
 }
