@@ -54,6 +54,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;serve' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--device-addr', '--device-addr', [CompletionResultType]::ParameterName, 'Where devices connect (WebSocket /xiaozhi/v1/)')
             [CompletionResult]::new('--host-addr', '--host-addr', [CompletionResultType]::ParameterName, 'Where the CLI and MCP hosts connect; keep it on loopback unless you add --allowed-host')
             [CompletionResult]::new('--ready-file', '--ready-file', [CompletionResultType]::ParameterName, 'Once every listener is up, write the `listening` event (JSON: the real addresses) to FILE, so a script can wait for it; removed when the hub stops')
@@ -111,9 +114,11 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--max-device-connections', '--max-device-connections', [CompletionResultType]::ParameterName, 'Device-side connections in total (also kept 256 below the open-file limit, for the host listener)')
             [CompletionResult]::new('--upstream', '--upstream', [CompletionResultType]::ParameterName, 'Relay every device to this voice backend (wss://api.tenclass.net/xiaozhi/v1/, or a self-hosted xiaozhi-esp32-server): the hub opens it with the device''s own headers and passes every frame both ways, while the CLI and MCP hosts still list and call the device''s tools. Per-device upstreams: `[upstreams]` in mcpdev.toml')
             [CompletionResult]::new('--upstream-ota', '--upstream-ota', [CompletionResultType]::ParameterName, 'Pass OTA check-ins and /activate to this upstream OTA endpoint (https://api.tenclass.net/xiaozhi/ota/); its answer comes back with websocket.url pointing at this hub and any mqtt block replaced by websocket')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
-            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
-            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--approve-all', '--approve-all', [CompletionResultType]::ParameterName, 'Admit every device (a lab bench). By default a device is admitted once approved with `mcpdev devices approve`, and must present its own token')
             [CompletionResult]::new('--mcp-user-tools', '--mcp-user-tools', [CompletionResultType]::ParameterName, 'Also offer tools the device marks user-only to MCP hosts')
             [CompletionResult]::new('--mqtt-dynsec', '--mqtt-dynsec', [CompletionResultType]::ParameterName, 'Mosquitto with dynamic security: keep a broker login per approved device (username and client id its key, password its token, its own two topics only); removed on revocation. Admin login in MCPDEV_MQTT_ADMIN_USERNAME and MCPDEV_MQTT_ADMIN_PASSWORD(_FILE), else the hub''s own')
@@ -121,11 +126,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--host-tls', '--host-tls', [CompletionResultType]::ParameterName, 'Serve the host listener (CLI, MCP hosts, dashboard) over https:// too, for use from other machines (with --host-addr or --allowed-host, and MCPDEV_MCP_TOKEN)')
             [CompletionResult]::new('--mqtt-plain', '--mqtt-plain', [CompletionResultType]::ParameterName, 'With TLS and --mqtt embedded: keep plain MQTT on --mqtt-listen too (by default it is moved to a loopback port for the hub''s own link)')
             [CompletionResult]::new('--upstream-plain', '--upstream-plain', [CompletionResultType]::ParameterName, 'Allow plain ws:// and http:// upstreams (the device''s token then crosses the network in clear text); by default only wss:// and https://, verified by the system''s roots or MCPDEV_CA_FILE')
-            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
-            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
-            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
-            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
-            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -133,16 +133,16 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;dashboard' {
-            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
             [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
             [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
-            [CompletionResult]::new('--no-open', '--no-open', [CompletionResultType]::ParameterName, 'Only print the link; do not open a browser')
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--no-open', '--no-open', [CompletionResultType]::ParameterName, 'Only print the link; do not open a browser')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -150,6 +150,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;hello' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
             [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected')
             [CompletionResult]::new('--device', '--device', [CompletionResultType]::ParameterName, 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected')
@@ -163,9 +166,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
-            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
-            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
@@ -178,6 +178,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;init' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
             [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected')
             [CompletionResult]::new('--device', '--device', [CompletionResultType]::ParameterName, 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected')
@@ -193,15 +196,12 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
             [CompletionResult]::new('--vision-url', '--vision-url', [CompletionResultType]::ParameterName, 'Vision endpoint to give the device (`capabilities.vision.url`); sends a fresh initialize')
             [CompletionResult]::new('--vision-token', '--vision-token', [CompletionResultType]::ParameterName, 'Token for the vision endpoint (prefer the environment variable)')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
-            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
-            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
-            [CompletionResult]::new('--live', '--live', [CompletionResultType]::ParameterName, 'Through a hub: send a new `initialize` instead of showing the onboarding answer (without --vision-url it carries no vision capability, so the device keeps the hub''s endpoint)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--live', '--live', [CompletionResultType]::ParameterName, 'Through a hub: send a new `initialize` instead of showing the onboarding answer (without --vision-url it carries no vision capability, so the device keeps the hub''s endpoint)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -226,6 +226,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;tools;list' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
             [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected')
             [CompletionResult]::new('--device', '--device', [CompletionResultType]::ParameterName, 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected')
@@ -239,16 +242,13 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
-            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
-            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
-            [CompletionResult]::new('--user-tools', '--user-tools', [CompletionResultType]::ParameterName, 'Also show user-only tools (annotated audience: ["user"])')
-            [CompletionResult]::new('--refresh', '--refresh', [CompletionResultType]::ParameterName, 'List the tools on the device again instead of showing the hub''s cached list (after a failed onboarding: onboard the device again)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--user-tools', '--user-tools', [CompletionResultType]::ParameterName, 'Also show user-only tools (annotated audience: ["user"])')
+            [CompletionResult]::new('--refresh', '--refresh', [CompletionResultType]::ParameterName, 'List the tools on the device again instead of showing the hub''s cached list (after a failed onboarding: onboard the device again)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -267,6 +267,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;call' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--args-json', '--args-json', [CompletionResultType]::ParameterName, 'Arguments as one JSON object (k=v words are merged on top)')
             [CompletionResult]::new('--save-images', '--save-images', [CompletionResultType]::ParameterName, 'Save image and audio content to DIR instead of summarising it')
             [CompletionResult]::new('--task-ttl', '--task-ttl', [CompletionResultType]::ParameterName, 'With --task: how long the server should keep the task and its result (its `ttl`)')
@@ -283,16 +286,13 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
-            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
-            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
-            [CompletionResult]::new('--no-validate', '--no-validate', [CompletionResultType]::ParameterName, 'Send even if the arguments fail the inputSchema (the device decides)')
-            [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'With --url or --stdio: run the call as a task (MCP 2025-11-25): its status is shown on stderr while it runs, its result fetched when it ends, and Ctrl-C cancels it (`tasks/cancel`). --timeout bounds the whole wait; a task still running then is left to run (`mcpdev tasks result ID` fetches it later). A tool whose taskSupport is "required" runs as a task without it')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--no-validate', '--no-validate', [CompletionResultType]::ParameterName, 'Send even if the arguments fail the inputSchema (the device decides)')
+            [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'With --url or --stdio: run the call as a task (MCP 2025-11-25): its status is shown on stderr while it runs, its result fetched when it ends, and Ctrl-C cancels it (`tasks/cancel`). --timeout bounds the whole wait; a task still running then is left to run (`mcpdev tasks result ID` fetches it later). A tool whose taskSupport is "required" runs as a task without it')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -319,6 +319,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;resources;list' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
             [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
             [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
@@ -326,9 +329,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the server')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
-            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
-            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
@@ -341,6 +341,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;resources;read' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--out', '--out', [CompletionResultType]::ParameterName, 'Write the contents (text as UTF-8, blobs decoded) to FILE instead of the terminal')
             [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
             [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
@@ -349,9 +352,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the server')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
-            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
-            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
@@ -364,6 +364,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;resources;templates' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
             [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
             [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
@@ -371,9 +374,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the server')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
-            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
-            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
@@ -423,6 +423,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;prompts;list' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
             [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
             [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
@@ -430,9 +433,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the server')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
-            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
-            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
@@ -445,6 +445,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;prompts;get' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--args-json', '--args-json', [CompletionResultType]::ParameterName, 'Arguments as one JSON object of strings (name=value words are merged on top)')
             [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
             [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
@@ -453,9 +456,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the server')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
-            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
-            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
@@ -503,6 +503,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;tasks;list' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
             [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
             [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
@@ -510,9 +513,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the server')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
-            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
-            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
@@ -525,6 +525,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;tasks;get' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
             [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
             [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
@@ -532,9 +535,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the server')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
-            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
-            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
@@ -547,6 +547,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;tasks;result' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
             [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
             [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
@@ -554,9 +557,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the server')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
-            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
-            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
@@ -569,6 +569,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;tasks;cancel' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)')
             [CompletionResult]::new('--stdio', '--stdio', [CompletionResultType]::ParameterName, 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]')
             [CompletionResult]::new('--stdio-env', '--stdio-env', [CompletionResultType]::ParameterName, 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable')
@@ -576,9 +579,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'With --url: an HTTP header `Name: value` for every request; repeatable')
             [CompletionResult]::new('--transport', '--transport', [CompletionResultType]::ParameterName, 'With --url: the transport (auto picks SSE for URLs ending in /sse)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long to wait for each answer from the server')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
-            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
-            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
@@ -614,20 +614,20 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;watch' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Only this device (id, prefix or alias); all devices when left out')
             [CompletionResult]::new('--device', '--device', [CompletionResultType]::ParameterName, 'Only this device (id, prefix or alias); all devices when left out')
             [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
             [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'Stop after this many events')
             [CompletionResult]::new('--record', '--record', [CompletionResultType]::ParameterName, 'Also write the device''s session to FILE (NDJSON: identity and hello, then every MCP frame both ways with timestamps; never a token), for `sim --replay FILE`; needs --device')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
-            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
-            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
-            [CompletionResult]::new('--traffic', '--traffic', [CompletionResultType]::ParameterName, 'Also show every MCP frame in both directions, with the round-trip latency of replies')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--traffic', '--traffic', [CompletionResultType]::ParameterName, 'Also show every MCP frame in both directions, with the round-trip latency of replies')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -635,17 +635,17 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;devices' {
-            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
-            [CompletionResult]::new('--page-size', '--page-size', [CompletionResultType]::ParameterName, 'Devices per request to the hub when listing (at most 1000)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
             [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
             [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
-            [CompletionResult]::new('--ndjson', '--ndjson', [CompletionResultType]::ParameterName, 'The listing as NDJSON: one device object per line, written as the hub''s pages arrive (--json keeps one array)')
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
+            [CompletionResult]::new('--page-size', '--page-size', [CompletionResultType]::ParameterName, 'Devices per request to the hub when listing (at most 1000)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--ndjson', '--ndjson', [CompletionResultType]::ParameterName, 'The listing as NDJSON: one device object per line, written as the hub''s pages arrive (--json keeps one array)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -659,16 +659,16 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;devices;approve' {
-            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
             [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
             [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
-            [CompletionResult]::new('--rebind', '--rebind', [CompletionResultType]::ParameterName, 'Replace the binding of a device that is admitted already (a new board or a reset one with the same MAC): the old binding''s tokens stop working and its session is cut off')
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--rebind', '--rebind', [CompletionResultType]::ParameterName, 'Replace the binding of a device that is admitted already (a new board or a reset one with the same MAC): the old binding''s tokens stop working and its session is cut off')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -676,10 +676,10 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;devices;deny' {
-            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
             [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
             [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
@@ -692,10 +692,10 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;devices;revoke' {
-            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
             [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
             [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
@@ -708,10 +708,10 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;devices;pending' {
-            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
             [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
             [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
@@ -724,10 +724,10 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;devices;admitted' {
-            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
             [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
             [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
+            [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
@@ -767,6 +767,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;sim' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'The backend''s WebSocket URL [default: ws://127.0.0.1:PORT/xiaozhi/v1/, PORT from MCPDEV_DEVICE_ADDR as `serve` reads it, else 8000]')
             [CompletionResult]::new('--device-id', '--device-id', [CompletionResultType]::ParameterName, 'Device-Id (MAC) of the first device; further devices count up from it [default: 02:00:00:00:00:01, or the next free one: another `sim` here, or a device the hub has (`serve --demo`''s), moves it on; the id taken is printed]. With --replay: replay under this id (with a Client-Id of its own), beside the recorded device, instead of as it')
             [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'How many virtual devices to run in this process (one the backend refuses ends alone, reported; the others run on)')
@@ -778,15 +781,12 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--mqtt', '--mqtt', [CompletionResultType]::ParameterName, 'Connect over MQTT through this broker instead of WebSocket (mqtt://host:1883)')
             [CompletionResult]::new('--ota', '--ota', [CompletionResultType]::ParameterName, 'Bootstrap like a stock device: POST the system info to this OTA URL, then connect over what the answer says (MQTT if it has an mqtt section, else WebSocket)')
             [CompletionResult]::new('--replay', '--replay', [CompletionResultType]::ParameterName, 'Play back a session recorded with `watch --record FILE`: one device with the recorded identity and hello, answering each request with the recorded reply (--count, --extra-tools, --profile, --protocol-version, --mqtt, --ota and --source-addr do not apply to it and are refused)')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
-            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
-            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
-            [CompletionResult]::new('--replay-timing', '--replay-timing', [CompletionResultType]::ParameterName, 'With --replay: answer after the recorded latencies')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--replay-timing', '--replay-timing', [CompletionResultType]::ParameterName, 'With --replay: answer after the recorded latencies')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -794,6 +794,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;check' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, check it, exit (every check); without it or --mqtt, the device is reached through the hub (checks needing raw frames are skipped)')
             [CompletionResult]::new('--mqtt', '--mqtt', [CompletionResultType]::ParameterName, 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883, and run every check but the hello checks (an idle device says no hello over MQTT)')
             [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'The Device-Id (MAC); through a hub also a unique prefix of it, or an alias')
@@ -805,15 +808,12 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--fuzz', '--fuzz', [CompletionResultType]::ParameterName, 'Also send N generated argument sets to each tool chosen with --call (bounds and just outside, wrong types, missing arguments, long and non-ASCII strings)')
             [CompletionResult]::new('--max-onboarding', '--max-onboarding', [CompletionResultType]::ParameterName, 'Onboarding (initialize and every tools/list page) must end within DURATION of the hello')
             [CompletionResult]::new('--junit', '--junit', [CompletionResultType]::ParameterName, 'Also write the results as JUnit XML to FILE')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
-            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
-            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
-            [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Treat warnings as failures')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Treat warnings as failures')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -821,6 +821,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;flash' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
+            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'The chip to build for (the connected chip is checked against it)')
             [CompletionResult]::new('--chip', '--chip', [CompletionResultType]::ParameterName, 'The chip to build for (the connected chip is checked against it)')
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Serial port of the board (default: the one USB-serial port that looks like an ESP board)')
@@ -837,9 +840,11 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--monitor-baud', '--monitor-baud', [CompletionResultType]::ParameterName, 'Baud rate of the serial log for --monitor')
             [CompletionResult]::new('--hub', '--hub', [CompletionResultType]::ParameterName, 'The hub''s host listener, for --wait-device')
             [CompletionResult]::new('--firmware-dir', '--firmware-dir', [CompletionResultType]::ParameterName, 'The firmware workspace to build (default: the `firmware/` next to mcpdev''s sources)')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
-            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
-            [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--no-verify', '--no-verify', [CompletionResultType]::ParameterName, 'Do not read the flash back to verify what was written')
             [CompletionResult]::new('--merge', '--merge', [CompletionResultType]::ParameterName, 'With --save-image: one file for offset 0 (bootloader, partition table, provisioning record, app) instead of the app alone')
             [CompletionResult]::new('--no-hub-ca', '--no-hub-ca', [CompletionResultType]::ParameterName, 'Provision no hub CA even when this machine''s hub has one: the link stays plain text')
@@ -849,11 +854,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             [CompletionResult]::new('--monitor-only', '--monitor-only', [CompletionResultType]::ParameterName, 'Only show the serial log of the board (no build, no flashing) until Ctrl-C')
             [CompletionResult]::new('--board-info', '--board-info', [CompletionResultType]::ParameterName, 'Only tell what board is on the port (chip, revision, crystal, flash size, features, MAC)')
             [CompletionResult]::new('--erase', '--erase', [CompletionResultType]::ParameterName, 'Erase the whole flash before writing (the provisioning record and any old data go too)')
-            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
-            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
-            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
-            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
-            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -880,10 +880,10 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;remote-token;create' {
-            [CompletionResult]::new('--out', '--out', [CompletionResultType]::ParameterName, 'Write the token to FILE, readable by you only (0600), instead of printing it')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour (NO_COLOR is honoured under auto)')
             [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own')
             [CompletionResult]::new('--ca-fingerprint', '--ca-fingerprint', [CompletionResultType]::ParameterName, 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)')
+            [CompletionResult]::new('--out', '--out', [CompletionResultType]::ParameterName, 'Write the token to FILE, readable by you only (0600), instead of printing it')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Machine-readable output: one JSON document, or NDJSON for streams')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only results (no progress or hints)')
@@ -1008,84 +1008,24 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;help;tools' {
-            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every tool, all pages, as a table (full schemas with --json)')
-            break
-        }
-        'mcpdev;help;tools;list' {
             break
         }
         'mcpdev;help;call' {
             break
         }
         'mcpdev;help;resources' {
-            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every resource, all pages, as a table (as the server sent them with --json)')
-            [CompletionResult]::new('read', 'read', [CompletionResultType]::ParameterValue, 'Read one resource by URI: text printed (escaped for the terminal), binary saved with --out')
-            [CompletionResult]::new('templates', 'templates', [CompletionResultType]::ParameterValue, 'Every resource template (URIs with {placeholders})')
-            break
-        }
-        'mcpdev;help;resources;list' {
-            break
-        }
-        'mcpdev;help;resources;read' {
-            break
-        }
-        'mcpdev;help;resources;templates' {
             break
         }
         'mcpdev;help;prompts' {
-            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'Every prompt, all pages, with its arguments')
-            [CompletionResult]::new('get', 'get', [CompletionResultType]::ParameterValue, 'Get a prompt''s messages: arguments given as name=value, checked against the prompt''s declared arguments before anything is sent')
-            break
-        }
-        'mcpdev;help;prompts;list' {
-            break
-        }
-        'mcpdev;help;prompts;get' {
             break
         }
         'mcpdev;help;tasks' {
-            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'The tasks the server keeps for this session (all pages)')
-            [CompletionResult]::new('get', 'get', [CompletionResultType]::ParameterValue, 'One task''s status')
-            [CompletionResult]::new('result', 'result', [CompletionResultType]::ParameterValue, 'A task''s result: waits (up to --timeout) for it to finish, then shows it as `call` does')
-            [CompletionResult]::new('cancel', 'cancel', [CompletionResultType]::ParameterValue, 'Cancel a task')
-            break
-        }
-        'mcpdev;help;tasks;list' {
-            break
-        }
-        'mcpdev;help;tasks;get' {
-            break
-        }
-        'mcpdev;help;tasks;result' {
-            break
-        }
-        'mcpdev;help;tasks;cancel' {
             break
         }
         'mcpdev;help;watch' {
             break
         }
         'mcpdev;help;devices' {
-            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)')
-            [CompletionResult]::new('deny', 'deny', [CompletionResultType]::ParameterValue, 'Refuse a pending request by its code (the device may ask again, with a new code)')
-            [CompletionResult]::new('revoke', 'revoke', [CompletionResultType]::ParameterValue, 'Withdraw a device''s admission and disconnect it')
-            [CompletionResult]::new('pending', 'pending', [CompletionResultType]::ParameterValue, 'Devices waiting to be admitted, with their codes')
-            [CompletionResult]::new('admitted', 'admitted', [CompletionResultType]::ParameterValue, 'Devices that are admitted')
-            break
-        }
-        'mcpdev;help;devices;approve' {
-            break
-        }
-        'mcpdev;help;devices;deny' {
-            break
-        }
-        'mcpdev;help;devices;revoke' {
-            break
-        }
-        'mcpdev;help;devices;pending' {
-            break
-        }
-        'mcpdev;help;devices;admitted' {
             break
         }
         'mcpdev;help;sim' {
@@ -1098,18 +1038,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpdev' -ScriptBlock {
             break
         }
         'mcpdev;help;remote-token' {
-            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Make a token for NAME and print it (once: only its hash is kept, in the state directory), with the hub''s CA on a second line when the hub has one: the CLI then sends the token only to a hub that proves that CA')
-            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'The tokens this hub accepts: names, ids and when they were made (never a secret)')
-            [CompletionResult]::new('revoke', 'revoke', [CompletionResultType]::ParameterValue, 'Withdraw NAME''s token: the hub refuses it from now on and ends, within a second, every stream, session, connection and task it opened')
-            break
-        }
-        'mcpdev;help;remote-token;create' {
-            break
-        }
-        'mcpdev;help;remote-token;list' {
-            break
-        }
-        'mcpdev;help;remote-token;revoke' {
             break
         }
         'mcpdev;help;man' {

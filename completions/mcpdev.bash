@@ -160,60 +160,6 @@ _mcpdev() {
             mcpdev__subcmd__help,watch)
                 cmd="mcpdev__subcmd__help__subcmd__watch"
                 ;;
-            mcpdev__subcmd__help__subcmd__devices,admitted)
-                cmd="mcpdev__subcmd__help__subcmd__devices__subcmd__admitted"
-                ;;
-            mcpdev__subcmd__help__subcmd__devices,approve)
-                cmd="mcpdev__subcmd__help__subcmd__devices__subcmd__approve"
-                ;;
-            mcpdev__subcmd__help__subcmd__devices,deny)
-                cmd="mcpdev__subcmd__help__subcmd__devices__subcmd__deny"
-                ;;
-            mcpdev__subcmd__help__subcmd__devices,pending)
-                cmd="mcpdev__subcmd__help__subcmd__devices__subcmd__pending"
-                ;;
-            mcpdev__subcmd__help__subcmd__devices,revoke)
-                cmd="mcpdev__subcmd__help__subcmd__devices__subcmd__revoke"
-                ;;
-            mcpdev__subcmd__help__subcmd__prompts,get)
-                cmd="mcpdev__subcmd__help__subcmd__prompts__subcmd__get"
-                ;;
-            mcpdev__subcmd__help__subcmd__prompts,list)
-                cmd="mcpdev__subcmd__help__subcmd__prompts__subcmd__list"
-                ;;
-            mcpdev__subcmd__help__subcmd__remote__subcmd__token,create)
-                cmd="mcpdev__subcmd__help__subcmd__remote__subcmd__token__subcmd__create"
-                ;;
-            mcpdev__subcmd__help__subcmd__remote__subcmd__token,list)
-                cmd="mcpdev__subcmd__help__subcmd__remote__subcmd__token__subcmd__list"
-                ;;
-            mcpdev__subcmd__help__subcmd__remote__subcmd__token,revoke)
-                cmd="mcpdev__subcmd__help__subcmd__remote__subcmd__token__subcmd__revoke"
-                ;;
-            mcpdev__subcmd__help__subcmd__resources,list)
-                cmd="mcpdev__subcmd__help__subcmd__resources__subcmd__list"
-                ;;
-            mcpdev__subcmd__help__subcmd__resources,read)
-                cmd="mcpdev__subcmd__help__subcmd__resources__subcmd__read"
-                ;;
-            mcpdev__subcmd__help__subcmd__resources,templates)
-                cmd="mcpdev__subcmd__help__subcmd__resources__subcmd__templates"
-                ;;
-            mcpdev__subcmd__help__subcmd__tasks,cancel)
-                cmd="mcpdev__subcmd__help__subcmd__tasks__subcmd__cancel"
-                ;;
-            mcpdev__subcmd__help__subcmd__tasks,get)
-                cmd="mcpdev__subcmd__help__subcmd__tasks__subcmd__get"
-                ;;
-            mcpdev__subcmd__help__subcmd__tasks,list)
-                cmd="mcpdev__subcmd__help__subcmd__tasks__subcmd__list"
-                ;;
-            mcpdev__subcmd__help__subcmd__tasks,result)
-                cmd="mcpdev__subcmd__help__subcmd__tasks__subcmd__result"
-                ;;
-            mcpdev__subcmd__help__subcmd__tools,list)
-                cmd="mcpdev__subcmd__help__subcmd__tools__subcmd__list"
-                ;;
             mcpdev__subcmd__prompts,get)
                 cmd="mcpdev__subcmd__prompts__subcmd__get"
                 ;;
@@ -355,12 +301,24 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__call)
-            opts="-d -H -q -v -h -V --args-json --save-images --no-validate --task --task-ttl --hub --device --listen --mqtt --wait --timeout --url --stdio --stdio-env --header --transport --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            opts="-q -v -d -H -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --args-json --save-images --no-validate --task --task-ttl --hub --device --listen --mqtt --wait --timeout --url --stdio --stdio-env --header --transport --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --args-json)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -425,6 +383,20 @@ _mcpdev() {
                     COMPREPLY=($(compgen -W "auto http sse" -- "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__check)
+            opts="-q -v -d -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --listen --mqtt --device --hub --wait --timeout --call --fuzz --max-onboarding --strict --junit --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -437,20 +409,6 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__check)
-            opts="-d -q -v -h -V --listen --mqtt --device --hub --wait --timeout --call --fuzz --max-onboarding --strict --junit --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 --listen)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -495,18 +453,6 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --ca-file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --ca-fingerprint)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -541,16 +487,12 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__dashboard)
-            opts="-q -v -h -V --hub --no-open --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            opts="-q -v -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --hub --no-open --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --hub)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -560,6 +502,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hub)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -571,20 +517,12 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__devices)
-            opts="-q -v -h -V --hub --ndjson --page-size --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version approve deny revoke pending admitted help"
+            opts="-q -v -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --hub --ndjson --page-size --help --version approve deny revoke pending admitted help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --hub)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --page-size)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -594,6 +532,14 @@ _mcpdev() {
                     return 0
                     ;;
                 --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hub)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --page-size)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -605,16 +551,12 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__devices__subcmd__admitted)
-            opts="-q -v -h -V --hub --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            opts="-q -v -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --hub --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --hub)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -624,6 +566,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hub)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -635,16 +581,12 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__devices__subcmd__approve)
-            opts="-q -v -h -V --rebind --hub --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            opts="-q -v -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --hub --rebind --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --hub)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -654,6 +596,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hub)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -665,16 +611,12 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__devices__subcmd__deny)
-            opts="-q -v -h -V --hub --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            opts="-q -v -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --hub --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --hub)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -684,6 +626,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hub)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -793,16 +739,12 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__devices__subcmd__pending)
-            opts="-q -v -h -V --hub --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            opts="-q -v -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --hub --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --hub)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -812,6 +754,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hub)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -823,16 +769,12 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__devices__subcmd__revoke)
-            opts="-q -v -h -V --hub --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            opts="-q -v -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --hub --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --hub)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -845,6 +787,10 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --hub)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -853,12 +799,24 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__flash)
-            opts="-c -p -B -M -q -v -h -V --chip --port --baud --no-verify --save-image --merge --image --flash-args --wifi-ssid --hub-url --hub-ca --no-hub-ca --no-provision --wait-device --monitor --monitor-baud --monitor-only --board-info --erase --hub --firmware-dir --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            opts="-q -v -c -p -B -M -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --chip --port --baud --no-verify --save-image --merge --image --flash-args --wifi-ssid --hub-url --hub-ca --no-hub-ca --no-provision --wait-device --monitor --monitor-baud --monitor-only --board-info --erase --hub --firmware-dir --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --chip)
                     COMPREPLY=($(compgen -W "esp32c3 esp32c6" -- "${cur}"))
                     return 0
@@ -923,6 +881,20 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__hello)
+            opts="-q -v -d -H -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --hub --device --listen --mqtt --wait --timeout --url --stdio --stdio-env --header --transport --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -935,20 +907,6 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__hello)
-            opts="-d -H -q -v -h -V --hub --device --listen --mqtt --wait --timeout --url --stdio --stdio-env --header --transport --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 --hub)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -999,18 +957,6 @@ _mcpdev() {
                     ;;
                 --transport)
                     COMPREPLY=($(compgen -W "auto http sse" -- "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --ca-file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --ca-fingerprint)
-                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -1091,78 +1037,8 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__help__subcmd__devices)
-            opts="approve deny revoke pending admitted"
+            opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__devices__subcmd__admitted)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__devices__subcmd__approve)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__devices__subcmd__deny)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__devices__subcmd__pending)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__devices__subcmd__revoke)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1245,36 +1121,8 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__help__subcmd__prompts)
-            opts="list get"
+            opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__prompts__subcmd__get)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__prompts__subcmd__list)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1287,50 +1135,8 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__help__subcmd__remote__subcmd__token)
-            opts="create list revoke"
+            opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__remote__subcmd__token__subcmd__create)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__remote__subcmd__token__subcmd__list)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__remote__subcmd__token__subcmd__revoke)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1343,50 +1149,8 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__help__subcmd__resources)
-            opts="list read templates"
+            opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__resources__subcmd__list)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__resources__subcmd__read)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__resources__subcmd__templates)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1427,64 +1191,8 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__help__subcmd__tasks)
-            opts="list get result cancel"
+            opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__tasks__subcmd__cancel)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__tasks__subcmd__get)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__tasks__subcmd__list)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__tasks__subcmd__result)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1497,22 +1205,8 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__help__subcmd__tools)
-            opts="list"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__help__subcmd__tools__subcmd__list)
             opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1539,12 +1233,24 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__init)
-            opts="-d -H -q -v -h -V --hub --device --listen --mqtt --wait --timeout --url --stdio --stdio-env --header --transport --live --vision-url --vision-token --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            opts="-q -v -d -H -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --hub --device --listen --mqtt --wait --timeout --url --stdio --stdio-env --header --transport --live --vision-url --vision-token --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --hub)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1602,18 +1308,6 @@ _mcpdev() {
                     return 0
                     ;;
                 --vision-token)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --ca-file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --ca-fingerprint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1677,12 +1371,24 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__prompts__subcmd__get)
-            opts="-H -q -v -h -V --args-json --url --stdio --stdio-env --header --transport --timeout --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            opts="-q -v -H -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --args-json --url --stdio --stdio-env --header --transport --timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --args-json)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1712,18 +1418,6 @@ _mcpdev() {
                     return 0
                     ;;
                 --timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --ca-file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --ca-fingerprint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1791,12 +1485,24 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__prompts__subcmd__list)
-            opts="-H -q -v -h -V --url --stdio --stdio-env --header --transport --timeout --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            opts="-q -v -H -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --url --stdio --stdio-env --header --transport --timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1822,18 +1528,6 @@ _mcpdev() {
                     return 0
                     ;;
                 --timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --ca-file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --ca-fingerprint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1871,16 +1565,12 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__remote__subcmd__token__subcmd__create)
-            opts="-q -v -h -V --out --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            opts="-q -v -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --out --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --out)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -1890,6 +1580,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --out)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2119,12 +1813,24 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__resources__subcmd__list)
-            opts="-H -q -v -h -V --url --stdio --stdio-env --header --transport --timeout --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            opts="-q -v -H -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --url --stdio --stdio-env --header --transport --timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2153,6 +1859,20 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__resources__subcmd__read)
+            opts="-q -v -H -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --out --url --stdio --stdio-env --header --transport --timeout --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -2165,20 +1885,6 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__resources__subcmd__read)
-            opts="-H -q -v -h -V --out --url --stdio --stdio-env --header --transport --timeout --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 --out)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2211,6 +1917,20 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__resources__subcmd__templates)
+            opts="-q -v -H -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --url --stdio --stdio-env --header --transport --timeout --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -2223,20 +1943,6 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__resources__subcmd__templates)
-            opts="-H -q -v -h -V --url --stdio --stdio-env --header --transport --timeout --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 --url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2265,6 +1971,20 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__serve)
+            opts="-q -v -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --device-addr --host-addr --ready-file --demo --demo-extra-tools --demo-profile --device-token --gateway-token --approve-all --vision-url --vision-token --vision-dir --vision-max-files --vision-max-mb --keepalive --onboarding-timeout --allowed-host --allowed-origin --mcp-token --mcp-timeout --mcp-names --mcp-user-tools --mcp-page-size --mcp-fleet-threshold --mcp-max-sessions --mcp-max-sessions-per-peer --mcp-reclaim-idle --mcp-max-tasks --mcp-max-tasks-per-session --mqtt --mqtt-listen --mqtt-group --hub-name --cluster-index-max --cluster-stand-ins --cluster-link --mqtt-max-payload --mqtt-dynsec --mqtt-hooks --mqtt-shared-device-login --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --tls --tls-cert --tls-key --host-tls --mqtts-listen --mqtt-plain --header-timeout --body-timeout --tls-handshake-timeout --hello-timeout --max-pre-hello-per-peer --max-pre-hello --accept-queue-timeout --max-queued-per-peer --max-device-connections --upstream --upstream-ota --upstream-plain --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -2277,20 +1997,6 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__serve)
-            opts="-q -v -h -V --device-addr --host-addr --ready-file --demo --demo-extra-tools --demo-profile --device-token --gateway-token --approve-all --vision-url --vision-token --vision-dir --vision-max-files --vision-max-mb --keepalive --onboarding-timeout --allowed-host --allowed-origin --mcp-token --mcp-timeout --mcp-names --mcp-user-tools --mcp-page-size --mcp-fleet-threshold --mcp-max-sessions --mcp-max-sessions-per-peer --mcp-reclaim-idle --mcp-max-tasks --mcp-max-tasks-per-session --mqtt --mqtt-listen --mqtt-group --hub-name --cluster-index-max --cluster-stand-ins --cluster-link --mqtt-max-payload --mqtt-dynsec --mqtt-hooks --mqtt-shared-device-login --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --tls --tls-cert --tls-key --host-tls --mqtts-listen --mqtt-plain --header-timeout --body-timeout --tls-handshake-timeout --hello-timeout --max-pre-hello-per-peer --max-pre-hello --accept-queue-timeout --max-queued-per-peer --max-device-connections --upstream --upstream-ota --upstream-plain --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 --device-addr)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2519,6 +2225,20 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__sim)
+            opts="-q -v -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --url --device-id --count --token --extra-tools --protocol-version --profile --source-addr --mqtt --ota --replay --replay-timing --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -2531,20 +2251,6 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__sim)
-            opts="-q -v -h -V --url --device-id --count --token --extra-tools --protocol-version --profile --source-addr --mqtt --ota --replay --replay-timing --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 --url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2589,18 +2295,6 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --ca-file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --ca-fingerprint)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -2635,12 +2329,24 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__tasks__subcmd__cancel)
-            opts="-H -q -v -h -V --url --stdio --stdio-env --header --transport --timeout --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            opts="-q -v -H -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --url --stdio --stdio-env --header --transport --timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2666,18 +2372,6 @@ _mcpdev() {
                     return 0
                     ;;
                 --timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --ca-file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --ca-fingerprint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2689,12 +2383,24 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__tasks__subcmd__get)
-            opts="-H -q -v -h -V --url --stdio --stdio-env --header --transport --timeout --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            opts="-q -v -H -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --url --stdio --stdio-env --header --transport --timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2720,18 +2426,6 @@ _mcpdev() {
                     return 0
                     ;;
                 --timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --ca-file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --ca-fingerprint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2827,12 +2521,24 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__tasks__subcmd__list)
-            opts="-H -q -v -h -V --url --stdio --stdio-env --header --transport --timeout --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            opts="-q -v -H -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --url --stdio --stdio-env --header --transport --timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2858,18 +2564,6 @@ _mcpdev() {
                     return 0
                     ;;
                 --timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --ca-file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --ca-fingerprint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2881,12 +2575,24 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__tasks__subcmd__result)
-            opts="-H -q -v -h -V --url --stdio --stdio-env --header --transport --timeout --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            opts="-q -v -H -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --url --stdio --stdio-env --header --transport --timeout --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2912,18 +2618,6 @@ _mcpdev() {
                     return 0
                     ;;
                 --timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --ca-file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --ca-fingerprint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3003,12 +2697,24 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__tools__subcmd__list)
-            opts="-d -H -q -v -h -V --hub --device --listen --mqtt --wait --timeout --url --stdio --stdio-env --header --transport --user-tools --refresh --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
+            opts="-q -v -d -H -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --hub --device --listen --mqtt --wait --timeout --url --stdio --stdio-env --header --transport --user-tools --refresh --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --hub)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -3061,6 +2767,20 @@ _mcpdev() {
                     COMPREPLY=($(compgen -W "auto http sse" -- "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpdev__subcmd__watch)
+            opts="-q -v -d -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --device --hub --traffic --count --record --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -3073,20 +2793,6 @@ _mcpdev() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpdev__subcmd__watch)
-            opts="-d -q -v -h -V --device --hub --traffic --count --record --json --quiet --verbose --color --ca-file --ca-fingerprint --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 --device)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -3104,18 +2810,6 @@ _mcpdev() {
                     return 0
                     ;;
                 --record)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --ca-file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --ca-fingerprint)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -50,6 +50,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpdev;serve'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --device-addr 'Where devices connect (WebSocket /xiaozhi/v1/)'
             cand --host-addr 'Where the CLI and MCP hosts connect; keep it on loopback unless you add --allowed-host'
             cand --ready-file 'Once every listener is up, write the `listening` event (JSON: the real addresses) to FILE, so a script can wait for it; removed when the hub stops'
@@ -107,9 +110,11 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --max-device-connections 'Device-side connections in total (also kept 256 below the open-file limit, for the host listener)'
             cand --upstream 'Relay every device to this voice backend (wss://api.tenclass.net/xiaozhi/v1/, or a self-hosted xiaozhi-esp32-server): the hub opens it with the device''s own headers and passes every frame both ways, while the CLI and MCP hosts still list and call the device''s tools. Per-device upstreams: `[upstreams]` in mcpdev.toml'
             cand --upstream-ota 'Pass OTA check-ins and /activate to this upstream OTA endpoint (https://api.tenclass.net/xiaozhi/ota/); its answer comes back with websocket.url pointing at this hub and any mqtt block replaced by websocket'
-            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
-            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
-            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --approve-all 'Admit every device (a lab bench). By default a device is admitted once approved with `mcpdev devices approve`, and must present its own token'
             cand --mcp-user-tools 'Also offer tools the device marks user-only to MCP hosts'
             cand --mqtt-dynsec 'Mosquitto with dynamic security: keep a broker login per approved device (username and client id its key, password its token, its own two topics only); removed on revocation. Admin login in MCPDEV_MQTT_ADMIN_USERNAME and MCPDEV_MQTT_ADMIN_PASSWORD(_FILE), else the hub''s own'
@@ -117,33 +122,31 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --host-tls 'Serve the host listener (CLI, MCP hosts, dashboard) over https:// too, for use from other machines (with --host-addr or --allowed-host, and MCPDEV_MCP_TOKEN)'
             cand --mqtt-plain 'With TLS and --mqtt embedded: keep plain MQTT on --mqtt-listen too (by default it is moved to a loopback port for the hub''s own link)'
             cand --upstream-plain 'Allow plain ws:// and http:// upstreams (the device''s token then crosses the network in clear text); by default only wss:// and https://, verified by the system''s roots or MCPDEV_CA_FILE'
-            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
-            cand -q 'Print only results (no progress or hints)'
-            cand --quiet 'Print only results (no progress or hints)'
-            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
             cand --version 'Print version'
         }
         &'mcpdev;dashboard'= {
-            cand --hub 'The hub''s host listener'
             cand --color 'When to use colour (NO_COLOR is honoured under auto)'
             cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
             cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
-            cand --no-open 'Only print the link; do not open a browser'
+            cand --hub 'The hub''s host listener'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
             cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --no-open 'Only print the link; do not open a browser'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
         }
         &'mcpdev;hello'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --hub 'The hub''s host listener'
             cand -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected'
             cand --device 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected'
@@ -157,9 +160,6 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
-            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
-            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
-            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
@@ -171,6 +171,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --version 'Print version'
         }
         &'mcpdev;init'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --hub 'The hub''s host listener'
             cand -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected'
             cand --device 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected'
@@ -186,15 +189,12 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
             cand --vision-url 'Vision endpoint to give the device (`capabilities.vision.url`); sends a fresh initialize'
             cand --vision-token 'Token for the vision endpoint (prefer the environment variable)'
-            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
-            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
-            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
-            cand --live 'Through a hub: send a new `initialize` instead of showing the onboarding answer (without --vision-url it carries no vision capability, so the device keeps the hub''s endpoint)'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
             cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --live 'Through a hub: send a new `initialize` instead of showing the onboarding answer (without --vision-url it carries no vision capability, so the device keeps the hub''s endpoint)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
@@ -217,6 +217,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpdev;tools;list'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --hub 'The hub''s host listener'
             cand -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected'
             cand --device 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected'
@@ -230,16 +233,13 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
-            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
-            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
-            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
-            cand --user-tools 'Also show user-only tools (annotated audience: ["user"])'
-            cand --refresh 'List the tools on the device again instead of showing the hub''s cached list (after a failed onboarding: onboard the device again)'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
             cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --user-tools 'Also show user-only tools (annotated audience: ["user"])'
+            cand --refresh 'List the tools on the device again instead of showing the hub''s cached list (after a failed onboarding: onboard the device again)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
@@ -254,6 +254,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         &'mcpdev;tools;help;help'= {
         }
         &'mcpdev;call'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --args-json 'Arguments as one JSON object (k=v words are merged on top)'
             cand --save-images 'Save image and audio content to DIR instead of summarising it'
             cand --task-ttl 'With --task: how long the server should keep the task and its result (its `ttl`)'
@@ -270,16 +273,13 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand -H 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
-            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
-            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
-            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
-            cand --no-validate 'Send even if the arguments fail the inputSchema (the device decides)'
-            cand --task 'With --url or --stdio: run the call as a task (MCP 2025-11-25): its status is shown on stderr while it runs, its result fetched when it ends, and Ctrl-C cancels it (`tasks/cancel`). --timeout bounds the whole wait; a task still running then is left to run (`mcpdev tasks result ID` fetches it later). A tool whose taskSupport is "required" runs as a task without it'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
             cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --no-validate 'Send even if the arguments fail the inputSchema (the device decides)'
+            cand --task 'With --url or --stdio: run the call as a task (MCP 2025-11-25): its status is shown on stderr while it runs, its result fetched when it ends, and Ctrl-C cancels it (`tasks/cancel`). --timeout bounds the whole wait; a task still running then is left to run (`mcpdev tasks result ID` fetches it later). A tool whose taskSupport is "required" runs as a task without it'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
@@ -304,6 +304,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpdev;resources;list'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
             cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
             cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
@@ -311,9 +314,6 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
             cand --timeout 'How long to wait for each answer from the server'
-            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
-            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
-            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
@@ -325,6 +325,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --version 'Print version'
         }
         &'mcpdev;resources;read'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --out 'Write the contents (text as UTF-8, blobs decoded) to FILE instead of the terminal'
             cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
             cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
@@ -333,9 +336,6 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
             cand --timeout 'How long to wait for each answer from the server'
-            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
-            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
-            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
@@ -347,6 +347,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --version 'Print version'
         }
         &'mcpdev;resources;templates'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
             cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
             cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
@@ -354,9 +357,6 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
             cand --timeout 'How long to wait for each answer from the server'
-            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
-            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
-            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
@@ -399,6 +399,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpdev;prompts;list'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
             cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
             cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
@@ -406,9 +409,6 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
             cand --timeout 'How long to wait for each answer from the server'
-            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
-            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
-            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
@@ -420,6 +420,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --version 'Print version'
         }
         &'mcpdev;prompts;get'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --args-json 'Arguments as one JSON object of strings (name=value words are merged on top)'
             cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
             cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
@@ -428,9 +431,6 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
             cand --timeout 'How long to wait for each answer from the server'
-            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
-            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
-            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
@@ -472,6 +472,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpdev;tasks;list'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
             cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
             cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
@@ -479,9 +482,6 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
             cand --timeout 'How long to wait for each answer from the server'
-            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
-            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
-            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
@@ -493,6 +493,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --version 'Print version'
         }
         &'mcpdev;tasks;get'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
             cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
             cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
@@ -500,9 +503,6 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
             cand --timeout 'How long to wait for each answer from the server'
-            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
-            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
-            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
@@ -514,6 +514,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --version 'Print version'
         }
         &'mcpdev;tasks;result'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
             cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
             cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
@@ -521,9 +524,6 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
             cand --timeout 'How long to wait for each answer from the server'
-            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
-            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
-            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
@@ -535,6 +535,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --version 'Print version'
         }
         &'mcpdev;tasks;cancel'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --url 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)'
             cand --stdio 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml''s [stdio]'
             cand --stdio-env 'With --stdio: NAME=VALUE in the server''s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable'
@@ -542,9 +545,6 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --header 'With --url: an HTTP header `Name: value` for every request; repeatable'
             cand --transport 'With --url: the transport (auto picks SSE for URLs ending in /sse)'
             cand --timeout 'How long to wait for each answer from the server'
-            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
-            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
-            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
@@ -573,37 +573,37 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         &'mcpdev;tasks;help;help'= {
         }
         &'mcpdev;watch'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand -d 'Only this device (id, prefix or alias); all devices when left out'
             cand --device 'Only this device (id, prefix or alias); all devices when left out'
             cand --hub 'The hub''s host listener'
             cand --count 'Stop after this many events'
             cand --record 'Also write the device''s session to FILE (NDJSON: identity and hello, then every MCP frame both ways with timestamps; never a token), for `sim --replay FILE`; needs --device'
-            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
-            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
-            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
-            cand --traffic 'Also show every MCP frame in both directions, with the round-trip latency of replies'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
             cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --traffic 'Also show every MCP frame in both directions, with the round-trip latency of replies'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
         }
         &'mcpdev;devices'= {
-            cand --hub 'The hub''s host listener'
-            cand --page-size 'Devices per request to the hub when listing (at most 1000)'
             cand --color 'When to use colour (NO_COLOR is honoured under auto)'
             cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
             cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
-            cand --ndjson 'The listing as NDJSON: one device object per line, written as the hub''s pages arrive (--json keeps one array)'
+            cand --hub 'The hub''s host listener'
+            cand --page-size 'Devices per request to the hub when listing (at most 1000)'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
             cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --ndjson 'The listing as NDJSON: one device object per line, written as the hub''s pages arrive (--json keeps one array)'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
@@ -616,26 +616,26 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpdev;devices;approve'= {
-            cand --hub 'The hub''s host listener'
             cand --color 'When to use colour (NO_COLOR is honoured under auto)'
             cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
             cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
-            cand --rebind 'Replace the binding of a device that is admitted already (a new board or a reset one with the same MAC): the old binding''s tokens stop working and its session is cut off'
+            cand --hub 'The hub''s host listener'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
             cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --rebind 'Replace the binding of a device that is admitted already (a new board or a reset one with the same MAC): the old binding''s tokens stop working and its session is cut off'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
         }
         &'mcpdev;devices;deny'= {
-            cand --hub 'The hub''s host listener'
             cand --color 'When to use colour (NO_COLOR is honoured under auto)'
             cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
             cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --hub 'The hub''s host listener'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
@@ -647,10 +647,10 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --version 'Print version'
         }
         &'mcpdev;devices;revoke'= {
-            cand --hub 'The hub''s host listener'
             cand --color 'When to use colour (NO_COLOR is honoured under auto)'
             cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
             cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --hub 'The hub''s host listener'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
@@ -662,10 +662,10 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --version 'Print version'
         }
         &'mcpdev;devices;pending'= {
-            cand --hub 'The hub''s host listener'
             cand --color 'When to use colour (NO_COLOR is honoured under auto)'
             cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
             cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --hub 'The hub''s host listener'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
@@ -677,10 +677,10 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --version 'Print version'
         }
         &'mcpdev;devices;admitted'= {
-            cand --hub 'The hub''s host listener'
             cand --color 'When to use colour (NO_COLOR is honoured under auto)'
             cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
             cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --hub 'The hub''s host listener'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
@@ -712,6 +712,9 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         &'mcpdev;devices;help;help'= {
         }
         &'mcpdev;sim'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --url 'The backend''s WebSocket URL [default: ws://127.0.0.1:PORT/xiaozhi/v1/, PORT from MCPDEV_DEVICE_ADDR as `serve` reads it, else 8000]'
             cand --device-id 'Device-Id (MAC) of the first device; further devices count up from it [default: 02:00:00:00:00:01, or the next free one: another `sim` here, or a device the hub has (`serve --demo`''s), moves it on; the id taken is printed]. With --replay: replay under this id (with a Client-Id of its own), beside the recorded device, instead of as it'
             cand --count 'How many virtual devices to run in this process (one the backend refuses ends alone, reported; the others run on)'
@@ -723,21 +726,21 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --mqtt 'Connect over MQTT through this broker instead of WebSocket (mqtt://host:1883)'
             cand --ota 'Bootstrap like a stock device: POST the system info to this OTA URL, then connect over what the answer says (MQTT if it has an mqtt section, else WebSocket)'
             cand --replay 'Play back a session recorded with `watch --record FILE`: one device with the recorded identity and hello, answering each request with the recorded reply (--count, --extra-tools, --profile, --protocol-version, --mqtt, --ota and --source-addr do not apply to it and are refused)'
-            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
-            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
-            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
-            cand --replay-timing 'With --replay: answer after the recorded latencies'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
             cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --replay-timing 'With --replay: answer after the recorded latencies'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
             cand --version 'Print version'
         }
         &'mcpdev;check'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand --listen 'Listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, check it, exit (every check); without it or --mqtt, the device is reached through the hub (checks needing raw frames are skipped)'
             cand --mqtt 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883, and run every check but the hello checks (an idle device says no hello over MQTT)'
             cand -d 'The Device-Id (MAC); through a hub also a unique prefix of it, or an alias'
@@ -749,21 +752,21 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --fuzz 'Also send N generated argument sets to each tool chosen with --call (bounds and just outside, wrong types, missing arguments, long and non-ASCII strings)'
             cand --max-onboarding 'Onboarding (initialize and every tools/list page) must end within DURATION of the hello'
             cand --junit 'Also write the results as JUnit XML to FILE'
-            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
-            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
-            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
-            cand --strict 'Treat warnings as failures'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
             cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --strict 'Treat warnings as failures'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
         }
         &'mcpdev;flash'= {
+            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
+            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
+            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
             cand -c 'The chip to build for (the connected chip is checked against it)'
             cand --chip 'The chip to build for (the connected chip is checked against it)'
             cand -p 'Serial port of the board (default: the one USB-serial port that looks like an ESP board)'
@@ -780,9 +783,11 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --monitor-baud 'Baud rate of the serial log for --monitor'
             cand --hub 'The hub''s host listener, for --wait-device'
             cand --firmware-dir 'The firmware workspace to build (default: the `firmware/` next to mcpdev''s sources)'
-            cand --color 'When to use colour (NO_COLOR is honoured under auto)'
-            cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
-            cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
+            cand -q 'Print only results (no progress or hints)'
+            cand --quiet 'Print only results (no progress or hints)'
+            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --no-verify 'Do not read the flash back to verify what was written'
             cand --merge 'With --save-image: one file for offset 0 (bootloader, partition table, provisioning record, app) instead of the app alone'
             cand --no-hub-ca 'Provision no hub CA even when this machine''s hub has one: the link stays plain text'
@@ -792,11 +797,6 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --monitor-only 'Only show the serial log of the board (no build, no flashing) until Ctrl-C'
             cand --board-info 'Only tell what board is on the port (chip, revision, crystal, flash size, features, MAC)'
             cand --erase 'Erase the whole flash before writing (the provisioning record and any old data go too)'
-            cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
-            cand -q 'Print only results (no progress or hints)'
-            cand --quiet 'Print only results (no progress or hints)'
-            cand -v 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-            cand --verbose 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand -h 'Print help'
             cand --help 'Print help'
             cand -V 'Print version'
@@ -821,10 +821,10 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpdev;remote-token;create'= {
-            cand --out 'Write the token to FILE, readable by you only (0600), instead of printing it'
             cand --color 'When to use colour (NO_COLOR is honoured under auto)'
             cand --ca-file 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system''s roots; `serve` prints where the hub keeps its own'
             cand --ca-fingerprint 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA''s)'
+            cand --out 'Write the token to FILE, readable by you only (0600), instead of printing it'
             cand --json 'Machine-readable output: one JSON document, or NDJSON for streams'
             cand -q 'Print only results (no progress or hints)'
             cand --quiet 'Print only results (no progress or hints)'
@@ -934,63 +934,18 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         &'mcpdev;help;init'= {
         }
         &'mcpdev;help;tools'= {
-            cand list 'Every tool, all pages, as a table (full schemas with --json)'
-        }
-        &'mcpdev;help;tools;list'= {
         }
         &'mcpdev;help;call'= {
         }
         &'mcpdev;help;resources'= {
-            cand list 'Every resource, all pages, as a table (as the server sent them with --json)'
-            cand read 'Read one resource by URI: text printed (escaped for the terminal), binary saved with --out'
-            cand templates 'Every resource template (URIs with {placeholders})'
-        }
-        &'mcpdev;help;resources;list'= {
-        }
-        &'mcpdev;help;resources;read'= {
-        }
-        &'mcpdev;help;resources;templates'= {
         }
         &'mcpdev;help;prompts'= {
-            cand list 'Every prompt, all pages, with its arguments'
-            cand get 'Get a prompt''s messages: arguments given as name=value, checked against the prompt''s declared arguments before anything is sent'
-        }
-        &'mcpdev;help;prompts;list'= {
-        }
-        &'mcpdev;help;prompts;get'= {
         }
         &'mcpdev;help;tasks'= {
-            cand list 'The tasks the server keeps for this session (all pages)'
-            cand get 'One task''s status'
-            cand result 'A task''s result: waits (up to --timeout) for it to finish, then shows it as `call` does'
-            cand cancel 'Cancel a task'
-        }
-        &'mcpdev;help;tasks;list'= {
-        }
-        &'mcpdev;help;tasks;get'= {
-        }
-        &'mcpdev;help;tasks;result'= {
-        }
-        &'mcpdev;help;tasks;cancel'= {
         }
         &'mcpdev;help;watch'= {
         }
         &'mcpdev;help;devices'= {
-            cand approve 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)'
-            cand deny 'Refuse a pending request by its code (the device may ask again, with a new code)'
-            cand revoke 'Withdraw a device''s admission and disconnect it'
-            cand pending 'Devices waiting to be admitted, with their codes'
-            cand admitted 'Devices that are admitted'
-        }
-        &'mcpdev;help;devices;approve'= {
-        }
-        &'mcpdev;help;devices;deny'= {
-        }
-        &'mcpdev;help;devices;revoke'= {
-        }
-        &'mcpdev;help;devices;pending'= {
-        }
-        &'mcpdev;help;devices;admitted'= {
         }
         &'mcpdev;help;sim'= {
         }
@@ -999,15 +954,6 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
         &'mcpdev;help;flash'= {
         }
         &'mcpdev;help;remote-token'= {
-            cand create 'Make a token for NAME and print it (once: only its hash is kept, in the state directory), with the hub''s CA on a second line when the hub has one: the CLI then sends the token only to a hub that proves that CA'
-            cand list 'The tokens this hub accepts: names, ids and when they were made (never a secret)'
-            cand revoke 'Withdraw NAME''s token: the hub refuses it from now on and ends, within a second, every stream, session, connection and task it opened'
-        }
-        &'mcpdev;help;remote-token;create'= {
-        }
-        &'mcpdev;help;remote-token;list'= {
-        }
-        &'mcpdev;help;remote-token;revoke'= {
         }
         &'mcpdev;help;man'= {
         }

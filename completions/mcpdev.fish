@@ -52,6 +52,11 @@ complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "remote-token" -d 'Tok
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "man" -d 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "completions" -d 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)'
 complete -c mcpdev -n "__fish_mcpdev_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l device-addr -d 'Where devices connect (WebSocket /xiaozhi/v1/)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l host-addr -d 'Where the CLI and MCP hosts connect; keep it on loopback unless you add --allowed-host' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l ready-file -d 'Once every listener is up, write the `listening` event (JSON: the real addresses) to FILE, so a script can wait for it; removed when the hub stops' -r -F
@@ -113,11 +118,9 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-queued-per-p
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l max-device-connections -d 'Device-side connections in total (also kept 256 below the open-file limit, for the host listener)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l upstream -d 'Relay every device to this voice backend (wss://api.tenclass.net/xiaozhi/v1/, or a self-hosted xiaozhi-esp32-server): the hub opens it with the device\'s own headers and passes every frame both ways, while the CLI and MCP hosts still list and call the device\'s tools. Per-device upstreams: `[upstreams]` in mcpdev.toml' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l upstream-ota -d 'Pass OTA check-ins and /activate to this upstream OTA endpoint (https://api.tenclass.net/xiaozhi/ota/); its answer comes back with websocket.url pointing at this hub and any mqtt block replaced by websocket' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l approve-all -d 'Admit every device (a lab bench). By default a device is admitted once approved with `mcpdev devices approve`, and must present its own token'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mcp-user-tools -d 'Also offer tools the device marks user-only to MCP hosts'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-dynsec -d 'Mosquitto with dynamic security: keep a broker login per approved device (username and client id its key, password its token, its own two topics only); removed on revocation. Admin login in MCPDEV_MQTT_ADMIN_USERNAME and MCPDEV_MQTT_ADMIN_PASSWORD(_FILE), else the hub\'s own'
@@ -125,23 +128,25 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-shared-devi
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l host-tls -d 'Serve the host listener (CLI, MCP hosts, dashboard) over https:// too, for use from other machines (with --host-addr or --allowed-host, and MCPDEV_MCP_TOKEN)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l mqtt-plain -d 'With TLS and --mqtt embedded: keep plain MQTT on --mqtt-listen too (by default it is moved to a loopback port for the hub\'s own link)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l upstream-plain -d 'Allow plain ws:// and http:// upstreams (the device\'s token then crosses the network in clear text); by default only wss:// and https://, verified by the system\'s roots or MCPDEV_CA_FILE'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s q -l quiet -d 'Print only results (no progress or hints)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand serve" -s V -l version -d 'Print version'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -l no-open -d 'Only print the link; do not open a browser'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -l no-open -d 'Only print the link; do not open a browser'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand dashboard" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s d -l device -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l listen -d 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit' -r
@@ -155,16 +160,16 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s H -l header -d '
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
 http\t''
 sse\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand hello" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s d -l device -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l listen -d 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit' -r
@@ -180,15 +185,10 @@ http\t''
 sse\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l vision-url -d 'Vision endpoint to give the device (`capabilities.vision.url`); sends a fresh initialize' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l vision-token -d 'Token for the vision endpoint (prefer the environment variable)' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l live -d 'Through a hub: send a new `initialize` instead of showing the onboarding answer (without --vision-url it carries no vision capability, so the device keeps the hub\'s endpoint)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -l live -d 'Through a hub: send a new `initialize` instead of showing the onboarding answer (without --vision-url it carries no vision capability, so the device keeps the hub\'s endpoint)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand init" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen_subcommand_from list help" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
@@ -203,6 +203,11 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen_subcommand_from list help" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen_subcommand_from list help" -f -a "list" -d 'Every tool, all pages, as a table (full schemas with --json)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and not __fish_seen_subcommand_from list help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s d -l device -d 'Device-Id (MAC), a unique prefix of it, or an alias; may be left out with one device connected' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l listen -d 'Instead of a hub: listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, do the step, exit' -r
@@ -216,20 +221,20 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_sub
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
 http\t''
 sse\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l user-tools -d 'Also show user-only tools (annotated audience: ["user"])'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l refresh -d 'List the tools on the device again instead of showing the hub\'s cached list (after a failed onboarding: onboard the device again)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l user-tools -d 'Also show user-only tools (annotated audience: ["user"])'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -l refresh -d 'List the tools on the device again instead of showing the hub\'s cached list (after a failed onboarding: onboard the device again)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from help" -f -a "list" -d 'Every tool, all pages, as a table (full schemas with --json)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tools; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l args-json -d 'Arguments as one JSON object (k=v words are merged on top)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l save-images -d 'Save image and audio content to DIR instead of summarising it' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l task-ttl -d 'With --task: how long the server should keep the task and its result (its `ttl`)' -r
@@ -246,16 +251,11 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s H -l header -d 'W
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l transport -d 'With --url: the transport (auto picks SSE for URLs ending in /sse)' -r -f -a "auto\t'SSE when the URL path ends in `/sse`, else Streamable HTTP'
 http\t''
 sse\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l no-validate -d 'Send even if the arguments fail the inputSchema (the device decides)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l task -d 'With --url or --stdio: run the call as a task (MCP 2025-11-25): its status is shown on stderr while it runs, its result fetched when it ends, and Ctrl-C cancels it (`tasks/cancel`). --timeout bounds the whole wait; a task still running then is left to run (`mcpdev tasks result ID` fetches it later). A tool whose taskSupport is "required" runs as a task without it'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l no-validate -d 'Send even if the arguments fail the inputSchema (the device decides)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -l task -d 'With --url or --stdio: run the call as a task (MCP 2025-11-25): its status is shown on stderr while it runs, its result fetched when it ends, and Ctrl-C cancels it (`tasks/cancel`). --timeout bounds the whole wait; a task still running then is left to run (`mcpdev tasks result ID` fetches it later). A tool whose taskSupport is "required" runs as a task without it'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand call" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and not __fish_seen_subcommand_from list read templates help" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
@@ -272,6 +272,11 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and not __fish_
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and not __fish_seen_subcommand_from list read templates help" -f -a "read" -d 'Read one resource by URI: text printed (escaped for the terminal), binary saved with --out'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and not __fish_seen_subcommand_from list read templates help" -f -a "templates" -d 'Every resource template (URIs with {placeholders})'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and not __fish_seen_subcommand_from list read templates help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -l stdio-env -d 'With --stdio: NAME=VALUE in the server\'s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable' -r
@@ -280,16 +285,16 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen
 http\t''
 sse\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -l timeout -d 'How long to wait for each answer from the server' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -l out -d 'Write the contents (text as UTF-8, blobs decoded) to FILE instead of the terminal' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
@@ -299,16 +304,16 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen
 http\t''
 sse\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -l timeout -d 'How long to wait for each answer from the server' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from read" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -l stdio-env -d 'With --stdio: NAME=VALUE in the server\'s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable' -r
@@ -317,11 +322,6 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen
 http\t''
 sse\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -l timeout -d 'How long to wait for each answer from the server' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand resources; and __fish_seen_subcommand_from templates" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -344,6 +344,11 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and not __fish_se
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and not __fish_seen_subcommand_from list get help" -f -a "list" -d 'Every prompt, all pages, with its arguments'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and not __fish_seen_subcommand_from list get help" -f -a "get" -d 'Get a prompt\'s messages: arguments given as name=value, checked against the prompt\'s declared arguments before anything is sent'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and not __fish_seen_subcommand_from list get help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -l stdio-env -d 'With --stdio: NAME=VALUE in the server\'s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable' -r
@@ -352,16 +357,16 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_s
 http\t''
 sse\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -l timeout -d 'How long to wait for each answer from the server' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -l args-json -d 'Arguments as one JSON object of strings (name=value words are merged on top)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
@@ -371,11 +376,6 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_s
 http\t''
 sse\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -l timeout -d 'How long to wait for each answer from the server' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand prompts; and __fish_seen_subcommand_from get" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -399,6 +399,11 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and not __fish_seen
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and not __fish_seen_subcommand_from list get result cancel help" -f -a "result" -d 'A task\'s result: waits (up to --timeout) for it to finish, then shows it as `call` does'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and not __fish_seen_subcommand_from list get result cancel help" -f -a "cancel" -d 'Cancel a task'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and not __fish_seen_subcommand_from list get result cancel help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -l stdio-env -d 'With --stdio: NAME=VALUE in the server\'s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable' -r
@@ -407,16 +412,16 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_sub
 http\t''
 sse\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -l timeout -d 'How long to wait for each answer from the server' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -l stdio-env -d 'With --stdio: NAME=VALUE in the server\'s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable' -r
@@ -425,16 +430,16 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_sub
 http\t''
 sse\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -l timeout -d 'How long to wait for each answer from the server' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from get" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -l stdio-env -d 'With --stdio: NAME=VALUE in the server\'s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable' -r
@@ -443,16 +448,16 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_sub
 http\t''
 sse\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -l timeout -d 'How long to wait for each answer from the server' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from result" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -l url -d 'An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -l stdio -d 'An MCP server run as a child over stdio, instead of a device, e.g. --stdio "npx -y @modelcontextprotocol/server-everything" (words split as a shell would; no shell is run). Without a command: the one in mcpdev.toml\'s [stdio]' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -l stdio-env -d 'With --stdio: NAME=VALUE in the server\'s environment, or NAME to pass ours on (it gets only HOME, PATH, USER, LANG… of ours otherwise); repeatable' -r
@@ -461,11 +466,6 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_sub
 http\t''
 sse\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -l timeout -d 'How long to wait for each answer from the server' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from cancel" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -476,32 +476,32 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_sub
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from help" -f -a "result" -d 'A task\'s result: waits (up to --timeout) for it to finish, then shows it as `call` does'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from help" -f -a "cancel" -d 'Cancel a task'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand tasks; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s d -l device -d 'Only this device (id, prefix or alias); all devices when left out' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l hub -d 'The hub\'s host listener' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l count -d 'Stop after this many events' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l record -d 'Also write the device\'s session to FILE (NDJSON: identity and hello, then every MCP frame both ways with timestamps; never a token), for `sim --replay FILE`; needs --device' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l traffic -d 'Also show every MCP frame in both directions, with the round-trip latency of replies'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s d -l device -d 'Only this device (id, prefix or alias); all devices when left out' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l hub -d 'The hub\'s host listener' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l count -d 'Stop after this many events' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l record -d 'Also write the device\'s session to FILE (NDJSON: identity and hello, then every MCP frame both ways with timestamps; never a token), for `sim --replay FILE`; needs --device' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -l traffic -d 'Also show every MCP frame in both directions, with the round-trip latency of replies'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand watch" -s V -l version -d 'Print version'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l hub -d 'The hub\'s host listener' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l page-size -d 'Devices per request to the hub when listing (at most 1000)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l ndjson -d 'The listing as NDJSON: one device object per line, written as the hub\'s pages arrive (--json keeps one array)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l hub -d 'The hub\'s host listener' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l page-size -d 'Devices per request to the hub when listing (at most 1000)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -l ndjson -d 'The listing as NDJSON: one device object per line, written as the hub\'s pages arrive (--json keeps one array)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -f -a "approve" -d 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)'
@@ -510,57 +510,57 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_se
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -f -a "pending" -d 'Devices waiting to be admitted, with their codes'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -f -a "admitted" -d 'Devices that are admitted'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and not __fish_seen_subcommand_from approve deny revoke pending admitted help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l rebind -d 'Replace the binding of a device that is admitted already (a new board or a reset one with the same MAC): the old binding\'s tokens stop working and its session is cut off'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -l rebind -d 'Replace the binding of a device that is admitted already (a new board or a reset one with the same MAC): the old binding\'s tokens stop working and its session is cut off'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from approve" -s V -l version -d 'Print version'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from deny" -s V -l version -d 'Print version'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from revoke" -s V -l version -d 'Print version'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from pending" -s V -l version -d 'Print version'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -l hub -d 'The hub\'s host listener' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from admitted" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -572,6 +572,11 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_s
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "pending" -d 'Devices waiting to be admitted, with their codes'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "admitted" -d 'Devices that are admitted'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand devices; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l url -d 'The backend\'s WebSocket URL [default: ws://127.0.0.1:PORT/xiaozhi/v1/, PORT from MCPDEV_DEVICE_ADDR as `serve` reads it, else 8000]' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l device-id -d 'Device-Id (MAC) of the first device; further devices count up from it [default: 02:00:00:00:00:01, or the next free one: another `sim` here, or a device the hub has (`serve --demo`\'s), moves it on; the id taken is printed]. With --replay: replay under this id (with a Client-Id of its own), beside the recorded device, instead of as it' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l count -d 'How many virtual devices to run in this process (one the backend refuses ends alone, reported; the others run on)' -r
@@ -585,17 +590,17 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l source-addr -d 'Co
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l mqtt -d 'Connect over MQTT through this broker instead of WebSocket (mqtt://host:1883)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l ota -d 'Bootstrap like a stock device: POST the system info to this OTA URL, then connect over what the answer says (MQTT if it has an mqtt section, else WebSocket)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l replay -d 'Play back a session recorded with `watch --record FILE`: one device with the recorded identity and hello, answering each request with the recorded reply (--count, --extra-tools, --profile, --protocol-version, --mqtt, --ota and --source-addr do not apply to it and are refused)' -r -F
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l replay-timing -d 'With --replay: answer after the recorded latencies'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -l replay-timing -d 'With --replay: answer after the recorded latencies'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand sim" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l listen -d 'Listen on ADDR (e.g. 0.0.0.0:8000), accept the next device, check it, exit (every check); without it or --mqtt, the device is reached through the hub (checks needing raw frames are skipped)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l mqtt -d 'Instead of a hub: reach the device (--device) through this MQTT broker, e.g. mqtt://host:1883, and run every check but the hello checks (an idle device says no hello over MQTT)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -s d -l device -d 'The Device-Id (MAC); through a hub also a unique prefix of it, or an alias' -r
@@ -606,17 +611,17 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l call -d 'Call th
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l fuzz -d 'Also send N generated argument sets to each tool chosen with --call (bounds and just outside, wrong types, missing arguments, long and non-ASCII strings)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l max-onboarding -d 'Onboarding (initialize and every tools/list page) must end within DURATION of the hello' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l junit -d 'Also write the results as JUnit XML to FILE' -r -F
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l strict -d 'Treat warnings as failures'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -l strict -d 'Treat warnings as failures'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand check" -s V -l version -d 'Print version'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s c -l chip -d 'The chip to build for (the connected chip is checked against it)' -r -f -a "esp32c3\t''
 esp32c6\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s p -l port -d 'Serial port of the board (default: the one USB-serial port that looks like an ESP board)' -r
@@ -631,11 +636,9 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l wait-device -d '
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l monitor-baud -d 'Baud rate of the serial log for --monitor' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l hub -d 'The hub\'s host listener, for --wait-device' -r
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l firmware-dir -d 'The firmware workspace to build (default: the `firmware/` next to mcpdev\'s sources)' -r -F
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s q -l quiet -d 'Print only results (no progress or hints)'
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l no-verify -d 'Do not read the flash back to verify what was written'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l merge -d 'With --save-image: one file for offset 0 (bootloader, partition table, provisioning record, app) instead of the app alone'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l no-hub-ca -d 'Provision no hub CA even when this machine\'s hub has one: the link stays plain text'
@@ -644,9 +647,6 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s M -l monitor -d 
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l monitor-only -d 'Only show the serial log of the board (no build, no flashing) until Ctrl-C'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l board-info -d 'Only tell what board is on the port (chip, revision, crystal, flash size, features, MAC)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l erase -d 'Erase the whole flash before writing (the provisioning record and any old data go too)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s q -l quiet -d 'Print only results (no progress or hints)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s h -l help -d 'Print help'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand flash" -s V -l version -d 'Print version'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and not __fish_seen_subcommand_from create list revoke help" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
@@ -663,12 +663,12 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and not __fi
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and not __fish_seen_subcommand_from create list revoke help" -f -a "list" -d 'The tokens this hub accepts: names, ids and when they were made (never a secret)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and not __fish_seen_subcommand_from create list revoke help" -f -a "revoke" -d 'Withdraw NAME\'s token: the hub refuses it from now on and ends, within a second, every stream, session, connection and task it opened'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and not __fish_seen_subcommand_from create list revoke help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and __fish_seen_subcommand_from create" -l out -d 'Write the token to FILE, readable by you only (0600), instead of printing it' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and __fish_seen_subcommand_from create" -l color -d 'When to use colour (NO_COLOR is honoured under auto)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and __fish_seen_subcommand_from create" -l ca-file -d 'Verify https:// and wss:// servers (a hub, --url, sim, mqtts brokers) against this CA certificate (PEM) instead of the system\'s roots; `serve` prints where the hub keeps its own' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and __fish_seen_subcommand_from create" -l ca-fingerprint -d 'Trust only a server whose certificate, or a CA in the chain it sends, has this SHA-256 fingerprint (`serve` prints its CA\'s)' -r
+complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and __fish_seen_subcommand_from create" -l out -d 'Write the token to FILE, readable by you only (0600), instead of printing it' -r -F
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and __fish_seen_subcommand_from create" -l json -d 'Machine-readable output: one JSON document, or NDJSON for streams'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and __fish_seen_subcommand_from create" -s q -l quiet -d 'Print only results (no progress or hints)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand remote-token; and __fish_seen_subcommand_from create" -s v -l verbose -d 'More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -736,21 +736,3 @@ complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call resources prompts tasks watch devices sim check flash remote-token man completions help" -f -a "man" -d 'Print the man page of mcpdev or of a command (`mcpdev man call | man -l -`)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call resources prompts tasks watch devices sim check flash remote-token man completions help" -f -a "completions" -d 'Print the shell completion script (`mcpdev completions bash > ~/.local/share/bash-completion/completions/mcpdev`)'
 complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and not __fish_seen_subcommand_from serve dashboard hello init tools call resources prompts tasks watch devices sim check flash remote-token man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from tools" -f -a "list" -d 'Every tool, all pages, as a table (full schemas with --json)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from resources" -f -a "list" -d 'Every resource, all pages, as a table (as the server sent them with --json)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from resources" -f -a "read" -d 'Read one resource by URI: text printed (escaped for the terminal), binary saved with --out'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from resources" -f -a "templates" -d 'Every resource template (URIs with {placeholders})'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from prompts" -f -a "list" -d 'Every prompt, all pages, with its arguments'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from prompts" -f -a "get" -d 'Get a prompt\'s messages: arguments given as name=value, checked against the prompt\'s declared arguments before anything is sent'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from tasks" -f -a "list" -d 'The tasks the server keeps for this session (all pages)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from tasks" -f -a "get" -d 'One task\'s status'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from tasks" -f -a "result" -d 'A task\'s result: waits (up to --timeout) for it to finish, then shows it as `call` does'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from tasks" -f -a "cancel" -d 'Cancel a task'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "approve" -d 'Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id, which prints a token for you to give the device (never handed out over OTA)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "deny" -d 'Refuse a pending request by its code (the device may ask again, with a new code)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "revoke" -d 'Withdraw a device\'s admission and disconnect it'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "pending" -d 'Devices waiting to be admitted, with their codes'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from devices" -f -a "admitted" -d 'Devices that are admitted'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from remote-token" -f -a "create" -d 'Make a token for NAME and print it (once: only its hash is kept, in the state directory), with the hub\'s CA on a second line when the hub has one: the CLI then sends the token only to a hub that proves that CA'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from remote-token" -f -a "list" -d 'The tokens this hub accepts: names, ids and when they were made (never a secret)'
-complete -c mcpdev -n "__fish_mcpdev_using_subcommand help; and __fish_seen_subcommand_from remote-token" -f -a "revoke" -d 'Withdraw NAME\'s token: the hub refuses it from now on and ends, within a second, every stream, session, connection and task it opened'

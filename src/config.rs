@@ -103,11 +103,16 @@ pub fn resolve_alias(selector: Option<&str>) -> Option<String> {
 
 /// Gives every argument backed by one of the file's keys the file's value as its default, so
 /// that flags, then the environment, then the file decide.
-pub fn apply(cmd: clap::Command, cfg: &FileConfig) -> clap::Command {
+///
+/// The CLI builds each command's arguments only when that command is run (`defer` in
+/// [`crate::cli`]: building all of them was a third of a one-shot call's start-up); a file with
+/// defaults has them all built first, so that every argument it backs is found.
+pub fn apply(mut cmd: clap::Command, cfg: &FileConfig) -> clap::Command {
     let defaults = cfg.defaults();
     if defaults.is_empty() {
         return cmd;
     }
+    cmd.build();
     apply_to(cmd, &defaults)
 }
 

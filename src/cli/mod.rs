@@ -1,5 +1,12 @@
 //! The command line, as clap definitions. The binary, the man pages and the shell completions
 //! are all generated from these.
+//!
+//! Every subcommand enum is `#[command(defer = true)]`: a command's arguments are built only
+//! when that command is run (or when the man pages, completions or a `mcpdev.toml` with
+//! defaults need them all: `Command::build`). Building every command's arguments for each run
+//! was a third of a one-shot call's instructions (issue 46.6, benches/README.md "Start-up").
+//! So an `Args` struct has a plain `//` comment, never a `///` one: a deferred command's
+//! arguments are added after its own `about`, and a struct's doc comment would replace it.
 
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
@@ -28,7 +35,7 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Options every command takes.
+// Options every command takes.
 #[derive(Debug, Args, Clone)]
 pub struct GlobalArgs {
     /// Machine-readable output: one JSON document, or NDJSON for streams
@@ -61,6 +68,7 @@ pub enum ColorChoice {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 #[allow(clippy::large_enum_variant, reason = "parsed once per process")]
 pub enum Command {
     /// Run the hub: devices connect here; the CLI and MCP hosts reach them through it
@@ -169,7 +177,7 @@ pub struct SimArgs {
     pub replay_timing: bool,
 }
 
-/// How a command reaches a device: through a running hub, or by accepting it directly.
+// How a command reaches a device: through a running hub, or by accepting it directly.
 #[derive(Debug, Args, Clone)]
 pub struct DeviceArgs {
     /// The hub's host listener
@@ -194,7 +202,7 @@ pub struct DeviceArgs {
     pub server: McpServerArgs,
 }
 
-/// Any MCP server instead of a device: at a URL, or run over stdio.
+// Any MCP server instead of a device: at a URL, or run over stdio.
 #[derive(Debug, Args, Clone)]
 pub struct McpServerArgs {
     /// An MCP server at this URL, instead of a device (Streamable HTTP, or legacy SSE for …/sse)
@@ -217,7 +225,7 @@ pub struct McpServerArgs {
     pub transport: crate::links::mcp::McpTransport,
 }
 
-/// The MCP server a client command (`resources`, `prompts`, `tasks`) talks to.
+// The MCP server a client command (`resources`, `prompts`, `tasks`) talks to.
 #[derive(Debug, Args, Clone)]
 pub struct ServerArgs {
     #[command(flatten)]
@@ -250,6 +258,7 @@ pub struct InitArgs {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum ToolsCommand {
     /// Every tool, all pages, as a table (full schemas with --json)
     List(ToolsListArgs),
@@ -269,6 +278,7 @@ pub struct ToolsListArgs {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum ResourcesCommand {
     /// Every resource, all pages, as a table (as the server sent them with --json)
     List(ServerArgs),
@@ -293,6 +303,7 @@ pub struct ResourceReadArgs {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum PromptsCommand {
     /// Every prompt, all pages, with its arguments
     List(ServerArgs),
@@ -317,6 +328,7 @@ pub struct PromptGetArgs {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum TasksCommand {
     /// The tasks the server keeps for this session (all pages)
     List(ServerArgs),
@@ -478,6 +490,7 @@ pub struct DevicesArgs {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum DevicesCommand {
     /// Admit a device: the 6-digit code it shows (or that its refusal named); or its Device-Id,
     /// which prints a token for you to give the device (never handed out over OTA)
@@ -505,7 +518,7 @@ pub enum DevicesCommand {
     Admitted,
 }
 
-/// `sim`: how a virtual device finds its backend besides a WebSocket URL.
+// `sim`: how a virtual device finds its backend besides a WebSocket URL.
 #[derive(Debug, Args, Clone)]
 pub struct SimBootstrapArgs {
     /// Connect over MQTT through this broker instead of WebSocket (mqtt://host:1883)
@@ -561,6 +574,7 @@ pub fn secrets_on_command_line(matches: &clap::ArgMatches) -> Vec<String> {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 #[command(after_help = "Examples (on the hub's machine, as the user who runs the hub):\n  \
 mcpdev remote-token create alice > alice.token   # shown once; copy it to alice's machine (0600)\n  \
 mcpdev remote-token list\n  \

@@ -132,8 +132,8 @@ pub struct ServeArgs {
     pub upstream: UpstreamArgs,
 }
 
-/// `serve --upstream`: devices keep their own voice backend, relayed through the hub
-/// (docs/upstream.md).
+// `serve --upstream`: devices keep their own voice backend, relayed through the hub
+// (docs/upstream.md).
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "Upstream (relay devices to their own voice backend, docs/upstream.md)")]
 pub struct UpstreamArgs {
@@ -165,7 +165,7 @@ pub enum TlsMode {
     Auto,
 }
 
-/// `serve`: TLS on the hub's listeners.
+// `serve`: TLS on the hub's listeners.
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "TLS")]
 pub struct TlsServeArgs {
@@ -194,7 +194,7 @@ pub struct TlsServeArgs {
     pub mqtt_plain: bool,
 }
 
-/// `serve`: deadlines and caps that keep slow or hostile connections from starving the hub.
+// `serve`: deadlines and caps that keep slow or hostile connections from starving the hub.
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "Limits")]
 pub struct LimitArgs {
@@ -228,7 +228,7 @@ pub struct LimitArgs {
     pub max_device_connections: u32,
 }
 
-/// `serve`: MQTT devices and device bootstrap (OTA).
+// `serve`: MQTT devices and device bootstrap (OTA).
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "MQTT and OTA")]
 pub struct MqttServeArgs {
