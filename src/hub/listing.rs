@@ -15,17 +15,19 @@
 //!   answer is written is listed or not, as in the paged listing, but never twice, and one that
 //!   stayed connected throughout is never skipped.
 //! - A page's rows are the same text whichever way they are asked for: the paged and the
-//!   streamed listing share [`devices_after`].
+//!   streamed listing share [`devices_after`]; a device of this hub and one of another hub have
+//!   the same summary fields with the same meaning ([`local_row`]).
 
 use std::sync::Arc;
 
 use super::Hub;
 use super::remote::{self, Cluster};
+use crate::session::DeviceInfo;
 use crate::wire::ws_frame;
 
 /// Rows read at a time for a streamed answer (the registry's lock, and the cluster index's, is
 /// held for one such read).
-pub const STREAM_CHUNK: usize = 32;
+pub const STREAM_CHUNK: usize = 8;
 /// A fragment of a streamed answer ends once it holds this many bytes: at ~3.6 KB a device
 /// description, ~36 devices; at most this and one chunk of rows whatever the devices.
 pub const FRAGMENT_BYTES: usize = 128 << 10;
@@ -143,9 +145,9 @@ pub fn admitted(hub: Arc<Hub>, id: u64) -> Streamed {
 pub fn devices_after(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, after: Option<&str>, limit: usize) -> (Vec<String>, Option<String>) {
     let (infos, next) = hub.registry.page(after, limit.max(1));
     let Some(c) = cluster else {
-        return (infos.iter().map(|i| text_of(&**i)).collect(), next);
+        return (infos.iter().map(|i| local_row(i)).collect(), next);
     };
-    let local = infos.iter().map(|i| (i.device_id.clone(), remote::with_this_hub(&text_of(&**i), c.as_ref())));
+    let local = infos.iter().map(|i| (i.device_id.clone(), remote::with_this_hub(&local_row(i), c.as_ref())));
     // The others' devices after the cursor, but not past the end of the local page when more
     // local devices follow it (they come first in the next page).
     let upto = next.clone();
@@ -160,6 +162,20 @@ pub fn devices_after(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, after: Optio
     rows.truncate(limit.max(1));
     let next = if more { rows.last().map(|r| r.0.clone()) } else { None };
     (rows.into_iter().map(|r| r.1).collect(), next)
+}
+
+/// A device of this hub as a `devices` row: its whole description, led by the fields a row of
+/// another hub's device has with the same meaning (issue 46.4; [`crate::mqtt`]'s index row):
+/// `name` ([`DeviceInfo::name`]), `tool_count` (every tool it listed) and `host_tools` (those
+/// offered to MCP hosts, user-only ones left out: [`crate::session::ToolList::offered_count`]).
+pub fn local_row(info: &DeviceInfo) -> String {
+    let text = text_of(info);
+    let lead = format!(r#""name":{},"tool_count":{},"host_tools":{}"#, serde_json::Value::from(info.name()), info.tools.len(), info.tools.offered_count(false));
+    match text.strip_prefix('{') {
+        Some(rest) if rest.trim_start().starts_with('}') => format!("{{{lead}{rest}"),
+        Some(rest) => format!("{{{lead},{rest}"),
+        None => text,
+    }
 }
 
 /// The JSON text of a description. Serializing these types cannot fail (string keys, no floats
@@ -177,7 +193,7 @@ mod tests {
         let pages = Box::new(move |after: Option<&str>, limit: usize| {
             let start = after.map_or(0, |a| a.parse::<usize>().unwrap() + 1);
             let end = (start + limit).min(total);
-            let rows: Vec<String> = (start..end).map(|n| format!("\"{n:0>w$}\"", w = width - 2)).collect();
+            let rows: Vec<String> = (start..end).map(|n| format!("\"{}{n}\"", "0".repeat(width.saturating_sub(2 + n.to_string().len())))).collect();
             (rows, (end < total).then(|| (end - 1).to_string()))
         });
         Streamed::new(r#"{"id":7,"ok":["#.into(), "]}", pages)
@@ -194,7 +210,7 @@ mod tests {
                 parts.push((text, last));
             }
             assert!(parts.iter().rev().skip(1).all(|(_, last)| !last) && parts.last().is_some_and(|p| p.1), "{total}");
-            if total * width > 2 * FRAGMENT_BYTES {
+            if total * width > 2 * FRAGMENT_BYTES && total > STREAM_CHUNK {
                 assert!(parts.len() >= 2, "{total} rows of {width} bytes came in {} fragment(s)", parts.len());
             }
             let whole: String = parts.into_iter().map(|p| p.0).collect();
