@@ -492,6 +492,11 @@ pub async fn serve_forwarded(hub: Arc<Hub>, request: &str, tx: mpsc::Sender<Stri
     if !matches!(req.op, Op::Device { .. } | Op::Rpc { .. } | Op::Watch { .. } | Op::Revoke { .. } | Op::Approve { .. } | Op::Deny { .. } | Op::Devices { .. } | Op::Pending) {
         return Some(json!({"id": req.id, "error": {"kind": "bad_request", "message": "this op is not served for another hub"}}).to_string());
     }
+    // One answer to another hub is one message: the whole fleet is never built for it (hubs list
+    // each other's devices from the index; a page is asked with a `limit`).
+    if let Op::Devices { after: None, limit: None } = req.op {
+        return Some(json!({"id": req.id, "error": {"kind": "bad_request", "message": "devices is served for another hub a page at a time: give a limit"}}).to_string());
+    }
     handle(hub, req, tx, None).await.map(Reply::into_text)
 }
 

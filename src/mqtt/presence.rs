@@ -30,8 +30,9 @@
 //! Rules: a hub's index counts only while the hub is alive; the index of a hub that died says
 //! which devices are *moving* (being taken over) until a survivor lists them or
 //! [`DEAD_INDEX_GRACE`] passes, when a survivor clears it from the broker. Rows are data: a row
-//! whose Device-Id is not a MAC is dropped, and every field is bounded. The view keeps ~70 bytes
-//! per device of the other hubs, in one map sorted by MAC: an id is one lookup, a prefix one
+//! whose Device-Id is not a MAC is dropped, and every field is bounded (a name to
+//! [`crate::session::MAX_NAME_CHARS`] characters, kept once per shard that repeats it). The view
+//! keeps ~95 bytes per device of the other hubs, in one map sorted by MAC: an id is one lookup, a prefix one
 //! range, a page of a listing O(page).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
