@@ -715,6 +715,39 @@ async fn cluster_revoke(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, device: &
 mod tests {
     use super::*;
 
+    /// A client that reads nothing holds the hub to its socket's queue and a fragment, never the
+    /// whole listing: a streamed answer's next fragment is made only once the queue drained, and
+    /// the write deadline runs meanwhile (issue 46.2).
+    #[tokio::test]
+    async fn a_streamed_answer_waits_for_a_client_that_does_not_read() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        const ROWS: usize = 100_000;
+        let (near, _far) = tokio::io::duplex(64 << 10);
+        let mut socket = Socket::with_write_deadline(near, WRITE_DEADLINE);
+        let row = format!("\"{}\"", "x".repeat(4000));
+        let made = Arc::new(AtomicUsize::new(0));
+        let counted = made.clone();
+        let pages: listing::Pages = Box::new(move |after: Option<&str>, limit: usize| {
+            let start = after.map_or(0, |a| a.parse::<usize>().unwrap_or(0) + 1);
+            let end = (start + limit).min(ROWS);
+            counted.fetch_add(end - start, Ordering::Relaxed);
+            ((start..end).map(|_| row.clone()).collect(), (end < ROWS).then(|| (end - 1).to_string()))
+        });
+        let mut outbox = std::collections::VecDeque::from([Out::Stream(Streamed::new("[".into(), "]", pages))]);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        for _ in 0..20 {
+            assert!(matches!(write_what_fits(&mut socket, &mut outbox), Some(Wait::Drain)), "the answer waits for the client");
+            if socket.poll_drained_to(&mut cx, STREAM_LOW_WATER).is_pending() {
+                break;
+            }
+        }
+        assert!(socket.poll_drained_to(&mut cx, STREAM_LOW_WATER).is_pending(), "the client took everything?");
+        let bytes = made.load(Ordering::Relaxed) * 4003;
+        let bound = STREAM_LOW_WATER + listing::FRAGMENT_BYTES + listing::STREAM_CHUNK * 4003 + (64 << 10);
+        assert!(bytes <= bound, "{bytes} bytes of rows made for a client that reads nothing (bound {bound})");
+        assert!(socket.out.stall_deadline().is_some(), "the write deadline runs");
+    }
+
     /// The flat read of `rpc` takes only what the full one reads the same way.
     #[test]
     fn an_rpc_request_is_read_flat_only_where_the_full_read_agrees() {

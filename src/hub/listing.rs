@@ -37,7 +37,7 @@ pub const STREAM_LOW_WATER: usize = 256 << 10;
 
 /// The next page of rows after a cursor: each row's JSON text, and the cursor of the page that
 /// follows (`None` at the end).
-type Pages = Box<dyn FnMut(Option<&str>, usize) -> (Vec<String>, Option<String>) + Send>;
+pub(crate) type Pages = Box<dyn FnMut(Option<&str>, usize) -> (Vec<String>, Option<String>) + Send>;
 
 /// An answer written a page at a time: `head`, the rows separated by commas, `tail`.
 pub struct Streamed {
@@ -53,7 +53,7 @@ pub struct Streamed {
 }
 
 impl Streamed {
-    fn new(head: String, tail: &'static str, pages: Pages) -> Self {
+    pub(crate) fn new(head: String, tail: &'static str, pages: Pages) -> Self {
         Self { head, tail, pages, after: None, rows: 0, fragments: 0, done: false }
     }
 
