@@ -138,3 +138,37 @@ async fn a_listing_under_churn_repeats_nobody_and_loses_nobody_who_stayed() {
     churn.await.unwrap();
     assert!(listings >= 3, "the churn ended before the listing could overlap it ({listings})");
 }
+
+/// Issue 46.2: the unpaged `devices` answer an older client reads is streamed (one message in
+/// fragments, a part of the fleet at a time), and still comes whole, in Device-Id order, each
+/// device once with its whole description; an answer asked for meanwhile on the same connection
+/// comes whole too, never inside the listing. `admitted` keeps its shape.
+#[tokio::test]
+async fn an_unpaged_listing_of_many_devices_comes_whole_and_in_order() {
+    const N: usize = 300;
+    let hub = HubProcess::start(&[], &[]).await;
+    // Ids out of order between two fleets, so order is the hub's doing.
+    let _b = spawn_mcpdev(&["sim", "--url", &hub.device_url, "--device-id", "02:00:00:00:51:00", "--count", "150"], &[]);
+    let _a = spawn_mcpdev(&["sim", "--url", &hub.device_url, "--device-id", "02:00:00:00:50:00", "--count", "150"], &[]);
+    wait_ready(&hub, N).await;
+    let client = HubClient::connect(&hub.host_url).await.unwrap();
+    let (all, stats, again) = tokio::join!(
+        client.call(json!({"op": "devices"})),
+        client.call(json!({"op": "stats"})),
+        client.call(json!({"op": "devices"})),
+    );
+    let (all, again) = (all.unwrap(), again.unwrap());
+    assert!(stats.unwrap()["in_flight"].is_u64());
+    let all = all.as_array().cloned().expect("the unpaged shape: one array");
+    assert_eq!(all.len(), N);
+    let listed = ids(&all);
+    assert!(strictly_increasing(&listed), "out of order or repeated: {listed:?}");
+    let expected: Vec<String> = ["50", "51"].iter().flat_map(|g| (0..150).map(move |i| format!("02:00:00:00:{g}:{i:02x}"))).collect();
+    assert_eq!(listed, expected);
+    assert!(all.iter().all(|d| d["tools"].as_array().is_some_and(|t| !t.is_empty()) && d["phase"] == "ready"), "each device with its whole description");
+    // Several KB a device: the answer spans many fragments.
+    assert!(serde_json::to_string(&all).unwrap().len() > 4 * (128 << 10), "too small to need fragments");
+    assert_eq!(ids(again.as_array().unwrap()), listed);
+    let admitted = client.call(json!({"op": "admitted"})).await.unwrap();
+    assert!(admitted["approve_all"].is_boolean() && admitted["devices"].is_array(), "{admitted}");
+}

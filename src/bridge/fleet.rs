@@ -343,8 +343,8 @@ async fn search(shared: &Shared, args: &JsonObject) -> Result<CallToolResult, Ca
         let (chunk, next) = shared.cluster_after(after.as_deref(), SCAN_CHUNK);
         for seen in chunk {
             let entry = match seen {
-                Seen::Here(h) => h.snapshot().and_then(|info| {
-                    Some((info.device_id.clone(), rules.matching(&info, &query)?))
+                Seen::Here(h, hub) => h.snapshot().and_then(|info| {
+                    Some((info.device_id.clone(), rules.matching(&info, &query, hub.as_deref())?))
                 }),
                 Seen::Indexed { row } => rules
                     .matching_row(&row, &query)
@@ -372,7 +372,7 @@ async fn search(shared: &Shared, args: &JsonObject) -> Result<CallToolResult, Ca
             .map(|m| identity::format_mac(&m))
             .or_else(|| naming::device_for_prefix(&query, &shared.hub.config.aliases))
         && let Ok(h) = c.proxy(&id).await
-        && let Some(entry) = h.snapshot().and_then(|info| rules.matching(&info, &query))
+        && let Some(entry) = h.snapshot().and_then(|info| rules.matching(&info, &query, None))
     {
         found.push((h.device_id.clone(), entry));
     }
@@ -403,8 +403,9 @@ async fn search(shared: &Shared, args: &JsonObject) -> Result<CallToolResult, Ca
 
 /// A device of the cluster as the fleet tools see it.
 pub(super) enum Seen {
-    /// Served here, or another hub's device with a stand-in made: its whole description.
-    Here(DeviceHandle),
+    /// Served here, or another hub's device with a stand-in made: its whole description, and in
+    /// a cluster the hub that serves it.
+    Here(DeviceHandle, Option<String>),
     /// Another hub's device known from its index only: `{hub, device_id, transport, phase,
     /// tool_count, connected_at_ms}`.
     Indexed { row: Value },
@@ -418,14 +419,17 @@ struct Listed<'a> {
 
 impl Listed<'_> {
     fn offered<'t>(&self, info: &'t DeviceInfo) -> impl Iterator<Item = &'t crate::session::ToolEntry> {
-        let user_tools = self.user_tools;
-        info.tools.iter().filter(move |t| user_tools || !t.user_only)
+        info.tools.offered(self.user_tools)
     }
 
     /// The device's search entry, if it matches `query` (lower case; empty matches all). Costs
     /// no allocation for a device that does not match an ASCII query but its prefix: the
     /// device's serverInfo is parsed only where its raw JSON could hold the query.
-    fn matching(&self, info: &DeviceInfo, query: &str) -> Option<Value> {
+    ///
+    /// A search entry has the same fields with the same meaning wherever the device is (issue
+    /// 46.4): `name` ([`DeviceInfo::name`]), `tools` (those offered to hosts here,
+    /// [`crate::session::ToolList::offered_count`]) and, in a cluster, `hub`.
+    fn matching(&self, info: &DeviceInfo, query: &str, hub: Option<&str>) -> Option<Value> {
         let has = |s: &str| contains_folded(s, query);
         let matching_tools: Vec<&str> = if query.is_empty() { Vec::new() } else { self.offered(info).map(|t| t.name.as_str()).filter(|n| has(n)).take(MATCHING_TOOLS_MAX).collect() };
         let prefix = naming::prefix_for(&info.device_id, self.aliases);
@@ -436,37 +440,44 @@ impl Listed<'_> {
             || !matching_tools.is_empty()
             || (name_may_match() && info.server_name().is_some_and(|n| has(&n)));
         matches.then(|| {
-            json!({
+            let mut entry = json!({
                 "device_id": info.device_id,
                 "prefix": prefix,
-                "name": info.server_name(),
+                "name": info.name(),
                 "phase": info.phase,
-                "tools": self.offered(info).count(),
+                "tools": info.tools.offered_count(self.user_tools),
                 "matching_tools": matching_tools,
-            })
+            });
+            if let Some(hub) = hub {
+                entry["hub"] = Value::from(hub);
+            }
+            entry
         })
     }
 }
 
 impl Listed<'_> {
-    /// The search entry of another hub's device known from its index only (its id, prefix and
-    /// phase; its name and tools are matched once a stand-in is made for it).
+    /// The search entry of another hub's device known from its index only, with the fields of
+    /// [`Self::matching`]'s: its name and its count of tools offered to hosts come in its row
+    /// ([`crate::mqtt`]'s index; a hub of the previous version gives neither: no name, and
+    /// every tool counted). Its tool names are matched once a stand-in is made for it.
     fn matching_row(&self, row: &Value, query: &str) -> Option<Value> {
         let id = row["device_id"].as_str()?;
         let prefix = naming::prefix_for(id, self.aliases);
-        (query.is_empty() || contains_folded(id, query) || contains_folded(&prefix, query)).then(
-            || {
-                json!({
-                    "device_id": id,
-                    "prefix": prefix,
-                    "name": null,
-                    "phase": row["phase"],
-                    "tools": row["tool_count"],
-                    "matching_tools": [],
-                    "hub": row["hub"],
-                })
-            },
-        )
+        let name = row["name"].as_str();
+        let tools = if self.user_tools || row["host_tools"].is_null() { &row["tool_count"] } else { &row["host_tools"] };
+        let matches = query.is_empty() || contains_folded(id, query) || contains_folded(&prefix, query) || name.is_some_and(|n| contains_folded(n, query));
+        matches.then(|| {
+            json!({
+                "device_id": id,
+                "prefix": prefix,
+                "name": name,
+                "phase": row["phase"],
+                "tools": tools,
+                "matching_tools": [],
+                "hub": row["hub"],
+            })
+        })
     }
 }
 

@@ -250,7 +250,7 @@ impl Shared {
         let registry = &self.hub.registry;
         let (local, next) = registry.handles_after(after, limit);
         let Some(c) = crate::hub::remote::of(&self.hub) else {
-            return (local.into_iter().map(fleet::Seen::Here).collect(), next);
+            return (local.into_iter().map(|h| fleet::Seen::Here(h, None)).collect(), next);
         };
         // The others' devices, not past the end of the local page when more local ones follow.
         let upto = next.clone();
@@ -262,14 +262,13 @@ impl Shared {
             });
         let mut all: Vec<(String, fleet::Seen)> = local
             .into_iter()
-            .map(|h| (h.device_id.clone(), fleet::Seen::Here(h)))
+            .map(|h| (h.device_id.clone(), fleet::Seen::Here(h, Some(c.me().to_string()))))
             .collect();
         all.extend(remote.map(|(id, row)| {
+            let row: serde_json::Value = serde_json::from_str(&row).unwrap_or_default();
             let seen = match c.cached_proxy(&id) {
-                Some(h) => fleet::Seen::Here(h),
-                None => fleet::Seen::Indexed {
-                    row: serde_json::from_str(&row).unwrap_or_default(),
-                },
+                Some(h) => fleet::Seen::Here(h, row["hub"].as_str().map(str::to_string)),
+                None => fleet::Seen::Indexed { row },
             };
             (id, seen)
         }));
@@ -428,8 +427,8 @@ impl Shared {
                     "prefix": naming::prefix_for(&info.device_id, &self.hub.config.aliases),
                     "transport": info.transport,
                     "phase": info.phase,
-                    "server_name": info.server_name(),
-                    "tools": info.tools.len(),
+                    "server_name": info.name(),
+                    "tools": info.tools.offered_count(self.config.user_tools),
                     "mcp_url": format!("/devices/{}/mcp", info.device_id),
                 }));
             }

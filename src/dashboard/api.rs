@@ -6,6 +6,10 @@
 //! - A tool form's words are typed and validated by [`crate::args`] exactly as `mcpdev call`
 //!   does them; an invalid call is answered with the CLI's messages and never sent.
 //! - Admission goes through the control API's ops; only the admission ops are reachable here.
+//!   Its answer holds the waiting requests (at most
+//!   [`MAX_PENDING`](crate::hub::admission::MAX_PENDING) a hub) and the approved devices (at most
+//!   [`MAX_ADMITTED`](crate::hub::admission::MAX_ADMITTED)), collected from the control
+//!   API's streamed `admitted`: bounded by the admission book, not by the fleet.
 //! - Traffic streams: capped ([`super::streams`]), each ending when its client goes away or the
 //!   credential that opened it is revoked.
 
@@ -132,7 +136,9 @@ fn row(d: &Dashboard, h: &DeviceHandle, info: &crate::session::DeviceInfo, alias
         "alias": alias,
         "transport": info.transport,
         "state": phase_word(info.phase),
+        "name": info.name(),
         "tools": info.tools.len(),
+        "host_tools": info.tools.offered_count(false),
         "connected_at_ms": info.connected_at_ms,
         "remote": d.timeline.remote(&info.device_id),
         "calls": h.calls.summary(),

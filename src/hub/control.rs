@@ -24,8 +24,12 @@
 //!
 //! `devices` with a `limit` is one page, in Device-Id order, after the Device-Id `after`; `next`
 //! is the `after` of the page that follows (null at the end). A page holds at most
-//! [`MAX_DEVICES_PAGE`] devices, so what the hub builds for one answer is bounded whatever the
-//! fleet; without a `limit` the answer is every device at once (the shape older clients read).
+//! [`MAX_DEVICES_PAGE`] devices. Without a `limit` the answer is every device in one message
+//! (the shape older clients read), and `admitted` every approved device: both are *streamed*,
+//! one WebSocket message sent in fragments made as the socket takes them ([`super::listing`]),
+//! so what the hub holds for any answer is bounded whatever the fleet. The other answers are
+//! bounded by what they describe: one device, one call's result (the device's, at most its
+//! link's message limit), `pending` at most [`super::admission::MAX_PENDING`] requests a hub.
 //!
 //! In a cluster of hubs ([`super::remote`]), `devices` lists every hub's devices (each with its
 //! `hub`; pages run over the whole cluster in Device-Id order), and `device`, `rpc`, `watch` and
@@ -35,7 +39,8 @@
 //! One connection serves its requests concurrently in its own task, which also writes their
 //! answers to the socket: at most [`MAX_IN_FLIGHT`] at a time (watches included; beyond that the
 //! answer is `busy`), each at most [`MAX_REQUEST_BYTES`] long. A client that does not read its
-//! answers for [`WRITE_DEADLINE`] is disconnected.
+//! answers for [`WRITE_DEADLINE`] is disconnected; a streamed answer's fragments go through the
+//! same queue, under the same deadline, and no other answer is written between them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,6 +55,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::Hub;
+use super::listing::{self, Reply, STREAM_LOW_WATER, Streamed};
 use super::registry::SelectError;
 use super::remote::{self, Cluster, Located};
 use crate::links::upgrade;
@@ -135,25 +141,26 @@ async fn serve(hub: Arc<Hub>, io: upgrade::DeviceSocket, credential: Option<supe
     // at most MAX_IN_FLIGHT answers plus those of one read's requests. This loop never waits
     // outside its `select!`: a request under way is always polled, whatever the client is doing.
     let mut running = FuturesUnordered::new();
-    let mut outbox = std::collections::VecDeque::<Vec<u8>>::new();
+    let mut outbox = std::collections::VecDeque::<Out>::new();
     let mut refused_busy = 0u64;
     while close_code.is_none() {
-        while outbox.front().is_some_and(|frame| socket.out.has_room(frame.len())) {
-            let _ = socket.out.push(outbox.pop_front().expect("a front frame"));
-        }
-        // The size of the answer waiting for room, if one is.
-        let waiting = outbox.front().map(Vec::len);
+        let waiting = write_what_fits(&mut socket, &mut outbox);
         let stall = socket.out.stall_deadline();
         tokio::select! {
             Some(answer) = running.next(), if !running.is_empty() => {
-                let answer: Option<String> = answer;
-                outbox.extend(answer.as_deref().map(ws_frame::text));
+                let answer: Option<Reply> = answer;
+                outbox.extend(answer.map(Out::from));
             }
-            Some(event) = events.recv(), if waiting.is_none() => outbox.push_back(ws_frame::text(&event)),
-            // While an answer waits for room, the socket is only written (until it fits), not read.
-            io = std::future::poll_fn(|cx| match waiting {
-                Some(len) => socket.poll_room(cx, len).map(|room| room.map_or_else(Io::WriteFailed, |()| Io::Read(Vec::new(), None))),
-                None => socket.poll_io(cx),
+            Some(event) = events.recv(), if waiting.is_none() => outbox.push_back(Out::Frame(ws_frame::text(&event))),
+            // While an answer waits, the socket is only written (until it fits, or a streamed
+            // answer's next fragment may be made), not read.
+            io = std::future::poll_fn(|cx| {
+                let written = match waiting {
+                    Some(Wait::Room(len)) => socket.poll_room(cx, len),
+                    Some(Wait::Drain) => socket.poll_drained_to(cx, STREAM_LOW_WATER),
+                    None => return socket.poll_io(cx),
+                };
+                written.map(|room| room.map_or_else(Io::WriteFailed, |()| Io::Read(Vec::new(), None)))
             }) => {
                 let (messages, end) = match io {
                     Io::Read(messages, end) => (messages, end),
@@ -163,9 +170,9 @@ async fn serve(hub: Arc<Hub>, io: upgrade::DeviceSocket, credential: Option<supe
                 for message in messages {
                     match message {
                         Incoming::Text(text) => match accept(&text, running.len(), &mut refused_busy) {
-                            Ok(ControlRequest { id, op: Op::Stats }) => outbox.push_back(ws_frame::text(&json!({"id": id, "ok": {"in_flight": running.len()}}).to_string())),
+                            Ok(ControlRequest { id, op: Op::Stats }) => outbox.push_back(Out::Frame(ws_frame::text(&json!({"id": id, "ok": {"in_flight": running.len()}}).to_string()))),
                             Ok(req) => running.push(handle(hub.clone(), req, tx.clone(), super::remote::of(&hub))),
-                            Err(answer) => outbox.push_back(ws_frame::text(&answer.to_string())),
+                            Err(answer) => outbox.push_back(Out::Frame(ws_frame::text(&answer.to_string()))),
                         },
                         Incoming::Ping(payload) => {
                             let _ = socket.out.push(ws_frame::pong(&payload));
@@ -198,6 +205,55 @@ async fn serve(hub: Arc<Hub>, io: upgrade::DeviceSocket, credential: Option<supe
     drop(running);
     let stalled = socket.out.stall_deadline().is_some_and(|d| d <= tokio::time::Instant::now());
     socket.finish(stalled, close_code).await;
+}
+
+/// What waits to be written to a control connection: a whole frame, or a streamed answer.
+enum Out {
+    Frame(Vec<u8>),
+    Stream(Streamed),
+}
+
+impl From<Reply> for Out {
+    fn from(reply: Reply) -> Self {
+        match reply {
+            Reply::Text(text) => Self::Frame(ws_frame::text(&text)),
+            Reply::Streamed(s) => Self::Stream(s),
+        }
+    }
+}
+
+/// Why the front of the outbox waits: a frame for room in the socket's queue, a streamed answer
+/// for the queue to drain to [`STREAM_LOW_WATER`].
+#[derive(Clone, Copy)]
+enum Wait {
+    Room(usize),
+    Drain,
+}
+
+/// Moves what fits from `outbox` to the socket's queue, in order: whole frames while there is
+/// room for them, a streamed answer's fragments (made here, one at a time) while the queue is at
+/// most [`STREAM_LOW_WATER`]. What the front still waits for, if anything is left.
+fn write_what_fits<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(socket: &mut Socket<S>, outbox: &mut std::collections::VecDeque<Out>) -> Option<Wait> {
+    loop {
+        match outbox.front_mut()? {
+            Out::Frame(frame) if socket.out.has_room(frame.len()) => {
+                if let Some(Out::Frame(frame)) = outbox.pop_front() {
+                    let _ = socket.out.push(frame);
+                }
+            }
+            Out::Frame(frame) => return Some(Wait::Room(frame.len())),
+            Out::Stream(s) if socket.out.queued_bytes() <= STREAM_LOW_WATER => match s.next_frame() {
+                // A fragment is at most a few hundred KiB: it fits a queue this low.
+                Some(frame) => {
+                    let _ = socket.out.push(frame);
+                }
+                None => {
+                    outbox.pop_front();
+                }
+            },
+            Out::Stream(_) => return Some(Wait::Drain),
+        }
+    }
 }
 
 /// A request to serve, or the answer that refuses it (unreadable, too long, too many under way).
@@ -254,11 +310,12 @@ fn rpc_request(text: &str) -> Option<ControlRequest> {
 /// Answers are written as text straight from what they describe, not built as a `Value` first:
 /// a device's description holds its tool list as the device's own JSON, and `devices` holds
 /// every device's (36 MB at 10,000 devices, several times that as a `Value` tree).
-async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<String>, cluster: Option<Arc<dyn Cluster>>) -> Option<String> {
+async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<String>, cluster: Option<Arc<dyn Cluster>>) -> Option<Reply> {
     let id = req.id;
     let cluster = cluster.as_ref();
     let reply = match req.op {
-        Op::Devices { after, limit: None } if after.is_none() => Ok(devices_text(&hub, cluster)),
+        Op::Devices { after: None, limit: None } => return Some(Reply::Streamed(listing::devices(hub, cluster.cloned(), id))),
+        Op::Admitted => return Some(Reply::Streamed(listing::admitted(hub, id))),
         Op::Devices { after, limit } => Ok(devices_page(&hub, cluster, after.as_deref(), limit.unwrap_or(MAX_DEVICES_PAGE))),
         Op::Device { device, wait_ms } => match cluster {
             Some(c) => cluster_device(&hub, c, device.as_deref(), wait_ms).await,
@@ -284,15 +341,14 @@ async fn handle(hub: Arc<Hub>, req: ControlRequest, tx: mpsc::Sender<String>, cl
         Op::Deny { code } => cluster_deny(&hub, cluster, &code).await,
         Op::Revoke { device } => cluster_revoke(&hub, cluster, &device).await,
         Op::Pending => Ok(pending_text(&hub, cluster).await),
-        Op::Admitted => Ok(json!({"approve_all": hub.admission.approve_all(), "devices": hub.admission.admitted().iter().map(super::admission::Admitted::public).collect::<Vec<_>>()}).to_string()),
         Op::Stats => Err(json!({"kind": "bad_request", "message": "stats is answered by the connection"})),
         Op::Task { .. } => Err(json!({"kind": "bad_request", "message": "the task op is served only for another hub of the cluster; MCP hosts reach tasks through /mcp"})),
     };
-    Some(match reply {
+    Some(Reply::Text(match reply {
         // `ok` is JSON text already, and `id` a number: the envelope needs no escaping.
         Ok(ok) => format!(r#"{{"id":{id},"ok":{ok}}}"#),
         Err(e) => json!({"id": id, "error": e}).to_string(),
-    })
+    }))
 }
 
 /// One request answered outside a connection (the dashboard's admission page): the same ops,
@@ -305,54 +361,19 @@ pub async fn answer_once(hub: Arc<Hub>, text: &str) -> String {
         Ok(req) => {
             let (tx, _events) = mpsc::channel(1);
             let cluster = super::remote::of(&hub);
-            handle(hub, req, tx, cluster).await.unwrap_or_default()
+            handle(hub, req, tx, cluster).await.map(Reply::into_text).unwrap_or_default()
         }
         Err(answer) => answer.to_string(),
     }
 }
 
-/// One page of `devices`: `{"devices":[…],"next":…}`. In a cluster the page runs over every
-/// hub's devices in Device-Id order (this hub's and, from the index, the others'), each with its
-/// `hub`; a device listed both here and in another hub's index (it is moving) is listed once,
-/// here. O(limit), whatever the cluster. `unlisted` names the hubs that serve devices their index
-/// does not list, with how many (`[{"hub":…,"devices":N}]`).
-fn devices_page(
-    hub: &Hub,
-    cluster: Option<&Arc<dyn Cluster>>,
-    after: Option<&str>,
-    limit: usize,
-) -> String {
-    #[derive(serde::Serialize)]
-    struct Page<'a> {
-        devices: Vec<&'a crate::session::DeviceInfo>,
-        next: Option<String>,
-    }
-    let limit = limit.clamp(1, MAX_DEVICES_PAGE);
-    let (infos, next) = hub.registry.page(after, limit);
-    let Some(c) = cluster else { return text_of(&Page { devices: infos.iter().map(|i| &**i).collect(), next }) };
-    let local = infos.iter().map(|i| (i.device_id.clone(), remote::with_this_hub(&text_of(&**i), c.as_ref())));
-    // The others' devices after the cursor, but not past the end of the local page when more
-    // local devices follow it (they come first in the next page).
-    let upto = next.clone();
-    let remote = c
-        .remote_page(after, limit + 1)
-        .into_iter()
-        .filter(|(id, _)| {
-            upto.as_deref().is_none_or(|u| id.as_str() <= u) && hub.registry.get(id).is_none()
-        });
-    let mut rows: Vec<(String, String)> = local.chain(remote).collect();
-    rows.sort_by(|a, b| a.0.cmp(&b.0));
-    rows.dedup_by(|a, b| a.0 == b.0);
-    let more = rows.len() > limit || next.is_some();
-    rows.truncate(limit);
-    let next = if more { rows.last().map(|r| r.0.clone()) } else { None };
-    let devices: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
-    format!(
-        r#"{{"devices":[{}],"next":{},"unlisted":{}}}"#,
-        devices.join(","),
-        text_of(&next),
-        unlisted_text(c.as_ref())
-    )
+/// One page of `devices`: `{"devices":[…],"next":…}` ([`listing::devices_after`]; in a cluster
+/// with `unlisted`, the hubs that serve devices their index does not list, with how many:
+/// `[{"hub":…,"devices":N}]`). O(limit), whatever the cluster.
+fn devices_page(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, after: Option<&str>, limit: usize) -> String {
+    let (rows, next) = listing::devices_after(hub, cluster, after, limit.clamp(1, MAX_DEVICES_PAGE));
+    let unlisted = cluster.map(|c| format!(r#","unlisted":{}"#, unlisted_text(c.as_ref()))).unwrap_or_default();
+    format!(r#"{{"devices":[{}],"next":{}{unlisted}}}"#, rows.join(","), text_of(&next))
 }
 
 /// The hubs that serve devices their index does not list: `[{"hub":…,"devices":N}]`.
@@ -471,33 +492,12 @@ pub async fn serve_forwarded(hub: Arc<Hub>, request: &str, tx: mpsc::Sender<Stri
     if !matches!(req.op, Op::Device { .. } | Op::Rpc { .. } | Op::Watch { .. } | Op::Revoke { .. } | Op::Approve { .. } | Op::Deny { .. } | Op::Devices { .. } | Op::Pending) {
         return Some(json!({"id": req.id, "error": {"kind": "bad_request", "message": "this op is not served for another hub"}}).to_string());
     }
-    handle(hub, req, tx, None).await
-}
-
-/// Every device of the cluster: this hub's (with their full description) and the others' (from
-/// their index), each with the hub that serves it.
-fn devices_text(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>) -> String {
-    let local = hub.registry.snapshots();
-    let Some(c) = cluster else {
-        return text_of(&local.iter().map(|i| &**i).collect::<Vec<_>>());
-    };
-    let mut rows: Vec<String> = local
-        .iter()
-        .map(|i| remote::with_this_hub(&text_of(&**i), c.as_ref()))
-        .collect();
-    let mut after = None;
-    loop {
-        let chunk = c.remote_page(after.as_deref(), MAX_DEVICES_PAGE);
-        let Some((last, _)) = chunk.last() else { break };
-        after = Some(last.clone());
-        rows.extend(
-            chunk
-                .into_iter()
-                .filter(|(id, _)| hub.registry.get(id).is_none())
-                .map(|(_, row)| row),
-        );
+    // One answer to another hub is one message: the whole fleet is never built for it (hubs list
+    // each other's devices from the index; a page is asked with a `limit`).
+    if let Op::Devices { after: None, limit: None } = req.op {
+        return Some(json!({"id": req.id, "error": {"kind": "bad_request", "message": "devices is served for another hub a page at a time: give a limit"}}).to_string());
     }
-    format!("[{}]", rows.join(","))
+    handle(hub, req, tx, None).await.map(Reply::into_text)
 }
 
 /// The admission requests waiting on every hub of the cluster, each with the hub that holds it
@@ -714,6 +714,39 @@ async fn cluster_revoke(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, device: &
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A client that reads nothing holds the hub to its socket's queue and a fragment, never the
+    /// whole listing: a streamed answer's next fragment is made only once the queue drained, and
+    /// the write deadline runs meanwhile (issue 46.2).
+    #[tokio::test]
+    async fn a_streamed_answer_waits_for_a_client_that_does_not_read() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        const ROWS: usize = 100_000;
+        let (near, _far) = tokio::io::duplex(64 << 10);
+        let mut socket = Socket::with_write_deadline(near, WRITE_DEADLINE);
+        let row = format!("\"{}\"", "x".repeat(4000));
+        let made = Arc::new(AtomicUsize::new(0));
+        let counted = made.clone();
+        let pages: listing::Pages = Box::new(move |after: Option<&str>, limit: usize| {
+            let start = after.map_or(0, |a| a.parse::<usize>().unwrap_or(0) + 1);
+            let end = (start + limit).min(ROWS);
+            counted.fetch_add(end - start, Ordering::Relaxed);
+            ((start..end).map(|_| row.clone()).collect(), (end < ROWS).then(|| (end - 1).to_string()))
+        });
+        let mut outbox = std::collections::VecDeque::from([Out::Stream(Streamed::new("[".into(), "]", pages))]);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        for _ in 0..20 {
+            assert!(matches!(write_what_fits(&mut socket, &mut outbox), Some(Wait::Drain)), "the answer waits for the client");
+            if socket.poll_drained_to(&mut cx, STREAM_LOW_WATER).is_pending() {
+                break;
+            }
+        }
+        assert!(socket.poll_drained_to(&mut cx, STREAM_LOW_WATER).is_pending(), "the client took everything?");
+        let bytes = made.load(Ordering::Relaxed) * 4003;
+        let bound = STREAM_LOW_WATER + listing::FRAGMENT_BYTES + listing::STREAM_CHUNK * 4003 + (64 << 10);
+        assert!(bytes <= bound, "{bytes} bytes of rows made for a client that reads nothing (bound {bound})");
+        assert!(socket.out.stall_deadline().is_some(), "the write deadline runs");
+    }
 
     /// The flat read of `rpc` takes only what the full one reads the same way.
     #[test]

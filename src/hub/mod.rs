@@ -38,6 +38,7 @@ pub mod device_link;
 pub mod devices;
 pub mod guesses;
 pub mod listener;
+pub mod listing;
 pub mod ota;
 pub mod ota_upstream;
 pub mod owner;

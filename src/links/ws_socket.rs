@@ -135,6 +135,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Socket<S> {
         if self.out.has_room(len) { Poll::Ready(Ok(())) } else { Poll::Pending }
     }
 
+    /// Writes what is queued, without reading, until the queue holds at most `level` bytes (a
+    /// streamed answer makes its next page then); an `Err` says the connection is gone.
+    pub(crate) fn poll_drained_to(&mut self, cx: &mut Context<'_>, level: usize) -> Poll<Result<(), String>> {
+        if let Err(why) = self.out.poll_drain(&mut self.io, cx) {
+            return Poll::Ready(Err(why));
+        }
+        if self.out.queued_bytes() <= level { Poll::Ready(Ok(())) } else { Poll::Pending }
+    }
+
     /// Says goodbye with a close frame (echoing the device's code, if it sent one) and lets the
     /// queue drain for a moment; at once when the device is not reading (nothing would get
     /// through).

@@ -22,6 +22,11 @@
 //!   (beyond that the answer is `busy`), each at most [`MAX_REQUEST_BYTES`]; at most
 //!   [`MAX_WAITING`] requests of this hub waiting on others. Requests from a client that is not a
 //!   live hub are dropped and logged (at most once per [`LOG_WINDOW`]).
+//! - **Bounded answers**: what a hub answers another is one message the size of what it
+//!   describes (one device, one call's result, `pending` at most
+//!   [`MAX_PENDING`](crate::hub::admission::MAX_PENDING) requests, a page of `devices`); the
+//!   unpaged `devices` is refused here (streamed only to a control connection), so no peer makes
+//!   a hub build its whole fleet into one answer.
 //! - **One hop**: a forwarded request is served locally only
 //!   ([`control::serve_forwarded`](crate::hub::control::serve_forwarded)); that includes the
 //!   `task` op, an MCP task this hub holds asked for by a host of another hub.

@@ -3,7 +3,13 @@
 //!
 //! - `mcpdev/hubs/<hub>` (retained, cleared by the hub's last will): the hub is alive.
 //! - `mcpdev/index/<hub>/<shard>` (retained, [`SHARDS`] shards): the devices it serves, one
-//!   compact row each `[device_id, transport, phase, tool_count, connected_at_ms]` (~55 bytes).
+//!   compact row each `[device_id, transport, phase, tool_count, connected_at_ms]` (~55 bytes),
+//!   and beside them (`about`, the same order) what describes each device as every listing does
+//!   (issue 46.4): `[host_tools, name]` (either may be null), the tools offered to MCP hosts
+//!   ([`crate::session::ToolList::offered_count`], user-only ones left out) and its name
+//!   ([`crate::session::DeviceInfo::name`], at most [`crate::session::MAX_NAME_CHARS`]
+//!   characters, or null): ~15 bytes more for a short name. A hub of the previous version sends
+//!   no `about` and ignores it: its rows read with no name and no host count, and it reads ours.
 //!   A device's shard is a hash of its MAC, so one device that comes, goes or changes costs one
 //!   shard (1/16 of the hub's index), never the whole index; a shard is republished at most every
 //!   [`INDEX_PERIOD`] and only when it changed, and a hub publishes at most
@@ -24,8 +30,9 @@
 //! Rules: a hub's index counts only while the hub is alive; the index of a hub that died says
 //! which devices are *moving* (being taken over) until a survivor lists them or
 //! [`DEAD_INDEX_GRACE`] passes, when a survivor clears it from the broker. Rows are data: a row
-//! whose Device-Id is not a MAC is dropped, and every field is bounded. The view keeps ~70 bytes
-//! per device of the other hubs, in one map sorted by MAC: an id is one lookup, a prefix one
+//! whose Device-Id is not a MAC is dropped, and every field is bounded (a name to
+//! [`crate::session::MAX_NAME_CHARS`] characters, kept once per shard that repeats it). The view
+//! keeps ~95 bytes per device of the other hubs, in one map sorted by MAC: an id is one lookup, a prefix one
 //! range, a page of a listing O(page).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -50,8 +57,9 @@ pub const INDEX_PERIOD: Duration = Duration::from_millis(500);
 /// less often, never faster than the broker and the other hubs take it. Every hub receives
 /// every other hub's index: at 6 hubs of ~17,000 devices each, a period of 0.5 s made ~12 MB/s
 /// into the broker and ~70 MB/s out of it, which stalled Mosquitto for longer than the hubs'
-/// keepalive and cut them off it. A hub's index is 55 bytes a device: under this budget, ~2,300
-/// devices still go out every [`INDEX_PERIOD`], and 20,000 devices that all change take ~4 s.
+/// keepalive and cut them off it. A hub's index is ~72 bytes a device (its row and `about`): under
+/// this budget, ~1,800 devices still go out every [`INDEX_PERIOD`], and 20,000 devices that all
+/// change take ~5 s.
 pub const INDEX_BYTES_PER_SEC: usize = 256 * 1024;
 /// Shards of one hub's index.
 pub const SHARDS: u8 = 16;
@@ -73,14 +81,20 @@ const READY: u8 = 3;
 
 pub type Mac = [u8; 6];
 
-/// One device in a hub's index (24 bytes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One device in a hub's index (48 bytes; a name is shared by every row of its shard that
+/// has it).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
     pub mac: Mac,
     transport: u8,
     phase: u8,
+    /// Every tool the device listed.
     pub tools: u32,
+    /// The tools offered to MCP hosts (user-only ones left out); `None` from a hub too old to say.
+    pub host_tools: Option<u32>,
     pub since_ms: u64,
+    /// The device's name (bounded), if it gave one and its hub says.
+    pub name: Option<Arc<str>>,
 }
 
 fn code(names: &[&str], s: &str) -> u8 {
@@ -104,8 +118,17 @@ impl Row {
             transport: code(&TRANSPORTS, transport),
             phase: code(&PHASES, phase),
             tools: tools.min(u64::from(u32::MAX)) as u32,
+            host_tools: None,
             since_ms,
+            name: None,
         })
+    }
+
+    /// The row with what describes the device: its tools offered to hosts and its name (cut to
+    /// [`crate::session::MAX_NAME_CHARS`] characters).
+    pub fn described(self, host_tools: Option<u64>, name: Option<Arc<str>>) -> Self {
+        let name = name.map(|n| if n.chars().count() > crate::session::MAX_NAME_CHARS { Arc::from(crate::session::bounded_name(&n)) } else { n });
+        Self { host_tools: host_tools.map(|n| n.min(u64::from(u32::MAX)) as u32), name, ..self }
     }
 
     pub fn device_id(&self) -> String {
@@ -124,18 +147,34 @@ impl Row {
         self.phase == READY
     }
 
-    /// The row as a `devices` entry, `hub` first, then the hub's name when its operator gave one.
-    pub fn listing_text(&self, hub: &str, name: Option<&str>) -> String {
-        let name = name.map(|n| format!(r#""hub_name":{},"#, serde_json::Value::from(n))).unwrap_or_default();
+    /// The row as a `devices` entry, `hub` first, then the hub's name when its operator gave one:
+    /// the fields a local device's entry has with the same meaning
+    /// ([`crate::hub::remote::summary_text`]).
+    pub fn listing_text(&self, hub: &str, hub_name: Option<&str>) -> String {
+        let hub_name = hub_name.map(|n| format!(r#""hub_name":{},"#, serde_json::Value::from(n))).unwrap_or_default();
         format!(
-            r#"{{"hub":{},{name}"device_id":"{}","transport":"{}","phase":"{}","tool_count":{},"connected_at_ms":{}}}"#,
+            r#"{{"hub":{},{hub_name}"device_id":"{}","name":{},"transport":"{}","phase":"{}","tool_count":{},"host_tools":{},"connected_at_ms":{}}}"#,
             serde_json::Value::from(hub),
             self.device_id(),
+            serde_json::Value::from(self.name.as_deref()),
             self.transport(),
             self.phase(),
             self.tools,
+            serde_json::Value::from(self.host_tools),
             self.since_ms
         )
+    }
+
+    /// Its `about` entry, `[host_tools, name]`.
+    fn push_about(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let _ = write!(out, "[{},{}]", serde_json::Value::from(self.host_tools), serde_json::Value::from(self.name.as_deref()));
+    }
+
+    /// Bytes it adds to a shard: its row and its `about` entry with their commas.
+    fn shard_bytes(&self) -> usize {
+        let name = self.name.as_deref().map_or(4, |n| serde_json::Value::from(n).to_string().len());
+        80 + 14 + name
     }
 
     fn push_json(&self, out: &mut String) {
@@ -206,6 +245,13 @@ pub fn shard_text(secret: &HubSecret, hub_id: &str, shard: u8, s: &Shard) -> Str
         }
         r.push_json(&mut body);
     }
+    body.push_str(r#"],"about":["#);
+    for (i, r) in s.rows.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        r.push_about(&mut body);
+    }
     body.push_str("]}");
     let mac = secret.mac(Purpose::ClusterIndex, body.as_bytes());
     format!("{mac}\n{body}")
@@ -223,6 +269,10 @@ struct Body<'a> {
     name: Option<String>,
     #[serde(borrow)]
     devices: Vec<&'a RawValue>,
+    /// `[host_tools, name]` of each row, in the same order (absent from an older hub's shard;
+    /// anything but an array is as absent).
+    #[serde(default, borrow)]
+    about: Option<&'a RawValue>,
 }
 
 /// A shard filed under `hub`/`shard`, checked: its MAC, then that it is the shard it is filed
@@ -246,13 +296,26 @@ pub fn open_shard(
             b.hub, b.shard
         ));
     }
+    // A name every device of a kind shares is kept once per shard.
+    let mut names: HashMap<String, Arc<str>> = HashMap::new();
+    let about: Vec<&RawValue> = b.about.and_then(|a| serde_json::from_str(a.get()).ok()).unwrap_or_default();
     let rows = b
         .devices
         .iter()
-        .filter_map(|raw| {
+        .enumerate()
+        .filter_map(|(i, raw)| {
             let (id, transport, phase, tools, since): (&str, &str, &str, u64, u64) =
                 serde_json::from_str(raw.get()).ok()?;
-            Row::new(id, transport, phase, tools, since).filter(|r| shard_of(&r.mac) == shard)
+            let row = Row::new(id, transport, phase, tools, since).filter(|r| shard_of(&r.mac) == shard)?;
+            // An `about` entry that does not read leaves the row undescribed, not dropped.
+            let about = about.get(i).and_then(|a| serde_json::from_str::<(Option<u64>, Option<String>)>(a.get()).ok());
+            Some(match about {
+                Some((host_tools, name)) => {
+                    let name = name.map(|n| crate::session::bounded_name(&n)).map(|n| names.entry(n).or_insert_with_key(|k| Arc::from(k.as_str())).clone());
+                    row.described(host_tools, name)
+                }
+                None => row,
+            })
         })
         .collect();
     Ok(Shard {
@@ -265,7 +328,9 @@ pub fn open_shard(
 }
 
 /// This hub's devices as index shards (the first `max` in Device-Id order); each shard holds at
-/// most `max_bytes` of rows, and says how many of its devices it left out.
+/// most `max_bytes` of rows (with their `about` entries), and says how many of its devices it
+/// left out. The host tool count is with user-only tools left out, whatever the reading hub's
+/// `--mcp-user-tools` (the row's `tool_count` counts them all).
 pub fn shards_of(hub: &Hub, max: usize, max_bytes: usize) -> Vec<Shard> {
     let mut shards: Vec<Shard> = (0..SHARDS)
         .map(|_| Shard {
@@ -275,7 +340,9 @@ pub fn shards_of(hub: &Hub, max: usize, max_bytes: usize) -> Vec<Shard> {
             rows: Vec::new(),
         })
         .collect();
-    let max_rows = max_bytes / 64;
+    let mut bytes = vec![0usize; usize::from(SHARDS)];
+    // A name every device of a kind shares is kept once per round.
+    let mut names: HashMap<String, Arc<str>> = HashMap::new();
     let (mut after, mut listed) = (None::<String>, 0usize);
     loop {
         let (page, next) = hub.registry.page(after.as_deref(), 1024);
@@ -293,10 +360,14 @@ pub fn shards_of(hub: &Hub, max: usize, max_bytes: usize) -> Vec<Shard> {
             ) else {
                 continue;
             };
-            let s = &mut shards[usize::from(shard_of(&row.mac))];
-            if listed >= max || s.rows.len() >= max_rows {
+            let name = info.name().map(|n| names.entry(n).or_insert_with_key(|k| Arc::from(k.as_str())).clone());
+            let row = row.described(Some(info.tools.offered_count(false) as u64), name);
+            let n = usize::from(shard_of(&row.mac));
+            let s = &mut shards[n];
+            if listed >= max || bytes[n] + row.shard_bytes() > max_bytes {
                 s.left_out += 1;
             } else {
+                bytes[n] += row.shard_bytes();
                 s.rows.push(row);
                 listed += 1;
             }
@@ -568,7 +639,7 @@ impl View {
             .range((start, Bound::Unbounded))
             .filter(|(_, (h, _))| self.listed(h))
             .take(limit)
-            .map(|(_, (h, r))| (r.device_id(), h.clone(), *r))
+            .map(|(_, (h, r))| (r.device_id(), h.clone(), r.clone()))
             .collect()
     }
 
@@ -580,7 +651,7 @@ impl View {
     /// The index row of a device and the live hub that lists it.
     pub fn row(&self, device_id: &str) -> Option<(Arc<str>, Row)> {
         let (hub, row) = self.rows.get(&parse_mac(device_id).ok()?)?;
-        self.listed(hub).then(|| (hub.clone(), *row))
+        self.listed(hub).then(|| (hub.clone(), row.clone()))
     }
 
     /// The other live hubs' ready devices, if there are at most `max` of them (else none: they

@@ -263,7 +263,7 @@ fn what_a_hub_leaves_out_is_counted() {
             name: None,
             seq: 1,
             left_out: 40,
-            rows: vec![r],
+            rows: vec![r.clone()],
         }),
     );
     v.on_shard(
@@ -278,4 +278,49 @@ fn what_a_hub_leaves_out_is_counted() {
     );
     assert_eq!(v.unlisted(), [("b".to_string(), 42)]);
     assert_eq!(v.remote_count(), 1);
+}
+
+/// Issue 46.4: a row carries the device's name and its tools offered to hosts; a hostile name is
+/// bounded and stays data; a shard of a hub of the previous version (no `about`) still reads, and
+/// what a new hub sends still reads as rows for a hub of the previous version.
+#[test]
+fn a_row_describes_its_device_and_old_and_new_shards_read_both_ways() {
+    let secret = HubSecret::ephemeral();
+    let hostile = format!("\"}},\\u0000<script>alert(1)</script>\u{1b}[2J{}", "é".repeat(10_000));
+    let named = |id: &str, name: &str| row(id).described(Some(2), Some(Arc::from(name)));
+    let (a, b, c) = (named("aa:00:00:00:00:01", "mcpdev-sim"), named("aa:00:00:00:00:02", &hostile), row("aa:00:00:00:00:03"));
+    for r in [a, b, c] {
+        let n = shard_of(&r.mac);
+        let s = Shard { name: None, seq: 1, left_out: 0, rows: vec![r.clone()] };
+        let text = shard_text(&secret, "h1", n, &s);
+        let back = open_shard(&secret, "h1", n, text.as_bytes()).unwrap().rows;
+        assert_eq!(back, vec![r.clone()]);
+        if let Some(name) = &r.name {
+            assert_eq!(name.chars().count(), hostile.chars().count().min(crate::session::MAX_NAME_CHARS).min(name.chars().count()));
+            assert!(name.chars().count() <= crate::session::MAX_NAME_CHARS, "bounded");
+            // As data: the listing's JSON gives it back exactly, inside its string.
+            let listed: serde_json::Value = serde_json::from_str(&r.listing_text("h1", None)).unwrap();
+            assert_eq!(listed["name"].as_str(), Some(&**name));
+            assert_eq!((listed["tool_count"].as_u64(), listed["host_tools"].as_u64()), (Some(3), Some(2)));
+        }
+        // A hub of the previous version reads the same rows (its reader: five fields, no `about`).
+        let body = text.split_once('\n').unwrap().1;
+        let old: serde_json::Value = serde_json::from_str(body).unwrap();
+        let rows: Vec<(String, String, String, u64, u64)> = old["devices"].as_array().unwrap().iter().map(|d| serde_json::from_value(d.clone()).unwrap()).collect();
+        assert_eq!(rows.len(), 1);
+    }
+    // The hostile name came back cut, not dropped: its start is intact.
+    let cut = named("aa:00:00:00:00:02", &hostile).name.unwrap();
+    assert!(hostile.starts_with(&*cut) && cut.chars().count() == crate::session::MAX_NAME_CHARS);
+    // A shard of the previous version: no `about`, rows read undescribed; an `about` entry that
+    // does not read leaves its row undescribed, not dropped.
+    let n = shard_of(&row("aa:00:00:00:00:01").mac);
+    for about in ["", r#","about":[[1,2,3]]"#, r#","about":"x""#] {
+        let body = format!(r#"{{"hub":"h1","shard":{n},"seq":1,"devices":[["aa:00:00:00:00:01","mqtt","ready",3,7]]{about}}}"#);
+        let signed = format!("{}\n{body}", secret.mac(Purpose::ClusterIndex, body.as_bytes()));
+        let rows = open_shard(&secret, "h1", n, signed.as_bytes()).map(|s| s.rows);
+        assert_eq!(rows, Ok(vec![row("aa:00:00:00:00:01")]), "{about}");
+        let listed: serde_json::Value = serde_json::from_str(&rows.unwrap()[0].listing_text("h1", None)).unwrap();
+        assert_eq!((listed["name"].clone(), listed["tool_count"].clone(), listed["host_tools"].clone()), (serde_json::Value::Null, 3.into(), serde_json::Value::Null));
+    }
 }

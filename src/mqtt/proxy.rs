@@ -167,10 +167,10 @@ fn spawn(
                 let mut changed = node.changed();
                 // The id progress reports are published under (one allocation for the proxy's life).
                 let shown: std::sync::Arc<str> = device_id.as_str().into();
-                let still_there = |node: &ClusterNode| match listed.1 {
+                let still_there = |node: &ClusterNode| match &listed.1 {
                     Some(row) => node
                         .row(&device_id)
-                        .is_some_and(|(h, r)| *h == *listed.0 && r == row),
+                        .is_some_and(|(h, r)| *h == *listed.0 && r == *row),
                     None => node.is_alive(&listed.0) && node.row(&device_id).is_none(),
                 };
                 loop {

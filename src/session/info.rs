@@ -228,4 +228,19 @@ impl DeviceInfo {
         let v: Value = serde_json::from_str(self.server_info.as_ref()?.get()).ok()?;
         v.get("name")?.as_str().map(str::to_string)
     }
+
+    /// The device's name as every listing gives it, here or on another hub: its
+    /// `serverInfo.name` cut to [`MAX_NAME_CHARS`] characters ([`bounded_name`]). Device text:
+    /// passed on as a JSON string, never spliced into anything.
+    pub fn name(&self) -> Option<String> {
+        self.server_name().map(|n| bounded_name(&n))
+    }
+}
+
+/// Longest device name a listing gives, in characters.
+pub const MAX_NAME_CHARS: usize = 64;
+
+/// `name` cut to its first [`MAX_NAME_CHARS`] characters.
+pub fn bounded_name(name: &str) -> String {
+    name.chars().take(MAX_NAME_CHARS).collect()
 }

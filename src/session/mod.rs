@@ -44,7 +44,7 @@ use serde_json::{Value, json};
 use crate::metrics::log_limit::Kind;
 
 pub use events::{Direction, Event, Peer, SharedJson, VIEW_MAX_BYTES, VIEW_PREVIEW_CHARS, cut_for_viewers};
-pub use info::{Counters, DeviceInfo, OnboardingStatus, Phase, now_ms};
+pub use info::{Counters, DeviceInfo, MAX_NAME_CHARS, OnboardingStatus, Phase, bounded_name, now_ms};
 pub use limits::OnboardBudget;
 pub use onboarding::PageMark;
 pub use tool_list::{ToolEntry, ToolList};

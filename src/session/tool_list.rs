@@ -44,6 +44,13 @@ impl ToolEntry {
         Some(Self { name, user_only, json })
     }
 
+    /// Whether an MCP host is offered this tool: every tool with `user_tools`
+    /// (`serve --mcp-user-tools`), else all but the user-only ones. The one definition every
+    /// description of a device counts by, wherever the device is.
+    pub fn is_offered(&self, user_tools: bool) -> bool {
+        user_tools || !self.user_only
+    }
+
     pub fn value(&self) -> Value {
         serde_json::from_str(self.json.get()).unwrap_or(Value::Null)
     }
@@ -66,6 +73,16 @@ impl ToolList {
     /// tools did not change, without reading them.
     pub fn same_list(&self, other: &ToolList) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// The tools offered to MCP hosts ([`ToolEntry::is_offered`]), in the device's order.
+    pub fn offered(&self, user_tools: bool) -> impl Iterator<Item = &ToolEntry> {
+        self.0.iter().filter(move |t| t.is_offered(user_tools))
+    }
+
+    /// How many tools are offered to MCP hosts ([`ToolEntry::is_offered`]).
+    pub fn offered_count(&self, user_tools: bool) -> usize {
+        self.offered(user_tools).count()
     }
 
     /// The list's identity (its allocation's address), to key what is derived from it once for

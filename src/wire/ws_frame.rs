@@ -3,7 +3,9 @@
 //! [`Decoder`] is fed whatever a read returned and hands back whole messages. Between messages it
 //! holds no buffer at all (only the few header bytes of a frame a read cut in two), so an idle
 //! device costs the hub nothing here, whatever size its largest frame was. The encoder writes the
-//! server's frames, which are never masked or fragmented. Pure, no I/O.
+//! server's frames, never masked; a long text answer may go out fragmented ([`text_fragment`]:
+//! a text frame, then continuations, the last one final), so its writer holds one fragment at a
+//! time, never the whole message. Pure, no I/O.
 //!
 //! A relay ([`Decoder::relaying`]) reads either side of a device's session with its upstream: it
 //! keeps binary payloads (audio is passed on byte for byte, [`Incoming::Data`]), and reading the
@@ -364,6 +366,18 @@ pub fn server_frame(kind: Kind, payload: &[u8]) -> Vec<u8> {
 /// A text frame.
 pub fn text(payload: &str) -> Vec<u8> {
     frame(TEXT, payload.as_bytes())
+}
+
+/// One fragment of a text message (RFC 6455 §5.4): the first is a text frame, the others
+/// continuations; `fin` on the last. Fragments of one message must not be interleaved with
+/// another message's frames (control frames may come between them).
+pub fn text_fragment(payload: &str, first: bool, fin: bool) -> Vec<u8> {
+    let mut out = head(if first { TEXT } else { CONTINUATION }, payload.len(), 0, 0);
+    if !fin {
+        out[0] &= 0x7F;
+    }
+    out.extend_from_slice(payload.as_bytes());
+    out
 }
 
 /// The answer to a ping (at most 125 bytes, as the decoder guarantees).

@@ -278,3 +278,29 @@ fn a_relays_client_frames_are_masked_and_read_back_as_sent() {
     d.feed(&close, &mut out).unwrap();
     assert_eq!(out, vec![Incoming::Close(Some(4000))]);
 }
+
+/// A long answer's fragments read as one text message: a text frame, continuations, the last
+/// final, each carrying its part as written.
+#[test]
+fn a_fragmented_text_answer_is_a_text_frame_then_continuations() {
+    let parts = ["[1,", &"2".repeat(70_000), ",3]"];
+    let bytes: Vec<u8> = parts.iter().enumerate().flat_map(|(i, p)| text_fragment(p, i == 0, i == parts.len() - 1)).collect();
+    let mut cursor = Cursor::new(&bytes);
+    let mut seen = Vec::new();
+    while (cursor.position() as usize) < bytes.len() {
+        let (header, len) = FrameHeader::parse(&mut cursor).unwrap().unwrap();
+        assert!(header.mask.is_none());
+        let start = cursor.position() as usize;
+        let end = start + len as usize;
+        seen.push((header.is_final, header.opcode, String::from_utf8(bytes[start..end].to_vec()).unwrap()));
+        cursor.set_position(end as u64);
+    }
+    let expected: Vec<(bool, OpCode, String)> = vec![
+        (false, OpCode::Data(Data::Text), parts[0].into()),
+        (false, OpCode::Data(Data::Continue), parts[1].into()),
+        (true, OpCode::Data(Data::Continue), parts[2].into()),
+    ];
+    assert_eq!(seen, expected);
+    // One fragment alone is an ordinary final text frame.
+    assert_eq!(text_fragment("{}", true, true), text("{}"));
+}

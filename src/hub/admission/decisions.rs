@@ -11,6 +11,19 @@ impl Admission {
         lock(&self.state).book.admitted.values().cloned().collect()
     }
 
+    /// Up to `limit` (at least 1) approved devices after the Device-Id `after`, by Device-Id, and
+    /// the cursor of the next page when more follow (the lock is held while one page is copied).
+    pub fn admitted_after(&self, after: Option<&str>, limit: usize) -> (Vec<Admitted>, Option<String>) {
+        use std::ops::Bound;
+        let state = lock(&self.state);
+        let start = after.map_or(Bound::Unbounded, Bound::Excluded);
+        let mut page: Vec<Admitted> = state.book.admitted.range::<str, _>((start, Bound::Unbounded)).take(limit.max(1) + 1).map(|(_, a)| a.clone()).collect();
+        let more = page.len() > limit.max(1);
+        page.truncate(limit.max(1));
+        let next = more.then(|| page.last().map(|a| a.device_id.clone())).flatten();
+        (page, next)
+    }
+
     /// Every Device-Id this hub holds a decision about (approved or revoked).
     pub fn decided(&self) -> Vec<String> {
         let state = lock(&self.state);
