@@ -466,7 +466,9 @@ impl View {
     /// (the view shrank to the hubs replayed so far: at 100,000 devices a listing through a hub
     /// that had just reconnected showed 43,905 of ~75,000 devices).
     pub fn resync(&mut self) {
-        self.unconfirmed.clone_from(&self.alive);
+        // Not this hub: its own record comes back after the replay (it publishes it on the new
+        // connection, after subscribing), and it is alive whatever the broker holds.
+        self.unconfirmed = self.alive.iter().filter(|h| **h != self.me).cloned().collect();
     }
 
     /// The new subscription's retained replay is complete: the hubs whose presence record did not

@@ -288,7 +288,7 @@ fn what_a_hub_leaves_out_is_counted() {
 fn the_view_survives_a_reconnect_and_drops_only_hubs_not_replayed() {
     let mut v = View::new("me");
     let none = HashMap::new();
-    for h in ["b", "c"] {
+    for h in ["me", "b", "c"] {
         v.on_presence(h, true);
     }
     index(&mut v, "b", &["aa:00:00:00:00:01"]);
@@ -302,7 +302,7 @@ fn the_view_survives_a_reconnect_and_drops_only_hubs_not_replayed() {
     // The replay brings b's record back, not c's (c died while this hub was away).
     v.on_presence("b", true);
     assert_eq!(v.remote_count(), 2, "still listed until the replay is complete");
-    assert_eq!(v.reconcile(), ["c"]);
+    assert_eq!(v.reconcile(), ["c"], "not this hub, whose own record comes after the replay");
     assert_eq!(v.remote_count(), 1);
     assert_eq!(v.peers(), ["b"]);
     assert_eq!(v.locate(Some("bb:00:00:00:00:02"), &none), Located::Moving { device_id: "bb:00:00:00:00:02".into() });
