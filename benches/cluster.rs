@@ -24,8 +24,8 @@
 //! CPU of both hubs); `devices --ndjson` and the table through hub 1 (first line, end, the hub's
 //! memory before and after); `search_devices` and a call through `/mcp` (`mcpdev call --url`) of
 //! the device that arrived last; and the takeover after `kill -9` of the hub serving most MQTT
-//! devices. Throughout: what every hub lists ready (paged `devices`, every hub each round of the
-//! ramp) against the most any hub listed in that round, so a hub whose view shrinks shows; the
+//! devices. Throughout: what every hub lists ready (paged `devices`, every hub at once every
+//! `MCPDEV_BENCH_VIEW_SECS`, 5, during the ramp) against the most any hub listed in that round, so a hub whose view shrinks shows; the
 //! smallest count any hub lists once all are ready; and the broker connections the hubs lost
 //! (counted from their warnings), with why.
 
@@ -71,7 +71,9 @@ async fn mosquitto(dir: &std::path::Path) -> (Proc, u16) {
     // algorithm behind the keepalives on the same connection.
     std::fs::write(&conf, format!("listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nsys_interval 1\nmax_keepalive 65535\nset_tcp_nodelay {}\n", std::env::var("MCPDEV_BENCH_NODELAY").as_deref() != Ok("0"))).unwrap();
     let bin = ["/usr/sbin/mosquitto", "/usr/bin/mosquitto"].into_iter().find(|p| std::path::Path::new(p).exists()).expect("mosquitto is installed (.ci/test)");
-    let child = tokio::process::Command::new(bin).arg("-c").arg(&conf).stdout(Stdio::null()).stderr(Stdio::null()).kill_on_drop(true).spawn().unwrap();
+    // Its log (why it dropped a client: "exceeded timeout", a protocol error) with the hubs' logs.
+    let log = std::env::var_os("MCPDEV_BENCH_LOG_DIR").map(|d| std::fs::File::create(std::path::Path::new(&d).join("mosquitto.log")).expect("MCPDEV_BENCH_LOG_DIR is writable"));
+    let child = tokio::process::Command::new(bin).arg("-c").arg(&conf).stdout(Stdio::null()).stderr(log.map_or_else(Stdio::null, Stdio::from)).kill_on_drop(true).spawn().unwrap();
     (Proc(child), port)
 }
 
