@@ -272,8 +272,7 @@ impl ClusterNode {
         }
     }
 
-    /// `hub` is no longer alive: every request waiting on it ends, every request of it served here
-    /// is aborted, and its retained index is cleared later if it stays gone.
+    /// `hub` is gone: requests waiting on it end, its requests here are aborted, its index cleared later.
     fn gone(&self, hub: &str) {
         {
             let mut calls = lock(&self.calls);
@@ -333,11 +332,8 @@ impl ClusterNode {
     /// Every subscription of the reconnect is acknowledged, so the retained presence records are
     /// all in: a hub whose record did not come back went away while this hub was cut off.
     pub fn reconcile(&self) {
-        let (gone, peers) = {
-            let mut view = lock(&self.view);
-            let gone = view.reconcile();
-            (gone, view.peers().len())
-        };
+        let gone = lock(&self.view).reconcile();
+        let peers = lock(&self.view).peers().len();
         tracing::info!(peers, gone = gone.len(), "cluster: the broker's presence records are all in; the view of the other hubs is up to date");
         for hub in gone {
             tracing::info!(hub = %hub, "cluster: hub {hub}'s presence record was no longer on the broker when this hub reconnected: it went away meanwhile; its devices are not listed here until it is back");
