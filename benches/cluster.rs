@@ -24,7 +24,10 @@
 //! CPU of both hubs); `devices --ndjson` and the table through hub 1 (first line, end, the hub's
 //! memory before and after); `search_devices` and a call through `/mcp` (`mcpdev call --url`) of
 //! the device that arrived last; and the takeover after `kill -9` of the hub serving most MQTT
-//! devices.
+//! devices. Throughout: what every hub lists ready (paged `devices`, every hub at once every
+//! `MCPDEV_BENCH_VIEW_SECS`, 5, during the ramp) against the most any hub listed in that round, so a hub whose view shrinks shows; the
+//! smallest count any hub lists once all are ready; and the broker connections the hubs lost
+//! (counted from their warnings), with why.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -68,7 +71,9 @@ async fn mosquitto(dir: &std::path::Path) -> (Proc, u16) {
     // algorithm behind the keepalives on the same connection.
     std::fs::write(&conf, format!("listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nsys_interval 1\nmax_keepalive 65535\nset_tcp_nodelay {}\n", std::env::var("MCPDEV_BENCH_NODELAY").as_deref() != Ok("0"))).unwrap();
     let bin = ["/usr/sbin/mosquitto", "/usr/bin/mosquitto"].into_iter().find(|p| std::path::Path::new(p).exists()).expect("mosquitto is installed (.ci/test)");
-    let child = tokio::process::Command::new(bin).arg("-c").arg(&conf).stdout(Stdio::null()).stderr(Stdio::null()).kill_on_drop(true).spawn().unwrap();
+    // Its log (why it dropped a client: "exceeded timeout", a protocol error) with the hubs' logs.
+    let log = std::env::var_os("MCPDEV_BENCH_LOG_DIR").map(|d| std::fs::File::create(std::path::Path::new(&d).join("mosquitto.log")).expect("MCPDEV_BENCH_LOG_DIR is writable"));
+    let child = tokio::process::Command::new(bin).arg("-c").arg(&conf).stdout(Stdio::null()).stderr(log.map_or_else(Stdio::null, Stdio::from)).kill_on_drop(true).spawn().unwrap();
     (Proc(child), port)
 }
 
@@ -78,11 +83,21 @@ async fn hub(broker: &str, state: &std::path::Path) -> (Proc, String) {
     (p, host)
 }
 
+/// Every broker connection a hub lost (its warning "MQTT broker unreachable"): the hub's number
+/// (1 for state `h0`; 0 for another) and why.
+static LOSSES: std::sync::Mutex<Vec<(usize, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// The broker connections the hubs lost so far, as [`LOSSES`] holds them.
+fn broker_losses() -> Vec<(usize, String)> {
+    LOSSES.lock().unwrap().clone()
+}
+
 /// A hub process with `extra` arguments, sharing the bench's hub secret; its host and device URLs.
 async fn hub_with(broker: &str, state: &std::path::Path, extra: &[&str]) -> (Proc, String, String) {
     share_secret(state);
     // `MCPDEV_BENCH_LOG_DIR`: each hub's log (warnings and up) goes to a file there, named after
-    // its state directory, so a run that fails says why.
+    // its state directory, so a run that fails says why. Read here either way, to count the
+    // broker connections the hub lost.
     let log = std::env::var_os("MCPDEV_BENCH_LOG_DIR").map(|d| {
         let name = state.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "hub".into());
         std::fs::File::create(std::path::Path::new(&d).join(format!("{name}.log"))).expect("MCPDEV_BENCH_LOG_DIR is writable")
@@ -122,13 +137,28 @@ async fn hub_with(broker: &str, state: &std::path::Path, extra: &[&str]) -> (Pro
         // (every request through the broker, as before `--cluster-link`).
         .args(if std::env::var("MCPDEV_BENCH_LINK").as_deref() == Ok("0") { &[][..] } else { &["--cluster-link", "127.0.0.1:0"][..] })
         .env("MCPDEV_STATE_DIR", state)
-        .env("RUST_LOG", if log.is_some() { "warn" } else { "error" })
+        .env("RUST_LOG", "warn")
+        .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(log.map_or_else(Stdio::null, Stdio::from))
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
+    // Its warnings: to the log file, and each lost broker connection counted ([`broker_losses`]).
+    let mut warnings = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut log = log;
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = warnings.next_line().await {
+            if line.contains("MQTT broker unreachable") {
+                let why = line.split_once("why=").map_or("", |(_, w)| w).trim().chars().take(80).collect();
+                LOSSES.lock().unwrap().push((number.map_or(0, |i| i + 1), why));
+            }
+            if let Some(f) = log.as_mut() {
+                let _ = std::io::Write::write_all(f, format!("{line}\n").as_bytes());
+            }
+        }
+    });
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     // The hub's first JSON line (a profiler it runs under may write its own lines first).
     let line = loop {

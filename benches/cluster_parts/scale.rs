@@ -10,7 +10,7 @@ use mcpdev::links::hub_client::HubClient;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use super::{Proc, broker_counters, calls, cpu_ticks, env_or, hub_with, mosquitto, until};
+use super::{Proc, broker_counters, broker_losses, calls, cpu_ticks, env_or, hub_with, mosquitto, until};
 
 /// Resident memory of a process, in KiB.
 fn rss_kib(pid: u32) -> u64 {
@@ -215,13 +215,26 @@ pub async fn run() {
     // Until every device is listed ready through hub 1, or the count has not grown for 2 minutes
     // (then what is missing is said, and the rest is measured at that size). Progress on stderr
     // every 30 s, so a slow ramp shows where it is.
+    // Hub 1 every second; every `MCPDEV_BENCH_VIEW_SECS` (5) a round through every hub at once
+    // (a listing costs each hub about what `devices` costs it: below): a hub that lists fewer
+    // than the most any hub listed in the round, or fewer than it did the round before, has a
+    // view that shrank.
+    let view_every = Duration::from_secs(env_or("MCPDEV_BENCH_VIEW_SECS", 5).max(1));
     let (mut said, mut best, mut grew) = (Instant::now(), 0, Instant::now());
+    let (mut views, mut viewed) = (Views::new(n), Instant::now());
     let listed = loop {
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let (ready, own, _) = census(&clients[0]).await;
+        let (ready, own, _) = if viewed.elapsed() >= view_every {
+            viewed = Instant::now();
+            let round = futures_util::future::join_all(clients.iter().map(census)).await;
+            views.round(&round, started.elapsed());
+            round[0]
+        } else {
+            census(&clients[0]).await
+        };
         if said.elapsed() >= Duration::from_secs(30) {
             said = Instant::now();
-            eprintln!("[{:.0?}] {ready} of {total} ready through hub 1 ({own} its own)", started.elapsed());
+            eprintln!("[{:.0?}] {ready} of {total} ready through hub 1 ({own} its own); broker connections lost so far: {}", started.elapsed(), broker_losses().len());
         }
         if ready > best {
             (best, grew) = (ready, Instant::now());
@@ -241,7 +254,23 @@ pub async fn run() {
         let ws = (0..n).flat_map(|i| ids_from(&format!("0f:{:02x}:00:00:00:00", i + 1), ws_each));
         say_missing(&clients[0], ids_from("0f:00:00:00:00:00", mqtt).chain(ws)).await;
     }
+    views.say("during the ramp");
+    let losses = broker_losses();
+    say_losses("during the ramp", &losses);
     tokio::time::sleep(Duration::from_secs(10)).await;
+    // Once all are ready: every hub, a few rounds.
+    let mut views = Views::new(n);
+    for _ in 0..3 {
+        let round = futures_util::future::join_all(clients.iter().map(census)).await;
+        views.round(&round, started.elapsed());
+    }
+    let fewest = views.fewest.0;
+    println!(
+        "{}: the fewest devices any hub listed ready {fewest} of {total} ({} missing; hub {}), over 3 rounds through all {n} hubs",
+        if listed >= total { "once all were ready" } else { "after the ramp (NOT all ready)" },
+        total.saturating_sub(fewest),
+        views.fewest.1 + 1
+    );
     let mut own = Vec::new();
     for (i, c) in clients.iter().enumerate() {
         let (_, mine, failed) = census(c).await;
@@ -361,5 +390,64 @@ pub async fn run() {
         moving.len(),
         survivor + 1,
         t.elapsed()
+    );
+    say_losses("in the whole run (before the kill)", &broker_losses());
+}
+
+/// What every hub listed ready, round by round.
+struct Views {
+    last: Vec<usize>,
+    /// The largest shortfall of one hub against the most any hub listed in the same round:
+    /// (shortfall, hub, it listed, the most, when).
+    behind: (usize, usize, usize, usize, Duration),
+    /// The largest drop of one hub's count from one round to the next: (drop, hub, from, to, when).
+    dropped: (usize, usize, usize, usize, Duration),
+    /// The fewest any hub listed in any round, and which hub.
+    fewest: (usize, usize),
+}
+
+impl Views {
+    fn new(n: usize) -> Self {
+        Self { last: vec![0; n], behind: Default::default(), dropped: Default::default(), fewest: (usize::MAX, 0) }
+    }
+
+    fn round(&mut self, round: &[(usize, usize, usize)], at: Duration) {
+        let most = round.iter().map(|r| r.0).max().unwrap_or(0);
+        for (i, (ready, _, _)) in round.iter().copied().enumerate() {
+            if most - ready > self.behind.0 {
+                self.behind = (most - ready, i, ready, most, at);
+            }
+            if self.last[i].saturating_sub(ready) > self.dropped.0 {
+                self.dropped = (self.last[i] - ready, i, self.last[i], ready, at);
+            }
+            if ready < self.fewest.0 {
+                self.fewest = (ready, i);
+            }
+            self.last[i] = ready;
+        }
+    }
+
+    fn say(&self, when: &str) {
+        let (short, hub, listed, most, at) = self.behind;
+        let (drop, dhub, from, to, dat) = self.dropped;
+        let dropped = if drop == 0 { "none".to_string() } else { format!("{drop} (hub {}, {from} to {to}, at {dat:.0?})", dhub + 1) };
+        println!(
+            "views {when}: the largest shortfall of one hub against the most any hub listed ready in the same round: {short} (hub {} listed {listed}, another {most}, at {at:.0?}); the largest drop of one hub's count between two rounds: {dropped}",
+            hub + 1
+        );
+    }
+}
+
+/// The broker connections lost, per hub and why.
+fn say_losses(when: &str, losses: &[(usize, String)]) {
+    let mut why: std::collections::BTreeMap<&str, usize> = Default::default();
+    let mut per_hub: std::collections::BTreeMap<usize, usize> = Default::default();
+    for (hub, w) in losses {
+        *why.entry(w.as_str()).or_default() += 1;
+        *per_hub.entry(*hub).or_default() += 1;
+    }
+    println!(
+        "broker connections lost {when}: {} (per hub: {per_hub:?}; why: {why:?})",
+        losses.len()
     );
 }

@@ -270,6 +270,16 @@ impl ClusterNode {
         }
         let changed = lock(&self.view).on_presence(hub, alive);
         if !alive && changed {
+            tracing::info!(hub = %hub, "cluster: hub {hub}'s presence record was cleared (it stopped, or the broker lost it); its devices are not listed here until it is back, and its MQTT devices are taken over");
+            self.gone(hub);
+        } else if changed {
+            self.bump();
+        }
+    }
+
+    /// `hub` is gone: requests waiting on it end, its requests here are aborted, its index cleared later.
+    fn gone(&self, hub: &str) {
+        {
             let mut calls = lock(&self.calls);
             let gone: Vec<u64> = calls.waiting.iter().filter(|(_, w)| w.hub() == hub).map(|(c, _)| *c).collect();
             for c in gone {
@@ -284,12 +294,9 @@ impl ClusterNode {
                 }
             }
             calls.served_per_peer.remove(hub);
-            drop(calls);
-            self.clear_later(hub);
         }
-        if changed {
-            self.bump();
-        }
+        self.clear_later(hub);
+        self.bump();
     }
 
     /// The direct link `hub`'s presence record offers (`None`: none, or the hub went away); an
@@ -320,9 +327,24 @@ impl ClusterNode {
         lock(&self.view).is_alive(hub)
     }
 
-    /// After reconnecting: presence is learned again.
-    pub fn forget_presence(&self) {
-        lock(&self.view).forget_presence();
+    /// After reconnecting: presence is learned again from the retained replay, and what is known
+    /// stays meanwhile ([`View::resync`]): the other hubs stay listed and reachable (over the
+    /// direct link, or through the broker once it is back).
+    pub fn resync(&self) {
+        lock(&self.view).resync();
+    }
+
+    /// Every subscription of the reconnect is acknowledged, so the retained presence records are
+    /// all in: a hub whose record did not come back went away while this hub was cut off.
+    pub fn reconcile(&self) {
+        let gone = lock(&self.view).reconcile();
+        let peers = lock(&self.view).peers().len();
+        tracing::info!(peers, gone = gone.len(), "cluster: the broker's presence records are all in; the view of the other hubs is up to date");
+        for hub in gone {
+            tracing::info!(hub = %hub, "cluster: hub {hub}'s presence record was no longer on the broker when this hub reconnected: it went away meanwhile; its devices are not listed here until it is back");
+            self.links.advertised(&hub, None);
+            self.gone(&hub);
+        }
     }
 
     /// A retained index of a hub that is not alive is cleared after [`presence::DEAD_INDEX_GRACE`],
@@ -529,8 +551,10 @@ impl ClusterNode {
             return self.refuse_log("unreadable", "an unreadable request");
         };
         let (link_peer, reply) = link.unzip();
+        // A peer that proved the hub secret on its direct link is a live hub, even while the
+        // broker has no presence record of it (its own broker connection is being made again).
         if !topics::valid_key(&req.from)
-            || !lock(&self.view).is_alive(&req.from)
+            || !(link_peer == Some(req.from.as_str()) || lock(&self.view).is_alive(&req.from))
             || req.from == self.me
             || link_peer.is_some_and(|p| p != req.from)
         {

@@ -192,6 +192,9 @@ pub fn connect(options: MqttOptions, will: Option<LastWill>) -> Connection {
         let mut reported_down = false;
         loop {
             let outcome = eventloop.poll().await;
+            if let Ok(Event::Incoming(_)) = &outcome {
+                heard_from_broker(&mut eventloop);
+            }
             let event = match outcome {
                 Ok(Event::Incoming(Packet::ConnAck(_))) => {
                     backoff = Duration::from_millis(50);
@@ -224,6 +227,23 @@ pub fn connect(options: MqttOptions, will: Option<LastWill>) -> Connection {
         }
     });
     Connection { client, up, events }
+}
+
+/// A packet came from the broker: the connection works, whether or not the answer to the last
+/// ping is among what came.
+///
+/// rumqttc ends a connection when a keepalive period passes with no answer to its ping ("Last
+/// pingreq isn't acked"), whatever else arrived meanwhile. The broker sends the answer after all
+/// it queued for this client before it, so behind a burst (a fleet joining: claims, index shards,
+/// uplinks; a reconnect's replay of every retained record) the answer came more than the 5 s
+/// keepalive after the ping while messages kept arriving: at 100,000 devices on 6 hubs, 12
+/// broker connections ended so in one run, each reconnect replaying every retained claim and
+/// index to the hub again (more of the same burst), and the broker publishing the hub's will
+/// (the others took its devices over). A packet read after the ping was sent (rumqttc sends a
+/// ping only once every packet read before it was handed on) is taken as the answer: the
+/// connection ends only when the broker sends nothing at all for a whole keepalive period.
+fn heard_from_broker(eventloop: &mut rumqttc::EventLoop) {
+    eventloop.state.await_pingresp = false;
 }
 
 /// After a connection error: a publish rumqttc holds back because its packet id collided with
@@ -319,6 +339,69 @@ mod tests {
         // Nothing held: a second error changes nothing.
         requeue_held(&mut eventloop);
         assert_eq!(eventloop.pending.len(), 4);
+    }
+
+    /// Reads one MQTT packet's first byte, skipping its body.
+    async fn read_packet(s: &mut tokio::net::TcpStream) -> Option<u8> {
+        use tokio::io::AsyncReadExt;
+        let kind = s.read_u8().await.ok()?;
+        let (mut len, mut shift) = (0usize, 0);
+        loop {
+            let b = s.read_u8().await.ok()?;
+            len |= usize::from(b & 0x7f) << shift;
+            shift += 7;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        let mut body = vec![0; len];
+        s.read_exact(&mut body).await.ok()?;
+        Some(kind)
+    }
+
+    /// A broker whose answers to pings are late, behind the messages it queued first (a burst):
+    /// here each ping is followed by a message and never by its answer. The connection stays up
+    /// while messages come after each ping (it ended at the second ping: "Last pingreq isn't
+    /// acked"), and ends once the broker sends nothing for a keepalive period.
+    #[tokio::test]
+    async fn a_connection_that_hears_from_the_broker_after_each_ping_stays_up_and_a_silent_one_ends() {
+        use tokio::io::AsyncWriteExt;
+        const ANSWERED: usize = 3;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            assert_eq!(read_packet(&mut s).await, Some(0x10), "CONNECT");
+            s.write_all(&[0x20, 2, 0, 0]).await.unwrap();
+            let mut pings = 0;
+            while let Some(kind) = read_packet(&mut s).await {
+                if kind == 0xc0 {
+                    pings += 1;
+                    if pings <= ANSWERED {
+                        // A QoS 0 message on topic "t", no answer to the ping.
+                        s.write_all(&[0x30, 4, 0, 1, b't', b'p']).await.unwrap();
+                    }
+                }
+            }
+            std::future::pending::<()>().await;
+        });
+        let mut options = MqttOptions::new("t", "127.0.0.1", port);
+        options.set_keep_alive(Duration::from_secs(1));
+        let mut c = connect(options, None);
+        let mut seen = Vec::new();
+        while seen.last() != Some(&"down") {
+            let event = tokio::time::timeout(Duration::from_secs(120), c.events.recv()).await.expect("an event").expect("open");
+            seen.push(match event {
+                ConnEvent::Up => "up",
+                ConnEvent::Message(_) => "message",
+                ConnEvent::Down(why) => {
+                    assert!(why.contains("pingreq"), "{why}");
+                    "down"
+                }
+                ConnEvent::Subscribed => "subscribed",
+            });
+        }
+        assert_eq!(seen, ["up", "message", "message", "message", "down"]);
     }
 
     #[test]

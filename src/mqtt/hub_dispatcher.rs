@@ -3,7 +3,9 @@
 //! first message; onboarding starts at once if that is not a hello); claims and hub presence
 //! decide which hub serves which device, claims being rechecked and settled by timers the
 //! dispatcher sets itself; the embedded broker's connection events start and end links first.
-//! On every (re)connect it subscribes again and republishes its presence and its claims.
+//! On every (re)connect it subscribes again and republishes its presence and its claims; the
+//! cluster view keeps the hubs it knew until the retained replay is complete, then drops those
+//! whose presence did not come back.
 
 use super::*;
 
@@ -42,6 +44,8 @@ impl Dispatcher {
                             self.subscribed.send_replace(true);
                             // The retained admission records are in before this comes back.
                             self.mqtt.cluster.admissions.subscribed();
+                            // So are the presence records: a hub whose record did not come back is gone.
+                            self.mqtt.cluster.reconcile();
                             // Devices of hubs that died while this one was away.
                             self.take_over();
                         }
@@ -85,8 +89,11 @@ impl Dispatcher {
     fn on_up(&mut self) {
         let me = self.claims.me().to_string();
         info!(broker = %self.mqtt.broker, hub = %me, "MQTT broker connected");
+        // Claims learn presence again from the replay (a takeover waits for it: `Subscribed`);
+        // the cluster view keeps what it knew until the replay is complete, so the other hubs'
+        // devices stay listed and reachable meanwhile.
         self.claims.forget_presence();
-        self.mqtt.cluster.forget_presence();
+        self.mqtt.cluster.resync();
         let c = &self.mqtt.client;
         let cluster = self.mqtt.cluster.subscriptions();
         self.acks_due = 4 + cluster.len();

@@ -27,7 +27,10 @@
 //!   shard, or older than the one held (a replay), is refused: no one but a hub can list a
 //!   device, nor make a hub forward requests to a device that is not there.
 //!
-//! Rules: a hub's index counts only while the hub is alive; the index of a hub that died says
+//! Rules: a hub's index counts only while the hub is alive; **a view survives this hub's own
+//! broker reconnect**: the hubs it knew stay alive (listed, reachable) while the new subscription
+//! replays the retained presence records, and only once that replay is complete
+//! ([`View::reconcile`]) is a hub whose record did not come back taken as gone. The index of a hub that died says
 //! which devices are *moving* (being taken over) until a survivor lists them or
 //! [`DEAD_INDEX_GRACE`] passes, when a survivor clears it from the broker. Rows are data: a row
 //! whose Device-Id is not a MAC is dropped, and every field is bounded (a name to
@@ -499,6 +502,9 @@ impl HubIndex {
 pub struct View {
     me: String,
     alive: HashSet<String>,
+    /// Hubs alive when this hub's broker connection came back whose presence record the new
+    /// subscription has not replayed yet ([`Self::resync`]); still alive until [`Self::reconcile`].
+    unconfirmed: HashSet<String>,
     hubs: HashMap<Arc<str>, HubIndex>,
     /// Every other hub's device, by MAC: the hub whose index lists it last, and its row.
     rows: BTreeMap<Mac, (Arc<str>, Row)>,
@@ -518,6 +524,7 @@ impl View {
 
     /// A presence record came or went; returns whether this changed anything.
     pub fn on_presence(&mut self, hub: &str, alive: bool) -> bool {
+        self.unconfirmed.remove(hub);
         if alive {
             self.alive.insert(hub.to_string())
         } else {
@@ -525,8 +532,25 @@ impl View {
         }
     }
 
-    pub fn forget_presence(&mut self) {
-        self.alive.clear();
+    /// This hub's broker connection came back: presence is learned again from the retained
+    /// records the new subscription replays, but what is known stays until [`Self::reconcile`]
+    /// (the view shrank to the hubs replayed so far: at 100,000 devices a listing through a hub
+    /// that had just reconnected showed 43,905 of ~75,000 devices).
+    pub fn resync(&mut self) {
+        // Not this hub: its own record comes back after the replay (it publishes it on the new
+        // connection, after subscribing), and it is alive whatever the broker holds.
+        self.unconfirmed = self.alive.iter().filter(|h| **h != self.me).cloned().collect();
+    }
+
+    /// The new subscription's retained replay is complete: the hubs whose presence record did not
+    /// come back went away while this hub was cut off, and are gone now (returned, sorted).
+    pub fn reconcile(&mut self) -> Vec<String> {
+        let mut gone: Vec<String> = self.unconfirmed.drain().collect();
+        for hub in &gone {
+            self.alive.remove(hub);
+        }
+        gone.sort();
+        gone
     }
 
     /// One shard of a hub's index (`None`: cleared). A shard older than the one held is a

@@ -324,3 +324,39 @@ fn a_row_describes_its_device_and_old_and_new_shards_read_both_ways() {
         assert_eq!((listed["name"].clone(), listed["tool_count"].clone(), listed["host_tools"].clone()), (serde_json::Value::Null, 3.into(), serde_json::Value::Null));
     }
 }
+
+/// This hub's broker connection comes back: the other hubs stay listed while the retained
+/// presence records are replayed (a listing through a hub that had just reconnected showed
+/// 43,905 of ~75,000 devices), and once the replay is complete a hub whose record did not come
+/// back is gone, its devices moving.
+#[test]
+fn the_view_survives_a_reconnect_and_drops_only_hubs_not_replayed() {
+    let mut v = View::new("me");
+    let none = HashMap::new();
+    for h in ["me", "b", "c"] {
+        v.on_presence(h, true);
+    }
+    index(&mut v, "b", &["aa:00:00:00:00:01"]);
+    index(&mut v, "c", &["bb:00:00:00:00:02"]);
+    assert_eq!(v.remote_count(), 2);
+
+    v.resync();
+    assert_eq!(v.remote_count(), 2, "nothing replayed yet, nothing forgotten");
+    assert_eq!(v.peers(), ["b", "c"]);
+    assert!(matches!(v.locate(Some("bb:00:00:00:00:02"), &none), Located::Remote { .. }));
+    // The replay brings b's record back, not c's (c died while this hub was away).
+    v.on_presence("b", true);
+    assert_eq!(v.remote_count(), 2, "still listed until the replay is complete");
+    assert_eq!(v.reconcile(), ["c"], "not this hub, whose own record comes after the replay");
+    assert_eq!(v.remote_count(), 1);
+    assert_eq!(v.peers(), ["b"]);
+    assert_eq!(v.locate(Some("bb:00:00:00:00:02"), &none), Located::Moving { device_id: "bb:00:00:00:00:02".into() });
+    assert!(v.reconcile().is_empty(), "reconciled once");
+
+    // A record cleared during the replay is gone at once; one that comes back is not dropped.
+    v.resync();
+    v.on_presence("b", false);
+    v.on_presence("c", true);
+    assert!(v.reconcile().is_empty());
+    assert_eq!(v.peers(), ["c"]);
+}
