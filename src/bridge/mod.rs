@@ -52,7 +52,7 @@ use serde_json::{Value, json};
 
 use crate::hub::Hub;
 use crate::links::DeviceHandle;
-use crate::session::{CallError, Phase};
+use crate::session::Phase;
 use catalogue::{Catalogue, Catalogues, Offered, Rules};
 pub use naming::Naming;
 use notifier::Notifier;
@@ -325,7 +325,8 @@ impl Shared {
             }
             route
         });
-        let call = tokio::time::timeout(timeout + CALL_GRACE, device.request("tools/call", Some(params), timeout));
+        // Bounded by the handle itself (it ends within `timeout` and a second): no timer of its own.
+        let call = device.request("tools/call", Some(params), timeout);
         let waiting = async {
             if progress.is_none() {
                 return std::future::pending().await;
@@ -338,10 +339,13 @@ impl Shared {
             }
         };
         tokio::select! {
-            outcome = call => Ok(results::answered_by(match outcome.inspect(|_| report(Stage::Answered)).unwrap_or(Err(CallError::Timeout(timeout))) {
-                Ok(result) => results::from_device(&result),
-                Err(e) => results::from_error(&device.device_id, &e),
-            }, &device.device_id)),
+            outcome = call => {
+                report(Stage::Answered);
+                Ok(results::answered_by(match outcome {
+                    Ok(result) => results::from_device(&result),
+                    Err(e) => results::from_error(&device.device_id, &e),
+                }, &device.device_id))
+            }
             () = cancelled => Err(McpError::internal_error("cancelled by the client", None)),
             () = waiting => Err(McpError::internal_error("the call's progress ended", None)),
         }
@@ -468,8 +472,8 @@ fn prepare(device: DeviceHandle, name: &str, schema: &JsonObject, arguments: Opt
     Ok((device, Value::Object(params)))
 }
 
-/// How long past `--mcp-timeout` a call may take before the bridge stops waiting for the
-/// device's link itself (the link times the call out first; this is the backstop).
+/// How long past `--mcp-timeout` a call may take at most: the device's handle ends it within a
+/// second of its timeout ([`DeviceHandle::request`]); a forwarded `tasks/result` waits this long.
 const CALL_GRACE: Duration = Duration::from_secs(2);
 /// Longest `resources/list` cursor accepted: a Device-Id, far shorter.
 const RESOURCE_CURSOR_MAX: usize = 128;
