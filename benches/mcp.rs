@@ -41,7 +41,7 @@ fn bin() -> String {
 /// listener's cap of 144 connections from one address, and a refused connection fails the run.
 const CLIENTS: usize = 64;
 
-fn clients() -> usize {
+fn client_count() -> usize {
     std::env::var("MCP_BENCH_CLIENTS").ok().and_then(|n| n.parse().ok()).filter(|n| *n > 0).unwrap_or(CLIENTS)
 }
 /// Devices called, unless `MCP_BENCH_DEVICES` says otherwise.
@@ -232,7 +232,7 @@ async fn main() -> anyhow::Result<()> {
     }
     mcpdev::tls::install_crypto_provider();
     let (n, fleet) = (called(), fleet());
-    println!("tools/call through /mcp: {} concurrent MCP clients (rmcp, Streamable HTTP), {n} virtual devices called", clients());
+    println!("tools/call through /mcp: {} concurrent MCP clients (rmcp, Streamable HTTP), {n} virtual devices called", client_count());
     println!("| devices | connections | calls | seconds | calls/s | p50 | p99 | max | hub CPU per call | of it, kernel | hub page faults per call | clients' CPU per call |");
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let hub = start(Devices::InTheHub).await?;
@@ -309,7 +309,7 @@ async fn run(hub: &Running, devices: Devices, connections: Connections) -> anyho
     let Running { url, hub_pid, .. } = hub;
     let hub_pid = *hub_pid;
     let mut clients = Vec::new();
-    for k in 0..clients() {
+    for k in 0..client_count() {
         let c = client_config().serve(transport(url, connections)).await?;
         let tool = match devices {
             Devices::None => "floor".to_string(),
@@ -349,8 +349,8 @@ async fn run(hub: &Running, devices: Devices, connections: Connections) -> anyho
     let elapsed = started.elapsed();
     let after = cpu_time(hub_pid)?;
     let hub_cpu = (after.user + after.sys) - (cpu_before.user + cpu_before.sys);
-    let sys_per_call = (after.sys - cpu_before.sys).as_secs_f64() * 1e6 / (calls * clients()) as f64;
-    let faults_per_call = (after.faults - cpu_before.faults) as f64 / (calls * clients()) as f64;
+    let sys_per_call = (after.sys - cpu_before.sys).as_secs_f64() * 1e6 / (calls * client_count()) as f64;
+    let faults_per_call = (after.faults - cpu_before.faults) as f64 / (calls * client_count()) as f64;
     let own_cpu = own_cpu_time() - own_before;
     let mut all: Vec<Duration> = Vec::new();
     for r in results {
