@@ -94,6 +94,10 @@ fn main() -> ExitCode {
     let json = cli.global.json;
     let color = cli.global.color;
     let mut builder = if cli.command.is_one_shot() { tokio::runtime::Builder::new_current_thread() } else { tokio::runtime::Builder::new_multi_thread() };
+    if ALLOCATOR.name() == Some("mimalloc") {
+        // A worker collects its mimalloc heap when it idles after the hub gave memory back.
+        builder.on_thread_park(mcpdev::hub::trim::collect_when_idle);
+    }
     let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

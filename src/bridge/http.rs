@@ -295,9 +295,11 @@ async fn tasks_first(endpoint: &Endpoint, req: Request) -> Result<Response<Body>
         Some(id) => task_rpc::status_note(&endpoint.shared, &who, id, &answer).await,
         None => None,
     };
+    // Written straight into bytes: `to_string` and `format!` go through `fmt`, a call per token.
+    let json = |v: &serde_json::Value| serde_json::to_vec(v).unwrap_or_default();
     let (kind, body) = match note {
-        Some(note) => ("text/event-stream", format!("event: message\ndata: {note}\n\nevent: message\ndata: {answer}\n\n")),
-        None => ("application/json", answer.to_string()),
+        Some(note) => ("text/event-stream", [b"event: message\ndata: ".as_slice(), json(&note).as_slice(), b"\n\nevent: message\ndata: ".as_slice(), json(&answer).as_slice(), b"\n\n".as_slice()].concat()),
+        None => ("application/json", json(&answer)),
     };
     Ok(Response::builder()
         .header(header::CONTENT_TYPE, kind)

@@ -208,6 +208,12 @@ impl Notifier {
         lock(&self.outlets).insert(Key::Session(session), Outlet::new(scope, Target::Peer(peer)));
     }
 
+    /// Forgets a session that ended (its peer, and with it the session's channel, go).
+    pub fn remove_peer(&self, session: u64) {
+        let gone = lock(&self.outlets).by_key.remove(&Key::Session(session));
+        drop(gone);
+    }
+
     pub fn add_listener(&self, scope: Scope, sink: SubscriptionSink) -> u64 {
         let key = self.next_listener.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         lock(&self.outlets).insert(Key::Listener(key), Outlet::new(scope, Target::Sink(sink)));

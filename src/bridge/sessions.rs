@@ -387,13 +387,10 @@ fn plan_trim(caps: Arc<SessionCaps>) {
     }
 }
 
-/// Gives the freed pages of every glibc arena back to the system.
+/// Gives freed memory back to the system ([`crate::hub::trim::give_back`]: glibc's arenas now,
+/// the async workers' mimalloc heaps when they next idle).
 pub(super) fn trim_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks the allocator's own arenas; any pad is valid.
-    unsafe {
-        libc::malloc_trim(0);
-    }
+    crate::hub::trim::give_back();
 }
 
 #[cfg(test)]

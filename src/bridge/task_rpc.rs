@@ -88,9 +88,9 @@ pub fn parse(body: &[u8]) -> Option<Value> {
 }
 
 /// Answers a message [`parse`] took (`tasks/result` only once its task has ended).
-pub async fn answer(shared: &Arc<Shared>, scope: &Scope, who: &Requestor, msg: Value, sink: Option<Sink>) -> Value {
-    let id = msg.get("id").cloned().unwrap_or_default();
-    let params = msg.get("params").cloned().unwrap_or(Value::Null);
+pub async fn answer(shared: &Arc<Shared>, scope: &Scope, who: &Requestor, mut msg: Value, sink: Option<Sink>) -> Value {
+    let id = msg.get_mut("id").map(Value::take).unwrap_or_default();
+    let params = msg.get_mut("params").map(Value::take).unwrap_or(Value::Null);
     let tasks = &shared.tasks;
     let outcome = match msg.get("method").and_then(Value::as_str).unwrap_or_default() {
         "tools/call" => match runnable(shared, scope, &params).await {

@@ -493,7 +493,8 @@ impl Tasks {
 fn random_hex() -> String {
     let mut bytes = [0u8; 16];
     ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes).unwrap_or_else(|_| bytes = uuid::Uuid::new_v4().into_bytes());
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    bytes.iter().flat_map(|b| [HEX[usize::from(b >> 4)] as char, HEX[usize::from(b & 15)] as char]).collect()
 }
 
 /// The first text block of a tool result.

@@ -11,12 +11,20 @@
 //! and cost a walk of nearly empty arenas. They matter where the library runs on glibc's
 //! allocator (the tests and benches that serve in-process).
 //!
+//! mimalloc keeps freed blocks in the pages of the thread that allocated them, and a page goes back
+//! only once that thread frees or collects it: after 10,000 MCP tasks had ended, their pages
+//! stayed in the async workers' heaps (14 MB in a debug build, issue 46.5). [`give_back`]
+//! therefore also asks each worker to collect its own heap (`mi_collect`) the next time it has
+//! nothing to do ([`collect_when_idle`], the runtime's park hook, which `serve` and `sim` set).
+//!
 //! Rules it enforces: never during a burst (trimming takes the arenas' locks, and a burst would
 //! only take the pages back); at most once per quiet spell; off the async workers
-//! (`spawn_blocking`); only where the allocator is glibc's. `MCPDEV_HEAP_TRIM=0` turns it off (to
-//! measure what it does).
+//! (`spawn_blocking`), and a worker's collection only when it is idle; `malloc_trim` only where
+//! the allocator is glibc's. `MCPDEV_HEAP_TRIM=0` turns it off (to measure what it does).
 
+use std::cell::Cell;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::Hub;
@@ -49,6 +57,7 @@ pub fn spawn(hub: Arc<Hub>) {
             let drained = ring.due(hub.registry.events.held_bytes());
             if plan.due(hub.registry.generations(), Instant::now()) || drained {
                 let started = Instant::now();
+                COLLECTS.fetch_add(1, Ordering::Relaxed);
                 let freed = tokio::task::spawn_blocking(trim).await.unwrap_or(false);
                 tracing::debug!(freed, took_ms = started.elapsed().as_millis() as u64, "heap trimmed after an onboarding burst");
             }
@@ -101,6 +110,38 @@ impl RingPlan {
             return true;
         }
         false
+    }
+}
+
+/// How many times memory was asked back ([`give_back`]); each worker collects once per request.
+static COLLECTS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The last request this thread collected for.
+    static COLLECTED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Gives freed memory back: glibc's arenas at once (`malloc_trim`; call it off the async
+/// workers), and each async worker's mimalloc heap when it next idles ([`collect_when_idle`]).
+pub fn give_back() {
+    if !enabled() {
+        return;
+    }
+    COLLECTS.fetch_add(1, Ordering::Relaxed);
+    trim();
+}
+
+/// The runtime's park hook in a process on mimalloc: a worker about to wait for work collects its
+/// heap once after each [`give_back`] (the blocks other threads freed into its pages, and the
+/// pages left empty, go back). Otherwise one atomic load.
+pub fn collect_when_idle() {
+    unsafe extern "C" {
+        fn mi_collect(force: bool);
+    }
+    let wanted = COLLECTS.load(Ordering::Relaxed);
+    if COLLECTED.with(|c| c.replace(wanted)) != wanted {
+        // SAFETY: mimalloc's public API; it only walks this thread's own heap.
+        unsafe { mi_collect(true) };
     }
 }
 

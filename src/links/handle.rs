@@ -147,10 +147,15 @@ impl DeviceHandle {
         let ticket = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
         let (reply, rx) = oneshot::channel();
         let cmd = Box::new(Command::Request(Request { ticket, method: method.to_string(), params, timeout, reply }));
-        match tokio::time::timeout_at(deadline, self.commands.send(cmd)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(_)) => return Err(CallError::Disconnected),
-            Err(_) => return Err(CallError::Timeout(timeout)),
+        // The queue has room nearly always: a timer only when it has none.
+        match self.commands.try_send(cmd) {
+            Ok(()) => {}
+            Err(mailbox::TrySendError::Closed(_)) => return Err(CallError::Disconnected),
+            Err(mailbox::TrySendError::Full(cmd)) => match tokio::time::timeout_at(deadline, self.commands.send(cmd)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return Err(CallError::Disconnected),
+                Err(_) => return Err(CallError::Timeout(timeout)),
+            },
         }
         let guard = CancelOnDrop { commands: &self.commands, ticket: Some(ticket) };
         // The session times the request out itself; this is the backstop should it not.

@@ -56,13 +56,14 @@ where
         // What the device's close frame said, to be echoed (RFC 6455 §5.5.1), or the hub's own
         // code when it closes the link (1001 at shutdown).
         let mut close_code: Option<u16> = None;
+        let mut timer = Timer::default();
         let reason = loop {
             session.trace = tracing.enabled();
             let deadline = session.next_deadline().map(tokio::time::Instant::from_std);
             let awaiting_hello = hello_deadline.filter(|_| session.info().hello.is_none());
             // One timer for every deadline: which one came is sorted out when it fires.
             let stall = socket.out.stall_deadline();
-            let timer = [deadline, stall, publisher.refresh_at(), awaiting_hello.map(|(at, _)| at)].into_iter().flatten().min();
+            timer.set([deadline, stall, publisher.refresh_at(), awaiting_hello.map(|(at, _)| at)].into_iter().flatten().min());
             let outputs = tokio::select! {
                 io = std::future::poll_fn(|cx| socket.poll_io(cx)) => match io {
                     Io::Read(messages, end) => {
@@ -118,7 +119,7 @@ where
                         break why;
                     }
                 },
-                _ = sleep_until(timer) => {
+                () = timer.fired() => {
                     let now = tokio::time::Instant::now();
                     if let Some((at, waited)) = awaiting_hello
                         && at <= now
@@ -212,6 +213,39 @@ pub(super) fn carry_out(outputs: Vec<Output>, out: &mut Outbox, waiting: &mut Wa
         }
     }
     Ok(())
+}
+
+/// A link's one timer, kept for the link's life and moved only when its deadline changes: a
+/// timer made anew at every step of the loop (each frame, each request) is registered and
+/// removed in the runtime's timer wheel each time, under its lock, twice per `tools/call`.
+#[derive(Default)]
+pub(crate) struct Timer {
+    sleep: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    armed: Option<tokio::time::Instant>,
+}
+
+impl Timer {
+    /// The next deadline (none: never fires).
+    pub(crate) fn set(&mut self, deadline: Option<tokio::time::Instant>) {
+        if deadline == self.armed {
+            return;
+        }
+        self.armed = deadline;
+        if let Some(at) = deadline {
+            match &mut self.sleep {
+                Some(sleep) => sleep.as_mut().reset(at),
+                None => self.sleep = Some(Box::pin(tokio::time::sleep_until(at))),
+            }
+        }
+    }
+
+    /// Completes when the deadline set last passes (at once if it has).
+    pub(crate) async fn fired(&mut self) {
+        match (&mut self.sleep, self.armed) {
+            (Some(sleep), Some(_)) => sleep.as_mut().await,
+            _ => std::future::pending().await,
+        }
+    }
 }
 
 pub(crate) async fn sleep_until(deadline: Option<tokio::time::Instant>) {
