@@ -22,11 +22,9 @@
 //!   (beyond that the answer is `busy`), each at most [`MAX_REQUEST_BYTES`]; at most
 //!   [`MAX_WAITING`] requests of this hub waiting on others. Requests from a client that is not a
 //!   live hub are dropped and logged (at most once per [`LOG_WINDOW`]).
-//! - **Bounded answers**: what a hub answers another is one message the size of what it
-//!   describes (one device, one call's result, `pending` at most
-//!   [`MAX_PENDING`](crate::hub::admission::MAX_PENDING) requests, a page of `devices`); the
-//!   unpaged `devices` is refused here (streamed only to a control connection), so no peer makes
-//!   a hub build its whole fleet into one answer.
+//! - **Bounded answers**: one device, one result, `pending` (at most
+//!   [`MAX_PENDING`](crate::hub::admission::MAX_PENDING)), a page of `devices`; the unpaged
+//!   `devices` is refused (streamed only to a control connection).
 //! - **One hop**: a forwarded request is served locally only
 //!   ([`control::serve_forwarded`](crate::hub::control::serve_forwarded)); that includes the
 //!   `task` op, an MCP task this hub holds asked for by a host of another hub.
@@ -279,22 +277,21 @@ impl ClusterNode {
 
     /// `hub` is gone: requests waiting on it end, its requests here are aborted, its index cleared later.
     fn gone(&self, hub: &str) {
-        {
-            let mut calls = lock(&self.calls);
-            let gone: Vec<u64> = calls.waiting.iter().filter(|(_, w)| w.hub() == hub).map(|(c, _)| *c).collect();
-            for c in gone {
-                if let Some(w) = calls.waiting.remove(&c) {
-                    w.fail(json!({"kind": "link_down", "message": format!("hub {hub}, which served the device, went away before answering; the other hubs take its MQTT devices over within seconds: try again")}));
-                }
+        let mut calls = lock(&self.calls);
+        let gone: Vec<u64> = calls.waiting.iter().filter(|(_, w)| w.hub() == hub).map(|(c, _)| *c).collect();
+        for c in gone {
+            if let Some(w) = calls.waiting.remove(&c) {
+                w.fail(json!({"kind": "link_down", "message": format!("hub {hub}, which served the device, went away before answering; the other hubs take its MQTT devices over within seconds: try again")}));
             }
-            let theirs: Vec<(String, u64)> = calls.served.keys().filter(|(p, _)| p == hub).cloned().collect();
-            for k in theirs {
-                if let Some(task) = calls.served.remove(&k) {
-                    task.abort();
-                }
-            }
-            calls.served_per_peer.remove(hub);
         }
+        let theirs: Vec<(String, u64)> = calls.served.keys().filter(|(p, _)| p == hub).cloned().collect();
+        for k in theirs {
+            if let Some(task) = calls.served.remove(&k) {
+                task.abort();
+            }
+        }
+        calls.served_per_peer.remove(hub);
+        drop(calls);
         self.clear_later(hub);
         self.bump();
     }
@@ -327,9 +324,8 @@ impl ClusterNode {
         lock(&self.view).is_alive(hub)
     }
 
-    /// After reconnecting: presence is learned again from the retained replay, and what is known
-    /// stays meanwhile ([`View::resync`]): the other hubs stay listed and reachable (over the
-    /// direct link, or through the broker once it is back).
+    /// After reconnecting: what is known stays while the retained replay comes ([`View::resync`]),
+    /// so the other hubs stay listed and reachable (over the direct link, or the broker once back).
     pub fn resync(&self) {
         lock(&self.view).resync();
     }
@@ -337,8 +333,7 @@ impl ClusterNode {
     /// Every subscription of the reconnect is acknowledged, so the retained presence records are
     /// all in: a hub whose record did not come back went away while this hub was cut off.
     pub fn reconcile(&self) {
-        let gone = lock(&self.view).reconcile();
-        let peers = lock(&self.view).peers().len();
+        let (gone, peers) = { let mut v = lock(&self.view); (v.reconcile(), v.peers().len()) };
         tracing::info!(peers, gone = gone.len(), "cluster: the broker's presence records are all in; the view of the other hubs is up to date");
         for hub in gone {
             tracing::info!(hub = %hub, "cluster: hub {hub}'s presence record was no longer on the broker when this hub reconnected: it went away meanwhile; its devices are not listed here until it is back");
