@@ -27,8 +27,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
 use rustls::ServerConfig;
-use rustls::server::UnbufferedServerConnection;
-use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, InsufficientSizeError};
+use rustls::server::{ServerConnectionData, UnbufferedServerConnection};
+use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, InsufficientSizeError, WriteTraffic};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// Bytes read from the socket at a time (into the stack, then kept only while a record is
@@ -67,6 +67,9 @@ enum Stand {
     /// Both sides closed.
     Closed,
 }
+
+/// What a step does once application data may be written: encrypt into the buffer it is given.
+type Encrypt<'a> = &'a mut dyn FnMut(&mut WriteTraffic<'_, ServerConnectionData>, &mut Vec<u8>) -> io::Result<()>;
 
 fn invalid(e: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
@@ -179,7 +182,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> ServerStream<IO> {
     /// written, received records decrypted into `plain`, and `encrypt` (when given, once
     /// application data may be sent) encrypted into `outgoing`. Pending only while a handshake
     /// flight waits for the socket to take it.
-    fn poll_process(&mut self, cx: &mut Context<'_>, mut encrypt: Option<&mut dyn FnMut(&mut rustls::unbuffered::WriteTraffic<'_, rustls::server::ServerConnectionData>, &mut Vec<u8>) -> io::Result<()>>) -> Poll<io::Result<Stand>> {
+    fn poll_process(&mut self, cx: &mut Context<'_>, mut encrypt: Option<Encrypt<'_>>) -> Poll<io::Result<Stand>> {
         loop {
             let status = self.conn.process_tls_records(&mut self.incoming);
             let discard = status.discard;
@@ -302,7 +305,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncWrite for ServerStream<IO> {
         }
         let take = data.len().min(WRITE_CHUNK);
         let mut done = false;
-        let mut encrypt = |write: &mut rustls::unbuffered::WriteTraffic<'_, _>, out: &mut Vec<u8>| {
+        let mut encrypt = |write: &mut WriteTraffic<'_, _>, out: &mut Vec<u8>| {
             append(out, take + 64, |buf| write.encrypt(&data[..take], buf), encrypt_needs).map_err(encrypt_error)?;
             done = true;
             Ok(())
@@ -340,7 +343,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncWrite for ServerStream<IO> {
         let me = self.get_mut();
         if !me.close_sent {
             ready!(poll_write_out(&mut me.io, &mut me.outgoing, &mut me.out_at, cx))?;
-            let mut close = |write: &mut rustls::unbuffered::WriteTraffic<'_, _>, out: &mut Vec<u8>| append(out, 64, |buf| write.queue_close_notify(buf), encrypt_needs).map_err(encrypt_error);
+            let mut close = |write: &mut WriteTraffic<'_, _>, out: &mut Vec<u8>| append(out, 64, |buf| write.queue_close_notify(buf), encrypt_needs).map_err(encrypt_error);
             // The peer's own close is told once, before the state that may write; whatever else
             // comes (both closed, or broken), the socket is shut below.
             for _ in 0..2 {
