@@ -74,6 +74,7 @@ pub const MAX_DEVICES_PAGE: usize = 1000;
 pub const WATCH_QUEUE: usize = 16;
 /// Longest the hub waits for a client to take one answer.
 pub const WRITE_DEADLINE: Duration = Duration::from_secs(30);
+static LIMITS: crate::links::ws_socket::QueueLimits = crate::links::ws_socket::QueueLimits::device(WRITE_DEADLINE);
 
 #[derive(Debug, PartialEq, Deserialize)]
 struct ControlRequest {
@@ -125,7 +126,7 @@ pub async fn link(State(hub): State<Arc<Hub>>, mut req: Request<Body>) -> Respon
 /// One connection, in one task: it reads requests, polls those under way, and writes their
 /// answers and its watches' events to the socket itself (no writer task between them).
 async fn serve(hub: Arc<Hub>, io: upgrade::DeviceSocket, credential: Option<super::bearer::Credential>, lease: super::principal::Lease) {
-    let mut socket = Socket::with_write_deadline(io, WRITE_DEADLINE);
+    let mut socket = Socket::with_limits(io, &LIMITS);
     // Revoked between its check and now: closed at once (1008, policy violation: the credential
     // is no longer valid).
     let mut close_code = lease.is_ended().then_some(1008);

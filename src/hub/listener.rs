@@ -106,7 +106,8 @@ pub struct DevicePeer {
 /// A listener's TLS: every connection's handshake, within a deadline.
 #[derive(Clone)]
 pub struct Tls {
-    pub acceptor: tokio_rustls::TlsAcceptor,
+    /// Every connection's server configuration (certificate, versions, tickets, ALPN).
+    pub config: Arc<rustls::ServerConfig>,
     /// The handshake must be complete this long after the connection was admitted.
     pub deadline: Duration,
 }
@@ -235,7 +236,7 @@ async fn serve_one(mut tcp: TcpStream, conn: Conn, tls: Option<Tls>, refusals: &
         }
         return;
     }
-    match crate::tls::server::accept_by(&tls.acceptor, tcp, started + tls.deadline, tls.deadline).await {
+    match crate::tls::server::accept_by(&tls.config, tcp, started + tls.deadline, tls.deadline).await {
         Ok(stream) => serve_http(stream, local, conn, Transport { tls: true }).await,
         Err(e) => {
             crate::metrics::refused(crate::metrics::Refused::TlsHandshake);

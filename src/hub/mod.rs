@@ -359,7 +359,7 @@ impl BoundHub {
         let BoundHub { hub, device_addr, host_addr, device_listener, host_listener } = self;
         let limits = hub.config.limits;
         let devices = listener::Side::Devices(hub.budget.clone());
-        let tls = hub.config.tls.as_ref().map(|t| listener::Tls { acceptor: tokio_rustls::TlsAcceptor::from(t.http.clone()), deadline: hub.config.handshake_timeout });
+        let tls = hub.config.tls.as_ref().map(|t| listener::Tls { config: t.http.clone(), deadline: hub.config.handshake_timeout });
         let host_tls = tls.clone().filter(|_| hub.config.host_tls);
         supervise("device listener", listener::serve(device_listener, devices::router(hub.clone()), devices, limits, "devices", tls));
         let control_route = Router::new()

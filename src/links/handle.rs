@@ -374,8 +374,10 @@ impl InfoPublisher {
     }
 }
 
-/// Callers waiting for a reply, by ticket.
-pub(crate) type Waiting = std::collections::HashMap<u64, oneshot::Sender<Result<RawResult, CallError>>>;
+/// Callers waiting for a reply, by ticket. A B-tree, not a hash map: an empty one is 24 bytes
+/// with nothing allocated (a hash map is 48, inline in every link task), and it is dropped once
+/// emptied ([`deliver`]), so an idle device holds no table however many calls it answered.
+pub(crate) type Waiting = std::collections::BTreeMap<u64, oneshot::Sender<Result<RawResult, CallError>>>;
 
 /// The link is down: each caller gets what the session's disconnect produced for it, and anyone
 /// still waiting (a request whose reply was never produced) learns the device is gone.
@@ -387,7 +389,7 @@ pub(crate) fn end_callers(on_disconnect: Vec<crate::session::Output>, waiting: &
             let _ = tx.send(outcome);
         }
     }
-    for (_, tx) in waiting.drain() {
+    for (_, tx) in std::mem::take(waiting) {
         let _ = tx.send(Err(CallError::Disconnected));
     }
 }
@@ -419,6 +421,10 @@ pub(crate) fn deliver(output: crate::session::Output, waiting: &mut Waiting, mal
         crate::session::Output::Reply { ticket, outcome } => {
             if let Some(tx) = waiting.remove(&ticket) {
                 let _ = tx.send(outcome);
+            }
+            if waiting.is_empty() {
+                // An emptied B-tree keeps its root node: given back.
+                *waiting = Waiting::new();
             }
             None
         }

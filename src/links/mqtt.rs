@@ -20,7 +20,6 @@
 //! call waits on a device that is gone. An OTA check-in ([`Inbound::CheckedIn`]) marks the device
 //! as possibly restarted: its next message onboards it again.
 
-use std::collections::HashMap;
 use std::time::Instant;
 
 use rumqttc::AsyncClient;
@@ -147,7 +146,7 @@ fn run(setup: MqttLinkSetup, mut commands: Commands, mut publisher: InfoPublishe
             let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event }));
         };
         let mut malformed = MalformedLog::new(&device_id);
-        let mut waiting: Waiting = HashMap::new();
+        let mut waiting = Waiting::new();
         let max = broker.max_payload;
         // The last word from the device, or the broker coming back (nothing can be heard before).
         let mut heard = Instant::now();

@@ -58,30 +58,60 @@ pub(crate) struct Socket<S> {
     io: S,
     decoder: Decoder,
     pub(crate) out: Outbox,
+}
+
+/// What a queue may hold, how long it may stand still, and whom it feeds: the same for every
+/// socket of a kind, so each socket holds a pointer to one static, not a copy (a copy is 56 bytes
+/// more in every device's link task).
+pub(crate) struct QueueLimits {
+    deadline: Duration,
+    /// Caps: frames, and bytes counted with `overhead` per frame (one larger frame passes alone).
+    max_frames: usize,
+    max_bytes: usize,
+    overhead: usize,
+    /// Who reads what is queued ("device", "upstream"), for the errors.
+    peer: &'static str,
     /// This end is the client (a relay's upstream): its frames are masked.
     client: bool,
 }
 
+impl QueueLimits {
+    /// A device's queue ([`OUT_QUEUE_FRAMES`], [`OUT_QUEUE_BYTES`]) with this write deadline.
+    pub(crate) const fn device(deadline: Duration) -> Self {
+        Self { deadline, max_frames: OUT_QUEUE_FRAMES, max_bytes: OUT_QUEUE_BYTES, overhead: 0, peer: "device", client: false }
+    }
+
+    /// A relay's queue towards `peer`, bounded in bytes alone ([`RELAY_QUEUE_BYTES`]).
+    const fn relaying(peer: &'static str, client: bool) -> Self {
+        Self { deadline: WRITE_DEADLINE, max_frames: usize::MAX, max_bytes: RELAY_QUEUE_BYTES, overhead: FRAME_OVERHEAD, peer, client }
+    }
+}
+
+static DEVICE: QueueLimits = QueueLimits::device(WRITE_DEADLINE);
+static RELAY_TO_DEVICE: QueueLimits = QueueLimits::relaying("device", false);
+static RELAY_TO_UPSTREAM: QueueLimits = QueueLimits::relaying("upstream", true);
+
 impl<S: AsyncRead + AsyncWrite + Unpin> Socket<S> {
     pub(crate) fn new(io: S) -> Self {
-        Self::with_write_deadline(io, WRITE_DEADLINE)
+        Self::with_limits(io, &DEVICE)
     }
 
-    /// A socket whose peer counts as not reading after `deadline` without taking a byte.
-    pub(crate) fn with_write_deadline(io: S, deadline: Duration) -> Self {
-        Self { io, decoder: Decoder::new(MAX_MESSAGE), out: Outbox::new(deadline), client: false }
+    /// A socket whose queue has these limits (e.g. a longer write deadline).
+    pub(crate) fn with_limits(io: S, limits: &'static QueueLimits) -> Self {
+        Self { io, decoder: Decoder::new(MAX_MESSAGE), out: Outbox::new(limits) }
     }
 
-    /// One side of a relay (`peer` names it in errors): binary payloads kept, a server's frames
-    /// read when `from_server`, and a queue bounded in bytes ([`RELAY_QUEUE_BYTES`]).
-    pub(crate) fn relaying(io: S, from_server: bool, peer: &'static str) -> Self {
-        let out = Outbox { max_frames: usize::MAX, max_bytes: RELAY_QUEUE_BYTES, overhead: FRAME_OVERHEAD, peer, ..Outbox::new(WRITE_DEADLINE) };
-        Self { io, decoder: Decoder::relaying(MAX_MESSAGE, from_server), out, client: from_server }
+    /// One side of a relay: binary payloads kept, a server's frames read (and this end's masked)
+    /// when `from_server` (the upstream; else the device), and a queue bounded in bytes
+    /// ([`RELAY_QUEUE_BYTES`]).
+    pub(crate) fn relaying(io: S, from_server: bool) -> Self {
+        let limits = if from_server { &RELAY_TO_UPSTREAM } else { &RELAY_TO_DEVICE };
+        Self { io, decoder: Decoder::relaying(MAX_MESSAGE, from_server), out: Outbox::new(limits) }
     }
 
     /// A frame as this end writes it (masked when it is the client).
     pub(crate) fn frame(&self, kind: ws_frame::Kind, payload: &[u8]) -> Vec<u8> {
-        if self.client { ws_frame::client_frame(kind, payload) } else { ws_frame::server_frame(kind, payload) }
+        if self.out.limits.client { ws_frame::client_frame(kind, payload) } else { ws_frame::server_frame(kind, payload) }
     }
 
     /// Writes what is queued, as far as the peer takes it, then reads: ready once there are
@@ -107,7 +137,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Socket<S> {
                 Poll::Pending if messages.is_empty() => return Poll::Pending,
                 Poll::Pending => break,
                 Poll::Ready(Err(e)) => Some(format!("websocket error: {e}")),
-                Poll::Ready(Ok(())) if read.filled().is_empty() => Some(format!("closed by the {}", self.out.peer)),
+                Poll::Ready(Ok(())) if read.filled().is_empty() => Some(format!("closed by the {}", self.out.limits.peer)),
                 Poll::Ready(Ok(())) => self.decoder.feed(read.filled(), &mut messages).err().map(|e| format!("websocket error: {e}")),
             };
             if end.is_some() {
@@ -179,23 +209,18 @@ pub(crate) struct Outbox {
     /// When the queue last moved (or was started), while it holds anything.
     moved_at: Option<Instant>,
     unflushed: bool,
-    deadline: Duration,
-    /// Caps: frames, and bytes counted with `overhead` per frame (one larger frame passes alone).
-    max_frames: usize,
-    max_bytes: usize,
-    overhead: usize,
-    /// Who reads what is queued ("device", "upstream"), for the errors.
-    peer: &'static str,
+    limits: &'static QueueLimits,
 }
 
 impl Outbox {
-    fn new(deadline: Duration) -> Self {
-        Self { frames: VecDeque::new(), written: 0, bytes: 0, moved_at: None, unflushed: false, deadline, max_frames: OUT_QUEUE_FRAMES, max_bytes: OUT_QUEUE_BYTES, overhead: 0, peer: "device" }
+    fn new(limits: &'static QueueLimits) -> Self {
+        Self { frames: VecDeque::new(), written: 0, bytes: 0, moved_at: None, unflushed: false, limits }
     }
 
     /// Whether a frame of `len` bytes would be queued now.
     pub(crate) fn has_room(&self, len: usize) -> bool {
-        self.frames.len() < self.max_frames && (self.bytes == 0 || self.bytes + len + self.overhead <= self.max_bytes)
+        let l = self.limits;
+        self.frames.len() < l.max_frames && (self.bytes == 0 || self.bytes + len + l.overhead <= l.max_bytes)
     }
 
     /// Bytes queued (with the per-frame overheads a relay counts).
@@ -205,16 +230,16 @@ impl Outbox {
 
     /// Queues a frame, or says why the device cannot take it.
     pub(crate) fn push(&mut self, frame: Vec<u8>) -> Result<(), String> {
-        let (before, len, peer) = (self.bytes, frame.len(), self.peer);
+        let (before, len, peer) = (self.bytes, frame.len(), self.limits.peer);
         if !self.has_room(len) {
-            return Err(if self.frames.len() >= self.max_frames {
-                format!("the {peer} stopped reading: {} frames wait to be sent", self.max_frames)
+            return Err(if self.frames.len() >= self.limits.max_frames {
+                format!("the {peer} stopped reading: {} frames wait to be sent", self.limits.max_frames)
             } else {
-                format!("the {peer} stopped reading: {before} bytes wait to be sent and {len} more do not fit under the {}-byte limit", self.max_bytes)
+                format!("the {peer} stopped reading: {before} bytes wait to be sent and {len} more do not fit under the {}-byte limit", self.limits.max_bytes)
             });
         }
         self.moved_at.get_or_insert_with(Instant::now);
-        self.bytes += len + self.overhead;
+        self.bytes += len + self.limits.overhead;
         self.frames.push_back(frame);
         Ok(())
     }
@@ -225,12 +250,12 @@ impl Outbox {
 
     /// When the device counts as not reading, if nothing moves before.
     pub(crate) fn stall_deadline(&self) -> Option<Instant> {
-        self.moved_at.map(|t| t + self.deadline)
+        self.moved_at.map(|t| t + self.limits.deadline)
     }
 
     pub(crate) fn stall_reason(&self) -> String {
         let left = self.frames.front().map_or(0, |f| f.len() - self.written);
-        format!("the {} stopped reading: a write of {left} bytes did not finish within {} s", self.peer, self.deadline.as_secs())
+        format!("the {} stopped reading: a write of {left} bytes did not finish within {} s", self.limits.peer, self.limits.deadline.as_secs())
     }
 
     /// Writes frames until the socket takes no more; an `Err` says the connection is gone.
@@ -245,7 +270,7 @@ impl Outbox {
                     self.unflushed = true;
                     self.moved_at = Some(Instant::now());
                     if self.written == front.len() {
-                        self.bytes -= front.len() + self.overhead;
+                        self.bytes -= front.len() + self.limits.overhead;
                         self.written = 0;
                         self.frames.pop_front();
                     }

@@ -36,7 +36,7 @@ mod onboarding_flow;
 mod relayed;
 mod tool_list;
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -169,7 +169,8 @@ pub struct Session {
     /// description is one allocation, not two.
     info: std::sync::Arc<DeviceInfo>,
     next_id: i64,
-    pending: HashMap<i64, Pending>,
+    /// A B-tree: empty, it is 24 bytes and allocates nothing (a hash map is 48 inline).
+    pending: BTreeMap<i64, Pending>,
     onboarding: onboarding::Listing,
     /// Bumped whenever initialize or a listing starts (over).
     generation: u64,
@@ -250,7 +251,7 @@ impl Session {
             vision_token,
             keepalive,
             info: std::sync::Arc::new(info),
-            pending: HashMap::new(),
+            pending: BTreeMap::new(),
             onboarding: onboarding::Listing::default(),
             generation: 0,
             background: false,
@@ -311,11 +312,11 @@ impl Session {
     }
 
     /// A text frame from the device.
-    /// What a step produced. A request map left empty gives its table back: a fleet of idle
-    /// devices would otherwise each keep one sized for its onboarding.
+    /// What a step produced. A request map left empty gives its node back (an emptied B-tree
+    /// keeps its root): a fleet of idle devices would otherwise each keep one.
     fn drained(&mut self) -> Vec<Output> {
-        if self.pending.is_empty() && self.pending.capacity() > 0 {
-            self.pending = HashMap::new();
+        if self.pending.is_empty() {
+            self.pending = BTreeMap::new();
         }
         std::mem::take(&mut self.out)
     }
@@ -601,7 +602,7 @@ impl Session {
 
     /// The link is gone: every waiting caller gets `Disconnected`.
     pub fn on_disconnect(&mut self) -> Vec<Output> {
-        for (_, p) in self.pending.drain() {
+        for (_, p) in std::mem::take(&mut self.pending) {
             if let Origin::Caller(ticket) = p.origin {
                 self.out.push(Output::Reply { ticket, outcome: Err(CallError::Disconnected) });
             }

@@ -19,6 +19,7 @@
 pub mod client;
 pub mod coverage;
 pub mod server;
+pub mod stream;
 
 use std::sync::Arc;
 

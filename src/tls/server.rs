@@ -153,12 +153,17 @@ pub fn self_signed() -> Arc<dyn ResolvesServerCert> {
             Some(self.0.clone())
         }
     }
+    Arc::new(Fixed(self_signed_key()))
+}
+
+/// The pair [`self_signed`] serves.
+fn self_signed_key() -> Arc<CertifiedKey> {
     static KEY: std::sync::OnceLock<Arc<CertifiedKey>> = std::sync::OnceLock::new();
-    let key = KEY.get_or_init(|| {
+    KEY.get_or_init(|| {
         let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("a self-signed certificate");
         pair_from_pem(made.cert.pem().as_bytes(), made.signing_key.serialize_pem().as_bytes()).expect("the pair just made")
-    });
-    Arc::new(Fixed(key.clone()))
+    })
+    .clone()
 }
 
 /// Why a handshake did not finish.
@@ -181,21 +186,23 @@ fn is_plaintext(e: &std::io::Error) -> bool {
         .is_some_and(|r| matches!(r, rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType)))
 }
 
-/// Runs the server's handshake on `io`, within `deadline`.
-pub async fn accept<IO>(acceptor: &tokio_rustls::TlsAcceptor, io: IO, deadline: Duration) -> Result<tokio_rustls::server::TlsStream<IO>, HandshakeError>
+/// Runs the server's handshake on `io`, within `deadline`: a [`super::stream::ServerStream`], which
+/// holds no buffer while the connection is idle.
+pub async fn accept<IO>(config: &Arc<ServerConfig>, io: IO, deadline: Duration) -> Result<super::stream::ServerStream<IO>, HandshakeError>
 where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
-    accept_by(acceptor, io, tokio::time::Instant::now() + deadline, deadline).await
+    accept_by(config, io, tokio::time::Instant::now() + deadline, deadline).await
 }
 
 /// As [`accept`], for a connection whose `deadline` began before this call and ends at `until`.
-pub async fn accept_by<IO>(acceptor: &tokio_rustls::TlsAcceptor, io: IO, until: tokio::time::Instant, deadline: Duration) -> Result<tokio_rustls::server::TlsStream<IO>, HandshakeError>
+pub async fn accept_by<IO>(config: &Arc<ServerConfig>, io: IO, until: tokio::time::Instant, deadline: Duration) -> Result<super::stream::ServerStream<IO>, HandshakeError>
 where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
-    match tokio::time::timeout_at(until, acceptor.accept(io)).await {
-        Ok(Ok(stream)) => Ok(stream),
+    let mut stream = super::stream::ServerStream::new(io, config.clone()).map_err(|e| HandshakeError::Failed(std::io::Error::other(e)))?;
+    match tokio::time::timeout_at(until, std::future::poll_fn(|cx| stream.poll_handshake(cx))).await {
+        Ok(Ok(())) => Ok(stream),
         Ok(Err(e)) if is_plaintext(&e) => Err(HandshakeError::Plaintext),
         Ok(Err(e)) => Err(HandshakeError::Failed(e)),
         Err(_) => Err(HandshakeError::Timeout(deadline)),
@@ -209,11 +216,11 @@ mod tests {
 
     async fn first_bytes(bytes: &[u8]) -> HandshakeError {
         crate::tls::install_crypto_provider();
-        let acceptor = tokio_rustls::TlsAcceptor::from(config(self_signed(), &[]));
+        let config = config(self_signed(), &[]);
         let (mut client, server) = tokio::io::duplex(4096);
         client.write_all(bytes).await.unwrap();
         drop(client);
-        accept(&acceptor, server, Duration::from_secs(5)).await.err().expect("no handshake")
+        accept(&config, server, Duration::from_secs(5)).await.err().expect("no handshake")
     }
 
     /// Issue 45.8: a plain MQTT CONNECT, or plain HTTP, on a TLS port is named as a plain-text
@@ -229,5 +236,64 @@ mod tests {
         // A TLS handshake record whose body is junk: a TLS client that failed, not a plain one.
         let e = first_bytes(&[0x16, 0x03, 0x01, 0x00, 0x05, 1, 2, 3, 4, 5]).await;
         assert!(matches!(e, HandshakeError::Failed(_)), "{e:?}");
+    }
+
+    /// A client that trusts [`self_signed`] alone, and its server at the other end of a pipe.
+    async fn connected(server: Arc<ServerConfig>, client: Arc<rustls::ClientConfig>) -> (crate::tls::stream::ServerStream<tokio::io::DuplexStream>, tokio_rustls::client::TlsStream<tokio::io::DuplexStream>) {
+        let (near, far) = tokio::io::duplex(64 << 10);
+        let connector = tokio_rustls::TlsConnector::from(client);
+        let (server, client) = tokio::join!(accept(&server, far, Duration::from_secs(10)), connector.connect("localhost".try_into().unwrap(), near));
+        (server.expect("the server's handshake"), client.expect("the client's handshake"))
+    }
+
+    fn client_config() -> Arc<rustls::ClientConfig> {
+        let pin = crate::tls::parse_fingerprint(&crate::tls::fingerprint(&self_signed_key().cert[0])).unwrap();
+        crate::tls::client::build(&crate::tls::client::Trust { pin: Some(pin), ..Default::default() }, &[]).unwrap()
+    }
+
+    /// Issue 46: an idle TLS connection holds no buffer, over TLS 1.3 and 1.2, after carrying a
+    /// large message and small ones both ways; session tickets still resume; each side's
+    /// close_notify reads as the end of the stream.
+    #[tokio::test]
+    async fn an_idle_tls_connection_holds_no_buffer_and_carries_every_byte() {
+        use tokio::io::AsyncReadExt;
+        crate::tls::install_crypto_provider();
+        let tls12 = ServerConfig::builder_with_provider(super::super::provider())
+            .with_protocol_versions(&[&rustls::version::TLS12])
+            .unwrap()
+            .with_no_client_auth()
+            .with_cert_resolver(self_signed());
+        let client = client_config();
+        for (server, version) in [(config(self_signed(), &[]), rustls::ProtocolVersion::TLSv1_3), (Arc::new(tls12), rustls::ProtocolVersion::TLSv1_2)] {
+            let (mut s, mut c) = connected(server.clone(), client.clone()).await;
+            assert_eq!(c.get_ref().1.protocol_version(), Some(version));
+            assert_eq!(s.buffered(), 0, "{version:?}: right after the handshake");
+            let big: Vec<u8> = (0..(1u32 << 20) + 77).map(|i| (i * 31 % 251) as u8).collect();
+            for message in [&big[..], b"{\"type\":\"hello\"}", &[7u8; 1]] {
+                // Client to server, then back: the server echoes what it read.
+                let (sent, got) = tokio::join!(async { c.write_all(message).await.and(c.flush().await) }, async {
+                    let mut got = vec![0; message.len()];
+                    s.read_exact(&mut got).await.map(|_| got)
+                });
+                sent.unwrap();
+                let got = got.unwrap();
+                assert!(got == message, "{version:?}: the server read what the client wrote");
+                let (echoed, back) = tokio::join!(async { s.write_all(&got).await.and(s.flush().await) }, async {
+                    let mut back = vec![0; message.len()];
+                    c.read_exact(&mut back).await.map(|_| back)
+                });
+                echoed.unwrap();
+                assert!(back.unwrap() == message, "{version:?}: the client read what the server wrote");
+                assert_eq!(s.buffered(), 0, "{version:?}: idle after a message of {} bytes", message.len());
+            }
+            c.shutdown().await.unwrap();
+            let mut rest = Vec::new();
+            assert_eq!(s.read_to_end(&mut rest).await.unwrap(), 0, "{version:?}: the client's close_notify ends the stream");
+            s.shutdown().await.unwrap();
+            assert_eq!(c.read_to_end(&mut rest).await.unwrap(), 0, "{version:?}: the server's close_notify ends the stream");
+            // The ticket (TLS 1.3) or session id (1.2) of the first connection resumes the next.
+            let (_s, c) = connected(server, client.clone()).await;
+            assert_eq!(c.get_ref().1.handshake_kind(), Some(rustls::HandshakeKind::Resumed), "{version:?}");
+        }
     }
 }

@@ -29,7 +29,6 @@
 pub mod calls;
 pub mod upstream;
 
-use std::collections::HashMap;
 use std::task::Poll;
 use std::time::Instant;
 
@@ -76,8 +75,8 @@ where
 {
     let LinkSetup { identity, session: session_config, events, tracing, remote, mut until_hello, hello_timeout, generation: _ } = setup;
     let device_id = publisher.device_id().clone();
-    let mut dev = Socket::relaying(device, false, "device");
-    let mut up = Socket::relaying(upstream, true, "upstream");
+    let mut dev = Socket::relaying(device, false);
+    let mut up = Socket::relaying(upstream, true);
     let mut session = open_session(identity, session_config, remote, &mut publisher, &events);
     session.set_upstream(&upstream_name);
     publisher.update(session.shared_info(), Instant::now());
@@ -87,7 +86,7 @@ where
             crate::metrics::device_event(event.name());
             let _ = events.send(std::sync::Arc::new(DeviceEvent { device_id: device_id.clone(), event }));
         };
-        let mut waiting: Waiting = HashMap::new();
+        let mut waiting = Waiting::new();
         let mut malformed = MalformedLog::new(&device_id);
         let mut calls = UpstreamCalls::default();
         let mut relay = Relay { calls: &mut calls, device_id: &device_id[..] };

@@ -137,7 +137,7 @@ pub async fn start(cfg: BrokerConfig) -> std::io::Result<RunningBroker> {
     let listener = TcpListener::bind(cfg.addr).await?;
     let addr = listener.local_addr()?;
     let tls_listener = match &cfg.tls {
-        Some(t) => Some((TcpListener::bind(t.addr).await?, tokio_rustls::TlsAcceptor::from(t.config.clone()), t.deadline)),
+        Some(t) => Some((TcpListener::bind(t.addr).await?, t.config.clone(), t.deadline)),
         None => None,
     };
     let tls_addr = tls_listener.as_ref().map(|(l, ..)| l.local_addr()).transpose()?;
@@ -168,7 +168,7 @@ pub async fn start(cfg: BrokerConfig) -> std::io::Result<RunningBroker> {
 }
 
 /// Accepts clients (over TLS when `tls` is given, each handshake within its deadline).
-async fn accept_loop(listener: TcpListener, tls: Option<(tokio_rustls::TlsAcceptor, Duration)>, state: Shared, cfg: Arc<BrokerConfig>) {
+async fn accept_loop(listener: TcpListener, tls: Option<(Arc<rustls::ServerConfig>, Duration)>, state: Shared, cfg: Arc<BrokerConfig>) {
     loop {
         match listener.accept().await {
             Ok((stream, remote)) => {
@@ -177,7 +177,7 @@ async fn accept_loop(listener: TcpListener, tls: Option<(tokio_rustls::TlsAccept
                 let connection = async move {
                     match tls {
                         None => serve(state, cfg, stream, remote).await,
-                        Some((acceptor, deadline)) => match crate::tls::server::accept(&acceptor, stream, deadline).await {
+                        Some((config, deadline)) => match crate::tls::server::accept(&config, stream, deadline).await {
                             Ok(tls) => serve(state, cfg, tls, remote).await,
                             Err(e) => {
                                 crate::metrics::refused(crate::metrics::Refused::TlsHandshake);
