@@ -272,6 +272,13 @@ impl MqttHub {
         if self.control.send(Control::Shutdown(tx)).await.is_ok() {
             let _ = tokio::time::timeout(Duration::from_secs(2), rx).await;
         }
+        // The embedded broker is in this process: it ends with it. The goodbyes are on their way
+        // once it read this hub's DISCONNECT and its writers took what was queued.
+        if let Some(clients) = &self.broker_clients
+            && !clients.flushed_after(&own_client_id(&self.hub_id), Duration::from_secs(2)).await
+        {
+            warn!("the embedded MQTT broker did not pass every goodbye on within 2 s; stopping anyway");
+        }
         if let Some(f) = &self.credential_file {
             let _ = std::fs::remove_file(f);
         }
@@ -326,6 +333,11 @@ impl crate::hub::ota::MqttOffer for Arc<MqttHub> {
     fn cut_off(&self, device_id: &str) -> bool {
         MqttHub::cut_off(self, device_id)
     }
+}
+
+/// The client id of a hub's own broker connection.
+fn own_client_id(hub_id: &str) -> String {
+    format!("mcpdev-hub-{hub_id}")
 }
 
 pub async fn start(hub: Arc<Hub>, mut settings: MqttSettings) -> anyhow::Result<Arc<MqttHub>> {
@@ -428,7 +440,7 @@ pub async fn start(hub: Arc<Hub>, mut settings: MqttSettings) -> anyhow::Result<
     let will = LastWill::new(&presence, Vec::<u8>::new(), QoS::AtLeastOnce, true);
     // The broker notices a hub that vanished without closing its connection within 1.5 periods
     // (a killed process closes it, and the will is published at once).
-    let options = url.options(&format!("mcpdev-hub-{hub_id}"), HUB_KEEPALIVE, max_packet);
+    let options = url.options(&own_client_id(&hub_id), HUB_KEEPALIVE, max_packet);
     let connection = conn::connect(options, Some(will));
     let (control, control_rx) = mpsc::channel(1024);
     let (subscribed_tx, subscribed) = watch::channel(false);

@@ -122,6 +122,21 @@ impl Clients {
     pub fn kick_device(&self, device_id: &str) -> usize {
         lock(&self.0).kick_device(device_id)
     }
+
+    /// Waits, at most `limit`, until `client_id` (the hub's own client, which has just sent its
+    /// goodbyes and DISCONNECT) is gone and every queued packet is taken by its client's writer
+    /// ([`State::flushed_after`]); whether that happened. The process may end right after: what
+    /// the hub said last is on its way to the devices, not lost in a queue.
+    pub async fn flushed_after(&self, client_id: &str, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        while !lock(&self.0).flushed_after(client_id) {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        true
+    }
 }
 
 type Shared = Arc<Mutex<State>>;

@@ -185,6 +185,13 @@ impl State {
         ids.len()
     }
 
+    /// Whether `client_id` is gone (its DISCONNECT read, so every packet it sent before is
+    /// routed) and every client's queue is taken by its writer: what a stopping hub waits for,
+    /// so that the goodbyes it published reach the devices before the process ends.
+    pub fn flushed_after(&self, client_id: &str) -> bool {
+        !self.clients.contains_key(client_id) && self.clients.values().all(|c| c.tx.capacity() == c.tx.max_capacity())
+    }
+
     /// The connection `conn` of `client_id` ended; unless it said goodbye (or was taken over or
     /// kicked, which removed it already), its will is published.
     pub fn end(&mut self, client_id: &str, conn: u64, goodbye: bool) {

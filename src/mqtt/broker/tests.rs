@@ -122,6 +122,22 @@ fn a_device_uses_only_its_own_uplink_and_downlink() {
     assert!(other.topics().is_empty());
 }
 
+/// A stopping hub waits for this before its process (and the broker in it) ends: its goodbye to
+/// a device is routed (the hub's DISCONNECT came after it) and taken by the device's writer.
+#[test]
+fn flushed_only_once_the_hub_left_and_every_queue_was_taken() {
+    let mut s = State::new(Limits::default());
+    let hub = join(&mut s, "hub", Role::Hub, None).unwrap();
+    let mut d = join(&mut s, DEV, device(DEV), None).unwrap();
+    assert!(!s.flushed_after("hub"), "the hub is still connected");
+    assert_eq!(publish(&mut s, &hub, &format!("mcpdev/down/{DEV}"), false), Next::Continue);
+    assert_eq!(s.handle(&hub.id, hub.conn, Packet::Disconnect), Next::Goodbye);
+    s.end(&hub.id, hub.conn, true);
+    assert!(!s.flushed_after("hub"), "the goodbye still waits in the device's queue");
+    assert_eq!(d.topics(), [format!("mcpdev/down/{DEV}")]);
+    assert!(s.flushed_after("hub"));
+}
+
 #[test]
 fn what_a_client_can_make_the_broker_hold_is_bounded() {
     let limits = Limits { max_clients: 3, max_subscriptions: 3, max_group_members: 1, max_retained: 2, max_retained_bytes: 1000, hub_queue: 4, device_queue: 2 };
