@@ -724,7 +724,7 @@ mod tests {
         use std::sync::atomic::{AtomicUsize, Ordering};
         const ROWS: usize = 100_000;
         let (near, _far) = tokio::io::duplex(64 << 10);
-        let mut socket = Socket::with_write_deadline(near, WRITE_DEADLINE);
+        let mut socket = Socket::with_limits(near, &LIMITS);
         let row = format!("\"{}\"", "x".repeat(4000));
         let made = Arc::new(AtomicUsize::new(0));
         let counted = made.clone();
