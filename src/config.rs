@@ -116,20 +116,16 @@ pub fn apply(mut cmd: clap::Command, cfg: &FileConfig) -> clap::Command {
     apply_to(cmd, &defaults)
 }
 
-fn apply_to(mut cmd: clap::Command, defaults: &[(&'static str, String)]) -> clap::Command {
-    let ids: Vec<(clap::Id, String)> = cmd
-        .get_arguments()
-        .filter_map(|a| {
-            let env = a.get_env()?.to_str()?;
-            defaults.iter().find(|(e, _)| *e == env).map(|(_, v)| (a.get_id().clone(), v.to_string()))
-        })
-        .collect();
-    for (id, value) in ids {
-        cmd = cmd.mut_arg(id, |a| a.default_value(value));
-    }
-    let subs: Vec<String> = cmd.get_subcommands().map(|s| s.get_name().to_string()).collect();
-    for name in subs {
-        cmd = cmd.mut_subcommand(name, |s| apply_to(s, defaults));
-    }
-    cmd
+/// In place (`mut_args`, `mut_subcommands`): the command is built, and its lookup tables point
+/// at each argument's position (`mut_arg` moves the argument to the end, and `--hub` would then
+/// find another argument).
+fn apply_to(cmd: clap::Command, defaults: &[(&'static str, String)]) -> clap::Command {
+    cmd.mut_args(|a| {
+        let value = a.get_env().and_then(|e| e.to_str()).and_then(|env| defaults.iter().find(|(e, _)| *e == env)).map(|(_, v)| v.clone());
+        match value {
+            Some(v) => a.default_value(v),
+            None => a,
+        }
+    })
+    .mut_subcommands(|s| apply_to(s, defaults))
 }
