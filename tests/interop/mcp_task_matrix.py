@@ -6,6 +6,7 @@ is created and cancelled. One JSON line per step."""
 
 import argparse
 import json
+import sys
 
 import anyio
 from mcp import ClientSession, types
@@ -45,6 +46,7 @@ async def run(args):
             emit({"op": "created_b", "task": b.task.model_dump(mode="json", exclude_none=True)})
             cancelled = await exp.cancel_task(b.task.taskId)
             emit({"op": "cancelled", "status": cancelled.status})
+            args.done = True
 
 
 def main():
@@ -54,7 +56,19 @@ def main():
     p.add_argument("--tool", required=True)
     p.add_argument("--args-a", required=True)
     p.add_argument("--args-b", required=True)
-    anyio.run(run, p.parse_args())
+    args = p.parse_args()
+    args.done = False
+    try:
+        anyio.run(run, args)
+    except BaseExceptionGroup as e:
+        # SDK 1.x's sse_client: a message the hub sends after the session closed (the cancelled
+        # task's status notification) makes its reader raise BrokenResourceError on the way out.
+        # Only that, and only once every step was done and printed, is not a failure: the test
+        # judges the steps' lines.
+        leaves = e.split(anyio.BrokenResourceError)[1]
+        if not args.done or leaves is not None:
+            raise
+        print("note: the SDK's SSE reader got a message after the session closed", file=sys.stderr)
 
 
 if __name__ == "__main__":
