@@ -55,7 +55,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::Hub;
-use super::listing::{self, Reply, STREAM_LOW_WATER, Streamed};
+use super::listing::{self, Reply, STREAM_LOW_WATER, Streamed, text_of};
 use super::registry::SelectError;
 use super::remote::{self, Cluster, Located};
 use crate::links::upgrade;
@@ -388,8 +388,6 @@ fn unlisted_text(c: &dyn Cluster) -> String {
     .to_string()
 }
 
-/// The JSON text of an answer. Serializing these types cannot fail (string keys, no floats
-/// that JSON cannot hold); should it ever, the client gets `null` rather than a broken frame.
 /// An approval's answer with the URL devices connect to (`approve` names it in its hint).
 fn with_device_url(hub: &Hub, approved: &super::admission::Approval) -> String {
     let mut v = serde_json::to_value(approved).unwrap_or_default();
@@ -397,10 +395,6 @@ fn with_device_url(hub: &Hub, approved: &super::admission::Approval) -> String {
         o.insert("device_url".into(), json!(hub.device_url_for(approved.asked_from)));
     }
     v.to_string()
-}
-
-fn text_of(value: &impl serde::Serialize) -> String {
-    serde_json::to_string(value).unwrap_or_else(|_| "null".to_string())
 }
 
 async fn device_info(hub: &Hub, device: Option<&str>, wait_ms: u64) -> Result<String, Value> {

@@ -143,7 +143,8 @@ pub fn admitted(hub: Arc<Hub>, id: u64) -> Streamed {
 /// `hub`; a device listed both here and in another hub's index (it is moving) is listed once,
 /// here. O(limit), whatever the cluster.
 pub fn devices_after(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, after: Option<&str>, limit: usize) -> (Vec<String>, Option<String>) {
-    let (infos, next) = hub.registry.page(after, limit.max(1));
+    let limit = limit.max(1);
+    let (infos, next) = hub.registry.page(after, limit);
     let Some(c) = cluster else {
         return (infos.iter().map(|i| local_row(i)).collect(), next);
     };
@@ -159,7 +160,7 @@ pub fn devices_after(hub: &Hub, cluster: Option<&Arc<dyn Cluster>>, after: Optio
     rows.sort_by(|a, b| a.0.cmp(&b.0));
     rows.dedup_by(|a, b| a.0 == b.0);
     let more = rows.len() > limit || next.is_some();
-    rows.truncate(limit.max(1));
+    rows.truncate(limit);
     let next = if more { rows.last().map(|r| r.0.clone()) } else { None };
     (rows.into_iter().map(|r| r.1).collect(), next)
 }
@@ -180,7 +181,7 @@ pub fn local_row(info: &DeviceInfo) -> String {
 
 /// The JSON text of a description. Serializing these types cannot fail (string keys, no floats
 /// that JSON cannot hold); should it ever, the row is `null` rather than a broken answer.
-fn text_of(value: &impl serde::Serialize) -> String {
+pub(crate) fn text_of(value: &impl serde::Serialize) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_string())
 }
 
