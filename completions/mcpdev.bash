@@ -1979,7 +1979,7 @@ _mcpdev() {
             return 0
             ;;
         mcpdev__subcmd__serve)
-            opts="-q -v -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --device-addr --host-addr --ready-file --demo --demo-extra-tools --demo-profile --device-token --gateway-token --approve-all --vision-url --vision-token --vision-dir --vision-max-files --vision-max-mb --keepalive --onboarding-timeout --allowed-host --allowed-origin --mcp-token --mcp-timeout --mcp-names --mcp-user-tools --mcp-page-size --mcp-fleet-threshold --mcp-max-sessions --mcp-max-sessions-per-peer --mcp-reclaim-idle --mcp-max-tasks --mcp-max-tasks-per-session --mqtt --mqtt-listen --mqtt-group --hub-name --cluster-index-max --cluster-stand-ins --cluster-link --mqtt-max-payload --mqtt-dynsec --mqtt-hooks --mqtt-shared-device-login --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --tls --tls-cert --tls-key --host-tls --mqtts-listen --mqtt-plain --header-timeout --body-timeout --tls-handshake-timeout --hello-timeout --max-pre-hello-per-peer --max-pre-hello --accept-queue-timeout --max-queued-per-peer --max-device-connections --upstream --upstream-ota --upstream-plain --help --version"
+            opts="-q -v -h -V --json --quiet --verbose --color --ca-file --ca-fingerprint --device-addr --host-addr --ready-file --demo --demo-extra-tools --demo-profile --device-token --gateway-token --approve-all --vision-url --vision-token --vision-dir --vision-max-files --vision-max-mb --keepalive --onboarding-timeout --allowed-host --allowed-origin --mcp-token --mcp-timeout --mcp-names --mcp-user-tools --mcp-page-size --mcp-fleet-threshold --mcp-max-sessions --mcp-max-sessions-per-peer --mcp-reclaim-idle --mcp-progress-after --mcp-max-tasks --mcp-max-tasks-per-session --mqtt --mqtt-listen --mqtt-group --hub-name --cluster-index-max --cluster-stand-ins --cluster-link --mqtt-max-payload --mqtt-dynsec --mqtt-hooks --mqtt-shared-device-login --mqtt-device-endpoint --udp-addr --public-host --firmware --firmware-version --timezone-offset --tls --tls-cert --tls-key --host-tls --mqtts-listen --mqtt-plain --header-timeout --body-timeout --tls-handshake-timeout --hello-timeout --max-pre-hello-per-peer --max-pre-hello --accept-queue-timeout --max-queued-per-peer --max-device-connections --upstream --upstream-ota --upstream-plain --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2094,6 +2094,10 @@ _mcpdev() {
                     return 0
                     ;;
                 --mcp-reclaim-idle)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mcp-progress-after)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -78,6 +78,7 @@ set edit:completion:arg-completer[mcpdev] = {|@words|
             cand --mcp-max-sessions 'Open MCP sessions (/mcp, /sse, /devices/*/mcp and /sse) allowed in total; a new one beyond it takes the place of the least recently used Streamable HTTP session idle for --mcp-reclaim-idle, or is refused with 503 until sessions end or expire (5 min idle)'
             cand --mcp-max-sessions-per-peer 'Open MCP sessions allowed from one peer address (on loopback, every local MCP host is one peer), and for one person''s remote token from any address'
             cand --mcp-reclaim-idle 'How long a Streamable HTTP session must go without a request (and with none open) before a new session may take its place when a session cap is full'
+            cand --mcp-progress-after 'How long a tools/call with a progressToken waits for its device before the hub reports its stages (sent, waiting, the device''s own progress, answered); a call answered sooner gets its answer alone. A device''s own progress report starts them at once'
             cand --mcp-max-tasks 'MCP tasks (a tools/call with params.task) the hub holds at once, running or finished; a task is kept for its ttl (at most 1 h), then forgotten'
             cand --mcp-max-tasks-per-session 'MCP tasks one session may hold at once'
             cand --mqtt 'Serve MQTT devices: `embedded` runs a broker in this process; or a broker URL (mqtt://[user@]host[:port], mqtts://…; a password in MCPDEV_MQTT_PASSWORD)'

@@ -231,3 +231,70 @@ async fn a_call_whose_body_never_completes_is_cut_off_and_stalls_nobody() {
     let text = String::from_utf8_lossy(&got);
     assert!(text.starts_with("HTTP/1.1 400") && text.contains("the request body could not be read"), "{text}");
 }
+
+/// rmcp's client sends a `progressToken` with every request. A call answered before its first
+/// report is answered alone, as one JSON body, as without a token (before, every such call went
+/// through rmcp as an event stream of its stages, at three times the hub's CPU). With the wait
+/// for reports at a minute, no load turns this one into a stream.
+#[tokio::test]
+async fn a_call_with_a_progress_token_answered_before_its_first_report_is_one_json_body() {
+    let hub = HubProcess::start(&["--mcp-timeout", "30", "--mcp-progress-after", "60s"], &[]).await;
+    let mut device = FakeDevice::connect(&hub.device_url, "02:00:00:00:00:0a", vec![tool("lamp.set")]).await;
+    let mut session = Session::open(&hub).await;
+    for (id, token) in [(1, json!("rmcp-1")), (2, json!(77))] {
+        let body = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":LAMP,"arguments":{"n":id},"_meta":{"progressToken":token}}});
+        let (answered, ()) = tokio::join!(session.post(ACCEPT, &body), async {
+            let request = device.recv_request("tools/call").await;
+            // The device is offered progress under the hub's own token, never the host's.
+            let given = request["params"]["_meta"]["progressToken"].as_str().unwrap_or_default().to_string();
+            assert!(given.starts_with("mcpdev-"), "{request}");
+            device.reply(&request["id"], json!({"content": [{"type": "text", "text": "lit"}]})).await;
+        });
+        assert!(answered.content_type.starts_with("application/json"), "{}: {}", answered.content_type, answered.message);
+        assert_eq!(answered.message["id"], id);
+        assert_eq!(answered.message["result"]["content"][0]["text"], "lit");
+    }
+}
+
+/// A call that waits past `--mcp-progress-after` (here at once) on the direct path: its answer
+/// becomes an event stream, "sent to the device" first, the device's own progress relayed on
+/// the host's token, "answered by the device", then the answer; a cancelled one ends its stream
+/// with the cancellation.
+#[tokio::test]
+async fn a_call_that_waits_streams_its_stages_then_its_answer_and_can_be_cancelled() {
+    let hub = HubProcess::start(&["--mcp-timeout", "30", "--mcp-progress-after", "0s"], &[]).await;
+    let mut device = FakeDevice::connect(&hub.device_url, "02:00:00:00:00:0a", vec![tool("lamp.set")]).await;
+    let mut session = Session::open(&hub).await;
+    let body = json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":LAMP,"arguments":{"n":1},"_meta":{"progressToken":"host-t"}}});
+    let resp = session.http.post(&session.url).header("accept", ACCEPT).header("mcp-session-id", &session.id).json(&body).send().await.unwrap();
+    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    let request = device.recv_request("tools/call").await;
+    let token = request["params"]["_meta"]["progressToken"].clone();
+    let sid = device.session_id.clone();
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": 1, "total": 2, "message": "half <b>"}});
+    device.send(json!({"session_id": sid, "type": "mcp", "payload": note})).await;
+    device.reply(&request["id"], json!({"content": [{"type": "text", "text": "lit"}]})).await;
+    let text = tokio::time::timeout(DEADLINE, resp.text()).await.expect("the stream ended").unwrap();
+    let messages: Vec<Value> = text.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str(d.trim()).ok()).collect();
+    let (answer, reports) = messages.split_last().expect("messages");
+    assert_eq!(answer["id"], 5, "the answer ends the stream: {text}");
+    assert_eq!(answer["result"]["content"][0]["text"], "lit");
+    assert!(reports.iter().all(|m| m["method"] == "notifications/progress" && m["params"]["progressToken"] == "host-t"), "{text}");
+    let said: Vec<&str> = reports.iter().filter_map(|m| m["params"]["message"].as_str()).collect();
+    assert_eq!(said.first(), Some(&"sent to the device"), "{text}");
+    assert_eq!(said.last(), Some(&"answered by the device"), "{text}");
+    assert!(reports.windows(2).all(|w| w[0]["params"]["progress"].as_f64() < w[1]["params"]["progress"].as_f64()), "reports rise: {text}");
+
+    // Cancelled while it streams: the stream ends with the cancellation, and the next call works.
+    let mut canceller = Session { http: session.http.clone(), url: session.url.clone(), id: session.id.clone() };
+    let body = json!({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":LAMP,"arguments":{"n":2},"_meta":{"progressToken":"host-u"}}});
+    let resp = session.http.post(&session.url).header("accept", ACCEPT).header("mcp-session-id", &session.id).json(&body).send().await.unwrap();
+    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    device.recv_request("tools/call").await;
+    let sent = canceller.post(ACCEPT, &json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":6,"reason":"user"}})).await;
+    assert_eq!(sent.status, 202);
+    let text = tokio::time::timeout(DEADLINE, resp.text()).await.expect("the stream ended").unwrap();
+    let last: Value = text.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str(d.trim()).ok()).last().expect("a message");
+    assert_eq!(last["id"], 6, "{text}");
+    assert_eq!(last["error"]["message"], "cancelled by the client", "{text}");
+}

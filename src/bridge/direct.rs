@@ -8,8 +8,8 @@
 //! leaves everything else to rmcp: it **declines**, giving the request back untouched, unless
 //! it is exactly
 //! - a `POST` of one JSON-RPC `tools/call` request with a string or integer id, whose params
-//!   have only `name`, `arguments` and an empty `_meta` (a `progressToken` goes to rmcp, whose
-//!   request stream carries the call's progress);
+//!   have only `name`, `arguments` and a `_meta` with at most a string or integer
+//!   `progressToken`;
 //! - with the headers rmcp would accept on a session of a version before `2026-07-28` (`Accept`
 //!   both media types, `Content-Type: application/json`, a known `MCP-Protocol-Version` or none);
 //! - of a device's tool in the endpoint's catalogue;
@@ -25,6 +25,12 @@
 //!   served for it, so a host that only calls tools still sends rmcp one call per half period.
 //! - **Cancellation.** `notifications/cancelled` naming a call in flight here ends that call
 //!   with the same error the bridge's handler gives; any other goes to rmcp.
+//! - **Progress.** A call with a `progressToken` is answered as one JSON body if it ends before
+//!   its first report (`--mcp-progress-after`, or the device's own progress). From its first
+//!   report on, the answer is an event stream instead: each report as it rises, coalesced to
+//!   the latest while the host reads slowly, the last one always before the call's answer,
+//!   which ends the stream. (rmcp's client sends a token with every request: before, such calls
+//!   went through rmcp and cost the hub three times a plain one.)
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -41,7 +47,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
-use super::{Scope, Shared, prepare_call};
+use super::{Progress, Scope, Shared, Stage, prepare_call, progress};
 use crate::links::upgrade::plain;
 
 /// Largest body answered here; a larger one goes to rmcp, which takes up to 4 MiB.
@@ -63,7 +69,7 @@ pub struct Direct {
     /// When rmcp last served each session.
     served: Mutex<Served>,
     /// The calls in flight here, by session and request id, to cancel.
-    in_flight: InFlightTable,
+    in_flight: Arc<InFlightTable>,
 }
 
 /// The calls in flight on the direct path, by session and request id (its text).
@@ -78,14 +84,14 @@ struct Served {
 
 /// What a body answered here is.
 enum Message<'a> {
-    Call { id: &'a RawValue, name: String, arguments: Option<JsonObject> },
+    Call { id: &'a RawValue, name: String, arguments: Option<JsonObject>, token: Option<serde_json::Value> },
     Cancel { request_id: &'a RawValue },
 }
 
 impl Direct {
     pub fn new(shared: Arc<Shared>, scope: Scope, sessions: Arc<LocalSessionManager>) -> Self {
         let keep_alive = sessions.session_config.keep_alive.unwrap_or(SessionConfig::DEFAULT_KEEP_ALIVE);
-        Self { shared, scope, sessions, fresh_for: keep_alive / 2, served: Mutex::default(), in_flight: Mutex::default() }
+        Self { shared, scope, sessions, fresh_for: keep_alive / 2, served: Mutex::default(), in_flight: Arc::default() }
     }
 
     /// Answers the request, or gives it back for rmcp.
@@ -98,7 +104,7 @@ impl Direct {
             Err(e) => return Ok(plain(StatusCode::BAD_REQUEST, &format!("the request body could not be read: {e}"))),
         };
         let answered = match parse(&bytes) {
-            Some(Message::Call { id, name, arguments }) => self.call(&session, id, &name, arguments).await,
+            Some(Message::Call { id, name, arguments, token }) => self.call(&session, id, &name, arguments, token).await,
             Some(Message::Cancel { request_id }) => self.cancel(&session, request_id).then(accepted),
             None => None,
         };
@@ -139,7 +145,7 @@ impl Direct {
         self.sessions.sessions.read().await.contains_key(id).then_some(session)
     }
 
-    async fn call(&self, session: &Arc<str>, id: &RawValue, name: &str, arguments: Option<JsonObject>) -> Option<Response<Body>> {
+    async fn call(&self, session: &Arc<str>, id: &RawValue, name: &str, arguments: Option<JsonObject>, token: Option<serde_json::Value>) -> Option<Response<Body>> {
         let offered = self.shared.offered(&self.scope, name)?;
         let call = match prepare_call(&offered, arguments)? {
             Err(refused) => return Some(json_answer(id, Ok(refused))),
@@ -156,8 +162,23 @@ impl Direct {
             }
             in_flight.insert(key.clone(), cancel.clone());
         }
-        let _done = InFlight { table: &self.in_flight, key };
-        Some(json_answer(id, self.shared.relay_call(call, cancel.cancelled(), &None).await))
+        let done = InFlight { table: self.in_flight.clone(), key };
+        let Some(token) = token else {
+            return Some(json_answer(id, self.shared.relay_call(call, cancel.cancelled(), &None).await));
+        };
+        let (tx, mut reports) = progress::latest::<Stage>();
+        let progress: Progress = Some(Arc::new(move |stage| {
+            tx.send_replace(Some(stage));
+        }));
+        let shared = self.shared.clone();
+        let mut answer: Answering = Box::pin(async move { shared.relay_call(call, cancel.cancelled_owned(), &progress).await });
+        tokio::select! {
+            biased;
+            outcome = &mut answer => return Some(json_answer(id, outcome)),
+            _ = reports.changed() => {}
+        }
+        let calling = Calling { id: id.to_owned(), token, reports, reporting: true, pending: true, answer, answered: None, _done: done };
+        Some(event_stream(calling))
     }
 
     /// Cancels a call in flight here; false if there is none by that id on that session.
@@ -170,14 +191,14 @@ impl Direct {
 
 /// Takes a call off the in-flight table however it ends (answered, or dropped with its
 /// connection).
-struct InFlight<'a> {
-    table: &'a InFlightTable,
+struct InFlight {
+    table: Arc<InFlightTable>,
     key: (Arc<str>, Box<str>),
 }
 
-impl Drop for InFlight<'_> {
+impl Drop for InFlight {
     fn drop(&mut self) {
-        lock(self.table).remove(&self.key);
+        lock(&self.table).remove(&self.key);
     }
 }
 
@@ -222,15 +243,18 @@ struct Envelope<'a> {
 struct CallParams {
     name: String,
     arguments: Option<JsonObject>,
-    /// Read only to refuse any `_meta` with something in it.
+    /// Read to refuse any `_meta` with something else in it.
     #[serde(rename = "_meta")]
-    _meta: Option<EmptyMeta>,
+    meta: Option<Meta>,
 }
 
-/// A `_meta` with nothing the bridge would act on.
+/// A `_meta` with nothing the bridge would act on but a progress token.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct EmptyMeta {}
+struct Meta {
+    #[serde(rename = "progressToken")]
+    progress_token: Option<serde_json::Value>,
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -252,7 +276,11 @@ fn parse(body: &Bytes) -> Option<Message<'_>> {
     match (envelope.method, envelope.id) {
         ("tools/call", Some(id)) if plain_id(id) => {
             let params: CallParams = serde_json::from_str(envelope.params?.get()).ok()?;
-            Some(Message::Call { id, name: params.name, arguments: params.arguments })
+            let token = params.meta.and_then(|m| m.progress_token);
+            if token.as_ref().is_some_and(|t| !(t.is_string() || t.is_i64() || t.is_u64())) {
+                return None;
+            }
+            Some(Message::Call { id, name: params.name, arguments: params.arguments, token })
         }
         ("notifications/cancelled", None) => {
             let params: CancelParams<'_> = serde_json::from_str(envelope.params?.get()).ok()?;
@@ -281,7 +309,7 @@ struct Answer<'a> {
 }
 
 /// The JSON-RPC answer, shaped for a session's version: no `resultType` before `2026-07-28`.
-fn json_answer(id: &RawValue, outcome: Result<CallToolResult, McpError>) -> Response<Body> {
+fn answer_bytes(id: &RawValue, outcome: Result<CallToolResult, McpError>) -> serde_json::Result<Vec<u8>> {
     let (result, error) = match outcome {
         Ok(mut result) => {
             result.result_type = None;
@@ -289,13 +317,84 @@ fn json_answer(id: &RawValue, outcome: Result<CallToolResult, McpError>) -> Resp
         }
         Err(error) => (None, Some(error)),
     };
-    match serde_json::to_vec(&Answer { jsonrpc: "2.0", id, result, error }) {
+    serde_json::to_vec(&Answer { jsonrpc: "2.0", id, result, error })
+}
+
+/// The answer as one JSON body.
+fn json_answer(id: &RawValue, outcome: Result<CallToolResult, McpError>) -> Response<Body> {
+    match answer_bytes(id, outcome) {
         Ok(body) => Response::builder()
             .header(header::CONTENT_TYPE, "application/json")
             .body(Body::from(body))
             .unwrap_or_else(|_| plain(StatusCode::INTERNAL_SERVER_ERROR, "the answer could not be built")),
         Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, &format!("the answer could not be encoded: {e}")),
     }
+}
+
+/// A device's call under way.
+type Answering = std::pin::Pin<Box<dyn Future<Output = Result<CallToolResult, McpError>> + Send>>;
+
+/// A call with a progress token whose first report came before its answer.
+struct Calling {
+    id: Box<RawValue>,
+    token: serde_json::Value,
+    reports: tokio::sync::watch::Receiver<Option<Stage>>,
+    /// Whether the call can still report (it holds the sender until it ends).
+    reporting: bool,
+    /// Whether a report came that is not sent yet.
+    pending: bool,
+    answer: Answering,
+    /// The answer, once the call has ended, until it is sent.
+    answered: Option<Vec<u8>>,
+    _done: InFlight,
+}
+
+/// The call's answer as an event stream: its reports as they rise (the latest waiting while
+/// the host reads slowly), then its answer, which ends the stream. Dropped with the host's
+/// connection, it drops the call, as a JSON answer's request would.
+fn event_stream(calling: Calling) -> Response<Body> {
+    let events = futures_util::stream::unfold(Some(calling), |calling| async move {
+        let mut calling = calling?;
+        loop {
+            // A report waiting goes out first: the last one comes before the answer.
+            let waiting = if std::mem::take(&mut calling.pending) { calling.reports.borrow_and_update().clone() } else { None };
+            if let Some(stage) = waiting {
+                let note = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": stage.progress(&calling.token)});
+                return Some((Ok::<_, std::convert::Infallible>(event(&note.to_string().into_bytes())), Some(calling)));
+            }
+            if let Some(answer) = calling.answered.take() {
+                return Some((Ok(event(&answer)), None));
+            }
+            tokio::select! {
+                biased;
+                // `changed` marks the report seen: it is read by `pending`.
+                changed = calling.reports.changed(), if calling.reporting => match changed {
+                    Ok(()) => calling.pending = true,
+                    Err(_) => calling.reporting = false,
+                },
+                outcome = &mut calling.answer => {
+                    calling.answered = Some(answer_bytes(&calling.id, outcome).unwrap_or_default());
+                    // The report the call made as it ended ("answered"), not yet woken for
+                    // (`has_changed` would say nothing now that the call has dropped its sender).
+                    calling.pending |= calling.reports.borrow().has_changed();
+                }
+            }
+        }
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(events))
+        .unwrap_or_else(|_| plain(StatusCode::INTERNAL_SERVER_ERROR, "the answer could not be built"))
+}
+
+/// One server-sent event carrying `message`.
+fn event(message: &[u8]) -> Bytes {
+    let mut event = Vec::with_capacity(message.len() + 8);
+    event.extend_from_slice(b"data: ");
+    event.extend_from_slice(message);
+    event.extend_from_slice(b"\n\n");
+    Bytes::from(event)
 }
 
 fn accepted() -> Response<Body> {

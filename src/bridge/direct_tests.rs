@@ -19,11 +19,21 @@ fn call_id(b: &Bytes) -> Option<String> {
 #[test]
 fn plain_tool_calls_are_taken_and_their_name_and_arguments_kept() {
     let b = body(serde_json::json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"dev-1.lamp","arguments":{"on":true},"_meta":{}}}));
-    let Some(Message::Call { id, name, arguments }) = parse(&b) else { panic!("not taken") };
+    let Some(Message::Call { id, name, arguments, token }) = parse(&b) else { panic!("not taken") };
+    assert_eq!(token, None);
     assert_eq!((id.get(), name.as_str()), ("7", "dev-1.lamp"));
     assert_eq!(arguments.unwrap()["on"], true);
     assert_eq!(call_id(&body(serde_json::json!({"jsonrpc":"2.0","id":"a-b","method":"tools/call","params":{"name":"x"}}))).as_deref(), Some("\"a-b\""));
     assert_eq!(call_id(&body(serde_json::json!({"jsonrpc":"2.0","id":-3,"method":"tools/call","params":{"name":"x"}}))).as_deref(), Some("-3"));
+}
+
+#[test]
+fn a_call_with_a_progress_token_is_taken_with_its_token() {
+    for token in [serde_json::json!("p-1"), serde_json::json!(7), serde_json::json!(-7)] {
+        let b = body(serde_json::json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken": token}}}));
+        let Some(Message::Call { token: taken, .. }) = parse(&b) else { panic!("not taken: {token}") };
+        assert_eq!(taken, Some(token));
+    }
 }
 
 #[test]
@@ -40,8 +50,11 @@ fn anything_but_a_plain_tool_call_is_left_to_rmcp() {
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
         r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"x"}}"#,
         r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}]"#,
-        // params the bridge would not ignore: a task, a progress token, a per-request version
-        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"p"}}}"#,
+        // params the bridge would not ignore: a task, a progress token that is no string or
+        // integer, anything else in `_meta`, a per-request version
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":1.5}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":{"a":1}}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"p","other":1}}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","task":{"ttl":1}}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,

@@ -28,7 +28,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tower::ServiceExt as _;
 
 use super::direct::{Direct, SESSION_ID};
-use super::sessions::{Refused, SessionCaps, Slot};
+use super::sessions::{Busy, Refused, SessionCaps, Slot};
 use super::sse::{self, SseSessions};
 use super::task_rpc;
 use super::tasks::{Owner, Requestor};
@@ -189,7 +189,7 @@ async fn streamable(endpoint: Endpoint, req: Request) -> Response<Body> {
         Err(passed) => passed,
     };
     let req = match endpoint.direct.answer(req).await {
-        Ok(answered) => return answered,
+        Ok(answered) => return bound_to_credential(answered, &lease, busy),
         Err(req) => req,
     };
     let delete = req.method() == axum::http::Method::DELETE;
@@ -206,29 +206,13 @@ async fn streamable(endpoint: Endpoint, req: Request) -> Response<Body> {
     };
     let id_cell = slot.as_ref().map(|s| (s.id_cell(), s.ended()));
     let served = NEW_SLOT.scope(std::cell::Cell::new(slot), endpoint.service.oneshot(req));
-    let mut resp = served.await.unwrap_or_else(|never| match never {}).map(Body::new);
+    let resp = served.await.unwrap_or_else(|never| match never {}).map(Body::new);
     if let Some((cell, ended)) = id_cell
         && let Some(id) = resp.headers().get(&SESSION_ID).and_then(|v| v.to_str().ok())
     {
         endpoint.caps.register(&cell, ended, id, peer, principal, lease.clone(), &endpoint.sessions);
     }
-    if is_event_stream(&resp) {
-        // A stream this request opened (a sessionless request's, or a POST answered as events)
-        // ends with the credential too; a session's own streams end with the session.
-        let body = std::mem::take(resp.body_mut()).into_data_stream();
-        *resp.body_mut() = Body::from_stream(futures_util::StreamExt::take_until(body, lease.end_owned()));
-    }
-    if let Some(busy) = busy
-        && is_event_stream(&resp)
-    {
-        // A stream (the GET stream, or a POST answered as events) keeps the session in use
-        // until it ends.
-        let body = std::mem::take(resp.body_mut()).into_data_stream();
-        *resp.body_mut() = Body::from_stream(futures_util::StreamExt::map(body, move |chunk| {
-            let _in_use = &busy;
-            chunk
-        }));
-    }
+    let mut resp = bound_to_credential(resp, &lease, busy);
     if let Some(session) = session
         && resp.status().is_success()
         && !delete
@@ -244,6 +228,22 @@ async fn streamable(endpoint: Endpoint, req: Request) -> Response<Body> {
         let body = std::mem::replace(resp.body_mut(), Body::empty());
         *resp.body_mut() = declared(endpoint.scope.clone(), body);
     }
+    resp
+}
+
+/// A stream this request opened (a sessionless request's, or a POST answered as events, by
+/// rmcp or the direct path) ends with the credential too, and keeps the session in use until
+/// it ends; a session's own streams end with the session.
+fn bound_to_credential(mut resp: Response<Body>, lease: &Lease, busy: Option<Busy>) -> Response<Body> {
+    if !is_event_stream(&resp) {
+        return resp;
+    }
+    let body = std::mem::take(resp.body_mut()).into_data_stream();
+    let body = futures_util::StreamExt::take_until(body, lease.end_owned());
+    *resp.body_mut() = Body::from_stream(futures_util::StreamExt::map(body, move |chunk| {
+        let _in_use = &busy;
+        chunk
+    }));
     resp
 }
 

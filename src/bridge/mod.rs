@@ -18,7 +18,10 @@
 //! - Slow tools run as MCP Tasks (2025-11-25): a `tools/call` with `params.task` answers a task
 //!   at once, polled with `tasks/get|result|list|cancel` ([`task_rpc`], kept in [`tasks`]; a
 //!   task another hub of the cluster holds is asked of it); a
-//!   call with a `progressToken` hears its own stages as `notifications/progress` ([`Stage`]).
+//!   call with a `progressToken` hears its own stages as `notifications/progress` ([`Stage`])
+//!   once it has waited [`DEFAULT_PROGRESS_AFTER`] or its device reports progress: a call answered
+//!   sooner is answered alone, as one JSON body on the direct path (rmcp's SDK client sends a
+//!   token with every request, and a stream of reports per quick call cost the hub 3× its CPU).
 //! - Device notifications become resources: `mcpdev://devices/<id>/notifications` (subscribe
 //!   to get `notifications/resources/updated`), beside `mcpdev://devices/<id>` (its description).
 
@@ -84,6 +87,8 @@ pub struct BridgeConfig {
     pub fleet_threshold: usize,
     /// Tasks held at once, in total and per session ([`tasks`]).
     pub task_limits: tasks::Limits,
+    /// How long a call with a progress token waits before its stages are reported.
+    pub progress_after: Duration,
 }
 
 impl Default for BridgeConfig {
@@ -99,6 +104,7 @@ impl Default for BridgeConfig {
             reclaim_idle: sessions::DEFAULT_RECLAIM_IDLE,
             fleet_threshold: fleet::DEFAULT_THRESHOLD as usize,
             task_limits: tasks::Limits::default(),
+            progress_after: DEFAULT_PROGRESS_AFTER,
         }
     }
 }
@@ -166,22 +172,51 @@ impl Stage {
 /// Where a call reports its stages, if anywhere.
 pub type Progress = Option<Arc<dyn Fn(Stage) + Send + Sync>>;
 
+/// How long a call waits for its device before its stages are reported (unless the device
+/// reports progress of its own sooner), unless `--mcp-progress-after` says otherwise: a host
+/// hears of the calls it waits for, and a call answered within this is answered alone. Below
+/// what a person notices as waiting.
+pub const DEFAULT_PROGRESS_AFTER: Duration = Duration::from_millis(250);
+
 /// A call's reports, passed on only while they rise (the hub's stages and the device's own
-/// progress share one scale).
+/// progress share one scale), and only once the call is [`open`](Reporter::open): after
+/// [`BridgeConfig::progress_after`], or at the device's first report of its own.
 #[derive(Clone)]
 struct Reporter {
     progress: Progress,
-    last: Arc<std::sync::Mutex<f64>>,
+    state: Arc<std::sync::Mutex<Reports>>,
+}
+
+/// What a call has reported: the last value passed on, and whether reports are passed on yet.
+#[derive(Default)]
+struct Reports {
+    last: f64,
+    open: bool,
 }
 
 impl Reporter {
+    fn new(progress: &Progress) -> Self {
+        Self { progress: progress.clone(), state: Arc::default() }
+    }
+
+    /// Passes `stage` on if the call is open (a device's own report opens it) and it rises.
     fn report(&self, stage: Stage) {
+        self.pass(stage, false);
+    }
+
+    /// Opens the call's reports: the first is "sent", unless something higher was passed on.
+    fn open(&self) {
+        self.pass(Stage::Sent, true);
+    }
+
+    fn pass(&self, stage: Stage, open: bool) {
         let Some(p) = &self.progress else { return };
         let rises = {
-            let mut last = self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let rises = stage.value() > *last;
+            let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            state.open |= open || matches!(stage, Stage::Device { .. });
+            let rises = state.open && stage.value() > state.last;
             if rises {
-                *last = stage.value();
+                state.last = stage.value();
             }
             rises
         };
@@ -311,9 +346,8 @@ impl Shared {
     /// drops the device's late reply).
     async fn relay_call(&self, (device, params): (DeviceHandle, Value), cancelled: impl Future<Output = ()>, progress: &Progress) -> Result<CallToolResult, McpError> {
         let timeout = self.config.call_timeout;
-        let reporter = Reporter { progress: progress.clone(), last: Arc::default() };
+        let reporter = Reporter::new(progress);
         let report = |stage| reporter.report(stage);
-        report(Stage::Sent);
         // The device is asked for its own progress too, under a token of the hub's.
         let mut params = params;
         let _route = progress.as_ref().map(|_| {
@@ -330,7 +364,11 @@ impl Shared {
             if progress.is_none() {
                 return std::future::pending().await;
             }
-            let mut next = tokio::time::Instant::now() + Duration::from_secs(1);
+            // One timer armed at a time: the opening, then each "waiting" report.
+            let sent = tokio::time::Instant::now();
+            tokio::time::sleep_until(sent + self.config.progress_after).await;
+            reporter.open();
+            let mut next = sent + Duration::from_secs(1);
             for n in 1.. {
                 tokio::time::sleep_until(next).await;
                 report(Stage::Waiting(n));

@@ -115,6 +115,11 @@ pub struct ServeArgs {
     /// a new session may take its place when a session cap is full
     #[arg(long, env = "MCPDEV_MCP_RECLAIM_IDLE", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub mcp_reclaim_idle: std::time::Duration,
+    /// How long a tools/call with a progressToken waits for its device before the hub reports
+    /// its stages (sent, waiting, the device's own progress, answered); a call answered sooner
+    /// gets its answer alone. A device's own progress report starts them at once
+    #[arg(long, env = "MCPDEV_MCP_PROGRESS_AFTER", value_name = "DURATION", default_value = "250ms", value_parser = parse_duration)]
+    pub mcp_progress_after: std::time::Duration,
     /// MCP tasks (a tools/call with params.task) the hub holds at once, running or finished; a
     /// task is kept for its ttl (at most 1 h), then forgotten
     #[arg(long, env = "MCPDEV_MCP_MAX_TASKS", value_name = "N", default_value_t = crate::bridge::tasks::DEFAULT_TOTAL, value_parser = clap::value_parser!(u32).range(1..))]

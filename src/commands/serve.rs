@@ -69,6 +69,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> anyhow::Result<()> {
         reclaim_idle: args.mcp_reclaim_idle,
         fleet_threshold: args.mcp_fleet_threshold as usize,
         task_limits: crate::bridge::tasks::Limits::new(args.mcp_max_tasks as usize, args.mcp_max_tasks_per_session as usize),
+        progress_after: args.mcp_progress_after,
     };
     let mut mqtt_settings = mqtt_settings(&args.mqtt)?;
     if let Some(m) = &mut mqtt_settings {
