@@ -37,8 +37,9 @@ fn bin() -> String {
     std::env::var("MCPDEV_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_mcpdev").to_string())
 }
 /// Concurrent MCP clients, unless `MCP_BENCH_CLIENTS` says otherwise. Each holds a POST
-/// connection and a GET stream: 64 of them (128 connections and more) come near the host
-/// listener's cap of 144 connections from one address, and a refused connection fails the run.
+/// connection and a GET stream (and, in the run with a connection per request, sockets still
+/// closing): the host listener holds up to 912 connections from one address under a descriptor
+/// limit of 4,096 or more (144 under 1,024), and a refused connection fails the run.
 const CLIENTS: usize = 64;
 
 fn client_count() -> usize {

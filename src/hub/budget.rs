@@ -37,8 +37,17 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-/// Descriptors kept for everything but device connections: the host listener, the broker, files.
-pub const HOST_RESERVE: u64 = 256;
+/// Descriptors kept for everything but device connections (the host listener, the broker,
+/// files) under the smallest descriptor limits: a quarter of the limit, at least this …
+pub const HOST_RESERVE_MIN: u64 = 256;
+/// … and at most this, under a limit of 4,096 or more (or an unknown one): room for 64 MCP hosts
+/// with a POST connection and a GET stream each and more, all from one loopback address.
+pub const HOST_RESERVE_MAX: u64 = 1024;
+
+/// The descriptors kept beside device connections under `fd_limit`.
+pub fn host_reserve(fd_limit: Option<u64>) -> u64 {
+    fd_limit.map_or(HOST_RESERVE_MAX, |limit| (limit / 4).clamp(HOST_RESERVE_MIN, HOST_RESERVE_MAX))
+}
 
 /// A hello that comes within this after its connection got its pre-hello slot may raise its
 /// address's cap by one (a hello is a round trip: milliseconds on a LAN, 100-300 ms far away).
@@ -70,10 +79,10 @@ impl Default for Caps {
 }
 
 impl Caps {
-    /// The device side's total under a descriptor limit: the limit less [`HOST_RESERVE`].
+    /// The device side's total under a descriptor limit: the limit less [`host_reserve`].
     pub fn within_fd_limit(mut self, fd_limit: Option<u64>) -> Self {
         if let Some(limit) = fd_limit {
-            let room = limit.saturating_sub(HOST_RESERVE).max(16);
+            let room = limit.saturating_sub(host_reserve(fd_limit)).max(16);
             self.max_connections = self.max_connections.min(usize::try_from(room).unwrap_or(usize::MAX));
         }
         self

@@ -3,9 +3,10 @@
 //!
 //! The rules it enforces:
 //! - **A reserve per listener**: the descriptors the hub keeps beside device connections
-//!   ([`super::budget::HOST_RESERVE`]) are shared out: [`HOST_CONNECTIONS`] for the host listener,
-//!   [`HOOKS_CONNECTIONS`] for the hooks, [`LINK_CONNECTIONS`] for the cluster link (its own cap),
-//!   and the rest for files, the broker connection and sockets the hub opens. A listener at its cap refuses the next connection at once (closed
+//!   ([`super::budget::host_reserve`], 256 to 1,024) are shared out: [`HOOKS_CONNECTIONS`] for
+//!   the hooks, [`LINK_CONNECTIONS`] for the cluster link (its own cap), [`OTHER_DESCRIPTORS`]
+//!   for files, the broker connection and sockets the hub opens, and the rest for the host
+//!   listener ([`ConnCap::host`]: 144 to 912 connections). A listener at its cap refuses the next connection at once (closed
 //!   before anything is read), so a flood on one listener never starves another of descriptors.
 //! - **Per peer**: one address holds at most its share ([`ConnCap::per_peer`]) of a listener's
 //!   connections, so a flood from one address leaves room for the others (EMQX's nodes, another
@@ -21,13 +22,20 @@ use std::time::Duration;
 
 use super::budget::RateLimited;
 
-/// Connections the host listener (CLI, MCP hosts, dashboard) holds at most.
-pub const HOST_CONNECTIONS: usize = 144;
+/// Descriptors of the reserve kept for files, the broker connection and the hub's own sockets.
+pub const OTHER_DESCRIPTORS: usize = 32;
 /// Connections the EMQX hooks listener holds at most (EMQX keeps a pool of 8 per node by default).
 pub const HOOKS_CONNECTIONS: usize = 32;
 /// Connections the cluster link (`--cluster-link`) holds at most: one from each other hub, and
 /// strangers that have not proven the hub secret yet.
 pub const LINK_CONNECTIONS: usize = 48;
+
+/// The host listener's cap under `fd_limit`: the reserve less the other listeners' and
+/// [`OTHER_DESCRIPTORS`] (144 under the smallest reserve, 912 under the largest).
+pub fn host_connections(fd_limit: Option<u64>) -> usize {
+    let reserve = usize::try_from(super::budget::host_reserve(fd_limit)).unwrap_or(usize::MAX);
+    reserve.saturating_sub(HOOKS_CONNECTIONS + LINK_CONNECTIONS + OTHER_DESCRIPTORS).max(16)
+}
 
 /// Why a connection was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,11 +90,14 @@ impl ConnCap {
         Arc::new(Self { name, total: total.max(1), per_peer: per_peer.clamp(1, total.max(1)), open: Mutex::default(), log: RateLimited::new(Duration::from_secs(5)) })
     }
 
-    /// The host listener's: its connections mostly come from loopback, one address for every
-    /// local CLI, MCP host and browser, so one address may hold them all (who may hold how many
-    /// sessions and streams is capped per person and token above this, in the bridge).
-    pub fn host() -> Arc<Self> {
-        Self::new("host", HOST_CONNECTIONS, HOST_CONNECTIONS)
+    /// The host listener's (CLI, MCP hosts, dashboard): what the descriptors kept beside the
+    /// devices leave ([`host_connections`]). Its connections mostly come from loopback, one
+    /// address for every local CLI, MCP host and browser, so one address may hold them all (who
+    /// may hold how many sessions and streams is capped per person and token above this, in the
+    /// bridge).
+    pub fn host(fd_limit: Option<u64>) -> Arc<Self> {
+        let total = host_connections(fd_limit);
+        Self::new("host", total, total)
     }
 
     /// The EMQX hooks': one EMQX node holds at most half.
@@ -158,7 +169,13 @@ mod tests {
 
     #[test]
     fn the_reserve_covers_every_listener_beside_the_devices() {
-        let listeners = HOST_CONNECTIONS + HOOKS_CONNECTIONS + LINK_CONNECTIONS;
-        assert!(listeners + 32 <= super::super::budget::HOST_RESERVE as usize, "{listeners} connections of the other listeners, and room for files and the hub's own sockets");
+        use super::super::budget::host_reserve;
+        for limit in [None, Some(300), Some(1024), Some(2048), Some(4096), Some(20_000), Some(1 << 20)] {
+            let listeners = host_connections(limit) + HOOKS_CONNECTIONS + LINK_CONNECTIONS;
+            assert!(listeners + OTHER_DESCRIPTORS <= host_reserve(limit) as usize, "{listeners} connections of the listeners, and room for files and the hub's own sockets, under {limit:?}");
+        }
+        assert_eq!(host_connections(Some(1024)), 144, "the smallest reserve");
+        assert_eq!(host_connections(Some(20_000)), 912, "64 MCP hosts with two connections each fit, many times");
+        assert_eq!(host_connections(Some(2048)), 512 - 112);
     }
 }

@@ -380,7 +380,7 @@ impl BoundHub {
                 let hub = hub.clone();
                 move |req: &mut Request| front_door(&hub, req)
             }));
-        supervise("host listener", listener::serve(host_listener, host_app, listener::Side::Host(conn_cap::ConnCap::host()), limits, "host", host_tls));
+        supervise("host listener", listener::serve(host_listener, host_app, listener::Side::Host(conn_cap::ConnCap::host(hub.budget.fd_limit())), limits, "host", host_tls));
         trim::spawn(hub.clone());
         spawn_remote_token_watch(&hub);
         RunningHub { hub, device_addr, host_addr }
