@@ -2,16 +2,23 @@
 //! `MCPDEV_COMMIT` when the builder sets it (packagers, a tarball without `.git`), else
 //! `git rev-parse` of the checkout. Only release builds ask git, and rebuild when HEAD moves: a
 //! debug build says `unknown` and is not rebuilt at every commit. What is watched, and why only
-//! paths that exist: `build/git_watch.rs`.
+//! paths that exist: `build/git_watch.rs`. The unwinder is linked in, not loaded:
+//! `build/static_unwinder.rs`.
 
 #[path = "build/git_watch.rs"]
 mod git_watch;
+#[path = "build/static_unwinder.rs"]
+mod static_unwinder;
 
 use std::path::Path;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=build/git_watch.rs");
+    println!("cargo:rerun-if-changed=build/static_unwinder.rs");
+    if let Ok(out) = std::env::var("OUT_DIR") {
+        static_unwinder::link_statically(Path::new(&out));
+    }
     println!("cargo:rerun-if-env-changed=MCPDEV_COMMIT");
     let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
     let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());

@@ -4,7 +4,8 @@
 //!   and [`ws_socket`]: its socket, read and written by the link's one task;
 //! - [`mqtt`]: a device reached through an MQTT broker, by the hub or by a CLI command with `--mqtt`;
 //! - [`upgrade`]: turning an HTTP request into a WebSocket on our own listeners, and
-//!   [`ws_client`]: opening one as a client, `ws://` or `wss://`;
+//!   [`ws_client`]: opening one as a client, `ws://` or `wss://`, with [`ws_handshake`]'s
+//!   opening handshake;
 //! - [`relay`]: a device relayed to its own upstream voice backend (`serve --upstream`), its
 //!   session fed and used by the hub on the way;
 //! - [`hub_client`]: the CLI's link through a running hub, which behaves like a direct one;
@@ -28,6 +29,7 @@ pub mod ring;
 pub mod upgrade;
 pub mod websocket;
 pub mod ws_client;
+pub mod ws_handshake;
 pub mod ws_socket;
 
 pub use event::DeviceEvent;

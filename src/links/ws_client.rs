@@ -5,6 +5,7 @@
 //! ([`crate::tls::client`]); a certificate that does not verify ends the attempt with an I/O
 //! error carrying rustls's reason, which [`crate::tls::client::explain`] puts in words. Nothing
 //! is sent before the server proved who it is (the `Authorization` header travels inside TLS).
+//! The opening handshake is [`super::ws_handshake`]'s.
 
 use tokio::net::TcpStream;
 use tokio_tungstenite::WebSocketStream;
@@ -49,6 +50,5 @@ pub async fn over(tcp: TcpStream, request: Request, config: WebSocketConfig, tru
     } else {
         tokio_util::either::Either::Left(tcp)
     };
-    let (ws, _) = tokio_tungstenite::client_async_with_config(request, stream, Some(config)).await?;
-    Ok(ws)
+    super::ws_handshake::client(stream, request, config).await
 }
