@@ -53,7 +53,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tracing::warn;
 
 use super::hub_link::{self, LinkReply, Links};
-use super::presence::{self, SharedView, View};
+use super::cluster_view::{SharedView, View};
+use super::presence;
 use super::topics;
 use crate::hub::remote::{Answer, Located, WatchItem};
 use crate::hub::secret::{HubSecret, Purpose};
