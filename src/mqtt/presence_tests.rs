@@ -126,3 +126,22 @@ fn a_row_describes_its_device_and_old_and_new_shards_read_both_ways() {
     }
 }
 
+
+/// A hub keeps what it last sent of each shard as a digest (issue 46.3): any change of a row, its
+/// description or what the shard left out is a new digest, so the shard goes out again.
+#[test]
+fn a_shard_that_changed_in_any_way_has_another_digest() {
+    let s = |rows: Vec<Row>, left_out| Shard { name: None, seq: 1, left_out, rows };
+    let base = vec![row("aa:00:00:00:00:01"), row("aa:00:00:00:00:02")];
+    let d = digest(&s(base.clone(), 0));
+    assert_eq!(d, digest(&Shard { seq: 9, ..s(base.clone(), 0) }), "the sequence number is not content");
+    let mut ready = base.clone();
+    ready[1] = Row::new("aa:00:00:00:00:02", "mqtt", "listing", 3, 7).unwrap();
+    let mut named = base.clone();
+    named[0] = named[0].clone().described(Some(3), Some(Arc::from("lamp")));
+    let mut more_tools = base.clone();
+    more_tools[0].tools += 1;
+    for (what, other) in [("a phase", s(ready, 0)), ("a name", s(named, 0)), ("a tool count", s(more_tools, 0)), ("left out", s(base.clone(), 1)), ("a row fewer", s(base[..1].to_vec(), 0))] {
+        assert_ne!(d, digest(&other), "{what}");
+    }
+}
