@@ -52,7 +52,7 @@ pub async fn open(url: &str, device: Option<&str>, timeout: Duration, wait: Opti
         broker: broker.to_string(),
         max_payload: 1 << 20,
     };
-    let (handle, _done) = link::spawn(setup, inbound_rx);
+    let handle = link::spawn(setup, inbound_rx, || {});
     let _ = inbound_tx.send(Inbound::Begin).await;
     // Device messages in; the subscription again after a reconnect. Lives as long as the command.
     tokio::spawn(async move {
