@@ -377,9 +377,15 @@ impl ClusterNode {
             // Only while every ready device of the others fits: beyond, stand-ins are made on
             // demand (a cap never picks which devices by arrival order).
             let wanted = lock(&node.view).remote_ready(node.proxies.max());
+            if wanted.is_empty() {
+                let ended = node.proxies.end_unasked_offers();
+                if ended > 0 {
+                    tracing::debug!(ended, "the other hubs' ready devices no longer all fit in --cluster-stand-ins: ended the stand-ins made to offer them that nobody asked for");
+                }
+            }
             for device_id in wanted {
-                if node.proxies.get(&device_id).is_none() {
-                    let _ = node.proxies.make(&node, &device_id).await;
+                if !node.proxies.has(&device_id) {
+                    let _ = node.proxies.make_as(&node, &device_id, true).await;
                 }
             }
         });
