@@ -449,7 +449,7 @@ impl Dispatcher {
         let (inbound_tx, inbound_rx) = link::inbound_channel();
         let ssrc = self.mqtt.udp.register(inbound_tx.clone());
         let session_id = uuid::Uuid::new_v4().to_string();
-        let hello = udp::server_hello(&session_id, udp::udp_block(&host, self.mqtt.udp.addr.port(), ssrc));
+        let hello = udp::server_hello(&host, self.mqtt.udp.addr.port(), ssrc);
         let mut cfg = SessionConfig::new(&session_id, hello);
         (cfg.vision_url, cfg.vision_token) = hub.vision_for(&device_id, None);
         cfg.keepalive = hub.config.keepalive;
