@@ -10,6 +10,9 @@ STRUCTURES = [
     ("rustls record keys (both ways)", r"AeadAlgorithm..(en|de)crypter|derive_(en|de)crypter|set_(en|de)crypter"),
     ("rustls queues (ChunkVecBuffer)", r"ChunkVecBuffer"),
     ("rustls connection state", r"rustls::server::tls1[23]|rustls..server..tls1[23]|rustls::common_state|rustls::conn"),
+    ("cluster view (other hubs' index)", r"cluster_view|presence..View|presence::View|open_shard"),
+    ("cluster claims", r"cluster..Claims|cluster::Claims|cluster..Recent|cluster::Recent"),
+    ("this hub's index (published)", r"publish_index|shards_of"),
     ("link task (its future)", r"RawTask.*new|task::core::Cell|raw::RawTask"),
     ("socket after the upgrade (hyper's box: TCP or TLS stream)", r"UpgradeableConnection|hyper::upgrade|hyper..upgrade"),
     ("tokio I/O registration", r"RegistrationSet|PollEvented"),
@@ -22,6 +25,7 @@ STRUCTURES = [
     ("device handle", r"spawn_link|links::handle|links..handle"),
     ("WebSocket link", r"links::websocket|ws_socket|wire::ws_frame"),
     ("metrics", r"mcpdev::metrics"),
+    ("MQTT (broker client, device links)", r"mcpdev::mqtt|mcpdev..mqtt|rumqttc"),
 ]
 PATTERNS = [(name, re.compile(p)) for name, p in STRUCTURES]
 
@@ -38,7 +42,7 @@ def main(path, devices):
                 break
         bytes_by[name] += int(cost)
     for name, b in bytes_by.most_common():
-        print(f"{b / devices:8.0f} B a device  {name}")
+        print(f"{b / devices:8.0f} B a device {b:>11,} B  {name}")
     print(f"{sum(bytes_by.values()) / devices:8.0f} B a device  live in all")
 
 

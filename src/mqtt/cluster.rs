@@ -22,6 +22,7 @@
 //!   the device to talk. Two survivors that disagree both claim, and the last claim wins as above.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Keys noted with a time, each forgotten once older than `max_age`: the claims a hub sent and
@@ -78,16 +79,37 @@ pub enum Route {
     Claim,
 }
 
+/// Every claim this hub has seen, one entry a device of the cluster's broker (every hub holds
+/// them all: ~19,000 at 100,000 devices on 6 hubs). The owner is one shared copy of its hub's id,
+/// not a string a device (issue 46.3).
 #[derive(Debug)]
 pub struct Claims {
     me: String,
-    owners: HashMap<String, String>,
+    owners: HashMap<Box<str>, Arc<str>>,
+    /// The hub ids the owners share; those no claim names any more are dropped whenever the set
+    /// has doubled (hubs get a new id each start).
+    hub_ids: HashSet<Arc<str>>,
+    prune_at: usize,
     alive: HashSet<String>,
 }
 
 impl Claims {
     pub fn new(me: impl Into<String>) -> Self {
-        Self { me: me.into(), owners: HashMap::new(), alive: HashSet::new() }
+        Self { me: me.into(), owners: HashMap::new(), hub_ids: HashSet::new(), prune_at: 64, alive: HashSet::new() }
+    }
+
+    /// The shared copy of a hub's id.
+    fn hub_id(&mut self, hub: &str) -> Arc<str> {
+        if let Some(id) = self.hub_ids.get(hub) {
+            return id.clone();
+        }
+        if self.hub_ids.len() >= self.prune_at {
+            self.hub_ids.retain(|id| Arc::strong_count(id) > 1);
+            self.prune_at = (self.hub_ids.len() * 2).max(64);
+        }
+        let id: Arc<str> = Arc::from(hub);
+        self.hub_ids.insert(id.clone());
+        id
     }
 
     pub fn me(&self) -> &str {
@@ -95,13 +117,13 @@ impl Claims {
     }
 
     pub fn owner(&self, key: &str) -> Option<&str> {
-        self.owners.get(key).map(String::as_str)
+        self.owners.get(key).map(|h| &**h)
     }
 
     pub fn route(&self, key: &str) -> Route {
         match self.owners.get(key) {
-            Some(h) if *h == self.me => Route::Mine,
-            Some(h) if self.alive.contains(h) => Route::Forward(h.clone()),
+            Some(h) if **h == *self.me => Route::Mine,
+            Some(h) if self.alive.contains(&**h) => Route::Forward(h.to_string()),
             _ => Route::Claim,
         }
     }
@@ -109,10 +131,16 @@ impl Claims {
     /// A claim (`Some(hub)`) or its removal (`None`), in broker order. Returns `true` when this
     /// hub owned the device and no longer does.
     pub fn on_claim(&mut self, key: &str, hub: Option<&str>) -> bool {
-        let was_mine = self.owners.get(key).is_some_and(|h| *h == self.me);
+        let was_mine = self.owners.get(key).is_some_and(|h| **h == *self.me);
         match hub {
             Some(h) => {
-                self.owners.insert(key.to_string(), h.to_string());
+                let h = self.hub_id(h);
+                match self.owners.get_mut(key) {
+                    Some(owner) => *owner = h,
+                    None => {
+                        self.owners.insert(key.into(), h);
+                    }
+                }
             }
             None => {
                 self.owners.remove(key);
@@ -144,16 +172,16 @@ impl Claims {
         }
         self.owners
             .iter()
-            .filter(|(k, h)| **h != self.me && !self.alive.contains(*h) && !claiming.contains(*k))
+            .filter(|(k, h)| ***h != *self.me && !self.alive.contains(&***h) && !claiming.contains(&***k))
             .filter(|(k, _)| candidates.iter().max_by_key(|h| (score(k, h), **h)).is_some_and(|h| *h == self.me))
-            .map(|(k, _)| k.clone())
+            .map(|(k, _)| k.to_string())
             .collect()
     }
 
     /// The devices this hub owns (those it still serves are claimed again after a reconnect, in
     /// case the broker restarted without keeping retained messages).
     pub fn mine(&self) -> Vec<String> {
-        self.owners.iter().filter(|(_, h)| **h == self.me).map(|(k, _)| k.clone()).collect()
+        self.owners.iter().filter(|(_, h)| ***h == *self.me).map(|(k, _)| k.to_string()).collect()
     }
 }
 
@@ -219,6 +247,23 @@ mod tests {
         assert!(!a.contains(&"mine-a".to_string()) && !b.contains(&"mine-a".to_string()), "a live hub's device stays");
         let claiming: HashSet<String> = a.iter().cloned().collect();
         assert!(views[0].takeover(&claiming).is_empty(), "a device already being claimed is not claimed again");
+    }
+
+    /// Issue 46.3: the owners share one copy of each hub's id, and the ids no claim names any
+    /// more (hubs restart with a new one) are dropped, so the set stays bounded.
+    #[test]
+    fn claims_share_hub_ids_and_forget_those_no_claim_names() {
+        let mut a = Claims::new("a");
+        for i in 0..200 {
+            a.on_claim(&format!("k{i}"), Some(if i % 2 == 0 { "h0" } else { "h1" }));
+        }
+        assert_eq!(a.hub_ids.len(), 2, "one copy a hub");
+        assert!(Arc::ptr_eq(&a.owners["k0"], &a.owners["k2"]));
+        for i in 0..1000 {
+            a.on_claim("moving", Some(&format!("old{i}")));
+        }
+        assert!(a.hub_ids.len() <= 64, "{} ids kept", a.hub_ids.len());
+        assert_eq!((a.owner("moving"), a.owner("k1"), a.owner("k0")), (Some("old999"), Some("h1"), Some("h0")));
     }
 
     #[test]

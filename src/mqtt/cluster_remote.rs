@@ -2,6 +2,10 @@
 //! node: where a device is (the index, then the hubs that list only part of theirs), requests and
 //! watches forwarded to the hub that serves it ([`super::stop::forward`]), the other hubs' devices
 //! offered here as stand-ins ([`crate::mqtt::proxy`]), and admission records published.
+//!
+//! Stand-ins are made for every ready device of the others while they all fit under
+//! `--cluster-stand-ins` ([`ClusterNode::offer_later`]); once they do not, those made only to be
+//! offered that no host asked for end, including any a pass still running made after that.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -153,5 +157,51 @@ impl Cluster for ClusterNode {
 
     fn publish_admission(&self, device_id: &str, record: &str) {
         crate::mqtt::admission_sync::publish_record(&self.client, device_id, record);
+    }
+}
+
+/// How long after an index arrives the proxies for `/mcp` are brought up to date.
+const OFFER_DELAY: Duration = Duration::from_millis(200);
+
+impl ClusterNode {
+    /// Makes proxies for the other hubs' ready devices that have none, so that `/mcp` offers
+    /// them ([`crate::mqtt::proxy`]); at most one pass at a time, [`OFFER_DELAY`] after an index came.
+    pub(super) fn offer_later(&self) {
+        if self.offering.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let node = self.this.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(OFFER_DELAY).await;
+            let Some(node) = node.upgrade() else { return };
+            node.offering.store(false, Ordering::Release);
+            // Only while every ready device of the others fits: beyond, stand-ins are made on
+            // demand (a cap never picks which devices by arrival order).
+            let wanted = lock(&node.view).remote_ready(node.proxies.max());
+            let end_offers = |node: &Self| {
+                node.offers_ended.fetch_add(1, Ordering::AcqRel);
+                let ended = node.proxies.end_unasked_offers();
+                if ended > 0 {
+                    tracing::debug!(ended, "the other hubs' ready devices no longer all fit in --cluster-stand-ins: ended the stand-ins made to offer them that nobody asked for");
+                }
+            };
+            if wanted.is_empty() {
+                end_offers(&node);
+            }
+            // Passes overlap (each makes its stand-ins one after the other): once a later pass
+            // ended the offer, this one stops, and ends what it made since.
+            let epoch = node.offers_ended.load(Ordering::Acquire);
+            for device_id in wanted {
+                if node.offers_ended.load(Ordering::Acquire) != epoch {
+                    break;
+                }
+                if !node.proxies.has(&device_id) {
+                    let _ = node.proxies.make_as(&node, &device_id, true).await;
+                }
+            }
+            if node.offers_ended.load(Ordering::Acquire) != epoch {
+                end_offers(&node);
+            }
+        });
     }
 }

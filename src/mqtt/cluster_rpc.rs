@@ -53,7 +53,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tracing::warn;
 
 use super::hub_link::{self, LinkReply, Links};
-use super::presence::{self, SharedView, View};
+use super::cluster_view::{SharedView, View};
+use super::presence;
 use super::topics;
 use crate::hub::remote::{Answer, Located, WatchItem};
 use crate::hub::secret::{HubSecret, Purpose};
@@ -65,8 +66,6 @@ pub const MAX_SERVED_PER_PEER: usize = 256;
 pub const MAX_WAITING: usize = 4096;
 /// Longest request text taken from a peer.
 pub const MAX_REQUEST_BYTES: usize = 1 << 20;
-/// How long after an index arrives the proxies for `/mcp` are brought up to date.
-const OFFER_DELAY: Duration = Duration::from_millis(200);
 /// One log line per kind of refusal in this window.
 const LOG_WINDOW: Duration = Duration::from_secs(10);
 /// Rejected admission records logged one by one per [`LOG_WINDOW`] (then counted).
@@ -145,6 +144,9 @@ pub struct ClusterNode {
     proxies: super::stand_ins::Proxies,
     /// A pass that makes proxies for the other hubs' ready devices is scheduled.
     offering: std::sync::atomic::AtomicBool,
+    /// Bumped whenever the stand-ins made to offer the others' devices are ended: a pass that
+    /// was making them stops, and ends what it made meanwhile.
+    offers_ended: std::sync::atomic::AtomicU64,
     /// The shared hub secret: requests and answers are MAC'd with a key from it.
     secret: Arc<HubSecret>,
     /// Direct links to the hubs that offer one ([`hub_link`]): requests go there first.
@@ -233,6 +235,7 @@ impl ClusterNode {
             next: AtomicU64::new(1),
             proxies: super::stand_ins::Proxies::new(stand_ins),
             offering: std::sync::atomic::AtomicBool::new(false),
+            offers_ended: std::sync::atomic::AtomicU64::new(0),
             secret,
             stopping: std::sync::atomic::AtomicBool::new(false),
             drained: tokio::sync::Notify::new(),
@@ -357,28 +360,6 @@ impl ClusterNode {
                         true,
                         Vec::<u8>::new(),
                     );
-                }
-            }
-        });
-    }
-
-    /// Makes proxies for the other hubs' ready devices that have none, so that `/mcp` offers
-    /// them ([`super::proxy`]); at most one pass at a time, [`OFFER_DELAY`] after an index came.
-    fn offer_later(&self) {
-        if self.offering.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let node = self.this.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(OFFER_DELAY).await;
-            let Some(node) = node.upgrade() else { return };
-            node.offering.store(false, Ordering::Release);
-            // Only while every ready device of the others fits: beyond, stand-ins are made on
-            // demand (a cap never picks which devices by arrival order).
-            let wanted = lock(&node.view).remote_ready(node.proxies.max());
-            for device_id in wanted {
-                if node.proxies.get(&device_id).is_none() {
-                    let _ = node.proxies.make(&node, &device_id).await;
                 }
             }
         });

@@ -30,7 +30,7 @@ pub async fn open(url: &str, device: Option<&str>, timeout: Duration, wait: Opti
     let (inbound_tx, inbound_rx) = link::inbound_channel();
     let ssrc = udp.register(inbound_tx.clone());
     let session_id = uuid::Uuid::new_v4().to_string();
-    let mut cfg = SessionConfig::new(&session_id, udp::server_hello(&session_id, udp::udp_block("127.0.0.1", udp.addr.port(), ssrc)));
+    let mut cfg = SessionConfig::new(&session_id, udp::server_hello("127.0.0.1", udp.addr.port(), ssrc));
     (cfg.vision_url, cfg.vision_token) = vision.unwrap_or_else(|| ("http://127.0.0.1/mcpdev-no-vision".into(), "none".into()));
     cfg.onboarding_timeout = wait.unwrap_or(timeout);
     cfg.id_base = fastrand::i64(1_000_000_000..1_900_000_000);
@@ -52,7 +52,7 @@ pub async fn open(url: &str, device: Option<&str>, timeout: Duration, wait: Opti
         broker: broker.to_string(),
         max_payload: 1 << 20,
     };
-    let (handle, _done) = link::spawn(setup, inbound_rx);
+    let handle = link::spawn(setup, inbound_rx, || {});
     let _ = inbound_tx.send(Inbound::Begin).await;
     // Device messages in; the subscription again after a reconnect. Lives as long as the command.
     tokio::spawn(async move {

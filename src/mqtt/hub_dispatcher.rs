@@ -449,7 +449,7 @@ impl Dispatcher {
         let (inbound_tx, inbound_rx) = link::inbound_channel();
         let ssrc = self.mqtt.udp.register(inbound_tx.clone());
         let session_id = uuid::Uuid::new_v4().to_string();
-        let hello = udp::server_hello(&session_id, udp::udp_block(&host, self.mqtt.udp.addr.port(), ssrc));
+        let hello = udp::server_hello(&host, self.mqtt.udp.addr.port(), ssrc);
         let mut cfg = SessionConfig::new(&session_id, hello);
         (cfg.vision_url, cfg.vision_token) = hub.vision_for(&device_id, None);
         cfg.keepalive = hub.config.keepalive;
@@ -478,7 +478,21 @@ impl Dispatcher {
             broker: self.mqtt.broker.clone(),
             max_payload: self.mqtt.settings.max_payload,
         };
-        let (handle, done) = link::spawn(setup, inbound_rx);
+        // Once the link has ended: out of the registry, and the dispatcher told (if it is behind,
+        // from a task that waits for room; the link task itself never waits).
+        let (registry_hub, control, key_owned) = (hub.clone(), self.control.clone(), Box::<str>::from(key));
+        let on_end = move || {
+            if let Some(device_id) = topics::device_id_of(&key_owned) {
+                registry_hub.registry.remove(&device_id, generation);
+            }
+            let ended = Control::Ended { key: key_owned.into(), generation };
+            if let Err(tokio::sync::mpsc::error::TrySendError::Full(ended)) = control.try_send(ended) {
+                tokio::spawn(async move {
+                    let _ = control.send(ended).await;
+                });
+            }
+        };
+        let handle = link::spawn(setup, inbound_rx, on_end);
         if begin {
             let _ = inbound_tx.try_send(Inbound::Begin);
         }
@@ -492,12 +506,6 @@ impl Dispatcher {
             }
             tokio::spawn(async move { old.close(crate::links::handle::CloseReason::Replaced).await });
         }
-        let (registry_hub, control, key_owned) = (hub.clone(), self.control.clone(), key.to_string());
-        tokio::spawn(async move {
-            let _ = done.await;
-            registry_hub.registry.remove(&device_id, generation);
-            let _ = control.send(Control::Ended { key: key_owned, generation }).await;
-        });
         self.links.insert(key.to_string(), LinkEntry { inbound: inbound_tx, generation, ssrc, session_id });
         true
     }

@@ -11,6 +11,7 @@ pub mod broker;
 pub mod cluster;
 pub mod cluster_rpc;
 pub mod cluster_seal;
+pub mod cluster_view;
 pub mod conn;
 mod device_login;
 pub mod direct;

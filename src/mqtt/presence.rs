@@ -27,19 +27,15 @@
 //!   shard, or older than the one held (a replay), is refused: no one but a hub can list a
 //!   device, nor make a hub forward requests to a device that is not there.
 //!
-//! Rules: a hub's index counts only while the hub is alive; **a view survives this hub's own
-//! broker reconnect**: the hubs it knew stay alive (listed, reachable) while the new subscription
-//! replays the retained presence records, and only once that replay is complete
-//! ([`View::reconcile`]) is a hub whose record did not come back taken as gone. The index of a hub that died says
-//! which devices are *moving* (being taken over) until a survivor lists them or
-//! [`DEAD_INDEX_GRACE`] passes, when a survivor clears it from the broker. Rows are data: a row
-//! whose Device-Id is not a MAC is dropped, and every field is bounded (a name to
-//! [`crate::session::MAX_NAME_CHARS`] characters, kept once per shard that repeats it). The view
-//! keeps ~95 bytes per device of the other hubs, in one map sorted by MAC: an id is one lookup, a prefix one
-//! range, a page of a listing O(page).
+//! Rules: a hub's index counts only while the hub is alive, as the view of the others holds it
+//! ([`super::cluster_view`]: it survives this hub's own broker reconnect, and keeps ~30 bytes per
+//! device of the other hubs). The index of a hub that died says which devices are *moving* (being
+//! taken over) until a survivor lists them or [`DEAD_INDEX_GRACE`] passes, when a survivor clears
+//! it from the broker. Rows are data: a row whose Device-Id is not a MAC is dropped, and every
+//! field is bounded (a name to [`crate::session::MAX_NAME_CHARS`] characters, kept once per shard
+//! that repeats it).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::ops::Bound;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,7 +43,6 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::hub::Hub;
-use crate::hub::remote::Located;
 use crate::hub::secret::{HubSecret, Purpose};
 use crate::links::handle::tools_epoch;
 use crate::wire::identity::{format_mac, parse_mac};
@@ -80,17 +75,17 @@ const PHASES: [&str; 6] = [
     "disconnected",
     "other",
 ];
-const READY: u8 = 3;
+pub(super) const READY: u8 = 3;
 
 pub type Mac = [u8; 6];
 
 /// One device in a hub's index (48 bytes; a name is shared by every row of its shard that
 /// has it).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Row {
     pub mac: Mac,
-    transport: u8,
-    phase: u8,
+    pub(super) transport: u8,
+    pub(super) phase: u8,
     /// Every tool the device listed.
     pub tools: u32,
     /// The tools offered to MCP hosts (user-only ones left out); `None` from a hub too old to say.
@@ -397,7 +392,9 @@ pub fn publish_index(
 ) {
     tokio::spawn(async move {
         let (mut epoch, mut seq) = (0u64, 0u64);
-        let mut last: Vec<Option<Shard>> = vec![None; usize::from(SHARDS)];
+        // What each shard held when last sent, as a digest: the rows themselves cost ~70 bytes
+        // for each device this hub serves (issue 46.3).
+        let mut last: Vec<Option<u64>> = vec![None; usize::from(SHARDS)];
         let mut logged_left_out = 0u64;
         let mut pause = INDEX_PERIOD;
         loop {
@@ -436,9 +433,8 @@ pub fn publish_index(
             }
             let mut sent = 0usize;
             for (n, mut shard) in shards.into_iter().enumerate() {
-                let same = last[n]
-                    .as_ref()
-                    .is_some_and(|l| l.rows == shard.rows && l.left_out == shard.left_out);
+                let digest = digest(&shard);
+                let same = last[n] == Some(digest);
                 if same && !forced {
                     continue;
                 }
@@ -462,11 +458,22 @@ pub fn publish_index(
                     continue;
                 }
                 sent += bytes;
-                last[n] = Some(shard);
+                last[n] = Some(digest);
             }
             pause = index_pause(sent);
         }
     });
+}
+
+/// What a shard lists (its rows and how many it left out), as a 64-bit digest: two shards with
+/// the same digest are taken as the same (`DefaultHasher::new`, SipHash with fixed keys; a
+/// collision would only hold a changed shard back until its next change or republish).
+fn digest(shard: &Shard) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    shard.rows.hash(&mut h);
+    shard.left_out.hash(&mut h);
+    h.finish()
 }
 
 /// The pause after a round of index publishing that sent `sent` bytes
@@ -474,301 +481,6 @@ pub fn publish_index(
 pub fn index_pause(sent: usize) -> Duration {
     INDEX_PERIOD.max(Duration::from_secs_f64(sent as f64 / INDEX_BYTES_PER_SEC as f64))
 }
-
-/// One shard of another hub, as held.
-#[derive(Debug, Default)]
-struct HeldShard {
-    seq: u64,
-    left_out: u64,
-    macs: Vec<Mac>,
-}
-
-#[derive(Debug, Default)]
-struct HubIndex {
-    shards: HashMap<u8, HeldShard>,
-    rows: usize,
-    /// The name its last shard gave it.
-    name: Option<Arc<str>>,
-}
-
-impl HubIndex {
-    fn left_out(&self) -> u64 {
-        self.shards.values().map(|s| s.left_out).sum()
-    }
-}
-
-/// The cluster as one hub sees it: which hubs are alive and what each one serves.
-#[derive(Debug, Default)]
-pub struct View {
-    me: String,
-    alive: HashSet<String>,
-    /// Hubs alive when this hub's broker connection came back whose presence record the new
-    /// subscription has not replayed yet ([`Self::resync`]); still alive until [`Self::reconcile`].
-    unconfirmed: HashSet<String>,
-    hubs: HashMap<Arc<str>, HubIndex>,
-    /// Every other hub's device, by MAC: the hub whose index lists it last, and its row.
-    rows: BTreeMap<Mac, (Arc<str>, Row)>,
-}
-
-impl View {
-    pub fn new(me: &str) -> Self {
-        Self {
-            me: me.to_string(),
-            ..Self::default()
-        }
-    }
-
-    pub fn is_alive(&self, hub: &str) -> bool {
-        self.alive.contains(hub)
-    }
-
-    /// A presence record came or went; returns whether this changed anything.
-    pub fn on_presence(&mut self, hub: &str, alive: bool) -> bool {
-        self.unconfirmed.remove(hub);
-        if alive {
-            self.alive.insert(hub.to_string())
-        } else {
-            self.alive.remove(hub)
-        }
-    }
-
-    /// This hub's broker connection came back: presence is learned again from the retained
-    /// records the new subscription replays, but what is known stays until [`Self::reconcile`]
-    /// (the view shrank to the hubs replayed so far: at 100,000 devices a listing through a hub
-    /// that had just reconnected showed 43,905 of ~75,000 devices).
-    pub fn resync(&mut self) {
-        // Not this hub: its own record comes back after the replay (it publishes it on the new
-        // connection, after subscribing), and it is alive whatever the broker holds.
-        self.unconfirmed = self.alive.iter().filter(|h| **h != self.me).cloned().collect();
-    }
-
-    /// The new subscription's retained replay is complete: the hubs whose presence record did not
-    /// come back went away while this hub was cut off, and are gone now (returned, sorted).
-    pub fn reconcile(&mut self) -> Vec<String> {
-        let mut gone: Vec<String> = self.unconfirmed.drain().collect();
-        for hub in &gone {
-            self.alive.remove(hub);
-        }
-        gone.sort();
-        gone
-    }
-
-    /// One shard of a hub's index (`None`: cleared). A shard older than the one held is a
-    /// replay: ignored (`false`). This hub's own index is not kept.
-    pub fn on_shard(&mut self, hub: &str, shard: u8, new: Option<Shard>) -> bool {
-        if hub == self.me {
-            return true;
-        }
-        let name: Arc<str> = self
-            .hubs
-            .get_key_value(hub)
-            .map_or_else(|| Arc::from(hub), |(k, _)| k.clone());
-        let index = self.hubs.entry(name.clone()).or_default();
-        if let (Some(held), Some(n)) = (index.shards.get(&shard), new.as_ref())
-            && n.seq < held.seq
-        {
-            return false;
-        }
-        if let Some(old) = index.shards.remove(&shard) {
-            index.rows -= old.macs.len();
-            for mac in old.macs {
-                if self.rows.get(&mac).is_some_and(|(h, _)| **h == *hub) {
-                    self.rows.remove(&mac);
-                }
-            }
-        }
-        if let Some(n) = &new {
-            index.name = n.name.as_deref().map(Arc::from);
-        }
-        if let Some(n) = new.filter(|n| !n.rows.is_empty() || n.left_out > 0) {
-            let macs: Vec<Mac> = n.rows.iter().map(|r| r.mac).collect();
-            for r in n.rows {
-                self.rows.insert(r.mac, (name.clone(), r));
-            }
-            index.rows += macs.len();
-            index.shards.insert(
-                shard,
-                HeldShard {
-                    seq: n.seq,
-                    left_out: n.left_out,
-                    macs,
-                },
-            );
-        }
-        if index.shards.is_empty() {
-            self.hubs.remove(hub);
-        }
-        true
-    }
-
-    /// Hubs whose index is kept though they are not alive.
-    pub fn dead_indexes(&self) -> Vec<String> {
-        self.hubs
-            .keys()
-            .filter(|h| !self.alive.contains(&***h))
-            .map(|h| h.to_string())
-            .collect()
-    }
-
-    /// The other live hubs.
-    pub fn peers(&self) -> Vec<String> {
-        let mut v: Vec<String> = self
-            .alive
-            .iter()
-            .filter(|h| **h != self.me)
-            .cloned()
-            .collect();
-        v.sort();
-        v
-    }
-
-    fn listed(&self, hub: &str) -> bool {
-        hub != self.me && self.alive.contains(hub)
-    }
-
-    /// The other live hubs' devices the index lists.
-    pub fn remote_count(&self) -> usize {
-        self.hubs
-            .iter()
-            .filter(|(h, _)| self.listed(h))
-            .map(|(_, i)| i.rows)
-            .sum()
-    }
-
-    /// The other live hubs that serve devices their index does not list, with how many.
-    pub fn unlisted(&self) -> Vec<(String, u64)> {
-        let mut v: Vec<(String, u64)> = self
-            .hubs
-            .iter()
-            .filter(|(h, _)| self.listed(h))
-            .map(|(h, i)| (h.to_string(), i.left_out()))
-            .filter(|(_, n)| *n > 0)
-            .collect();
-        v.sort();
-        v
-    }
-
-    /// Up to `limit` of the other live hubs' devices after the Device-Id `after`, in Device-Id
-    /// order, each as `(device_id, hub, row)`. O(limit) (plus rows of dead hubs passed over).
-    pub fn page(&self, after: Option<&str>, limit: usize) -> Vec<(String, Arc<str>, Row)> {
-        let start = match after.map(parse_mac) {
-            Some(Ok(mac)) => Bound::Excluded(mac),
-            Some(Err(_)) => match after.and_then(crate::hub::registry::id_prefix) {
-                Some(p) => Bound::Included(bounds(&p).0),
-                None => return Vec::new(),
-            },
-            None => Bound::Unbounded,
-        };
-        self.rows
-            .range((start, Bound::Unbounded))
-            .filter(|(_, (h, _))| self.listed(h))
-            .take(limit)
-            .map(|(_, (h, r))| (r.device_id(), h.clone(), r.clone()))
-            .collect()
-    }
-
-    /// The name a hub's operator gave it, from its index.
-    pub fn hub_name(&self, hub: &str) -> Option<Arc<str>> {
-        self.hubs.get(hub).and_then(|i| i.name.clone())
-    }
-
-    /// The index row of a device and the live hub that lists it.
-    pub fn row(&self, device_id: &str) -> Option<(Arc<str>, Row)> {
-        let (hub, row) = self.rows.get(&parse_mac(device_id).ok()?)?;
-        self.listed(hub).then(|| (hub.clone(), row.clone()))
-    }
-
-    /// The other live hubs' ready devices, if there are at most `max` of them (else none: they
-    /// are offered on demand, not in arrival order).
-    pub fn remote_ready(&self, max: usize) -> Vec<String> {
-        let ready: Vec<String> = self
-            .rows
-            .values()
-            .filter(|(h, r)| r.is_ready() && self.listed(h))
-            .take(max + 1)
-            .map(|(_, r)| r.device_id())
-            .collect();
-        if ready.len() > max { Vec::new() } else { ready }
-    }
-
-    /// Where another hub serves the device `selector` names (see [`Located`]): an id or alias
-    /// is one lookup, a prefix one range of the sorted index.
-    pub fn locate(&self, selector: Option<&str>, aliases: &HashMap<String, String>) -> Located {
-        let Some(sel) = selector.map(str::trim).filter(|s| !s.is_empty()) else {
-            return self.one_of(self.rows.iter());
-        };
-        let wanted = aliases.get(sel).map_or(sel, String::as_str);
-        let Some(prefix) = crate::hub::registry::id_prefix(wanted) else {
-            return Located::Nowhere;
-        };
-        let (lo, hi) = bounds(&prefix);
-        match self.one_of(self.rows.range(lo..=hi)) {
-            Located::Nowhere => {}
-            found => return found,
-        }
-        let mut moving = self
-            .rows
-            .range(lo..=hi)
-            .filter(|(_, (h, _))| **h != *self.me && !self.alive.contains(&**h));
-        match (moving.next(), moving.next()) {
-            (Some((_, (_, row))), None) => Located::Moving {
-                device_id: row.device_id(),
-            },
-            _ => Located::Nowhere,
-        }
-    }
-
-    /// The one device of the other live hubs among `rows`, or which several match.
-    fn one_of<'a>(&self, rows: impl Iterator<Item = (&'a Mac, &'a (Arc<str>, Row))>) -> Located {
-        let mut live = rows.filter(|(_, (h, _))| self.listed(h));
-        let Some((_, (hub, row))) = live.next() else {
-            return Located::Nowhere;
-        };
-        let others: Vec<String> = live
-            .by_ref()
-            .take(9)
-            .map(|(_, (_, r))| r.device_id())
-            .collect();
-        if others.is_empty() {
-            return Located::Remote {
-                hub: hub.to_string(),
-                device_id: row.device_id(),
-            };
-        }
-        let rest = live.count();
-        let mut ids = std::iter::once(row.device_id())
-            .chain(others)
-            .collect::<Vec<_>>()
-            .join(", ");
-        if rest > 0 {
-            ids.push_str(&format!(" and {rest} more"));
-        }
-        Located::Ambiguous(ids)
-    }
-}
-
-/// The lowest and highest MAC that start with a Device-Id prefix (`aa:b`).
-fn bounds(prefix: &str) -> (Mac, Mac) {
-    let digits: Vec<u8> = prefix
-        .bytes()
-        .filter_map(|c| (c as char).to_digit(16).map(|d| d as u8))
-        .collect();
-    let (mut lo, mut hi) = ([0u8; 6], [0xffu8; 6]);
-    for (i, d) in digits.iter().take(12).enumerate() {
-        let (byte, high) = (i / 2, i % 2 == 0);
-        if high {
-            lo[byte] = d << 4;
-            hi[byte] = (d << 4) | 0x0f;
-        } else {
-            lo[byte] |= d;
-            hi[byte] = (hi[byte] & 0xf0) | d;
-        }
-    }
-    (lo, hi)
-}
-
-/// Shared between the dispatcher (which feeds it) and the control API (which reads it).
-pub type SharedView = Arc<std::sync::Mutex<View>>;
 
 #[cfg(test)]
 #[path = "presence_tests.rs"]

@@ -1,5 +1,5 @@
-//! The cluster index's rules, tested: rows and shards as published, sealed and opened, and the
-//! view a hub builds of the others (moved out of `presence.rs` to keep each file under 800 lines).
+//! The cluster index's rules, tested: rows and shards as published, sealed and opened (the view a
+//! hub builds of the others: `cluster_view_tests.rs`).
 
 use super::*;
 
@@ -29,37 +29,6 @@ fn a_hub_whose_whole_index_changes_publishes_it_within_its_byte_budget() {
 
 fn row(id: &str) -> Row {
     Row::new(id, "mqtt", "ready", 3, 7).unwrap()
-}
-
-fn shard(rows: &[&str]) -> Vec<(u8, Shard)> {
-    let mut by: HashMap<u8, Vec<Row>> = HashMap::new();
-    for r in rows {
-        let r = row(r);
-        by.entry(shard_of(&r.mac)).or_default().push(r);
-    }
-    by.into_iter()
-        .map(|(n, mut rows)| {
-            rows.sort_by_key(|r| r.mac);
-            (
-                n,
-                Shard {
-                    name: None,
-                    seq: 1,
-                    left_out: 0,
-                    rows,
-                },
-            )
-        })
-        .collect()
-}
-
-fn index(v: &mut View, hub: &str, rows: &[&str]) {
-    for n in 0..SHARDS {
-        v.on_shard(hub, n, None);
-    }
-    for (n, s) in shard(rows) {
-        v.on_shard(hub, n, Some(s));
-    }
 }
 
 #[test]
@@ -112,174 +81,6 @@ fn a_shard_round_trips_and_forged_or_hostile_ones_are_refused() {
     assert!(open_shard(&secret, "h1", n, b"not signed").is_err());
 }
 
-#[test]
-fn a_replayed_older_shard_is_ignored() {
-    let mut v = View::new("me");
-    v.on_presence("b", true);
-    let r = row("aa:00:00:00:00:01");
-    let n = shard_of(&r.mac);
-    assert!(v.on_shard(
-        "b",
-        n,
-        Some(Shard {
-            name: None,
-            seq: 5,
-            left_out: 0,
-            rows: vec![r]
-        })
-    ));
-    assert!(
-        !v.on_shard(
-            "b",
-            n,
-            Some(Shard {
-                name: None,
-                seq: 4,
-                left_out: 0,
-                rows: vec![]
-            })
-        ),
-        "older: a replay"
-    );
-    assert!(v.row("aa:00:00:00:00:01").is_some());
-    assert!(v.on_shard("b", n, None), "a cleared shard is always taken");
-    assert!(v.row("aa:00:00:00:00:01").is_none());
-}
-
-#[test]
-fn prefixes_map_to_mac_bounds() {
-    assert_eq!(
-        bounds("aa:b"),
-        (
-            [0xaa, 0xb0, 0, 0, 0, 0],
-            [0xaa, 0xbf, 0xff, 0xff, 0xff, 0xff]
-        )
-    );
-    assert_eq!(
-        bounds("aa:bb:cc:dd:ee:ff"),
-        (
-            [0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff],
-            [0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff]
-        )
-    );
-}
-
-#[test]
-fn devices_are_located_on_live_hubs_and_moving_when_their_hub_died() {
-    let mut v = View::new("me");
-    for h in ["me", "b", "c"] {
-        v.on_presence(h, true);
-    }
-    index(&mut v, "b", &["aa:00:00:00:00:01", "aa:00:00:00:01:02"]);
-    index(&mut v, "c", &["bb:00:00:00:00:03"]);
-    index(&mut v, "me", &["cc:00:00:00:00:04"]);
-    let none = HashMap::new();
-    assert_eq!(
-        v.locate(Some("aa:00:00:00:00:01"), &none),
-        Located::Remote {
-            hub: "b".into(),
-            device_id: "aa:00:00:00:00:01".into()
-        }
-    );
-    assert_eq!(
-        v.locate(Some("AA-00-00-00-00-01"), &none),
-        Located::Remote {
-            hub: "b".into(),
-            device_id: "aa:00:00:00:00:01".into()
-        }
-    );
-    assert_eq!(
-        v.locate(Some("bb00"), &none),
-        Located::Remote {
-            hub: "c".into(),
-            device_id: "bb:00:00:00:00:03".into()
-        }
-    );
-    assert!(
-        matches!(v.locate(Some("aa:00"), &none), Located::Ambiguous(ids) if ids.contains("aa:00:00:00:01:02"))
-    );
-    assert_eq!(
-        v.locate(Some("cc:00:00:00:00:04"), &none),
-        Located::Nowhere,
-        "this hub's own devices are never remote"
-    );
-    assert_eq!(v.locate(Some("lamp"), &none), Located::Nowhere);
-    let aliases = HashMap::from([("lamp".to_string(), "BB:00:00:00:00:03".to_string())]);
-    assert_eq!(
-        v.locate(Some("lamp"), &aliases),
-        Located::Remote {
-            hub: "c".into(),
-            device_id: "bb:00:00:00:00:03".into()
-        }
-    );
-    assert_eq!(v.remote_count(), 3);
-    let page: Vec<String> = v.page(None, 2).into_iter().map(|(id, _, _)| id).collect();
-    assert_eq!(page, ["aa:00:00:00:00:01", "aa:00:00:00:01:02"]);
-    let page: Vec<String> = v
-        .page(Some("aa:00:00:00:01:02"), 2)
-        .into_iter()
-        .map(|(id, _, _)| id)
-        .collect();
-    assert_eq!(page, ["bb:00:00:00:00:03"]);
-
-    v.on_presence("b", false);
-    assert_eq!(
-        v.locate(Some("aa:00:00:00:00:01"), &none),
-        Located::Moving {
-            device_id: "aa:00:00:00:00:01".into()
-        }
-    );
-    assert_eq!(
-        v.locate(Some("aa0000000102"), &none),
-        Located::Moving {
-            device_id: "aa:00:00:00:01:02".into()
-        }
-    );
-    assert_eq!(v.dead_indexes(), ["b"]);
-    assert_eq!(v.remote_count(), 1, "a dead hub's devices are not listed");
-    // Taken over by c, listed there before b's index is cleared: c is where it is.
-    index(&mut v, "c", &["bb:00:00:00:00:03", "aa:00:00:00:00:01"]);
-    index(&mut v, "b", &[]);
-    assert_eq!(
-        v.locate(Some("aa:00:00:00:00:01"), &none),
-        Located::Remote {
-            hub: "c".into(),
-            device_id: "aa:00:00:00:00:01".into()
-        }
-    );
-    assert_eq!(v.locate(Some("aa:00:00:00:01:02"), &none), Located::Nowhere);
-    assert!(v.dead_indexes().is_empty(), "a cleared index is forgotten");
-}
-
-#[test]
-fn what_a_hub_leaves_out_is_counted() {
-    let mut v = View::new("me");
-    v.on_presence("b", true);
-    let r = row("aa:00:00:00:00:01");
-    v.on_shard(
-        "b",
-        shard_of(&r.mac),
-        Some(Shard {
-            name: None,
-            seq: 1,
-            left_out: 40,
-            rows: vec![r.clone()],
-        }),
-    );
-    v.on_shard(
-        "b",
-        (shard_of(&r.mac) + 1) % SHARDS,
-        Some(Shard {
-            name: None,
-            seq: 1,
-            left_out: 2,
-            rows: vec![],
-        }),
-    );
-    assert_eq!(v.unlisted(), [("b".to_string(), 42)]);
-    assert_eq!(v.remote_count(), 1);
-}
-
 /// Issue 46.4: a row carries the device's name and its tools offered to hosts; a hostile name is
 /// bounded and stays data; a shard of a hub of the previous version (no `about`) still reads, and
 /// what a new hub sends still reads as rows for a hub of the previous version.
@@ -325,38 +126,22 @@ fn a_row_describes_its_device_and_old_and_new_shards_read_both_ways() {
     }
 }
 
-/// This hub's broker connection comes back: the other hubs stay listed while the retained
-/// presence records are replayed (a listing through a hub that had just reconnected showed
-/// 43,905 of ~75,000 devices), and once the replay is complete a hub whose record did not come
-/// back is gone, its devices moving.
+
+/// A hub keeps what it last sent of each shard as a digest (issue 46.3): any change of a row, its
+/// description or what the shard left out is a new digest, so the shard goes out again.
 #[test]
-fn the_view_survives_a_reconnect_and_drops_only_hubs_not_replayed() {
-    let mut v = View::new("me");
-    let none = HashMap::new();
-    for h in ["me", "b", "c"] {
-        v.on_presence(h, true);
+fn a_shard_that_changed_in_any_way_has_another_digest() {
+    let s = |rows: Vec<Row>, left_out| Shard { name: None, seq: 1, left_out, rows };
+    let base = vec![row("aa:00:00:00:00:01"), row("aa:00:00:00:00:02")];
+    let d = digest(&s(base.clone(), 0));
+    assert_eq!(d, digest(&Shard { seq: 9, ..s(base.clone(), 0) }), "the sequence number is not content");
+    let mut ready = base.clone();
+    ready[1] = Row::new("aa:00:00:00:00:02", "mqtt", "listing", 3, 7).unwrap();
+    let mut named = base.clone();
+    named[0] = named[0].clone().described(Some(3), Some(Arc::from("lamp")));
+    let mut more_tools = base.clone();
+    more_tools[0].tools += 1;
+    for (what, other) in [("a phase", s(ready, 0)), ("a name", s(named, 0)), ("a tool count", s(more_tools, 0)), ("left out", s(base.clone(), 1)), ("a row fewer", s(base[..1].to_vec(), 0))] {
+        assert_ne!(d, digest(&other), "{what}");
     }
-    index(&mut v, "b", &["aa:00:00:00:00:01"]);
-    index(&mut v, "c", &["bb:00:00:00:00:02"]);
-    assert_eq!(v.remote_count(), 2);
-
-    v.resync();
-    assert_eq!(v.remote_count(), 2, "nothing replayed yet, nothing forgotten");
-    assert_eq!(v.peers(), ["b", "c"]);
-    assert!(matches!(v.locate(Some("bb:00:00:00:00:02"), &none), Located::Remote { .. }));
-    // The replay brings b's record back, not c's (c died while this hub was away).
-    v.on_presence("b", true);
-    assert_eq!(v.remote_count(), 2, "still listed until the replay is complete");
-    assert_eq!(v.reconcile(), ["c"], "not this hub, whose own record comes after the replay");
-    assert_eq!(v.remote_count(), 1);
-    assert_eq!(v.peers(), ["b"]);
-    assert_eq!(v.locate(Some("bb:00:00:00:00:02"), &none), Located::Moving { device_id: "bb:00:00:00:00:02".into() });
-    assert!(v.reconcile().is_empty(), "reconciled once");
-
-    // A record cleared during the replay is gone at once; one that comes back is not dropped.
-    v.resync();
-    v.on_presence("b", false);
-    v.on_presence("c", true);
-    assert!(v.reconcile().is_empty());
-    assert_eq!(v.peers(), ["c"]);
 }

@@ -27,6 +27,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::cluster_rpc::ClusterNode;
+use super::stand_ins::close;
 pub use super::stand_ins::{DEFAULT_MAX_PROXIES, Proxies};
 use crate::hub::remote::{Cluster, Located, ProxyError};
 use crate::links::DeviceHandle;
@@ -44,6 +45,17 @@ impl Proxies {
         &self,
         node: &Arc<ClusterNode>,
         device_id: &str,
+    ) -> Result<DeviceHandle, ProxyError> {
+        self.make_as(node, device_id, false).await
+    }
+
+    /// [`Self::make`]; `offered_only`: made to offer every device of the others, not asked for
+    /// ([`Proxies::end_unasked_offers`]).
+    pub async fn make_as(
+        &self,
+        node: &Arc<ClusterNode>,
+        device_id: &str,
+        offered_only: bool,
     ) -> Result<DeviceHandle, ProxyError> {
         if let Some(h) = self.get(device_id) {
             return Ok(h);
@@ -93,23 +105,24 @@ impl Proxies {
         let now = self.clock.fetch_add(1, Ordering::Relaxed);
         let mut map = self.lock();
         // Another caller may have made one meanwhile: keep the first.
-        if let Some((h, _)) = map.get(&device_id).filter(|(h, _)| h.is_connected()) {
-            let h = h.clone();
+        if let Some(k) = map.get_mut(&device_id).filter(|k| k.handle.is_connected()) {
+            k.offered_only &= offered_only;
+            let h = k.handle.clone();
             drop(map);
             close(handle);
             return Ok(h);
         }
-        map.retain(|_, (h, _)| h.is_connected());
+        map.retain(|_, k| k.handle.is_connected());
         let evicted = if map.len() >= self.max {
             let oldest = map
                 .iter()
-                .min_by_key(|(_, (_, used))| *used)
+                .min_by_key(|(_, k)| k.used)
                 .map(|(id, _)| id.clone());
-            oldest.and_then(|id| map.remove(&id)).map(|(h, _)| h)
+            oldest.and_then(|id| map.remove(&id)).map(|k| k.handle)
         } else {
             None
         };
-        map.insert(device_id, (handle.clone(), now));
+        map.insert(device_id, super::stand_ins::Kept { handle: handle.clone(), used: now, offered_only });
         drop(map);
         if let Some(old) = evicted {
             tracing::debug!(device = %old.device_id, "{} stand-ins for other hubs' devices are kept (--cluster-stand-ins): ended the one used least recently", self.max);
@@ -117,14 +130,6 @@ impl Proxies {
         }
         Ok(handle)
     }
-}
-
-fn close(handle: DeviceHandle) {
-    tokio::spawn(async move {
-        handle
-            .close(crate::links::handle::CloseReason::Replaced)
-            .await
-    });
 }
 
 /// A device's description from its hub's `device` answer (the fields the bridge reads).

@@ -7,8 +7,9 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Value, json};
 use tokio::net::UdpSocket;
+
+use crate::session::{ServerHello, UdpHello};
 
 /// Where an audio datagram goes: its device's link.
 pub type AudioRoute = crate::links::mqtt::InboundSender;
@@ -74,44 +75,33 @@ pub fn ssrc_of(packet: &[u8]) -> Option<u32> {
     (packet.len() >= 16 && packet[0] == 0x01).then(|| u32::from_be_bytes([packet[4], packet[5], packet[6], packet[7]]))
 }
 
-/// The hello's `udp` block: a random AES-128 key, and the nonce the device copies into every
-/// packet header (byte 0 = 0x01, bytes 4–7 = SSRC, the rest zero).
-pub fn udp_block(server: &str, port: u16, ssrc: u32) -> Value {
-    let key: String = (0..16).map(|_| format!("{:02x}", fastrand::u8(..))).collect();
-    json!({
-        "server": server,
-        "port": port,
-        "encryption": "aes-128-ctr",
-        "key": key,
-        "nonce": format!("01000000{ssrc:08x}0000000000000000"),
-    })
-}
-
-/// The server hello an MQTT device expects (reference §2.2): `transport:"udp"` and the udp block.
-pub fn server_hello(session_id: &str, udp: Value) -> String {
-    json!({
-        "type": "hello",
-        "transport": "udp",
-        "session_id": session_id,
-        "audio_params": {"format": "opus", "sample_rate": 24000, "channels": 1, "frame_duration": 60},
-        "udp": udp,
-    })
-    .to_string()
+/// The server hello an MQTT device expects (reference §2.2, [`envelope::udp_server_hello`]):
+/// `transport:"udp"` and the hello's `udp` block, a random AES-128 key and the nonce the device
+/// copies into every packet header (byte 0 = 0x01, bytes 4–7 = SSRC, the rest zero). Kept as
+/// what it says, written when sent.
+pub fn server_hello(server: &str, port: u16, ssrc: u32) -> ServerHello {
+    ServerHello::Udp(Box::new(UdpHello { server: server.into(), port, ssrc, key: std::array::from_fn(|_| fastrand::u8(..)) }))
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
+    use crate::wire::envelope;
 
     #[test]
     fn udp_block_passes_the_stock_checks() {
-        let b = udp_block("192.168.1.5", 8888, 0xdead_beef);
+        let ServerHello::Udp(u) = server_hello("192.168.1.5", 8888, 0xdead_beef) else { panic!("a UDP hello") };
+        let hello: Value = serde_json::from_str(&envelope::udp_server_hello("s1", &u.server, u.port, u.ssrc, &u.key)).unwrap();
+        let b = &hello["udp"];
         let hex16 = |v: &Value| v.as_str().is_some_and(|s| s.len() == 32 && s.bytes().all(|c| c.is_ascii_hexdigit()));
         assert!(hex16(&b["key"]) && hex16(&b["nonce"]));
         assert_eq!(b["nonce"], "01000000deadbeef0000000000000000");
-        assert_eq!((b["server"].as_str(), b["port"].as_u64()), (Some("192.168.1.5"), Some(8888)));
-        let hello: Value = serde_json::from_str(&server_hello("s1", b)).unwrap();
-        assert_eq!((hello["transport"].as_str(), hello["session_id"].as_str()), (Some("udp"), Some("s1")));
+        assert_eq!((b["server"].as_str(), b["port"].as_u64(), b["encryption"].as_str()), (Some("192.168.1.5"), Some(8888), Some("aes-128-ctr")));
+        assert_eq!((hello["transport"].as_str(), hello["session_id"].as_str(), hello["audio_params"]["sample_rate"].as_u64()), (Some("udp"), Some("s1"), Some(24000)));
+        let ServerHello::Udp(other) = server_hello("192.168.1.5", 8888, 0xdead_beef) else { panic!() };
+        assert_ne!(u.key, other.key, "a key of its own for each session");
         let mut packet = [0u8; 20];
         packet[0] = 1;
         packet[4..8].copy_from_slice(&0xdead_beef_u32.to_be_bytes());

@@ -94,8 +94,21 @@ pub enum ServerHello {
     /// The WebSocket server hello ([`envelope::websocket_server_hello`]).
     #[default]
     WebSocket,
-    /// This text, as it is (MQTT's, with its UDP block; tests').
+    /// MQTT's ([`envelope::udp_server_hello`]), also written when sent: what it needs is ~70
+    /// bytes, its text ~330 (issue 46.3).
+    Udp(Box<UdpHello>),
+    /// This text, as it is (tests').
     Text(Box<str>),
+}
+
+/// What an MQTT device's server hello says beside its session id: where its audio goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UdpHello {
+    pub server: Box<str>,
+    pub port: u16,
+    pub ssrc: u32,
+    /// AES-128-CTR, made for this session.
+    pub key: [u8; 16],
 }
 
 /// The k-th wait (from 0) of a backoff schedule whose last wait repeats; None when it is empty.

@@ -48,7 +48,7 @@ pub use info::{Counters, DeviceInfo, MAX_NAME_CHARS, OnboardingStatus, Phase, bo
 pub use limits::OnboardBudget;
 pub use onboarding::PageMark;
 pub use tool_list::{ToolEntry, ToolList};
-pub use config::{ServerHello, SessionConfig, spread_keepalive};
+pub use config::{ServerHello, SessionConfig, UdpHello, spread_keepalive};
 
 /// The method a caller sends to make the session list the device's tools again (or, after a
 /// failed onboarding, start onboarding over). It never reaches the device.

@@ -111,6 +111,7 @@ impl Session {
         }
         let server_hello = match &self.server_hello {
             ServerHello::WebSocket => envelope::websocket_server_hello(&self.info.session_id),
+            ServerHello::Udp(u) => envelope::udp_server_hello(&self.info.session_id, &u.server, u.port, u.ssrc, &u.key),
             ServerHello::Text(text) => text.to_string(),
         };
         self.send_text(server_hello, now);

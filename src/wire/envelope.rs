@@ -61,6 +61,26 @@ pub fn websocket_server_hello(session_id: &str) -> String {
     .to_string()
 }
 
+/// The server hello an MQTT device expects (reference §2.2): `transport:"udp"` and the UDP block
+/// where its audio goes, AES-128-CTR with `key` and a nonce that carries the stream's `ssrc`.
+pub fn udp_server_hello(session_id: &str, server: &str, port: u16, ssrc: u32, key: &[u8; 16]) -> String {
+    let key: String = key.iter().map(|b| format!("{b:02x}")).collect();
+    serde_json::json!({
+        "type": "hello",
+        "transport": "udp",
+        "session_id": session_id,
+        "audio_params": {"format": "opus", "sample_rate": 24000, "channels": 1, "frame_duration": 60},
+        "udp": {
+            "server": server,
+            "port": port,
+            "encryption": "aes-128-ctr",
+            "key": key,
+            "nonce": format!("01000000{ssrc:08x}0000000000000000"),
+        },
+    })
+    .to_string()
+}
+
 pub fn mcp_text(session_id: &str, payload: &impl serde::Serialize) -> String {
     #[derive(serde::Serialize)]
     struct Envelope<'a, P> {
