@@ -13,7 +13,7 @@ use crate::wire::identity::Identity;
 
 /// Every target [`run`] knows, by the name of its `fuzz/fuzz_targets/<name>.rs` and
 /// `fuzz/corpus/<name>/`.
-pub const TARGETS: &[&str] = &["envelope_session", "args", "broker_packets", "ws_frames", "mcp_direct", "admission_requests", "tls_accept"];
+pub const TARGETS: &[&str] = &["envelope_session", "args", "broker_packets", "ws_frames", "mcp_direct", "admission_requests", "tls_accept", "ws_handshake"];
 
 /// Runs `data` through the target named `target`; `false` when no target has that name.
 pub fn run(target: &str, data: &[u8]) -> bool {
@@ -25,6 +25,7 @@ pub fn run(target: &str, data: &[u8]) -> bool {
         "mcp_direct" => mcp_direct(data),
         "admission_requests" => admission_requests(data),
         "tls_accept" => tls_accept(data),
+        "ws_handshake" => crate::links::ws_handshake::fuzz_answer(data),
         _ => return false,
     }
     true

@@ -50,14 +50,8 @@ pub async fn client<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S, request: R
 
     let mut buf = Vec::with_capacity(1024);
     let end = loop {
-        if !b"HTTP/1.".starts_with(&buf[..buf.len().min(7)]) {
-            return Err(not_http(httparse::Error::Version));
-        }
-        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at + 4;
-        }
-        if buf.len() >= MAX_HEAD {
-            return Err(Error::Capacity(tokio_tungstenite::tungstenite::error::CapacityError::MessageTooLong { size: buf.len(), max_size: MAX_HEAD }));
+        if let Some(end) = head_end(&buf)? {
+            break end;
         }
         buf.reserve(1024);
         if stream.read_buf(&mut buf).await? == 0 {
@@ -72,6 +66,41 @@ pub async fn client<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S, request: R
     }
     verify(response.headers(), &accept, offered.as_ref())?;
     Ok(WebSocketStream::from_partially_read(stream, tail, Role::Client, Some(config)).await)
+}
+
+/// Where the answer's head ends in what was read so far (just after its blank line), or `None`
+/// while more must be read; an error as soon as the bytes cannot begin an HTTP answer, or the
+/// head has reached [`MAX_HEAD`] without ending.
+fn head_end(buf: &[u8]) -> Result<Option<usize>, Error> {
+    if !b"HTTP/1.".starts_with(&buf[..buf.len().min(7)]) {
+        return Err(not_http(httparse::Error::Version));
+    }
+    if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+        return Ok(Some(at + 4));
+    }
+    if buf.len() >= MAX_HEAD {
+        return Err(Error::Capacity(tokio_tungstenite::tungstenite::error::CapacityError::MessageTooLong { size: buf.len(), max_size: MAX_HEAD }));
+    }
+    Ok(None)
+}
+
+/// The `ws_handshake` fuzz target ([`crate::fuzz`]): `data` as what a server answers, read in
+/// one go. Invariants: no panic; a head is found only within [`MAX_HEAD`] and after an
+/// `HTTP/1.` start; a head that parses has a three-digit status, and each header it kept is in
+/// the head's text.
+#[doc(hidden)]
+pub fn fuzz_answer(data: &[u8]) {
+    let Ok(Some(end)) = head_end(data) else { return };
+    assert!(end <= data.len() && data.starts_with(b"HTTP/1.") && data[..end].ends_with(b"\r\n\r\n"));
+    let Ok(response) = parse_head(&data[..end - 4]) else { return };
+    assert!((100..1000).contains(&response.status().as_u16()));
+    for name in response.headers().keys() {
+        let text = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
+        assert!(text.contains(name.as_str()), "{name} is not in the head");
+    }
+    let offered = HeaderValue::from_static("mqtt, json");
+    let _ = verify(response.headers(), &accept_key(b"dGhlIHNhbXBsZSBub25jZQ=="), Some(&offered));
+    let _ = verify(response.headers(), "x", None);
 }
 
 /// `Sec-WebSocket-Accept` for a key: base64 of the SHA-1 of the key and RFC 6455's GUID.
@@ -107,11 +136,14 @@ fn not_http(e: httparse::Error) -> Error {
 
 /// A 101's headers against RFC 6455 §4.1's list (steps 2–4 and 6).
 fn verify(headers: &HeaderMap, accept: &str, offered: Option<&HeaderValue>) -> Result<(), Error> {
-    let is = |name: &str, want: &str| headers.get(name).and_then(|h| h.to_str().ok()).is_some_and(|h| h.eq_ignore_ascii_case(want));
-    if !is("Upgrade", "websocket") {
+    // Each a list of tokens (`Connection: keep-alive, Upgrade` through a proxy), case aside.
+    let has = |name: &str, want: &str| {
+        headers.get_all(name).iter().filter_map(|h| h.to_str().ok()).any(|h| h.split(',').any(|t| t.trim().eq_ignore_ascii_case(want)))
+    };
+    if !has("Upgrade", "websocket") {
         return Err(Error::Protocol(ProtocolError::MissingUpgradeWebSocketHeader));
     }
-    if !is("Connection", "Upgrade") {
+    if !has("Connection", "Upgrade") {
         return Err(Error::Protocol(ProtocolError::MissingConnectionUpgradeHeader));
     }
     if headers.get("Sec-WebSocket-Accept").is_none_or(|h| h.as_bytes() != accept.as_bytes()) {
@@ -241,6 +273,11 @@ mod tests {
     async fn a_101_that_does_not_prove_it_read_the_request_fails() {
         let out = against(|_| upgrade("another key")).await;
         assert!(matches!(out, Err(Error::Protocol(ProtocolError::SecWebSocketAcceptKeyMismatch))), "{:?}", out.err());
+        // Tokens in a list, as a proxy may write them, are read as tokens.
+        let listed = against(|key| upgrade(key).replace("connection: upgrade", "Connection: keep-alive, Upgrade")).await;
+        assert!(listed.is_ok(), "{:?}", listed.err());
+        let out = against(|key| upgrade(key).replace("connection: upgrade", "connection: upgraded")).await;
+        assert!(matches!(out, Err(Error::Protocol(ProtocolError::MissingConnectionUpgradeHeader))), "{:?}", out.err());
         let out = against(|key| upgrade(key).replace("upgrade: websocket\r\n", "")).await;
         assert!(matches!(out, Err(Error::Protocol(ProtocolError::MissingUpgradeWebSocketHeader))), "{:?}", out.err());
         let out = against(|key| upgrade(key).replace("\r\n\r\n", "\r\nsec-websocket-protocol: mqtt\r\n\r\n")).await;
