@@ -264,7 +264,7 @@ async fn a_call_with_a_progress_token_answered_before_its_first_report_is_one_js
 async fn a_call_that_waits_streams_its_stages_then_its_answer_and_can_be_cancelled() {
     let hub = HubProcess::start(&["--mcp-timeout", "30", "--mcp-progress-after", "0s"], &[]).await;
     let mut device = FakeDevice::connect(&hub.device_url, "02:00:00:00:00:0a", vec![tool("lamp.set")]).await;
-    let mut session = Session::open(&hub).await;
+    let session = Session::open(&hub).await;
     let body = json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":LAMP,"arguments":{"n":1},"_meta":{"progressToken":"host-t"}}});
     let resp = session.http.post(&session.url).header("accept", ACCEPT).header("mcp-session-id", &session.id).json(&body).send().await.unwrap();
     assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
@@ -294,7 +294,7 @@ async fn a_call_that_waits_streams_its_stages_then_its_answer_and_can_be_cancell
     let sent = canceller.post(ACCEPT, &json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":6,"reason":"user"}})).await;
     assert_eq!(sent.status, 202);
     let text = tokio::time::timeout(DEADLINE, resp.text()).await.expect("the stream ended").unwrap();
-    let last: Value = text.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str(d.trim()).ok()).last().expect("a message");
+    let last: Value = text.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str(d.trim()).ok()).next_back().expect("a message");
     assert_eq!(last["id"], 6, "{text}");
     assert_eq!(last["error"]["message"], "cancelled by the client", "{text}");
 }
